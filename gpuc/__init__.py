@@ -1,0 +1,18 @@
+"""gpuc: ahead-of-time TensorFlow Lite -> Vulkan compiler and its thin runtime.
+
+`gpuc.load` needs only the runtime (numpy, vulkan, flatbuffers, xxhash); `gpuc.compile`
+imports the compiler (glslang) on first use.
+"""
+__version__ = "0.1.0"
+
+
+def load(bundle, device=None):
+    """Load a compiled bundle (path or bytes) onto a Vulkan device; returns a LoadedModel."""
+    from gpuc.runtime import load as _load
+    return _load(bundle, device=device)
+
+
+def compile(model, output=None, **options):  # noqa: A001 - public API name
+    """Compile a .tflite model (path or bytes). Returns bundle bytes, or writes `output`."""
+    from gpuc.compiler import compile_model
+    return compile_model(model, output=output, **options)

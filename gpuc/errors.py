@@ -1,0 +1,31 @@
+"""Errors shared by the compiler and the runtime.
+
+`GpucError` (and subclasses) mean "the user's input is bad or unsupported": the CLI prints the
+one-line message and exits with code 2.  Anything else escaping is an internal error (exit 1).
+"""
+
+
+class GpucError(Exception):
+    """Bad or unsupported input; message is one line naming the op, tensor or field."""
+
+    exit_code = 2
+
+
+class ModelFormatError(GpucError):
+    """The .tflite file is not a valid TFLite model (truncated, inconsistent, out of range)."""
+
+
+class UnsupportedError(GpucError):
+    """The model is valid but uses an op / attribute / dtype gpuc cannot compile."""
+
+
+class BundleError(GpucError):
+    """A bundle is corrupt, truncated, from another format version, or fails its checksum."""
+
+
+class ShaderCompileError(Exception):
+    """Generated GLSL failed to compile: a compiler bug (exit 1), message shows the GLSL line."""
+
+
+class DeviceError(GpucError):
+    """No usable Vulkan device, out of device memory, device lost."""

@@ -1,0 +1,215 @@
+"""The bundle: the one contract between compiler and runtime (schema in bundle.fbs).
+
+`write_bundle(Bundle) -> bytes` (used by the compiler) and `read_bundle(bytes) -> Bundle`
+(used by the runtime: checks identifier, magic, version, checksum and every index/offset).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import flatbuffers
+import numpy as np
+import xxhash
+
+from gpuc.errors import BundleError
+from gpuc.runtime import flatbuf
+
+MAGIC = "gpuc-bundle"
+FILE_ID = b"GPUB"
+FORMAT_VERSION = 1
+ALIGN = 256          # tensor offsets: >= any device's minStorageBufferOffsetAlignment
+ARENA, WEIGHTS = 0, 1
+MAX_BINDINGS = 32
+
+BUNDLE_SCHEMA = {
+    "Bundle": {"magic": (0, "str", None), "format_version": (1, "I", 0), "compiler_version": (2, "str", None),
+               "fingerprint": (3, "str", None), "checksum": (4, "str", None), "payload": (5, "[B]", None)},
+    "Quant": {"scale": (0, "[f]", None), "zero_point": (1, "[q]", None), "axis": (2, "i", 0)},
+    "TensorInfo": {"name": (0, "str", None), "shape": (1, "[i]", None), "dtype": (2, "str", None),
+                   "memory": (3, "B", 0), "offset": (4, "Q", 0), "nbytes": (5, "Q", 0),
+                   "quant": (6, "table:Quant", None)},
+    "Shader": {"name": (0, "str", None), "spirv": (1, "[B]", None), "entry": (2, "str", None),
+               "bindings": (3, "I", 0), "push_bytes": (4, "I", 0)},
+    "Dispatch": {"shader": (0, "I", 0), "bindings": (1, "[I]", None), "push_constants": (2, "[B]", None),
+                 "groups": (3, "[I]", None), "label": (4, "str", None)},
+    "Payload": {"model_name": (0, "str", None), "options": (1, "str", None),
+                "tensors": (2, "[table:TensorInfo]", None), "inputs": (3, "[I]", None),
+                "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
+                "dispatches": (6, "[table:Dispatch]", None), "arena_bytes": (7, "Q", 0),
+                "weights": (8, "[B]", None), "stats": (9, "str", None)},
+}
+
+
+@dataclass
+class TensorInfo:
+    name: str
+    shape: tuple
+    dtype: str
+    memory: int           # ARENA or WEIGHTS
+    offset: int
+    nbytes: int
+    quant: dict | None = None   # {"scale": [...], "zero_point": [...], "axis": int}
+
+
+@dataclass
+class Shader:
+    name: str
+    spirv: bytes
+    bindings: int
+    push_bytes: int = 0
+    entry: str = "main"
+
+
+@dataclass
+class Dispatch:
+    shader: int
+    bindings: list
+    groups: tuple
+    push_constants: bytes = b""
+    label: str = ""
+
+
+@dataclass
+class Bundle:
+    model_name: str
+    tensors: list
+    inputs: list
+    outputs: list
+    shaders: list
+    dispatches: list
+    arena_bytes: int
+    weights: np.ndarray                      # uint8
+    options: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+    compiler_version: str = ""
+    fingerprint: str = ""
+    format_version: int = FORMAT_VERSION
+
+
+def checksum(payload, compiler_version: str, fingerprint: str, format_version: int) -> str:
+    """Covers the payload and every other header field (magic and identifier are checked by value)."""
+    h = xxhash.xxh3_128()
+    h.update(payload)
+    h.update(f"|{compiler_version}|{fingerprint}|{format_version}".encode())
+    return h.hexdigest()
+
+
+def write_bundle(b: Bundle) -> bytes:
+    pb = flatbuffers.Builder(1024 + int(b.weights.nbytes))
+    payload = {
+        "model_name": b.model_name, "options": json.dumps(b.options, sort_keys=True),
+        "tensors": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "memory": t.memory,
+                     "offset": t.offset, "nbytes": t.nbytes, "quant": t.quant} for t in b.tensors],
+        "inputs": b.inputs, "outputs": b.outputs,
+        "shaders": [{"name": s.name, "spirv": np.frombuffer(s.spirv, np.uint8), "entry": s.entry,
+                     "bindings": s.bindings, "push_bytes": s.push_bytes} for s in b.shaders],
+        "dispatches": [{"shader": d.shader, "bindings": d.bindings,
+                        "push_constants": np.frombuffer(d.push_constants, np.uint8),
+                        "groups": list(d.groups), "label": d.label} for d in b.dispatches],
+        "arena_bytes": b.arena_bytes, "weights": b.weights, "stats": json.dumps(b.stats, sort_keys=True),
+    }
+    pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
+    payload_bytes = bytes(pb.Output())
+    ob = flatbuffers.Builder(len(payload_bytes) + 1024)
+    root = flatbuf.write(ob, BUNDLE_SCHEMA, "Bundle", {
+        "magic": MAGIC, "format_version": b.format_version, "compiler_version": b.compiler_version,
+        "fingerprint": b.fingerprint,
+        "checksum": checksum(payload_bytes, b.compiler_version, b.fingerprint, b.format_version),
+        "payload": np.frombuffer(payload_bytes, np.uint8)})
+    ob.Finish(root, file_identifier=FILE_ID)
+    return bytes(ob.Output())
+
+
+def read_header(data) -> dict:
+    """Parse and check the outer table (identifier, magic, version, checksum)."""
+    if len(data) < 8 or bytes(data[4:8]) != FILE_ID:
+        raise BundleError("not a gpuc bundle (missing 'GPUB' identifier); compile one with `gpuc compile`")
+    try:
+        head = flatbuf.read(data, BUNDLE_SCHEMA, "Bundle")
+    except flatbuf.FlatbufferError as e:
+        raise BundleError(f"corrupt bundle: {e}") from None
+    if head["magic"] != MAGIC:
+        raise BundleError(f"corrupt bundle: bad magic {head['magic']!r}")
+    ver = head["format_version"]
+    if ver > FORMAT_VERSION:
+        raise BundleError(f"bundle format version {ver} is newer than this runtime supports "
+                          f"({FORMAT_VERSION}); rebuild it with this gpuc, or upgrade gpuc "
+                          f"(made by gpuc {head['compiler_version']})")
+    if ver < FORMAT_VERSION:
+        raise BundleError(f"bundle format version {ver} is no longer supported; recompile the model")
+    if head["payload"] is None:
+        raise BundleError("corrupt bundle: no payload")
+    if checksum(head["payload"], head["compiler_version"] or "", head["fingerprint"] or "", ver) != head["checksum"]:
+        raise BundleError("corrupt bundle: checksum mismatch (file damaged or truncated); recompile it")
+    return head
+
+
+def read_bundle(data) -> Bundle:
+    head = read_header(data)
+    try:
+        p = flatbuf.read(head["payload"], BUNDLE_SCHEMA, "Payload")
+        options = json.loads(p["options"] or "{}")
+        stats = json.loads(p["stats"] or "{}")
+    except (flatbuf.FlatbufferError, ValueError) as e:
+        raise BundleError(f"corrupt bundle payload: {e}") from None
+    tensors = [TensorInfo(t["name"] or "", tuple(int(x) for x in (t["shape"] if t["shape"] is not None else ())),
+                          t["dtype"] or "", t["memory"], t["offset"], t["nbytes"],
+                          None if t["quant"] is None else {
+                              "scale": [float(x) for x in (t["quant"]["scale"] if t["quant"]["scale"] is not None else [])],
+                              "zero_point": [int(x) for x in (t["quant"]["zero_point"] if t["quant"]["zero_point"] is not None else [])],
+                              "axis": t["quant"]["axis"]})
+               for t in p["tensors"] or []]
+    b = Bundle(
+        model_name=p["model_name"] or "", tensors=tensors,
+        inputs=[int(i) for i in _arr(p["inputs"])], outputs=[int(i) for i in _arr(p["outputs"])],
+        shaders=[Shader(s["name"] or "", bytes(_arr(s["spirv"])), s["bindings"], s["push_bytes"], s["entry"] or "main")
+                 for s in p["shaders"] or []],
+        dispatches=[Dispatch(d["shader"], [int(x) for x in _arr(d["bindings"])], tuple(int(x) for x in _arr(d["groups"])),
+                             bytes(_arr(d["push_constants"])), d["label"] or "")
+                    for d in p["dispatches"] or []],
+        arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
+        compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",
+        format_version=head["format_version"])
+    validate(b)
+    return b
+
+
+def _arr(v):
+    return np.zeros(0, np.uint8) if v is None else v
+
+
+def validate(b: Bundle) -> None:
+    """Every index and offset the runtime will hand to Vulkan must be in range."""
+    nt = len(b.tensors)
+    for i, t in enumerate(b.tensors):
+        try:
+            itemsize = np.dtype(t.dtype).itemsize
+        except TypeError:
+            raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) has unknown dtype {t.dtype!r}") from None
+        if any(d < 0 for d in t.shape) or t.nbytes != int(np.prod(t.shape, dtype=np.int64)) * itemsize:
+            raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) size does not match its shape")
+        limit = b.arena_bytes if t.memory == ARENA else b.weights.nbytes if t.memory == WEIGHTS else -1
+        if limit < 0:
+            raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) has unknown memory kind {t.memory}")
+        if t.offset % 4 or t.offset + t.nbytes > limit:
+            raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) lies outside its memory")
+    for kind, idx in (("input", b.inputs), ("output", b.outputs)):
+        for i in idx:
+            if not 0 <= i < nt or b.tensors[i].memory != ARENA:
+                raise BundleError(f"corrupt bundle: {kind} refers to bad tensor {i}")
+    for j, s in enumerate(b.shaders):
+        if len(s.spirv) < 20 or len(s.spirv) % 4 or s.spirv[:4] != b"\x03\x02\x23\x07":
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not SPIR-V")
+        if s.bindings > MAX_BINDINGS or s.push_bytes > 128 or s.push_bytes % 4:
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) has bad binding/push sizes")
+    for j, d in enumerate(b.dispatches):
+        if not 0 <= d.shader < len(b.shaders):
+            raise BundleError(f"corrupt bundle: dispatch {j} uses missing shader {d.shader}")
+        s = b.shaders[d.shader]
+        if len(d.bindings) != s.bindings or any(not 0 <= t < nt for t in d.bindings):
+            raise BundleError(f"corrupt bundle: dispatch {j} ({d.label}) has bad bindings")
+        if len(d.push_constants) != s.push_bytes:
+            raise BundleError(f"corrupt bundle: dispatch {j} ({d.label}) push constants do not match its shader")
+        if len(d.groups) != 3 or any(not 1 <= g <= 65535 for g in d.groups):
+            raise BundleError(f"corrupt bundle: dispatch {j} ({d.label}) has bad workgroup counts {d.groups}")

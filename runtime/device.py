@@ -1,0 +1,179 @@
+"""Vulkan device: instance, physical-device choice, queue, buffers and memory.
+
+Note on the `vulkan` cffi binding: it frees nested temporaries early, so every struct, array and
+string a create-info points to is kept in a named local until the call returns.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import vulkan as vk
+
+from gpuc.errors import DeviceError
+
+_TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0, vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
+              vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
+              vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: 4}
+_TYPE_NAME = {0: "discrete GPU", 1: "integrated GPU", 2: "virtual GPU", 3: "CPU", 4: "other"}
+
+
+def _vk_call(what, fn, *args):
+    try:
+        return fn(*args)
+    except vk.VkErrorOutOfDeviceMemory:
+        raise DeviceError(f"{what}: out of device memory; try a smaller model or batch") from None
+    except vk.VkErrorOutOfHostMemory:
+        raise DeviceError(f"{what}: out of host memory") from None
+    except vk.VkErrorDeviceLost:
+        raise DeviceError(f"{what}: the Vulkan device was lost (driver reset or GPU fault); reload the model") from None
+
+
+def _instance():
+    app = vk.VkApplicationInfo(pApplicationName="gpuc", applicationVersion=1, pEngineName="gpuc",
+                               engineVersion=1, apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
+    info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
+    try:
+        return vk.vkCreateInstance(info, None)
+    except (vk.VkErrorIncompatibleDriver, vk.VkErrorInitializationFailed) as e:
+        raise DeviceError("no Vulkan driver found (install your GPU's Vulkan driver, or "
+                          f"mesa-vulkan-drivers for the CPU device lavapipe): {type(e).__name__}") from None
+
+
+def list_devices():
+    """[(index, name, type_name)] of every Vulkan physical device."""
+    inst = _instance()
+    try:
+        out = []
+        for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(inst)):
+            p = vk.vkGetPhysicalDeviceProperties(pd)
+            out.append((i, p.deviceName, _TYPE_NAME[_TYPE_RANK.get(p.deviceType, 4)]))
+        return out
+    finally:
+        vk.vkDestroyInstance(inst, None)
+
+
+class Device:
+    """One logical device with one compute queue."""
+
+    def __init__(self, select=None):
+        self.instance = _instance()
+        pds = vk.vkEnumeratePhysicalDevices(self.instance)
+        if not pds:
+            raise DeviceError("no Vulkan device found")
+        self.physical, self.index = self._choose(pds, select if select is not None else os.environ.get("GPUC_DEVICE"))
+        self.props = vk.vkGetPhysicalDeviceProperties(self.physical)
+        self.name = self.props.deviceName
+        self.limits = self.props.limits
+        self.mem_props = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
+        if not fam:
+            raise DeviceError(f"device {self.name!r} has no compute queue")
+        self.family = fam[0]
+        prio = [1.0]
+        qinfo = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=prio)
+        qinfos = [qinfo]
+        dinfo = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=qinfos)
+        self.device = _vk_call("creating the Vulkan device", vk.vkCreateDevice, self.physical, dinfo, None)
+        self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
+        pinfo = vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family,
+                                           flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
+        self.cmd_pool = vk.vkCreateCommandPool(self.device, pinfo, None)
+        self.lock = threading.Lock()
+        self.driver_version = self.props.driverVersion
+
+    @staticmethod
+    def _choose(pds, select):
+        ranked = sorted(range(len(pds)), key=lambda i: (_TYPE_RANK.get(vk.vkGetPhysicalDeviceProperties(pds[i]).deviceType, 4), i))
+        if select is None or select == "":
+            return pds[ranked[0]], ranked[0]
+        s = str(select)
+        if s.isdigit():
+            i = int(s)
+            if i >= len(pds):
+                raise DeviceError(f"device {i} does not exist ({len(pds)} Vulkan device(s); see `gpuc devices`)")
+            return pds[i], i
+        for i in ranked:
+            if s.lower() in vk.vkGetPhysicalDeviceProperties(pds[i]).deviceName.lower():
+                return pds[i], i
+        raise DeviceError(f"no Vulkan device name contains {s!r} (see `gpuc devices`)")
+
+    def describe(self) -> dict:
+        v = self.props.apiVersion
+        return {"name": self.name, "index": self.index,
+                "type": _TYPE_NAME[_TYPE_RANK.get(self.props.deviceType, 4)],
+                "vendor_id": self.props.vendorID, "device_id": self.props.deviceID,
+                "driver_version": self.props.driverVersion,
+                "api_version": f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"}
+
+    # -- memory -------------------------------------------------------------------------------
+    def _memory_type(self, bits, want, prefer=0):
+        best = None
+        for i in range(self.mem_props.memoryTypeCount):
+            flags = self.mem_props.memoryTypes[i].propertyFlags
+            if bits & (1 << i) and flags & want == want:
+                if flags & prefer == prefer:
+                    return i
+                best = i if best is None else best
+        if best is None:
+            raise DeviceError(f"device {self.name!r} has no memory type with flags {want:#x}")
+        return best
+
+    def buffer(self, size, usage, host_visible=False):
+        """Create a buffer with its own memory. Returns (buffer, memory)."""
+        size = max(int(size), 256)
+        binfo = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        buf = _vk_call("creating a buffer", vk.vkCreateBuffer, self.device, binfo, None)
+        req = vk.vkGetBufferMemoryRequirements(self.device, buf)
+        if host_visible:
+            want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+            prefer = want | vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+        else:
+            want = prefer = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        ainfo = vk.VkMemoryAllocateInfo(allocationSize=req.size,
+                                        memoryTypeIndex=self._memory_type(req.memoryTypeBits, want, prefer))
+        try:
+            mem = _vk_call(f"allocating {size} bytes of device memory", vk.vkAllocateMemory, self.device, ainfo, None)
+        except DeviceError:
+            vk.vkDestroyBuffer(self.device, buf, None)
+            raise
+        vk.vkBindBufferMemory(self.device, buf, mem, 0)
+        return buf, mem, size
+
+    def submit_and_wait(self, cmd, fence, timeout_ns=60_000_000_000):
+        cmds = [cmd]
+        sinfo = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds)
+        with self.lock:
+            _vk_call("submitting work", vk.vkQueueSubmit, self.queue, 1, [sinfo], fence)
+        try:
+            _vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE, timeout_ns)
+        except vk.VkTimeout:
+            raise DeviceError("the GPU did not finish within 60 s (hung or far too slow)") from None
+        vk.vkResetFences(self.device, 1, [fence])
+
+    def one_shot(self, record):
+        """Record with `record(cmd)`, submit, wait."""
+        ainfo = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                               commandBufferCount=1)
+        cmd = vk.vkAllocateCommandBuffers(self.device, ainfo)[0]
+        binfo = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        vk.vkBeginCommandBuffer(cmd, binfo)
+        record(cmd)
+        vk.vkEndCommandBuffer(cmd)
+        fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+        try:
+            self.submit_and_wait(cmd, fence)
+        finally:
+            vk.vkDestroyFence(self.device, fence, None)
+            vk.vkFreeCommandBuffers(self.device, self.cmd_pool, 1, [cmd])
+
+    def close(self):
+        if getattr(self, "device", None) is not None:
+            vk.vkDeviceWaitIdle(self.device)
+            vk.vkDestroyCommandPool(self.device, self.cmd_pool, None)
+            vk.vkDestroyDevice(self.device, None)
+            self.device = None
+        if getattr(self, "instance", None) is not None:
+            vk.vkDestroyInstance(self.instance, None)
+            self.instance = None

@@ -1,0 +1,279 @@
+"""LoadedModel: a bundle on a device, ready to run.
+
+At load: weights uploaded once into device-local memory, one arena for every intermediate and
+I/O tensor, pipelines created in one call, one descriptor set per dispatch, and the command
+buffer recorded once.  Per run: copy inputs into mapped staging memory, submit, wait, copy out.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import vulkan as vk
+
+from gpuc.errors import GpucError
+from gpuc.runtime.bundle import ARENA, Bundle
+from gpuc.runtime.device import Device, _vk_call
+
+_STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+_SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+_ALIGN = 256
+
+
+@dataclass
+class IOSpec:
+    name: str
+    shape: tuple
+    dtype: np.dtype
+    quant: dict | None
+    tensor: int          # bundle tensor index
+    staging: int         # offset in the staging buffer
+
+
+def _layout_io(bundle, indices):
+    specs, off = [], 0
+    for i in indices:
+        t = bundle.tensors[i]
+        specs.append(IOSpec(t.name, tuple(t.shape), np.dtype(t.dtype), t.quant, i, off))
+        off += (t.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+    return specs, off
+
+
+def _barrier(cmd, src_stage, dst_stage, src_access, dst_access):
+    mb = vk.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
+    vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
+
+
+class LoadedModel:
+    def __init__(self, bundle: Bundle, device=None):
+        self.bundle = bundle
+        self._own_device = not isinstance(device, Device)
+        self.device = device if isinstance(device, Device) else Device(device)
+        self._lock = threading.Lock()
+        self._objs = []          # (destroy_fn, handle) in creation order
+        self.dev = None
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- public ------------------------------------------------------------------------------
+    @property
+    def inputs(self):
+        return self._in_specs
+
+    @property
+    def outputs(self):
+        return self._out_specs
+
+    def run(self, inputs):
+        """Run once. `inputs`: list in model order, a dict name -> array, or one array."""
+        arrays = self._normalize(inputs)
+        with self._lock:
+            if self.dev is None:
+                raise GpucError("model is closed")
+            for spec, a in zip(self._in_specs, arrays):
+                self._in_view(spec)[...] = a
+            self.device.submit_and_wait(self._cmd, self._fence)
+            return [self._out_view(s).copy() for s in self._out_specs]
+
+    def close(self):
+        dev = getattr(self.device, "device", None)
+        if dev is not None:
+            vk.vkDeviceWaitIdle(dev)
+            for destroy, h in reversed(self._objs):
+                destroy(dev, h, None)
+        self._objs = []
+        self.dev = None
+        if self._own_device and self.device is not None:
+            self.device.close()
+        self.device = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- input checking ----------------------------------------------------------------------
+    def _normalize(self, inputs):
+        specs = self._in_specs
+        if isinstance(inputs, np.ndarray) or np.isscalar(inputs):
+            inputs = [inputs]
+        if isinstance(inputs, dict):
+            names = [s.name for s in specs]
+            unknown = [k for k in inputs if k not in names]
+            if unknown:
+                raise GpucError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
+            missing = [n for n in names if n not in inputs]
+            if missing:
+                raise GpucError(f"missing input(s) {missing}")
+            inputs = [inputs[n] for n in names]
+        inputs = list(inputs)
+        if len(inputs) != len(specs):
+            raise GpucError(f"model takes {len(specs)} input(s) ({[s.name for s in specs]}), got {len(inputs)}")
+        out = []
+        for s, a in zip(specs, inputs):
+            a = np.asarray(a)
+            if a.shape != s.shape:
+                raise GpucError(f"input {s.name!r}: expected shape {list(s.shape)}, got {list(a.shape)}")
+            if a.dtype != s.dtype:
+                if not np.can_cast(a.dtype, s.dtype, casting="same_kind"):
+                    raise GpucError(f"input {s.name!r}: expected dtype {s.dtype}, got {a.dtype}")
+                a = a.astype(s.dtype)
+            out.append(a)
+        return out
+
+    def _in_view(self, s):
+        return np.frombuffer(self._in_map, s.dtype, int(np.prod(s.shape, dtype=np.int64)), s.staging).reshape(s.shape)
+
+    def _out_view(self, s):
+        return np.frombuffer(self._out_map, s.dtype, int(np.prod(s.shape, dtype=np.int64)), s.staging).reshape(s.shape)
+
+    # -- setup -------------------------------------------------------------------------------
+    def _keep(self, destroy, handle):
+        self._objs.append((destroy, handle))
+        return handle
+
+    def _buffer(self, size, usage, host_visible=False):
+        buf, mem, size = self.device.buffer(size, usage, host_visible)
+        self._keep(vk.vkFreeMemory, mem)
+        self._keep(vk.vkDestroyBuffer, buf)
+        return buf, mem, size
+
+    def _setup(self):
+        b, d = self.bundle, self.device
+        self.dev = dev = d.device
+        self._in_specs, in_bytes = _layout_io(b, b.inputs)
+        self._out_specs, out_bytes = _layout_io(b, b.outputs)
+        self._arena, _, _ = self._buffer(b.arena_bytes, _STORAGE | _SRC | _DST)
+        self._weights, _, wsize = self._buffer(b.weights.nbytes, _STORAGE | _DST)
+        self._in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, host_visible=True)
+        self._out_buf, out_mem, out_size = self._buffer(out_bytes, _DST, host_visible=True)
+        self._in_map = vk.vkMapMemory(dev, in_mem, 0, in_size, 0)
+        self._out_map = vk.vkMapMemory(dev, out_mem, 0, out_size, 0)
+        self._upload_weights()
+        self._make_pipelines()
+        self._make_descriptors()
+        self._record()
+        self._fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
+
+    def _upload_weights(self):
+        n = int(self.bundle.weights.nbytes)
+        if n == 0:
+            return
+        sbuf, smem, ssize = self.device.buffer(n, _SRC, host_visible=True)
+        try:
+            m = vk.vkMapMemory(self.dev, smem, 0, ssize, 0)
+            np.frombuffer(m, np.uint8, n)[:] = self.bundle.weights
+            vk.vkUnmapMemory(self.dev, smem)
+            region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=n)
+            regions = [region]
+            self.device.one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, sbuf, self._weights, 1, regions))
+        finally:
+            vk.vkDestroyBuffer(self.dev, sbuf, None)
+            vk.vkFreeMemory(self.dev, smem, None)
+
+    def _make_pipelines(self):
+        dev, b = self.dev, self.bundle
+        self._set_layouts, self._pipe_layouts, infos, keep = {}, [], [], []
+        for s in b.shaders:
+            if s.bindings not in self._set_layouts:
+                binds = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                         descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                         for i in range(s.bindings)]
+                linfo = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(binds), pBindings=binds or None)
+                self._set_layouts[s.bindings] = self._keep(
+                    vk.vkDestroyDescriptorSetLayout, vk.vkCreateDescriptorSetLayout(dev, linfo, None))
+            set_layouts = [self._set_layouts[s.bindings]]
+            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=s.push_bytes)]
+            pinfo = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts,
+                                                  pushConstantRangeCount=1 if s.push_bytes else 0,
+                                                  pPushConstantRanges=ranges if s.push_bytes else None)
+            layout = self._keep(vk.vkDestroyPipelineLayout, vk.vkCreatePipelineLayout(dev, pinfo, None))
+            self._pipe_layouts.append(layout)
+            code = s.spirv
+            minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
+            module = self._keep(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(dev, minfo, None))
+            entry = s.entry
+            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry)
+            keep += [code, minfo, entry, stage, set_layouts, ranges, pinfo]
+            infos.append(vk.VkComputePipelineCreateInfo(stage=stage, layout=layout))
+        self._pipelines = []
+        if infos:
+            pipes = _vk_call("creating compute pipelines", vk.vkCreateComputePipelines,
+                             dev, vk.VK_NULL_HANDLE, len(infos), infos, None)
+            self._pipelines = [self._keep(vk.vkDestroyPipeline, p) for p in pipes]
+        del keep
+
+    def _make_descriptors(self):
+        dev, b = self.dev, self.bundle
+        n_sets = max(1, len(b.dispatches))
+        n_desc = max(1, sum(len(x.bindings) for x in b.dispatches))
+        sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=n_desc)]
+        pinfo = vk.VkDescriptorPoolCreateInfo(maxSets=n_sets, poolSizeCount=1, pPoolSizes=sizes)
+        pool = self._keep(vk.vkDestroyDescriptorPool, vk.vkCreateDescriptorPool(dev, pinfo, None))
+        self._sets = []
+        writes, keep = [], []
+        for disp in b.dispatches:
+            s = b.shaders[disp.shader]
+            layouts = [self._set_layouts[s.bindings]]
+            ainfo = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=layouts)
+            ds = vk.vkAllocateDescriptorSets(dev, ainfo)[0]
+            self._sets.append(ds)
+            for slot, ti in enumerate(disp.bindings):
+                t = b.tensors[ti]
+                info = [vk.VkDescriptorBufferInfo(buffer=self._arena if t.memory == ARENA else self._weights,
+                                                  offset=t.offset, range=max(4, t.nbytes))]
+                keep += [info, layouts]
+                writes.append(vk.VkWriteDescriptorSet(dstSet=ds, dstBinding=slot, descriptorCount=1,
+                                                      descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                      pBufferInfo=info))
+        if writes:
+            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
+        del keep
+
+    def _record(self):
+        dev, b = self.dev, self.bundle
+        ainfo = vk.VkCommandBufferAllocateInfo(commandPool=self.device.cmd_pool,
+                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+        self._cmd = cmd = vk.vkAllocateCommandBuffers(dev, ainfo)[0]
+        pool = self.device.cmd_pool
+        self._objs.append((lambda d, c, _: vk.vkFreeCommandBuffers(d, pool, 1, [c]), cmd))
+        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
+        T, C, H = (vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   vk.VK_PIPELINE_STAGE_HOST_BIT)
+        RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+        _barrier(cmd, H, T, vk.VK_ACCESS_HOST_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+        regions = [vk.VkBufferCopy(srcOffset=s.staging, dstOffset=b.tensors[s.tensor].offset,
+                                   size=b.tensors[s.tensor].nbytes) for s in self._in_specs if b.tensors[s.tensor].nbytes]
+        if regions:
+            vk.vkCmdCopyBuffer(cmd, self._in_buf, self._arena, len(regions), regions)
+        _barrier(cmd, T, C, vk.VK_ACCESS_TRANSFER_WRITE_BIT, RW)
+        for i, disp in enumerate(b.dispatches):
+            if i:
+                _barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
+            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self._pipelines[disp.shader])
+            sets = [self._sets[i]]
+            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self._pipe_layouts[disp.shader],
+                                       0, 1, sets, 0, None)
+            if disp.push_constants:
+                data = vk.ffi.new("char[]", disp.push_constants)
+                vk.vkCmdPushConstants(cmd, self._pipe_layouts[disp.shader], vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                                      0, len(disp.push_constants), data)
+            vk.vkCmdDispatch(cmd, *disp.groups)
+        _barrier(cmd, C, T, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+        regions = [vk.VkBufferCopy(srcOffset=b.tensors[s.tensor].offset, dstOffset=s.staging,
+                                   size=b.tensors[s.tensor].nbytes) for s in self._out_specs if b.tensors[s.tensor].nbytes]
+        if regions:
+            vk.vkCmdCopyBuffer(cmd, self._arena, self._out_buf, len(regions), regions)
+        _barrier(cmd, T, H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        vk.vkEndCommandBuffer(cmd)

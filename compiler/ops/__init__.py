@@ -1,0 +1,63 @@
+"""The op registry: the single source of truth for which ops (and attribute combinations) gpuc
+supports.  `gpuc inspect`, the compiler's unsupported-op error and lowering all read it.
+
+Each op module registers an `OpDef` with `@register(...)` on its lowering function.  A lowering
+takes (node, graph) and returns a list of codegen Kernels; `check(node, graph)` returns None when
+the node is supported, else a short reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from gpuc.compiler.ir import Graph, Node
+
+
+@dataclass
+class OpDef:
+    name: str
+    lower: Callable
+    check: Callable | None = None
+    dtypes: frozenset = frozenset({"float32"})   # dtypes of non-constant tensors this lowering handles
+    max_version: int = 99
+    summary: str = ""
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(*names, check=None, dtypes=("float32",), max_version=99, summary=""):
+    def deco(fn):
+        for n in names:
+            REGISTRY[n] = OpDef(n, fn, check, frozenset(dtypes), max_version, summary)
+        return fn
+    return deco
+
+
+def unsupported_reason(node: Node, graph: Graph) -> str | None:
+    """None if gpuc can run `node` on the GPU, else why not."""
+    d = REGISTRY.get(node.op)
+    if d is None:
+        return "op not implemented"
+    if node.version > d.max_version:
+        return f"version {node.version} not supported (max {d.max_version})"
+    for tid in list(node.inputs) + list(node.outputs):
+        if tid < 0:
+            continue
+        t = graph.t(tid)
+        if not t.is_const and t.dtype not in d.dtypes:
+            return f"tensor {t.name!r} has dtype {t.dtype} (supported: {', '.join(sorted(d.dtypes))})"
+        if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const:
+            return f"quantized tensor {t.name!r} ({t.dtype}) not supported yet"
+    return d.check(node, graph) if d.check else None
+
+
+def lower(node: Node, graph: Graph):
+    return REGISTRY[node.op].lower(node, graph)
+
+
+def _load_all():
+    from gpuc.compiler.ops import conv, elementwise, reduce, shape  # noqa: F401  (registration)
+
+
+_load_all()

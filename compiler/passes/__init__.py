@@ -1,0 +1,35 @@
+"""IR passes: small named functions over a Graph, run in PIPELINE order.
+
+Each pass takes the graph and mutates it in place.  `gpuc compile --disable-pass NAME` skips one.
+"""
+from __future__ import annotations
+
+from gpuc.compiler.ir import Graph
+
+
+def eliminate_dead_nodes(graph: Graph) -> None:
+    """Drop nodes none of whose outputs reach a graph output."""
+    live = set(graph.outputs)
+    keep = []
+    for n in reversed(graph.nodes):
+        if any(o in live for o in n.outputs):
+            keep.append(n)
+            live.update(i for i in n.inputs if i >= 0)
+    graph.nodes = keep[::-1]
+
+
+PIPELINE = [eliminate_dead_nodes]
+
+
+def pass_names() -> list[str]:
+    return [p.__name__ for p in PIPELINE]
+
+
+def run_passes(graph: Graph, disabled=()) -> None:
+    unknown = set(disabled) - set(pass_names())
+    if unknown:
+        from gpuc.errors import GpucError
+        raise GpucError(f"unknown pass(es) {sorted(unknown)}; passes are: {', '.join(pass_names())}")
+    for p in PIPELINE:
+        if p.__name__ not in disabled:
+            p(graph)

@@ -1,0 +1,57 @@
+"""Render a Kernel into GLSL source: header, defines, binding declarations, common code, template."""
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+
+GLSL_TYPE = {"float32": "float", "int32": "int", "uint32": "uint", "bool": "uint"}
+
+
+@lru_cache(maxsize=None)
+def template_source(name: str) -> str:
+    return resources.files("gpuc.shaders").joinpath(name).read_text()
+
+
+def _literal(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "1" if v else "0"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(np.float32(v))
+        if np.isinf(f):
+            return "(1.0/0.0)" if f > 0 else "(-1.0/0.0)"
+        s = "%.9g" % f
+        return s if any(c in s for c in ".en") else s + ".0"
+    return str(v)
+
+
+def _array(name: str, values) -> str:
+    vals = list(values) or [0]
+    is_float = any(isinstance(v, (float, np.floating)) for v in vals)
+    ty = "float" if is_float else "int"
+    return f"const {ty} {name}[{len(vals)}] = {ty}[]({', '.join(_literal(v) for v in vals)});"
+
+
+def render(k: Kernel, dtypes: dict) -> str:
+    """`dtypes`: tensor_id -> numpy dtype name for the bound tensors."""
+    lines = ["#version 450", f"layout(local_size_x = {k.local_x}) in;"]
+    consts = []
+    for name, v in sorted(k.defines.items()):
+        if isinstance(v, (list, tuple, np.ndarray)):
+            consts.append(_array(name, v))
+        else:
+            lines.append(f"#define {name} {_literal(v)}")
+    lines.append(f"#define TOTAL {k.invocations}")
+    for slot, (name, tid) in enumerate(k.bindings):
+        ty = GLSL_TYPE[dtypes[tid]]
+        qual = "writeonly" if slot == 0 else "readonly"
+        lines.append(f"layout(set = 0, binding = {slot}) {qual} buffer B{slot} {{ {ty} {name}[]; }};")
+    lines += consts
+    lines.append(template_source("common.glsl"))
+    lines.append(template_source(k.template + ".comp"))
+    return "\n".join(lines) + "\n"

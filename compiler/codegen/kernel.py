@@ -1,0 +1,35 @@
+"""Kernel spec: what one lowering produces for one dispatch, before GLSL is rendered.
+
+A kernel names a template in `shaders/`, the #defines/constant arrays that specialise it, and
+its bindings as (glsl_name, tensor_id) pairs.  Binding 0 is the output (written); the rest are
+read.  `invocations` is the number of logical threads; codegen turns it into a workgroup grid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+LOCAL_X = 64
+MAX_GROUPS = 65535
+
+
+@dataclass
+class Kernel:
+    template: str
+    bindings: list                       # [(name, tensor_id)], first is the output
+    invocations: int
+    defines: dict = field(default_factory=dict)
+    label: str = ""
+    local_x: int = LOCAL_X
+
+    def groups(self) -> tuple[int, int, int]:
+        g = max(1, -(-self.invocations // self.local_x))
+        gx = min(g, MAX_GROUPS)
+        gy = -(-g // gx)
+        if gy > MAX_GROUPS:
+            raise ValueError(f"{self.label}: {self.invocations} invocations exceed the dispatch grid")
+        return gx, gy, 1
+
+
+def act_code(node) -> int:
+    """TFLite fused activation enum -> our ACT define (same numbering: 0 none .. 4 tanh)."""
+    return int(node.attrs.get("fused_activation_function", 0) or 0)

@@ -1,0 +1,47 @@
+"""Every code path of every shader template, for `make shaders` (compile + spirv-val each).
+
+For each template: sample geometry defines, plus the switch defines whose cartesian product
+covers every #if branch.  A template without an entry here fails the check, so a new shader
+cannot skip validation.
+"""
+from __future__ import annotations
+
+import itertools
+
+from gpuc.compiler.codegen.kernel import Kernel
+
+ACTS = [0, 1, 2, 3, 4]
+_CONV = dict(N=1, H=5, W=6, CI=4, OH=3, OW=3, CO=8, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, CIG=4, COG=8, MULT=2)
+_ND = dict(RANK=3, SHAPE=[2, 3, 4], SRC_STRIDES=[12, 4, 1], DST_STRIDES=[24, 8, 1], SRC_OFFSET=0, DST_OFFSET=4)
+
+VARIANTS = {
+    "conv2d": (_CONV, {"ACT": ACTS, "HAS_BIAS": [0, 1], "DEPTHWISE": [0, 1]}, ["out_", "x", "w", "bias"]),
+    "fully_connected": (dict(IN=16, O=8), {"ACT": ACTS, "HAS_BIAS": [0, 1]}, ["out_", "x", "w", "bias"]),
+    "binary": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1]),
+               {"OP": [0, 1, 2], "ACT": ACTS, "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
+    "unary": ({}, {"FN": [0, 1, 2, 3, 4, 5]}, ["out_", "x"]),
+    "copy_nd": (_ND, {"CONTIGUOUS": [0, 1], "ACT": ACTS}, ["out_", "x"]),
+    "pad": (dict(RANK=2, OUT_SHAPE=[4, 5], IN_SHAPE=[2, 3], IN_STRIDES=[3, 1], PAD_LO=[1, 1], PAD_VALUE=0.5),
+            {}, ["out_", "x"]),
+    "reduce": (dict(NK=1, K_SHAPE=[4], K_STRIDES=[1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[12, 4], RCOUNT=6),
+               {"OP": [0, 1, 2, 3, 4]}, ["out_", "x"]),
+    "softmax": (dict(D=10, BETA=1.0), {}, ["out_", "x"]),
+    "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1),
+               {"OP": [0, 1], "ACT": ACTS}, ["out_", "x"]),
+}
+
+
+def all_variants():
+    """Yield (template, Kernel, dtypes) for every switch combination of every template."""
+    for template, (base, switches, names) in VARIANTS.items():
+        keys = list(switches)
+        for combo in itertools.product(*(switches[k] for k in keys)):
+            defines = dict(base, **dict(zip(keys, combo)))
+            binds = names if defines.get("HAS_BIAS", 1) else names[:-1]
+            k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}")
+            yield template, k, {i: "float32" for i in range(len(binds))}
+
+
+def templates_on_disk() -> set:
+    from importlib import resources
+    return {p.name[:-5] for p in resources.files("gpuc.shaders").iterdir() if p.name.endswith(".comp")}

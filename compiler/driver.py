@@ -1,0 +1,147 @@
+"""compile_model: tflite bytes -> IR -> passes -> kernels -> GLSL -> SPIR-V -> bundle bytes."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import xxhash
+
+from gpuc import __version__
+from gpuc.compiler import ops
+from gpuc.compiler.codegen import glsl
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ir import Graph
+from gpuc.compiler.passes import PIPELINE, run_passes
+from gpuc.compiler.passes.memory import align, lifetimes, lower_bound, plan_arena
+from gpuc.errors import GpucError, UnsupportedError
+from gpuc.runtime import bundle as B
+
+DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": []}
+
+
+def read_model_bytes(model) -> tuple[bytes, str]:
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model), "model"
+    path = os.fspath(model)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), os.path.splitext(os.path.basename(path))[0]
+    except OSError as e:
+        raise GpucError(f"cannot read model {path!r}: {e.strerror}") from None
+
+
+def fingerprint(data: bytes, options: dict) -> str:
+    h = xxhash.xxh3_128()
+    h.update(data)
+    h.update(json.dumps(options, sort_keys=True).encode())
+    h.update(__version__.encode())
+    return h.hexdigest()
+
+
+def check_supported(graph: Graph) -> list[tuple]:
+    """[(node, reason)] for every node gpuc cannot run."""
+    return [(n, r) for n in graph.nodes if (r := ops.unsupported_reason(n, graph))]
+
+
+def _unsupported_message(bad) -> str:
+    parts = [f"{n.op} (operator #{n.index}): {r}" for n, r in bad[:8]]
+    more = f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""
+    return f"unsupported model: {len(bad)} operator(s) cannot run on the GPU: " + "; ".join(parts) + more
+
+
+def output_copies(graph: Graph) -> list[Kernel]:
+    """Graph outputs that are constants or graph inputs get their own arena copy."""
+    from gpuc.compiler.ops.shape import copy_kernel
+    kernels = []
+    for pos, tid in enumerate(graph.outputs):
+        t = graph.t(tid)
+        if t.is_const or tid in graph.inputs:
+            new = graph.add_tensor(t.name, t.shape, t.dtype, quant=t.quant)
+            graph.outputs[pos] = new
+            kernels.append(copy_kernel(tid, new, [t.size], [1], [1], label=f"output copy of {t.name}"))
+    return kernels
+
+
+def lower_graph(graph: Graph) -> list[Kernel]:
+    kernels = []
+    for n in graph.nodes:
+        kernels += ops.lower(n, graph)
+    return kernels + output_copies(graph)
+
+
+def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, fp: str, stats: dict) -> bytes:
+    from gpuc.compiler.codegen.glslang import compile_glsl
+    used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
+    consts = [t for t in used if graph.t(t).is_const]
+    runtime = [t for t in used if not graph.t(t).is_const]
+    nbytes = {t: graph.t(t).nbytes for t in used}
+    life = lifetimes(kernels, set(runtime), graph.inputs, graph.outputs)
+    placement, arena = plan_arena(life, nbytes)
+    woff, blobs = {}, []
+    cursor = 0
+    for t in consts:
+        woff[t] = cursor
+        blobs.append((cursor, np.ascontiguousarray(graph.t(t).data).view(np.uint8).reshape(-1)))
+        cursor = align(cursor + nbytes[t])
+    weights = np.zeros(cursor, np.uint8)
+    for off, blob in blobs:
+        weights[off:off + blob.size] = blob
+    index = {t: i for i, t in enumerate(used)}
+    tensors = []
+    for t in used:
+        g = graph.t(t)
+        q = None if g.quant is None else {"scale": g.quant.scale.tolist(), "zero_point": g.quant.zero_point.tolist(),
+                                          "axis": int(g.quant.axis)}
+        mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, placement[t].offset)
+        tensors.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
+    shaders, shader_index, dispatches = [], {}, []
+    t0 = time.perf_counter()
+    dtypes = {t: graph.t(t).dtype for t in used}
+    for k in kernels:
+        src = glsl.render(k, dtypes)
+        if src not in shader_index:
+            shader_index[src] = len(shaders)
+            shaders.append(B.Shader(k.template, compile_glsl(src, name=f"{k.template} for {k.label}"), len(k.bindings)))
+        dispatches.append(B.Dispatch(shader_index[src], [index[t] for _, t in k.bindings], k.groups(), b"", k.label))
+    stats.update(shader_compile_s=round(time.perf_counter() - t0, 4), dispatches=len(dispatches),
+                 shaders=len(shaders), arena_bytes=arena,
+                 arena_lower_bound_bytes=lower_bound(life, nbytes),
+                 naive_bytes=sum(nbytes[t] for t in runtime), weights_bytes=int(weights.nbytes))
+    b = B.Bundle(name, tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], shaders,
+                 dispatches, arena, weights, options, stats, __version__, fp)
+    return B.write_bundle(b)
+
+
+def compile_model(model, output=None, **options) -> bytes:
+    from gpuc.compiler.frontend.importer import load_tflite
+    t0 = time.perf_counter()
+    opts = dict(DEFAULT_OPTIONS, **{k: v for k, v in options.items() if v is not None})
+    unknown = set(opts) - set(DEFAULT_OPTIONS)
+    if unknown:
+        raise GpucError(f"unknown compile option(s): {sorted(unknown)}")
+    if opts["precision"] != "fp32":
+        raise UnsupportedError(f"precision {opts['precision']!r} not supported yet (use fp32)")
+    data, name = read_model_bytes(model)
+    fp = fingerprint(data, opts)
+    model_ir = load_tflite(data)
+    if len(model_ir.subgraphs) > 1:
+        extra = ", ".join(g.name or f"#{i}" for i, g in enumerate(model_ir.subgraphs[1:], 1))
+        raise UnsupportedError(f"unsupported model: it has {len(model_ir.subgraphs)} subgraphs "
+                               f"(control flow / CALL_ONCE; extra subgraphs: {extra})")
+    graph = model_ir.main
+    bad = check_supported(graph)
+    if bad:
+        raise UnsupportedError(_unsupported_message(bad))
+    stats = {"ops": len(graph.nodes)}
+    run_passes(graph, opts["disable_passes"])
+    kernels = lower_graph(graph)
+    out = build_bundle(graph, kernels, name, opts, fp, stats)
+    stats["compile_s"] = round(time.perf_counter() - t0, 4)
+    if output is not None:
+        tmp = f"{os.fspath(output)}.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(out)
+        os.replace(tmp, output)
+    return out

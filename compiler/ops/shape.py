@@ -1,0 +1,97 @@
+"""Data movement: RESHAPE, PAD/PADV2, CONCATENATION (all through copy_nd / pad templates)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel, act_code
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.util import check_act, checked, const_input, norm_axis, size, strides
+
+
+def copy_kernel(src: int, dst: int, shape, src_strides, dst_strides, src_off=0, dst_off=0, act=0, label=""):
+    """Strided region copy; contiguous when both sides are plain row-major at the same offsets."""
+    contiguous = list(src_strides) == list(dst_strides) == strides(shape)
+    defines = dict(RANK=max(len(shape), 1), SHAPE=list(shape) or [1], SRC_STRIDES=list(src_strides) or [1],
+                   DST_STRIDES=list(dst_strides) or [1], SRC_OFFSET=src_off, DST_OFFSET=dst_off,
+                   CONTIGUOUS=int(contiguous), ACT=act)
+    return Kernel("copy_nd", [("out_", dst), ("x", src)], size(shape), defines, label)
+
+
+@checked
+def _check_reshape(node, graph):
+    if graph.t(node.inputs[0]).size != graph.t(node.outputs[0]).size:
+        return "input and output element counts differ"
+    return None
+
+
+@register("RESHAPE", "SQUEEZE", "EXPAND_DIMS", check=_check_reshape, dtypes=("float32", "int32"),
+          summary="shape change (copy; a view after memory planning)")
+def lower_reshape(node, graph):
+    y = graph.t(node.outputs[0])
+    return [copy_kernel(node.inputs[0], y.id, [y.size], [1], [1], label=node.label())]
+
+
+def _paddings(node, graph):
+    x = graph.t(node.inputs[0])
+    p = const_input(node, graph, 1, "paddings")
+    if p is None:
+        raise ValueError("missing paddings input")
+    p = np.asarray(p).reshape(-1, 2)
+    if p.shape[0] != len(x.shape):
+        raise ValueError(f"paddings has {p.shape[0]} rows for a rank-{len(x.shape)} input")
+    if (p < 0).any():
+        raise ValueError("negative paddings")
+    return p
+
+
+@checked
+def _check_pad(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    p = _paddings(node, graph)
+    if list(y.shape) != [int(d + a + b) for d, (a, b) in zip(x.shape, p)]:
+        return f"output {list(y.shape)} does not match padding {list(x.shape)} by {p.tolist()}"
+    if node.op == "PADV2" and len(node.inputs) > 2 and node.inputs[2] >= 0:
+        const_input(node, graph, 2, "constant_values")
+    return None
+
+
+@register("PAD", "PADV2", check=_check_pad, summary="constant padding (PADV2: any constant value)")
+def lower_pad(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    p = _paddings(node, graph)
+    value = 0.0
+    if node.op == "PADV2" and len(node.inputs) > 2 and node.inputs[2] >= 0:
+        value = float(np.asarray(const_input(node, graph, 2, "constant_values")).reshape(-1)[0])
+    defines = dict(RANK=max(len(y.shape), 1), OUT_SHAPE=list(y.shape) or [1], IN_SHAPE=list(x.shape) or [1],
+                   IN_STRIDES=strides(x.shape) or [1], PAD_LO=[int(a) for a, _ in p] or [0], PAD_VALUE=value)
+    return [Kernel("pad", [("out_", y.id), ("x", x.id)], y.size, defines, node.label())]
+
+
+@checked
+def _check_concat(node, graph):
+    y = graph.t(node.outputs[0])
+    axis = norm_axis(int(node.attrs.get("axis", 0)), len(y.shape))
+    total = 0
+    for i in node.inputs:
+        s = graph.t(i).shape
+        if len(s) != len(y.shape) or any(a != b for d, (a, b) in enumerate(zip(s, y.shape)) if d != axis):
+            return f"input shape {list(s)} does not fit output {list(y.shape)} on axis {axis}"
+        total += s[axis]
+    if total != y.shape[axis]:
+        return "input sizes along the axis do not add up to the output's"
+    return check_act(node, graph)
+
+
+@register("CONCATENATION", check=_check_concat, dtypes=("float32", "int32"), summary="any axis, fused activation")
+def lower_concat(node, graph):
+    y = graph.t(node.outputs[0])
+    axis = norm_axis(int(node.attrs.get("axis", 0)), len(y.shape))
+    ys = strides(y.shape)
+    kernels, off = [], 0
+    for i in node.inputs:
+        s = graph.t(i).shape
+        if size(s):
+            kernels.append(copy_kernel(i, y.id, s, strides(s), ys, dst_off=off * ys[axis], act=act_code(node),
+                                       label=node.label()))
+        off += s[axis]
+    return kernels

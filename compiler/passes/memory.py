@@ -1,0 +1,70 @@
+"""Memory planning: arena offsets for every runtime tensor, from kernel-order lifetimes.
+
+Greedy by size (TFLite's and MNN's approach): tensors sorted by size, largest first; each goes
+at the lowest ALIGN-ed offset that does not overlap any already placed tensor whose lifetime
+intersects its own.  Graph inputs live from the start, graph outputs to the end.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALIGN = 256
+
+
+def align(n: int, a: int = ALIGN) -> int:
+    return (int(n) + a - 1) // a * a
+
+
+@dataclass
+class Placement:
+    offset: int
+    nbytes: int
+    first: int
+    last: int
+
+
+def lifetimes(kernels, runtime_tensors, graph_inputs, graph_outputs):
+    """tensor id -> [first, last] kernel index (inputs start at -1, outputs end at len(kernels))."""
+    life = {}
+    for i, k in enumerate(kernels):
+        for _, tid in k.bindings:
+            if tid in runtime_tensors:
+                lo, hi = life.get(tid, (i, i))
+                life[tid] = (min(lo, i), max(hi, i))
+    for tid in graph_inputs:
+        life[tid] = (-1, life.get(tid, (-1, -1))[1])
+    for tid in graph_outputs:
+        life[tid] = (life.get(tid, (len(kernels), len(kernels)))[0], len(kernels))
+    return life
+
+
+def plan_arena(life: dict, nbytes: dict):
+    """Returns ({tid: Placement}, arena_bytes)."""
+    order = sorted(life, key=lambda t: (-align(nbytes[t]), life[t][0], t))
+    placed: list[Placement] = []
+    result = {}
+    for tid in order:
+        first, last = life[tid]
+        size = align(max(nbytes[tid], 4))
+        busy = sorted((p.offset, p.offset + align(p.nbytes)) for p in placed
+                      if not (p.last < first or last < p.first))
+        offset, best = 0, None
+        for lo, hi in busy:                 # best fit among gaps large enough
+            if lo - offset >= size and (best is None or lo - offset < best[1]):
+                best = (offset, lo - offset)
+            offset = max(offset, hi)
+        offset = best[0] if best else offset
+        p = Placement(offset, max(nbytes[tid], 4), first, last)
+        placed.append(p)
+        result[tid] = p
+    arena = max((p.offset + align(p.nbytes) for p in placed), default=0)
+    return result, arena
+
+
+def lower_bound(life: dict, nbytes: dict) -> int:
+    """Peak over the schedule of live bytes: no plan can use less."""
+    if not life:
+        return 0
+    lo = min(f for f, _ in life.values())
+    hi = max(l for _, l in life.values())
+    return max(sum(nbytes[t] for t, (f, l) in life.items() if f <= i <= l) for i in range(lo, hi + 1))

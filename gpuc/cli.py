@@ -1,0 +1,159 @@
+"""The `gpuc` command line: compile, run, inspect, devices.
+
+Exit codes: 0 ok; 2 bad input or unsupported model (one-line message); 1 internal error.
+Set GPUC_DEBUG=1 to see tracebacks of internal errors.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import time
+
+import click
+
+from gpuc import __version__
+from gpuc.errors import GpucError
+
+
+def _fail(msg: str, code: int):
+    click.echo(f"gpuc: error: {msg}", err=True)
+    sys.exit(code)
+
+
+def guarded(fn):
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except GpucError as e:
+            _fail(str(e).splitlines()[0] if str(e) else type(e).__name__, e.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except Exception as e:  # noqa: BLE001 - the CLI's last line of defence
+            if os.environ.get("GPUC_DEBUG"):
+                raise
+            first = str(e).splitlines()[0] if str(e) else ""
+            _fail(f"internal error: {type(e).__name__}: {first} (set GPUC_DEBUG=1 for details; please report it)", 1)
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpuc")
+def main():
+    """gpuc: compile TensorFlow Lite models to Vulkan compute bundles, and run them."""
+
+
+@main.command("compile")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="bundle to write")
+@click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
+@click.option("--disable-pass", "disable_passes", multiple=True, metavar="NAME", help="skip an IR pass (repeatable)")
+@click.option("-q", "--quiet", is_flag=True, help="print nothing on success")
+@guarded
+def compile_cmd(model, output, precision, disable_passes, quiet):
+    """Compile MODEL (.tflite) into a bundle."""
+    from gpuc.compiler.driver import compile_model
+    from gpuc.runtime.bundle import read_bundle
+    t0 = time.perf_counter()
+    data = compile_model(model, output=output, precision=precision, disable_passes=sorted(disable_passes))
+    if not quiet:
+        st = read_bundle(data).stats
+        click.echo(f"wrote {output}: {len(data)} bytes, {st.get('dispatches')} dispatches, "
+                   f"{st.get('shaders')} shaders, arena {st.get('arena_bytes')} B, "
+                   f"weights {st.get('weights_bytes')} B, {time.perf_counter() - t0:.2f} s")
+
+
+def _parse_inputs(model, specs):
+    import numpy as np
+    names = [s.name for s in model.inputs]
+    by_name, ordered = {}, []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if sep and name in names:
+            by_name[name] = path
+        else:
+            ordered.append(spec)
+    if ordered and by_name:
+        raise GpucError("give inputs either all in model order or all as NAME=path")
+    paths = [by_name.get(n) for n in names] if by_name else ordered
+    if by_name and None in paths:
+        raise GpucError(f"missing input(s) {[n for n, p in zip(names, paths) if p is None]}")
+    if len(paths) != len(names):
+        raise GpucError(f"model takes {len(names)} input(s) {names}, got {len(paths)} --input")
+    arrays = []
+    for n, p in zip(names, paths):
+        try:
+            arrays.append(np.load(p, allow_pickle=False))
+        except (OSError, ValueError) as e:
+            raise GpucError(f"input {n!r}: cannot read {p!r} as .npy: {e}") from None
+    return arrays
+
+
+def _summary(name, a):
+    import numpy as np
+    line = f"{name}: shape {list(a.shape)} {a.dtype}"
+    if a.size and a.dtype.kind in "fiub":
+        line += f" min {a.min():.6g} max {a.max():.6g} mean {a.astype(np.float64).mean():.6g}"
+    flat = a.reshape(-1)
+    if a.size > 1 and a.ndim >= 1 and a.size == a.shape[-1] and a.dtype.kind in "fiu":
+        top = np.argsort(-flat, kind="stable")[:5]
+        line += "\n  top-5: " + ", ".join(f"{int(i)} ({flat[i]:.5g})" for i in top)
+    return line
+
+
+@main.command("run")
+@click.argument("bundle", type=click.Path(dir_okay=False))
+@click.option("-i", "--input", "inputs", multiple=True, metavar="[NAME=]PATH.npy", help="input array (repeatable)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="save outputs to this .npz")
+@click.option("--device", default=None, help="Vulkan device index or name substring (default: GPUC_DEVICE, "
+                                               "else the first discrete GPU)")
+@guarded
+def run_cmd(bundle, inputs, output, device):
+    """Run BUNDLE on inputs and print a summary of the outputs."""
+    import numpy as np
+    import gpuc
+    with gpuc.load(bundle, device=device) as m:
+        arrays = _parse_inputs(m, inputs)
+        t0 = time.perf_counter()
+        outs = m.run(arrays)
+        dt = time.perf_counter() - t0
+        names = [s.name for s in m.outputs]
+        click.echo(f"device: {m.device.name}; run {dt * 1e3:.2f} ms")
+    for n, a in zip(names, outs):
+        click.echo(_summary(n, a))
+    if output:
+        keys = list(dict.fromkeys(names))
+        if len(keys) != len(names):
+            keys = [f"{n}:{i}" for i, n in enumerate(names)]
+        tmp = output + ".tmp.npz"
+        np.savez(tmp, **dict(zip(keys, outs)))
+        os.replace(tmp, output)
+        click.echo(f"saved {len(outs)} output(s) to {output}")
+
+
+@main.command("inspect")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@guarded
+def inspect_cmd(path, as_json):
+    """Show a model's ops and whether gpuc supports them, or a bundle's contents."""
+    from gpuc.inspect import inspect_path
+    report, text = inspect_path(path)
+    click.echo(json.dumps(report, indent=1) if as_json else text)
+
+
+@main.command("devices")
+@guarded
+def devices_cmd():
+    """List Vulkan devices."""
+    from gpuc.runtime.device import list_devices
+    for i, name, kind in list_devices():
+        click.echo(f"{i}: {name} ({kind})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""`make shaders`: compile every shader template variant with glslang and validate it with spirv-val."""
+import sys
+import time
+
+from gpuc.compiler.codegen import glsl
+from gpuc.compiler.codegen.glslang import compile_glsl, spirv_val
+from gpuc.compiler.codegen.variants import VARIANTS, all_variants, templates_on_disk
+
+
+def main() -> int:
+    missing = templates_on_disk() - set(VARIANTS)
+    if missing:
+        print(f"templates without variants in compiler/codegen/variants.py: {sorted(missing)}")
+        return 1
+    t0, n = time.perf_counter(), 0
+    for template, k, dtypes in all_variants():
+        spirv = compile_glsl(glsl.render(k, dtypes), name=k.label)
+        spirv_val(spirv)
+        n += 1
+    print(f"shaders: {n} variants of {len(VARIANTS)} templates compiled and validated "
+          f"in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

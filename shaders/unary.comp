@@ -1,0 +1,18 @@
+// Elementwise unary op.  FN: 0 identity(+ACT) 1 logistic 2 relu 3 relu6 4 tanh 5 relu_n1_to_1
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    float v = x[gid];
+#if FN == 1
+    v = 1.0 / (1.0 + exp(-v));
+#elif FN == 2
+    v = max(v, 0.0);
+#elif FN == 3
+    v = clamp(v, 0.0, 6.0);
+#elif FN == 4
+    v = tanh(clamp(v, -10.0, 10.0));
+#elif FN == 5
+    v = clamp(v, -1.0, 1.0);
+#endif
+    out_[gid] = gpuc_act(v);
+}

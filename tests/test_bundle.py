@@ -1,0 +1,74 @@
+"""Bundle format: round trip, and refusal of damaged, truncated or foreign files."""
+import numpy as np
+import pytest
+
+from gpuc.errors import BundleError
+from gpuc.runtime import bundle as B
+
+SPIRV = b"\x03\x02\x23\x07" + bytes(16)
+
+
+def sample(**kw):
+    t = [B.TensorInfo("x", (1, 4), "float32", B.ARENA, 0, 16), B.TensorInfo("y", (1, 4), "float32", B.ARENA, 256, 16),
+         B.TensorInfo("w", (4,), "float32", B.WEIGHTS, 0, 16, {"scale": [0.5], "zero_point": [3], "axis": 0})]
+    args = dict(model_name="m", tensors=t, inputs=[0], outputs=[1], shaders=[B.Shader("s", SPIRV, 3)],
+                dispatches=[B.Dispatch(0, [1, 0, 2], (1, 1, 1), b"", "ADD")], arena_bytes=512,
+                weights=np.arange(16, dtype=np.uint8), options={"precision": "fp32"}, stats={"ops": 1},
+                compiler_version="9.9", fingerprint="abc")
+    args.update(kw)
+    return B.Bundle(**args)
+
+
+def test_round_trip():
+    b = B.read_bundle(B.write_bundle(sample()))
+    assert b.model_name == "m" and b.tensors[2].quant == {"scale": [0.5], "zero_point": [3], "axis": 0}
+    assert b.tensors[1].offset == 256 and b.inputs == [0] and b.outputs == [1]
+    assert b.shaders[0].spirv == SPIRV and b.dispatches[0].bindings == [1, 0, 2]
+    assert b.weights.tolist() == list(range(16)) and b.options == {"precision": "fp32"}
+    assert b.compiler_version == "9.9" and b.fingerprint == "abc"
+
+
+def test_every_truncation_is_refused():
+    data = B.write_bundle(sample())
+    for n in range(0, len(data), 7):
+        with pytest.raises(BundleError):
+            B.read_bundle(data[:n])
+
+
+def test_bit_flips_are_refused_or_harmless():
+    data = B.write_bundle(sample())
+    rng = np.random.default_rng(0)
+    for pos in rng.integers(0, len(data), 300):
+        bad = bytearray(data)
+        bad[pos] ^= 1 << int(rng.integers(0, 8))
+        try:
+            b = B.read_bundle(bytes(bad))
+        except BundleError:
+            continue
+        # accepted only if nothing the runtime uses changed (e.g. flatbuffer padding)
+        assert B.write_bundle(b) == data
+
+
+def test_not_a_bundle():
+    for junk in (b"", b"hello world", b"\x00" * 64, b"\x1c\x00\x00\x00TFL3" + bytes(40)):
+        with pytest.raises(BundleError, match="not a gpuc bundle"):
+            B.read_bundle(junk)
+
+
+def test_newer_format_version_names_the_fix():
+    data = B.write_bundle(sample(format_version=B.FORMAT_VERSION + 1))
+    with pytest.raises(BundleError, match="newer"):
+        B.read_bundle(data)
+
+
+@pytest.mark.parametrize("change", [
+    dict(inputs=[7]),
+    dict(dispatches=[B.Dispatch(3, [1, 0, 2], (1, 1, 1))]),
+    dict(dispatches=[B.Dispatch(0, [1, 0], (1, 1, 1))]),
+    dict(dispatches=[B.Dispatch(0, [1, 0, 2], (0, 1, 1))]),
+    dict(arena_bytes=100),
+    dict(shaders=[B.Shader("s", b"notspirv" * 4, 3)]),
+])
+def test_inconsistent_tables_are_refused(change):
+    with pytest.raises(BundleError, match="corrupt bundle"):
+        B.read_bundle(B.write_bundle(sample(**change)))

@@ -72,7 +72,7 @@ def lower_graph(graph: Graph) -> list[Kernel]:
 
 
 def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, fp: str, stats: dict) -> bytes:
-    from gpuc.compiler.codegen.glslang import compile_glsl
+    from gpuc.compiler.codegen.spirv import compile_glsl
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
     consts = [t for t in used if graph.t(t).is_const]
     runtime = [t for t in used if not graph.t(t).is_const]
@@ -115,7 +115,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
 
 
 def compile_model(model, output=None, **options) -> bytes:
-    from gpuc.compiler.frontend.importer import load_tflite
+    from gpuc.compiler.frontend.tflite import load_tflite
     t0 = time.perf_counter()
     opts = dict(DEFAULT_OPTIONS, **{k: v for k, v in options.items() if v is not None})
     unknown = set(opts) - set(DEFAULT_OPTIONS)

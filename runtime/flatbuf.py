@@ -22,6 +22,10 @@ class FlatbufferError(ValueError):
     """Raised with a path like 'tensors[3].shape: vector out of bounds'."""
 
 
+class UnionRef(int):
+    """Position of a union's table; decode it with Reader.table(pos, <table named by the type field>)."""
+
+
 class Reader:
     def __init__(self, buf, schema: dict):
         self.buf = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
@@ -68,6 +72,8 @@ class Reader:
             return self._string(self._deref(fpos, path), path)
         if kind.startswith("table:"):
             return self.table(self._deref(fpos, path), kind[6:], path, depth + 1)
+        if kind == "union":
+            return UnionRef(self._deref(fpos, path))
         if kind.startswith("["):
             vpos = self._deref(fpos, path)
             count = self._unpack("<I", vpos, path)

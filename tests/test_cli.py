@@ -1,0 +1,91 @@
+"""The gpuc command line: exit codes, messages, npz outputs, inspect."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+
+def gpuc(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "gpuc.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def mlp_bundle(models_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "mlp.bundle"
+    r = gpuc("compile", models_dir / "mlp_small_f32.tflite", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "dispatches" in r.stdout
+    return out
+
+
+def test_run_writes_npz_matching_reference(models_dir, mlp_bundle, tmp_path):
+    npz = tmp_path / "o.npz"
+    r = gpuc("run", mlp_bundle, "--input", models_dir / "ref" / "mlp_small_f32.in0.npy", "--output", npz)
+    assert r.returncode == 0, r.stderr
+    assert "top-5" in r.stdout and "shape" in r.stdout
+    with np.load(npz) as z:
+        out = z[z.files[0]]
+    ref = np.load(models_dir / "ref" / "mlp_small_f32.out0.npy")
+    assert np.abs(out - ref).max() <= 1e-3 * np.abs(ref).max()
+
+
+def test_run_by_name(models_dir, mlp_bundle):
+    r = gpuc("inspect", mlp_bundle, "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    name = rep["inputs"][0]["name"]
+    assert rep["dispatches"] >= 1 and rep["arena_bytes"] > 0
+    r = gpuc("run", mlp_bundle, "--input", f"{name}={models_dir / 'ref' / 'mlp_small_f32.in0.npy'}")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["compile", "/nonexistent.tflite", "-o", "x.bundle"], "cannot read model"),
+    (["run", "/nonexistent.bundle"], "cannot read bundle"),
+])
+def test_bad_paths_exit_2(args, needle, tmp_path):
+    r = gpuc(*args, cwd=tmp_path)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_not_a_model_exit_2(tmp_path):
+    p = tmp_path / "junk.tflite"
+    p.write_bytes(b"this is not a model at all" * 10)
+    r = gpuc("compile", p, "-o", tmp_path / "x.bundle")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_corrupt_bundle_exit_2(mlp_bundle, tmp_path):
+    data = bytearray(mlp_bundle.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    p = tmp_path / "bad.bundle"
+    p.write_bytes(bytes(data))
+    r = gpuc("run", p, "--input", "x.npy")
+    assert r.returncode == 2 and "corrupt bundle" in r.stderr
+
+
+def test_wrong_input_shape_exit_2(mlp_bundle, tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((3, 3), np.float32))
+    r = gpuc("run", mlp_bundle, "--input", x)
+    assert r.returncode == 2 and "expected shape" in r.stderr
+
+
+def test_inspect_model_lists_support(models_dir):
+    r = gpuc("inspect", models_dir / "microwakeword_okay_nabu.tflite", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    nodes = rep["subgraphs"][0]["nodes"]
+    assert any(not n["supported"] and n["reason"] for n in nodes)
+    assert rep["fully_supported"] is False
+    r = gpuc("inspect", models_dir / "mobilenet_v2_224_f32.tflite")
+    assert r.returncode == 0 and "NO " not in r.stdout
+
+
+def test_unsupported_model_names_the_op(models_dir, tmp_path):
+    r = gpuc("compile", models_dir / "microwakeword_okay_nabu.tflite", "-o", tmp_path / "x.bundle")
+    assert r.returncode == 2 and "unsupported" in r.stderr and "Traceback" not in r.stderr

@@ -125,6 +125,8 @@ def write(builder, schema: dict, table: str, value: dict) -> int:
             children[name] = builder.CreateString(v)
         elif kind.startswith("table:"):
             children[name] = write(builder, schema, kind[6:], v)
+        elif kind == "union":                      # value: (table name, dict)
+            children[name] = write(builder, schema, v[0], v[1])
         elif kind.startswith("["):
             inner = kind[1:-1]
             if inner in SCALAR_NP:

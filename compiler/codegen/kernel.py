@@ -28,8 +28,3 @@ class Kernel:
         if gy > MAX_GROUPS:
             raise ValueError(f"{self.label}: {self.invocations} invocations exceed the dispatch grid")
         return gx, gy, 1
-
-
-def act_code(node) -> int:
-    """TFLite fused activation enum -> our ACT define (same numbering: 0 none .. 4 tanh)."""
-    return int(node.attrs.get("fused_activation_function", 0) or 0)

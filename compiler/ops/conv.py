@@ -1,9 +1,9 @@
 """CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D."""
 from __future__ import annotations
 
-from gpuc.compiler.codegen.kernel import Kernel, act_code
+from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, check_act, checked, same_padding, size
+from gpuc.compiler.ops.util import act_code, PADDING_SAME, PADDING_VALID, check_act, checked, same_padding, size
 
 
 def _bias(node, graph, n_out):
@@ -88,7 +88,7 @@ def _check_fc(node, graph):
     if y.size != x.size // w.shape[1] * w.shape[0]:
         return f"output {list(y.shape)} does not fit input {list(x.shape)} and weights {list(w.shape)}"
     _bias(node, graph, w.shape[0])
-    return check_act(node, graph)
+    return check_act(node, graph, allowed=(0, 1, 2, 3))
 
 
 @register("FULLY_CONNECTED", check=_check_fc, summary="dense layer, any leading dims, optional bias")
@@ -98,7 +98,7 @@ def lower_fc(node, graph):
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", node.inputs[1])]
     if bias is not None:
         binds.append(("bias", bias))
-    defines = dict(IN=w.shape[1], O=w.shape[0], HAS_BIAS=int(bias is not None), ACT=act_code(node))
+    defines = dict(IN=w.shape[1], O=w.shape[0], HAS_BIAS=int(bias is not None), ACT=act_code(node, ignore=()))
     return [Kernel("fully_connected", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]
 
 

@@ -1,9 +1,9 @@
 """Elementwise ops: ADD SUB MUL (numpy broadcasting, fused activation) and unary activations."""
 from __future__ import annotations
 
-from gpuc.compiler.codegen.kernel import Kernel, act_code
+from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.util import check_act, checked, size, strides
+from gpuc.compiler.ops.util import act_code, check_act, checked, size, strides
 
 BINARY = {"ADD": 0, "SUB": 1, "MUL": 2}
 UNARY = {"LOGISTIC": 1, "RELU": 2, "RELU6": 3, "TANH": 4, "RELU_N1_TO_1": 5}

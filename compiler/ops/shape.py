@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.kernel import Kernel, act_code
+from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.util import check_act, checked, const_input, norm_axis, size, strides
+from gpuc.compiler.ops.util import act_code, check_act, checked, const_input, norm_axis, size, strides
 
 
 def copy_kernel(src: int, dst: int, shape, src_strides, dst_strides, src_off=0, dst_off=0, act=0, label=""):
@@ -79,7 +79,7 @@ def _check_concat(node, graph):
         total += s[axis]
     if total != y.shape[axis]:
         return "input sizes along the axis do not add up to the output's"
-    return check_act(node, graph)
+    return check_act(node, graph, allowed=(0, 1, 2, 3, 4))
 
 
 @register("CONCATENATION", check=_check_concat, dtypes=("float32", "int32"), summary="any axis, fused activation")
@@ -91,7 +91,7 @@ def lower_concat(node, graph):
     for i in node.inputs:
         s = graph.t(i).shape
         if size(s):
-            kernels.append(copy_kernel(i, y.id, s, strides(s), ys, dst_off=off * ys[axis], act=act_code(node),
+            kernels.append(copy_kernel(i, y.id, s, strides(s), ys, dst_off=off * ys[axis], act=act_code(node, ignore=()),
                                        label=node.label()))
         off += s[axis]
     return kernels

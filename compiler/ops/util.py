@@ -17,9 +17,26 @@ def strides(shape) -> list[int]:
     return out[::-1]
 
 
-def check_act(node: Node, graph: Graph) -> str | None:
-    a = int(node.attrs.get("fused_activation_function", 0) or 0)
-    if a not in (0, 1, 2, 3, 4):
+# LiteRT's float kernels differ in what they do with a fused TANH / SIGN_BIT: conv, depthwise,
+# pooling and ADD/SUB/MUL compute their clamp range with CalculateActivationRange, which leaves
+# both unclamped (the activation is ignored); FULLY_CONNECTED rejects them.  We follow the
+# reference: IGNORED_ACTS are dropped for the first group, and FC reports them unsupported.
+IGNORED_ACTS = (4, 5)
+
+
+def fused_act(node: Node) -> int:
+    return int(node.attrs.get("fused_activation_function", 0) or 0)
+
+
+def act_code(node: Node, ignore=IGNORED_ACTS) -> int:
+    """Our ACT define (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh) for the node's fused activation."""
+    a = fused_act(node)
+    return 0 if a in ignore else a
+
+
+def check_act(node: Node, graph: Graph, allowed=(0, 1, 2, 3, 4, 5)) -> str | None:
+    a = fused_act(node)
+    if a not in allowed:
         return f"fused activation {ACT_NAMES.get(a, a)} not supported"
     return None
 

@@ -74,10 +74,13 @@ def lower_graph(graph: Graph) -> list[Kernel]:
 def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, fp: str, stats: dict) -> bytes:
     from gpuc.compiler.codegen.spirv import compile_glsl
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
+    used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
     consts = [t for t in used if graph.t(t).is_const]
-    runtime = [t for t in used if not graph.t(t).is_const]
+    roots = [t for t in used if not graph.t(t).is_const and graph.storage(t) == t]
     nbytes = {t: graph.t(t).nbytes for t in used}
-    life = lifetimes(kernels, set(runtime), graph.inputs, graph.outputs)
+    st = graph.storage
+    kernels_on_roots = [Kernel(k.template, [(n, st(t)) for n, t in k.bindings], 0) for k in kernels]
+    life = lifetimes(kernels_on_roots, set(roots), [st(t) for t in graph.inputs], [st(t) for t in graph.outputs])
     placement, arena = plan_arena(life, nbytes)
     woff, blobs = {}, []
     cursor = 0
@@ -94,7 +97,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
         g = graph.t(t)
         q = None if g.quant is None else {"scale": g.quant.scale.tolist(), "zero_point": g.quant.zero_point.tolist(),
                                           "axis": int(g.quant.axis)}
-        mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, placement[t].offset)
+        mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, placement[st(t)].offset)
         tensors.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
     shaders, shader_index, dispatches = [], {}, []
     t0 = time.perf_counter()
@@ -108,7 +111,8 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
     stats.update(shader_compile_s=round(time.perf_counter() - t0, 4), dispatches=len(dispatches),
                  shaders=len(shaders), arena_bytes=arena,
                  arena_lower_bound_bytes=lower_bound(life, nbytes),
-                 naive_bytes=sum(nbytes[t] for t in runtime), weights_bytes=int(weights.nbytes))
+                 naive_bytes=sum(nbytes[t] for t in roots), weights_bytes=int(weights.nbytes),
+                 layout_conversions=0, views=len(graph.aliases))
     b = B.Bundle(name, tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], shaders,
                  dispatches, arena, weights, options, stats, __version__, fp)
     return B.write_bundle(b)

@@ -68,6 +68,13 @@ class Graph:
     nodes: list[Node]
     inputs: list[int]
     outputs: list[int]
+    aliases: dict[int, int] = field(default_factory=dict)   # view tensor -> tensor whose memory it shares
+
+    def storage(self, tid: int) -> int:
+        """The tensor whose memory `tid` uses (follows view aliases)."""
+        while tid in self.aliases:
+            tid = self.aliases[tid]
+        return tid
 
     def t(self, tid: int) -> Tensor:
         return self.tensors[tid]

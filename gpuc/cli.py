@@ -33,6 +33,9 @@ def guarded(fn):
             raise
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except BrokenPipeError:
+            sys.stderr.close()
+            sys.exit(0)
         except Exception as e:  # noqa: BLE001 - the CLI's last line of defence
             if os.environ.get("GPUC_DEBUG"):
                 raise

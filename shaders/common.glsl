@@ -2,23 +2,25 @@
 #ifndef ACT
 #define ACT 0
 #endif
+#ifndef ACT2
+#define ACT2 0
+#endif
 
 // Linear invocation index over a (possibly 2-D) grid of 1-D workgroups.
 uint gpuc_gid() {
     return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 }
 
-// TFLite fused activations: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH.
-float gpuc_act(float v) {
-#if ACT == 1
-    return max(v, 0.0);
-#elif ACT == 2
-    return clamp(v, -1.0, 1.0);
-#elif ACT == 3
-    return clamp(v, 0.0, 6.0);
-#elif ACT == 4
-    return tanh(clamp(v, -10.0, 10.0));
-#else
+// Epilogue activations (codes are gpuc's, not TFLite's enum):
+// 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic.  `code` is always a constant,
+// so the compiler folds the branches away.
+float gpuc_apply(float v, int code) {
+    if (code == 1) return max(v, 0.0);
+    if (code == 2) return clamp(v, -1.0, 1.0);
+    if (code == 3) return clamp(v, 0.0, 6.0);
+    if (code == 4) return tanh(clamp(v, -10.0, 10.0));
+    if (code == 5) return 1.0 / (1.0 + exp(-v));
     return v;
-#endif
 }
+
+float gpuc_act(float v) { return gpuc_apply(v, ACT); }

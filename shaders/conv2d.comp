@@ -1,6 +1,7 @@
 // CONV_2D (grouped when CIG < CI) and DEPTHWISE_CONV_2D (DEPTHWISE=1), NHWC, filter [CO,KH,KW,CIG]
 // (depthwise: [1,KH,KW,CO]).  One invocation = one output element.  Bias and activation fused.
 // Defines: N H W CI OH OW CO KH KW SH SW DH DW PT PL CIG COG HAS_BIAS ACT DEPTHWISE MULT
+// RESIDUAL: out = act2(act(conv) + res[same index]) (a fused residual ADD).
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
@@ -40,5 +41,9 @@ void main() {
 #if HAS_BIAS
     acc += bias[oc];
 #endif
-    out_[gid] = gpuc_act(acc);
+    float v = gpuc_act(acc);
+#if RESIDUAL
+    v = gpuc_apply(v + res[gid], ACT2);
+#endif
+    out_[gid] = v;
 }

@@ -1,4 +1,4 @@
-// FULLY_CONNECTED: out[r, o] = act(sum_i x[r, i] * w[o, i] + bias[o]).  Defines: IN O HAS_BIAS ACT
+// FULLY_CONNECTED: out[r, o] = act(sum_i x[r, i] * w[o, i] + bias[o]).  Defines: IN O HAS_BIAS ACT RESIDUAL ACT2
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
@@ -10,5 +10,9 @@ void main() {
 #if HAS_BIAS
     acc += bias[o];
 #endif
-    out_[gid] = gpuc_act(acc);
+    float v = gpuc_act(acc);
+#if RESIDUAL
+    v = gpuc_apply(v + res[gid], ACT2);
+#endif
+    out_[gid] = v;
 }

@@ -53,3 +53,13 @@ def test_mobilenet_logits(models_dir, device):
     with gpuc.load(bundle, device=device) as m:
         out = m.run([np.load(models_dir / "ref" / f"{name}.in0.npy")])[0]
     assert np.abs(out - ref).max() <= 1e-3 * np.abs(ref).max()
+
+
+def test_mobilenet_plan_targets(models_dir):
+    """Issue #4 targets: fusion brings 65 ops to <= 55 dispatches; the arena is near its lower bound."""
+    from gpuc.inspect import inspect_bundle
+    rep, _ = inspect_bundle(gpuc.compile(models_dir / "mobilenet_v2_224_f32.tflite"))
+    assert rep["dispatches"] <= 55
+    assert rep["arena_bytes"] <= 1.05 * rep["arena_lower_bound_bytes"]
+    assert rep["arena_bytes"] <= rep["naive_bytes"] / 3
+    assert rep["layout_conversions"] == 0 and len(rep["dispatch_list"]) == rep["dispatches"]

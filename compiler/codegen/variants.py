@@ -10,13 +10,15 @@ import itertools
 
 from gpuc.compiler.codegen.kernel import Kernel
 
-ACTS = [0, 1, 2, 3, 4]
+ACTS = [0, 1, 2, 3, 4, 5]
 _CONV = dict(N=1, H=5, W=6, CI=4, OH=3, OW=3, CO=8, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, CIG=4, COG=8, MULT=2)
 _ND = dict(RANK=3, SHAPE=[2, 3, 4], SRC_STRIDES=[12, 4, 1], DST_STRIDES=[24, 8, 1], SRC_OFFSET=0, DST_OFFSET=4)
 
 VARIANTS = {
-    "conv2d": (_CONV, {"ACT": ACTS, "HAS_BIAS": [0, 1], "DEPTHWISE": [0, 1]}, ["out_", "x", "w", "bias"]),
-    "fully_connected": (dict(IN=16, O=8), {"ACT": ACTS, "HAS_BIAS": [0, 1]}, ["out_", "x", "w", "bias"]),
+    "conv2d": (_CONV, {"ACT": ACTS, "HAS_BIAS": [0, 1], "DEPTHWISE": [0, 1], "RESIDUAL": [0, 1], "ACT2": [0, 3]},
+               ["out_", "x", "w", "bias", "res"]),
+    "fully_connected": (dict(IN=16, O=8), {"ACT": ACTS, "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT2": [0, 1]},
+                        ["out_", "x", "w", "bias", "res"]),
     "binary": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1]),
                {"OP": [0, 1, 2], "ACT": ACTS, "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
     "unary": ({}, {"FN": [0, 1, 2, 3, 4, 5]}, ["out_", "x"]),
@@ -37,7 +39,8 @@ def all_variants():
         keys = list(switches)
         for combo in itertools.product(*(switches[k] for k in keys)):
             defines = dict(base, **dict(zip(keys, combo)))
-            binds = names if defines.get("HAS_BIAS", 1) else names[:-1]
+            binds = [n for n in names if not (n == "bias" and not defines.get("HAS_BIAS"))
+                     and not (n == "res" and not defines.get("RESIDUAL"))]
             k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}")
             yield template, k, {i: "float32" for i in range(len(binds))}
 

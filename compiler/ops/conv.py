@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.util import act_code, PADDING_SAME, PADDING_VALID, check_act, checked, same_padding, size
+from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
+                                    same_padding, size)
 
 
 def _bias(node, graph, n_out):
@@ -71,8 +72,8 @@ def lower_conv(node, graph):
     if bias is not None:
         binds.append(("bias", bias))
     defines = dict(geo, CI=ci, CO=co, KH=f.shape[1], KW=f.shape[2], CIG=ci if dw else f.shape[3],
-                   COG=co // groups, HAS_BIAS=int(bias is not None), ACT=act_code(node),
-                   DEPTHWISE=int(dw), MULT=co // ci if dw else 1)
+                   COG=co // groups, HAS_BIAS=int(bias is not None), DEPTHWISE=int(dw), MULT=co // ci if dw else 1,
+                   **epilogue(node, binds))
     return [Kernel("conv2d", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]
 
 
@@ -98,7 +99,7 @@ def lower_fc(node, graph):
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", node.inputs[1])]
     if bias is not None:
         binds.append(("bias", bias))
-    defines = dict(IN=w.shape[1], O=w.shape[0], HAS_BIAS=int(bias is not None), ACT=act_code(node, ignore=()))
+    defines = dict(IN=w.shape[1], O=w.shape[0], HAS_BIAS=int(bias is not None), **epilogue(node, binds, ignore=()))
     return [Kernel("fully_connected", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]
 
 

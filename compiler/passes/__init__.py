@@ -18,7 +18,12 @@ def eliminate_dead_nodes(graph: Graph) -> None:
     graph.nodes = keep[::-1]
 
 
-PIPELINE = [eliminate_dead_nodes]
+def _pipeline():
+    from gpuc.compiler.passes.fusion import fuse_activation, fuse_residual_add, reshape_as_view
+    return [eliminate_dead_nodes, reshape_as_view, fuse_residual_add, fuse_activation]
+
+
+PIPELINE = _pipeline()
 
 
 def pass_names() -> list[str]:

@@ -1,0 +1,89 @@
+"""Fusion passes: fold an op into its producer's epilogue so it costs no dispatch and no memory.
+
+Epilogue model (conv2d / fully_connected templates): v = act(acc + bias); v = act2(v + residual).
+Attributes the passes set on the producer: "_act" (gpuc activation code), "_residual" (tensor id),
+"_act2".  The consumer node is removed and the producer writes the consumer's output tensor.
+"""
+from __future__ import annotations
+
+from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.util import act_code
+
+EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+ACT_OPS = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "LOGISTIC": 5}
+ACT_HOSTS = EPILOGUE_OPS | {"ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D"}
+
+
+def _single_use(graph: Graph, tid: int, users) -> bool:
+    return len(users.get(tid, [])) == 1 and tid not in graph.outputs
+
+
+def _absorb(graph: Graph, producer: Node, consumer: Node) -> None:
+    """Producer now writes the consumer's output; consumer disappears."""
+    producer.outputs = [consumer.outputs[0]]
+    producer.attrs["fused"] = producer.attrs.get("fused", []) + [consumer.op]
+    graph.nodes.remove(consumer)
+
+
+def fuse_residual_add(graph: Graph) -> None:
+    """ADD(conv(x), r) with equal shapes -> conv with a residual epilogue."""
+    changed = True
+    while changed:
+        changed = False
+        users, prod = graph.consumers(), graph.producers()
+        for add in graph.nodes:
+            if add.op != "ADD" or len(add.inputs) != 2 or add.attrs.get("fused"):
+                continue
+            y = graph.t(add.outputs[0])
+            for k in (0, 1):
+                src, res = add.inputs[k], add.inputs[1 - k]
+                p = prod.get(src)
+                if (p is None or p.op not in EPILOGUE_OPS or "_residual" in p.attrs
+                        or not _single_use(graph, src, users) or graph.t(src).shape != y.shape
+                        or graph.t(res).shape != y.shape or graph.t(res).is_const
+                        or graph.nodes.index(prod.get(res, p)) > graph.nodes.index(p)):
+                    continue
+                p.attrs["_act"] = act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
+                p.attrs["_residual"] = res
+                p.attrs["_act2"] = act_code(add)
+                _absorb(graph, p, add)
+                changed = True
+                break
+            if changed:
+                break
+
+
+def fuse_activation(graph: Graph) -> None:
+    """RELU/RELU6/RELU_N1_TO_1/TANH/LOGISTIC after a producer with a free activation slot."""
+    users, prod = graph.consumers(), graph.producers()
+    for node in list(graph.nodes):
+        if node.op not in ACT_OPS:
+            continue
+        src = node.inputs[0]
+        p = prod.get(src)
+        if p is None or p.op not in ACT_HOSTS or not _single_use(graph, src, users):
+            continue
+        if graph.t(src).shape != graph.t(node.outputs[0]).shape:
+            continue
+        if "_residual" in p.attrs:
+            if p.attrs.get("_act2", 0):
+                continue
+            p.attrs["_act2"] = ACT_OPS[node.op]
+        else:
+            if act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5)):
+                continue
+            p.attrs["_act"] = ACT_OPS[node.op]
+        _absorb(graph, p, node)
+        users, prod = graph.consumers(), graph.producers()
+
+
+VIEW_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
+
+
+def reshape_as_view(graph: Graph) -> None:
+    """RESHAPE / SQUEEZE / EXPAND_DIMS of a runtime tensor: the output shares the input's memory."""
+    for node in list(graph.nodes):
+        if node.op in VIEW_OPS and not graph.t(node.inputs[0]).is_const \
+                and graph.t(node.inputs[0]).dtype == graph.t(node.outputs[0]).dtype:
+            graph.aliases[node.outputs[0]] = node.inputs[0]
+            graph.nodes.remove(node)

@@ -1,0 +1,79 @@
+"""IR passes: each does its rewrite, and numerics are identical with any pass disabled."""
+import numpy as np
+import pytest
+
+import gpuc
+from gpuc.compiler.frontend.tflite import load_tflite
+from gpuc.compiler.passes import pass_names, run_passes
+from gpuc.runtime.bundle import read_bundle
+from modelgen import ModelBuilder, run_litert
+from test_ops import rnd
+
+pytest.importorskip("vulkan")
+
+
+def block_model():
+    """conv -> relu6 op; 1x1 conv (no act) + residual add (fused relu); reshape; FC -> logistic op."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 6, 6, 4])
+    c1 = mb.tensor("c1", [1, 6, 6, 4])
+    mb.op("CONV_2D", [x, mb.const("w1", rnd((4, 3, 3, 4), 1)), mb.const("b1", rnd((4,), 2))], [c1],
+          padding="SAME", stride_h=1, stride_w=1)
+    r1 = mb.tensor("r1", [1, 6, 6, 4])
+    mb.op("RELU6", [c1], [r1])
+    c2 = mb.tensor("c2", [1, 6, 6, 4])
+    mb.op("CONV_2D", [r1, mb.const("w2", rnd((4, 1, 1, 4), 3)), mb.const("b2", rnd((4,), 4))], [c2],
+          padding="VALID", stride_h=1, stride_w=1)
+    a = mb.tensor("a", [1, 6, 6, 4])
+    mb.op("ADD", [x, c2], [a], fused_activation_function="RELU")
+    f = mb.tensor("f", [1, 144])
+    mb.op("RESHAPE", [a, mb.const("shape", np.array([1, 144], np.int32))], [f], new_shape=[1, 144])
+    g = mb.tensor("g", [1, 3])
+    mb.op("FULLY_CONNECTED", [f, mb.const("w3", rnd((3, 144), 5, -0.1, 0.1)), mb.const("b3", rnd((3,), 6))], [g])
+    y = mb.tensor("y", [1, 3])
+    mb.op("LOGISTIC", [g], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+def test_pipeline_fuses_and_views():
+    graph = load_tflite(block_model()).main
+    run_passes(graph)
+    ops = [(n.op, n.attrs.get("fused", [])) for n in graph.nodes]
+    assert ops == [("CONV_2D", ["RELU6"]), ("CONV_2D", ["ADD"]), ("FULLY_CONNECTED", ["LOGISTIC"])]
+    assert len(graph.aliases) == 1
+
+
+def test_each_pass_can_be_disabled_without_changing_results():
+    model = block_model()
+    x = rnd((1, 6, 6, 4), 9)
+    ref = run_litert(model, [x])[0]
+    dispatches = {}
+    for disabled in [[], *[[p] for p in pass_names()], pass_names()]:
+        bundle = gpuc.compile(model, disable_passes=disabled)
+        dispatches[tuple(disabled)] = len(read_bundle(bundle).dispatches)
+        with gpuc.load(bundle) as m:
+            out = m.run([x])[0]
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    assert dispatches[()] == 3 and dispatches[tuple(pass_names())] == 7
+
+
+def test_residual_not_fused_when_conv_output_is_reused():
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4, 4, 2])
+    c = mb.tensor("c", [1, 4, 4, 2])
+    mb.op("CONV_2D", [x, mb.const("w", rnd((2, 1, 1, 2), 1)), mb.const("b", rnd((2,), 2))], [c],
+          padding="VALID", stride_h=1, stride_w=1)
+    a = mb.tensor("a", [1, 4, 4, 2])
+    mb.op("ADD", [c, x], [a])
+    mb.output(a)
+    mb.output(c)
+    graph = load_tflite(mb.finish()).main
+    run_passes(graph)
+    assert [n.op for n in graph.nodes] == ["CONV_2D", "ADD"]
+
+
+def test_unknown_pass_is_a_clear_error():
+    from gpuc.errors import GpucError
+    with pytest.raises(GpucError, match="unknown pass"):
+        gpuc.compile(block_model(), disable_passes=["no_such_pass"])

@@ -1,9 +1,7 @@
-"""compile_model: tflite bytes -> IR -> passes -> kernels -> GLSL -> SPIR-V -> bundle bytes."""
+"""compile_bytes: tflite bytes -> IR -> passes -> kernels -> GLSL -> SPIR-V -> bundle bytes."""
 from __future__ import annotations
 
 import json
-import os
-import time
 
 import numpy as np
 import xxhash
@@ -15,22 +13,8 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.passes import PIPELINE, run_passes
 from gpuc.compiler.passes.memory import align, lifetimes, lower_bound, plan_arena
-from gpuc.errors import GpucError, UnsupportedError
+from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
-
-DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": []}
-
-
-def read_model_bytes(model) -> tuple[bytes, str]:
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return bytes(model), "model"
-    path = os.fspath(model)
-    try:
-        with open(path, "rb") as f:
-            return f.read(), os.path.splitext(os.path.basename(path))[0]
-    except OSError as e:
-        raise GpucError(f"cannot read model {path!r}: {e.strerror}") from None
-
 
 def fingerprint(data: bytes, options: dict) -> str:
     h = xxhash.xxh3_128()
@@ -100,7 +84,6 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
         mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, placement[st(t)].offset)
         tensors.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
     shaders, shader_index, dispatches = [], {}, []
-    t0 = time.perf_counter()
     dtypes = {t: graph.t(t).dtype for t in used}
     for k in kernels:
         src = glsl.render(k, dtypes)
@@ -108,7 +91,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
             shader_index[src] = len(shaders)
             shaders.append(B.Shader(k.template, compile_glsl(src, name=f"{k.template} for {k.label}"), len(k.bindings)))
         dispatches.append(B.Dispatch(shader_index[src], [index[t] for _, t in k.bindings], k.groups(), b"", k.label))
-    stats.update(shader_compile_s=round(time.perf_counter() - t0, 4), dispatches=len(dispatches),
+    stats.update(dispatches=len(dispatches),
                  shaders=len(shaders), arena_bytes=arena,
                  arena_lower_bound_bytes=lower_bound(life, nbytes),
                  naive_bytes=sum(nbytes[t] for t in roots), weights_bytes=int(weights.nbytes),
@@ -118,16 +101,11 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
     return B.write_bundle(b)
 
 
-def compile_model(model, output=None, **options) -> bytes:
+def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
+    """Compile .tflite bytes with normalized options (see gpuc.compiler.normalize_options)."""
     from gpuc.compiler.frontend.tflite import load_tflite
-    t0 = time.perf_counter()
-    opts = dict(DEFAULT_OPTIONS, **{k: v for k, v in options.items() if v is not None})
-    unknown = set(opts) - set(DEFAULT_OPTIONS)
-    if unknown:
-        raise GpucError(f"unknown compile option(s): {sorted(unknown)}")
     if opts["precision"] != "fp32":
         raise UnsupportedError(f"precision {opts['precision']!r} not supported yet (use fp32)")
-    data, name = read_model_bytes(model)
     fp = fingerprint(data, opts)
     model_ir = load_tflite(data)
     if len(model_ir.subgraphs) > 1:
@@ -141,11 +119,4 @@ def compile_model(model, output=None, **options) -> bytes:
     stats = {"ops": len(graph.nodes)}
     run_passes(graph, opts["disable_passes"])
     kernels = lower_graph(graph)
-    out = build_bundle(graph, kernels, name, opts, fp, stats)
-    stats["compile_s"] = round(time.perf_counter() - t0, 4)
-    if output is not None:
-        tmp = f"{os.fspath(output)}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(out)
-        os.replace(tmp, output)
-    return out
+    return build_bundle(graph, kernels, name, opts, fp, stats)

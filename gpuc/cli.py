@@ -55,19 +55,23 @@ def main():
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="bundle to write")
 @click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
 @click.option("--disable-pass", "disable_passes", multiple=True, metavar="NAME", help="skip an IR pass (repeatable)")
+@click.option("--no-cache", is_flag=True, help="always compile; neither read nor write the compile cache")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing on success")
 @guarded
-def compile_cmd(model, output, precision, disable_passes, quiet):
+def compile_cmd(model, output, precision, disable_passes, no_cache, quiet):
     """Compile MODEL (.tflite) into a bundle."""
-    from gpuc.compiler.driver import compile_model
-    from gpuc.runtime.bundle import read_bundle
+    from gpuc.compiler import compile_model, last_compile
     t0 = time.perf_counter()
-    data = compile_model(model, output=output, precision=precision, disable_passes=sorted(disable_passes))
+    data = compile_model(model, output=output, cache=not no_cache, precision=precision,
+                         disable_passes=list(disable_passes))
+    dt = time.perf_counter() - t0
     if not quiet:
-        st = read_bundle(data).stats
+        from gpuc.runtime.bundle import header_stats
+        st = header_stats(data)
+        hit = " (compile cache hit)" if last_compile["cache"] == "hit" else ""
         click.echo(f"wrote {output}: {len(data)} bytes, {st.get('dispatches')} dispatches, "
                    f"{st.get('shaders')} shaders, arena {st.get('arena_bytes')} B, "
-                   f"weights {st.get('weights_bytes')} B, {time.perf_counter() - t0:.2f} s")
+                   f"weights {st.get('weights_bytes')} B, {dt * 1e3:.1f} ms{hit}")
 
 
 def _parse_inputs(model, specs):
@@ -147,6 +151,59 @@ def inspect_cmd(path, as_json):
     from gpuc.inspect import inspect_path
     report, text = inspect_path(path)
     click.echo(json.dumps(report, indent=1) if as_json else text)
+
+
+@main.command("bench")
+@click.argument("bundle", type=click.Path(dir_okay=False, exists=True))
+@click.option("--runs", default=100, show_default=True, help="timed run() calls")
+@click.option("--device", default=None, help="Vulkan device index or name substring")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def bench_cmd(bundle, runs, device, as_json):
+    """Time loading (cold and with the pipeline cache, each in a fresh process) and running BUNDLE."""
+    from gpuc.bench import bench
+    from gpuc.runtime import load
+    load(bundle, device=device).close()          # fail fast, in this process, on a bad bundle or device
+    r = bench(bundle, runs, device, progress=not as_json and runs >= 50 and sys.stderr.isatty())
+    if as_json:
+        click.echo(json.dumps(r))
+    else:
+        for k, v in r.items():
+            click.echo(f"{k:>18}: {v}")
+
+
+@main.group("cache")
+def cache_group():
+    """Inspect or clear the compile and pipeline caches."""
+
+
+@cache_group.command("info")
+@guarded
+def cache_info():
+    """Where the cache is, its size and its cap."""
+    from gpuc.runtime import cachedir
+    for sub in ("bundles", "pipelines"):
+        ents = cachedir.entries(sub)
+        click.echo(f"{sub}: {len(ents)} entries, {sum(s for _, s, _ in ents)} bytes")
+    click.echo(f"location: {cachedir.cache_dir()}  (cap {cachedir.max_bytes()} bytes per folder; "
+               "GPUC_CACHE_DIR, GPUC_CACHE_MAX_BYTES)")
+
+
+@cache_group.command("list")
+@guarded
+def cache_list():
+    """Cached bundles, least recently used first."""
+    from gpuc.compiler.cache import list_entries
+    for e in list_entries():
+        click.echo(f"{e['key']}  {e['bytes']:>12} B  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e['last_used']))}")
+
+
+@cache_group.command("clear")
+@guarded
+def cache_clear():
+    """Remove every cached bundle and pipeline cache."""
+    from gpuc.compiler.cache import clear
+    click.echo(f"removed {clear()} entries")
 
 
 @main.command("devices")

@@ -24,7 +24,8 @@ MAX_BINDINGS = 32
 
 BUNDLE_SCHEMA = {
     "Bundle": {"magic": (0, "str", None), "format_version": (1, "I", 0), "compiler_version": (2, "str", None),
-               "fingerprint": (3, "str", None), "checksum": (4, "str", None), "payload": (5, "[B]", None)},
+               "fingerprint": (3, "str", None), "checksum": (4, "str", None), "payload": (5, "[B]", None),
+               "stats": (6, "str", None)},
     "Quant": {"scale": (0, "[f]", None), "zero_point": (1, "[q]", None), "axis": (2, "i", 0)},
     "TensorInfo": {"name": (0, "str", None), "shape": (1, "[i]", None), "dtype": (2, "str", None),
                    "memory": (3, "B", 0), "offset": (4, "Q", 0), "nbytes": (5, "Q", 0),
@@ -37,7 +38,7 @@ BUNDLE_SCHEMA = {
                 "tensors": (2, "[table:TensorInfo]", None), "inputs": (3, "[I]", None),
                 "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
                 "dispatches": (6, "[table:Dispatch]", None), "arena_bytes": (7, "Q", 0),
-                "weights": (8, "[B]", None), "stats": (9, "str", None)},
+                "weights": (8, "[B]", None)},
 }
 
 
@@ -85,13 +86,14 @@ class Bundle:
     compiler_version: str = ""
     fingerprint: str = ""
     format_version: int = FORMAT_VERSION
+    checksum: str = ""                       # set by read_bundle (identifies the exact bundle)
 
 
-def checksum(payload, compiler_version: str, fingerprint: str, format_version: int) -> str:
+def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
     """Covers the payload and every other header field (magic and identifier are checked by value)."""
     h = xxhash.xxh3_128()
     h.update(payload)
-    h.update(f"|{compiler_version}|{fingerprint}|{format_version}".encode())
+    h.update(f"|{compiler_version}|{fingerprint}|{format_version}|{stats}".encode())
     return h.hexdigest()
 
 
@@ -107,16 +109,17 @@ def write_bundle(b: Bundle) -> bytes:
         "dispatches": [{"shader": d.shader, "bindings": d.bindings,
                         "push_constants": np.frombuffer(d.push_constants, np.uint8),
                         "groups": list(d.groups), "label": d.label} for d in b.dispatches],
-        "arena_bytes": b.arena_bytes, "weights": b.weights, "stats": json.dumps(b.stats, sort_keys=True),
+        "arena_bytes": b.arena_bytes, "weights": b.weights,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
     ob = flatbuffers.Builder(len(payload_bytes) + 1024)
+    stats = json.dumps(b.stats, sort_keys=True)
     root = flatbuf.write(ob, BUNDLE_SCHEMA, "Bundle", {
         "magic": MAGIC, "format_version": b.format_version, "compiler_version": b.compiler_version,
         "fingerprint": b.fingerprint,
-        "checksum": checksum(payload_bytes, b.compiler_version, b.fingerprint, b.format_version),
-        "payload": np.frombuffer(payload_bytes, np.uint8)})
+        "checksum": checksum(payload_bytes, b.compiler_version, b.fingerprint, b.format_version, stats),
+        "payload": np.frombuffer(payload_bytes, np.uint8), "stats": stats})
     ob.Finish(root, file_identifier=FILE_ID)
     return bytes(ob.Output())
 
@@ -140,9 +143,15 @@ def read_header(data) -> dict:
         raise BundleError(f"bundle format version {ver} is no longer supported; recompile the model")
     if head["payload"] is None:
         raise BundleError("corrupt bundle: no payload")
-    if checksum(head["payload"], head["compiler_version"] or "", head["fingerprint"] or "", ver) != head["checksum"]:
+    if checksum(head["payload"], head["compiler_version"] or "", head["fingerprint"] or "", ver,
+                head["stats"] or "") != head["checksum"]:
         raise BundleError("corrupt bundle: checksum mismatch (file damaged or truncated); recompile it")
     return head
+
+
+def header_stats(data) -> dict:
+    """Compiler statistics from a verified header, without parsing the payload."""
+    return json.loads(read_header(data)["stats"] or "{}")
 
 
 def read_bundle(data) -> Bundle:
@@ -150,7 +159,7 @@ def read_bundle(data) -> Bundle:
     try:
         p = flatbuf.read(head["payload"], BUNDLE_SCHEMA, "Payload")
         options = json.loads(p["options"] or "{}")
-        stats = json.loads(p["stats"] or "{}")
+        stats = json.loads(head["stats"] or "{}")
     except (flatbuf.FlatbufferError, ValueError) as e:
         raise BundleError(f"corrupt bundle payload: {e}") from None
     tensors = [TensorInfo(t["name"] or "", tuple(int(x) for x in (t["shape"] if t["shape"] is not None else ())),
@@ -170,7 +179,7 @@ def read_bundle(data) -> Bundle:
                     for d in p["dispatches"] or []],
         arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
         compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",
-        format_version=head["format_version"])
+        format_version=head["format_version"], checksum=head["checksum"] or "")
     validate(b)
     return b
 

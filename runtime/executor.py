@@ -15,6 +15,7 @@ import vulkan as vk
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
 from gpuc.runtime.device import Device, _vk_call
+from gpuc.runtime.pipeline_cache import PipelineCache
 
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
@@ -53,6 +54,7 @@ class LoadedModel:
         self._lock = threading.Lock()
         self._objs = []          # (destroy_fn, handle) in creation order
         self.dev = None
+        self.load_info = {}
         try:
             self._setup()
         except BaseException:
@@ -208,10 +210,16 @@ class LoadedModel:
             keep += [code, minfo, entry, stage, set_layouts, ranges, pinfo]
             infos.append(vk.VkComputePipelineCreateInfo(stage=stage, layout=layout))
         self._pipelines = []
-        if infos:
-            pipes = _vk_call("creating compute pipelines", vk.vkCreateComputePipelines,
-                             dev, vk.VK_NULL_HANDLE, len(infos), infos, None)
-            self._pipelines = [self._keep(vk.vkDestroyPipeline, p) for p in pipes]
+        cache = PipelineCache(self.device, self.bundle.checksum or self.bundle.fingerprint or "nokey")
+        try:
+            if infos:
+                pipes = _vk_call("creating compute pipelines", vk.vkCreateComputePipelines,
+                                 dev, cache.handle or vk.VK_NULL_HANDLE, len(infos), infos, None)
+                self._pipelines = [self._keep(vk.vkDestroyPipeline, p) for p in pipes]
+            cache.save()
+        finally:
+            self.load_info["pipeline_cache"] = cache.status
+            cache.destroy()
         del keep
 
     def _make_descriptors(self):

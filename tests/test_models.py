@@ -48,7 +48,8 @@ def test_mobilenet_logits(models_dir, device):
     g.nodes = g.nodes[:g.nodes.index(sm)]
     drv.run_passes(g)
     kernels = drv.lower_graph(g)
-    bundle = drv.build_bundle(g, kernels, name, dict(drv.DEFAULT_OPTIONS), "test", {})
+    from gpuc.compiler import DEFAULT_OPTIONS
+    bundle = drv.build_bundle(g, kernels, name, dict(DEFAULT_OPTIONS), "test", {})
     ref = np.load(models_dir / "ref" / f"{name}.out0.preact.nodelegate.npy")
     with gpuc.load(bundle, device=device) as m:
         out = m.run([np.load(models_dir / "ref" / f"{name}.in0.npy")])[0]

@@ -1,0 +1,86 @@
+"""`gpuc bench`: load and run timings, each load measured in a fresh process.
+
+load_cold_ms: no pipeline cache (ours off, and the drivers' own disk caches off);
+load_warm_ms: with our persisted pipeline cache (drivers' disk caches still off, so the figure
+is what our cache buys).  Run timings come from the warm process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+DRIVER_CACHES_OFF = {"__GL_SHADER_DISK_CACHE": "0", "MESA_SHADER_CACHE_DISABLE": "true"}
+
+
+def worker(bundle: str, runs: int, device, progress: bool) -> dict:
+    """Runs inside the fresh process."""
+    t0 = time.perf_counter()
+    import numpy as np
+    import gpuc
+    t_import = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    m = gpuc.load(bundle, device=device)
+    t_load = time.perf_counter() - t0
+    rng = np.random.default_rng(0)
+    xs = [rng.uniform(-1, 1, s.shape).astype(s.dtype) if s.dtype.kind == "f"
+          else np.zeros(s.shape, s.dtype) for s in m.inputs]
+    t0 = time.perf_counter()
+    m.run(xs)
+    t_first = time.perf_counter() - t0
+    times = []
+    it = range(runs)
+    if progress:
+        import click
+        bar = click.progressbar(it, label="running", file=sys.stderr)
+        it = bar.__enter__()
+    for _ in it:
+        t0 = time.perf_counter()
+        m.run(xs)
+        times.append(time.perf_counter() - t0)
+    if progress:
+        bar.__exit__(None, None, None)
+    info = m.device.describe()
+    out = {"import_ms": t_import * 1e3, "load_ms": t_load * 1e3, "first_run_ms": t_first * 1e3,
+           "pipeline_cache": m.load_info.get("pipeline_cache"), "device": info["name"],
+           "driver_version": info["driver_version"], "api_version": info["api_version"]}
+    if times:
+        times.sort()
+        out.update(median_ms=statistics.median(times) * 1e3, p90_ms=times[int(0.9 * (len(times) - 1))] * 1e3,
+                   min_ms=times[0] * 1e3, runs_per_s=len(times) / sum(times), runs=len(times))
+    m.close()
+    return out
+
+
+def _spawn(bundle, runs, device, env_extra, progress=False) -> dict:
+    env = dict(os.environ, **env_extra)
+    cmd = [sys.executable, "-m", "gpuc.bench", bundle, str(runs), "" if device is None else str(device),
+           "1" if progress else "0"]
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        from gpuc.errors import GpucError
+        err = (r.stderr or "").strip().splitlines()
+        raise GpucError(f"benchmark process failed: {err[-1] if err else r.returncode}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def bench(bundle: str, runs: int = 100, device=None, progress: bool = False) -> dict:
+    cold = _spawn(bundle, 0, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="0"))
+    _spawn(bundle, 0, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="1"))        # writes the cache
+    warm = _spawn(bundle, runs, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="1"), progress)
+    r = {"bundle": os.path.basename(bundle), "device": warm["device"], "driver_version": warm["driver_version"],
+         "load_cold_ms": cold["load_ms"], "load_warm_ms": warm["load_ms"],
+         "first_run_cold_ms": cold["first_run_ms"], "first_run_ms": warm["first_run_ms"],
+         "pipeline_cache": warm["pipeline_cache"]}
+    for k in ("median_ms", "p90_ms", "min_ms", "runs_per_s", "runs"):
+        if k in warm:
+            r[k] = warm[k]
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()}
+
+
+if __name__ == "__main__":
+    b, n, dev, prog = sys.argv[1], int(sys.argv[2]), sys.argv[3] or None, sys.argv[4] == "1"
+    print(json.dumps(worker(b, n, dev, prog)))

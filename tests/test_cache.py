@@ -1,0 +1,106 @@
+"""Compile cache and pipeline cache: hits, and damaged entries change speed only, never results."""
+import os
+
+import numpy as np
+import pytest
+
+import gpuc
+from gpuc.compiler import last_compile
+from modelgen import ModelBuilder
+from test_ops import rnd
+
+pytest.importorskip("vulkan")
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GPUC_NO_CACHE", raising=False)
+    return tmp_path / "cache"
+
+
+def model():
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 6, 6, 3])
+    y = mb.tensor("y", [1, 6, 6, 4])
+    mb.op("CONV_2D", [x, mb.const("w", rnd((4, 3, 3, 3), 1)), mb.const("b", rnd((4,), 2))], [y],
+          padding="SAME", stride_h=1, stride_w=1, fused_activation_function="RELU")
+    mb.output(y)
+    return mb.finish()
+
+
+def test_compile_cache_hit_and_options_in_key(cache_dir, tmp_path):
+    m = model()
+    a = gpuc.compile(m, output=tmp_path / "a.bundle")
+    assert last_compile["cache"] == "miss"
+    b = gpuc.compile(m, output=tmp_path / "b.bundle")
+    assert last_compile["cache"] == "hit" and a == b == (tmp_path / "b.bundle").read_bytes()
+    gpuc.compile(m, disable_passes=["fuse_activation"])
+    assert last_compile["cache"] == "miss"
+    gpuc.compile(m, cache=False)
+    assert last_compile["cache"] is None
+    assert oct(os.stat(cache_dir).st_mode & 0o777) == "0o700"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "empty"])
+def test_damaged_compile_cache_entry_is_recompiled(cache_dir, damage):
+    m = model()
+    good = gpuc.compile(m)
+    (entry,) = (cache_dir / "bundles").iterdir()
+    data = bytearray(entry.read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "flip":
+        data[len(data) // 2] ^= 0x40
+    else:
+        data = b""
+    entry.write_bytes(bytes(data))
+    assert gpuc.compile(m) == good and last_compile["cache"] == "miss"
+
+
+def test_cache_size_cap_evicts_least_recently_used(cache_dir, monkeypatch):
+    monkeypatch.setenv("GPUC_CACHE_MAX_BYTES", "1")
+    gpuc.compile(model())
+    assert len(list((cache_dir / "bundles").iterdir())) <= 1
+
+
+def _run(bundle, x):
+    with gpuc.load(bundle) as m:
+        return m.run([x])[0], m.load_info["pipeline_cache"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_header", "flip_data", "foreign", "garbage"])
+def test_damaged_pipeline_cache_changes_nothing(cache_dir, damage):
+    bundle = gpuc.compile(model(), cache=False)
+    x = rnd((1, 6, 6, 3), 5)
+    ref, status = _run(bundle, x)
+    assert status == "miss"
+    (entry,) = (cache_dir / "pipelines").iterdir()
+    out, status = _run(bundle, x)
+    assert status == "hit"
+    np.testing.assert_array_equal(out, ref)
+    data = bytearray(entry.read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) - 7]
+    elif damage == "flip_header":
+        data[9] ^= 1                      # vendor ID: as if from another device
+    elif damage == "flip_data":
+        data[-1] ^= 0xFF
+    elif damage == "foreign":
+        data[12:16] = b"\xff\xff\xff\xff"  # another device ID
+    else:
+        data = os.urandom(len(data))
+    entry.write_bytes(bytes(data))
+    out, status = _run(bundle, x)
+    assert status == "miss"                # refused by our header check, rewritten
+    np.testing.assert_array_equal(out, ref)
+    assert _run(bundle, x)[1] == "hit"
+
+
+def test_pipeline_cache_can_be_disabled(monkeypatch):
+    monkeypatch.setenv("GPUC_PIPELINE_CACHE", "0")
+    assert _run(gpuc.compile(model()), rnd((1, 6, 6, 3)))[1] == "off"
+
+
+def test_compile_is_deterministic():
+    assert gpuc.compile(model(), cache=False) == gpuc.compile(model(), cache=False)

@@ -56,7 +56,7 @@ def lower_graph(graph: Graph) -> list[Kernel]:
 
 
 def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, fp: str, stats: dict) -> bytes:
-    from gpuc.compiler.codegen.spirv import compile_glsl
+    from gpuc.compiler.codegen.glslang import compile_glsl
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
     used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
     consts = [t for t in used if graph.t(t).is_const]

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-import flatbuffers
-import numpy as np
 import xxhash
 
 from gpuc.errors import BundleError
@@ -80,7 +78,7 @@ class Bundle:
     shaders: list
     dispatches: list
     arena_bytes: int
-    weights: np.ndarray                      # uint8
+    weights: "np.ndarray"                    # uint8
     options: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     compiler_version: str = ""
@@ -98,6 +96,8 @@ def checksum(payload, compiler_version: str, fingerprint: str, format_version: i
 
 
 def write_bundle(b: Bundle) -> bytes:
+    import flatbuffers
+    import numpy as np
     pb = flatbuffers.Builder(1024 + int(b.weights.nbytes))
     payload = {
         "model_name": b.model_name, "options": json.dumps(b.options, sort_keys=True),
@@ -155,6 +155,7 @@ def header_stats(data) -> dict:
 
 
 def read_bundle(data) -> Bundle:
+    import numpy as np
     head = read_header(data)
     try:
         p = flatbuf.read(head["payload"], BUNDLE_SCHEMA, "Payload")
@@ -185,11 +186,15 @@ def read_bundle(data) -> Bundle:
 
 
 def _arr(v):
-    return np.zeros(0, np.uint8) if v is None else v
+    import numpy as np
+    if v is None:
+        return np.zeros(0, np.uint8)
+    return np.frombuffer(v, np.uint8) if isinstance(v, memoryview) else v
 
 
 def validate(b: Bundle) -> None:
     """Every index and offset the runtime will hand to Vulkan must be in range."""
+    import numpy as np
     nt = len(b.tensors)
     for i, t in enumerate(b.tensors):
         try:

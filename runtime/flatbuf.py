@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
-
 SCALAR_NP = {"b": "<i1", "B": "<u1", "h": "<i2", "H": "<u2", "i": "<i4", "I": "<u4",
              "q": "<i8", "Q": "<u8", "f": "<f4", "d": "<f8", "?": "<u1"}
 _PREPEND = {"b": "Int8", "B": "Uint8", "h": "Int16", "H": "Uint16", "i": "Int32", "I": "Uint32",
@@ -78,7 +76,11 @@ class Reader:
             vpos = self._deref(fpos, path)
             count = self._unpack("<I", vpos, path)
             inner = kind[1:-1]
+            if inner == "B":                       # bytes: a zero-copy view, no numpy needed
+                self._need(vpos + 4, count, path + " (vector)")
+                return self.buf[vpos + 4: vpos + 4 + count]
             if inner in SCALAR_NP:
+                import numpy as np
                 dt = np.dtype(SCALAR_NP[inner])
                 self._need(vpos + 4, count * dt.itemsize, path + " (vector)")
                 arr = np.frombuffer(self.buf, dt, count, vpos + 4)
@@ -130,6 +132,7 @@ def write(builder, schema: dict, table: str, value: dict) -> int:
         elif kind.startswith("["):
             inner = kind[1:-1]
             if inner in SCALAR_NP:
+                import numpy as np
                 children[name] = builder.CreateNumpyVector(np.ascontiguousarray(v, dtype=SCALAR_NP[inner]))
             else:
                 offs = [builder.CreateString(x) if inner == "str" else write(builder, schema, inner[6:], x) for x in v]

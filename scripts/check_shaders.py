@@ -3,7 +3,7 @@ import sys
 import time
 
 from gpuc.compiler.codegen import glsl
-from gpuc.compiler.codegen.spirv import compile_glsl, spirv_val
+from gpuc.compiler.codegen.glslang import compile_glsl, spirv_val
 from gpuc.compiler.codegen.variants import VARIANTS, all_variants, templates_on_disk
 
 

@@ -6,8 +6,8 @@ import pytest
 
 import gpuc
 from gpuc.compiler import last_compile
-from modelgen import ModelBuilder
-from test_ops import rnd
+from tflite_builder import ModelBuilder
+from test_builder import rnd
 
 pytest.importorskip("vulkan")
 

@@ -6,8 +6,9 @@ import gpuc
 from gpuc.compiler.frontend.tflite import load_tflite
 from gpuc.compiler.passes import pass_names, run_passes
 from gpuc.runtime.bundle import read_bundle
-from modelgen import ModelBuilder, run_litert
-from test_ops import rnd
+from litert_ref import run_litert
+from tflite_builder import ModelBuilder
+from test_builder import rnd
 
 pytest.importorskip("vulkan")
 

@@ -251,8 +251,11 @@ class ModelBuilder:
             t["buffer"] = len(self.buffers) - 1
         if quant is not None:
             scale, zero_point, *axis = quant
-            t["quantization"] = {"scale": np.atleast_1d(np.asarray(scale, np.float32)),
-                                 "zero_point": np.atleast_1d(np.asarray(zero_point, np.int64)),
+            scale = np.atleast_1d(np.asarray(scale, np.float32))
+            zero_point = np.atleast_1d(np.asarray(zero_point, np.int64))
+            if zero_point.size == 1 and scale.size > 1:          # per-channel scales, one zero point
+                zero_point = np.repeat(zero_point, scale.size)
+            t["quantization"] = {"scale": scale, "zero_point": zero_point,
                                  "quantized_dimension": int(axis[0]) if axis else 0}
         self.tensors.append(t)
         return len(self.tensors) - 1

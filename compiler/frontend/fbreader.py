@@ -43,6 +43,15 @@ class Reader:
         self.buf = bytes(buf) if not isinstance(buf, bytes) else buf
         self.n = len(self.buf)
         self.tables = tables
+        # Work budget: tables, vectors and strings decoded, in bytes.  A sound file decodes each of
+        # its bytes about once; shared references (1M operators pointing at one table) cannot
+        # make decoding cost more than a few times the file size.
+        self.budget = 4 * self.n + (1 << 20)
+
+    def charge(self, nbytes: int, path: str) -> None:
+        self.budget -= nbytes
+        if self.budget < 0:
+            fail(path, "the file refers to the same data too many times (decoding budget exhausted)")
 
     def need(self, pos: int, size: int, path: str, what: str = "out of bounds") -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
@@ -84,6 +93,7 @@ class Table:
         if tsize < 4:
             fail(path or name, f"bad table size {tsize}")
         r.need(pos, tsize, path or name, "table out of bounds")
+        r.charge(tsize, path or name)
         self._vt, self._vtsize = vt, vtsize
 
     def __repr__(self):
@@ -134,9 +144,11 @@ class Table:
             if inner in SCALAR_DTYPES:
                 dt = np.dtype(SCALAR_DTYPES[inner])
                 r.need(vpos + 4, count * dt.itemsize, path, f"vector of {count} elements out of bounds")
+                r.charge(4 + count * dt.itemsize, path)
                 arr = np.frombuffer(r.buf, dt, count, vpos + 4).astype(dt.newbyteorder("="))
                 return arr.astype(bool) if inner == "?" else arr
             r.need(vpos + 4, count * 4, path, f"vector of {count} elements out of bounds")
+            r.charge(4, path)
             if inner == "str":
                 return [self._string(r.deref(vpos + 4 + 4 * i, f"{path}[{i}]"), f"{path}[{i}]")
                         for i in range(count)]
@@ -164,6 +176,7 @@ class Table:
     def _string(self, spos: int, path: str) -> str:
         length = self.r.u32(spos, path)
         self.r.need(spos + 4, length, path, f"string of {length} bytes out of bounds")
+        self.r.charge(4 + length, path)
         return self.r.buf[spos + 4: spos + 4 + length].decode("utf-8", errors="replace")
 
     def to_dict(self) -> dict:

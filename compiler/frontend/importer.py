@@ -163,8 +163,9 @@ class _Importer:
         arr = self.array_cache.get(key)
         if arr is None:
             dt = np.dtype(dtype)
-            arr = np.frombuffer(self.data, dt.newbyteorder("<"), span[1] // dt.itemsize, span[0])
-            arr = arr.astype(dt)                  # copy: aligned, native byte order
+            arr = np.frombuffer(self.data, dt.newbyteorder("<") if dtype != "bool" else np.uint8,
+                                span[1] // dt.itemsize, span[0])
+            arr = arr != 0 if dtype == "bool" else arr.astype(dt)    # copy: aligned, native order
             arr.flags.writeable = False
             self.array_cache[key] = arr
         return arr
@@ -248,6 +249,9 @@ class _Importer:
                     fail(where, f"tensor {name!r}: block size {bs} does not divide dimension {d}")
                 size.append(shape[d] // bs)
         dense_count = max(1, int(np.prod(shape, dtype=np.float64)))
+        self.dense_budget -= dense_count * values.itemsize
+        if self.dense_budget < 0:
+            fail(where, f"tensor {name!r}: densified sparse constants are too large")
         pos = np.zeros(1, np.int64)
         cols: list[np.ndarray] = []
         for lv in range(n + k):
@@ -274,9 +278,6 @@ class _Importer:
             cols.append(idx[pos])
         if len(pos) != values.size:
             fail(where, f"tensor {name!r}: sparsity describes {len(pos)} values, buffer holds {values.size}")
-        self.dense_budget -= dense_count * values.itemsize
-        if self.dense_budget < 0:
-            fail(where, f"tensor {name!r}: densified sparse constants are too large")
         orig = [None] * n
         for lv in range(n):
             orig[order[lv]] = cols[lv]

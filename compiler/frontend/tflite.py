@@ -78,7 +78,7 @@ class _Importer:
             return None
         b = self.buffers[idx]
         if b["data"] is not None and len(b["data"]):
-            return b["data"]
+            return np.frombuffer(b["data"], np.uint8)
         if b["offset"] > 1 and b["size"]:
             if b["offset"] + b["size"] > len(self.data):
                 _bad(f"buffers[{idx}]: offset/size beyond the end of the file")

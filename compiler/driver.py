@@ -103,7 +103,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
 
 def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     """Compile .tflite bytes with normalized options (see gpuc.compiler.normalize_options)."""
-    from gpuc.compiler.frontend.tflite import load_tflite
+    from gpuc.compiler.frontend.importer import load_tflite
     if opts["precision"] != "fp32":
         raise UnsupportedError(f"precision {opts['precision']!r} not supported yet (use fp32)")
     fp = fingerprint(data, opts)

@@ -35,7 +35,7 @@ def inspect_bundle(data: bytes):
 
 def inspect_model(data: bytes, name: str):
     from gpuc.compiler import ops
-    from gpuc.compiler.frontend.tflite import load_tflite
+    from gpuc.compiler.frontend.importer import load_tflite
     m = load_tflite(data)
     rep = {"kind": "tflite", "model": name, "subgraphs": []}
     lines = []

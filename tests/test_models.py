@@ -38,7 +38,7 @@ def test_float_model_matches_litert(models_dir, device, name, tmp_path):
 def test_mobilenet_logits(models_dir, device):
     """The softmax input is a much sharper check than near-uniform probabilities."""
     import gpuc.compiler.driver as drv
-    from gpuc.compiler.frontend.tflite import load_tflite
+    from gpuc.compiler.frontend.importer import load_tflite
     name = "mobilenet_v2_224_f32"
     data = (models_dir / f"{name}.tflite").read_bytes()
     model = load_tflite(data)

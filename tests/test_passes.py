@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.compiler.frontend.tflite import load_tflite
+from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.passes import pass_names, run_passes
 from gpuc.runtime.bundle import read_bundle
 from litert_ref import run_litert

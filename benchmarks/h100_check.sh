@@ -14,3 +14,7 @@ err = float(np.abs(o - r).max()); tol = 1e-3 * float(np.abs(r).max())
 print(f"ACCEPTANCE mobilenet_v2_224_f32: max|o-ref| = {err:.3g}, bound {tol:.3g}: {'PASS' if err <= tol else 'FAIL'}")
 PY
 for m in $M/*.tflite; do python3 benchmarks/run_model.py $m --runs 20 --ref-dir $M/ref --json; done
+echo "== gpuc bench (mobilenet_v2_224_f32) =="
+python3 -m gpuc.cli bench /tmp/m.bundle --runs 100 --json
+echo "== startup comparison =="
+python3 benchmarks/startup.py $M/mobilenet_v2_224_f32.tflite --runs 50

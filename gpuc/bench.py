@@ -21,6 +21,7 @@ def worker(bundle: str, runs: int, device, progress: bool) -> dict:
     t0 = time.perf_counter()
     import numpy as np
     import gpuc
+    import gpuc.runtime.executor  # noqa: F401  (vulkan, cffi: measured as import, not load)
     t_import = time.perf_counter() - t0
     t0 = time.perf_counter()
     m = gpuc.load(bundle, device=device)
@@ -72,6 +73,7 @@ def bench(bundle: str, runs: int = 100, device=None, progress: bool = False) -> 
     _spawn(bundle, 0, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="1"))        # writes the cache
     warm = _spawn(bundle, runs, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="1"), progress)
     r = {"bundle": os.path.basename(bundle), "device": warm["device"], "driver_version": warm["driver_version"],
+         "import_ms": warm["import_ms"],
          "load_cold_ms": cold["load_ms"], "load_warm_ms": warm["load_ms"],
          "first_run_cold_ms": cold["first_run_ms"], "first_run_ms": warm["first_run_ms"],
          "pipeline_cache": warm["pipeline_cache"]}

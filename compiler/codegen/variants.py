@@ -33,16 +33,30 @@ VARIANTS = {
 }
 
 
+def collected() -> dict:
+    """VARIANTS above plus any `VARIANTS` dict an op module defines (same format)."""
+    import sys
+    from gpuc.compiler import ops  # noqa: F401  (imports every op module)
+    out = dict(VARIANTS)
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("gpuc.compiler.ops.") and isinstance(getattr(mod, "VARIANTS", None), dict):
+            out.update(mod.VARIANTS)
+    return out
+
+
 def all_variants():
-    """Yield (template, Kernel, dtypes) for every switch combination of every template."""
-    for template, (base, switches, names) in VARIANTS.items():
+    """Yield (template, Kernel, dtypes) for every switch combination of every template.
+    A variant entry may carry a 4th element: {binding name: dtype} (default float32)."""
+    for template, entry in collected().items():
+        base, switches, names = entry[:3]
+        types = entry[3] if len(entry) > 3 else {}
         keys = list(switches)
         for combo in itertools.product(*(switches[k] for k in keys)):
             defines = dict(base, **dict(zip(keys, combo)))
             binds = [n for n in names if not (n == "bias" and not defines.get("HAS_BIAS"))
                      and not (n == "res" and not defines.get("RESIDUAL"))]
             k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}")
-            yield template, k, {i: "float32" for i in range(len(binds))}
+            yield template, k, {i: types.get(n, "float32") for i, n in enumerate(binds)}
 
 
 def templates_on_disk() -> set:

@@ -57,7 +57,12 @@ def lower(node: Node, graph: Graph):
 
 
 def _load_all():
-    from gpuc.compiler.ops import conv, elementwise, reduce, shape  # noqa: F401  (registration)
+    """Import every module of this package: each registers its ops (and shader VARIANTS)."""
+    import importlib
+    import pkgutil
+    for m in pkgutil.iter_modules(__path__):
+        if m.name != "util":
+            importlib.import_module(f"{__name__}.{m.name}")
 
 
 _load_all()

@@ -113,10 +113,10 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
         raise UnsupportedError(f"unsupported model: it has {len(model_ir.subgraphs)} subgraphs "
                                f"(control flow / CALL_ONCE; extra subgraphs: {extra})")
     graph = model_ir.main
+    stats = {"ops": len(graph.nodes)}
+    run_passes(graph, opts["disable_passes"])
     bad = check_supported(graph)
     if bad:
         raise UnsupportedError(_unsupported_message(bad))
-    stats = {"ops": len(graph.nodes)}
-    run_passes(graph, opts["disable_passes"])
     kernels = lower_graph(graph)
     return build_bundle(graph, kernels, name, opts, fp, stats)

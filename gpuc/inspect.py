@@ -36,21 +36,24 @@ def inspect_bundle(data: bytes):
 def inspect_model(data: bytes, name: str):
     from gpuc.compiler import ops
     from gpuc.compiler.frontend.importer import load_tflite
+    from gpuc.compiler.passes.fold import foldable
     m = load_tflite(data)
     rep = {"kind": "tflite", "model": name, "subgraphs": []}
     lines = []
     for gi, g in enumerate(m.subgraphs):
         nodes = []
         for n in g.nodes:
-            reason = ops.unsupported_reason(n, g)
+            folded = foldable(g, n)
+            reason = None if folded else ops.unsupported_reason(n, g)
             nodes.append({"index": n.index, "op": n.op, "version": n.version, "supported": reason is None,
+                          "folded": folded,
                           "reason": reason, "inputs": [list(g.t(i).shape) if i >= 0 else None for i in n.inputs],
                           "outputs": [list(g.t(o).shape) for o in n.outputs]})
         n_ok = sum(x["supported"] for x in nodes)
         rep["subgraphs"].append({"index": gi, "name": g.name, "ops": len(nodes), "supported": n_ok, "nodes": nodes})
         lines.append(f"subgraph {gi} {g.name!r}: {len(nodes)} ops, {n_ok} supported on the GPU")
         for x in nodes:
-            mark = "ok " if x["supported"] else "NO "
+            mark = "fold " if x["folded"] else "ok   " if x["supported"] else "NO   "
             why = "" if x["supported"] else f"  <- {x['reason']}"
             lines.append(f"  {mark}#{x['index']:<4} {x['op']:<24} v{x['version']} {x['inputs']} -> {x['outputs']}{why}")
         hist = Counter(x["op"] for x in nodes if not x["supported"])

@@ -6,7 +6,7 @@ import gpuc
 
 pytest.importorskip("vulkan")
 
-FLOAT_MODELS = ["mobilenet_v2_224_f32", "mlp_small_f32"]
+FLOAT_MODELS = ["mobilenet_v2_224_f32", "mlp_small_f32", "mp_hand_landmark_lite"]
 
 
 @pytest.fixture(scope="module")

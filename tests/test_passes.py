@@ -78,3 +78,24 @@ def test_unknown_pass_is_a_clear_error():
     from gpuc.errors import GpucError
     with pytest.raises(GpucError, match="unknown pass"):
         gpuc.compile(block_model(), disable_passes=["no_such_pass"])
+
+
+def test_fold_dequantize_fp16_and_int8_per_channel():
+    from gpuc.compiler.passes.fold import fold_constants
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4])
+    w16 = mb.const("w16", (rnd((3, 4), 1)).astype(np.float16))
+    w = mb.tensor("w", [3, 4])
+    mb.op("DEQUANTIZE", [w16], [w])
+    q = mb.const("q", np.array([[-128, 0, 5], [127, 3, -7]], np.int8), quant=([0.5, 0.25, 2.0], [0, 1, -1], 1))
+    b = mb.tensor("b", [2, 3])
+    mb.op("DEQUANTIZE", [q], [b])
+    y = mb.tensor("y", [1, 3])
+    mb.op("FULLY_CONNECTED", [x, w, -1], [y])
+    mb.output(y)
+    mb.output(b)
+    g = load_tflite(mb.finish()).main
+    fold_constants(g)
+    assert [n.op for n in g.nodes] == ["FULLY_CONNECTED"]
+    np.testing.assert_array_equal(g.t(g.nodes[0].inputs[1]).data, rnd((3, 4), 1).astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(g.t(g.outputs[1]).data, [[-64, -0.25, 12], [63.5, 0.5, -12]])

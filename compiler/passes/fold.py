@@ -1,0 +1,71 @@
+"""Constant folding: nodes whose value is known at compile time are evaluated with numpy.
+
+DEQUANTIZE of constants (fp16 weights, int8/uint8 per-tensor or per-channel) becomes float32
+weights once, at compile time; RESHAPE/SQUEEZE/EXPAND_DIMS/TRANSPOSE/CAST of constants fold; SHAPE
+folds whenever the shape is static.  Folded nodes disappear; their outputs become constants.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.ir import Graph, Node
+
+
+def dequantize(t) -> np.ndarray:
+    data = t.data
+    if data.dtype == np.float16:
+        return data.astype(np.float32)
+    if t.quant is None:
+        raise ValueError(f"DEQUANTIZE input {t.name!r} has no quantization parameters")
+    shape = [1] * data.ndim
+    scale, zp = t.quant.scale.astype(np.float64), t.quant.zero_point.astype(np.float64)
+    if scale.size > 1:
+        shape[t.quant.axis] = scale.size
+    return ((data.astype(np.float64) - zp.reshape(shape)) * scale.reshape(shape)).astype(np.float32)
+
+
+def _value(graph: Graph, node: Node):
+    """The folded output value, or None when the node cannot be folded."""
+    ins = [graph.t(i) if i >= 0 else None for i in node.inputs]
+    out = graph.t(node.outputs[0])
+    if node.op == "SHAPE":
+        if ins[0].shape_signature is not None and any(d < 0 for d in ins[0].shape_signature):
+            return None
+        return np.asarray(ins[0].shape, dtype=out.dtype)
+    if len(node.outputs) != 1 or not ins or any(t is not None and not t.is_const for t in ins):
+        return None
+    x = ins[0].data
+    if node.op == "DEQUANTIZE":
+        return dequantize(ins[0])
+    if node.op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+        return np.ascontiguousarray(x).reshape(out.shape)
+    if node.op == "TRANSPOSE":
+        return np.ascontiguousarray(np.transpose(x, [int(p) for p in ins[1].data.reshape(-1)]))
+    if node.op == "CAST":
+        return x.astype(out.dtype)
+    return None
+
+
+def foldable(graph: Graph, node: Node) -> bool:
+    try:
+        return _value(graph, node) is not None
+    except (ValueError, IndexError, TypeError):
+        return False
+
+
+def fold_constants(graph: Graph) -> None:
+    for node in list(graph.nodes):
+        try:
+            v = _value(graph, node)
+        except (ValueError, IndexError, TypeError):
+            v = None
+        if v is None:
+            continue
+        out = graph.t(node.outputs[0])
+        if tuple(v.shape) != tuple(out.shape) or v.dtype.name != out.dtype:
+            if v.size != out.size:
+                continue
+            v = v.reshape(out.shape).astype(out.dtype)
+        out.data = v
+        out.quant = out.quant if node.op != "DEQUANTIZE" else None
+        graph.nodes.remove(node)

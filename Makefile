@@ -1,9 +1,9 @@
 # gpuc developer commands.  `make setup` once on a fresh Debian machine, then `make test`.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := mesa-vulkan-drivers libvulkan1
+APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers
 
-.PHONY: setup test shaders unit bench clean
+.PHONY: setup test shaders unit validate fuzz clean
 
 setup:
 	$(SUDO) apt-get update -q
@@ -17,7 +17,16 @@ shaders:
 unit:
 	$(PYTHON) -m pytest -q tests
 
-test: shaders unit
+# the runtime-facing tests once more with VK_LAYER_KHRONOS_validation: any message fails a test
+validate:
+	GPUC_VALIDATION=1 $(PYTHON) -m pytest -q tests/test_ops.py tests/test_models.py tests/test_passes.py tests/test_cache.py tests/test_runtime.py
+
+# long fuzz run (make test runs a short one): mutated models through the whole compiler, and bundle bit flips
+FUZZ_CASES ?= 10000
+fuzz:
+	$(PYTHON) scripts/fuzz.py --cases $(FUZZ_CASES)
+
+test: shaders unit validate
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

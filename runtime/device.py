@@ -11,6 +11,7 @@ import threading
 import vulkan as vk
 
 from gpuc.errors import DeviceError
+from gpuc.runtime import validation
 
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0, vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
@@ -30,11 +31,16 @@ def _vk_call(what, fn, *args):
 
 
 def _instance():
+    """(instance, destroy_messenger) -- the messenger exists only with GPUC_VALIDATION=1."""
     app = vk.VkApplicationInfo(pApplicationName="gpuc", applicationVersion=1, pEngineName="gpuc",
                                engineVersion=1, apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
-    info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
+    layers, exts = validation.instance_layers_and_extensions()
+    info = vk.VkInstanceCreateInfo(pApplicationInfo=app, enabledLayerCount=len(layers),
+                                   ppEnabledLayerNames=layers or None, enabledExtensionCount=len(exts),
+                                   ppEnabledExtensionNames=exts or None)
     try:
-        return vk.vkCreateInstance(info, None)
+        inst = vk.vkCreateInstance(info, None)
+        return inst, validation.attach(inst)
     except (vk.VkErrorIncompatibleDriver, vk.VkErrorInitializationFailed) as e:
         raise DeviceError("no Vulkan driver found (install your GPU's Vulkan driver, or "
                           f"mesa-vulkan-drivers for the CPU device lavapipe): {type(e).__name__}") from None
@@ -42,7 +48,7 @@ def _instance():
 
 def list_devices():
     """[(index, name, type_name)] of every Vulkan physical device."""
-    inst = _instance()
+    inst, unhook = _instance()
     try:
         out = []
         for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(inst)):
@@ -50,6 +56,7 @@ def list_devices():
             out.append((i, p.deviceName, _TYPE_NAME[_TYPE_RANK.get(p.deviceType, 4)]))
         return out
     finally:
+        unhook()
         vk.vkDestroyInstance(inst, None)
 
 
@@ -57,7 +64,7 @@ class Device:
     """One logical device with one compute queue."""
 
     def __init__(self, select=None):
-        self.instance = _instance()
+        self.instance, self._unhook = _instance()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
         if not pds:
             raise DeviceError("no Vulkan device found")
@@ -175,5 +182,6 @@ class Device:
             vk.vkDestroyDevice(self.device, None)
             self.device = None
         if getattr(self, "instance", None) is not None:
+            self._unhook()
             vk.vkDestroyInstance(self.instance, None)
             self.instance = None

@@ -278,7 +278,8 @@ class LoadedModel:
                 vk.vkCmdPushConstants(cmd, self._pipe_layouts[disp.shader], vk.VK_SHADER_STAGE_COMPUTE_BIT,
                                       0, len(disp.push_constants), data)
             vk.vkCmdDispatch(cmd, *disp.groups)
-        _barrier(cmd, C, T, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+        _barrier(cmd, C | T, T, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                 vk.VK_ACCESS_TRANSFER_READ_BIT)
         regions = [vk.VkBufferCopy(srcOffset=b.tensors[s.tensor].offset, dstOffset=s.staging,
                                    size=b.tensors[s.tensor].nbytes) for s in self._out_specs if b.tensors[s.tensor].nbytes]
         if regions:

@@ -19,3 +19,16 @@ def models_dir() -> Path:
     if d is None:
         pytest.skip("shared models not found (set GPUC_SHARED_MODELS)")
     return d
+
+
+@pytest.fixture(autouse=True)
+def no_validation_messages():
+    """With GPUC_VALIDATION=1 every validation-layer warning or error fails the test that caused it."""
+    from gpuc.runtime import validation
+    if not validation.enabled():
+        yield
+        return
+    start = len(validation.MESSAGES)
+    yield
+    new = validation.MESSAGES[start:]
+    assert not new, f"{len(new)} Vulkan validation message(s):\n" + "\n".join(new[:5])

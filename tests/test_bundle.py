@@ -35,18 +35,14 @@ def test_every_truncation_is_refused():
             B.read_bundle(data[:n])
 
 
-def test_bit_flips_are_refused_or_harmless():
+def test_every_single_bit_flip_is_refused():
     data = B.write_bundle(sample())
-    rng = np.random.default_rng(0)
-    for pos in rng.integers(0, len(data), 300):
-        bad = bytearray(data)
-        bad[pos] ^= 1 << int(rng.integers(0, 8))
-        try:
-            b = B.read_bundle(bytes(bad))
-        except BundleError:
-            continue
-        # accepted only if nothing the runtime uses changed (e.g. flatbuffer padding)
-        assert B.write_bundle(b) == data
+    for pos in range(len(data)):
+        for bit in (0, 5):
+            bad = bytearray(data)
+            bad[pos] ^= 1 << bit
+            with pytest.raises(BundleError):
+                B.read_bundle(bytes(bad))
 
 
 def test_not_a_bundle():

@@ -1,0 +1,111 @@
+"""Run-time misuse and device faults: each gets a clear GpucError, never a crash or a wrong answer.
+
+Threads: one LoadedModel may be used from several threads; run() calls are serialised by a lock.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import gpuc
+from gpuc.errors import DeviceError, GpucError
+from gpuc.runtime import bundle as B
+from test_builder import rnd
+from tflite_builder import ModelBuilder
+
+pytest.importorskip("vulkan")
+
+
+def add_model():
+    mb = ModelBuilder()
+    a = mb.input("a", [2, 3])
+    b = mb.input("b", [2, 3])
+    y = mb.tensor("y", [2, 3])
+    mb.op("ADD", [a, b], [y])
+    mb.output(y)
+    return gpuc.compile(mb.finish(), cache=False)
+
+
+@pytest.fixture(scope="module")
+def model():
+    with gpuc.load(add_model()) as m:
+        yield m
+
+
+def test_io_metadata(model):
+    assert [(s.name, s.shape, s.dtype.name) for s in model.inputs] == [("a", (2, 3), "float32"), ("b", (2, 3), "float32")]
+    assert model.outputs[0].name == "y"
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ([np.zeros((2, 3), np.float32)], "takes 2 input"),
+    ([np.zeros((3, 2), np.float32)] * 2, "expected shape"),
+    ([np.zeros((2, 3), np.complex64)] * 2, "expected dtype"),
+    ({"a": np.zeros((2, 3), np.float32)}, "missing input"),
+    ({"a": 1, "b": 2, "c": 3}, "unknown input"),
+])
+def test_wrong_inputs(model, bad, msg):
+    with pytest.raises(GpucError, match=msg):
+        model.run(bad)
+
+
+def test_dict_noncontiguous_float64_and_nan_inputs(model):
+    a = rnd((3, 2), 1).T                     # non-contiguous view
+    b = rnd((2, 3), 2).astype(np.float64)    # safely castable
+    np.testing.assert_allclose(model.run({"a": a, "b": b})[0], a + b.astype(np.float32), rtol=1e-6)
+    out = model.run([np.full((2, 3), np.nan, np.float32), b])[0]
+    assert np.isnan(out).all()
+
+
+def test_threads_share_one_model(model):
+    errors, xs = [], [(rnd((2, 3), i), rnd((2, 3), i + 100)) for i in range(8)]
+
+    def work(a, b):
+        try:
+            for _ in range(20):
+                np.testing.assert_allclose(model.run([a, b])[0], a + b, rtol=1e-6)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=x) for x in xs]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+def test_run_after_close():
+    m = gpuc.load(add_model())
+    m.close()
+    m.close()                                # idempotent
+    with pytest.raises(GpucError, match="closed"):
+        m.run([np.zeros((2, 3), np.float32)] * 2)
+
+
+def test_out_of_device_memory_at_load_is_a_clear_error():
+    b = B.read_bundle(add_model())
+    b.arena_bytes = 1 << 50                  # a petabyte: no device has it
+    with pytest.raises(DeviceError, match="memory"):
+        gpuc.load(B.write_bundle(b))
+
+
+def test_unknown_device_is_a_clear_error():
+    with pytest.raises(DeviceError, match="no Vulkan device"):
+        gpuc.load(add_model(), device="no-such-gpu-name")
+    with pytest.raises(DeviceError, match="does not exist"):
+        gpuc.load(add_model(), device="99")
+
+
+def test_no_vulkan_driver_is_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+    code = "import gpuc, sys\ntry:\n    gpuc.load(sys.argv[1])\nexcept gpuc.errors.GpucError as e:\n    print('ERR', e)\n"
+    p = tmp_path / "m.bundle"
+    p.write_bytes(add_model())
+    env = {"VK_ICD_FILENAMES": str(tmp_path / "none.json"), "VK_DRIVER_FILES": str(tmp_path / "none.json"),
+           "PATH": "/usr/bin:/bin"}
+    import os
+    env.update({k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "HOME"))})
+    r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, env=env)
+    assert "ERR" in r.stdout and ("no Vulkan" in r.stdout), r.stdout + r.stderr

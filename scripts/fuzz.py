@@ -1,0 +1,170 @@
+"""Fuzz the compiler with mutated models, and the bundle reader with bit flips.
+
+    python scripts/fuzz.py --cases 10000 [--seed 0] [--timeout 20]
+
+Every model case must end in success or a one-line GpucError (exit 2 in the CLI): an uncaught
+exception, a crash of the worker process, or a hang past --timeout counts as a failure.  Every
+bundle bit flip must be refused by read_bundle (before any Vulkan call).  Cases run in worker
+processes (a crash kills only its worker; the next worker resumes after the crashing case).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+INTERESTING = [0, 1, 0xFF, 0x7F, 0x80, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFF, 4, 8, 16, 127]
+
+
+def seeds() -> list[bytes]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tflite_builder import ModelBuilder
+    out = []
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 5, 5, 3])
+    c = mb.tensor("c", [1, 5, 5, 4])
+    mb.op("CONV_2D", [x, mb.const("w", np.ones((4, 3, 3, 3), np.float32)), mb.const("b", np.zeros(4, np.float32))],
+          [c], padding="SAME", stride_h=1, stride_w=1, fused_activation_function="RELU6")
+    m = mb.tensor("m", [1, 4])
+    mb.op("MEAN", [c, mb.const("ax", np.array([1, 2], np.int32))], [m], keep_dims=False)
+    y = mb.tensor("y", [1, 4])
+    mb.op("SOFTMAX", [m], [y], beta=1.0)
+    mb.output(y)
+    out.append(mb.finish())
+    shared = Path(os.environ.get("GPUC_SHARED_MODELS", ROOT.parent / "shared" / "models"))
+    for name in ("mlp_small_f32", "microwakeword_okay_nabu", "text_conv1d_lstm_tfkeras_f32", "unet_small_128_f32"):
+        p = shared / f"{name}.tflite"
+        if p.exists():
+            out.append(p.read_bytes())
+    return out
+
+
+def mutate(data: bytes, rng) -> bytes:
+    kind = int(rng.integers(0, 4))
+    b = bytearray(data)
+    if kind == 0:
+        return bytes(b[: int(rng.integers(0, len(b)))])
+    if kind == 1:
+        for _ in range(int(rng.integers(1, 4))):
+            pos = int(rng.integers(0, len(b)))
+            b[pos] ^= 1 << int(rng.integers(0, 8))
+    elif kind == 2:
+        for _ in range(int(rng.integers(1, 16))):
+            b[int(rng.integers(0, len(b)))] = int(rng.integers(0, 256))
+    else:                                     # overwrite an aligned 32-bit field with an interesting value
+        for _ in range(int(rng.integers(1, 4))):
+            pos = int(rng.integers(0, max(1, len(b) // 4))) * 4
+            v = INTERESTING[int(rng.integers(0, len(INTERESTING)))]
+            b[pos:pos + 4] = int(v & 0xFFFFFFFF).to_bytes(4, "little")[: len(b) - pos]
+    return bytes(b)
+
+
+def worker(seed: int, start: int, count: int, timeout: int) -> None:
+    from gpuc.compiler import compile_model
+    from gpuc.errors import GpucError
+    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+    base = seeds()
+
+    def on_alarm(*_):
+        raise TimeoutError
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    for i in range(start, start + count):
+        rng = np.random.default_rng([seed, i])
+        case = mutate(base[i % len(base)], rng)
+        print(f"START {i}", flush=True)
+        signal.alarm(timeout)
+        try:
+            compile_model(case, cache=False)
+            res = "ok"
+        except GpucError as e:
+            res = "reject" if "\n" not in str(e) and str(e) else f"FAIL multi-line message: {str(e)[:200]!r}"
+        except TimeoutError:
+            res = "FAIL hang"
+        except Exception as e:  # noqa: BLE001
+            res = f"FAIL {type(e).__name__}: {str(e)[:200]}"
+        finally:
+            signal.alarm(0)
+        print(f"END {i} {res}", flush=True)
+
+
+def fuzz_models(cases: int, seed: int, timeout: int, chunk: int = 500) -> dict:
+    counts = {"ok": 0, "reject": 0}
+    failures = []
+    i = 0
+    while i < cases:
+        n = min(chunk, cases - i)
+        p = subprocess.run([sys.executable, __file__, "--worker", str(seed), str(i), str(n), str(timeout)],
+                           capture_output=True, text=True)
+        last_started, done = None, set()
+        for line in p.stdout.splitlines():
+            parts = line.split(" ", 2)
+            if parts[0] == "START":
+                last_started = int(parts[1])
+            elif parts[0] == "END":
+                idx, res = int(parts[1]), parts[2]
+                done.add(idx)
+                if res.startswith("FAIL"):
+                    failures.append((idx, res))
+                else:
+                    counts[res] += 1
+        if p.returncode != 0 and last_started is not None and last_started not in done:
+            failures.append((last_started, f"FAIL worker died (exit {p.returncode}): {p.stderr.strip()[-200:]}"))
+            i = last_started + 1
+        elif p.returncode != 0 and not done:
+            failures.append((i, f"FAIL worker failed to start: {p.stderr.strip()[-300:]}"))
+            break
+        else:
+            i += n
+        print(f"  {i}/{cases} cases, {len(failures)} failures", file=sys.stderr, flush=True)
+    return {"cases": cases, **counts, "failures": failures}
+
+
+def fuzz_bundle(flips: int, seed: int) -> dict:
+    from gpuc.compiler import compile_model
+    from gpuc.errors import BundleError
+    from gpuc.runtime.bundle import read_bundle
+    data = compile_model(seeds()[0], cache=False)
+    rng = np.random.default_rng(seed)
+    accepted = 0
+    for _ in range(flips):
+        b = bytearray(data)
+        b[int(rng.integers(0, len(b)))] ^= 1 << int(rng.integers(0, 8))
+        try:
+            read_bundle(bytes(b))
+            accepted += 1
+        except BundleError:
+            pass
+    return {"flips": flips, "accepted": accepted}
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(*map(int, sys.argv[2:6]))
+        return 0
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=10000)
+    ap.add_argument("--flips", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=int, default=20)
+    a = ap.parse_args()
+    t0 = time.time()
+    models = fuzz_models(a.cases, a.seed, a.timeout)
+    bundles = fuzz_bundle(a.flips, a.seed)
+    report = {"models": {k: v for k, v in models.items() if k != "failures"}, "failures": models["failures"][:20],
+              "bundle_flips": bundles, "seconds": round(time.time() - t0, 1)}
+    print(json.dumps(report, indent=1))
+    return 1 if models["failures"] or bundles["accepted"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

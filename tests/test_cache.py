@@ -104,3 +104,32 @@ def test_pipeline_cache_can_be_disabled(monkeypatch):
 
 def test_compile_is_deterministic():
     assert gpuc.compile(model(), cache=False) == gpuc.compile(model(), cache=False)
+
+
+def test_concurrent_compiles_leave_only_complete_entries(cache_dir, tmp_path):
+    """8 processes compile the same and different models into one cache at once."""
+    import subprocess
+    import sys
+    models = []
+    for k in range(3):
+        mb = ModelBuilder()
+        x = mb.input("x", [1, 4 + k])
+        y = mb.tensor("y", [1, 4 + k])
+        mb.op("RELU6", [x], [y])
+        mb.output(y)
+        p = tmp_path / f"m{k}.tflite"
+        p.write_bytes(mb.finish())
+        models.append(p)
+    code = ("import sys, gpuc\nfor _ in range(5):\n"
+            "    gpuc.compile(sys.argv[1], output=sys.argv[2])\n")
+    env = dict(os.environ, GPUC_CACHE_DIR=str(cache_dir), GPUC_CACHE_MAX_BYTES="20000")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(models[i % 3]), str(tmp_path / f"out{i}.bundle")],
+                              env=env) for i in range(8)]
+    assert all(p.wait() == 0 for p in procs)
+    from gpuc.runtime.bundle import read_bundle
+    entries = list((cache_dir / "bundles").iterdir())
+    assert entries and not [e for e in entries if e.name.endswith(".tmp")]
+    for e in entries:
+        read_bundle(e.read_bytes())
+    for i in range(8):
+        read_bundle((tmp_path / f"out{i}.bundle").read_bytes())

@@ -99,3 +99,19 @@ def test_fold_dequantize_fp16_and_int8_per_channel():
     assert [n.op for n in g.nodes] == ["FULLY_CONNECTED"]
     np.testing.assert_array_equal(g.t(g.nodes[0].inputs[1]).data, rnd((3, 4), 1).astype(np.float16).astype(np.float32))
     np.testing.assert_array_equal(g.t(g.outputs[1]).data, [[-64, -0.25, 12], [63.5, 0.5, -12]])
+
+
+@pytest.mark.parametrize("inputs,outputs,msg", [
+    ([-1], None, "required input 0 is absent"),
+    ([], None, "has 0 inputs"),
+    ([0, 0], None, "has 2 inputs"),
+])
+def test_malformed_operators_are_refused_by_the_registry(inputs, outputs, msg):
+    from gpuc.errors import UnsupportedError
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4])
+    y = mb.tensor("y", [1, 4])
+    mb.op("SOFTMAX", [x if i == 0 else i for i in inputs] if inputs != [-1] else [-1], [y], beta=1.0)
+    mb.output(y)
+    with pytest.raises(UnsupportedError, match=msg):
+        gpuc.compile(mb.finish(), cache=False)

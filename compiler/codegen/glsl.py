@@ -9,6 +9,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 
 GLSL_TYPE = {"float32": "float", "int32": "int", "uint32": "uint", "bool": "uint"}
+VEC4_TYPE = {"float": "vec4", "int": "ivec4", "uint": "uvec4"}
 
 
 @lru_cache(maxsize=None)
@@ -49,6 +50,8 @@ def render(k: Kernel, dtypes: dict) -> str:
     lines.append(f"#define TOTAL {k.invocations}")
     for slot, (name, tid) in enumerate(k.bindings):
         ty = GLSL_TYPE[dtypes[tid]]
+        if name in k.vec4:
+            ty = VEC4_TYPE[ty]
         qual = "writeonly" if slot == 0 else "readonly"
         lines.append(f"layout(set = 0, binding = {slot}) {qual} buffer B{slot} {{ {ty} {name}[]; }};")
     lines += consts

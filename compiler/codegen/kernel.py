@@ -2,7 +2,11 @@
 
 A kernel names a template in `shaders/`, the #defines/constant arrays that specialise it, and
 its bindings as (glsl_name, tensor_id) pairs.  Binding 0 is the output (written); the rest are
-read.  `invocations` is the number of logical threads; codegen turns it into a workgroup grid.
+read.  `invocations` is the number of logical threads; codegen turns it into a workgroup grid of
+`local_x`-wide 1-D workgroups (a template that works per workgroup sets invocations to
+workgroups * local_x).  `vec4` names bindings declared as 4-vectors of their scalar type (vec4 for
+float32) instead of scalars: the tensor's offset is 256-byte aligned, so whole-vec4 loads/stores
+are valid when the template only indexes the first size/4 elements.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ class Kernel:
     defines: dict = field(default_factory=dict)
     label: str = ""
     local_x: int = LOCAL_X
+    vec4: tuple = ()                     # binding names declared as vec4 / ivec4 / uvec4 arrays
 
     def groups(self) -> tuple[int, int, int]:
         g = max(1, -(-self.invocations // self.local_x))

@@ -21,17 +21,34 @@ class OpDef:
     dtypes: frozenset = frozenset({"float32"})   # dtypes of non-constant tensors this lowering handles
     max_version: int = 99
     summary: str = ""
+    inputs: tuple = (1, 99)          # allowed number of inputs (min, max)
+    outputs: tuple = (1, 1)          # allowed number of outputs
+    optional: tuple = ()             # input positions that may be -1 (absent)
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
-def register(*names, check=None, dtypes=("float32",), max_version=99, summary=""):
+def register(*names, check=None, dtypes=("float32",), max_version=99, summary="", inputs=(1, 99), outputs=(1, 1),
+             optional=()):
     def deco(fn):
         for n in names:
-            REGISTRY[n] = OpDef(n, fn, check, frozenset(dtypes), max_version, summary)
+            REGISTRY[n] = OpDef(n, fn, check, frozenset(dtypes), max_version, summary, tuple(inputs), tuple(outputs),
+                                tuple(optional))
         return fn
     return deco
+
+
+def _arity_reason(node: Node, d: OpDef) -> str | None:
+    ni, no = len(node.inputs), len(node.outputs)
+    if not d.inputs[0] <= ni <= d.inputs[1]:
+        return f"has {ni} inputs (expected {d.inputs[0]}..{d.inputs[1]})"
+    if not d.outputs[0] <= no <= d.outputs[1]:
+        return f"has {no} outputs (expected {d.outputs[0]}..{d.outputs[1]})"
+    absent = [i for i, t in enumerate(node.inputs) if t < 0 and i not in d.optional]
+    if absent or any(t < 0 for t in node.outputs):
+        return f"required input {absent[0]} is absent" if absent else "an output is absent"
+    return None
 
 
 def unsupported_reason(node: Node, graph: Graph) -> str | None:
@@ -41,6 +58,9 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
         return "op not implemented"
     if node.version > d.max_version:
         return f"version {node.version} not supported (max {d.max_version})"
+    bad = _arity_reason(node, d)
+    if bad:
+        return bad
     for tid in list(node.inputs) + list(node.outputs):
         if tid < 0:
             continue
@@ -49,7 +69,12 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
             return f"tensor {t.name!r} has dtype {t.dtype} (supported: {', '.join(sorted(d.dtypes))})"
         if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const:
             return f"quantized tensor {t.name!r} ({t.dtype}) not supported yet"
-    return d.check(node, graph) if d.check else None
+    if d.check is None:
+        return None
+    try:
+        return d.check(node, graph)
+    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
+        return f"malformed operator ({type(e).__name__}: {e})"
 
 
 def lower(node: Node, graph: Graph):

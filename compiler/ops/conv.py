@@ -61,7 +61,7 @@ def _check_conv(node, graph):
     return check_act(node, graph)
 
 
-@register("CONV_2D", "DEPTHWISE_CONV_2D", check=_check_conv, summary="NHWC conv, groups, dilation, SAME/VALID")
+@register("CONV_2D", "DEPTHWISE_CONV_2D", check=_check_conv, inputs=(2, 3), optional=(2,), summary="NHWC conv, groups, dilation, SAME/VALID")
 def lower_conv(node, graph):
     f = graph.t(node.inputs[1])
     geo, ci, co = _window(node, graph, f.shape[1], f.shape[2])
@@ -92,7 +92,7 @@ def _check_fc(node, graph):
     return check_act(node, graph, allowed=(0, 1, 2, 3))
 
 
-@register("FULLY_CONNECTED", check=_check_fc, summary="dense layer, any leading dims, optional bias")
+@register("FULLY_CONNECTED", check=_check_fc, inputs=(2, 4), optional=(2,), summary="dense layer, any leading dims, optional bias")
 def lower_fc(node, graph):
     w = graph.t(node.inputs[1])
     bias = _bias(node, graph, w.shape[0])
@@ -114,7 +114,7 @@ def _check_pool(node, graph):
     return check_act(node, graph)
 
 
-@register("AVERAGE_POOL_2D", "MAX_POOL_2D", check=_check_pool, summary="2-D pooling, SAME/VALID")
+@register("AVERAGE_POOL_2D", "MAX_POOL_2D", check=_check_pool, inputs=(1, 1), summary="2-D pooling, SAME/VALID")
 def lower_pool(node, graph):
     kh, kw = int(node.attrs["filter_height"]), int(node.attrs["filter_width"])
     geo, c, _ = _window(node, graph, kh, kw)

@@ -32,7 +32,7 @@ def _check_binary(node, graph):
     return check_act(node, graph)
 
 
-@register(*BINARY, check=_check_binary, summary="numpy broadcasting, fused activation")
+@register(*BINARY, check=_check_binary, inputs=(2, 2), summary="numpy broadcasting, fused activation")
 def lower_binary(node, graph):
     a, b, y = (graph.t(i) for i in (*node.inputs, node.outputs[0]))
     same = tuple(a.shape) == tuple(b.shape) == tuple(y.shape)
@@ -50,7 +50,7 @@ def _check_unary(node, graph):
     return None
 
 
-@register(*UNARY, check=_check_unary, summary="elementwise activation")
+@register(*UNARY, check=_check_unary, inputs=(1, 1), summary="elementwise activation")
 def lower_unary(node, graph):
     y = graph.t(node.outputs[0])
     binds = [("out_", y.id), ("x", node.inputs[0])]

@@ -30,7 +30,7 @@ def _check_reduce(node, graph):
     return None
 
 
-@register(*REDUCE, check=_check_reduce, summary="any axes, keep_dims")
+@register(*REDUCE, check=_check_reduce, inputs=(2, 2), summary="any axes, keep_dims")
 def lower_reduce(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     axes = _axes(node, graph)
@@ -51,7 +51,7 @@ def _check_softmax(node, graph):
     return None
 
 
-@register("SOFTMAX", check=_check_softmax, summary="last axis, beta")
+@register("SOFTMAX", check=_check_softmax, inputs=(1, 1), summary="last axis, beta")
 def lower_softmax(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     d = x.shape[-1]

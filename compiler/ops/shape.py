@@ -24,7 +24,7 @@ def _check_reshape(node, graph):
     return None
 
 
-@register("RESHAPE", "SQUEEZE", "EXPAND_DIMS", check=_check_reshape, dtypes=("float32", "int32"),
+@register("RESHAPE", "SQUEEZE", "EXPAND_DIMS", check=_check_reshape, inputs=(1, 2), optional=(1,), dtypes=("float32", "int32"),
           summary="shape change (copy; a view after memory planning)")
 def lower_reshape(node, graph):
     y = graph.t(node.outputs[0])
@@ -55,7 +55,7 @@ def _check_pad(node, graph):
     return None
 
 
-@register("PAD", "PADV2", check=_check_pad, summary="constant padding (PADV2: any constant value)")
+@register("PAD", "PADV2", check=_check_pad, inputs=(2, 3), optional=(2,), summary="constant padding (PADV2: any constant value)")
 def lower_pad(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     p = _paddings(node, graph)

@@ -85,6 +85,8 @@ def checked(fn):
             return fn(node, graph)
         except ValueError as e:
             return str(e)
+        except (IndexError, KeyError, TypeError, ZeroDivisionError) as e:
+            return f"malformed operator ({type(e).__name__}: {e})"
     return wrapper
 
 

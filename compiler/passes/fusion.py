@@ -32,7 +32,8 @@ def fuse_residual_add(graph: Graph) -> None:
         changed = False
         users, prod = graph.consumers(), graph.producers()
         for add in graph.nodes:
-            if add.op != "ADD" or len(add.inputs) != 2 or add.attrs.get("fused"):
+            if add.op != "ADD" or len(add.inputs) != 2 or len(add.outputs) != 1 or min(add.inputs) < 0 \
+                    or add.attrs.get("fused"):
                 continue
             y = graph.t(add.outputs[0])
             for k in (0, 1):
@@ -57,7 +58,7 @@ def fuse_activation(graph: Graph) -> None:
     """RELU/RELU6/RELU_N1_TO_1/TANH/LOGISTIC after a producer with a free activation slot."""
     users, prod = graph.consumers(), graph.producers()
     for node in list(graph.nodes):
-        if node.op not in ACT_OPS:
+        if node.op not in ACT_OPS or len(node.inputs) != 1 or len(node.outputs) != 1 or node.inputs[0] < 0:
             continue
         src = node.inputs[0]
         p = prod.get(src)
@@ -83,7 +84,8 @@ VIEW_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
 def reshape_as_view(graph: Graph) -> None:
     """RESHAPE / SQUEEZE / EXPAND_DIMS of a runtime tensor: the output shares the input's memory."""
     for node in list(graph.nodes):
-        if node.op in VIEW_OPS and not graph.t(node.inputs[0]).is_const \
+        if node.op in VIEW_OPS and len(node.outputs) == 1 and node.inputs and node.inputs[0] >= 0 \
+                and not graph.t(node.inputs[0]).is_const \
                 and graph.t(node.inputs[0]).dtype == graph.t(node.outputs[0]).dtype:
             graph.aliases[node.outputs[0]] = node.inputs[0]
             graph.nodes.remove(node)

@@ -28,11 +28,13 @@ def _value(graph: Graph, node: Node):
     """The folded output value, or None when the node cannot be folded."""
     ins = [graph.t(i) if i >= 0 else None for i in node.inputs]
     out = graph.t(node.outputs[0])
+    if not ins or ins[0] is None or len(node.outputs) != 1 or node.outputs[0] < 0:
+        return None
     if node.op == "SHAPE":
         if ins[0].shape_signature is not None and any(d < 0 for d in ins[0].shape_signature):
             return None
         return np.asarray(ins[0].shape, dtype=out.dtype)
-    if len(node.outputs) != 1 or not ins or any(t is not None and not t.is_const for t in ins):
+    if any(t is not None and not t.is_const for t in ins):
         return None
     x = ins[0].data
     if node.op == "DEQUANTIZE":

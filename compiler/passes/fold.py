@@ -27,9 +27,9 @@ def dequantize(t) -> np.ndarray:
 def _value(graph: Graph, node: Node):
     """The folded output value, or None when the node cannot be folded."""
     ins = [graph.t(i) if i >= 0 else None for i in node.inputs]
-    out = graph.t(node.outputs[0])
     if not ins or ins[0] is None or len(node.outputs) != 1 or node.outputs[0] < 0:
         return None
+    out = graph.t(node.outputs[0])
     if node.op == "SHAPE":
         if ins[0].shape_signature is not None and any(d < 0 for d in ins[0].shape_signature):
             return None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import xxhash
@@ -49,9 +50,14 @@ def output_copies(graph: Graph) -> list[Kernel]:
 
 
 def lower_graph(graph: Graph) -> list[Kernel]:
+    broken = os.environ.get("GPUC_TEST_BREAK_OP")      # test hook: miscompile one op on purpose
     kernels = []
     for n in graph.nodes:
-        kernels += ops.lower(n, graph)
+        ks = ops.lower(n, graph)
+        if broken and n.op == broken:
+            for k in ks:
+                k.defines["GPUC_TEST_BROKEN"] = 1
+        kernels += ks
     return kernels + output_copies(graph)
 
 

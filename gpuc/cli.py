@@ -153,6 +153,39 @@ def inspect_cmd(path, as_json):
     click.echo(json.dumps(report, indent=1) if as_json else text)
 
 
+@main.command("verify")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-i", "--input", "inputs", multiple=True, metavar="PATH.npy", help="inputs in model order (default random)")
+@click.option("--per-op", is_flag=True, help="compare every intermediate tensor and name the first op that diverges")
+@click.option("--device", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def verify_cmd(model, inputs, per_op, device, as_json):
+    """Compile MODEL, run it with gpuc and with LiteRT's CPU interpreter, and compare."""
+    import numpy as np
+    from gpuc.verify import verify
+    xs = None
+    if inputs:
+        try:
+            xs = [np.load(p, allow_pickle=False) for p in inputs]
+        except (OSError, ValueError) as e:
+            raise GpucError(f"cannot read input: {e}") from None
+    r = verify(model, xs, per_op=per_op, device=device)
+    if as_json:
+        click.echo(json.dumps(r))
+    else:
+        for row in r["outputs"]:
+            click.echo(f"{row['output']}: max abs {row['max_abs']:.3g}, max rel {row['max_rel']:.3g} "
+                       f"({'ok' if row['pass'] else 'FAIL'}, tolerance {r['tolerance']})")
+        if per_op:
+            bad = [x for x in r["per_op"] if not x["pass"]]
+            click.echo(f"per-op: {len(r['per_op'])} tensors compared, {len(bad)} diverge"
+                       + (f"; first: {r['first_divergent_op']} ({bad[0]['tensor']}, rel {bad[0]['max_rel']:.3g})"
+                          if bad else ""))
+        click.echo("PASS" if r["pass"] else "FAIL")
+    sys.exit(0 if r["pass"] and not (per_op and r["first_divergent_op"]) else 3)
+
+
 @main.command("bench")
 @click.argument("bundle", type=click.Path(dir_okay=False, exists=True))
 @click.option("--runs", default=100, show_default=True, help="timed run() calls")

@@ -23,4 +23,9 @@ float gpuc_apply(float v, int code) {
     return v;
 }
 
+#ifdef GPUC_TEST_BROKEN
+// Test hook only (GPUC_TEST_BREAK_OP): a deliberately wrong epilogue, for `gpuc verify --per-op` tests.
+float gpuc_act(float v) { return gpuc_apply(v, ACT) + 0.5; }
+#else
 float gpuc_act(float v) { return gpuc_apply(v, ACT); }
+#endif

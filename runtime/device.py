@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import vulkan as vk
 
@@ -148,16 +149,35 @@ class Device:
         vk.vkBindBufferMemory(self.device, buf, mem, 0)
         return buf, mem, size
 
-    def submit_and_wait(self, cmd, fence, timeout_ns=60_000_000_000):
+    def submit(self, cmd, fence):
         cmds = [cmd]
         sinfo = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds)
         with self.lock:
             _vk_call("submitting work", vk.vkQueueSubmit, self.queue, 1, [sinfo], fence)
-        try:
-            _vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE, timeout_ns)
-        except vk.VkTimeout:
-            raise DeviceError("the GPU did not finish within 60 s (hung or far too slow)") from None
+
+    def wait(self, fence, active=False, timeout_s=60.0):
+        """Wait for `fence` and reset it.  active=True spins on vkGetFenceStatus (no sleep)."""
+        if active:
+            deadline = time.perf_counter() + timeout_s
+            while True:
+                st = vk.lib.vkGetFenceStatus(self.device, fence)
+                if st == vk.VK_SUCCESS:
+                    break
+                if st != vk.VK_NOT_READY:
+                    _vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE, 0)
+                if time.perf_counter() > deadline:
+                    raise DeviceError(f"the GPU did not finish within {timeout_s:.0f} s (hung or far too slow)")
+        else:
+            try:
+                _vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE,
+                         int(timeout_s * 1e9))
+            except vk.VkTimeout:
+                raise DeviceError(f"the GPU did not finish within {timeout_s:.0f} s (hung or far too slow)") from None
         vk.vkResetFences(self.device, 1, [fence])
+
+    def submit_and_wait(self, cmd, fence):
+        self.submit(cmd, fence)
+        self.wait(fence)
 
     def one_shot(self, record):
         """Record with `record(cmd)`, submit, wait."""

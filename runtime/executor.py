@@ -46,9 +46,48 @@ def _barrier(cmd, src_stage, dst_stage, src_access, dst_access):
     vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
 
 
+class _Slot:
+    """One in-flight run's staging buffers, command buffer and fence."""
+
+    def __init__(self):
+        self.busy, self.seq, self.handle = False, 0, None
+        self.handle_done = threading.Event()
+        self.handle_done.set()
+
+
+class RunHandle:
+    """Returned by run_async: done() polls, wait() blocks and returns the outputs (once)."""
+
+    def __init__(self, model, slot):
+        self._m, self._slot, self._outs = model, slot, None
+        self._lock = threading.Lock()      # one thread completes the run; others get its outputs
+
+    def done(self) -> bool:
+        if self._outs is not None:
+            return True
+        return vk.vkGetFenceStatus(self._m.dev, self._slot.fence) == vk.VK_SUCCESS
+
+    def wait(self, mode: str = "passive"):
+        with self._lock:
+            return self._complete(mode)
+
+    def _complete(self, mode):
+        if self._outs is None:
+            sl = self._slot
+            try:
+                self._m._wait(sl, mode)
+                self._outs = [v.copy() for v in sl.out_views]
+            finally:
+                sl.handle = None
+                sl.busy = False
+                sl.handle_done.set()
+        return self._outs
+
+
 class LoadedModel:
-    def __init__(self, bundle: Bundle, device=None):
+    def __init__(self, bundle: Bundle, device=None, slots: int = 2):
         self.bundle = bundle
+        self.n_slots = max(1, int(slots))
         self._own_device = not isinstance(device, Device)
         self.device = device if isinstance(device, Device) else Device(device)
         self._lock = threading.Lock()
@@ -70,16 +109,78 @@ class LoadedModel:
     def outputs(self):
         return self._out_specs
 
-    def run(self, inputs):
-        """Run once. `inputs`: list in model order, a dict name -> array, or one array."""
+    def run(self, inputs, wait: str = "passive"):
+        """Run once. `inputs`: list in model order, a dict name -> array, or one array.
+        wait="active" spins on the fence (lowest latency, one busy CPU core) instead of blocking."""
+        return self.run_async(inputs).wait(wait)
+
+    def run_async(self, inputs) -> "RunHandle":
+        """Submit a run and return at once.  Up to `slots` runs are in flight, each with its own
+        staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile)."""
         arrays = self._normalize(inputs)
+        slot = self._acquire()
+        try:
+            for view, a in zip(slot.in_views, arrays):
+                view[...] = a
+            self._submit(slot)
+        except BaseException:
+            slot.busy = False
+            raise
+        slot.handle = RunHandle(self, slot)
+        return slot.handle
+
+    def input_view(self, i: int = 0, slot: int = 0):
+        """numpy array backed by the mapped input staging memory of `slot` (write it, then run_in_place)."""
+        self._check_open()
+        return self._slots[slot].in_views[i]
+
+    def output_view(self, i: int = 0, slot: int = 0):
+        """numpy array backed by the mapped output staging memory (valid after run_in_place)."""
+        self._check_open()
+        return self._slots[slot].out_views[i]
+
+    def run_in_place(self, slot: int = 0, wait: str = "passive") -> None:
+        """Run on whatever input_view(..., slot) holds; results land in output_view(..., slot)."""
         with self._lock:
-            if self.dev is None:
-                raise GpucError("model is closed")
-            for spec, a in zip(self._in_specs, arrays):
-                self._in_view(spec)[...] = a
-            self.device.submit_and_wait(self._cmd, self._fence)
-            return [self._out_view(s).copy() for s in self._out_specs]
+            self._check_open()
+            sl = self._slots[slot]
+            if sl.busy:
+                raise GpucError(f"slot {slot} has a run in flight; wait for it first")
+            sl.busy = True
+        try:
+            self._submit(sl)
+            self._wait(sl, wait)
+        finally:
+            sl.busy = False
+
+    def _check_open(self):
+        if self.dev is None:
+            raise GpucError("model is closed")
+
+    def _acquire(self):
+        while True:
+            with self._lock:
+                self._check_open()
+                free = [sl for sl in self._slots if not sl.busy]
+                if free:
+                    free[0].busy = True
+                    return free[0]
+                oldest = min(self._slots, key=lambda sl: sl.seq)
+            h = oldest.handle
+            if h is not None:
+                h.wait()                     # completes it: its outputs stay with its handle
+            else:
+                oldest.handle_done.wait()
+
+    def _submit(self, slot):
+        with self._lock:
+            self._seq += 1
+            slot.seq = self._seq
+            slot.handle_done.clear()
+        self.device.submit(slot.cmd, slot.fence)
+
+    def _wait(self, slot, mode="passive"):
+        self.device.wait(slot.fence, active=(mode == "active"))
 
     def close(self):
         dev = getattr(self.device, "device", None)
@@ -134,11 +235,10 @@ class LoadedModel:
             out.append(a)
         return out
 
-    def _in_view(self, s):
-        return np.frombuffer(self._in_map, s.dtype, int(np.prod(s.shape, dtype=np.int64)), s.staging).reshape(s.shape)
-
-    def _out_view(self, s):
-        return np.frombuffer(self._out_map, s.dtype, int(np.prod(s.shape, dtype=np.int64)), s.staging).reshape(s.shape)
+    @staticmethod
+    def _views(mapped, specs):
+        return [np.frombuffer(mapped, s.dtype, int(np.prod(s.shape, dtype=np.int64)), s.staging).reshape(s.shape)
+                for s in specs]
 
     # -- setup -------------------------------------------------------------------------------
     def _keep(self, destroy, handle):
@@ -158,15 +258,20 @@ class LoadedModel:
         self._out_specs, out_bytes = _layout_io(b, b.outputs)
         self._arena, _, _ = self._buffer(b.arena_bytes, _STORAGE | _SRC | _DST)
         self._weights, _, wsize = self._buffer(b.weights.nbytes, _STORAGE | _DST)
-        self._in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, host_visible=True)
-        self._out_buf, out_mem, out_size = self._buffer(out_bytes, _DST, host_visible=True)
-        self._in_map = vk.vkMapMemory(dev, in_mem, 0, in_size, 0)
-        self._out_map = vk.vkMapMemory(dev, out_mem, 0, out_size, 0)
+        self._slots, self._seq = [], 0
+        for _ in range(self.n_slots):
+            sl = _Slot()
+            sl.in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, host_visible=True)
+            sl.out_buf, out_mem, out_size = self._buffer(out_bytes, _DST, host_visible=True)
+            sl.in_views = self._views(vk.vkMapMemory(dev, in_mem, 0, in_size, 0), self._in_specs)
+            sl.out_views = self._views(vk.vkMapMemory(dev, out_mem, 0, out_size, 0), self._out_specs)
+            self._slots.append(sl)
         self._upload_weights()
         self._make_pipelines()
         self._make_descriptors()
-        self._record()
-        self._fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
+        for sl in self._slots:
+            sl.cmd = self._record(sl)
+            sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
 
     def _upload_weights(self):
         n = int(self.bundle.weights.nbytes)
@@ -249,22 +354,25 @@ class LoadedModel:
             vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
         del keep
 
-    def _record(self):
+    def _record(self, slot):
         dev, b = self.dev, self.bundle
         ainfo = vk.VkCommandBufferAllocateInfo(commandPool=self.device.cmd_pool,
                                                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
-        self._cmd = cmd = vk.vkAllocateCommandBuffers(dev, ainfo)[0]
+        cmd = vk.vkAllocateCommandBuffers(dev, ainfo)[0]
         pool = self.device.cmd_pool
         self._objs.append((lambda d, c, _: vk.vkFreeCommandBuffers(d, pool, 1, [c]), cmd))
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
         T, C, H = (vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                    vk.VK_PIPELINE_STAGE_HOST_BIT)
         RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-        _barrier(cmd, H, T, vk.VK_ACCESS_HOST_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+        # runs of different slots share the arena: wait for all earlier work on this queue
+        _barrier(cmd, H | T | C, T | C, vk.VK_ACCESS_HOST_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+                 | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_SHADER_READ_BIT,
+                 vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | RW)
         regions = [vk.VkBufferCopy(srcOffset=s.staging, dstOffset=b.tensors[s.tensor].offset,
                                    size=b.tensors[s.tensor].nbytes) for s in self._in_specs if b.tensors[s.tensor].nbytes]
         if regions:
-            vk.vkCmdCopyBuffer(cmd, self._in_buf, self._arena, len(regions), regions)
+            vk.vkCmdCopyBuffer(cmd, slot.in_buf, self._arena, len(regions), regions)
         _barrier(cmd, T, C, vk.VK_ACCESS_TRANSFER_WRITE_BIT, RW)
         for i, disp in enumerate(b.dispatches):
             if i:
@@ -283,6 +391,7 @@ class LoadedModel:
         regions = [vk.VkBufferCopy(srcOffset=b.tensors[s.tensor].offset, dstOffset=s.staging,
                                    size=b.tensors[s.tensor].nbytes) for s in self._out_specs if b.tensors[s.tensor].nbytes]
         if regions:
-            vk.vkCmdCopyBuffer(cmd, self._arena, self._out_buf, len(regions), regions)
+            vk.vkCmdCopyBuffer(cmd, self._arena, slot.out_buf, len(regions), regions)
         _barrier(cmd, T, H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         vk.vkEndCommandBuffer(cmd)
+        return cmd

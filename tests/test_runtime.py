@@ -109,3 +109,23 @@ def test_no_vulkan_driver_is_a_clear_error(tmp_path):
     env.update({k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "HOME"))})
     r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, env=env)
     assert "ERR" in r.stdout and ("no Vulkan" in r.stdout), r.stdout + r.stderr
+
+
+def test_views_and_run_in_place(model):
+    a, b = rnd((2, 3), 5), rnd((2, 3), 6)
+    model.input_view(0)[...] = a
+    model.input_view(1)[...] = b
+    model.run_in_place()
+    np.testing.assert_allclose(model.output_view(0), a + b, rtol=1e-6)
+    model.run_in_place(wait="active")
+    np.testing.assert_allclose(model.output_view(0), a + b, rtol=1e-6)
+
+
+def test_run_async_pipelined_and_more_runs_than_slots(model):
+    xs = [(rnd((2, 3), i), rnd((2, 3), 50 + i)) for i in range(7)]
+    handles = [model.run_async(list(x)) for x in xs]        # 7 runs, 2 slots: older ones complete
+    for h, (a, b) in zip(handles, xs):
+        out = h.wait()[0]
+        assert h.done()
+        np.testing.assert_allclose(out, a + b, rtol=1e-6)
+    assert model.run(list(xs[0]), wait="active")[0].shape == (2, 3)

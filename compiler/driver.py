@@ -49,11 +49,27 @@ def output_copies(graph: Graph) -> list[Kernel]:
     return kernels
 
 
+def estimate_flops(node, graph) -> int:
+    """Multiply-adds count 2; elementwise work counts 1 per output element."""
+    out = graph.t(node.outputs[0])
+    if node.op in ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV") and len(node.inputs) > 1:
+        w = graph.t(node.inputs[1]).shape
+        taps = w[1] * w[2] * (w[3] if node.op == "CONV_2D" else 1)
+        if node.op == "TRANSPOSE_CONV":
+            return 2 * graph.t(node.inputs[2]).size * w[0] * w[1] * w[2]
+        return 2 * out.size * taps
+    if node.op in ("FULLY_CONNECTED", "BATCH_MATMUL") and len(node.inputs) > 1:
+        return 2 * out.size * graph.t(node.inputs[1]).shape[-1]
+    return out.size
+
+
 def lower_graph(graph: Graph) -> list[Kernel]:
     broken = os.environ.get("GPUC_TEST_BREAK_OP")      # test hook: miscompile one op on purpose
     kernels = []
     for n in graph.nodes:
         ks = ops.lower(n, graph)
+        if ks:
+            ks[0].flops = estimate_flops(n, graph)
         if broken and n.op == broken:
             for k in ks:
                 k.defines["GPUC_TEST_BROKEN"] = 1
@@ -96,7 +112,8 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
         if src not in shader_index:
             shader_index[src] = len(shaders)
             shaders.append(B.Shader(k.template, compile_glsl(src, name=f"{k.template} for {k.label}"), len(k.bindings)))
-        dispatches.append(B.Dispatch(shader_index[src], [index[t] for _, t in k.bindings], k.groups(), b"", k.label))
+        dispatches.append(B.Dispatch(shader_index[src], [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
+                                     getattr(k, "flops", 0)))
     stats.update(dispatches=len(dispatches),
                  shaders=len(shaders), arena_bytes=arena,
                  arena_lower_bound_bytes=lower_bound(life, nbytes),

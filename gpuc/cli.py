@@ -186,6 +186,41 @@ def verify_cmd(model, inputs, per_op, device, as_json):
     sys.exit(0 if r["pass"] and not (per_op and r["first_divergent_op"]) else 3)
 
 
+@main.command("profile")
+@click.argument("bundle", type=click.Path(dir_okay=False))
+@click.option("-i", "--input", "inputs", multiple=True, metavar="[NAME=]PATH.npy", help="inputs (default random)")
+@click.option("--runs", default=10, show_default=True)
+@click.option("--device", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--csv", "as_csv", is_flag=True)
+@guarded
+def profile_cmd(bundle, inputs, runs, device, as_json, as_csv):
+    """Time every dispatch with GPU timestamps; a table sorted by time."""
+    import gpuc
+    from gpuc.runtime.profile import profile
+    from gpuc.verify import random_inputs
+    with gpuc.load(bundle, device=device) as m:
+        xs = _parse_inputs(m, inputs) if inputs else random_inputs(m.inputs)
+        r = profile(m, xs, runs)
+    if as_json:
+        click.echo(json.dumps(r))
+        return
+    if as_csv:
+        click.echo("index,op,shader,us,percent,gb_per_s,gflop_per_s")
+        for x in r["rows"]:
+            click.echo(f"{x['index']},\"{x['op']}\",{x['shader']},{x['us']:.3f},{x['percent']:.2f},"
+                       f"{x['gb_per_s'] or ''},{x['gflop_per_s'] or ''}")
+        return
+    click.echo(f"device {r['device']}: {r['dispatches']} dispatches, sum {r['sum_dispatch_ms']:.3f} ms; "
+               f"GPU time of a plain run {r['run_gpu_ms']:.3f} ms")
+    click.echo(f"{'#':>4} {'us':>9} {'%':>6} {'GB/s':>8} {'GFLOP/s':>9}  shader / op / shapes")
+    for x in r["rows"]:
+        gb = f"{x['gb_per_s']:.1f}" if x["gb_per_s"] else "-"
+        gf = f"{x['gflop_per_s']:.1f}" if x["gflop_per_s"] else "-"
+        click.echo(f"{x['index']:>4} {x['us']:>9.1f} {x['percent']:>6.1f} {gb:>8} {gf:>9}  "
+                   f"{x['shader']} / {x['op']} / {x['shapes'][0]}")
+
+
 @main.command("bench")
 @click.argument("bundle", type=click.Path(dir_okay=False, exists=True))
 @click.option("--runs", default=100, show_default=True, help="timed run() calls")

@@ -33,7 +33,7 @@ BUNDLE_SCHEMA = {
     "Shader": {"name": (0, "str", None), "spirv": (1, "[B]", None), "entry": (2, "str", None),
                "bindings": (3, "I", 0), "push_bytes": (4, "I", 0)},
     "Dispatch": {"shader": (0, "I", 0), "bindings": (1, "[I]", None), "push_constants": (2, "[B]", None),
-                 "groups": (3, "[I]", None), "label": (4, "str", None)},
+                 "groups": (3, "[I]", None), "label": (4, "str", None), "flops": (5, "Q", 0)},
     "Payload": {"model_name": (0, "str", None), "options": (1, "str", None),
                 "tensors": (2, "[table:TensorInfo]", None), "inputs": (3, "[I]", None),
                 "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
@@ -69,6 +69,7 @@ class Dispatch:
     groups: tuple
     push_constants: bytes = b""
     label: str = ""
+    flops: int = 0                # arithmetic work estimate, for `gpuc profile`
 
 
 @dataclass
@@ -110,7 +111,7 @@ def write_bundle(b: Bundle) -> bytes:
                      "bindings": s.bindings, "push_bytes": s.push_bytes} for s in b.shaders],
         "dispatches": [{"shader": d.shader, "bindings": d.bindings,
                         "push_constants": np.frombuffer(d.push_constants, np.uint8),
-                        "groups": list(d.groups), "label": d.label} for d in b.dispatches],
+                        "groups": list(d.groups), "label": d.label, "flops": d.flops} for d in b.dispatches],
         "arena_bytes": b.arena_bytes, "weights": b.weights,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
@@ -183,7 +184,7 @@ def read_bundle(data) -> Bundle:
         shaders=[Shader(s["name"] or "", bytes(_arr(s["spirv"])), s["bindings"], s["push_bytes"], s["entry"] or "main")
                  for s in p["shaders"] or []],
         dispatches=[Dispatch(d["shader"], [int(x) for x in _arr(d["bindings"])], tuple(int(x) for x in _arr(d["groups"])),
-                             bytes(_arr(d["push_constants"])), d["label"] or "")
+                             bytes(_arr(d["push_constants"])), d["label"] or "", d["flops"])
                     for d in p["dispatches"] or []],
         arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
         compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",

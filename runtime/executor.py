@@ -15,6 +15,7 @@ import vulkan as vk
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
 from gpuc.runtime.device import Device, _vk_call
+from gpuc.runtime import commands
 from gpuc.runtime.pipeline_cache import PipelineCache
 
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
@@ -39,11 +40,6 @@ def _layout_io(bundle, indices):
         specs.append(IOSpec(t.name, tuple(t.shape), np.dtype(t.dtype), t.quant, i, off))
         off += (t.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
     return specs, off
-
-
-def _barrier(cmd, src_stage, dst_stage, src_access, dst_access):
-    mb = vk.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
-    vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
 
 
 class _Slot:
@@ -77,6 +73,8 @@ class RunHandle:
             try:
                 self._m._wait(sl, mode)
                 self._outs = [v.copy() for v in sl.out_views]
+                if sl.pool is not None:
+                    self._m.last_gpu_ms = commands.read_ms(self._m, sl.pool, 2)[-1]
             finally:
                 sl.handle = None
                 sl.busy = False
@@ -94,6 +92,7 @@ class LoadedModel:
         self._objs = []          # (destroy_fn, handle) in creation order
         self.dev = None
         self.load_info = {}
+        self.last_gpu_ms = None      # GPU time of the last completed run (timestamp queries)
         try:
             self._setup()
         except BaseException:
@@ -269,8 +268,10 @@ class LoadedModel:
         self._upload_weights()
         self._make_pipelines()
         self._make_descriptors()
+        self.timestamps = commands.timestamps_supported(self.device)
         for sl in self._slots:
-            sl.cmd = self._record(sl)
+            sl.pool = commands.query_pool(self, 2) if self.timestamps else None
+            sl.cmd = commands.record(self, sl, sl.pool)
             sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
 
     def _upload_weights(self):
@@ -353,45 +354,3 @@ class LoadedModel:
         if writes:
             vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
         del keep
-
-    def _record(self, slot):
-        dev, b = self.dev, self.bundle
-        ainfo = vk.VkCommandBufferAllocateInfo(commandPool=self.device.cmd_pool,
-                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
-        cmd = vk.vkAllocateCommandBuffers(dev, ainfo)[0]
-        pool = self.device.cmd_pool
-        self._objs.append((lambda d, c, _: vk.vkFreeCommandBuffers(d, pool, 1, [c]), cmd))
-        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
-        T, C, H = (vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                   vk.VK_PIPELINE_STAGE_HOST_BIT)
-        RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-        # runs of different slots share the arena: wait for all earlier work on this queue
-        _barrier(cmd, H | T | C, T | C, vk.VK_ACCESS_HOST_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-                 | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_SHADER_READ_BIT,
-                 vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | RW)
-        regions = [vk.VkBufferCopy(srcOffset=s.staging, dstOffset=b.tensors[s.tensor].offset,
-                                   size=b.tensors[s.tensor].nbytes) for s in self._in_specs if b.tensors[s.tensor].nbytes]
-        if regions:
-            vk.vkCmdCopyBuffer(cmd, slot.in_buf, self._arena, len(regions), regions)
-        _barrier(cmd, T, C, vk.VK_ACCESS_TRANSFER_WRITE_BIT, RW)
-        for i, disp in enumerate(b.dispatches):
-            if i:
-                _barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
-            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self._pipelines[disp.shader])
-            sets = [self._sets[i]]
-            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self._pipe_layouts[disp.shader],
-                                       0, 1, sets, 0, None)
-            if disp.push_constants:
-                data = vk.ffi.new("char[]", disp.push_constants)
-                vk.vkCmdPushConstants(cmd, self._pipe_layouts[disp.shader], vk.VK_SHADER_STAGE_COMPUTE_BIT,
-                                      0, len(disp.push_constants), data)
-            vk.vkCmdDispatch(cmd, *disp.groups)
-        _barrier(cmd, C | T, T, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                 vk.VK_ACCESS_TRANSFER_READ_BIT)
-        regions = [vk.VkBufferCopy(srcOffset=b.tensors[s.tensor].offset, dstOffset=s.staging,
-                                   size=b.tensors[s.tensor].nbytes) for s in self._out_specs if b.tensors[s.tensor].nbytes]
-        if regions:
-            vk.vkCmdCopyBuffer(cmd, self._arena, slot.out_buf, len(regions), regions)
-        _barrier(cmd, T, H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
-        vk.vkEndCommandBuffer(cmd)
-        return cmd

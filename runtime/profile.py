@@ -1,0 +1,45 @@
+"""Per-dispatch GPU timing with timestamp queries (`gpuc profile`)."""
+from __future__ import annotations
+
+import statistics
+
+from gpuc.errors import GpucError
+from gpuc.runtime import commands
+
+
+def profile(model, inputs, runs: int = 10) -> dict:
+    if not model.timestamps:
+        raise GpucError(f"device {model.device.name!r} has no timestamp queries; cannot profile")
+    b = model.bundle
+    n = len(b.dispatches)
+    arrays = model._normalize(inputs)
+    slot = model._acquire()
+    try:
+        pool = commands.query_pool(model, n + 1)
+        cmd = commands.record(model, slot, pool, every_dispatch=True)
+        for view, a in zip(slot.in_views, arrays):
+            view[...] = a
+        samples = []
+        for _ in range(runs + 1):
+            model.device.submit(cmd, slot.fence)
+            model.device.wait(slot.fence)
+            samples.append(commands.read_ms(model, pool, n + 1))
+        samples = samples[1:]                       # the first run warms caches
+    finally:
+        slot.busy = False
+        slot.handle_done.set()
+    per = [statistics.median(s[i] - (s[i - 1] if i else 0.0) for s in samples) for i in range(n)]
+    totals = []
+    for _ in range(runs):
+        model.run(arrays)
+        totals.append(model.last_gpu_ms)
+    rows = []
+    total = sum(per) or 1e-12
+    for i, (d, ms) in enumerate(zip(b.dispatches, per)):
+        nbytes = sum(b.tensors[t].nbytes for t in d.bindings)
+        rows.append({"index": i, "op": d.label, "shader": b.shaders[d.shader].name,
+                     "shapes": [list(b.tensors[t].shape) for t in d.bindings], "us": ms * 1e3,
+                     "percent": 100 * ms / total, "gb_per_s": nbytes / (ms * 1e-3) / 1e9 if ms > 0 else None,
+                     "gflop_per_s": d.flops / (ms * 1e-3) / 1e9 if ms > 0 and d.flops else None})
+    return {"device": model.device.name, "dispatches": n, "sum_dispatch_ms": sum(per),
+            "run_gpu_ms": statistics.median(totals), "rows": sorted(rows, key=lambda r: -r["us"])}

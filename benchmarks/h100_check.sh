@@ -1,9 +1,10 @@
-# One device-tool call: issue #2 acceptance on the H100 plus timings.
-# run with carry [.gl, .whl, .models]:  bash benchmarks/h100_check.sh
+# One device-tool call on the H100: acceptance checks, timings, validation-layer test run, soak.
+# carry: [.gl, .whl, .whl_litert, .models]      usage: bash benchmarks/h100_check.sh [quick]
 source benchmarks/device_setup.sh || exit 1
-nvidia-smi -L
-python3 -m gpuc.cli devices
+for f in .gl/vulkan-validationlayers*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+export GPUC_SHARED_MODELS=$PWD/.models GPUC_CACHE_DIR=/tmp/gpuc-cache
 M=.models
+nvidia-smi -L; python3 -m gpuc.cli devices
 python3 -m gpuc.cli compile $M/mobilenet_v2_224_f32.tflite -o /tmp/m.bundle || exit 1
 python3 -m gpuc.cli run /tmp/m.bundle --input $M/ref/mobilenet_v2_224_f32.in0.npy --output /tmp/o.npz || exit 1
 python3 - <<'PY'
@@ -13,8 +14,13 @@ r = np.load(".models/ref/mobilenet_v2_224_f32.out0.npy")
 err = float(np.abs(o - r).max()); tol = 1e-3 * float(np.abs(r).max())
 print(f"ACCEPTANCE mobilenet_v2_224_f32: max|o-ref| = {err:.3g}, bound {tol:.3g}: {'PASS' if err <= tol else 'FAIL'}")
 PY
-for m in $M/*.tflite; do python3 benchmarks/run_model.py $m --runs 20 --ref-dir $M/ref --json; done
-echo "== gpuc bench (mobilenet_v2_224_f32) =="
-python3 -m gpuc.cli bench /tmp/m.bundle --runs 100 --json
-echo "== startup comparison =="
-python3 benchmarks/startup.py $M/mobilenet_v2_224_f32.tflite --runs 50
+for m in $M/*.tflite; do python3 benchmarks/run_model.py $m --runs 50 --ref-dir $M/ref --json; done
+echo "== profile =="; python3 -m gpuc.cli profile /tmp/m.bundle --runs 20 | head -14
+echo "== bench =="; python3 -m gpuc.cli bench /tmp/m.bundle --runs 200 --json
+[ "$1" = quick ] && exit 0
+echo "== startup =="; python3 benchmarks/startup.py $M/mobilenet_v2_224_f32.tflite --runs 50
+echo "== verify =="; python3 -m gpuc.cli verify $M/mobilenet_v2_224_f32.tflite
+echo "== validation-layer test run =="
+GPUC_VALIDATION=1 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_models.py tests/test_runtime.py \
+  tests/test_passes.py tests/test_profile.py 2>&1 | tail -4
+echo "== soak =="; python3 benchmarks/soak.py /tmp/m.bundle --runs 10000

@@ -1,0 +1,156 @@
+"""Side-by-side benchmark: gpuc vs LiteRT (CPU interpreter, and CompiledModel GPU where it works).
+
+    python benchmarks/harness.py [MODELS_DIR_OR_FILES...] [--runs 100] [--device N|NAME] [--out DIR]
+
+Every system runs the same models on the same inputs in this one process tree; times are
+median/p90/min of `runs` calls including input/output copies, plus load time; max_rel_err is
+max|out - ref| / max|ref| against LiteRT CPU (plain builtin kernels) on the same input.
+Writes benchmarks/results/<device>-<date>.json: a list of rows
+{system, model, device, batch, median_ms, p90_ms, min_ms, load_ms, max_rel_err[, note]}.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def timed(fn, runs):
+    fn()
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return {"median_ms": statistics.median(ts) * 1e3, "p90_ms": ts[int(0.9 * (len(ts) - 1))] * 1e3, "min_ms": ts[0] * 1e3}
+
+
+def rel(outs, refs):
+    errs = [float(np.abs(np.asarray(o, np.float64) - r).max() / max(float(np.abs(r).max()), 1e-30))
+            for o, r in zip(outs, refs) if np.shape(o) == np.shape(r)]
+    return max(errs) if errs else None
+
+
+def litert_cpu(path, xs, runs, threads):
+    from ai_edge_litert.interpreter import Interpreter
+    t0 = time.perf_counter()
+    it = Interpreter(model_path=str(path), num_threads=threads)
+    it.allocate_tensors()
+    load = (time.perf_counter() - t0) * 1e3
+    ins, outs = it.get_input_details(), it.get_output_details()
+
+    def run():
+        for d, x in zip(ins, xs):
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        return [it.get_tensor(d["index"]) for d in outs]
+    res = run()
+    return dict(timed(run, runs), load_ms=load), res
+
+
+def litert_gpu(path, xs, runs):
+    from ai_edge_litert.compiled_model import CompiledModel
+    from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+    t0 = time.perf_counter()
+    cm = CompiledModel.from_file(str(path), hardware_accel=HardwareAccelerator.GPU)
+    ins, outs = cm.create_input_buffers(0), cm.create_output_buffers(0)
+    load = (time.perf_counter() - t0) * 1e3
+    sig = cm.get_signature_by_index(0)
+    out_det = cm.get_output_tensor_details(sig.get("key", sig.get("signature_key", "serving_default")))
+
+    def run():
+        for b, x in zip(ins, xs):
+            b.write(x)
+        cm.run_by_index(0, ins, outs)
+        return [b.read(int(np.prod(d["shape"])), d["dtype"]).reshape(d["shape"]) for b, d in zip(outs, out_det.values())]
+    res = run()
+    note = None if cm.is_fully_accelerated() else "not fully accelerated"
+    return dict(timed(run, runs), load_ms=load, note=note), res
+
+
+def gpuc_run(path, xs, runs, device):
+    import gpuc
+    bundle = gpuc.compile(path)
+    t0 = time.perf_counter()
+    m = gpuc.load(bundle, device=device)
+    load = (time.perf_counter() - t0) * 1e3
+    res = m.run(xs)
+    row = dict(timed(lambda: m.run(xs), runs), load_ms=load)
+    gpu = []
+    for _ in range(20):
+        m.run(xs)
+        gpu.append(m.last_gpu_ms or 0)
+    row["gpu_ms"] = statistics.median(gpu)
+    name = m.device.name
+    m.close()
+    return row, res, name
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*", default=[str(HERE.parent.parent / "shared" / "models")])
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--device")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--out", default=str(HERE / "results"))
+    a = ap.parse_args()
+    paths = []
+    for m in a.models:
+        p = Path(m)
+        paths += sorted(p.glob("*.tflite")) if p.is_dir() else [p]
+    rows, device = [], "unknown"
+    for path in paths:
+        name = path.stem
+        ref_dir = path.parent / "ref"
+        import gpuc
+        try:
+            with gpuc.load(gpuc.compile(path), device=a.device) as m:
+                specs = m.inputs
+        except gpuc.errors.GpucError as e:
+            rows.append({"system": "gpuc-fp32", "model": name, "note": str(e)[:200]})
+            continue
+        xs = [np.load(ref_dir / f"{name}.in{i}.npy") if (ref_dir / f"{name}.in{i}.npy").exists()
+              else np.random.default_rng(i).uniform(-1, 1, s.shape).astype(s.dtype) for i, s in enumerate(specs)]
+        base = {"model": name, "batch": int(specs[0].shape[0]) if specs[0].shape else 1}
+        try:
+            cpu, refs = litert_cpu(path, xs, a.runs, a.threads)
+        except Exception as e:  # noqa: BLE001
+            cpu, refs = None, None
+            rows.append({**base, "system": f"litert-cpu-{a.threads}t", "note": str(e)[:200]})
+        g, out, device = gpuc_run(path, xs, a.runs, a.device)
+        rows.append({**base, "system": "gpuc-fp32", "device": device, **g, "max_rel_err": rel(out, refs) if refs else None})
+        if cpu:
+            rows.append({**base, "system": f"litert-cpu-{a.threads}t", "device": "cpu", **cpu, "max_rel_err": 0.0})
+        try:
+            gg, gout = litert_gpu(path, xs, a.runs)
+            rows.append({**base, "system": "litert-gpu", "device": device, **gg,
+                         "max_rel_err": rel(gout, refs) if refs else None})
+        except Exception as e:  # noqa: BLE001
+            rows.append({**base, "system": "litert-gpu", "note": f"unavailable: {str(e)[:160]}"})
+    print(f"{'model':<32} {'system':<16} {'median':>8} {'p90':>8} {'min':>8} {'load':>9} {'max_rel_err':>11}")
+    for r in rows:
+        if "median_ms" in r:
+            e = f"{r['max_rel_err']:.2e}" if r.get("max_rel_err") is not None else "-"
+            print(f"{r['model']:<32} {r['system']:<16} {r['median_ms']:>8.3f} {r['p90_ms']:>8.3f} {r['min_ms']:>8.3f} "
+                  f"{r['load_ms']:>9.1f} {e:>11}" + (f"  ({r['note']})" if r.get("note") else "")
+                  + (f"  gpu {r['gpu_ms']:.3f}" if r.get("gpu_ms") else ""))
+        else:
+            print(f"{r['model']:<32} {r['system']:<16} {r.get('note', '')}")
+    os.makedirs(a.out, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", device).strip("-").lower()
+    out = Path(a.out) / f"{slug}-{datetime.date.today().isoformat()}.json"
+    out.write_text(json.dumps(rows, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

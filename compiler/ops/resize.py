@@ -63,7 +63,7 @@ def _check(node, graph):
     return None
 
 
-@register("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", check=_check,
+@register("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", check=_check, inputs=(2, 2),
           summary="NHWC, constant size, align_corners / half_pixel_centers")
 def lower_resize(node, graph):
     defines = _geometry(node, graph)

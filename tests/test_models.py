@@ -6,7 +6,8 @@ import gpuc
 
 pytest.importorskip("vulkan")
 
-FLOAT_MODELS = ["mobilenet_v2_224_f32", "mlp_small_f32", "mp_hand_landmark_lite"]
+FLOAT_MODELS = ["mobilenet_v2_224_f32", "mlp_small_f32", "mp_hand_landmark_lite", "unet_small_128_f32",
+                "mp_selfie_segmentation"]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Compile cache: bundles keyed by xxh3-128 of (model bytes, options, compiler version, shader sources).
+"""Compile cache: bundles keyed by xxh3-128 of (model bytes, options, compiler version, and the
+sources of the shaders, compiler and bundle writer).
 
 A hit returns the cached bundle after checking its header and checksum; a damaged entry is
 dropped and recompiled.  Entries are written atomically, so concurrent compiles never leave a torn
@@ -21,11 +22,23 @@ SUB = "bundles"
 
 
 @lru_cache(maxsize=1)
-def shader_sources_digest() -> str:
+def sources_digest() -> str:
+    """Digest of everything that decides a bundle's contents: shader templates, compiler code and
+    the bundle writer, so any change to them (even without a version bump) misses the cache."""
     h = xxhash.xxh3_128()
-    for p in sorted(resources.files("gpuc.shaders").iterdir(), key=lambda p: p.name):
-        if p.name.endswith((".comp", ".glsl")):
-            h.update(p.name.encode() + b"\0" + p.read_bytes())
+    roots = [resources.files("gpuc.shaders"), resources.files("gpuc.compiler"), resources.files("gpuc.runtime")]
+    for root in roots:
+        stack = [root]
+        files = []
+        while stack:
+            d = stack.pop()
+            for p in d.iterdir():
+                if p.is_dir() and p.name != "__pycache__":
+                    stack.append(p)
+                elif p.name.endswith((".comp", ".glsl", ".py", ".fbs")):
+                    files.append(p)
+        for p in sorted(files, key=lambda p: str(p)):
+            h.update(str(p.name).encode() + b"\0" + p.read_bytes())
     return h.hexdigest()
 
 
@@ -34,7 +47,7 @@ def cache_key(model_bytes: bytes, options: dict) -> str:
     h.update(model_bytes)
     h.update(json.dumps(options, sort_keys=True).encode())
     h.update(__version__.encode())
-    h.update(shader_sources_digest().encode())
+    h.update(sources_digest().encode())
     return h.hexdigest()
 
 

@@ -11,14 +11,22 @@ import itertools
 from gpuc.compiler.codegen.kernel import Kernel
 
 ACTS = [0, 1, 2, 3, 4, 5]
-_CONV = dict(N=1, H=5, W=6, CI=4, OH=3, OW=3, CO=8, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, CIG=4, COG=8, MULT=2)
+_GEOM = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1)
+_GEMM = dict(_GEOM, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8, TM=2, TN=2,
+             TILES_M=2, TILES_N=1, NWG=4)
+_DW = dict(_GEOM, CI=4, CO=8, MULT=2, CG=2, OXB=1)
 _ND = dict(RANK=3, SHAPE=[2, 3, 4], SRC_STRIDES=[12, 4, 1], DST_STRIDES=[24, 8, 1], SRC_OFFSET=0, DST_OFFSET=4)
 
 VARIANTS = {
-    "conv2d": (_CONV, {"ACT": ACTS, "HAS_BIAS": [0, 1], "DEPTHWISE": [0, 1], "RESIDUAL": [0, 1], "ACT2": [0, 3]},
-               ["out_", "x", "w", "bias", "res"]),
-    "fully_connected": (dict(IN=16, O=8), {"ACT": ACTS, "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT2": [0, 1]},
-                        ["out_", "x", "w", "bias", "res"]),
+    "gemm": (_GEMM, {"IM2COL": [0, 1], "VEC_A": [0, 1], "B_T": [0, 1], "KS": [1, 2], "HAS_BIAS": [0, 1],
+                     "RESIDUAL": [0, 1], "ACT": [0, 3], "ACT2": [0, 1]},
+             ["out_", "x", "w", "bias", "res"], {},
+             lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]) * d["KS"],
+                            vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),
+    "depthwise": (_DW, {"VEC": [0, 1], "PX": [1, 3], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 3, 5],
+                        "ACT2": [0, 1]},
+                  ["out_", "x", "w", "bias", "res"], {},
+                  lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ())),
     "binary": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1]),
                {"OP": [0, 1, 2], "ACT": ACTS, "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
     "unary": ({}, {"FN": [0, 1, 2, 3, 4, 5]}, ["out_", "x"]),
@@ -46,16 +54,19 @@ def collected() -> dict:
 
 def all_variants():
     """Yield (template, Kernel, dtypes) for every switch combination of every template.
-    A variant entry may carry a 4th element: {binding name: dtype} (default float32)."""
+    A variant entry may carry a 4th element: {binding name: dtype} (default float32), and a 5th:
+    a function of the variant's defines returning extra Kernel fields (local_x, vec4)."""
     for template, entry in collected().items():
         base, switches, names = entry[:3]
         types = entry[3] if len(entry) > 3 else {}
+        extra = entry[4] if len(entry) > 4 else (lambda d: {})
         keys = list(switches)
         for combo in itertools.product(*(switches[k] for k in keys)):
             defines = dict(base, **dict(zip(keys, combo)))
             binds = [n for n in names if not (n == "bias" and not defines.get("HAS_BIAS"))
                      and not (n == "res" and not defines.get("RESIDUAL"))]
-            k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}")
+            k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}",
+                       **extra(defines))
             yield template, k, {i: types.get(n, "float32") for i, n in enumerate(binds)}
 
 

@@ -1,6 +1,11 @@
 """CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
@@ -61,20 +66,203 @@ def _check_conv(node, graph):
     return check_act(node, graph)
 
 
+# ---------------------------------------------------------------------------------------------------
+# GEMM planning.  Every non-depthwise conv and every FULLY_CONNECTED is one `gemm` dispatch:
+# out[m, g*GN + n] = sum_k A_g[m, k] * B_g[k, n] with M = N*OH*OW pixels (FC: rows), GN = CO per
+# group, GK = KH*KW*CI per group.  The tile (BM x BN, register block TM x TN, K chunk BK, in-workgroup
+# split-K KS) is picked per shape by a rough latency/throughput model of the target GPU (H100-like:
+# 132 SMs, 2048 threads / 64K registers / 228 KiB shared memory per SM; 32 KiB per workgroup, the
+# portable limit).
+# The model only has to rank candidates; all of them are correct for any shape.
+
+GPU_SMS = 132
+SM_THREADS, SM_REGS, SM_SMEM, SM_WGS = 2048, 65536, 228 * 1024, 32
+WG_SMEM = 32 * 1024          # per workgroup: H100 allows 48 KiB, lavapipe and mobile GPUs 32 KiB
+MAX_THREADS = 256
+GLOBAL_LATENCY = 600        # cycles: a K chunk's global loads are overlapped with the previous chunk
+LAUNCH_CYCLES = 1500        # fixed cost of a dispatch (first load, epilogue store, barrier with the next)
+L2_BYTES_PER_CYCLE = 2500   # tiles re-read A (once per column tile) and B (once per row tile) through L2
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    BM: int
+    BN: int
+    BK: int
+    TM: int
+    TN: int
+    KS: int
+
+    @property
+    def threads(self) -> int:
+        return (self.BM // self.TM) * (self.BN // self.TN) * self.KS
+
+    def smem_floats(self) -> int:
+        """Shared floats of gemm.comp's layout (SMEM_SIZE there)."""
+        bmt, bnt = self.BM // self.TM, self.BN // self.TN
+        sa = self.BK * (self.BM + 1)
+        sb = self.BK * self.BN
+        ab = self.KS * (sa + (bmt - sa) % 32 + sb + (bnt - sb) % 32)
+        return max(ab, self.KS * self.BM * self.BN) if self.KS > 1 else ab
+
+
+def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: bool, im2col: bool) -> float:
+    """Estimated cycles of one dispatch (only meaningful relative to other plans of the same GEMM)."""
+    T = p.threads
+    smem = 4 * p.smem_floats()
+    if smem > WG_SMEM:
+        return float("inf")
+    bkt = p.BK * p.KS
+    va, vb = (4 if vec_a else 1), (4 if vec_b else 1)
+    la = -(-bkt * p.BM // va // T)
+    lb = -(-bkt * p.BN // vb // T)
+    load_instr = la * (6 + va + (10 if im2col else 0)) + lb * (4 + vb)
+    iter_instr = load_instr + p.BK * (p.TM * p.TN + p.TM + p.TN) + 6
+    regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
+    nwg = -(-M // p.BM) * -(-N // p.BN) * G
+    per_sm = min(SM_THREADS // T, SM_WGS, SM_REGS // (regs * T), SM_SMEM // smem)
+    if per_sm < 1:
+        return float("inf")
+    resident = min(per_sm, -(-nwg // GPU_SMS))
+    waves = -(-nwg // (GPU_SMS * per_sm))
+    warps_per_sched = resident * (-(-T // 32)) / 4
+    iters = -(-K // bkt)
+    iter_cycles = max(iter_instr * max(warps_per_sched, 2.0), GLOBAL_LATENCY) + 60
+    tail = p.TM * p.TN * 8 * max(warps_per_sched, 1.0)
+    if p.KS > 1:
+        tail += (p.TM * p.TN + -(-p.BM * p.BN // T) * (p.KS + 8)) * max(warps_per_sched, 2.0) + 60
+    traffic = 4 * G * (M * K * -(-N // p.BN) + K * N * -(-M // p.BM) + M * N)
+    return max(waves * (iters * iter_cycles + tail), traffic / L2_BYTES_PER_CYCLE) + LAUNCH_CYCLES
+
+
+def _pow2_upto(limit: int, start: int = 1):
+    v = start
+    while True:
+        yield v
+        if v >= limit:
+            return
+        v *= 2
+
+
+@lru_cache(maxsize=4096)
+def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bool = True,
+              im2col: bool = False) -> GemmPlan:
+    best, best_cost = None, float("inf")
+    for BN in _pow2_upto(min(max(N, 4), 128), 4):
+        for TN in (1, 2, 4, 8):
+            if BN % TN or BN // TN > 64:
+                continue
+            for BM in _pow2_upto(min(M, 128)):
+                for TM in (1, 2, 4, 8):
+                    if BM % TM or TM * TN > 64 or TM * TN > BM * BN // 4:
+                        continue
+                    base = (BM // TM) * (BN // TN)
+                    if base > MAX_THREADS:
+                        continue
+                    for BK in (8, 16):
+                        for KS in (1, 2, 4, 8, 16, 32):
+                            if base * KS > MAX_THREADS or (KS > 1 and (KS - 1) * BK >= K):
+                                break
+                            p = GemmPlan(BM, BN, BK, TM, TN, KS)
+                            c = gemm_cost(p, M, N, K, G, vec_a, vec_b, im2col)
+                            if c < best_cost * 0.999:     # near-ties keep the earlier (smaller) tile
+                                best, best_cost = p, c
+    return best
+
+
+def _relayout(graph, tid: int, kind: str, make):
+    """A float32 constant derived from constant `tid` by `make()` (memoized per graph and `kind`, so
+    weights shared by several ops stay shared)."""
+    memo = graph.__dict__.setdefault("_gpuc_relayout", {})
+    key = (tid, kind)
+    if key not in memo:
+        memo[key] = graph.add_const(f"{graph.t(tid).name}/{kind}", np.asarray(make(), np.float32))
+    return memo[key]
+
+
+def _float_const(graph, tid) -> bool:
+    t = graph.t(tid)
+    return t.is_const and np.dtype(t.dtype).kind == "f"
+
+
+def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc: int, w_id: int,
+                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None) -> Kernel:
+    """One `gemm` dispatch.  `w_kn`: the weights as [G, GK, GN] when constant (re-laid out here into
+    [G, GK, GNP] zero-padded to GNP % 4 == 0 for vec4 loads), else None and the runtime weight tensor
+    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda])."""
+    binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
+    b_t = w_kn is None
+    gnp = -(-GN // 4) * 4
+    if b_t:
+        binds.append(("w", w_id))
+    else:
+        binds.append(("w", _relayout(graph, w_id, f"gemm_kn{gnp}",
+                                     lambda: np.pad(w_kn, ((0, 0), (0, 0), (0, gnp - GN))))))
+    if bias is not None:
+        binds.append(("bias", bias))
+    im2col = conv is not None and not conv.pop("_pointwise", False)
+    cig = conv["CIG"] if conv else GK
+    vec_a = GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0) and (not im2col or cig % 4 == 0)
+    p = plan_gemm(M, GN, GK, G, vec_a, not b_t, im2col)
+    assert p is not None, (M, GN, GK, G)
+    tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
+    nwg = tiles_m * tiles_n * G
+    defines = dict(GM=M, GN=GN, GK=GK, GROUPS=G, LDA=lda, LDC=ldc, GNP=gnp, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
+                   TN=p.TN, KS=p.KS, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
+                   B_T=int(b_t), IM2COL=int(im2col), HAS_BIAS=int(bias is not None),
+                   **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
+    if im2col:
+        defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
+    vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
+    return Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
+
+
+def depthwise_px(invocations: int, ow: int) -> int:
+    """Output pixels per depthwise invocation (they share input columns), given the invocation
+    count at one pixel each: keep at least ~64K invocations in flight."""
+    px = 4 if invocations >= 4 * 65536 else 2 if invocations >= 2 * 32768 else 1
+    return max(1, min(px, ow))
+
+
+def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int, bias) -> Kernel:
+    """One `depthwise` dispatch; the filter [1, KH, KW, CO] is used as it is ([KH][KW][CO])."""
+    w_id = node.inputs[1]
+    if _float_const(graph, w_id) and graph.t(w_id).dtype != "float32":
+        w_id = _relayout(graph, w_id, "f32", lambda: graph.t(node.inputs[1]).data)
+    binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", w_id)]
+    if bias is not None:
+        binds.append(("bias", bias))
+    mult = co // ci
+    vec = co % 4 == 0 and mult == 1
+    cg = -(-co // 4)
+    px = depthwise_px(geo["N"] * geo["OH"] * geo["OW"] * cg, geo["OW"])
+    oxb = -(-geo["OW"] // px)
+    defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=px, CG=cg, OXB=oxb, VEC=int(vec),
+                   HAS_BIAS=int(bias is not None), **epilogue(node, binds))
+    vec4 = ("out_", "x", "w", "bias", "res") if vec else ()
+    return Kernel("depthwise", binds, geo["N"] * geo["OH"] * oxb * cg, defines, node.label(), vec4=vec4)
+
+
 @register("CONV_2D", "DEPTHWISE_CONV_2D", check=_check_conv, inputs=(2, 3), optional=(2,), summary="NHWC conv, groups, dilation, SAME/VALID")
 def lower_conv(node, graph):
     f = graph.t(node.inputs[1])
-    geo, ci, co = _window(node, graph, f.shape[1], f.shape[2])
-    dw = node.op == "DEPTHWISE_CONV_2D"
-    groups = 1 if dw else ci // f.shape[3]
+    kh, kw = f.shape[1], f.shape[2]
+    geo, ci, co = _window(node, graph, kh, kw)
     bias = _bias(node, graph, co)
-    binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", node.inputs[1])]
-    if bias is not None:
-        binds.append(("bias", bias))
-    defines = dict(geo, CI=ci, CO=co, KH=f.shape[1], KW=f.shape[2], CIG=ci if dw else f.shape[3],
-                   COG=co // groups, HAS_BIAS=int(bias is not None), DEPTHWISE=int(dw), MULT=co // ci if dw else 1,
-                   **epilogue(node, binds))
-    return [Kernel("conv2d", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]
+    if node.op == "DEPTHWISE_CONV_2D":
+        return [depthwise_kernel(node, graph, geo, ci, co, kh, kw, bias)]
+    cig = f.shape[3]
+    groups = ci // cig
+    cog = co // groups
+    gk = kh * kw * cig
+    w_kn = None
+    if _float_const(graph, node.inputs[1]):     # [CO, KH, KW, CIG] -> [G, KH*KW*CIG, COG]
+        w_kn = np.asarray(f.data, np.float32).reshape(groups, cog, gk).transpose(0, 2, 1)
+    pointwise = (kh == kw == 1 and geo["SH"] == geo["SW"] == 1 and geo["PT"] == geo["PL"] == 0
+                 and geo["OH"] == geo["H"] and geo["OW"] == geo["W"])
+    conv = dict(geo, CIG=cig, KW=kw, _pointwise=pointwise)
+    return [gemm_kernel(node, graph, M=geo["N"] * geo["OH"] * geo["OW"], GN=cog, GK=gk, G=groups, lda=ci, ldc=co,
+                        w_id=node.inputs[1], w_kn=w_kn, bias=bias, conv=conv)]
 
 
 @checked
@@ -95,12 +283,12 @@ def _check_fc(node, graph):
 @register("FULLY_CONNECTED", check=_check_fc, inputs=(2, 4), optional=(2,), summary="dense layer, any leading dims, optional bias")
 def lower_fc(node, graph):
     w = graph.t(node.inputs[1])
-    bias = _bias(node, graph, w.shape[0])
-    binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", node.inputs[1])]
-    if bias is not None:
-        binds.append(("bias", bias))
-    defines = dict(IN=w.shape[1], O=w.shape[0], HAS_BIAS=int(bias is not None), **epilogue(node, binds, ignore=()))
-    return [Kernel("fully_connected", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]
+    o, k = w.shape
+    bias = _bias(node, graph, o)
+    rows = size(graph.t(node.outputs[0]).shape) // o
+    w_kn = np.asarray(w.data, np.float32).T[None] if _float_const(graph, node.inputs[1]) else None
+    return [gemm_kernel(node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=node.inputs[1], w_kn=w_kn,
+                        bias=bias, conv=None, ignore=())]
 
 
 @checked

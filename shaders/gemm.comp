@@ -1,0 +1,248 @@
+// Tiled GEMM: out[m, g*GN + n] = epilogue(sum_k A_g[m, k] * B_g[k, n]), one workgroup per BM x BN
+// output tile of one group g.  Used for FULLY_CONNECTED (A = x [GM, LDA]), 1x1 stride-1 unpadded
+// convolutions (A = x viewed as [N*H*W, CI]) and every other non-depthwise convolution through
+// implicit-GEMM (IM2COL: A[m, k] gathered from NHWC x with m = (n, oy, ox), k = (ky, kx, ci)).
+//
+// B (weights): B_T=0: re-laid out at compile time as [GROUPS][GK][GNP] (GNP = GN rounded up to 4,
+//   zero-padded), read as vec4 along n.  B_T=1: as given, [GROUPS*GN][GK] (runtime weights).
+// A: VEC_A=1 reads x as vec4 along k (needs GK, LDA and the group offset % 4 == 0).
+//
+// Each of the NT = (BM/TM)*(BN/TN)*KS invocations accumulates a TM x TN register block for one of
+// KS K-slices; a K chunk of BK*KS rows is staged through shared memory (A transposed to [k][m],
+// B as [k][n]) with the next chunk prefetched into registers while the current one is consumed.
+// KS > 1 (split-K inside the workgroup) sums the slices through shared memory before the epilogue.
+// Register blocks are strided (row ty + i*BM/TM, column tx + j*BN/TN) so that shared reads are
+// conflict-free and global stores coalesce.  Every edge (M, N, K) is bounds-checked.
+// Epilogue per output: + bias[col], ACT, then RESIDUAL: ACT2(v + res[same index]).
+//
+// Defines: GM GN GK GROUPS LDA LDC BM BN BK TM TN KS TILES_M TILES_N NWG VEC_A B_T GNP
+//          HAS_BIAS ACT RESIDUAL ACT2; IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
+#define BMT (BM / TM)
+#define BNT (BN / TN)
+#define BKT (BK * KS)
+#define NT (BMT * BNT * KS)          // == local_size_x
+// Shared layout: per K-slice, A as [BK][BM+1] then B as [BK][BN].  Slices are padded so that the
+// slices sharing a warp (KS > 1 with fewer than 32 invocations per slice) read distinct banks.
+#define SA_STRIDE (BM + 1)
+#define SA_SLICE (BK * SA_STRIDE + ((BMT - BK * SA_STRIDE) % 32 + 32) % 32)
+#define SB_SLICE (BK * BN + ((BNT - BK * BN) % 32 + 32) % 32)
+#define SB_OFF (KS * SA_SLICE)
+#define SA_ROW(kr) (((kr) / BK) * SA_SLICE + ((kr) % BK) * SA_STRIDE)
+#define SB_ROW(kr) (SB_OFF + ((kr) / BK) * SB_SLICE + ((kr) % BK) * BN)
+#define SMEM_AB (SB_OFF + KS * SB_SLICE)
+#if KS > 1 && KS * BM * BN > SMEM_AB
+#define SMEM_SIZE (KS * BM * BN)
+#else
+#define SMEM_SIZE SMEM_AB
+#endif
+shared float smem[SMEM_SIZE];
+
+#if VEC_A
+#define A_W (BKT / 4)
+#define AVEC vec4
+#else
+#define A_W BKT
+#define AVEC float
+#endif
+#define A_N (A_W * BM)
+#define A_PER ((A_N + NT - 1) / NT)
+
+#if B_T
+#define B_N (BKT * BN)
+#define BVEC float
+#else
+#define B_W (BN / 4)
+#define B_N (B_W * BKT)
+#define BVEC vec4
+#endif
+#define B_PER ((B_N + NT - 1) / NT)
+
+AVEC ra[A_PER];
+BVEC rb[B_PER];
+int a_base[A_PER];        // element offset of the row's data in x (IM2COL: of the image), -1: row out of range
+#if IM2COL
+int a_iy[A_PER];
+int a_ix[A_PER];
+#endif
+
+void init_a(int m0, int g) {
+    int tid = int(gl_LocalInvocationIndex);
+    for (int i = 0; i < A_PER; ++i) {
+        int row = (tid + i * NT) / A_W;
+        int m = m0 + row;
+        a_base[i] = -1;
+        if (m < GM && row < BM) {
+#if IM2COL
+            int ox = m % OW;
+            int t = m / OW;
+            int oy = t % OH;
+            a_base[i] = (t / OH) * (H * W * LDA) + g * CIG;
+            a_iy[i] = oy * SH - PT;
+            a_ix[i] = ox * SW - PL;
+#else
+            a_base[i] = m * LDA + g * GK;
+#endif
+        }
+    }
+}
+
+void load_a(int kb) {
+    int tid = int(gl_LocalInvocationIndex);
+    for (int i = 0; i < A_PER; ++i) {
+        int e = tid + i * NT;
+#if VEC_A
+        int k = kb + (e % A_W) * 4;
+#else
+        int k = kb + e % A_W;
+#endif
+        AVEC v = AVEC(0.0);
+        if (a_base[i] >= 0 && k < GK) {
+#if IM2COL
+            int ci = k % CIG;
+            int t = k / CIG;
+            int iy = a_iy[i] + (t / KW) * DH;
+            int ix = a_ix[i] + (t % KW) * DW;
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
+                int addr = a_base[i] + (iy * W + ix) * LDA + ci;
+#if VEC_A
+                v = x[addr >> 2];
+#else
+                v = x[addr];
+#endif
+            }
+#else
+#if VEC_A
+            v = x[(a_base[i] + k) >> 2];
+#else
+            v = x[a_base[i] + k];
+#endif
+#endif
+        }
+        ra[i] = v;
+    }
+}
+
+void store_a() {
+    int tid = int(gl_LocalInvocationIndex);
+    for (int i = 0; i < A_PER; ++i) {
+        int e = tid + i * NT;
+        if (e < A_N) {
+            int row = e / A_W;
+#if VEC_A
+            int kr = (e % A_W) * 4;
+            smem[SA_ROW(kr) + row] = ra[i].x;
+            smem[SA_ROW(kr + 1) + row] = ra[i].y;
+            smem[SA_ROW(kr + 2) + row] = ra[i].z;
+            smem[SA_ROW(kr + 3) + row] = ra[i].w;
+#else
+            smem[SA_ROW(e % A_W) + row] = ra[i];
+#endif
+        }
+    }
+}
+
+void load_b(int kb, int n0, int g) {
+    int tid = int(gl_LocalInvocationIndex);
+    for (int i = 0; i < B_PER; ++i) {
+        int e = tid + i * NT;
+#if B_T
+        int k = kb + e % BKT;
+        int n = n0 + e / BKT;
+        float v = 0.0;
+        if (e < B_N && k < GK && n < GN) v = w[(g * GN + n) * GK + k];
+#else
+        int k = kb + e / B_W;
+        int n = n0 + (e % B_W) * 4;
+        vec4 v = vec4(0.0);
+        if (e < B_N && k < GK && n < GNP) v = w[((g * GK + k) * GNP + n) >> 2];
+#endif
+        rb[i] = v;
+    }
+}
+
+void store_b() {
+    int tid = int(gl_LocalInvocationIndex);
+    for (int i = 0; i < B_PER; ++i) {
+        int e = tid + i * NT;
+        if (e < B_N) {
+#if B_T
+            smem[SB_ROW(e % BKT) + e / BKT] = rb[i];
+#else
+            int o = SB_ROW(e / B_W) + (e % B_W) * 4;
+            smem[o] = rb[i].x;
+            smem[o + 1] = rb[i].y;
+            smem[o + 2] = rb[i].z;
+            smem[o + 3] = rb[i].w;
+#endif
+        }
+    }
+}
+
+void finish(int m, int n, int g, float v) {
+    if (m < GM && n < GN) {
+        int col = g * GN + n;
+#if HAS_BIAS
+        v += bias[col];
+#endif
+        v = gpuc_act(v);
+        int o = m * LDC + col;
+#if RESIDUAL
+        v = gpuc_apply(v + res[o], ACT2);
+#endif
+        out_[o] = v;
+    }
+}
+
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int tn = wg % TILES_N;
+    int t = wg / TILES_N;
+    int tm = t % TILES_M;
+    int g = t / TILES_M;
+    int m0 = tm * BM, n0 = tn * BN;
+    int tid = int(gl_LocalInvocationIndex);
+    int s = tid / (BMT * BNT);
+    int r = tid % (BMT * BNT);
+    int tx = r % BNT, ty = r / BNT;
+
+    float acc[TM][TN];
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+    init_a(m0, g);
+    load_a(0);
+    load_b(0, n0, g);
+    for (int kb = 0; kb < GK; kb += BKT) {
+        store_a();
+        store_b();
+        barrier();
+        if (kb + BKT < GK) {                     // prefetch the next chunk while this one is used
+            load_a(kb + BKT);
+            load_b(kb + BKT, n0, g);
+        }
+        for (int kk = 0; kk < BK; ++kk) {
+            int ka = s * SA_SLICE + kk * SA_STRIDE + ty;
+            int kb2 = SB_OFF + s * SB_SLICE + kk * BN + tx;
+            float a[TM], b[TN];
+            for (int i = 0; i < TM; ++i) a[i] = smem[ka + i * BMT];
+            for (int j = 0; j < TN; ++j) b[j] = smem[kb2 + j * BNT];
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+        }
+        barrier();
+    }
+#if KS > 1
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) smem[s * (BM * BN) + (ty + i * BMT) * BN + tx + j * BNT] = acc[i][j];
+    barrier();
+    for (int e = tid; e < BM * BN; e += NT) {
+        float v = 0.0;
+        for (int q = 0; q < KS; ++q) v += smem[q * (BM * BN) + e];
+        finish(m0 + e / BN, n0 + e % BN, g, v);
+    }
+#else
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) finish(m0 + ty + i * BMT, n0 + tx + j * BNT, g, acc[i][j]);
+#endif
+}

@@ -1,0 +1,244 @@
+// Elementwise binary arithmetic with numpy broadcasting, LiteRT semantics, on float32 (IS_INT 0)
+// or int32 (IS_INT 1).  OP: 0 add 1 sub 2 mul 3 div 4 pow 5 squared_difference 6 maximum 7 minimum
+// 8 floor_div 9 floor_mod 10 prelu (float: a >= 0 ? a : a * b).
+// Defines: RANK OUT_SHAPE[] A_STRIDES[] B_STRIDES[] (0 on broadcast dims), SAME_SHAPE, ACT (fused
+// activation; for int32 only 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6).
+// Buffers are read and written as raw 32-bit words (ew_bits / ew_put), whatever their declared type.
+uint ew_bits(float v) { return floatBitsToUint(v); }
+uint ew_bits(int v) { return uint(v); }
+uint ew_bits(uint v) { return v; }
+void ew_put(out float d, uint b) { d = uintBitsToFloat(b); }
+void ew_put(out int d, uint b) { d = int(b); }
+void ew_put(out uint d, uint b) { d = b; }
+
+#if IS_INT
+const int INT_MIN = int(0x80000000u);
+const int INT_MAX = 0x7fffffff;
+
+uint ew_uabs(int v) { return v < 0 ? uint(-v) : uint(v); }   // |INT_MIN| = 2^31 as uint
+
+// C++ truncating division; LiteRT gives INT_MAX for INT_MIN / -1 (and rejects division by 0).
+int ew_div(int a, int b) {
+    if (b == 0) return 0;
+    if (a == INT_MIN && b == -1) return INT_MAX;
+    int q = int(ew_uabs(a) / ew_uabs(b));
+    return (a < 0) != (b < 0) ? -q : q;
+}
+
+// floor(double(a) / double(b)) cast to int32 (INT_MIN / -1 -> INT_MIN, as the x86 conversion does).
+int ew_floor_div(int a, int b) {
+    if (b == 0) return 0;
+    uint ua = ew_uabs(a), ub = ew_uabs(b);
+    uint q = ua / ub;
+    if ((a < 0) != (b < 0)) return -int(q) - ((ua - q * ub) != 0u ? 1 : 0);
+    return int(q);
+}
+
+// C++ % (truncated), then moved to the divisor's sign.
+int ew_floor_mod(int a, int b) {
+    if (b == 0) return 0;
+    int r = int(ew_uabs(a) % ew_uabs(b));
+    if (a < 0) r = -r;
+    return (r != 0 && ((b < 0) != (r < 0))) ? r + b : r;
+}
+
+// LiteRT: std::pow in double, cast to int32 (out of range -> INT_MIN, as the x86 conversion does).
+// A negative exponent is an error in LiteRT; we return what the double computation would give.
+int ew_pow(int x, int e) {
+    if (e < 0) {
+        if (x == 1) return 1;
+        if (x == -1) return (e & 1) != 0 ? -1 : 1;
+        return x == 0 ? INT_MIN : 0;
+    }
+    uint ux = ew_uabs(x), m = 1u;
+    bool big = false;
+    if (ux <= 1u) {
+        m = (e == 0 || ux == 1u) ? 1u : 0u;
+    } else {
+        for (int i = 0; i < e; ++i) {          // ux >= 2: at most 32 steps before overflow
+            if (m > 0x80000000u / ux) { big = true; break; }
+            m *= ux;
+        }
+    }
+    if (big || m >= 0x80000000u) return INT_MIN;
+    return (x < 0 && (e & 1) != 0) ? -int(m) : int(m);
+}
+
+int ew_binop(int a, int b) {
+#if OP == 0
+    return a + b;
+#elif OP == 1
+    return a - b;
+#elif OP == 2
+    return a * b;
+#elif OP == 3
+    return ew_div(a, b);
+#elif OP == 4
+    return ew_pow(a, b);
+#elif OP == 5
+    int d = a - b;
+    return d * d;
+#elif OP == 6
+    return a > b ? a : b;
+#elif OP == 7
+    return a < b ? a : b;
+#elif OP == 8
+    return ew_floor_div(a, b);
+#elif OP == 9
+    return ew_floor_mod(a, b);
+#else
+    return a >= 0 ? a : a * b;
+#endif
+}
+
+int ew_act(int v) {
+#if ACT == 1
+    return max(v, 0);
+#elif ACT == 2
+    return clamp(v, -1, 1);
+#elif ACT == 3
+    return clamp(v, 0, 6);
+#else
+    return v;
+#endif
+}
+
+#else  // float32
+
+#define EW_NAN uintBitsToFloat(0x7fc00000u)
+#define EW_INF uintBitsToFloat(0x7f800000u)
+#define EW_FLT_MAX uintBitsToFloat(0x7f7fffffu)
+
+bool ew_signbit(float v) { return (floatBitsToUint(v) & 0x80000000u) != 0u; }
+// by bits: true for denormals too, which GPU arithmetic may flush to zero
+bool ew_nonzero(float v) { return (floatBitsToUint(v) & 0x7fffffffu) != 0u; }
+
+// a / b with x/0 made explicit (GPU division by zero is not specified).
+float ew_div(float a, float b) {
+    if (b == 0.0) {
+        if (a == 0.0 || isnan(a)) return EW_NAN;
+        return ew_signbit(a) != ew_signbit(b) ? -EW_INF : EW_INF;
+    }
+    return a / b;
+}
+
+// C fmod, exactly: |a| minus the largest multiples of |b| * 2^k, each subtraction exact (Sterbenz).
+float ew_fmod(float a, float b) {
+    float r = abs(a), m = abs(b);
+    if (isnan(a) || isnan(b) || isinf(a) || m == 0.0) return EW_NAN;
+    if (isinf(b) || r < m) return a;
+    int er, em;
+    frexp(r, er);
+    frexp(m, em);
+    float s = ldexp(m, er - em);              // m in the binade of r: r < 2 s
+    for (int k = er - em; k >= 0; --k) {
+        if (r >= s) r -= s;
+        s *= 0.5;
+    }
+    return ew_signbit(a) ? -r : r;
+}
+
+// floor(a / b) of the exact quotient (LiteRT divides in double): trunc quotient from the exact
+// remainder, then one step down when the remainder and divisor differ in sign.
+float ew_floor_div(float a, float b) {
+    if (b == 0.0 || isnan(a) || isnan(b) || isinf(a) || isinf(b)) return floor(ew_div(a, b));
+    float r = ew_fmod(a, b);
+    float q = roundEven((a - r) / b);
+    if (ew_nonzero(r) && ew_signbit(r) != ew_signbit(b)) q -= 1.0;
+    return q;
+}
+
+float ew_floor_mod(float a, float b) {
+    float r = ew_fmod(a, b);
+    return (ew_nonzero(r) && ew_signbit(r) != ew_signbit(b)) ? r + b : r;
+}
+
+// std::pow: negative bases with integer exponents, zeros and infinities made explicit; small
+// integer exponents by repeated squaring (a few roundings), the rest through exp2/log2.
+float ew_pow(float x, float y) {
+    if (y == 0.0 || x == 1.0) return 1.0;
+    if (isnan(x) || isnan(y)) return EW_NAN;
+    bool yint = floor(y) == y;
+    if (x < 0.0 && !yint) return EW_NAN;
+    bool odd = yint && !isinf(y) && abs(y) < 16777216.0 && fract(y * 0.5) != 0.0;
+    float ax = abs(x), r;
+    if (ax == 0.0) {
+        r = y > 0.0 ? 0.0 : EW_INF;
+    } else if (isinf(ax)) {
+        r = y > 0.0 ? EW_INF : 0.0;
+    } else if (yint && abs(y) <= 64.0) {
+        int n = int(abs(y));
+        float p = ax;
+        r = 1.0;
+        while (n > 0) {
+            if ((n & 1) != 0) r *= p;
+            p *= p;
+            n >>= 1;
+        }
+        if (y < 0.0) r = 1.0 / r;
+    } else {
+        r = exp2(y * log2(ax));
+    }
+    return (odd && ew_signbit(x)) ? -r : r;
+}
+
+float ew_binop(float a, float b) {
+#if OP == 0
+    return a + b;
+#elif OP == 1
+    return a - b;
+#elif OP == 2
+    return a * b;
+#elif OP == 3
+    return ew_div(a, b);
+#elif OP == 4
+    return ew_pow(a, b);
+#elif OP == 5
+    float d = a - b;
+    return d * d;
+#elif OP == 6
+    return a > b ? a : b;
+#elif OP == 7
+    return a < b ? a : b;
+#elif OP == 8
+    return ew_floor_div(a, b);
+#elif OP == 9
+    return ew_floor_mod(a, b);
+#else
+    return a >= 0.0 ? a : a * b;
+#endif
+}
+
+float ew_act(float v) {
+#if OP <= 3
+    // ops with a fused activation: LiteRT clamps to the activation range, at least
+    // [-FLT_MAX, FLT_MAX] (NaN passes through)
+    if (isnan(v)) return v;
+    v = clamp(v, -EW_FLT_MAX, EW_FLT_MAX);
+#endif
+    return gpuc_act(v);
+}
+#endif
+
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+#if SAME_SHAPE
+    int ia = int(gid), ib = int(gid);
+#else
+    int t = int(gid), ia = 0, ib = 0;
+    for (int d = RANK - 1; d >= 0; --d) {
+        int c = t % OUT_SHAPE[d];
+        t /= OUT_SHAPE[d];
+        ia += c * A_STRIDES[d];
+        ib += c * B_STRIDES[d];
+    }
+#endif
+#if IS_INT
+    int v = ew_act(ew_binop(int(ew_bits(a[ia])), int(ew_bits(b[ib]))));
+    ew_put(out_[gid], uint(v));
+#else
+    float v = ew_act(ew_binop(uintBitsToFloat(ew_bits(a[ia])), uintBitsToFloat(ew_bits(b[ib]))));
+    ew_put(out_[gid], floatBitsToUint(v));
+#endif
+}

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -12,7 +12,7 @@ from gpuc.compiler import ops
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph
-from gpuc.compiler.passes import PIPELINE, run_passes
+from gpuc.compiler.passes import run_passes
 from gpuc.compiler.passes.memory import align, lifetimes, lower_bound, plan_arena
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
@@ -38,6 +38,7 @@ def _unsupported_message(bad) -> str:
 
 def output_copies(graph: Graph) -> list[Kernel]:
     """Graph outputs that are constants or graph inputs get their own arena copy."""
+    from gpuc.compiler.ops.math import words
     from gpuc.compiler.ops.shape import copy_kernel
     kernels = []
     for pos, tid in enumerate(graph.outputs):
@@ -45,7 +46,9 @@ def output_copies(graph: Graph) -> list[Kernel]:
         if t.is_const or tid in graph.inputs:
             new = graph.add_tensor(t.name, t.shape, t.dtype, quant=t.quant)
             graph.outputs[pos] = new
-            kernels.append(copy_kernel(tid, new, [t.size], [1], [1], label=f"output copy of {t.name}"))
+            src, dst = words(graph, tid), words(graph, new)       # 1-byte dtypes move as whole words
+            n = graph.t(src).size
+            kernels.append(copy_kernel(src, dst, [n], [1], [1], label=f"output copy of {t.name}"))
     return kernels
 
 

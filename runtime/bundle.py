@@ -81,7 +81,7 @@ class Bundle:
     shaders: list
     dispatches: list
     arena_bytes: int
-    weights: "np.ndarray"                    # uint8
+    weights: object                          # numpy uint8 array
     options: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     compiler_version: str = ""
@@ -163,7 +163,6 @@ def header_stats(data) -> dict:
 
 
 def read_bundle(data) -> Bundle:
-    import numpy as np
     head = read_header(data)
     try:
         p = flatbuf.read(head["payload"], BUNDLE_SCHEMA, "Payload")

@@ -212,11 +212,11 @@ float ew_binop(float a, float b) {
 float ew_act(float v) {
 #if OP <= 3
     // ops with a fused activation: LiteRT clamps to the activation range, at least
-    // [-FLT_MAX, FLT_MAX] (NaN passes through)
-    if (isnan(v)) return v;
-    v = clamp(v, -EW_FLT_MAX, EW_FLT_MAX);
-#endif
+    // [-FLT_MAX, FLT_MAX] (NaN passes through); gpuc_act does both
     return gpuc_act(v);
+#else
+    return v;                       // no activation range in LiteRT: +-inf pass through
+#endif
 }
 #endif
 

@@ -23,9 +23,12 @@ float gpuc_apply(float v, int code) {
     return v;
 }
 
+// Fused-activation epilogue, as LiteRT's float kernels apply it: clamp to the activation range,
+// whose outer bounds are +-FLT_MAX (so +-inf become +-FLT_MAX; NaN stays NaN).
+float gpuc_finite(float v) { return abs(v) > 3.40282347e38 ? sign(v) * 3.40282347e38 : v; }
 #ifdef GPUC_TEST_BROKEN
 // Test hook only (GPUC_TEST_BREAK_OP): a deliberately wrong epilogue, for `gpuc verify --per-op` tests.
-float gpuc_act(float v) { return gpuc_apply(v, ACT) + 0.5; }
+float gpuc_act(float v) { return gpuc_finite(gpuc_apply(v, ACT)) + 0.5; }
 #else
-float gpuc_act(float v) { return gpuc_apply(v, ACT); }
+float gpuc_act(float v) { return gpuc_finite(gpuc_apply(v, ACT)); }
 #endif

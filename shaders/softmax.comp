@@ -1,4 +1,36 @@
-// SOFTMAX over the last axis: one invocation = one row of D elements.  Defines: D BETA
+// SOFTMAX over the last axis (D elements per row), out = exp((x - max) * BETA) / sum.
+// ROW_PER_GROUP=0: one invocation per row (short rows).  ROW_PER_GROUP=1: one workgroup per row,
+// invocations stride over the row and reduce max and sum through shared memory (long rows).
+#if ROW_PER_GROUP
+shared float red[gl_WorkGroupSize.x];
+
+float wg_reduce(float v, bool is_max) {
+    uint l = gl_LocalInvocationID.x;
+    red[l] = v;
+    barrier();
+    for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+        if (l < s) red[l] = is_max ? max(red[l], red[l + s]) : red[l] + red[l + s];
+        barrier();
+    }
+    float r = red[0];
+    barrier();
+    return r;
+}
+
+void main() {
+    uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (row * gl_WorkGroupSize.x >= TOTAL) return;      // whole workgroup leaves together
+    int b = int(row) * D;
+    int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
+    float m = -1.0 / 0.0;
+    for (int i = l; i < D; i += n) m = max(m, x[b + i]);
+    m = wg_reduce(m, true);
+    float s = 0.0;
+    for (int i = l; i < D; i += n) s += exp((x[b + i] - m) * BETA);
+    float inv = 1.0 / wg_reduce(s, false);
+    for (int i = l; i < D; i += n) out_[b + i] = exp((x[b + i] - m) * BETA) * inv;
+}
+#else
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
@@ -10,3 +42,4 @@ void main() {
     float inv = 1.0 / s;
     for (int i = 0; i < D; ++i) out_[b + i] = exp((x[b + i] - m) * BETA) * inv;
 }
+#endif

@@ -14,5 +14,8 @@ void main() {
 #elif FN == 5
     v = clamp(v, -1.0, 1.0);
 #endif
-    out_[gid] = gpuc_act(v);
+#if ACT
+    v = gpuc_act(v);
+#endif
+    out_[gid] = v;                  // standalone activations do not clamp +-inf (as in LiteRT)
 }

@@ -32,3 +32,13 @@ def no_validation_messages():
     yield
     new = validation.MESSAGES[start:]
     assert not new, f"{len(new)} Vulkan validation message(s):\n" + "\n".join(new[:5])
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    """One Vulkan device for every op test module (tests/test_ops.py: GpuRunner)."""
+    pytest.importorskip("vulkan")
+    from test_ops import GpuRunner
+    r = GpuRunner()
+    yield r
+    r.close()

@@ -47,13 +47,6 @@ class GpuRunner:
             self._device = None
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    r = GpuRunner()
-    yield r
-    r.close()
-
-
 def assert_close(outs, refs, shapes, dtypes):
     assert len(outs) == len(refs) == len(shapes)
     for i, (o, r, shape, dt) in enumerate(zip(outs, refs, shapes, dtypes)):

@@ -12,16 +12,9 @@ import pytest
 pytest.importorskip("vulkan")
 
 from litert_ref import run_litert  # noqa: E402
-from test_ops import GpuRunner  # noqa: E402
+
 from test_ops_math import I32_MAX, I32_MIN, Const, check, check_rejected, frand, irand, one_op  # noqa: E402
 from tflite_builder import ModelBuilder  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    r = GpuRunner()
-    yield r
-    r.close()
 
 
 def brand(shape, seed):

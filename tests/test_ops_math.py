@@ -15,17 +15,10 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from litert_ref import run_litert  # noqa: E402
-from test_ops import GpuRunner  # noqa: E402
+
 from tflite_builder import ModelBuilder  # noqa: E402
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    r = GpuRunner()
-    yield r
-    r.close()
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -11,15 +11,8 @@ import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from litert_ref import run_litert  # noqa: E402
 from test_builder import rnd, seed_of  # noqa: E402
-from test_ops import GpuRunner, assert_close  # noqa: E402
+from test_ops import assert_close  # noqa: E402
 from tflite_builder import ModelBuilder  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    r = GpuRunner()
-    yield r
-    r.close()
 
 
 def resize_model(op, in_shape, size, align_corners, half_pixel, const_size=True):

@@ -12,17 +12,10 @@ import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from litert_ref import run_litert  # noqa: E402
 from test_builder import np_act, rnd, seed_of  # noqa: E402
-from test_ops import GpuRunner, assert_close  # noqa: E402
+from test_ops import assert_close  # noqa: E402
 from tflite_builder import ModelBuilder, write_root  # noqa: E402
 
 CUSTOM = "Convolution2DTransposeBias"
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    r = GpuRunner()
-    yield r
-    r.close()
 
 
 def scatter_ref(x, w, b, out_hw, sh, sw, pt, pl):

@@ -35,7 +35,7 @@ VARIANTS = {
             {}, ["out_", "x"]),
     "reduce": (dict(NK=1, K_SHAPE=[4], K_STRIDES=[1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[12, 4], RCOUNT=6),
                {"OP": [0, 1, 2, 3, 4]}, ["out_", "x"]),
-    "softmax": (dict(D=10, BETA=1.0), {}, ["out_", "x"]),
+    "softmax": (dict(D=10, BETA=1.0), {"ROW_PER_GROUP": [0, 1]}, ["out_", "x"]),
     "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1),
                {"OP": [0, 1], "ACT": ACTS}, ["out_", "x"]),
 }

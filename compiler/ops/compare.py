@@ -19,7 +19,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.math import BYTE_DTYPES, KIND, broadcast_reason, dtype_reason, geometry, words
-from gpuc.compiler.ops.util import checked, size
+from gpuc.compiler.ops.util import checked
 
 COMPARE = {"LESS": 0, "LESS_EQUAL": 1, "GREATER": 2, "GREATER_EQUAL": 3, "EQUAL": 4, "NOT_EQUAL": 5,
            "LOGICAL_AND": 6, "LOGICAL_OR": 7, "LOGICAL_NOT": 8}

@@ -55,5 +55,9 @@ def _check_softmax(node, graph):
 def lower_softmax(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     d = x.shape[-1]
-    defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)))
-    return [Kernel("softmax", [("out_", y.id), ("x", x.id)], x.size // d, defines, node.label())]
+    rows = x.size // d
+    wide = d >= 64                                   # long rows: one workgroup per row
+    local = 128 if d >= 512 else 64
+    defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)), ROW_PER_GROUP=int(wide))
+    return [Kernel("softmax", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
+                   node.label(), local_x=local if wide else 64)]

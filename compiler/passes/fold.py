@@ -44,7 +44,8 @@ def _value(graph: Graph, node: Node):
     if node.op == "TRANSPOSE":
         return np.ascontiguousarray(np.transpose(x, [int(p) for p in ins[1].data.reshape(-1)]))
     if node.op == "CAST":
-        return x.astype(out.dtype)
+        from gpuc.compiler.ops.compare import litert_cast
+        return litert_cast(x, out.dtype)
     return None
 
 

@@ -115,3 +115,32 @@ def test_malformed_operators_are_refused_by_the_registry(inputs, outputs, msg):
     mb.output(y)
     with pytest.raises(UnsupportedError, match=msg):
         gpuc.compile(mb.finish(), cache=False)
+
+
+@pytest.mark.parametrize("op,pads,padding", [
+    ("CONV_2D", [[0, 0], [1, 1], [1, 1], [0, 0]], "VALID"),
+    ("CONV_2D", [[0, 0], [0, 1], [2, 0], [0, 0]], "VALID"),
+    ("DEPTHWISE_CONV_2D", [[0, 0], [1, 2], [0, 1], [0, 0]], "SAME"),
+])
+def test_pad_folds_into_conv(op, pads, padding):
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 6, 5, 4])
+    ph, pw = 6 + sum(pads[1]), 5 + sum(pads[2])
+    p = mb.tensor("p", [1, ph, pw, 4])
+    mb.op("PAD", [x, mb.const("pads", np.array(pads, np.int32))], [p])
+    oh, ow = (ph - 2, pw - 2) if padding == "VALID" else (ph, pw)
+    y = mb.tensor("y", [1, oh, ow, 4])
+    if op == "CONV_2D":
+        mb.op(op, [p, mb.const("w", rnd((4, 3, 3, 4), 1)), mb.const("b", rnd((4,), 2))], [y],
+              padding=padding, stride_h=1, stride_w=1)
+    else:
+        mb.op(op, [p, mb.const("w", rnd((1, 3, 3, 4), 1)), mb.const("b", rnd((4,), 2))], [y],
+              padding=padding, stride_h=1, stride_w=1, depth_multiplier=1)
+    mb.output(y)
+    model = mb.finish()
+    g = load_tflite(model).main
+    run_passes(g)
+    assert [n.op for n in g.nodes] == [op]
+    x0 = rnd((1, 6, 5, 4), 3)
+    with gpuc.load(gpuc.compile(model, cache=False)) as m:
+        np.testing.assert_allclose(m.run([x0])[0], run_litert(model, [x0])[0], rtol=1e-4, atol=1e-5)

@@ -34,7 +34,9 @@ def _window(node, graph, kh, kw):
         raise ValueError(f"strides ({sh},{sw}) and dilations ({dh},{dw}) must be >= 1")
     if pad not in (PADDING_SAME, PADDING_VALID):
         raise ValueError(f"padding {pad} not supported")
-    n, h, w, c = x.shape
+    n, h0, w0, c = x.shape
+    et, eb, el, er = a.get("_pad", (0, 0, 0, 0))      # a PAD folded into this op (fold_pad pass)
+    h, w = h0 + et + eb, w0 + el + er
     on, oh, ow, oc = y.shape
     if pad == PADDING_SAME:
         exp = (-(-h // sh), -(-w // sw))
@@ -43,9 +45,9 @@ def _window(node, graph, kh, kw):
     if on != n or (oh, ow) != exp:
         raise ValueError(f"output shape {list(y.shape)} does not match input {list(x.shape)} "
                          f"with kernel {kh}x{kw}, strides {sh}x{sw}, {'SAME' if pad == 0 else 'VALID'}")
-    pt = same_padding(h, kh, sh, dh, oh, pad)
-    pl = same_padding(w, kw, sw, dw, ow, pad)
-    return dict(N=n, H=h, W=w, OH=oh, OW=ow, SH=sh, SW=sw, DH=dh, DW=dw, PT=pt, PL=pl), c, oc
+    pt = et + same_padding(h, kh, sh, dh, oh, pad)
+    pl = el + same_padding(w, kw, sw, dw, ow, pad)
+    return dict(N=n, H=h0, W=w0, OH=oh, OW=ow, SH=sh, SW=sw, DH=dh, DW=dw, PT=pt, PL=pl), c, oc
 
 
 @checked

@@ -89,3 +89,34 @@ def reshape_as_view(graph: Graph) -> None:
                 and graph.t(node.inputs[0]).dtype == graph.t(node.outputs[0]).dtype:
             graph.aliases[node.outputs[0]] = node.inputs[0]
             graph.nodes.remove(node)
+
+
+def fold_pad(graph: Graph) -> None:
+    """A zero PAD of H/W feeding only a CONV_2D / DEPTHWISE_CONV_2D becomes extra leading/trailing
+    padding of that conv (its bounds checks read zeros there); the padded tensor is never built."""
+    import numpy as np
+    users = graph.consumers()
+    for pad in list(graph.nodes):
+        if pad.op not in ("PAD", "PADV2") or len(pad.inputs) < 2 or len(pad.outputs) != 1 or min(pad.inputs) < 0:
+            continue
+        out = pad.outputs[0]
+        consumers = users.get(out, [])
+        p = graph.t(pad.inputs[1])
+        x = graph.t(pad.inputs[0])
+        if (len(consumers) != 1 or out in graph.outputs or not p.is_const or len(x.shape) != 4
+                or consumers[0].op not in ("CONV_2D", "DEPTHWISE_CONV_2D") or consumers[0].inputs[0] != out
+                or "_pad" in consumers[0].attrs):
+            continue
+        if pad.op == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
+            v = graph.t(pad.inputs[2])
+            if not v.is_const or np.asarray(v.data).reshape(-1)[0] != 0:
+                continue
+        pads = np.asarray(p.data).reshape(-1, 2)
+        if pads.shape[0] != 4 or (pads < 0).any() or pads[0].any() or pads[3].any():
+            continue
+        conv = consumers[0]
+        conv.attrs["_pad"] = (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))
+        conv.inputs[0] = pad.inputs[0]
+        conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
+        graph.nodes.remove(pad)
+        users = graph.consumers()

@@ -274,6 +274,23 @@ def cache_clear():
     click.echo(f"removed {clear()} entries")
 
 
+@main.command("ops")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def ops_cmd(as_json):
+    """List the ops gpuc runs on the GPU (the registry), with dtypes and notes."""
+    from gpuc.compiler.ops import REGISTRY
+    from gpuc.compiler.passes.fold import FOLDABLE
+    rows = [{"op": d.name, "dtypes": sorted(d.dtypes), "summary": d.summary} for d in
+            sorted(REGISTRY.values(), key=lambda d: d.name)]
+    if as_json:
+        click.echo(json.dumps({"gpu": rows, "folded_when_constant": sorted(FOLDABLE)}))
+        return
+    for r in rows:
+        click.echo(f"{r['op']:<34} {','.join(r['dtypes']):<28} {r['summary']}")
+    click.echo(f"folded at compile time when their inputs are constant: {', '.join(sorted(FOLDABLE))}")
+
+
 @main.command("devices")
 @guarded
 def devices_cmd():

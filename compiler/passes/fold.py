@@ -11,6 +11,9 @@ import numpy as np
 from gpuc.compiler.ir import Graph, Node
 
 
+FOLDABLE = ("DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CAST", "SHAPE")
+
+
 def dequantize(t) -> np.ndarray:
     data = t.data
     if data.dtype == np.float16:

@@ -12,7 +12,7 @@ uint gpuc_gid() {
 }
 
 // Epilogue activations (codes are gpuc's, not TFLite's enum):
-// 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic.  `code` is always a constant,
+// 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic, 6 hard swish.  `code` is always a constant,
 // so the compiler folds the branches away.
 float gpuc_apply(float v, int code) {
     if (code == 1) return max(v, 0.0);
@@ -20,6 +20,7 @@ float gpuc_apply(float v, int code) {
     if (code == 3) return clamp(v, 0.0, 6.0);
     if (code == 4) return tanh(clamp(v, -10.0, 10.0));
     if (code == 5) return 1.0 / (1.0 + exp(-v));
+    if (code == 6) return v * clamp(v + 3.0, 0.0, 6.0) / 6.0;          // hard swish
     return v;
 }
 

@@ -10,7 +10,7 @@ import itertools
 
 from gpuc.compiler.codegen.kernel import Kernel
 
-ACTS = [0, 1, 2, 3, 4, 5]
+ACTS = [0, 1, 2, 3, 4, 5, 6]
 _GEOM = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1)
 _GEMM = dict(_GEOM, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8, TM=2, TN=2,
              TILES_M=2, TILES_N=1, NWG=4)

@@ -10,7 +10,7 @@ from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code
 
 EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
-ACT_OPS = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "LOGISTIC": 5}
+ACT_OPS = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "LOGISTIC": 5, "HARD_SWISH": 6}
 ACT_HOSTS = EPILOGUE_OPS | {"ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D"}
 
 

@@ -70,7 +70,8 @@ def lower_graph(graph: Graph) -> list[Kernel]:
     broken = os.environ.get("GPUC_TEST_BREAK_OP")      # test hook: miscompile one op on purpose
     kernels = []
     for n in graph.nodes:
-        ks = ops.lower(n, graph)
+        from gpuc.compiler.passes.quant import apply_fake_quant
+        ks = apply_fake_quant(n, graph, ops.lower(n, graph))
         if ks:
             ks[0].flops = estimate_flops(n, graph)
         if broken and n.op == broken:
@@ -84,12 +85,23 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
     from gpuc.compiler.codegen.glslang import compile_glsl
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
     used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
+    # variable tensors (LSTM state) are runtime state: arena tensors that live for the whole
+    # program (never share bytes), set from a weights copy of their initial value at load/reset
+    state_pairs = []
+    for t in [t for t in used if graph.t(t).is_variable and graph.storage(t) == t]:
+        v = graph.t(t)
+        init = np.zeros(v.shape, v.dtype) if v.data is None else np.array(v.data, v.dtype).reshape(v.shape)
+        v.data = None
+        state_pairs.append((t, graph.add_const(f"{v.name}/initial", init)))
+    used += [c for _, c in state_pairs]
     consts = [t for t in used if graph.t(t).is_const]
     roots = [t for t in used if not graph.t(t).is_const and graph.storage(t) == t]
     nbytes = {t: graph.t(t).nbytes for t in used}
     st = graph.storage
     kernels_on_roots = [Kernel(k.template, [(n, st(t)) for n, t in k.bindings], 0) for k in kernels]
-    life = lifetimes(kernels_on_roots, set(roots), [st(t) for t in graph.inputs], [st(t) for t in graph.outputs])
+    persistent = [t for t, _ in state_pairs]
+    life = lifetimes(kernels_on_roots, set(roots), [st(t) for t in graph.inputs] + persistent,
+                     [st(t) for t in graph.outputs] + persistent)
     placement, arena = plan_arena(life, nbytes)
     woff, blobs = {}, []
     cursor = 0
@@ -123,7 +135,8 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
                  naive_bytes=sum(nbytes[t] for t in roots), weights_bytes=int(weights.nbytes),
                  layout_conversions=0, views=len(graph.aliases))
     b = B.Bundle(name, tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], shaders,
-                 dispatches, arena, weights, options, stats, __version__, fp)
+                 dispatches, arena, weights, options, stats, __version__, fp,
+                 state_init=[(index[t], index[c]) for t, c in state_pairs])
     return B.write_bundle(b)
 
 

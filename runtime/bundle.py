@@ -38,7 +38,7 @@ BUNDLE_SCHEMA = {
                 "tensors": (2, "[table:TensorInfo]", None), "inputs": (3, "[I]", None),
                 "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
                 "dispatches": (6, "[table:Dispatch]", None), "arena_bytes": (7, "Q", 0),
-                "weights": (8, "[B]", None)},
+                "weights": (8, "[B]", None), "state_init": (9, "[I]", None)},
 }
 
 
@@ -88,6 +88,7 @@ class Bundle:
     fingerprint: str = ""
     format_version: int = FORMAT_VERSION
     checksum: str = ""                       # set by read_bundle (identifies the exact bundle)
+    state_init: list = field(default_factory=list)   # [(arena tensor, weights tensor with its initial value)]
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -113,6 +114,7 @@ def write_bundle(b: Bundle) -> bytes:
                         "push_constants": np.frombuffer(d.push_constants, np.uint8),
                         "groups": list(d.groups), "label": d.label, "flops": d.flops} for d in b.dispatches],
         "arena_bytes": b.arena_bytes, "weights": b.weights,
+        "state_init": [int(x) for pair in b.state_init for x in pair] or None,   # absent when stateless
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -187,9 +189,17 @@ def read_bundle(data) -> Bundle:
                     for d in p["dispatches"] or []],
         arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
         compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",
-        format_version=head["format_version"], checksum=head["checksum"] or "")
+        format_version=head["format_version"], checksum=head["checksum"] or "",
+        state_init=_pairs(p["state_init"]))
     validate(b)
     return b
+
+
+def _pairs(v) -> list:
+    flat = [int(x) for x in _arr(v)]
+    if len(flat) % 2:
+        raise BundleError("corrupt bundle: state_init has an odd number of entries")
+    return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
 
 def _arr(v):
@@ -219,6 +229,10 @@ def validate(b: Bundle) -> None:
         for i in idx:
             if not 0 <= i < nt or b.tensors[i].memory != ARENA:
                 raise BundleError(f"corrupt bundle: {kind} refers to bad tensor {i}")
+    for dst, src in b.state_init:
+        if not (0 <= dst < nt and 0 <= src < nt) or b.tensors[dst].memory != ARENA \
+                or b.tensors[src].memory != WEIGHTS or b.tensors[dst].nbytes != b.tensors[src].nbytes:
+            raise BundleError(f"corrupt bundle: state_init refers to bad tensors ({dst}, {src})")
     for j, s in enumerate(b.shaders):
         if len(s.spirv) < 20 or len(s.spirv) % 4 or s.spirv[:4] != b"\x03\x02\x23\x07":
             raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not SPIR-V")

@@ -128,6 +128,33 @@ class LoadedModel:
         slot.handle = RunHandle(self, slot)
         return slot.handle
 
+    @property
+    def has_state(self) -> bool:
+        """True when the model keeps variable tensors (e.g. LSTM state) across runs."""
+        return bool(self.bundle.state_init)
+
+    def reset_state(self) -> None:
+        """Restore every variable tensor (e.g. LSTM state) to its initial value.  Waits for the runs
+        in flight first (their outputs stay with their handles)."""
+        while True:
+            with self._lock:
+                self._check_open()
+                busy = [sl for sl in self._slots if sl.busy]
+                if not busy:
+                    for sl in self._slots:
+                        sl.busy = True          # no run starts during the copy
+                    break
+            h = busy[0].handle
+            if h is not None:
+                h.wait()
+            else:                               # being submitted, or a run_in_place: poll
+                busy[0].handle_done.wait(0.001)
+        try:
+            self._init_state()
+        finally:
+            for sl in self._slots:
+                sl.busy = False
+
     def input_view(self, i: int = 0, slot: int = 0):
         """numpy array backed by the mapped input staging memory of `slot` (write it, then run_in_place)."""
         self._check_open()
@@ -256,7 +283,7 @@ class LoadedModel:
         self._in_specs, in_bytes = _layout_io(b, b.inputs)
         self._out_specs, out_bytes = _layout_io(b, b.outputs)
         self._arena, _, _ = self._buffer(b.arena_bytes, _STORAGE | _SRC | _DST)
-        self._weights, _, wsize = self._buffer(b.weights.nbytes, _STORAGE | _DST)
+        self._weights, _, wsize = self._buffer(b.weights.nbytes, _STORAGE | _SRC | _DST)
         self._slots, self._seq = [], 0
         for _ in range(self.n_slots):
             sl = _Slot()
@@ -266,6 +293,7 @@ class LoadedModel:
             sl.out_views = self._views(vk.vkMapMemory(dev, out_mem, 0, out_size, 0), self._out_specs)
             self._slots.append(sl)
         self._upload_weights()
+        self._init_state()
         self._make_pipelines()
         self._make_descriptors()
         self.timestamps = commands.timestamps_supported(self.device)
@@ -289,6 +317,22 @@ class LoadedModel:
         finally:
             vk.vkDestroyBuffer(self.dev, sbuf, None)
             vk.vkFreeMemory(self.dev, smem, None)
+
+    def _init_state(self):
+        """Copy every variable tensor's initial value (weights) into its arena bytes."""
+        b = self.bundle
+        regions = [vk.VkBufferCopy(srcOffset=b.tensors[src].offset, dstOffset=b.tensors[dst].offset,
+                                   size=b.tensors[dst].nbytes) for dst, src in b.state_init if b.tensors[dst].nbytes]
+        if not regions:
+            return
+
+        def rec(cmd):
+            # after any earlier run on this queue; the next run's first barrier covers these writes
+            commands.barrier(cmd, commands.T | commands.C, commands.T,
+                             vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | commands.RW
+                             | vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+            vk.vkCmdCopyBuffer(cmd, self._weights, self._arena, len(regions), regions)
+        self.device.one_shot(rec)
 
     def _make_pipelines(self):
         dev, b = self.dev, self.bundle

@@ -5,6 +5,17 @@
 #ifndef ACT2
 #define ACT2 0
 #endif
+#ifndef FQ
+#define FQ 0
+#endif
+#ifndef FQM
+#define FQM 0
+#endif
+#ifndef RESIDUAL
+#define GPUC_RES 0
+#else
+#define GPUC_RES RESIDUAL
+#endif
 
 // Linear invocation index over a (possibly 2-D) grid of 1-D workgroups.
 uint gpuc_gid() {
@@ -27,9 +38,55 @@ float gpuc_apply(float v, int code) {
 // Fused-activation epilogue, as LiteRT's float kernels apply it: clamp to the activation range,
 // whose outer bounds are +-FLT_MAX (so +-inf become +-FLT_MAX; NaN stays NaN).
 float gpuc_finite(float v) { return abs(v) > 3.40282347e38 ? sign(v) * 3.40282347e38 : v; }
+// Simulated quantization ("fake quant") of a quantized output tensor (FQ_SCALE FQ_ZP FQ_MIN FQ_MAX):
+// q = clamp(round_half_away_from_zero(v / scale) + zp, qmin, qmax); v = (q - zp) * scale.
+// rs >= 0: LiteRT's gemm requantization (ruy, x86): round to 2^-rs steps, then to an integer, both
+// ties upward (rs: the multiplier's right shift); 64 + rs: the same, ties away from zero
+// (gemmlowp's MultiplyByQuantizedMultiplier); rs < 0: one rounding, ties away from zero.
+float gpuc_fq_to(float v, float s, float zp, float lo, float hi, int rs) {
+    float r = v / s;
+    if (rs >= 64) {                                  // 64 + rs: both roundings ties away from zero
+        float p = exp2(float(rs - 64));
+        float h = sign(r) * floor(abs(r) * p + 0.5);
+        r = sign(h) * floor(abs(h) / p + 0.5);
+    } else if (rs >= 0) {
+        float p = exp2(float(rs));
+        r = floor((floor(r * p + 0.5) + 0.5 * p) / p);
+    } else {
+        r = sign(r) * floor(abs(r) + 0.5);
+    }
+    return (clamp(r + zp, lo, hi) - zp) * s;
+}
+#ifndef FQ_RS
+#define FQ_RS -1
+#endif
+#ifndef FQM_RS
+#define FQM_RS -1
+#endif
+#if FQ
+float gpuc_fq(float v) { return gpuc_fq_to(v, FQ_SCALE, float(FQ_ZP), float(FQ_MIN), float(FQ_MAX), FQ_RS); }
+#else
+float gpuc_fq(float v) { return v; }
+#endif
+#if FQ && GPUC_RES
+// with a fused residual, gpuc_act rounds to the producer's own output grid (when it had one)
+#if FQM
+float gpuc_fq_mid(float v) { return gpuc_fq_to(v, FQM_SCALE, float(FQM_ZP), float(FQM_MIN), float(FQM_MAX), FQM_RS); }
+#else
+float gpuc_fq_mid(float v) { return v; }
+#endif
+#else
+float gpuc_fq_mid(float v) { return gpuc_fq(v); }
+#endif
 #ifdef GPUC_TEST_BROKEN
 // Test hook only (GPUC_TEST_BREAK_OP): a deliberately wrong epilogue, for `gpuc verify --per-op` tests.
 float gpuc_act(float v) { return gpuc_finite(gpuc_apply(v, ACT)) + 0.5; }
 #else
-float gpuc_act(float v) { return gpuc_finite(gpuc_apply(v, ACT)); }
+float gpuc_act(float v) { return gpuc_fq_mid(gpuc_finite(gpuc_apply(v, ACT))); }
+#endif
+#if FQ && GPUC_RES
+// Fused residual ADD: gpuc_act rounded to the producer's own grid (FQM_*); the templates' residual
+// step `gpuc_apply(v + res, ACT2)` is the ADD, rounded to the output's grid here.
+float gpuc_apply_res(float v, int code) { return gpuc_fq(gpuc_apply(v, code)); }
+#define gpuc_apply gpuc_apply_res
 #endif

@@ -16,7 +16,7 @@ void main() {
         di += c * DST_STRIDES[d];
     }
 #endif
-#if ACT
+#if ACT || FQ
     out_[di] = gpuc_act(x[si]);
 #else
     out_[di] = x[si];

@@ -14,7 +14,7 @@ void main() {
 #elif FN == 5
     v = clamp(v, -1.0, 1.0);
 #endif
-#if ACT
+#if ACT || FQ
     v = gpuc_act(v);
 #endif
     out_[gid] = v;                  // standalone activations do not clamp +-inf (as in LiteRT)

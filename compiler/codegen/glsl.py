@@ -52,8 +52,8 @@ def render(k: Kernel, dtypes: dict) -> str:
         ty = GLSL_TYPE[dtypes[tid]]
         if name in k.vec4:
             ty = VEC4_TYPE[ty]
-        qual = "writeonly" if slot == 0 else "readonly"
-        lines.append(f"layout(set = 0, binding = {slot}) {qual} buffer B{slot} {{ {ty} {name}[]; }};")
+        qual = "" if name in k.rw else "writeonly " if slot == 0 else "readonly "
+        lines.append(f"layout(set = 0, binding = {slot}) {qual}buffer B{slot} {{ {ty} {name}[]; }};")
     lines += consts
     lines.append(template_source("common.glsl"))
     lines.append(template_source(k.template + ".comp"))

@@ -6,7 +6,8 @@ read.  `invocations` is the number of logical threads; codegen turns it into a w
 `local_x`-wide 1-D workgroups (a template that works per workgroup sets invocations to
 workgroups * local_x).  `vec4` names bindings declared as 4-vectors of their scalar type (vec4 for
 float32) instead of scalars: the tensor's offset is 256-byte aligned, so whole-vec4 loads/stores
-are valid when the template only indexes the first size/4 elements.
+are valid when the template only indexes the first size/4 elements.  `rw` names bindings the
+template both reads and writes (declared without readonly/writeonly: e.g. LSTM state updated in place).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class Kernel:
     label: str = ""
     local_x: int = LOCAL_X
     vec4: tuple = ()                     # binding names declared as vec4 / ivec4 / uvec4 arrays
+    rw: tuple = ()                       # binding names declared read-write (no memory qualifier)
 
     def groups(self) -> tuple[int, int, int]:
         g = max(1, -(-self.invocations // self.local_x))

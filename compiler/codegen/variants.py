@@ -11,33 +11,35 @@ import itertools
 from gpuc.compiler.codegen.kernel import Kernel
 
 ACTS = [0, 1, 2, 3, 4, 5, 6]
+_FQ = dict(FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127)
 _GEOM = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1)
-_GEMM = dict(_GEOM, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8, TM=2, TN=2,
+_GEMM = dict(_GEOM, **_FQ, FQM=1, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8,
+             TM=2, TN=2,
              TILES_M=2, TILES_N=1, NWG=4)
-_DW = dict(_GEOM, CI=4, CO=8, MULT=2, CG=2, OXB=1)
+_DW = dict(_GEOM, **_FQ, FQM=1, CI=4, CO=8, MULT=2, CG=2, OXB=1)
 _ND = dict(RANK=3, SHAPE=[2, 3, 4], SRC_STRIDES=[12, 4, 1], DST_STRIDES=[24, 8, 1], SRC_OFFSET=0, DST_OFFSET=4)
 
 VARIANTS = {
     "gemm": (_GEMM, {"IM2COL": [0, 1], "VEC_A": [0, 1], "B_T": [0, 1], "KS": [1, 2], "HAS_BIAS": [0, 1],
-                     "RESIDUAL": [0, 1], "ACT": [0, 3], "ACT2": [0, 1]},
+                     "RESIDUAL": [0, 1], "ACT": [0, 3], "ACT2": [0, 1], "FQ": [0, 1]},
              ["out_", "x", "w", "bias", "res"], {},
              lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]) * d["KS"],
                             vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),
     "depthwise": (_DW, {"VEC": [0, 1], "PX": [1, 3], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 3, 5],
-                        "ACT2": [0, 1]},
+                        "ACT2": [0, 1], "FQ": [0, 1]},
                   ["out_", "x", "w", "bias", "res"], {},
                   lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ())),
-    "binary": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1]),
-               {"OP": [0, 1, 2], "ACT": ACTS, "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
-    "unary": ({}, {"FN": [0, 1, 2, 3, 4, 5]}, ["out_", "x"]),
-    "copy_nd": (_ND, {"CONTIGUOUS": [0, 1], "ACT": ACTS}, ["out_", "x"]),
+    "binary": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1], **_FQ),
+               {"OP": [0, 1, 2], "ACT": ACTS, "SAME_SHAPE": [0, 1], "FQ": [0, 1]}, ["out_", "a", "b"]),
+    "unary": (dict(_FQ), {"FN": [0, 1, 2, 3, 4, 5], "FQ": [0, 1]}, ["out_", "x"]),
+    "copy_nd": (dict(_ND, **_FQ), {"CONTIGUOUS": [0, 1], "ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"]),
     "pad": (dict(RANK=2, OUT_SHAPE=[4, 5], IN_SHAPE=[2, 3], IN_STRIDES=[3, 1], PAD_LO=[1, 1], PAD_VALUE=0.5),
             {}, ["out_", "x"]),
     "reduce": (dict(NK=1, K_SHAPE=[4], K_STRIDES=[1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[12, 4], RCOUNT=6),
                {"OP": [0, 1, 2, 3, 4]}, ["out_", "x"]),
     "softmax": (dict(D=10, BETA=1.0), {"ROW_PER_GROUP": [0, 1]}, ["out_", "x"]),
-    "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1),
-               {"OP": [0, 1], "ACT": ACTS}, ["out_", "x"]),
+    "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1, **_FQ),
+               {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"]),
 }
 
 

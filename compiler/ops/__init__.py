@@ -67,7 +67,8 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
         t = graph.t(tid)
         if not t.is_const and t.dtype not in d.dtypes:
             return f"tensor {t.name!r} has dtype {t.dtype} (supported: {', '.join(sorted(d.dtypes))})"
-        if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const:
+        if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const \
+                and not (node.op in ("QUANTIZE", "DEQUANTIZE") and t.dtype in ("int8", "uint8")):
             return f"quantized tensor {t.name!r} ({t.dtype}) not supported yet"
     if d.check is None:
         return None

@@ -37,8 +37,8 @@ def _value(graph: Graph, node: Node):
         if ins[0].shape_signature is not None and any(d < 0 for d in ins[0].shape_signature):
             return None
         return np.asarray(ins[0].shape, dtype=out.dtype)
-    if any(t is not None and not t.is_const for t in ins):
-        return None
+    if any(t is not None and (not t.is_const or t.is_variable) for t in ins):
+        return None                                   # variables (e.g. LSTM state) are runtime values
     x = ins[0].data
     if node.op == "DEQUANTIZE":
         return dequantize(ins[0])

@@ -1,0 +1,155 @@
+"""Full-integer quantized models run as float32 programs with *simulated* quantization.
+
+What LiteRT's GPU delegate does: constants are dequantized once, at compile time; activations are
+float32 inside the program, and every op whose output tensor is quantized rounds its result to that
+tensor's grid ("fake quant"): q = clamp(round_half_away(v / scale) + zp, qmin, qmax), v = (q - zp) *
+scale.  The record is `Tensor.fake_quant = (scale, zero_point, qmin, qmax)`; lowering (driver.py
+lower_graph) turns it into the FQ epilogue defines (shaders/common.glsl gpuc_act).
+
+Graph inputs / outputs keep their int8 / uint8 dtype: a DEQUANTIZE node after each quantized input
+and a QUANTIZE node before each quantized output convert at the boundary (ops/quantize.py).
+QUANTIZE / DEQUANTIZE inside the model become float copies (with fake quant where the output is
+quantized).  int16 activations and per-channel activations are left alone (still unsupported).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.ir import Graph, Node
+
+QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+# ops that see the raw integer values of their inputs (not the real values): left unsupported
+RAW_OPS = {"CAST", "BITCAST"}
+# pre-fusion record of the producer's own output grid (a fused residual ADD needs both roundings)
+MID_ATTR = "_fq_mid"
+RS_ATTR = "_fq_rs"
+RS_OPS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 64}   # op -> rounding mode offset
+
+
+def _quantized_activation(graph: Graph, tid: int) -> bool:
+    t = graph.t(tid)
+    return (not t.is_const and t.dtype in QRANGE and t.quant is not None and t.quant.scale.size == 1
+            and float(t.quant.scale[0]) > 0)
+
+
+def fq_params(t) -> tuple:
+    lo, hi = QRANGE[t.dtype]
+    return (float(np.float32(t.quant.scale[0])), int(t.quant.zero_point[0]) if t.quant.zero_point.size else 0, lo, hi)
+
+
+def _dequantize_const(t) -> None:
+    from gpuc.compiler.passes.fold import dequantize
+    t.data = dequantize(t)
+    t.dtype = "float32"
+    t.quant = None
+
+
+def simulate_quantization(graph: Graph) -> None:
+    users = graph.consumers()
+    prod = graph.producers()
+    touched = {tid for n in graph.nodes if n.op in RAW_OPS for tid in list(n.inputs) + list(n.outputs) if tid >= 0}
+    cands = [tid for tid in range(len(graph.tensors))
+             if _quantized_activation(graph, tid) and tid not in touched
+             and (tid in users or tid in prod or tid in graph.inputs or tid in graph.outputs)]
+    if not cands:
+        return
+    # LiteRT's gemm-based kernels requantize with a double rounding whose first step depends on the
+    # multiplier's right shift (median over channels for per-channel weights)
+    for n in graph.nodes:
+        if n.op in RS_OPS and len(n.inputs) > 1 and n.inputs[1] >= 0 and len(n.outputs) == 1:
+            x, w, y = graph.t(n.inputs[0]), graph.t(n.inputs[1]), graph.t(n.outputs[0])
+            if all(t.quant is not None and t.quant.scale.size for t in (x, w, y)) and y.dtype in QRANGE:
+                m = (float(x.quant.scale[0]) * w.quant.scale.astype(np.float64)) / float(y.quant.scale[0])
+                rs = -np.frexp(m)[1]
+                n.attrs[RS_ATTR] = max(int(np.median(rs)), 0) + RS_OPS[n.op]
+    # constants read by float kernels: dequantize once
+    for n in graph.nodes:
+        if n.op in RAW_OPS:
+            continue
+        for tid in n.inputs:
+            if tid < 0:
+                continue
+            t = graph.t(tid)
+            if t.is_const and t.quant is not None and t.quant.scale.size > 0 \
+                    and t.dtype in ("int8", "uint8", "int16", "int32") and t.data.size:
+                _dequantize_const(t)
+    inputs, outputs = set(graph.inputs), set(graph.outputs)
+    new_nodes_front, new_nodes_back = [], []
+    for tid in cands:
+        t = graph.t(tid)
+        fq = fq_params(t)
+        if tid in inputs:
+            # keep the int8 graph input; consumers read a float copy of its real values
+            f = graph.add_tensor(f"{t.name}#real", t.shape, "float32")
+            for n in users.get(tid, []):
+                n.inputs = [f if i == tid else i for i in n.inputs]
+            new_nodes_front.append(Node("DEQUANTIZE", [tid], [f], attrs={"boundary": True}))
+            continue
+        if tid in outputs:
+            # producer writes a fake-quantized float tensor; a QUANTIZE node stores the int8 output
+            f = graph.add_tensor(f"{t.name}#real", t.shape, "float32")
+            graph.t(f).fake_quant = fq
+            p = prod.get(tid)
+            if p is not None:
+                p.outputs = [f if o == tid else o for o in p.outputs]
+            for n in users.get(tid, []):
+                n.inputs = [f if i == tid else i for i in n.inputs]
+            for a, b in list(graph.aliases.items()):
+                if b == tid:
+                    graph.aliases[a] = f
+            new_nodes_back.append(Node("QUANTIZE", [f], [tid], attrs={"boundary": True}))
+            continue
+        t.dtype = "float32"
+        t.fake_quant = fq
+    graph.nodes = new_nodes_front + graph.nodes + new_nodes_back
+    # record each producer's own output grid before fusion passes rewrite its outputs
+    for n in graph.nodes:
+        if len(n.outputs) == 1 and n.outputs[0] >= 0:
+            fq = getattr(graph.t(n.outputs[0]), "fake_quant", None)
+            if fq is not None:
+                n.attrs[MID_ATTR] = fq
+
+
+# templates whose every output write goes through gpuc_act (shaders/common.glsl applies FQ there)
+FQ_TEMPLATES = {"gemm", "depthwise", "binary", "binary_math", "pool2d", "transpose_conv", "copy_nd", "unary"}
+
+
+def _fq_defines(prefix: str, fq) -> dict:
+    scale, zp, lo, hi = fq
+    return {prefix: 1, f"{prefix}_SCALE": float(scale), f"{prefix}_ZP": int(zp), f"{prefix}_MIN": int(lo),
+            f"{prefix}_MAX": int(hi)}
+
+
+def apply_fake_quant(node, graph: Graph, ks: list) -> list:
+    """Round every fake-quantized output of `node` to its grid (lower_graph calls this on each
+    node's kernels): in the epilogue of templates that call gpuc_act, else by an extra elementwise
+    kernel that reads the node's result from a fresh float tensor."""
+    from gpuc.compiler.codegen.kernel import Kernel
+    def fq_of(tid):
+        return getattr(graph.t(tid), "fake_quant", None) or getattr(graph.t(graph.storage(tid)), "fake_quant", None)
+    outs = {o for o in node.outputs if o >= 0 and fq_of(o) is not None}
+    if not outs:
+        return ks
+    st = graph.storage
+    extra = []
+    for o in outs:
+        writers = [k for k in ks if k.bindings and st(k.bindings[0][1]) == st(o)]
+        if writers and all(k.template in FQ_TEMPLATES for k in writers):
+            rs = node.attrs.get(RS_ATTR)
+            for k in writers:
+                k.defines.update(_fq_defines("FQ", fq_of(k.bindings[0][1])))
+                if k.defines.get("RESIDUAL"):
+                    if node.attrs.get(MID_ATTR) is not None:
+                        k.defines.update(_fq_defines("FQM", node.attrs[MID_ATTR]))
+                        if rs is not None:
+                            k.defines["FQM_RS"] = rs
+                elif rs is not None:
+                    k.defines["FQ_RS"] = rs
+            continue
+        t = graph.t(o)
+        tmp = graph.add_tensor(f"{t.name}#prequant", t.shape, "float32")
+        for k in ks:
+            k.bindings = [(name, tmp if st(tid) == st(o) else tid) for name, tid in k.bindings]
+        extra.append(Kernel("unary", [("out_", o), ("x", tmp)], t.size, dict(FN=0, **_fq_defines("FQ", fq_of(o))),
+                            node.label()))
+    return ks + extra

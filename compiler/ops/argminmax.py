@@ -1,0 +1,54 @@
+"""ARG_MAX / ARG_MIN (shaders/arg_reduce.comp): any axis (constant, negative allowed), float32 or
+int32 input, int32 or int64 output (int64 written as (low, high) int32 pairs through an int32 view).
+Ties resolve to the first index, as in LiteRT's reference kernel."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.util import checked, const_input, norm_axis, size
+
+VARIANTS = {
+    "arg_reduce": (dict(AXIS=5, INNER=3), {"IS_MIN": [0, 1], "IS_INT": [0, 1], "OUT64": [0, 1]},
+                   ["out_", "x"], {"out_": "int32"}),
+}
+
+
+def _plan(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if x.dtype not in ("float32", "int32"):
+        raise ValueError(f"input {x.name!r} has dtype {x.dtype} (supported: float32, int32)")
+    if y.dtype not in ("int32", "int64"):
+        raise ValueError(f"output {y.name!r} has dtype {y.dtype} (supported: int32, int64)")
+    a = const_input(node, graph, 1, "axis")
+    if a is None:
+        raise ValueError("missing axis input")
+    a = np.asarray(a)
+    if a.size != 1 or a.dtype.kind not in "iu":
+        raise ValueError(f"axis must be one integer (got {a.dtype} {list(a.shape)})")
+    if not x.shape:
+        raise ValueError("input must have rank >= 1")
+    axis = norm_axis(int(a.reshape(-1)[0]), len(x.shape))
+    want = list(x.shape[:axis]) + list(x.shape[axis + 1:])
+    if list(y.shape) != want:
+        raise ValueError(f"output {y.name!r} has shape {list(y.shape)}, expected {want}")
+    if x.shape[axis] < 1:
+        raise ValueError("reduced axis is empty")
+    return x, y, axis
+
+
+@register("ARG_MAX", "ARG_MIN", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2),
+          dtypes=("float32", "int32", "int64"),
+          summary="any axis; float32/int32 input, int32/int64 output; ties -> first index")
+def lower_arg(node, graph):
+    x, y, axis = _plan(node, graph)
+    if y.size == 0:
+        return []
+    out = y.id
+    if y.dtype == "int64":
+        out = graph.add_tensor(f"{y.name}/int32_pairs", [2 * y.size], "int32")
+        graph.aliases[out] = y.id
+    defines = dict(AXIS=x.shape[axis], INNER=max(size(x.shape[axis + 1:]), 1), IS_MIN=int(node.op == "ARG_MIN"),
+                   IS_INT=int(x.dtype == "int32"), OUT64=int(y.dtype == "int64"))
+    return [Kernel("arg_reduce", [("out_", out), ("x", x.id)], y.size, defines, node.label())]

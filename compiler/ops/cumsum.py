@@ -1,0 +1,43 @@
+"""CUMSUM (shaders/cumsum.comp): constant axis (negative allowed), exclusive, reverse; float32 and
+int32 (wrapping), summed sequentially along the axis like LiteRT's kernel."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.util import checked, const_input, norm_axis, size
+
+VARIANTS = {
+    "cumsum": (dict(AXIS=5, INNER=3), {"EXCLUSIVE": [0, 1], "REVERSE": [0, 1], "IS_INT": [0, 1]}, ["out_", "x"]),
+}
+
+
+def _plan(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if x.dtype != y.dtype or x.dtype not in ("float32", "int32"):
+        raise ValueError(f"dtypes {x.dtype} -> {y.dtype} not supported (float32 or int32, same for both)")
+    if tuple(x.shape) != tuple(y.shape):
+        raise ValueError(f"output shape {list(y.shape)} differs from the input's {list(x.shape)}")
+    a = const_input(node, graph, 1, "axis")
+    if a is None:
+        raise ValueError("missing axis input")
+    a = np.asarray(a)
+    if a.size != 1 or a.dtype.kind not in "iu":
+        raise ValueError(f"axis must be one integer (got {a.dtype} {list(a.shape)})")
+    if not x.shape:
+        raise ValueError("input must have rank >= 1")
+    return x, y, norm_axis(int(a.reshape(-1)[0]), len(x.shape))
+
+
+@register("CUMSUM", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2), dtypes=("float32", "int32"),
+          summary="any axis, exclusive, reverse; float32 and int32")
+def lower_cumsum(node, graph):
+    x, y, axis = _plan(node, graph)
+    if y.size == 0:
+        return []
+    inner = size(x.shape[axis + 1:])
+    lines = y.size // x.shape[axis]
+    defines = dict(AXIS=x.shape[axis], INNER=max(inner, 1), EXCLUSIVE=int(bool(node.attrs.get("exclusive", False))),
+                   REVERSE=int(bool(node.attrs.get("reverse", False))), IS_INT=int(x.dtype == "int32"))
+    return [Kernel("cumsum", [("out_", y.id), ("x", x.id)], lines, defines, node.label())]

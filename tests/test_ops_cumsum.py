@@ -1,0 +1,40 @@
+"""CUMSUM (compiler/ops/cumsum.py) against LiteRT: every axis (negative too), exclusive, reverse,
+float32 and int32 (wrap-around)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.errors import UnsupportedError  # noqa: E402
+from test_ops_math import Const, check, one_op  # noqa: E402
+
+
+def _x(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == "int32":
+        return rng.integers(-100, 100, shape).astype(np.int32)
+    return rng.uniform(-2, 2, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("shape,axis,dtype", [((2, 3, 5), 2, "float32"), ((4, 3, 5), 0, "int32"),
+                                              ((2, 6, 3), -2, "float32"), ((9,), -1, "int32"),
+                                              ((2, 1, 3, 4), 3, "float32")])
+def test_cumsum(gpu, shape, axis, dtype, exclusive, reverse):
+    x = _x(shape, dtype, len(shape) + axis)
+    check(gpu, *one_op("CUMSUM", [x, Const(np.array(axis, np.int32))], dtype, exclusive=exclusive, reverse=reverse))
+
+
+def test_cumsum_int32_wraps(gpu):
+    x = np.array([[2**31 - 5, 3, 7, -2**31 + 1]], np.int32)
+    check(gpu, *one_op("CUMSUM", [x, Const(np.array(1, np.int32))], "int32"))
+
+
+def test_cumsum_runtime_axis_rejected():
+    model, _ = one_op("CUMSUM", [np.zeros((2, 3), np.float32), np.array(1, np.int32)], "float32", out_shape=[2, 3])
+    with pytest.raises(UnsupportedError, match="CUMSUM.*axis"):
+        gpuc.compile(model)

@@ -9,7 +9,8 @@ import os
 
 from gpuc.errors import GpucError
 
-DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": []}
+DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1}
+MAX_BATCH_LIMIT = 4096
 
 
 def normalize_options(options: dict) -> dict:
@@ -18,7 +19,20 @@ def normalize_options(options: dict) -> dict:
     if unknown:
         raise GpucError(f"unknown compile option(s): {sorted(unknown)}")
     opts["disable_passes"] = sorted(opts["disable_passes"])
+    mb = opts["max_batch"]
+    if isinstance(mb, bool) or not isinstance(mb, int) or not 1 <= mb <= MAX_BATCH_LIMIT:
+        raise GpucError(f"max_batch must be an integer in 1..{MAX_BATCH_LIMIT}, got {mb!r}")
     return opts
+
+
+def check_max_batch(bundle_bytes: bytes, n: int) -> None:
+    """--max-batch N > 1: the runtime stacks batch items along axis 0 of every input and output."""
+    from gpuc.errors import UnsupportedError
+    from gpuc.runtime.batch import io_problem
+    from gpuc.runtime.bundle import read_bundle
+    problem = io_problem(read_bundle(bundle_bytes))
+    if problem:
+        raise UnsupportedError(f"--max-batch {n}: {problem}")
 
 
 def read_model_bytes(model) -> tuple[bytes, str]:
@@ -46,6 +60,8 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
     if out is None:
         from gpuc.compiler.driver import compile_bytes
         out = compile_bytes(data, name, opts)
+        if opts["max_batch"] > 1:
+            check_max_batch(out, opts["max_batch"])
         if key:
             cc.store(key, out)
     if output is not None:

@@ -56,14 +56,16 @@ def main():
 @click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
 @click.option("--disable-pass", "disable_passes", multiple=True, metavar="NAME", help="skip an IR pass (repeatable)")
 @click.option("--no-cache", is_flag=True, help="always compile; neither read nor write the compile cache")
+@click.option("--max-batch", type=click.IntRange(1, 4096), default=1, show_default=True,
+              help="the bundle runs any batch 1..N (items stacked on axis 0 of the batch-1 I/O)")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing on success")
 @guarded
-def compile_cmd(model, output, precision, disable_passes, no_cache, quiet):
+def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, quiet):
     """Compile MODEL (.tflite) into a bundle."""
     from gpuc.compiler import compile_model, last_compile
     t0 = time.perf_counter()
     data = compile_model(model, output=output, cache=not no_cache, precision=precision,
-                         disable_passes=list(disable_passes))
+                         disable_passes=list(disable_passes), max_batch=max_batch)
     dt = time.perf_counter() - t0
     if not quiet:
         from gpuc.runtime.bundle import header_stats
@@ -71,7 +73,8 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, quiet):
         hit = " (compile cache hit)" if last_compile["cache"] == "hit" else ""
         click.echo(f"wrote {output}: {len(data)} bytes, {st.get('dispatches')} dispatches, "
                    f"{st.get('shaders')} shaders, arena {st.get('arena_bytes')} B, "
-                   f"weights {st.get('weights_bytes')} B, {dt * 1e3:.1f} ms{hit}")
+                   f"weights {st.get('weights_bytes')} B, {dt * 1e3:.1f} ms{hit}"
+                   + (f", batch 1..{max_batch}" if max_batch > 1 else ""))
 
 
 def _parse_inputs(model, specs):

@@ -34,52 +34,87 @@ def read_ms(model, pool, count: int) -> list[float]:
     return [(data[i] - data[0]) * period for i in range(1, count)]
 
 
-def record(model, slot, pool=None, every_dispatch=False):
-    """Record slot's command buffer.  pool: 2 timestamps (start, end), or with every_dispatch
-    1 + len(dispatches) (start, then after each dispatch)."""
-    dev, b = model.dev, model.bundle
-    ainfo = vk.VkCommandBufferAllocateInfo(commandPool=model.device.cmd_pool,
+def alloc(model, cmd_pool=None):
+    """A primary command buffer from `cmd_pool` (default: the device's), freed with the model."""
+    cmd_pool = cmd_pool or model.device.cmd_pool
+    ainfo = vk.VkCommandBufferAllocateInfo(commandPool=cmd_pool,
                                            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
-    cmd = vk.vkAllocateCommandBuffers(dev, ainfo)[0]
-    cmd_pool = model.device.cmd_pool
+    cmd = vk.vkAllocateCommandBuffers(model.dev, ainfo)[0]
     model._objs.append((lambda d, c, _: vk.vkFreeCommandBuffers(d, cmd_pool, 1, [c]), cmd))
+    return cmd
+
+
+def begin(model, cmd_pool=None):
+    cmd = alloc(model, cmd_pool)
     vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
-    n_stamps = (1 + len(b.dispatches)) if every_dispatch else 2
-    if pool is not None:
-        vk.vkCmdResetQueryPool(cmd, pool, 0, n_stamps)
-    # runs of different slots share the arena: wait for all earlier work on this queue
+    return cmd
+
+
+def wait_all(cmd):
+    """Runs of different slots share the arena(s): wait for all earlier work on this queue."""
     barrier(cmd, H | T | C, T | C, vk.VK_ACCESS_HOST_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
             | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_SHADER_READ_BIT,
             vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | RW)
-    regions = [vk.VkBufferCopy(srcOffset=s.staging, dstOffset=b.tensors[s.tensor].offset,
-                               size=b.tensors[s.tensor].nbytes) for s in model._in_specs if b.tensors[s.tensor].nbytes]
-    if regions:
-        vk.vkCmdCopyBuffer(cmd, slot.in_buf, model._arena, len(regions), regions)
-    barrier(cmd, T, C, vk.VK_ACCESS_TRANSFER_WRITE_BIT, RW)
-    if pool is not None:
-        vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0)
+
+
+def item_regions(model, specs, items, to_arena: bool):
+    """{item: [VkBufferCopy]} between staging (items stacked along axis 0) and item's arena."""
+    b, out = model.bundle, {}
+    for i in range(items):
+        regs = []
+        for s in specs:
+            n = b.tensors[s.tensor].nbytes
+            if n:
+                st, ar = s.staging + i * n, b.tensors[s.tensor].offset
+                regs.append(vk.VkBufferCopy(srcOffset=st if to_arena else ar, dstOffset=ar if to_arena else st, size=n))
+        if regs:
+            out[i] = regs
+    return out
+
+
+def dispatches(cmd, model, items=1, pool=None):
+    """Every dispatch for `items` batch items, layer by layer (one barrier per layer; the items of a
+    layer are independent).  pool: a timestamp after each layer (query i + 1)."""
+    b = model.bundle
     for i, disp in enumerate(b.dispatches):
         if i:
             barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
         vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipelines[disp.shader])
-        sets = [model._sets[i]]
-        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipe_layouts[disp.shader],
-                                   0, 1, sets, 0, None)
         if disp.push_constants:
             data = vk.ffi.new("char[]", disp.push_constants)
             vk.vkCmdPushConstants(cmd, model._pipe_layouts[disp.shader], vk.VK_SHADER_STAGE_COMPUTE_BIT,
                                   0, len(disp.push_constants), data)
-        vk.vkCmdDispatch(cmd, *disp.groups)
-        if pool is not None and every_dispatch:
+        for item in range(items):
+            sets = [model._item_sets[item][i]]
+            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipe_layouts[disp.shader],
+                                       0, 1, sets, 0, None)
+            vk.vkCmdDispatch(cmd, *disp.groups)
+        if pool is not None:
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, i + 1)
+
+
+def record(model, slot, pool=None, every_dispatch=False, items=1, cmd_pool=None):
+    """Record slot's command buffer for a run of `items` batch items (1 <= items <= max_batch).
+    pool: 2 timestamps (start, end), or with every_dispatch 1 + len(dispatches) (start, then after
+    each dispatch)."""
+    b = model.bundle
+    cmd = begin(model, cmd_pool)
+    n_stamps = (1 + len(b.dispatches)) if every_dispatch else 2
+    if pool is not None:
+        vk.vkCmdResetQueryPool(cmd, pool, 0, n_stamps)
+    wait_all(cmd)
+    for i, regions in item_regions(model, model._in_specs, items, True).items():
+        vk.vkCmdCopyBuffer(cmd, slot.in_buf, model._arenas[i], len(regions), regions)
+    barrier(cmd, T, C, vk.VK_ACCESS_TRANSFER_WRITE_BIT, RW)
+    if pool is not None:
+        vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0)
+    dispatches(cmd, model, items, pool if every_dispatch else None)
     if pool is not None and not every_dispatch:
         vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1)
     barrier(cmd, C | T, T, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
             vk.VK_ACCESS_TRANSFER_READ_BIT)
-    regions = [vk.VkBufferCopy(srcOffset=b.tensors[s.tensor].offset, dstOffset=s.staging,
-                               size=b.tensors[s.tensor].nbytes) for s in model._out_specs if b.tensors[s.tensor].nbytes]
-    if regions:
-        vk.vkCmdCopyBuffer(cmd, model._arena, slot.out_buf, len(regions), regions)
+    for i, regions in item_regions(model, model._out_specs, items, False).items():
+        vk.vkCmdCopyBuffer(cmd, model._arenas[i], slot.out_buf, len(regions), regions)
     barrier(cmd, T, H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
     vk.vkEndCommandBuffer(cmd)
     return cmd

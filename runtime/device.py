@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 
 import vulkan as vk
 
@@ -82,14 +83,46 @@ class Device:
         prio = [1.0]
         qinfo = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=prio)
         qinfos = [qinfo]
-        dinfo = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=qinfos)
+        feats = self._fp16_features()             # (chain head, structs kept alive) or None
+        exts = [vk.VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME] if self.fp16_arith else []
+        dinfo = vk.VkDeviceCreateInfo(pNext=feats[0] if feats else None, queueCreateInfoCount=1,
+                                      pQueueCreateInfos=qinfos, enabledExtensionCount=len(exts),
+                                      ppEnabledExtensionNames=exts or None)
         self.device = _vk_call("creating the Vulkan device", vk.vkCreateDevice, self.physical, dinfo, None)
+        del feats
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         pinfo = vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family,
                                            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
         self.cmd_pool = vk.vkCreateCommandPool(self.device, pinfo, None)
         self.lock = threading.Lock()
+        self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
         self.driver_version = self.props.driverVersion
+
+    def _fp16_features(self):
+        """Enable 16-bit storage buffers (what `--precision fp16` bundles need: fp16 loads/stores,
+        fp32 arithmetic) and shaderFloat16 where the device has them.  Sets self.fp16_storage.
+        GPUC_DISABLE_FP16=1 acts as a device without them (fp16 bundles then run their fp32 fallback).
+        Returns the feature chain to pass to vkCreateDevice (kept alive by the caller), or None."""
+        self.fp16_storage = self.fp16_arith = False
+        if os.environ.get("GPUC_DISABLE_FP16", "") not in ("", "0"):
+            return None
+        if self.props.apiVersion < vk.VK_MAKE_VERSION(1, 1, 0):
+            return None
+        exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
+        s16 = vk.VkPhysicalDevice16BitStorageFeatures()
+        f16 = vk.VkPhysicalDeviceShaderFloat16Int8Features(pNext=s16) \
+            if vk.VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME in exts else None
+        query = vk.VkPhysicalDeviceFeatures2(pNext=f16 if f16 is not None else s16)
+        vk.vkGetPhysicalDeviceFeatures2(self.physical, query)
+        self.fp16_storage = bool(s16.storageBuffer16BitAccess)
+        self.fp16_arith = bool(f16 is not None and f16.shaderFloat16)
+        if not self.fp16_storage:
+            return None
+        on16 = vk.VkPhysicalDevice16BitStorageFeatures(storageBuffer16BitAccess=vk.VK_TRUE)
+        if not self.fp16_arith:
+            return on16, [on16]
+        onf = vk.VkPhysicalDeviceShaderFloat16Int8Features(pNext=on16, shaderFloat16=vk.VK_TRUE)
+        return onf, [onf, on16]
 
     @staticmethod
     def _choose(pds, select):
@@ -113,7 +146,8 @@ class Device:
                 "type": _TYPE_NAME[_TYPE_RANK.get(self.props.deviceType, 4)],
                 "vendor_id": self.props.vendorID, "device_id": self.props.deviceID,
                 "driver_version": self.props.driverVersion,
-                "api_version": f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"}
+                "api_version": f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}",
+                "fp16_storage": self.fp16_storage, "fp16_arith": self.fp16_arith}
 
     # -- memory -------------------------------------------------------------------------------
     def _memory_type(self, bits, want, prefer=0):
@@ -150,8 +184,9 @@ class Device:
         return buf, mem, size
 
     def submit(self, cmd, fence):
-        cmds = [cmd]
-        sinfo = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds)
+        """Submit one command buffer, or a list of them (executed in order), signalling `fence`."""
+        cmds = list(cmd) if isinstance(cmd, (list, tuple)) else [cmd]
+        sinfo = vk.VkSubmitInfo(commandBufferCount=len(cmds), pCommandBuffers=cmds)
         with self.lock:
             _vk_call("submitting work", vk.vkQueueSubmit, self.queue, 1, [sinfo], fence)
 
@@ -198,6 +233,8 @@ class Device:
     def close(self):
         if getattr(self, "device", None) is not None:
             vk.vkDeviceWaitIdle(self.device)
+            for t in list(getattr(self, "tensors", ())):
+                t._free()
             vk.vkDestroyCommandPool(self.device, self.cmd_pool, None)
             vk.vkDestroyDevice(self.device, None)
             self.device = None

@@ -15,8 +15,9 @@ import vulkan as vk
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
 from gpuc.runtime.device import Device, _vk_call
-from gpuc.runtime import commands
+from gpuc.runtime import batch, commands
 from gpuc.runtime.pipeline_cache import PipelineCache
+from gpuc.runtime.precision import select_program
 
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
@@ -33,12 +34,13 @@ class IOSpec:
     staging: int         # offset in the staging buffer
 
 
-def _layout_io(bundle, indices):
+def _layout_io(bundle, indices, items=1):
+    """Staging layout: each tensor's `items` batch items stacked (item i at staging + i * nbytes)."""
     specs, off = [], 0
     for i in indices:
         t = bundle.tensors[i]
         specs.append(IOSpec(t.name, tuple(t.shape), np.dtype(t.dtype), t.quant, i, off))
-        off += (t.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+        off += (t.nbytes * items + _ALIGN - 1) // _ALIGN * _ALIGN
     return specs, off
 
 
@@ -56,6 +58,7 @@ class RunHandle:
 
     def __init__(self, model, slot):
         self._m, self._slot, self._outs = model, slot, None
+        self._collect = self._cleanup = None    # set by runtime/batch.py for batched / device-tensor runs
         self._lock = threading.Lock()      # one thread completes the run; others get its outputs
 
     def done(self) -> bool:
@@ -72,10 +75,12 @@ class RunHandle:
             sl = self._slot
             try:
                 self._m._wait(sl, mode)
-                self._outs = [v.copy() for v in sl.out_views]
+                self._outs = self._collect() if self._collect else [v.copy() for v in sl.out_views]
                 if sl.pool is not None:
                     self._m.last_gpu_ms = commands.read_ms(self._m, sl.pool, 2)[-1]
             finally:
+                if self._cleanup:
+                    self._cleanup()
                 sl.handle = None
                 sl.busy = False
                 sl.handle_done.set()
@@ -94,6 +99,7 @@ class LoadedModel:
         self.load_info = {}
         self.last_gpu_ms = None      # GPU time of the last completed run (timestamp queries)
         try:
+            self.bundle = select_program(bundle, self.device)      # fp16 bundle on a device without fp16: fp32
             self._setup()
         except BaseException:
             self.close()
@@ -108,14 +114,18 @@ class LoadedModel:
     def outputs(self):
         return self._out_specs
 
-    def run(self, inputs, wait: str = "passive"):
-        """Run once. `inputs`: list in model order, a dict name -> array, or one array.
-        wait="active" spins on the fence (lowest latency, one busy CPU core) instead of blocking."""
-        return self.run_async(inputs).wait(wait)
+    def run(self, inputs, wait: str = "passive", keep_on_device: bool = False):
+        """Run once. `inputs`: list in model order, a dict name -> array, or one array; an input may
+        also be a DeviceTensor of this device, and with a max-batch bundle hold 1..max_batch items
+        along axis 0.  wait="active" spins on the fence (lowest latency, one busy CPU core) instead
+        of blocking.  keep_on_device=True returns DeviceTensors instead of arrays."""
+        return self.run_async(inputs, keep_on_device).wait(wait)
 
-    def run_async(self, inputs) -> "RunHandle":
+    def run_async(self, inputs, keep_on_device: bool = False) -> "RunHandle":
         """Submit a run and return at once.  Up to `slots` runs are in flight, each with its own
         staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile)."""
+        if keep_on_device or self.max_batch > 1 or batch.has_device_tensors(inputs):
+            return batch.run_async(self, inputs, keep_on_device)
         arrays = self._normalize(inputs)
         slot = self._acquire()
         try:
@@ -198,12 +208,12 @@ class LoadedModel:
             else:
                 oldest.handle_done.wait()
 
-    def _submit(self, slot):
+    def _submit(self, slot, cmds=None):
         with self._lock:
             self._seq += 1
             slot.seq = self._seq
             slot.handle_done.clear()
-        self.device.submit(slot.cmd, slot.fence)
+        self.device.submit(slot.cmd if cmds is None else cmds, slot.fence)
 
     def _wait(self, slot, mode="passive"):
         self.device.wait(slot.fence, active=(mode == "active"))
@@ -235,7 +245,23 @@ class LoadedModel:
     # -- input checking ----------------------------------------------------------------------
     def _normalize(self, inputs):
         specs = self._in_specs
-        if isinstance(inputs, np.ndarray) or np.isscalar(inputs):
+        inputs = self._ordered(inputs)
+        out = []
+        for s, a in zip(specs, inputs):
+            a = np.asarray(a)
+            if a.shape != s.shape:
+                raise GpucError(f"input {s.name!r}: expected shape {list(s.shape)}, got {list(a.shape)}")
+            if a.dtype != s.dtype:
+                if not np.can_cast(a.dtype, s.dtype, casting="same_kind"):
+                    raise GpucError(f"input {s.name!r}: expected dtype {s.dtype}, got {a.dtype}")
+                a = a.astype(s.dtype)
+            out.append(a)
+        return out
+
+    def _ordered(self, inputs) -> list:
+        """Inputs as a list in model order (from a list, a dict name -> value, or one value)."""
+        specs = self._in_specs
+        if isinstance(inputs, np.ndarray) or np.isscalar(inputs) or batch.is_device_tensor(inputs):
             inputs = [inputs]
         if isinstance(inputs, dict):
             names = [s.name for s in specs]
@@ -249,17 +275,7 @@ class LoadedModel:
         inputs = list(inputs)
         if len(inputs) != len(specs):
             raise GpucError(f"model takes {len(specs)} input(s) ({[s.name for s in specs]}), got {len(inputs)}")
-        out = []
-        for s, a in zip(specs, inputs):
-            a = np.asarray(a)
-            if a.shape != s.shape:
-                raise GpucError(f"input {s.name!r}: expected shape {list(s.shape)}, got {list(a.shape)}")
-            if a.dtype != s.dtype:
-                if not np.can_cast(a.dtype, s.dtype, casting="same_kind"):
-                    raise GpucError(f"input {s.name!r}: expected dtype {s.dtype}, got {a.dtype}")
-                a = a.astype(s.dtype)
-            out.append(a)
-        return out
+        return inputs
 
     @staticmethod
     def _views(mapped, specs):
@@ -280,17 +296,21 @@ class LoadedModel:
     def _setup(self):
         b, d = self.bundle, self.device
         self.dev = dev = d.device
-        self._in_specs, in_bytes = _layout_io(b, b.inputs)
-        self._out_specs, out_bytes = _layout_io(b, b.outputs)
-        self._arena, _, _ = self._buffer(b.arena_bytes, _STORAGE | _SRC | _DST)
+        self.max_batch = batch.max_batch(b)         # > 1: one arena per batch item, weights shared
+        self._in_specs, in_bytes = _layout_io(b, b.inputs, self.max_batch)
+        self._out_specs, out_bytes = _layout_io(b, b.outputs, self.max_batch)
+        self._arenas = [self._buffer(b.arena_bytes, _STORAGE | _SRC | _DST)[0] for _ in range(self.max_batch)]
+        self._arena = self._arenas[0]
         self._weights, _, wsize = self._buffer(b.weights.nbytes, _STORAGE | _SRC | _DST)
         self._slots, self._seq = [], 0
         for _ in range(self.n_slots):
             sl = _Slot()
             sl.in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, host_visible=True)
             sl.out_buf, out_mem, out_size = self._buffer(out_bytes, _DST, host_visible=True)
-            sl.in_views = self._views(vk.vkMapMemory(dev, in_mem, 0, in_size, 0), self._in_specs)
-            sl.out_views = self._views(vk.vkMapMemory(dev, out_mem, 0, out_size, 0), self._out_specs)
+            in_map, out_map = vk.vkMapMemory(dev, in_mem, 0, in_size, 0), vk.vkMapMemory(dev, out_mem, 0, out_size, 0)
+            sl.in_views, sl.out_views = self._views(in_map, self._in_specs), self._views(out_map, self._out_specs)
+            sl.in_rows = batch.row_views(in_map, self._in_specs, self.max_batch)     # all items, axis 0
+            sl.out_rows = batch.row_views(out_map, self._out_specs, self.max_batch)
             self._slots.append(sl)
         self._upload_weights()
         self._init_state()
@@ -300,6 +320,7 @@ class LoadedModel:
         for sl in self._slots:
             sl.pool = commands.query_pool(self, 2) if self.timestamps else None
             sl.cmd = commands.record(self, sl, sl.pool)
+            sl.cmds = {}                                 # batch size -> command buffer (runtime/batch.py)
             sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
 
     def _upload_weights(self):
@@ -331,7 +352,8 @@ class LoadedModel:
             commands.barrier(cmd, commands.T | commands.C, commands.T,
                              vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | commands.RW
                              | vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-            vk.vkCmdCopyBuffer(cmd, self._weights, self._arena, len(regions), regions)
+            for arena in self._arenas:              # every batch item has its own state
+                vk.vkCmdCopyBuffer(cmd, self._weights, arena, len(regions), regions)
         self.device.one_shot(rec)
 
     def _make_pipelines(self):
@@ -374,22 +396,29 @@ class LoadedModel:
 
     def _make_descriptors(self):
         dev, b = self.dev, self.bundle
-        n_sets = max(1, len(b.dispatches))
-        n_desc = max(1, sum(len(x.bindings) for x in b.dispatches))
+        n_sets = max(1, len(b.dispatches)) * self.max_batch
+        n_desc = max(1, sum(len(x.bindings) for x in b.dispatches)) * self.max_batch
         sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=n_desc)]
         pinfo = vk.VkDescriptorPoolCreateInfo(maxSets=n_sets, poolSizeCount=1, pPoolSizes=sizes)
         pool = self._keep(vk.vkDestroyDescriptorPool, vk.vkCreateDescriptorPool(dev, pinfo, None))
-        self._sets = []
-        writes, keep = [], []
+        self._item_sets = []
+        for arena in self._arenas:
+            self._item_sets.append(self._write_sets(pool, arena))
+        self._sets = self._item_sets[0]
+
+    def _write_sets(self, pool, arena):
+        """One descriptor set per dispatch, binding `arena` and the weights."""
+        dev, b = self.dev, self.bundle
+        sets, writes, keep = [], [], []
         for disp in b.dispatches:
             s = b.shaders[disp.shader]
             layouts = [self._set_layouts[s.bindings]]
             ainfo = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=layouts)
             ds = vk.vkAllocateDescriptorSets(dev, ainfo)[0]
-            self._sets.append(ds)
+            sets.append(ds)
             for slot, ti in enumerate(disp.bindings):
                 t = b.tensors[ti]
-                info = [vk.VkDescriptorBufferInfo(buffer=self._arena if t.memory == ARENA else self._weights,
+                info = [vk.VkDescriptorBufferInfo(buffer=arena if t.memory == ARENA else self._weights,
                                                   offset=t.offset, range=max(4, t.nbytes))]
                 keep += [info, layouts]
                 writes.append(vk.VkWriteDescriptorSet(dstSet=ds, dstBinding=slot, descriptorCount=1,
@@ -398,3 +427,4 @@ class LoadedModel:
         if writes:
             vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
         del keep
+        return sets

@@ -14,6 +14,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.passes import run_passes
 from gpuc.compiler.passes.memory import align, lifetimes, lower_bound, plan_arena
+from gpuc.compiler.passes.variables import initial_value, resolve_variables
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
 
@@ -90,7 +91,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
     state_pairs = []
     for t in [t for t in used if graph.t(t).is_variable and graph.storage(t) == t]:
         v = graph.t(t)
-        init = np.zeros(v.shape, v.dtype) if v.data is None else np.array(v.data, v.dtype).reshape(v.shape)
+        init = initial_value(v)
         v.data = None
         state_pairs.append((t, graph.add_const(f"{v.name}/initial", init)))
     used += [c for _, c in state_pairs]
@@ -147,11 +148,8 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
         raise UnsupportedError(f"precision {opts['precision']!r} not supported yet (use fp32)")
     fp = fingerprint(data, opts)
     model_ir = load_tflite(data)
-    if len(model_ir.subgraphs) > 1:
-        extra = ", ".join(g.name or f"#{i}" for i, g in enumerate(model_ir.subgraphs[1:], 1))
-        raise UnsupportedError(f"unsupported model: it has {len(model_ir.subgraphs)} subgraphs "
-                               f"(control flow / CALL_ONCE; extra subgraphs: {extra})")
     graph = model_ir.main
+    resolve_variables(model_ir, graph)      # resource variables -> persistent tensors; CALL_ONCE evaluated
     stats = {"ops": len(graph.nodes)}
     run_passes(graph, opts["disable_passes"])
     bad = check_supported(graph)

@@ -8,8 +8,8 @@ from gpuc.compiler.ir import Graph
 
 
 def eliminate_dead_nodes(graph: Graph) -> None:
-    """Drop nodes none of whose outputs reach a graph output."""
-    live = set(graph.outputs)
+    """Drop nodes none of whose outputs reach a graph output or a variable (persistent state)."""
+    live = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}
     keep = []
     for n in reversed(graph.nodes):
         if any(o in live for o in n.outputs):

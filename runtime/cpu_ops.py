@@ -1,0 +1,389 @@
+"""numpy CPU kernels for ops the GPU cannot run (partial delegation), with LiteRT's semantics.
+
+The runtime runs them as host steps of a bundle's program (runtime/program.py); the compiler
+consults `unsupported_reason` for every node the GPU registry refuses (and evaluates CALL_ONCE init
+subgraphs with `run`).  This module imports numpy only: never the compiler.
+
+A kernel is `fn(attrs, inputs, out_specs) -> [arrays]`: attrs is the node's option dict (JSON
+types), inputs numpy arrays (None for an absent optional input), out_specs the output Specs.
+`check(attrs, in_specs, out_specs)` returns None when the kernel handles that node, else a reason.
+Integer activations that carry quantization parameters are refused by arithmetic kernels (they
+would need LiteRT's integer requantization); data-movement kernels take any dtype.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Spec:
+    shape: tuple
+    dtype: str
+    value: object = None          # the constant value, when known at compile time
+    quantized: bool = False
+
+
+@dataclass
+class CpuOp:
+    fn: Callable
+    check: Callable | None = None
+    raw: bool = False             # moves values without arithmetic: quantized integers are fine
+    summary: str = ""
+
+
+CPU_OPS: dict[str, CpuOp] = {}
+NUMERIC = ("float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+           "uint64", "bool")
+ACTS = {0: None, 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
+
+
+def cpu_op(*names, check=None, raw=False, summary=""):
+    def deco(fn):
+        for n in names:
+            CPU_OPS[n] = CpuOp(fn, check, raw, summary)
+        return fn
+    return deco
+
+
+def unsupported_reason(op: str, attrs: dict, in_specs: list, out_specs: list) -> str | None:
+    d = CPU_OPS.get(op)
+    if d is None:
+        return "no CPU kernel either"
+    for s in list(in_specs) + list(out_specs):
+        if s is None:
+            continue
+        if s.dtype not in NUMERIC:
+            return f"dtype {s.dtype} has no CPU kernel"
+        if s.quantized and not d.raw and s.dtype != "float32":
+            return f"quantized {s.dtype} tensors have no CPU kernel for {op}"
+    if d.check is None:
+        return None
+    try:
+        return d.check(attrs, in_specs, out_specs)
+    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
+        return f"malformed operator ({type(e).__name__}: {e})"
+
+
+def run(op: str, attrs: dict, inputs: list, out_specs: list) -> list:
+    outs = CPU_OPS[op].fn(attrs, inputs, out_specs)
+    res = []
+    for v, s in zip(outs, out_specs):
+        v = np.asarray(v)
+        if v.size != int(np.prod(s.shape, dtype=np.int64)):
+            raise ValueError(f"{op}: CPU kernel produced {list(v.shape)} for an output of shape {list(s.shape)}")
+        res.append(_epilogue(attrs, v.reshape(s.shape), s))
+    fq = attrs.get("_fq_out")
+    if fq:
+        res = [r if q is None else fake_quant(r, *q) for r, q in zip(res, fq)]
+    return res
+
+
+def _epilogue(attrs, v, s):
+    a = int(attrs.get("_act", attrs.get("fused_activation_function", 0)) or 0)
+    if a in (1, 2, 3) and v.dtype.kind == "f":
+        lo, hi = ACTS[a]
+        v = np.maximum(v, lo) if hi is None else np.clip(v, lo, hi)
+    elif a == 4 and "_act" in attrs:
+        v = np.tanh(v)
+    elif a == 5 and "_act" in attrs:
+        v = 1 / (1 + np.exp(-v))
+    return v.astype(s.dtype, copy=False)
+
+
+def fake_quant(v, scale, zp, lo, hi):
+    """LiteRT's rounding of a float to a quantized grid, back to float (simulated quantization)."""
+    r = np.asarray(v, np.float32) / np.float32(scale)
+    r = np.sign(r) * np.floor(np.abs(r) + np.float32(0.5))
+    return ((np.clip(r + zp, lo, hi) - zp) * np.float32(scale)).astype(np.float32)
+
+
+def litert_cast(x: np.ndarray, dtype) -> np.ndarray:
+    """float -> integer truncates and saturates (NaN -> max); -> bool is != 0; integers wrap."""
+    x, dt = np.asarray(x), np.dtype(dtype)
+    if dt == np.bool_:
+        return x != 0
+    if x.dtype.kind == "f" and dt.kind in "iu":
+        info = np.iinfo(dt)
+        with np.errstate(invalid="ignore"):
+            t = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
+        return np.where(np.isnan(t), info.max, t).astype(dt)
+    return x.astype(dt)
+
+
+def _axis(a, rank):
+    a = int(a)
+    if not -rank <= a < max(rank, 1):
+        raise ValueError(f"axis {a} out of range for rank {rank}")
+    return a % max(rank, 1)
+
+
+def _const(specs, i, what):
+    if i >= len(specs) or specs[i] is None or specs[i].value is None:
+        return f"{what} (input {i}) must be a constant"
+    return None
+
+
+def _broadcast_check(attrs, ins, outs):
+    try:
+        shape = np.broadcast_shapes(*[tuple(s.shape) for s in ins])
+    except ValueError:
+        return f"input shapes {[list(s.shape) for s in ins]} do not broadcast"
+    if tuple(shape) != tuple(outs[0].shape):
+        return f"output shape {list(outs[0].shape)} is not the broadcast {list(shape)}"
+    return None
+
+
+# -- elementwise ----------------------------------------------------------------------------------
+def _int_div(a, b):
+    q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+BINARY = {
+    "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
+    "SQUARED_DIFFERENCE": lambda a, b: (a - b) * (a - b),
+    "DIV": lambda a, b: a / b if a.dtype.kind == "f" else _int_div(a, b),
+    "FLOOR_DIV": lambda a, b: np.floor_divide(a, np.where(b == 0, 1, b)) if a.dtype.kind != "f" else np.floor(a / b),
+    "FLOOR_MOD": lambda a, b: np.mod(a, np.where(b == 0, 1, b)) if a.dtype.kind != "f" else np.fmod(a, b) + np.where((np.fmod(a, b) != 0) & ((np.fmod(a, b) < 0) != (b < 0)), b, 0),
+    "POW": np.power,
+    "EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "LESS": np.less, "LESS_EQUAL": np.less_equal,
+    "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal,
+    "LOGICAL_AND": np.logical_and, "LOGICAL_OR": np.logical_or,
+}
+UNARY = {"ABS": np.abs, "NEG": np.negative, "SQUARE": np.square, "SIGN": np.sign, "LOGICAL_NOT": np.logical_not,
+         "ZEROS_LIKE": np.zeros_like, "ONES_LIKE": np.ones_like, "SQRT": np.sqrt, "EXP": np.exp, "LOG": np.log,
+         "FLOOR": np.floor, "CEIL": np.ceil, "SIN": np.sin, "COS": np.cos}
+
+
+def _check_binary(attrs, ins, outs):
+    if len(ins) != 2 or len(outs) != 1 or None in ins:
+        return "expects 2 inputs and 1 output"
+    if ins[0].dtype != ins[1].dtype:
+        return f"input dtypes differ ({ins[0].dtype}, {ins[1].dtype})"
+    return _broadcast_check(attrs, ins, outs)
+
+
+def _make_binary(name):
+    f = BINARY[name]
+
+    def fn(attrs, x, outs):
+        with np.errstate(all="ignore"):
+            return [f(x[0], x[1])]
+    return fn
+
+
+for _n in BINARY:
+    CPU_OPS[_n] = CpuOp(_make_binary(_n), _check_binary, False, "numpy broadcasting, every numeric dtype")
+
+
+def _check_unary(attrs, ins, outs):
+    if len(ins) != 1 or len(outs) != 1 or ins[0] is None or tuple(ins[0].shape) != tuple(outs[0].shape):
+        return "expects 1 input and 1 output of the same shape"
+    return None
+
+
+def _make_unary(name):
+    f = UNARY[name]
+
+    def fn(attrs, x, outs):
+        with np.errstate(all="ignore"):
+            return [f(x[0])]
+    return fn
+
+
+for _n in UNARY:
+    CPU_OPS[_n] = CpuOp(_make_unary(_n), _check_unary, False, "elementwise, every numeric dtype")
+
+
+@cpu_op("CAST", check=_check_unary, summary="every numeric dtype, LiteRT's saturating float -> integer")
+def _cast(attrs, x, outs):
+    return [litert_cast(x[0], outs[0].dtype)]
+
+
+@cpu_op("SELECT", "SELECT_V2", raw=True, summary="condition ? x : y with broadcasting")
+def _select(attrs, x, outs):
+    c = x[0]
+    if c.ndim == 1 and x[1].ndim > 1 and c.shape[0] == x[1].shape[0]:     # SELECT's rank-1 condition
+        c = c.reshape((-1,) + (1,) * (x[1].ndim - 1))
+    return [np.where(c, x[1], x[2])]
+
+
+# -- data movement (any dtype) ---------------------------------------------------------------------
+def _check_same_size(attrs, ins, outs):
+    if not ins or ins[0] is None or len(outs) != 1:
+        return "expects a data input and 1 output"
+    if int(np.prod(ins[0].shape, dtype=np.int64)) != int(np.prod(outs[0].shape, dtype=np.int64)):
+        return "input and output element counts differ"
+    return None
+
+
+@cpu_op("RESHAPE", "SQUEEZE", "EXPAND_DIMS", check=_check_same_size, raw=True, summary="any dtype")
+def _reshape(attrs, x, outs):
+    return [x[0].reshape(outs[0].shape)]
+
+
+@cpu_op("TRANSPOSE", check=lambda a, i, o: _const(i, 1, "perm"), raw=True, summary="any dtype")
+def _transpose(attrs, x, outs):
+    return [np.transpose(x[0], [int(p) for p in np.asarray(x[1]).reshape(-1)])]
+
+
+@cpu_op("CONCATENATION", raw=True, summary="any dtype")
+def _concat(attrs, x, outs):
+    return [np.concatenate(x, axis=_axis(attrs.get("axis", 0), len(outs[0].shape)))]
+
+
+@cpu_op("PACK", raw=True, summary="any dtype")
+def _pack(attrs, x, outs):
+    return [np.stack(x, axis=_axis(attrs.get("axis", 0), len(outs[0].shape)))]
+
+
+@cpu_op("UNPACK", raw=True, summary="any dtype")
+def _unpack(attrs, x, outs):
+    ax = _axis(attrs.get("axis", 0), x[0].ndim)
+    return [np.take(x[0], i, axis=ax) for i in range(x[0].shape[ax])]
+
+
+def _check_gather(attrs, ins, outs):
+    if len(ins) != 2 or ins[1].dtype not in ("int32", "int64"):
+        return "expects data and int32/int64 indices"
+    if ins[1].value is not None:
+        ax = _axis(attrs.get("axis", 0), len(ins[0].shape))
+        v = np.asarray(ins[1].value)
+        if v.size and (v.min() < 0 or v.max() >= ins[0].shape[ax]):
+            return "constant indices out of range"
+    return None
+
+
+@cpu_op("GATHER", check=_check_gather, raw=True, summary="any dtype; out-of-range runtime indices clamp")
+def _gather(attrs, x, outs):
+    ax = _axis(attrs.get("axis", 0), x[0].ndim)
+    bd = int(attrs.get("batch_dims", 0) or 0)
+    idx = np.clip(x[1], 0, x[0].shape[ax] - 1)
+    if bd == 0:
+        return [np.take(x[0], idx, axis=ax)]
+    lead = x[0].shape[:bd]
+    res = [np.take(x[0][b], idx[b], axis=ax - bd) for b in np.ndindex(*lead)]
+    return [np.stack(res).reshape(outs[0].shape)]
+
+
+@cpu_op("TILE", check=lambda a, i, o: _const(i, 1, "multiples"), raw=True, summary="any dtype")
+def _tile(attrs, x, outs):
+    return [np.tile(x[0], [int(m) for m in np.asarray(x[1]).reshape(-1)])]
+
+
+@cpu_op("REVERSE_V2", raw=True, summary="any dtype")
+def _reverse(attrs, x, outs):
+    axes = tuple(_axis(a, x[0].ndim) for a in np.asarray(x[1]).reshape(-1))
+    return [np.flip(x[0], axis=axes)]
+
+
+@cpu_op("FILL", raw=True, summary="any dtype")
+def _fill(attrs, x, outs):
+    return [np.full(outs[0].shape, np.asarray(x[1]).reshape(-1)[0], dtype=outs[0].dtype)]
+
+
+@cpu_op("SHAPE", raw=True, summary="static shapes")
+def _shape(attrs, x, outs):
+    return [np.asarray(x[0].shape, outs[0].dtype)]
+
+
+@cpu_op("RANGE", summary="start, limit, delta")
+def _range(attrs, x, outs):
+    s, l, d = (np.asarray(v).reshape(-1)[0] for v in x)
+    return [np.arange(s, l, d, dtype=outs[0].dtype)]
+
+
+# -- reductions and selection ------------------------------------------------------------------------
+def _axes(x, a):
+    return tuple(sorted({_axis(v, x.ndim) for v in np.asarray(a).reshape(-1)}))
+
+
+REDUCE = {"SUM": np.sum, "REDUCE_PROD": np.prod, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min,
+          "REDUCE_ANY": np.any, "REDUCE_ALL": np.all}
+
+
+def _make_reduce(name):
+    f = REDUCE[name]
+
+    def fn(attrs, x, outs):
+        r = f(x[0], axis=_axes(x[0], x[1]), keepdims=bool(attrs.get("keep_dims", False)))
+        return [np.asarray(r).astype(outs[0].dtype)]
+    return fn
+
+
+for _n in REDUCE:
+    CPU_OPS[_n] = CpuOp(_make_reduce(_n), None, False, "reduction over axes, every numeric dtype")
+
+
+@cpu_op("MEAN", summary="float: mean; integers: rounded like LiteRT's reference")
+def _mean(attrs, x, outs):
+    ax = _axes(x[0], x[1])
+    if x[0].dtype.kind == "f":
+        return [np.mean(x[0], axis=ax, keepdims=bool(attrs.get("keep_dims", False)), dtype=np.float32)]
+    s = np.sum(x[0].astype(np.int64), axis=ax, keepdims=bool(attrs.get("keep_dims", False)))
+    n = int(np.prod([x[0].shape[a] for a in ax])) or 1
+    return [(s // n).astype(outs[0].dtype)]
+
+
+@cpu_op("ARG_MAX", summary="first index of the max")
+def _argmax(attrs, x, outs):
+    return [np.argmax(x[0], axis=_axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)).astype(outs[0].dtype)]
+
+
+@cpu_op("ARG_MIN", summary="first index of the min")
+def _argmin(attrs, x, outs):
+    return [np.argmin(x[0], axis=_axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)).astype(outs[0].dtype)]
+
+
+@cpu_op("CUMSUM", summary="exclusive / reverse like LiteRT")
+def _cumsum(attrs, x, outs):
+    ax = _axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)
+    v = np.flip(x[0], ax) if attrs.get("reverse") else x[0]
+    c = np.cumsum(v, axis=ax, dtype=v.dtype)
+    if attrs.get("exclusive"):
+        c = c - v
+    return [np.flip(c, ax) if attrs.get("reverse") else c]
+
+
+def _check_topk(attrs, ins, outs):
+    if len(ins) != 2 or len(outs) != 2:
+        return "expects 2 inputs and 2 outputs"
+    if ins[1].value is None:
+        return "k must be a constant"
+    k = int(np.asarray(ins[1].value).reshape(-1)[0])
+    if not 0 <= k <= (ins[0].shape[-1] if ins[0].shape else 1) or tuple(outs[0].shape[-1:]) != (k,):
+        return f"k={k} does not fit input {list(ins[0].shape)} / output {list(outs[0].shape)}"
+    return None
+
+
+@cpu_op("TOPK_V2", check=_check_topk, summary="top k of the last axis, ties to the lower index (LiteRT)")
+def _topk(attrs, x, outs):
+    k = int(np.asarray(x[1]).reshape(-1)[0])
+    v = x[0]
+    key = -v.astype(np.float64) if v.dtype.kind != "b" else -v.astype(np.int8)
+    idx = np.argsort(key, axis=-1, kind="stable")[..., :k]
+    return [np.take_along_axis(v, idx, axis=-1), idx.astype(outs[1].dtype)]
+
+
+def _check_rfft2d(attrs, ins, outs):
+    if len(ins) != 2 or ins[0].dtype != "float32" or outs[0].dtype != "complex64":
+        return "expects float32 input, int32 fft_length, complex64 output"
+    if ins[1].value is None:
+        return "fft_length must be a constant"
+    return None
+
+
+@cpu_op("RFFT2D", check=_check_rfft2d, summary="2-D real FFT of the two innermost axes (complex64)")
+def _rfft2d(attrs, x, outs):
+    n = [int(v) for v in np.asarray(x[1]).reshape(-1)]
+    r = np.fft.rfft2(x[0].astype(np.float64), s=n, axes=(-2, -1))
+    return [r.astype(np.complex64)]
+
+
+CPU_OPS["COMPLEX_ABS"] = CpuOp(lambda a, x, o: [np.abs(x[0].astype(np.complex128))], _check_unary)
+CPU_OPS["REAL"] = CpuOp(lambda a, x, o: [np.real(x[0])], _check_unary)
+CPU_OPS["IMAG"] = CpuOp(lambda a, x, o: [np.imag(x[0])], _check_unary)
+NUMERIC = NUMERIC + ("complex64",)

@@ -1,0 +1,173 @@
+"""Resource variables (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE) and CALL_ONCE against LiteRT:
+state persists across runs of one loaded model, reset_state() re-runs the init subgraph; and the
+shared microwakeword streaming model (single run and its 50-step stream)."""
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.errors import UnsupportedError  # noqa: E402
+from litert_ref import make_interpreter  # noqa: E402
+from tflite_builder import ModelBuilder, write_root  # noqa: E402
+
+MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models")
+
+
+def with_subgraphs(main: ModelBuilder, *others: ModelBuilder) -> bytes:
+    """One model from several builders: main is subgraph 0, others follow (opcodes and buffers merged)."""
+    model = main.model_dict()
+    for k, sb in enumerate(others, 1):
+        d = sb.model_dict()
+        sg = d["subgraphs"][0]
+        sg["name"] = f"sub{k}"
+        nb = len(model["buffers"])
+        model["buffers"] += d["buffers"][1:]
+        for t in sg["tensors"]:
+            if t.get("buffer"):
+                t["buffer"] += nb - 1
+        codes = model["operator_codes"]
+        for op in sg["operators"]:
+            c = d["operator_codes"][op["opcode_index"]]
+            if c not in codes:
+                codes.append(c)
+            op["opcode_index"] = codes.index(c)
+        model["subgraphs"].append(sg)
+    size = 4096 + sum(len(b.get("data", ())) for b in model["buffers"])
+    return write_root("Model", model, file_identifier=b"TFL3", size=size)
+
+
+def accumulator(init=(1.0, -2.0, 3.0, 0.5), read_twice=False, dtype="float32"):
+    """v <- v + x; y = v * 2 (read after the assign), z = old v; init subgraph sets v (CALL_ONCE)."""
+    n = len(init)
+    mb = ModelBuilder()
+    x = mb.input("x", [n], dtype)
+    mb.op("CALL_ONCE", [], [], init_subgraph_index=1)
+    h = mb.tensor("h", [], "resource")
+    mb.op("VAR_HANDLE", [], [h], container="", shared_name="acc")
+    old = mb.tensor("old", [n], dtype)
+    mb.op("READ_VARIABLE", [h], [old])
+    s = mb.tensor("s", [n], dtype)
+    mb.op("ADD", [old, x], [s])
+    mb.op("ASSIGN_VARIABLE", [h, s], [])
+    new = mb.tensor("new", [n], dtype)
+    mb.op("READ_VARIABLE", [h], [new])
+    y = mb.tensor("y", [n], dtype)
+    mb.op("MUL", [new, mb.const("two", np.full([n], 2, dtype))], [y])
+    z = mb.tensor("z", [n], dtype)
+    mb.op("ADD", [old, mb.const("zero", np.zeros([n], dtype))], [z])
+    mb.output(y)
+    mb.output(z)
+    ib = ModelBuilder()
+    h2 = ib.tensor("h", [], "resource")
+    ib.op("VAR_HANDLE", [], [h2], container="", shared_name="acc")
+    ib.op("ASSIGN_VARIABLE", [h2, ib.const("init", np.asarray(init, dtype))], [])
+    if read_twice:
+        h3 = ib.tensor("h3", [], "resource")
+        ib.op("VAR_HANDLE", [], [h3], container="", shared_name="other")
+        ib.op("ASSIGN_VARIABLE", [h3, ib.const("init2", np.asarray(init, dtype))], [])
+    return with_subgraphs(mb, ib)
+
+
+def litert_stream(data, xs):
+    it = make_interpreter(data)
+    it.allocate_tensors()
+    ins, outs = it.get_input_details(), it.get_output_details()
+    res = []
+    for x in xs:
+        it.set_tensor(ins[0]["index"], x)
+        it.invoke()
+        res.append([np.array(it.get_tensor(o["index"])) for o in outs])
+    return res
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_accumulator_state_and_reset(gpu, dtype):
+    data = accumulator(dtype=dtype)
+    rng = np.random.default_rng(0)
+    xs = [(rng.uniform(-3, 3, [4]) if dtype == "float32" else rng.integers(-9, 9, [4])).astype(dtype)
+          for _ in range(4)]
+    ref = litert_stream(data, xs)
+    m = gpu.load(data)
+    try:
+        assert m.has_state
+        for _ in range(2):                      # the second pass after reset_state() repeats the first
+            for x, r in zip(xs, ref):
+                for o, e in zip(m.run([x]), r):
+                    np.testing.assert_allclose(o, e, rtol=1e-6)
+            m.reset_state()
+    finally:
+        m.close()
+
+
+def test_unused_init_variable_and_inspect(gpu):
+    """The init subgraph may set variables the main graph never touches."""
+    data = accumulator(read_twice=True)
+    xs = [np.ones(4, np.float32)] * 2
+    ref = litert_stream(data, xs)
+    m = gpu.load(data)
+    try:
+        for x, r in zip(xs, ref):
+            np.testing.assert_allclose(m.run([x])[0], r[0], rtol=1e-6)
+    finally:
+        m.close()
+
+
+def test_read_before_any_assign_is_an_error():
+    mb = ModelBuilder()
+    x = mb.input("x", [2])
+    h = mb.tensor("h", [], "resource")
+    mb.op("VAR_HANDLE", [], [h], container="", shared_name="v")
+    v = mb.tensor("v", [2])
+    mb.op("READ_VARIABLE", [h], [v])
+    y = mb.tensor("y", [2])
+    mb.op("ADD", [v, x], [y])
+    mb.output(y)
+    with pytest.raises(UnsupportedError, match="READ_VARIABLE.*reads variable 'v'"):
+        gpuc.compile(mb.finish(), cache=False)
+
+
+def test_variable_shape_conflict_is_an_error():
+    mb = ModelBuilder()
+    x = mb.input("x", [2])
+    h = mb.tensor("h", [], "resource")
+    mb.op("VAR_HANDLE", [], [h], container="", shared_name="v")
+    mb.op("ASSIGN_VARIABLE", [h, x], [])
+    v = mb.tensor("v", [3])
+    mb.op("READ_VARIABLE", [h], [v])
+    mb.output(v)
+    with pytest.raises(UnsupportedError, match="one static shape"):
+        gpuc.compile(mb.finish(), cache=False)
+
+
+def _ref(name):
+    return np.load(os.path.join(MODELS, "ref", name))
+
+
+def _within_one_step(o, refs):
+    d = np.min([np.abs(o.astype(np.int64) - r.astype(np.int64)) for r in refs], axis=0)
+    return int(d.max())
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(MODELS, "microwakeword_okay_nabu.tflite")), reason="no shared models")
+def test_microwakeword_single_and_stream(gpu):
+    path = os.path.join(MODELS, "microwakeword_okay_nabu.tflite")
+    m = gpu.load(open(path, "rb").read())
+    try:
+        assert m.has_state
+        (y,) = m.run([_ref("microwakeword_okay_nabu.in0.npy")])
+        assert y.dtype == np.uint8
+        assert _within_one_step(y, [_ref("microwakeword_okay_nabu.out0.npy"),
+                                    _ref("microwakeword_okay_nabu.out0.nodelegate.npy")]) <= 1
+        m.reset_state()
+        xs = _ref("microwakeword_okay_nabu.stream_in0.npy")
+        outs = np.stack([m.run([x])[0] for x in xs])
+        refs = [_ref("microwakeword_okay_nabu.stream_out0.npy"), _ref("microwakeword_okay_nabu.stream_out0.nodelegate.npy")]
+        assert _within_one_step(outs, refs) <= 1
+        m.reset_state()
+        again = np.stack([m.run([x])[0] for x in xs])
+        assert np.array_equal(outs, again)
+    finally:
+        m.close()

@@ -2,7 +2,9 @@
 
 DEQUANTIZE of constants (fp16 weights, int8/uint8 per-tensor or per-channel) becomes float32
 weights once, at compile time; RESHAPE/SQUEEZE/EXPAND_DIMS/TRANSPOSE/CAST of constants fold; SHAPE
-folds whenever the shape is static.  Folded nodes disappear; their outputs become constants.
+folds whenever the shape is static; FILL/ZEROS_LIKE/RANGE of constants fold, and so does
+DENSIFY (the importer already expanded the sparse constant it reads).  Folded nodes disappear; their
+outputs become constants.
 """
 from __future__ import annotations
 
@@ -11,7 +13,25 @@ import numpy as np
 from gpuc.compiler.ir import Graph, Node
 
 
-FOLDABLE = ("DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CAST", "SHAPE")
+FOLDABLE = ("DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CAST", "SHAPE", "FILL", "ZEROS_LIKE",
+            "RANGE", "DENSIFY")
+
+
+def litert_range(start, limit, delta, dtype: str) -> np.ndarray:
+    """RANGE as LiteRT computes it: size from (limit - start) / delta, values by repeated addition."""
+    dt = np.dtype(dtype)
+    start, limit, delta = (dt.type(np.asarray(v).reshape(-1)[0]) for v in (start, limit, delta))
+    if delta == 0 or not ((start >= limit and delta < 0) or (start <= limit and delta > 0)):
+        raise ValueError(f"RANGE: start {start}, limit {limit}, delta {delta} is empty or infinite")
+    if dt.kind in "iu":
+        n = (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
+    else:
+        n = int(np.ceil(abs((limit - start) / delta)))
+    out, v = np.empty(n, dt), start
+    for i in range(n):
+        out[i] = v
+        v = dt.type(v + delta)
+    return out
 
 
 def dequantize(t) -> np.ndarray:
@@ -49,6 +69,13 @@ def _value(graph: Graph, node: Node):
     if node.op == "CAST":
         from gpuc.compiler.ops.compare import litert_cast
         return litert_cast(x, out.dtype)
+    if node.op in ("FILL", "ZEROS_LIKE"):
+        from gpuc.compiler.ops.fill import fill_value
+        return fill_value(node, graph)
+    if node.op == "RANGE" and len(ins) == 3 and out.size <= 1 << 24:
+        return litert_range(x, ins[1].data, ins[2].data, out.dtype)
+    if node.op == "DENSIFY":
+        return np.ascontiguousarray(x)
     return None
 
 

@@ -12,6 +12,13 @@ def load(bundle, device=None):
     return _load(bundle, device=device)
 
 
+def open_device(select=None):
+    """A Vulkan device (index or name substring; default GPUC_DEVICE, else the best GPU) to load
+    several bundles on, e.g. to pass DeviceTensors between them.  Close it after its models."""
+    from gpuc.runtime.device import Device
+    return Device(select)
+
+
 def compile(model, output=None, **options):  # noqa: A001 - public API name
     """Compile a .tflite model (path or bytes). Returns bundle bytes, or writes `output`."""
     from gpuc.compiler import compile_model

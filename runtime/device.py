@@ -230,6 +230,12 @@ class Device:
             vk.vkDestroyFence(self.device, fence, None)
             vk.vkFreeCommandBuffers(self.device, self.cmd_pool, 1, [cmd])
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     def close(self):
         if getattr(self, "device", None) is not None:
             vk.vkDeviceWaitIdle(self.device)

@@ -1,12 +1,17 @@
 """Side-by-side benchmark: gpuc vs LiteRT (CPU interpreter, and CompiledModel GPU where it works).
 
     python benchmarks/harness.py [MODELS_DIR_OR_FILES...] [--runs 100] [--device N|NAME] [--out DIR]
+                                 [--batch 1,8,32]
 
 Every system runs the same models on the same inputs in this one process tree; times are
 median/p90/min of `runs` calls including input/output copies, plus load time; max_rel_err is
 max|out - ref| / max|ref| against LiteRT CPU (plain builtin kernels) on the same input.
 Writes benchmarks/results/<device>-<date>.json: a list of rows
 {system, model, device, batch, median_ms, p90_ms, min_ms, load_ms, max_rel_err[, note]}.
+gpuc rows also carry images_per_s (batch / median) and gpu_ms.  With --batch, every batch above 1
+runs through one bundle compiled with --max-batch (the largest batch asked): a run of b stacked
+images; row 0 is the reference input (its max_rel_err is against LiteRT CPU) and
+rows_equal_batch1 says whether every row equals that bundle's own batch-1 run of the row.
 """
 import argparse
 import datetime
@@ -95,6 +100,39 @@ def gpuc_run(path, xs, runs, device):
     return row, res, name
 
 
+def gpuc_batch_rows(path, xs, batches, runs, device, refs, base):
+    """Throughput of one --max-batch bundle at each batch in `batches` (> 1)."""
+    import gpuc
+    n = max(batches)
+    try:
+        bundle = gpuc.compile(path, max_batch=n)
+    except gpuc.errors.GpucError as e:
+        return [{**base, "system": "gpuc-fp32", "batch": n, "note": f"max-batch: {str(e)[:180]}"}]
+    t0 = time.perf_counter()
+    m = gpuc.load(bundle, device=device)
+    load = (time.perf_counter() - t0) * 1e3
+    rng = np.random.default_rng(1234)
+    stack = [np.concatenate([x] + [(rng.uniform(-1, 1, x.shape).astype(x.dtype) if x.dtype.kind == "f" else x)
+                                   for _ in range(n - 1)]) for x in xs]
+    singles = [m.run([s[i:i + 1] for s in stack]) for i in range(n)]
+    rows = []
+    for b in batches:
+        xb = [s[:b] for s in stack]
+        outs = m.run(xb)
+        same = all(np.array_equal(o[i:i + 1], singles[i][k]) for k, o in enumerate(outs) for i in range(b))
+        row = dict(timed(lambda: m.run(xb), runs), load_ms=load)
+        gpu = []
+        for _ in range(20):
+            m.run(xb)
+            gpu.append(m.last_gpu_ms or 0)
+        row.update(gpu_ms=statistics.median(gpu), images_per_s=b / (row["median_ms"] * 1e-3),
+                   rows_equal_batch1=bool(same), note=f"one --max-batch {n} bundle")
+        err = rel([o[:1] for o in outs], refs) if refs else None
+        rows.append({**base, "system": "gpuc-fp32", "device": m.device.name, "batch": b, **row, "max_rel_err": err})
+    m.close()
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="*", default=[str(HERE.parent.parent / "shared" / "models")])
@@ -102,7 +140,11 @@ def main():
     ap.add_argument("--device")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--batch", default="1", help="gpuc batch sizes, e.g. 1,8,32 (above 1: one --max-batch bundle)")
     a = ap.parse_args()
+    batches = sorted({int(b) for b in a.batch.split(",") if b.strip()})
+    if not batches or batches[0] < 1:
+        ap.error("--batch takes positive integers, e.g. 1,8,32")
     paths = []
     for m in a.models:
         p = Path(m)
@@ -127,7 +169,10 @@ def main():
             cpu, refs = None, None
             rows.append({**base, "system": f"litert-cpu-{a.threads}t", "note": str(e)[:200]})
         g, out, device = gpuc_run(path, xs, a.runs, a.device)
+        g["images_per_s"] = base["batch"] / (g["median_ms"] * 1e-3)
         rows.append({**base, "system": "gpuc-fp32", "device": device, **g, "max_rel_err": rel(out, refs) if refs else None})
+        if any(b > 1 for b in batches):
+            rows += gpuc_batch_rows(path, xs, [b for b in batches if b > 1], a.runs, a.device, refs, base)
         if cpu:
             rows.append({**base, "system": f"litert-cpu-{a.threads}t", "device": "cpu", **cpu, "max_rel_err": 0.0})
         try:
@@ -136,13 +181,16 @@ def main():
                          "max_rel_err": rel(gout, refs) if refs else None})
         except Exception as e:  # noqa: BLE001
             rows.append({**base, "system": "litert-gpu", "note": f"unavailable: {str(e)[:160]}"})
-    print(f"{'model':<32} {'system':<16} {'median':>8} {'p90':>8} {'min':>8} {'load':>9} {'max_rel_err':>11}")
+    print(f"{'model':<32} {'system':<16} {'batch':>5} {'median':>8} {'p90':>8} {'min':>8} {'load':>9} "
+          f"{'max_rel_err':>11} {'images/s':>9}")
     for r in rows:
         if "median_ms" in r:
             e = f"{r['max_rel_err']:.2e}" if r.get("max_rel_err") is not None else "-"
-            print(f"{r['model']:<32} {r['system']:<16} {r['median_ms']:>8.3f} {r['p90_ms']:>8.3f} {r['min_ms']:>8.3f} "
-                  f"{r['load_ms']:>9.1f} {e:>11}" + (f"  ({r['note']})" if r.get("note") else "")
-                  + (f"  gpu {r['gpu_ms']:.3f}" if r.get("gpu_ms") else ""))
+            ips = f"{r['images_per_s']:.0f}" if r.get("images_per_s") else "-"
+            print(f"{r['model']:<32} {r['system']:<16} {r.get('batch', 1):>5} {r['median_ms']:>8.3f} {r['p90_ms']:>8.3f} "
+                  f"{r['min_ms']:>8.3f} {r['load_ms']:>9.1f} {e:>11} {ips:>9}" + (f"  ({r['note']})" if r.get("note") else "")
+                  + (f"  gpu {r['gpu_ms']:.3f}" if r.get("gpu_ms") else "")
+                  + ("" if r.get("rows_equal_batch1", True) else "  ROWS DIFFER FROM BATCH-1"))
         else:
             print(f"{r['model']:<32} {r['system']:<16} {r.get('note', '')}")
     os.makedirs(a.out, exist_ok=True)

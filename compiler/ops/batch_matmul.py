@@ -1,0 +1,92 @@
+"""BATCH_MATMUL (float32): adj_x / adj_y, numpy-broadcast batch dims, ranks 2..5 (LiteRT's limit),
+constant or runtime operands.
+
+A constant RHS without batch (all its batch dims 1) and no adj_x is a FULLY_CONNECTED over the LHS
+rows: it goes through the tiled gemm (compiler/ops/conv.py gemm_kernel, weights re-laid out at
+compile time).  Everything else runs shaders/batch_matmul.comp, which reads both operands through
+strides (adjoint = swapped strides, broadcast batch dims = stride 0)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.conv import _float_const, gemm_kernel
+from gpuc.compiler.ops.elementwise import broadcast_strides
+from gpuc.compiler.ops.util import checked, size
+
+MAX_RANK = 5
+
+VARIANTS = {
+    "batch_matmul": (dict(M=5, N=6, K=7, NB=2, OUT_BATCH=[2, 3], A_BSTR=[0, 35], B_BSTR=[42, 0], A_SM=7, A_SK=1,
+                          B_SK=6, B_SN=1, BM=16, BN=16, BK=16, TM=2, TN=2, TILES_M=1, TILES_N=1, NWG=6),
+                     {"A_KFAST": [0, 1], "B_NFAST": [0, 1]}, ["out_", "a", "b"], {},
+                     lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]))),
+}
+
+
+def _plan(node, graph):
+    a, b, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    for t in (a, b, y):
+        if t.dtype != "float32" and not (t.is_const and np.dtype(t.dtype).kind == "f"):
+            raise ValueError(f"tensor {t.name!r} has dtype {t.dtype} (float32 only)")
+    if not (2 <= len(a.shape) <= MAX_RANK and 2 <= len(b.shape) <= MAX_RANK):
+        raise ValueError(f"operand ranks {len(a.shape)} and {len(b.shape)} must be 2..{MAX_RANK}")
+    adj_x, adj_y = bool(node.attrs.get("adj_x", False)), bool(node.attrs.get("adj_y", False))
+    m, k = (a.shape[-1], a.shape[-2]) if adj_x else (a.shape[-2], a.shape[-1])
+    kb, n = (b.shape[-1], b.shape[-2]) if adj_y else (b.shape[-2], b.shape[-1])
+    if k != kb:
+        raise ValueError(f"inner dimensions differ: {list(a.shape)} (adj_x={adj_x}) x {list(b.shape)} (adj_y={adj_y})")
+    try:
+        batch = list(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    except ValueError:
+        raise ValueError(f"batch dims of {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    if k == 0:
+        raise ValueError("empty inner dimension")
+    if list(y.shape) != batch + [m, n]:
+        raise ValueError(f"output {y.name!r} has shape {list(y.shape)}, expected {batch + [m, n]}")
+    return a, b, y, adj_x, adj_y, m, n, k, batch
+
+
+def _tile(extent: int) -> tuple[int, int]:
+    """(block, per-invocation) along one output axis: a power of two up to 64, at most 16 invocations."""
+    blk = 1
+    while blk < min(extent, 64):
+        blk *= 2
+    return blk, max(1, blk // 16)
+
+
+@register("BATCH_MATMUL", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2),
+          summary="adj_x/adj_y, broadcast batch dims, rank 2..5; constant RHS -> tiled gemm")
+def lower_batch_matmul(node, graph):
+    a, b, y, adj_x, adj_y, m, n, k, batch = _plan(node, graph)
+    if y.size == 0:
+        return []
+    if _float_const(graph, b.id) and not adj_x and all(d == 1 for d in b.shape[:-2]):
+        w = np.asarray(b.data, np.float32).reshape(b.shape[-2:])
+        w_kn = (w.T if adj_y else w)[None]                      # [1, K, N]
+        return [gemm_kernel(node, graph, M=size(batch) * m, GN=n, GK=k, G=1, lda=k, ldc=n, w_id=b.id,
+                            w_kn=np.ascontiguousarray(w_kn), bias=None, conv=None, ignore=())]
+    a_id, b_id = a.id, b.id
+    for i, t in ((0, a), (1, b)):                               # fp16 constants: float32 copies
+        if t.is_const and t.dtype != "float32":
+            new = graph.add_const(f"{t.name}/f32", np.asarray(t.data, np.float32))
+            a_id, b_id = (new, b_id) if i == 0 else (a_id, new)
+    nb = max(len(batch), 1)
+    a_b = broadcast_strides(tuple(a.shape[:-2]), tuple(batch)) if batch else [0]
+    b_b = broadcast_strides(tuple(b.shape[:-2]), tuple(batch)) if batch else [0]
+    am = m * k                                                  # matrix sizes: batch strides scale by them
+    a_b = [s * am for s in a_b]
+    b_b = [s * k * n for s in b_b]
+    a_sm, a_sk = (1, m) if adj_x else (k, 1)
+    b_sk, b_sn = (1, k) if adj_y else (n, 1)
+    bm, tm = _tile(m)
+    bn, tn = _tile(n)
+    tiles_m, tiles_n = -(-m // bm), -(-n // bn)
+    nwg = tiles_m * tiles_n * size(batch)
+    threads = (bm // tm) * (bn // tn)
+    defines = dict(M=m, N=n, K=k, NB=nb, OUT_BATCH=list(batch) or [1], A_BSTR=a_b, B_BSTR=b_b, A_SM=a_sm, A_SK=a_sk,
+                   B_SK=b_sk, B_SN=b_sn, A_KFAST=int(a_sk == 1), B_NFAST=int(b_sn == 1), BM=bm, BN=bn, BK=16,
+                   TM=tm, TN=tn, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
+    binds = [("out_", y.id), ("a", a_id), ("b", b_id)]
+    return [Kernel("batch_matmul", binds, nwg * threads, defines, node.label(), local_x=threads)]

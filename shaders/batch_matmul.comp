@@ -1,0 +1,73 @@
+// BATCH_MATMUL: out[b, m, n] = sum_k A_b[m, k] * B_b[k, n] with broadcast batch dims, one workgroup
+// per BM x BN output tile of one batch.  A and B are read through strides (adjoint = swapped strides):
+// A_b[m, k] = a[A_off(b) + m * A_SM + k * A_SK], B_b[k, n] = b[B_off(b) + k * B_SK + n * B_SN]; the
+// batch offsets come from the output batch index through A_BSTR / B_BSTR (0 on broadcast dims).
+// A BK-deep chunk of both tiles is staged through shared memory, loaded along whichever of the two
+// axes is contiguous in memory (A_KFAST: k, else m; B_NFAST: n, else k); each invocation accumulates a
+// TM x TN register block (rows ty + i * BM/TM, columns tx + j * BN/TN).  Every edge is bounds-checked.
+// Defines: M N K NB OUT_BATCH[] A_BSTR[] B_BSTR[] A_SM A_SK B_SK B_SN A_KFAST B_NFAST
+//          BM BN BK TM TN TILES_M TILES_N NWG
+#define BMT (BM / TM)
+#define BNT (BN / TN)
+#define NT (BMT * BNT)
+shared float sa[BK * (BM + 1)];
+shared float sb[BK * (BN + 1)];
+
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int tn = wg % TILES_N;
+    int t = wg / TILES_N;
+    int tm = t % TILES_M;
+    int bt = t / TILES_M;
+    int m0 = tm * BM, n0 = tn * BN;
+    int aoff = 0, boff = 0, r = bt;
+    for (int d = NB - 1; d >= 0; --d) {
+        int i = r % OUT_BATCH[d];
+        r /= OUT_BATCH[d];
+        aoff += i * A_BSTR[d];
+        boff += i * B_BSTR[d];
+    }
+    int tid = int(gl_LocalInvocationIndex);
+    int tx = tid % BNT, ty = tid / BNT;
+    float acc[TM][TN];
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int e = tid; e < BK * BM; e += NT) {
+#if A_KFAST
+            int kk = e % BK, mm = e / BK;
+#else
+            int mm = e % BM, kk = e / BM;
+#endif
+            int m = m0 + mm, k = k0 + kk;
+            sa[kk * (BM + 1) + mm] = (m < M && k < K) ? a[aoff + m * A_SM + k * A_SK] : 0.0;
+        }
+        for (int e = tid; e < BK * BN; e += NT) {
+#if B_NFAST
+            int nn = e % BN, kk = e / BN;
+#else
+            int kk = e % BK, nn = e / BK;
+#endif
+            int n = n0 + nn, k = k0 + kk;
+            sb[kk * (BN + 1) + nn] = (n < N && k < K) ? b[boff + k * B_SK + n * B_SN] : 0.0;
+        }
+        barrier();
+        for (int kk = 0; kk < BK; ++kk) {
+            float av[TM], bv[TN];
+            for (int i = 0; i < TM; ++i) av[i] = sa[kk * (BM + 1) + ty + i * BMT];
+            for (int j = 0; j < TN; ++j) bv[j] = sb[kk * (BN + 1) + tx + j * BNT];
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
+        }
+        barrier();
+    }
+    for (int i = 0; i < TM; ++i) {
+        int m = m0 + ty + i * BMT;
+        for (int j = 0; j < TN; ++j) {
+            int n = n0 + tx + j * BNT;
+            if (m < M && n < N) out_[(bt * M + m) * N + n] = acc[i][j];
+        }
+    }
+}

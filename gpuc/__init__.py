@@ -19,6 +19,12 @@ def open_device(select=None):
     return Device(select)
 
 
+def to_device(array, device, name: str = "tensor"):
+    """Upload a host array to `device` as a DeviceTensor (an input any bundle on that device takes)."""
+    from gpuc.runtime.device_tensor import DeviceTensor
+    return DeviceTensor.from_numpy(device, array, name)
+
+
 def compile(model, output=None, **options):  # noqa: A001 - public API name
     """Compile a .tflite model (path or bytes). Returns bundle bytes, or writes `output`."""
     from gpuc.compiler import compile_model

@@ -174,3 +174,18 @@ def test_upload_round_trip_and_freed_with_the_models_device():
     assert "r1" in repr(r1) and not r1.closed
     m.close()
     assert t.closed and r1.closed and "closed" in repr(r1)
+
+
+def test_readme_device_example_runs(models_dir, tmp_path):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = re.search(r"<!-- readme-example-device -->\s*```python\n(.*?)```", text, re.S).group(1)
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "shared").symlink_to(models_dir.parent)
+    r = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "(1, 10) float32" in r.stdout

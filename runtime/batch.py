@@ -47,8 +47,16 @@ def max_batch(bundle) -> int:
     return n
 
 
+def host_steps(bundle) -> int:
+    """Program steps that are not plain GPU dispatch ranges (host CPU ops, control flow)."""
+    return sum(1 for st in getattr(bundle, "steps", None) or () if getattr(st, "kind", 0) != 0)
+
+
 def io_problem(bundle) -> str | None:
-    """Why the bundle's I/O cannot be batched along axis 0, or None."""
+    """Why the bundle cannot be batched along axis 0, or None."""
+    if host_steps(bundle):
+        return (f"the program has {host_steps(bundle)} host (CPU) or control-flow step(s); batching "
+                "needs a program that runs fully on the GPU")
     for kind, idx in (("input", bundle.inputs), ("output", bundle.outputs)):
         for i in idx:
             t = bundle.tensors[i]
@@ -188,6 +196,9 @@ def run_async(model, inputs, keep_on_device=False):
     """LoadedModel.run_async for batched runs and runs with device tensors in or out."""
     from gpuc.runtime.executor import RunHandle
     model._check_open()
+    if host_steps(model.bundle):
+        raise GpucError("keep_on_device and device-tensor inputs are not supported yet for bundles with "
+                        "host (CPU) or control-flow steps; pass host arrays")
     vals, b = normalize(model, inputs)
     batched = model.max_batch > 1
     dts = [v for v in vals if isinstance(v, DeviceTensor)]

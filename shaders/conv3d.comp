@@ -1,0 +1,38 @@
+// CONV_3D, NDHWC input, filter [KD][KH][KW][CI][CO], one invocation per output element (consecutive
+// invocations = consecutive output channels, so filter reads coalesce).  Taps outside the input are
+// skipped (zero padding); PF / PT / PL are the leading pads of depth / height / width.
+// Epilogue: + bias[co], fused activation (gpuc_act).
+// Defines: D H W CI OD OH OW CO KD KH KW SD SH SW DD DH DW PF PT PL HAS_BIAS ACT
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    int t = int(gid);
+    int co = t % CO;
+    t /= CO;
+    int ox = t % OW;
+    t /= OW;
+    int oy = t % OH;
+    t /= OH;
+    int oz = t % OD;
+    int n = t / OD;
+    float acc = 0.0;
+    for (int kd = 0; kd < KD; ++kd) {
+        int iz = oz * SD - PF + kd * DD;
+        if (iz < 0 || iz >= D) continue;
+        for (int kh = 0; kh < KH; ++kh) {
+            int iy = oy * SH - PT + kh * DH;
+            if (iy < 0 || iy >= H) continue;
+            for (int kw = 0; kw < KW; ++kw) {
+                int ix = ox * SW - PL + kw * DW;
+                if (ix < 0 || ix >= W) continue;
+                int xb = (((n * D + iz) * H + iy) * W + ix) * CI;
+                int wb = ((kd * KH + kh) * KW + kw) * CI * CO + co;
+                for (int ci = 0; ci < CI; ++ci) acc += x[xb + ci] * w[wb + ci * CO];
+            }
+        }
+    }
+#if HAS_BIAS
+    acc += bias[co];
+#endif
+    out_[gid] = gpuc_act(acc);
+}

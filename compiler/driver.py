@@ -144,16 +144,22 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
 def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     """Compile .tflite bytes with normalized options (see gpuc.compiler.normalize_options)."""
     from gpuc.compiler.frontend.importer import load_tflite
-    if opts["precision"] != "fp32":
-        raise UnsupportedError(f"precision {opts['precision']!r} not supported yet (use fp32)")
+    if opts["precision"] not in ("fp32", "fp16"):
+        raise UnsupportedError(f"precision {opts['precision']!r} not supported (fp32 or fp16)")
     fp = fingerprint(data, opts)
     model_ir = load_tflite(data)
     graph = model_ir.main
     resolve_variables(model_ir, graph)      # resource variables -> persistent tensors; CALL_ONCE evaluated
     stats = {"ops": len(graph.nodes)}
+    graph.precision = opts["precision"]
     run_passes(graph, opts["disable_passes"])
     bad = check_supported(graph)
     if bad:
         raise UnsupportedError(_unsupported_message(bad))
     kernels = lower_graph(graph)
-    return build_bundle(graph, kernels, name, opts, fp, stats)
+    from gpuc.compiler.passes.precision import assign_storage, attach_fallback
+    n16 = assign_storage(graph, kernels)          # --precision fp16: tensors stored as float16
+    if n16:
+        stats["fp16_tensors"] = n16
+    out = build_bundle(graph, kernels, name, opts, fp, stats)
+    return attach_fallback(out, data, name, opts) if n16 else out

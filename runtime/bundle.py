@@ -38,7 +38,7 @@ BUNDLE_SCHEMA = {
                 "tensors": (2, "[table:TensorInfo]", None), "inputs": (3, "[I]", None),
                 "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
                 "dispatches": (6, "[table:Dispatch]", None), "arena_bytes": (7, "Q", 0),
-                "weights": (8, "[B]", None), "state_init": (9, "[I]", None)},
+                "weights": (8, "[B]", None), "state_init": (9, "[I]", None), "fallback": (10, "[B]", None)},
 }
 
 
@@ -89,6 +89,7 @@ class Bundle:
     format_version: int = FORMAT_VERSION
     checksum: str = ""                       # set by read_bundle (identifies the exact bundle)
     state_init: list = field(default_factory=list)   # [(arena tensor, weights tensor with its initial value)]
+    fallback: bytes = b""      # fp16 bundles: the complete fp32 bundle, for devices without 16-bit storage
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -115,6 +116,7 @@ def write_bundle(b: Bundle) -> bytes:
                         "groups": list(d.groups), "label": d.label, "flops": d.flops} for d in b.dispatches],
         "arena_bytes": b.arena_bytes, "weights": b.weights,
         "state_init": [int(x) for pair in b.state_init for x in pair] or None,   # absent when stateless
+        "fallback": np.frombuffer(b.fallback, np.uint8) if b.fallback else None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -190,7 +192,7 @@ def read_bundle(data) -> Bundle:
         arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
         compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",
         format_version=head["format_version"], checksum=head["checksum"] or "",
-        state_init=_pairs(p["state_init"]))
+        state_init=_pairs(p["state_init"]), fallback=bytes(_arr(p["fallback"])))
     validate(b)
     return b
 

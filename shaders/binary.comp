@@ -1,3 +1,4 @@
+// @storage16
 // Elementwise binary op with numpy broadcasting.  OP: 0 add, 1 sub, 2 mul.
 // Defines: RANK OUT_SHAPE[] A_STRIDES[] B_STRIDES[] (0 on broadcast dims), SAME_SHAPE, ACT
 float gpuc_binop(float a, float b) {
@@ -24,5 +25,5 @@ void main() {
         ib += c * B_STRIDES[d];
     }
 #endif
-    out_[gid] = gpuc_act(gpuc_binop(a[ia], b[ib]));
+    ST(out_, gid, gpuc_act(gpuc_binop(LD(a, ia), LD(b, ib))));
 }

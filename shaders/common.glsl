@@ -90,3 +90,10 @@ float gpuc_act(float v) { return gpuc_fq_mid(gpuc_finite(gpuc_apply(v, ACT))); }
 float gpuc_apply_res(float v, int code) { return gpuc_fq(gpuc_apply(v, code)); }
 #define gpuc_apply gpuc_apply_res
 #endif
+
+// Storage-type access, used by templates marked "// @storage16": LD widens a binding's element to
+// its arithmetic type (float / vec4 for float16 and float32 storage alike; int for int32), ST
+// narrows a value to the binding's storage type.  The renderer defines <binding>_A and <binding>_S.
+// So a float16 tensor costs half the bytes while every sum and product is still fp32.
+#define LD(b, i) b##_A(b[i])
+#define ST(b, i, v) b[i] = b##_S(v)

@@ -1,3 +1,4 @@
+// @storage16
 // Strided N-d copy of a region: out[DST_OFFSET + c.DST_STRIDES] = act(x[SRC_OFFSET + c.SRC_STRIDES])
 // for every coordinate c in SHAPE.  Serves RESHAPE, CONCATENATION (one dispatch per input),
 // and any transpose/slice that is an affine index map.  Defines: RANK SHAPE[] SRC_STRIDES[]
@@ -17,8 +18,8 @@ void main() {
     }
 #endif
 #if ACT || FQ
-    out_[di] = gpuc_act(x[si]);
+    ST(out_, di, gpuc_act(LD(x, si)));
 #else
-    out_[di] = x[si];
+    ST(out_, di, LD(x, si));
 #endif
 }

@@ -1,3 +1,4 @@
+// @storage16
 // DEPTHWISE_CONV_2D, NHWC, filter [1,KH,KW,CO] (already [KH][KW][CO]: channel-contiguous, so
 // neighbouring invocations read neighbouring weights).  Output channel oc reads input channel
 // oc / MULT.  One invocation = 4 consecutive output channels x PX consecutive output pixels of one
@@ -34,13 +35,13 @@ void main() {
         vec4 wr[KW];
         for (int kx = 0; kx < KW; ++kx) {
 #if VEC
-            wr[kx] = w[(ky * KW + kx) * CG + c4];
+            wr[kx] = LD(w, (ky * KW + kx) * CG + c4);
 #else
             int wb = (ky * KW + kx) * CO + oc0;
-            wr[kx] = vec4(w[wb],
-                          oc0 + 1 < CO ? w[wb + 1] : 0.0,
-                          oc0 + 2 < CO ? w[wb + 2] : 0.0,
-                          oc0 + 3 < CO ? w[wb + 3] : 0.0);
+            wr[kx] = vec4(LD(w, wb),
+                          oc0 + 1 < CO ? LD(w, wb + 1) : 0.0,
+                          oc0 + 2 < CO ? LD(w, wb + 2) : 0.0,
+                          oc0 + 3 < CO ? LD(w, wb + 3) : 0.0);
 #endif
         }
         int rowb = (n * H + iy) * W;
@@ -48,13 +49,13 @@ void main() {
             int ix = ix0 + j;
             if (ix < 0 || ix >= W) continue;
 #if VEC
-            vec4 xv = x[(rowb + ix) * CG + c4];
+            vec4 xv = LD(x, (rowb + ix) * CG + c4);
 #else
             int xb = (rowb + ix) * CI;
-            vec4 xv = vec4(x[xb + oc0 / MULT],
-                           oc0 + 1 < CO ? x[xb + (oc0 + 1) / MULT] : 0.0,
-                           oc0 + 2 < CO ? x[xb + (oc0 + 2) / MULT] : 0.0,
-                           oc0 + 3 < CO ? x[xb + (oc0 + 3) / MULT] : 0.0);
+            vec4 xv = vec4(LD(x, xb + oc0 / MULT),
+                           oc0 + 1 < CO ? LD(x, xb + (oc0 + 1) / MULT) : 0.0,
+                           oc0 + 2 < CO ? LD(x, xb + (oc0 + 2) / MULT) : 0.0,
+                           oc0 + 3 < CO ? LD(x, xb + (oc0 + 3) / MULT) : 0.0);
 #endif
             for (int p = 0; p < PX; ++p) {
                 int d = j - p * SW;
@@ -69,26 +70,26 @@ void main() {
         vec4 v = acc[p];
 #if VEC
 #if HAS_BIAS
-        v += bias[c4];
+        v += LD(bias, c4);
 #endif
         v = act4(v);
 #if RESIDUAL
-        v = act24(v + res[pix * CG + c4]);
+        v = act24(v + LD(res, pix * CG + c4));
 #endif
-        out_[pix * CG + c4] = v;
+        ST(out_, pix * CG + c4, v);
 #else
         for (int c = 0; c < 4; ++c) {
             int oc = oc0 + c;
             if (oc >= CO) break;
             float s = v[c];
 #if HAS_BIAS
-            s += bias[oc];
+            s += LD(bias, oc);
 #endif
             s = gpuc_act(s);
 #if RESIDUAL
-            s = gpuc_apply(s + res[pix * CO + oc], ACT2);
+            s = gpuc_apply(s + LD(res, pix * CO + oc), ACT2);
 #endif
-            out_[pix * CO + oc] = s;
+            ST(out_, pix * CO + oc, s);
         }
 #endif
     }

@@ -1,3 +1,4 @@
+// @storage16
 // Tiled GEMM: out[m, g*GN + n] = epilogue(sum_k A_g[m, k] * B_g[k, n]), one workgroup per BM x BN
 // output tile of one group g.  Used for FULLY_CONNECTED (A = x [GM, LDA]), 1x1 stride-1 unpadded
 // convolutions (A = x viewed as [N*H*W, CI]) and every other non-depthwise convolution through
@@ -105,16 +106,16 @@ void load_a(int kb) {
             if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
                 int addr = a_base[i] + (iy * W + ix) * LDA + ci;
 #if VEC_A
-                v = x[addr >> 2];
+                v = LD(x, addr >> 2);
 #else
-                v = x[addr];
+                v = LD(x, addr);
 #endif
             }
 #else
 #if VEC_A
-            v = x[(a_base[i] + k) >> 2];
+            v = LD(x, (a_base[i] + k) >> 2);
 #else
-            v = x[a_base[i] + k];
+            v = LD(x, a_base[i] + k);
 #endif
 #endif
         }
@@ -149,12 +150,12 @@ void load_b(int kb, int n0, int g) {
         int k = kb + e % BKT;
         int n = n0 + e / BKT;
         float v = 0.0;
-        if (e < B_N && k < GK && n < GN) v = w[(g * GN + n) * GK + k];
+        if (e < B_N && k < GK && n < GN) v = LD(w, (g * GN + n) * GK + k);
 #else
         int k = kb + e / B_W;
         int n = n0 + (e % B_W) * 4;
         vec4 v = vec4(0.0);
-        if (e < B_N && k < GK && n < GNP) v = w[((g * GK + k) * GNP + n) >> 2];
+        if (e < B_N && k < GK && n < GNP) v = LD(w, ((g * GK + k) * GNP + n) >> 2);
 #endif
         rb[i] = v;
     }
@@ -182,14 +183,14 @@ void finish(int m, int n, int g, float v) {
     if (m < GM && n < GN) {
         int col = g * GN + n;
 #if HAS_BIAS
-        v += bias[col];
+        v += LD(bias, col);
 #endif
         v = gpuc_act(v);
         int o = m * LDC + col;
 #if RESIDUAL
-        v = gpuc_apply(v + res[o], ACT2);
+        v = gpuc_apply(v + LD(res, o), ACT2);
 #endif
-        out_[o] = v;
+        ST(out_, o, v);
     }
 }
 

@@ -1,3 +1,4 @@
+// @storage16
 // MIRROR_PAD: out[c] = x[m(c - PAD_LO)], m mirroring each coordinate back into [0, IN_SHAPE):
 // OFFSET 1 (REFLECT, edge not repeated): -1 -> 1, n -> n - 2; OFFSET 0 (SYMMETRIC): -1 -> 0, n -> n - 1.
 // Paddings are at most IN_SHAPE - OFFSET (checked at compile time, as LiteRT does).
@@ -13,5 +14,5 @@ void main() {
         else if (c >= IN_SHAPE[d]) c = 2 * IN_SHAPE[d] - 1 - OFFSET - c;
         si += c * IN_STRIDES[d];
     }
-    out_[gid] = x[si];
+    ST(out_, gid, LD(x, si));
 }

@@ -1,3 +1,4 @@
+// @storage16
 // PAD / PADV2: out[c] = x[c - PAD_LO] inside the source, PAD_VALUE outside.
 // Defines: RANK OUT_SHAPE[] IN_SHAPE[] IN_STRIDES[] PAD_LO[] PAD_VALUE
 void main() {
@@ -11,5 +12,5 @@ void main() {
         inside = inside && c >= 0 && c < IN_SHAPE[d];
         si += c * IN_STRIDES[d];
     }
-    out_[gid] = inside ? x[si] : PAD_VALUE;
+    ST(out_, gid, inside ? LD(x, si) : x_A(PAD_VALUE));
 }

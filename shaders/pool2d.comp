@@ -1,3 +1,4 @@
+// @storage16
 // AVERAGE_POOL_2D (OP 0; averages only the cells inside the input) and MAX_POOL_2D (OP 1), NHWC.
 // Defines: N H W C OH OW KH KW SH SW PT PL OP ACT
 void main() {
@@ -17,7 +18,7 @@ void main() {
 #endif
     for (int iy = y0; iy < y1; ++iy)
         for (int ix = x0; ix < x1; ++ix) {
-            float v = x[((n * H + iy) * W + ix) * C + c];
+            float v = LD(x, ((n * H + iy) * W + ix) * C + c);
 #if OP == 1
             acc = max(acc, v);
 #else
@@ -27,5 +28,5 @@ void main() {
 #if OP == 0
     acc /= float(max((y1 - y0) * (x1 - x0), 1));
 #endif
-    out_[gid] = gpuc_act(acc);
+    ST(out_, gid, gpuc_act(acc));
 }

@@ -1,3 +1,4 @@
+// @storage16
 // Reduction over a set of axes.  One invocation = one output element.
 // OP: 0 mean, 1 sum, 2 max, 3 min, 4 prod.
 // Defines: NK K_SHAPE[] K_STRIDES[] (kept axes), NR R_SHAPE[] R_STRIDES[] (reduced axes), RCOUNT
@@ -24,7 +25,7 @@ void main() {
             off += (u % R_SHAPE[d]) * R_STRIDES[d];
             u /= R_SHAPE[d];
         }
-        float v = x[off];
+        float v = LD(x, off);
 #if OP == 2
         acc = max(acc, v);
 #elif OP == 3
@@ -38,5 +39,5 @@ void main() {
 #if OP == 0
     acc /= float(RCOUNT);
 #endif
-    out_[gid] = acc;
+    ST(out_, gid, acc);
 }

@@ -1,3 +1,4 @@
+// @storage16
 // RESIZE_BILINEAR (NEAREST=0) / RESIZE_NEAREST_NEIGHBOR (NEAREST=1), NHWC; one invocation per output
 // element.  SCALE_Y/SCALE_X are TFLite's float32 scales, computed on the host.  The coordinate
 // arithmetic is `precise` so it rounds exactly like the CPU kernel (no fma contraction).
@@ -44,14 +45,14 @@ void main() {
 #if NEAREST
     int iy = src_index(oy, H, SCALE_Y);
     int ix = src_index(ox, W, SCALE_X);
-    out_[gid] = x[((base + iy) * W + ix) * C + c];
+    ST(out_, gid, LD(x, ((base + iy) * W + ix) * C + c));
 #else
     int y0, y1, x0, x1;
     float vy = src_coord(oy, H, SCALE_Y, y0, y1);
     float vx = src_coord(ox, W, SCALE_X, x0, x1);
     float dy = vy - float(y0), dx = vx - float(x0);
-    float a = x[((base + y0) * W + x0) * C + c], b = x[((base + y1) * W + x0) * C + c];
-    float d = x[((base + y0) * W + x1) * C + c], e = x[((base + y1) * W + x1) * C + c];
-    out_[gid] = a * (1.0 - dy) * (1.0 - dx) + b * dy * (1.0 - dx) + d * (1.0 - dy) * dx + e * dy * dx;
+    float a = LD(x, ((base + y0) * W + x0) * C + c), b = LD(x, ((base + y1) * W + x0) * C + c);
+    float d = LD(x, ((base + y0) * W + x1) * C + c), e = LD(x, ((base + y1) * W + x1) * C + c);
+    ST(out_, gid, a * (1.0 - dy) * (1.0 - dx) + b * dy * (1.0 - dx) + d * (1.0 - dy) * dx + e * dy * dx);
 #endif
 }

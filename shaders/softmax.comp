@@ -1,3 +1,4 @@
+// @storage16
 // SOFTMAX over the last axis (D elements per row), out = exp((x - max) * BETA) / sum.
 // ROW_PER_GROUP=0: one invocation per row (short rows).  ROW_PER_GROUP=1: one workgroup per row,
 // invocations stride over the row and reduce max and sum through shared memory (long rows).
@@ -23,23 +24,23 @@ void main() {
     int b = int(row) * D;
     int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
     float m = -1.0 / 0.0;
-    for (int i = l; i < D; i += n) m = max(m, x[b + i]);
+    for (int i = l; i < D; i += n) m = max(m, LD(x, b + i));
     m = wg_reduce(m, true);
     float s = 0.0;
-    for (int i = l; i < D; i += n) s += exp((x[b + i] - m) * BETA);
+    for (int i = l; i < D; i += n) s += exp((LD(x, b + i) - m) * BETA);
     float inv = 1.0 / wg_reduce(s, false);
-    for (int i = l; i < D; i += n) out_[b + i] = exp((x[b + i] - m) * BETA) * inv;
+    for (int i = l; i < D; i += n) ST(out_, b + i, exp((LD(x, b + i) - m) * BETA) * inv);
 }
 #else
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
     int b = int(gid) * D;
-    float m = x[b];
-    for (int i = 1; i < D; ++i) m = max(m, x[b + i]);
+    float m = LD(x, b);
+    for (int i = 1; i < D; ++i) m = max(m, LD(x, b + i));
     float s = 0.0;
-    for (int i = 0; i < D; ++i) s += exp((x[b + i] - m) * BETA);
+    for (int i = 0; i < D; ++i) s += exp((LD(x, b + i) - m) * BETA);
     float inv = 1.0 / s;
-    for (int i = 0; i < D; ++i) out_[b + i] = exp((x[b + i] - m) * BETA) * inv;
+    for (int i = 0; i < D; ++i) ST(out_, b + i, exp((LD(x, b + i) - m) * BETA) * inv);
 }
 #endif

@@ -1,3 +1,4 @@
+// @storage16
 // TILE / BROADCAST_TO: out[c] = x[c mod IN_SHAPE] per dimension (IN_SHAPE padded to RANK with 1s).
 // Defines: RANK OUT_SHAPE[] IN_SHAPE[] IN_STRIDES[]
 void main() {
@@ -9,5 +10,5 @@ void main() {
         t /= OUT_SHAPE[d];
         si += (c % IN_SHAPE[d]) * IN_STRIDES[d];
     }
-    out_[gid] = x[si];
+    ST(out_, gid, LD(x, si));
 }

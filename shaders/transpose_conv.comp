@@ -1,3 +1,4 @@
+// @storage16
 // TRANSPOSE_CONV / Convolution2DTransposeBias, NHWC, weights [CO,KH,KW,CI].  TFLite scatters
 // x[n,iy,ix,:] onto out[n, iy*SH - PT + ky, ix*SW - PL + kx, :]; here one invocation gathers one
 // output element: ky must satisfy (oy + PT - ky) % SH == 0, so only every SH-th tap is visited.
@@ -20,15 +21,15 @@ void main() {
             if (ix >= W) continue;
             int xb = ((n * H + iy) * W + ix) * CI;
             int wb = ((oc * KH + ky) * KW + kx) * CI;
-            for (int c = 0; c < CI; ++c) acc += x[xb + c] * w[wb + c];
+            for (int c = 0; c < CI; ++c) acc += LD(x, xb + c) * LD(w, wb + c);
         }
     }
 #if HAS_BIAS
-    acc += bias[oc];
+    acc += LD(bias, oc);
 #endif
     float v = gpuc_act(acc);
 #if RESIDUAL
-    v = gpuc_apply(v + res[gid], ACT2);
+    v = gpuc_apply(v + LD(res, gid), ACT2);
 #endif
-    out_[gid] = v;
+    ST(out_, gid, v);
 }

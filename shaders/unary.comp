@@ -1,8 +1,9 @@
+// @storage16
 // Elementwise unary op.  FN: 0 identity(+ACT) 1 logistic 2 relu 3 relu6 4 tanh 5 relu_n1_to_1
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
-    float v = x[gid];
+    float v = LD(x, gid);
 #if FN == 1
     v = 1.0 / (1.0 + exp(-v));
 #elif FN == 2
@@ -17,5 +18,5 @@ void main() {
 #if ACT || FQ
     v = gpuc_act(v);
 #endif
-    out_[gid] = v;                  // standalone activations do not clamp +-inf (as in LiteRT)
+    ST(out_, gid, v);                  // standalone activations do not clamp +-inf (as in LiteRT)
 }

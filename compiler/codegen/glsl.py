@@ -8,13 +8,22 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 
-GLSL_TYPE = {"float32": "float", "int32": "int", "uint32": "uint", "bool": "uint"}
-VEC4_TYPE = {"float": "vec4", "int": "ivec4", "uint": "uvec4"}
+GLSL_TYPE = {"float32": "float", "float16": "float16_t", "int32": "int", "uint32": "uint", "bool": "uint"}
+VEC4_TYPE = {"float": "vec4", "float16_t": "f16vec4", "int": "ivec4", "uint": "uvec4"}
+ARITH_TYPE = {"float16_t": "float", "f16vec4": "vec4"}     # what a load widens to (stores narrow back)
+STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/writes every binding via LD/ST
 
 
 @lru_cache(maxsize=None)
 def template_source(name: str) -> str:
     return resources.files("gpuc.shaders").joinpath(name).read_text()
+
+
+@lru_cache(maxsize=None)
+def supports_storage16(template: str) -> bool:
+    """True when `template` accesses its bindings only through LD/ST (common.glsl), so any float
+    binding may be stored as float16 (loads widen to float, arithmetic stays fp32, stores narrow)."""
+    return STORAGE16_MARK in template_source(template + ".comp")
 
 
 def _literal(v) -> str:
@@ -40,7 +49,12 @@ def _array(name: str, values) -> str:
 
 def render(k: Kernel, dtypes: dict) -> str:
     """`dtypes`: tensor_id -> numpy dtype name for the bound tensors."""
-    lines = ["#version 450", f"layout(local_size_x = {k.local_x}) in;"]
+    lines = ["#version 450"]
+    if any(dtypes[tid] == "float16" for _, tid in k.bindings):
+        if not supports_storage16(k.template):
+            raise ValueError(f"{k.label}: template {k.template!r} has no float16 storage support")
+        lines.append("#extension GL_EXT_shader_16bit_storage : require")
+    lines.append(f"layout(local_size_x = {k.local_x}) in;")
     consts = []
     for name, v in sorted(k.defines.items()):
         if isinstance(v, (list, tuple, np.ndarray)):
@@ -54,6 +68,8 @@ def render(k: Kernel, dtypes: dict) -> str:
             ty = VEC4_TYPE[ty]
         qual = "" if name in k.rw else "writeonly " if slot == 0 else "readonly "
         lines.append(f"layout(set = 0, binding = {slot}) {qual}buffer B{slot} {{ {ty} {name}[]; }};")
+        lines.append(f"#define {name}_S {ty}")                    # storage type (ST narrows to it)
+        lines.append(f"#define {name}_A {ARITH_TYPE.get(ty, ty)}")  # arithmetic type (LD widens to it)
     lines += consts
     lines.append(template_source("common.glsl"))
     lines.append(template_source(k.template + ".comp"))

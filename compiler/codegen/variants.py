@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.codegen.kernel import Kernel
 
 ACTS = [0, 1, 2, 3, 4, 5, 6]
@@ -69,7 +70,11 @@ def all_variants():
                      and not (n == "res" and not defines.get("RESIDUAL"))]
             k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}",
                        **extra(defines))
-            yield template, k, {i: types.get(n, "float32") for i, n in enumerate(binds)}
+            dtypes = {i: types.get(n, "float32") for i, n in enumerate(binds)}
+            yield template, k, dtypes
+            if supports_storage16(template) and "float32" in dtypes.values():
+                # --precision fp16: every float binding stored as float16 (mixed cases are subsets)
+                yield template, k, {i: "float16" if d == "float32" else d for i, d in dtypes.items()}
 
 
 def templates_on_disk() -> set:

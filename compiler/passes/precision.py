@@ -1,0 +1,99 @@
+"""`--precision fp16`: which tensors are stored as float16.
+
+Two steps.  `plan_fp16_storage` (a PIPELINE pass, so `--disable-pass plan_fp16_storage` turns fp16
+off) runs on the fused graph and pins to fp32 every tensor whose values fp16 storage cannot be
+trusted with; `assign_storage` runs on the lowered kernels and stores as float16 every other float32
+tensor (activations and weights, including the weights lowerings re-laid out) whose every kernel
+comes from a template that reads and writes through the storage macros (`// @storage16`, LD/ST in
+shaders/common.glsl).  Loads widen to float and stores narrow, so every accumulation (convolutions,
+matmuls, MEAN/SUM, SOFTMAX denominators, pooling) runs in fp32; only stored values are rounded.
+A tensor touched by a template without fp16 support stays fp32: no conversion kernels are needed,
+since each binding of an fp16-aware template has its own storage type.
+
+A quantized model (a float program simulating int8, passes/quant.py) stays entirely fp32: its
+results must stay within one quantization step of LiteRT's integer kernels.
+
+Pinned to fp32:
+- graph inputs and outputs (the user sees float32), variables;
+- outputs of ops whose results routinely leave fp16's range (+-65504) even when their inputs are
+  in range: SUM and PROD (accumulations), EXP, POW, SQUARE, SQUARED_DIFFERENCE, DIV, RSQRT ...;
+- outputs of any op with such an input (transitively), unless the op bounds its output (LOGISTIC, TANH,
+  SOFTMAX, clamping activations, comparisons): a large value stays in fp32 until it is squashed.
+- constants with a value beyond fp16's range.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.ir import Graph
+
+FP16_MAX = 65504.0
+
+# ops whose output can overflow fp16 although their inputs fit
+UNSAFE = frozenset({"SUM", "REDUCE_PROD", "EXP", "POW", "SQUARE", "SQUARED_DIFFERENCE", "DIV", "RSQRT",
+                    "FLOOR_DIV", "CUMSUM"})
+# ops whose output range is bounded whatever their input (stop the propagation of pinning)
+BOUNDED = frozenset({"LOGISTIC", "TANH", "SOFTMAX", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "SIN", "COS",
+                     "SIGN", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL",
+                     "ARG_MAX", "ARG_MIN", "LOG_SOFTMAX", "LOG", "L2_NORMALIZATION"})
+
+
+def plan_fp16_storage(graph: Graph) -> None:
+    """With graph.precision == "fp16": record the tensors that must stay fp32 (graph.fp32_pinned)."""
+    if graph.precision != "fp16":
+        return
+    if any(t.quant is not None and not t.is_const and t.dtype == "float32" for t in graph.tensors):
+        return          # simulated integer program: its 1-step guarantee needs exact fp32 values
+    st = graph.storage
+    wide = set()                    # values that may exceed fp16's range
+    for n in graph.nodes:
+        if n.op in UNSAFE or (n.op not in BOUNDED and any(i >= 0 and st(i) in wide for i in n.inputs)):
+            wide.update(st(o) for o in n.outputs)
+    pinned = wide | {st(t) for t in graph.inputs + graph.outputs}
+    pinned |= {t.id for t in graph.tensors if t.is_variable}
+    graph.fp32_pinned = pinned
+
+
+def assign_storage(graph: Graph, kernels: list) -> int:
+    """Store as float16 every float32 tensor the plan allows whose kernels all support it.
+    Changes tensor dtypes (and constant data) in place, after lowering; returns how many tensors."""
+    from gpuc.compiler.codegen.glsl import supports_storage16
+    if graph.fp32_pinned is None:
+        return 0
+    st = graph.storage
+    ok: dict[int, bool] = {}
+    for k in kernels:
+        fits = supports_storage16(k.template)
+        for _, t in k.bindings:
+            r = st(t)
+            ok[r] = ok.get(r, True) and fits
+    members: dict[int, list[int]] = {}
+    for view in graph.aliases:
+        members.setdefault(st(view), []).append(view)
+    pinned = {st(t) for t in graph.fp32_pinned}
+    done = 0
+    for root, fits in ok.items():
+        t = graph.t(root)
+        group = [root] + members.get(root, [])
+        if not fits or root in pinned or t.dtype != "float32" or any(graph.t(v).dtype != "float32" for v in group):
+            continue
+        if t.is_const:
+            if not np.all(np.abs(t.data) <= FP16_MAX):
+                continue
+            t.data = np.ascontiguousarray(t.data.astype(np.float16))
+        for v in group:
+            graph.t(v).dtype = "float16"
+        done += 1
+    return done
+
+
+def attach_fallback(bundle_bytes: bytes, data: bytes, name: str, opts: dict) -> bytes:
+    """Embed the fp32 program of the same model in an fp16 bundle: a device without 16-bit storage
+    buffers loads that one instead (one warning).  The fallback is a complete, separately verified
+    bundle, so the runtime needs no conversion code and runs exactly what `--precision fp32` runs."""
+    from gpuc.compiler.driver import compile_bytes
+    from gpuc.runtime import bundle as B
+    fallback = compile_bytes(data, name, dict(opts, precision="fp32"))
+    b = B.read_bundle(bundle_bytes)
+    b.fallback = fallback
+    return B.write_bundle(b)

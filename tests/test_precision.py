@@ -1,0 +1,177 @@
+"""`--precision fp16` (compiler/passes/precision.py, storage macros in shaders/common.glsl): fp16
+storage with fp32 arithmetic, ops kept in fp32, and the fp32 fallback on a device without 16-bit
+storage buffers (simulated with GPUC_DISABLE_FP16=1).  References are LiteRT's float32 kernels; fp16
+results must be within 2e-2 * max|ref| (fp16 rounding of stored values only)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.runtime.bundle import read_bundle  # noqa: E402
+from litert_ref import run_litert  # noqa: E402
+
+from tflite_builder import ModelBuilder  # noqa: E402
+
+TOL16 = 2e-2
+
+
+def run16(gpu, model, xs, **opts):
+    bundle = gpuc.compile(model, precision="fp16", **opts)
+    with gpuc.load(bundle, device=gpu.device) as m:
+        return m.run(xs), read_bundle(bundle)
+
+
+def dtype_of(b, name):
+    (t,) = [t for t in b.tensors if t.name == name]
+    return t.dtype
+
+
+def assert_close16(outs, refs):
+    for o, r in zip(outs, refs):
+        assert o.dtype == np.float32 and np.isfinite(o).all()
+        err = float(np.abs(o.astype(np.float64) - r).max())
+        assert err <= TOL16 * float(np.abs(r).max()), (err, float(np.abs(r).max()))
+
+
+def cnn_model():
+    """conv -> depthwise -> avg pool + max pool -> add -> fully connected -> softmax."""
+    rng = np.random.default_rng(1)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 9, 9, 3])
+    w = mb.const("w", rng.normal(0, 0.5, (8, 3, 3, 3)).astype(np.float32))
+    b = mb.const("b", rng.normal(0, 0.1, 8).astype(np.float32))
+    c = mb.tensor("conv", [1, 9, 9, 8])
+    mb.op("CONV_2D", [x, w, b], [c], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU6")
+    dw = mb.const("dw", rng.normal(0, 0.5, (1, 3, 3, 8)).astype(np.float32))
+    db = mb.const("db", rng.normal(0, 0.1, 8).astype(np.float32))
+    d = mb.tensor("dwconv", [1, 5, 5, 8])
+    mb.op("DEPTHWISE_CONV_2D", [c, dw, db], [d], padding="SAME", stride_w=2, stride_h=2, depth_multiplier=1)
+    p1, p2, s = mb.tensor("avg", [1, 2, 2, 8]), mb.tensor("max", [1, 2, 2, 8]), mb.tensor("sum", [1, 2, 2, 8])
+    pool = dict(padding="VALID", stride_w=2, stride_h=2, filter_width=2, filter_height=2)
+    mb.op("AVERAGE_POOL_2D", [d], [p1], **pool)
+    mb.op("MAX_POOL_2D", [d], [p2], **pool)
+    mb.op("ADD", [p1, p2], [s])
+    fw = mb.const("fw", rng.normal(0, 0.3, (10, 32)).astype(np.float32))
+    f, y = mb.tensor("fc", [1, 10]), mb.tensor("y", [1, 10])
+    mb.op("FULLY_CONNECTED", [s, fw, -1], [f])
+    mb.op("SOFTMAX", [f], [y], beta=1.0)
+    mb.output(y)
+    return mb.finish(), [rng.uniform(-1, 1, (1, 9, 9, 3)).astype(np.float32)]
+
+
+def test_fp16_cnn_matches_litert(gpu):
+    model, xs = cnn_model()
+    outs, b = run16(gpu, model, xs)
+    assert_close16(outs, run_litert(model, xs))
+    # activations and weights in fp16; the user's inputs and outputs stay float32
+    from gpuc.runtime.bundle import WEIGHTS
+    assert {dtype_of(b, n) for n in ("conv", "dwconv", "avg", "max", "sum", "fc")} == {"float16"}
+    assert {t.dtype for t in b.tensors if t.memory == WEIGHTS} == {"float16"}
+    assert dtype_of(b, "x") == dtype_of(b, "y") == "float32"
+    assert b.stats["fp16_tensors"] > 0 and b.fallback
+    # the fp16 program moves fewer bytes than its fp32 fallback
+    fb = read_bundle(b.fallback)
+    assert b.weights.nbytes < fb.weights.nbytes and b.arena_bytes < fb.arena_bytes
+    assert all(t.dtype != "float16" for t in fb.tensors)
+
+
+def _scaled_reduce(op, scale=2.0, n=16, c=4):
+    """x * scale (an fp16 intermediate of magnitude ~3000) -> MEAN/SUM over H, W -> + 1."""
+    rng = np.random.default_rng(2)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, n, n, c])
+    k = mb.const("k", np.array([scale], np.float32))
+    m = mb.tensor("scaled", [1, n, n, c])
+    mb.op("MUL", [x, k], [m])
+    axes = mb.const("axes", np.array([1, 2], np.int32))
+    r = mb.tensor("reduced", [1, c])
+    mb.op(op, [m, axes], [r], keep_dims=False)
+    one = mb.const("one", np.array([1.0], np.float32))
+    y = mb.tensor("y", [1, c])
+    mb.op("ADD", [r, one], [y])
+    mb.output(y)
+    return mb.finish(), [rng.uniform(1000, 2000, (1, n, n, c)).astype(np.float32)]
+
+
+def test_fp16_mean_accumulates_in_fp32(gpu):
+    """256 values ~3000 sum to ~7.7e5, far beyond fp16's 65504: fp16 accumulation gives inf."""
+    model, xs = _scaled_reduce("MEAN")
+    outs, b = run16(gpu, model, xs)
+    assert dtype_of(b, "scaled") == "float16" and dtype_of(b, "reduced") == "float16"
+    assert_close16(outs, run_litert(model, xs))
+
+
+def test_fp16_sum_stays_fp32(gpu):
+    """SUM's result (~7.7e5) does not fit fp16: the op and what it feeds stay fp32."""
+    model, xs = _scaled_reduce("SUM")
+    outs, b = run16(gpu, model, xs)
+    ref = run_litert(model, xs)
+    assert float(np.abs(ref[0]).min()) > 65504
+    assert dtype_of(b, "scaled") == "float16" and dtype_of(b, "reduced") == "float32"
+    assert_close16(outs, ref)
+
+
+def test_fp16_unsupported_template_keeps_tensor_fp32(gpu):
+    """ABS runs in a template without fp16 storage: the tensor it reads stays fp32."""
+    rng = np.random.default_rng(3)
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 33])
+    k = mb.const("k", np.array([-3.0], np.float32))
+    m, a, y = mb.tensor("m", [2, 33]), mb.tensor("a", [2, 33]), mb.tensor("y", [2, 33])
+    mb.op("MUL", [x, k], [m])
+    mb.op("ABS", [m], [a])
+    mb.op("MUL", [a, k], [y])
+    mb.output(y)
+    model, xs = mb.finish(), [rng.normal(0, 1, (2, 33)).astype(np.float32)]
+    outs, b = run16(gpu, model, xs)
+    assert dtype_of(b, "m") == "float32" and dtype_of(b, "a") == "float32"
+    np.testing.assert_allclose(outs[0], run_litert(model, xs)[0], rtol=1e-6)
+
+
+def test_fp16_disable_pass_gives_fp32(gpu):
+    model, xs = cnn_model()
+    outs, b = run16(gpu, model, xs, disable_passes=["plan_fp16_storage"])
+    assert all(t.dtype != "float16" for t in b.tensors) and not b.fallback
+    np.testing.assert_allclose(outs[0], run_litert(model, xs)[0], rtol=1e-4, atol=1e-6)
+
+
+def test_fp16_bundle_falls_back_to_fp32_without_device_support(monkeypatch):
+    from gpuc.runtime.device import Device
+    model, xs = cnn_model()
+    b16 = gpuc.compile(model, precision="fp16")
+    b32 = gpuc.compile(model)
+    monkeypatch.setenv("GPUC_DISABLE_FP16", "1")
+    dev = Device()
+    try:
+        assert not dev.fp16_storage
+        with pytest.warns(RuntimeWarning, match="16-bit storage"):
+            m = gpuc.load(b16, device=dev)
+        with m, gpuc.load(b32, device=dev) as m32:
+            assert all(t.dtype != "float16" for t in m.bundle.tensors)
+            np.testing.assert_array_equal(m.run(xs)[0], m32.run(xs)[0])
+        # a bundle without its fallback cannot run there: a clear error, not a crash
+        from gpuc.errors import DeviceError
+        from gpuc.runtime import bundle as B
+        stripped = read_bundle(b16)
+        stripped.fallback = b""
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(DeviceError, match="16-bit storage"):
+                gpuc.load(B.write_bundle(stripped), device=dev)
+    finally:
+        dev.close()
+
+
+def test_fp16_mobilenet_v2(gpu, models_dir):
+    name = "mobilenet_v2_224_f32"
+    x = np.load(models_dir / "ref" / f"{name}.in0.npy")
+    ref = np.load(models_dir / "ref" / f"{name}.out0.npy")
+    (y,), b = run16(gpu, (models_dir / f"{name}.tflite").read_bytes(), [x])
+    assert sum(t.dtype == "float16" for t in b.tensors) > 100
+    assert_close16([y], [ref])
+    assert int(y.argmax()) == int(ref.argmax())

@@ -43,7 +43,7 @@ def max_batch(bundle) -> int:
         raise BundleError(f"corrupt bundle: max_batch {n!r} is not an integer in 1..{LIMIT}")
     problem = io_problem(bundle) if n > 1 else None
     if problem:
-        raise BundleError(f"corrupt bundle: max_batch {n} but {problem}")
+        raise BundleError(f"bundle has max_batch {n}, but {problem}")
     return n
 
 

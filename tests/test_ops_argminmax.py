@@ -7,8 +7,7 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-import gpuc  # noqa: E402
-from gpuc.errors import UnsupportedError  # noqa: E402
+from op_support import gpu_reason  # noqa: E402
 from test_ops_math import Const, check, one_op  # noqa: E402
 
 
@@ -50,5 +49,4 @@ def test_arg_int64_axis_tensor(gpu):
 def test_arg_runtime_axis_rejected():
     model, _ = one_op("ARG_MAX", [np.zeros((2, 3), np.float32), np.array([1], np.int32)], "int32",
                       out_shape=[2], output_type="INT32")
-    with pytest.raises(UnsupportedError, match="ARG_MAX.*axis"):
-        gpuc.compile(model)
+    assert "axis" in (gpu_reason(model) or "")

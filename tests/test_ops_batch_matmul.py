@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from gpuc.errors import UnsupportedError  # noqa: E402
+from op_support import gpu_reason  # noqa: E402
 from test_ops_math import Const, check, one_op  # noqa: E402
 
 
@@ -67,5 +67,4 @@ def test_batch_matmul_gemm_path_for_constant_rhs():
 
 def test_batch_matmul_rank6_rejected():
     model, _ = _mm([1, 1, 1, 1, 2, 3], [1, 1, 1, 1, 3, 2])
-    with pytest.raises(UnsupportedError, match="BATCH_MATMUL.*rank"):
-        gpuc.compile(model)
+    assert "rank" in (gpu_reason(model) or "")

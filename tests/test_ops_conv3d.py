@@ -7,8 +7,7 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-import gpuc  # noqa: E402
-from gpuc.errors import UnsupportedError  # noqa: E402
+from op_support import gpu_reason  # noqa: E402
 from test_ops_math import Const, check, one_op  # noqa: E402
 
 
@@ -54,5 +53,4 @@ def test_conv3d_runtime_filter(gpu):
 def test_conv3d_bad_filter_rejected():
     model, _ = one_op("CONV_3D", [np.zeros((1, 3, 3, 3, 2), np.float32), Const(np.zeros((1, 1, 1, 3, 4), np.float32))],
                       "float32", out_shape=[1, 3, 3, 3, 4], padding="SAME", stride_d=1, stride_h=1, stride_w=1)
-    with pytest.raises(UnsupportedError, match="CONV_3D.*filter"):
-        gpuc.compile(model)
+    assert "filter" in (gpu_reason(model) or "")

@@ -7,8 +7,7 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-import gpuc  # noqa: E402
-from gpuc.errors import UnsupportedError  # noqa: E402
+from op_support import gpu_reason  # noqa: E402
 from test_ops_math import Const, check, one_op  # noqa: E402
 
 
@@ -36,5 +35,4 @@ def test_cumsum_int32_wraps(gpu):
 
 def test_cumsum_runtime_axis_rejected():
     model, _ = one_op("CUMSUM", [np.zeros((2, 3), np.float32), np.array(1, np.int32)], "float32", out_shape=[2, 3])
-    with pytest.raises(UnsupportedError, match="CUMSUM.*axis"):
-        gpuc.compile(model)
+    assert "axis" in (gpu_reason(model) or "")

@@ -8,8 +8,7 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-import gpuc  # noqa: E402
-from gpuc.errors import UnsupportedError  # noqa: E402
+from op_support import gpu_reason  # noqa: E402
 from test_ops_math import check, one_op  # noqa: E402
 
 SHAPES = [(5,), (2, 5), (3, 4, 7), (2, 1, 2, 3), (2, 100), (1, 600)]
@@ -47,5 +46,4 @@ def test_l2_normalization_zero_and_tiny_rows(gpu):
 
 def test_l2_normalization_relu_unsupported():
     model, _ = one_op("L2_NORMALIZATION", [_x((2, 3), 0)], "float32", fused_activation_function="RELU")
-    with pytest.raises(UnsupportedError, match="L2_NORMALIZATION.*activation"):
-        gpuc.compile(model)
+    assert "activation" in (gpu_reason(model) or "")

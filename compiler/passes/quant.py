@@ -51,8 +51,6 @@ def simulate_quantization(graph: Graph) -> None:
     cands = [tid for tid in range(len(graph.tensors))
              if _quantized_activation(graph, tid) and tid not in touched
              and (tid in users or tid in prod or tid in graph.inputs or tid in graph.outputs)]
-    if not cands:
-        return
     # LiteRT's gemm-based kernels requantize with a double rounding whose first step depends on the
     # multiplier's right shift (median over channels for per-channel weights)
     for n in graph.nodes:
@@ -62,7 +60,11 @@ def simulate_quantization(graph: Graph) -> None:
                 m = (float(x.quant.scale[0]) * w.quant.scale.astype(np.float64)) / float(y.quant.scale[0])
                 rs = -np.frexp(m)[1]
                 n.attrs[RS_ATTR] = max(int(np.median(rs)), 0) + RS_OPS[n.op]
-    # constants read by float kernels: dequantize once
+    # constants read by float kernels: dequantize once.  This is also all a dynamic-range model needs
+    # (int8 weights, float activations: FULLY_CONNECTED / CONV_2D / DEPTHWISE_CONV_2D / BATCH_MATMUL /
+    # EMBEDDING_LOOKUP ...): gpuc computes with the dequantized weights in float, as LiteRT's
+    # float-dequantized reference does, where LiteRT's hybrid kernels also quantize the float input on the fly
+    # (see tests/test_dynamic_range.py for the tolerance)
     for n in graph.nodes:
         if n.op in RAW_OPS:
             continue
@@ -73,6 +75,8 @@ def simulate_quantization(graph: Graph) -> None:
             if t.is_const and t.quant is not None and t.quant.scale.size > 0 \
                     and t.dtype in ("int8", "uint8", "int16", "int32") and t.data.size:
                 _dequantize_const(t)
+    if not cands:       # float activations (dynamic-range "hybrid" models): only the weights were quantized
+        return
     inputs, outputs = set(graph.inputs), set(graph.outputs)
     new_nodes_front, new_nodes_back = [], []
     for tid in cands:

@@ -220,6 +220,9 @@ def run_async(model, inputs, keep_on_device=False):
             if keep_on_device:
                 outs = [DeviceTensor(model.device, s.name, item_shape(s, b, batched), s.dtype)
                         for s in model._out_specs]
+                for dt in outs:         # in use until this run completes (close() waits for it)
+                    dt._use()
+                    used.append(dt)
             cmds = [_record_in(model, slot, vals, b), _body(model, slot, b), _record_out(model, slot, b, outs)]
         else:
             cmds = [_batch_cmd(model, slot, b)]
@@ -232,6 +235,7 @@ def run_async(model, inputs, keep_on_device=False):
         slot.busy = False
         raise
     h = RunHandle(model, slot)
+    h.device_outputs = outs     # usable at once: later submissions on this device are ordered after it
     for dt in used:
         dt._register(h)
     state = {"ok": False}

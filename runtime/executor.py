@@ -59,6 +59,7 @@ class RunHandle:
     def __init__(self, model, slot):
         self._m, self._slot, self._outs = model, slot, None
         self._collect = self._cleanup = None    # set by runtime/batch.py for batched / device-tensor runs
+        self.device_outputs = None              # keep_on_device: the DeviceTensors, before the run completes
         self._lock = threading.Lock()      # one thread completes the run; others get its outputs
 
     def done(self) -> bool:

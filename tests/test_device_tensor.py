@@ -100,6 +100,25 @@ def test_pipelined_chain(chain):
         r1.close()
 
 
+def test_consumer_submitted_before_producer_completes(chain):
+    """h.device_outputs are usable at once: the consumer's submission is ordered after the producer's."""
+    head, tail, full = chain
+    xs = [x_of(s) for s in range(10, 14)]
+    refs = [full.run([x])[0] for x in xs]
+    pending = []
+    for x in xs:
+        hp = head.run_async([x], keep_on_device=True)
+        (r1,) = hp.device_outputs
+        pending.append((tail.run_async([r1, x]), hp, r1))
+    for (hc, hp, r1), ref in zip(pending, refs):
+        np.testing.assert_allclose(hc.wait()[0], ref, rtol=1e-6, atol=1e-7)
+        assert hp.wait() == [r1]
+        r1.close()
+    (r1,) = head.run_async([xs[0]], keep_on_device=True).device_outputs
+    r1.close()                                  # waits for its producer, then frees
+    assert head.run_async([xs[0]]).device_outputs is None
+
+
 def test_same_tensor_feeds_many_runs_and_close_waits(chain):
     head, tail, full = chain
     x = x_of(7)

@@ -6,30 +6,56 @@ from collections import Counter
 from gpuc.runtime import read_bundle_file
 
 
+PRECISION = {"float32": "fp32", "float16": "fp16"}
+
+
+def precision(t) -> str:
+    """A tensor's storage precision: fp32 / fp16 / int8 ... ("+q" marks quantized I/O)."""
+    p = PRECISION.get(t.dtype, t.dtype)
+    return p + "+q" if t.quant is not None and t.dtype in ("int8", "uint8", "int16") else p
+
+
 def inspect_bundle(data: bytes):
-    from gpuc.runtime.bundle import read_bundle
+    from gpuc.runtime.bundle import WEIGHTS, read_bundle
     b = read_bundle(data)
     ts = b.tensors
+    io = {i: "input" for i in b.inputs} | {i: "output" for i in b.outputs}
+    tensor_list = [{"index": i, "name": t.name, "shape": list(t.shape), "dtype": t.dtype, "precision": precision(t),
+                    "memory": "weights" if t.memory == WEIGHTS else "arena", "bytes": t.nbytes,
+                    "role": io.get(i, "const" if t.memory == WEIGHTS else "activation")} for i, t in enumerate(ts)]
+    by_prec = Counter(x["precision"] for x in tensor_list)
     rep = {"kind": "bundle", "model": b.model_name, "format_version": b.format_version,
            "compiler_version": b.compiler_version, "fingerprint": b.fingerprint, "options": b.options,
            "dispatches": len(b.dispatches), "shaders": len(b.shaders), "arena_bytes": b.arena_bytes,
            "weights_bytes": int(b.weights.nbytes), **{k: v for k, v in b.stats.items() if k not in ("dispatches",)},
-           "inputs": [{"name": ts[i].name, "shape": list(ts[i].shape), "dtype": ts[i].dtype, "quant": ts[i].quant}
-                      for i in b.inputs],
-           "outputs": [{"name": ts[i].name, "shape": list(ts[i].shape), "dtype": ts[i].dtype, "quant": ts[i].quant}
-                       for i in b.outputs],
+           "inputs": [{"name": ts[i].name, "shape": list(ts[i].shape), "dtype": ts[i].dtype, "quant": ts[i].quant,
+                       "precision": precision(ts[i])} for i in b.inputs],
+           "outputs": [{"name": ts[i].name, "shape": list(ts[i].shape), "dtype": ts[i].dtype, "quant": ts[i].quant,
+                        "precision": precision(ts[i])} for i in b.outputs],
+           "precision": b.options.get("precision", "fp32"), "fp32_fallback": bool(b.fallback),
+           "tensor_precisions": dict(by_prec), "tensors": tensor_list,
            "dispatch_list": [{"label": d.label, "shader": b.shaders[d.shader].name, "groups": list(d.groups),
-                              "shapes": [list(ts[t].shape) for t in d.bindings]} for d in b.dispatches]}
+                              "shapes": [list(ts[t].shape) for t in d.bindings],
+                              "precisions": [precision(ts[t]) for t in d.bindings]} for d in b.dispatches]}
     lines = [f"bundle {b.model_name!r}: format v{b.format_version}, gpuc {b.compiler_version}, "
              f"fingerprint {b.fingerprint[:16]}",
              f"dispatches {len(b.dispatches)}, shaders {len(b.shaders)}, arena {b.arena_bytes} B, "
              f"weights {b.weights.nbytes} B"]
+    fb = " (fp32 fallback program included)" if b.fallback else ""
+    lines.append(f"precision {rep['precision']}{fb}; tensors: "
+                 + ", ".join(f"{n} {p}" for p, n in sorted(by_prec.items())))
     for k in ("inputs", "outputs"):
         for t in rep[k]:
-            lines.append(f"{k[:-1]:>6}: {t['name']} {t['shape']} {t['dtype']}")
-    lines.append(f"{'#':>4}  {'shader':<16} {'groups':<16} op / shapes (output first)")
+            q = f" quant scale={t['quant']['scale'][:4]} zero_point={t['quant']['zero_point'][:4]}" if t["quant"] else ""
+            lines.append(f"{k[:-1]:>6}: {t['name']} {t['shape']} {t['dtype']} ({t['precision']}){q}")
+    lines.append(f"{'#':>4}  {'shader':<16} {'groups':<16} op / shapes:precision (output first)")
     for i, d in enumerate(rep["dispatch_list"]):
-        lines.append(f"{i:>4}  {d['shader']:<16} {str(d['groups']):<16} {d['label']}  {d['shapes']}")
+        shp = ", ".join(f"{s}:{p}" for s, p in zip(d["shapes"], d["precisions"]))
+        lines.append(f"{i:>4}  {d['shader']:<16} {str(d['groups']):<16} {d['label']}  [{shp}]")
+    lines.append(f"{'#':>4}  {'precision':<9} {'memory':<8} {'role':<10} {'bytes':>10}  shape name")
+    for x in tensor_list:
+        lines.append(f"{x['index']:>4}  {x['precision']:<9} {x['memory']:<8} {x['role']:<10} {x['bytes']:>10}  "
+                     f"{x['shape']} {x['name'][:80]}")
     return rep, "\n".join(lines)
 
 

@@ -175,3 +175,24 @@ def test_fp16_mobilenet_v2(gpu, models_dir):
     assert sum(t.dtype == "float16" for t in b.tensors) > 100
     assert_close16([y], [ref])
     assert int(y.argmax()) == int(ref.argmax())
+
+
+def test_inspect_shows_storage_precision():
+    from gpuc.inspect import inspect_bundle
+    model, _ = cnn_model()
+    rep, text = inspect_bundle(gpuc.compile(model, precision="fp16"))
+    assert rep["precision"] == "fp16" and rep["fp32_fallback"]
+    prec = {t["name"]: t["precision"] for t in rep["tensors"]}
+    assert prec["x"] == prec["y"] == "fp32" and prec["conv"] == prec["fc"] == "fp16"
+    assert rep["tensor_precisions"]["fp16"] == sum(p == "fp16" for p in prec.values())
+    assert all(len(d["precisions"]) == len(d["shapes"]) for d in rep["dispatch_list"])
+    assert "fp16" in text and "fallback" in text
+    # quantized I/O: an int8 output with its quantization
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 4])
+    q = mb.tensor("q", [2, 4], "int8", quant=(0.05, -3))
+    mb.op("QUANTIZE", [x], [q])
+    mb.output(q)
+    rep, text = inspect_bundle(gpuc.compile(mb.finish()))
+    assert rep["outputs"][0]["precision"] == "int8+q" and rep["inputs"][0]["precision"] == "fp32"
+    assert "int8+q" in text and rep["precision"] == "fp32" and not rep["fp32_fallback"]

@@ -26,6 +26,8 @@ def _geometry(node, graph):
             raise ValueError(f"tensor {t.name!r} has dtype {t.dtype} (float32 only)")
     n, d, h, w, ci = x.shape
     kd, kh, kw, fci, co = f.shape
+    if min(kd, kh, kw, ci, co) < 1:
+        raise ValueError(f"filter {list(f.shape)} has an empty dimension")
     if fci != ci or y.shape[4] != co or y.shape[0] != n:
         raise ValueError(f"filter {list(f.shape)} does not fit input {list(x.shape)} -> output {list(y.shape)}")
     a = node.attrs

@@ -20,7 +20,7 @@ echo "== bench =="; python3 -m gpuc.cli bench /tmp/m.bundle --runs 200 --json
 [ "$1" = quick ] && exit 0
 echo "== startup =="; python3 benchmarks/startup.py $M/mobilenet_v2_224_f32.tflite --runs 50
 echo "== verify =="; python3 -m gpuc.cli verify $M/mobilenet_v2_224_f32.tflite
-echo "== harness =="; python3 benchmarks/harness.py $M --runs 100 --out /tmp/results && cp /tmp/results/*.json $OUT/ 2>/dev/null
+echo "== harness =="; python3 benchmarks/harness.py $M --runs 100 --precision fp32,fp16 --out /tmp/results && cp /tmp/results/*.json $OUT/ 2>/dev/null
 echo "== kernels =="; python3 benchmarks/kernel_bench.py $M/mobilenet_v2_224_f32.tflite --runs 100 2>&1 | head -30
 echo "== async overlap =="; python3 benchmarks/async_overlap.py /tmp/m.bundle --runs 200 --cpu-ms 0.3
 echo "== validation-layer test run =="

@@ -82,14 +82,16 @@ def litert_gpu(path, xs, runs):
     return dict(timed(run, runs), load_ms=load, note=note), res
 
 
-def gpuc_run(path, xs, runs, device):
+def gpuc_run(path, xs, runs, device, precision="fp32"):
     import gpuc
-    bundle = gpuc.compile(path)
+    bundle = gpuc.compile(path, precision=precision)
     t0 = time.perf_counter()
     m = gpuc.load(bundle, device=device)
     load = (time.perf_counter() - t0) * 1e3
     res = m.run(xs)
     row = dict(timed(lambda: m.run(xs), runs), load_ms=load)
+    if precision != "fp32":          # fp16 tensors actually run (0: the device ran the fp32 fallback)
+        row["fp16_tensors"] = sum(t.dtype == "float16" for t in m.bundle.tensors)
     gpu = []
     for _ in range(20):
         m.run(xs)
@@ -141,7 +143,11 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--batch", default="1", help="gpuc batch sizes, e.g. 1,8,32 (above 1: one --max-batch bundle)")
+    ap.add_argument("--precision", default="fp32", help="gpuc precisions, e.g. fp32,fp16 (rows gpuc-fp32, gpuc-fp16)")
     a = ap.parse_args()
+    precisions = [p.strip() for p in a.precision.split(",") if p.strip()]
+    if not precisions or set(precisions) - {"fp32", "fp16"}:
+        ap.error("--precision takes fp32 and/or fp16, e.g. fp32,fp16")
     batches = sorted({int(b) for b in a.batch.split(",") if b.strip()})
     if not batches or batches[0] < 1:
         ap.error("--batch takes positive integers, e.g. 1,8,32")
@@ -168,9 +174,17 @@ def main():
         except Exception as e:  # noqa: BLE001
             cpu, refs = None, None
             rows.append({**base, "system": f"litert-cpu-{a.threads}t", "note": str(e)[:200]})
-        g, out, device = gpuc_run(path, xs, a.runs, a.device)
-        g["images_per_s"] = base["batch"] / (g["median_ms"] * 1e-3)
-        rows.append({**base, "system": "gpuc-fp32", "device": device, **g, "max_rel_err": rel(out, refs) if refs else None})
+        for prec in precisions:
+            try:
+                g, out, device = gpuc_run(path, xs, a.runs, a.device, prec)
+            except gpuc.errors.GpucError as e:
+                rows.append({**base, "system": f"gpuc-{prec}", "note": str(e)[:200]})
+                continue
+            g["images_per_s"] = base["batch"] / (g["median_ms"] * 1e-3)
+            if g.get("fp16_tensors") == 0:
+                g["note"] = "ran the fp32 fallback (no 16-bit storage)"
+            rows.append({**base, "system": f"gpuc-{prec}", "device": device, **g,
+                         "max_rel_err": rel(out, refs) if refs else None})
         if any(b > 1 for b in batches):
             rows += gpuc_batch_rows(path, xs, [b for b in batches if b > 1], a.runs, a.device, refs, base)
         if cpu:

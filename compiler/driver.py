@@ -8,7 +8,7 @@ import numpy as np
 import xxhash
 
 from gpuc import __version__
-from gpuc.compiler import ops
+from gpuc.compiler import ops, partition
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph
@@ -67,10 +67,15 @@ def estimate_flops(node, graph) -> int:
     return out.size
 
 
-def lower_graph(graph: Graph) -> list[Kernel]:
+def lower_graph(graph: Graph, cpu: dict | None = None) -> list:
+    """Kernels in program order; nodes in `cpu` (partition.place) become HostOps (CPU steps)."""
+    from gpuc.compiler.partition import host_op
     broken = os.environ.get("GPUC_TEST_BREAK_OP")      # test hook: miscompile one op on purpose
     kernels = []
     for n in graph.nodes:
+        if cpu and id(n) in cpu:
+            kernels.append(host_op(n, graph))
+            continue
         from gpuc.compiler.passes.quant import apply_fake_quant
         ks = apply_fake_quant(n, graph, ops.lower(n, graph))
         if ks:
@@ -121,15 +126,26 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
                                           "axis": int(g.quant.axis)}
         mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, placement[st(t)].offset)
         tensors.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
-    shaders, shader_index, dispatches = [], {}, []
+    shaders, shader_index, dispatches, steps = [], {}, [], []
     dtypes = {t: graph.t(t).dtype for t in used}
     for k in kernels:
+        if getattr(k, "template", "") == "host":
+            steps.append(B.Step(B.HOST, op=k.op, attrs=k.attrs, inputs=[index[t] if t >= 0 else -1 for t in k.inputs],
+                                outputs=[index[t] for t in k.outputs], label=k.label))
+            continue
+        if steps and steps[-1].kind == B.GPU:
+            steps[-1].count += 1
+        else:
+            steps.append(B.Step(B.GPU, first=len(dispatches), count=1))
         src = glsl.render(k, dtypes)
         if src not in shader_index:
             shader_index[src] = len(shaders)
             shaders.append(B.Shader(k.template, compile_glsl(src, name=f"{k.template} for {k.label}"), len(k.bindings)))
         dispatches.append(B.Dispatch(shader_index[src], [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
                                      getattr(k, "flops", 0)))
+    if all(s.kind == B.GPU for s in steps):
+        steps = []                       # GPU only: no program, one command buffer
+    stats["host_round_trips"] = sum(1 for j, s in enumerate(steps) if s.kind == B.HOST and (j == 0 or steps[j - 1].kind != B.HOST))
     stats.update(dispatches=len(dispatches),
                  shaders=len(shaders), arena_bytes=arena,
                  arena_lower_bound_bytes=lower_bound(life, nbytes),
@@ -137,7 +153,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
                  layout_conversions=0, views=len(graph.aliases))
     b = B.Bundle(name, tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], shaders,
                  dispatches, arena, weights, options, stats, __version__, fp,
-                 state_init=[(index[t], index[c]) for t, c in state_pairs])
+                 state_init=[(index[t], index[c]) for t, c in state_pairs], steps=steps)
     return B.write_bundle(b)
 
 
@@ -153,12 +169,18 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     stats = {"ops": len(graph.nodes)}
     graph.precision = opts["precision"]
     run_passes(graph, opts["disable_passes"])
-    bad = check_supported(graph)
+    cpu, bad = partition.place(graph)       # nodes without a GPU kernel -> numpy CPU kernels (warned)
     if bad:
         raise UnsupportedError(_unsupported_message(bad))
-    kernels = lower_graph(graph)
+    partition.cluster(graph, cpu)           # as few CPU segments as the dependencies allow
+    stats.update(gpu_nodes=len(graph.nodes) - len(cpu), cpu_nodes=len(cpu),
+                 cpu_ops=[f"#{n.index} {n.op}" for n in graph.nodes if id(n) in cpu])
+    if cpu and graph.fp32_pinned is not None:   # host steps read and write float32
+        graph.fp32_pinned = set(graph.fp32_pinned) | {t for n in graph.nodes if id(n) in cpu
+                                                      for t in n.inputs + n.outputs if t >= 0}
+    kernels = lower_graph(graph, cpu)
     from gpuc.compiler.passes.precision import assign_storage, attach_fallback
-    n16 = assign_storage(graph, kernels)          # --precision fp16: tensors stored as float16
+    n16 = assign_storage(graph, [k for k in kernels if k.template != "host"])          # --precision fp16: tensors stored as float16
     if n16:
         stats["fp16_tensors"] = n16
     out = build_bundle(graph, kernels, name, opts, fp, stats)

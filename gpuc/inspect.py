@@ -19,6 +19,7 @@ def inspect_bundle(data: bytes):
     from gpuc.runtime.bundle import WEIGHTS, read_bundle
     b = read_bundle(data)
     ts = b.tensors
+    from gpuc.runtime.bundle import GPU, HOST, STEP_KINDS
     io = {i: "input" for i in b.inputs} | {i: "output" for i in b.outputs}
     tensor_list = [{"index": i, "name": t.name, "shape": list(t.shape), "dtype": t.dtype, "precision": precision(t),
                     "memory": "weights" if t.memory == WEIGHTS else "arena", "bytes": t.nbytes,
@@ -34,6 +35,9 @@ def inspect_bundle(data: bytes):
                         "precision": precision(ts[i])} for i in b.outputs],
            "precision": b.options.get("precision", "fp32"), "fp32_fallback": bool(b.fallback),
            "tensor_precisions": dict(by_prec), "tensors": tensor_list,
+           "program": [{"kind": STEP_KINDS[s.kind], **({"dispatches": s.count} if s.kind == GPU else
+                                                       {"op": s.op, "label": s.label} if s.kind == HOST else
+                                                       {"target": s.target})} for s in b.steps],
            "dispatch_list": [{"label": d.label, "shader": b.shaders[d.shader].name, "groups": list(d.groups),
                               "shapes": [list(ts[t].shape) for t in d.bindings],
                               "precisions": [precision(ts[t]) for t in d.bindings]} for d in b.dispatches]}
@@ -48,6 +52,10 @@ def inspect_bundle(data: bytes):
         for t in rep[k]:
             q = f" quant scale={t['quant']['scale'][:4]} zero_point={t['quant']['zero_point'][:4]}" if t["quant"] else ""
             lines.append(f"{k[:-1]:>6}: {t['name']} {t['shape']} {t['dtype']} ({t['precision']}){q}")
+    if b.steps:
+        lines.append(f"program: {len(b.steps)} steps, {b.stats.get('cpu_nodes', 0)} CPU node(s), "
+                     f"{b.stats.get('host_round_trips', 0)} host round trip(s): "
+                     + " ".join(f"[{s['kind']}:{s.get('op') or s.get('dispatches', s.get('target'))}]" for s in rep["program"]))
     lines.append(f"{'#':>4}  {'shader':<16} {'groups':<16} op / shapes:precision (output first)")
     for i, d in enumerate(rep["dispatch_list"]):
         shp = ", ".join(f"{s}:{p}" for s, p in zip(d["shapes"], d["precisions"]))
@@ -62,7 +70,9 @@ def inspect_bundle(data: bytes):
 def inspect_model(data: bytes, name: str):
     from gpuc.compiler import ops
     from gpuc.compiler.frontend.importer import load_tflite
+    from gpuc.compiler.partition import cpu_reason
     from gpuc.compiler.passes.fold import foldable
+    from gpuc.compiler.passes.variables import VAR_OPS
     m = load_tflite(data)
     rep = {"kind": "tflite", "model": name, "subgraphs": []}
     lines = []
@@ -70,23 +80,55 @@ def inspect_model(data: bytes, name: str):
         nodes = []
         for n in g.nodes:
             folded = foldable(g, n)
-            reason = None if folded else ops.unsupported_reason(n, g)
+            state = n.op in VAR_OPS
+            reason = None if folded or state else ops.unsupported_reason(n, g)
+            device = "fold" if folded else "state" if state else "gpu" if reason is None else \
+                "cpu" if cpu_reason(n, g) is None else None
             nodes.append({"index": n.index, "op": n.op, "version": n.version, "supported": reason is None,
-                          "folded": folded,
+                          "folded": folded, "device": device,
                           "reason": reason, "inputs": [list(g.t(i).shape) if i >= 0 else None for i in n.inputs],
                           "outputs": [list(g.t(o).shape) for o in n.outputs]})
         n_ok = sum(x["supported"] for x in nodes)
         rep["subgraphs"].append({"index": gi, "name": g.name, "ops": len(nodes), "supported": n_ok, "nodes": nodes})
         lines.append(f"subgraph {gi} {g.name!r}: {len(nodes)} ops, {n_ok} supported on the GPU")
         for x in nodes:
-            mark = "fold " if x["folded"] else "ok   " if x["supported"] else "NO   "
+            mark = {"fold": "fold ", "state": "state", "gpu": "ok   ", "cpu": "cpu  "}.get(x["device"], "NO   ")
             why = "" if x["supported"] else f"  <- {x['reason']}"
             lines.append(f"  {mark}#{x['index']:<4} {x['op']:<24} v{x['version']} {x['inputs']} -> {x['outputs']}{why}")
         hist = Counter(x["op"] for x in nodes if not x["supported"])
         if hist:
             lines.append("  unsupported: " + ", ".join(f"{k} x{v}" for k, v in hist.most_common()))
-    rep["fully_supported"] = all(s["supported"] == s["ops"] for s in rep["subgraphs"]) and len(m.subgraphs) == 1
+    rep.update(_split(data))
+    rep["fully_supported"] = rep.get("cpu_nodes") == 0
+    lines.append(f"program: {rep['gpu_nodes']} nodes on the GPU, {rep['cpu_nodes']} on the CPU, "
+                 f"{rep['host_round_trips']} host round trip(s) per run" if "error" not in rep else
+                 f"program: cannot compile: {rep['error']}")
     return rep, "\n".join(lines)
+
+
+def _split(data: bytes) -> dict:
+    """The compiler's GPU/CPU placement of the main graph (after variables and passes)."""
+    from gpuc.compiler import partition
+    from gpuc.compiler.driver import _unsupported_message
+    from gpuc.compiler.frontend.importer import load_tflite
+    from gpuc.compiler.passes import run_passes
+    from gpuc.compiler.passes.variables import resolve_variables
+    from gpuc.errors import GpucError
+    try:
+        m = load_tflite(data)
+        g = m.main
+        resolve_variables(m, g)
+        run_passes(g, [])
+        cpu, bad = partition.place(g, warn=False)
+        if bad:
+            raise GpucError(_unsupported_message(bad))
+        partition.cluster(g, cpu)
+    except GpucError as e:
+        return {"error": str(e)}
+    on = [id(n) in cpu for n in g.nodes]
+    return {"gpu_nodes": len(on) - sum(on), "cpu_nodes": sum(on),
+            "host_round_trips": sum(1 for j, c in enumerate(on) if c and (j == 0 or not on[j - 1])),
+            "cpu_ops": [f"#{n.index} {n.op}" for n in g.nodes if id(n) in cpu]}
 
 
 def inspect_path(path: str):

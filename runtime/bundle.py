@@ -15,7 +15,7 @@ from gpuc.runtime import flatbuf
 
 MAGIC = "gpuc-bundle"
 FILE_ID = b"GPUB"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # 2: program steps (host CPU ops, control flow)
 ALIGN = 256          # tensor offsets: >= any device's minStorageBufferOffsetAlignment
 ARENA, WEIGHTS = 0, 1
 MAX_BINDINGS = 32
@@ -32,13 +32,17 @@ BUNDLE_SCHEMA = {
                    "quant": (6, "table:Quant", None)},
     "Shader": {"name": (0, "str", None), "spirv": (1, "[B]", None), "entry": (2, "str", None),
                "bindings": (3, "I", 0), "push_bytes": (4, "I", 0)},
+    "Step": {"kind": (0, "B", 0), "first": (1, "I", 0), "count": (2, "I", 0), "op": (3, "str", None),
+             "attrs": (4, "str", None), "inputs": (5, "[i]", None), "outputs": (6, "[i]", None),
+             "target": (7, "I", 0), "label": (8, "str", None)},
     "Dispatch": {"shader": (0, "I", 0), "bindings": (1, "[I]", None), "push_constants": (2, "[B]", None),
                  "groups": (3, "[I]", None), "label": (4, "str", None), "flops": (5, "Q", 0)},
     "Payload": {"model_name": (0, "str", None), "options": (1, "str", None),
                 "tensors": (2, "[table:TensorInfo]", None), "inputs": (3, "[I]", None),
                 "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
                 "dispatches": (6, "[table:Dispatch]", None), "arena_bytes": (7, "Q", 0),
-                "weights": (8, "[B]", None), "state_init": (9, "[I]", None), "fallback": (10, "[B]", None)},
+                "weights": (8, "[B]", None), "state_init": (9, "[I]", None), "fallback": (10, "[B]", None),
+                "steps": (11, "[table:Step]", None)},
 }
 
 
@@ -72,6 +76,27 @@ class Dispatch:
     flops: int = 0                # arithmetic work estimate, for `gpuc profile`
 
 
+GPU, HOST, JUMP_IF_FALSE, JUMP = 0, 1, 2, 3      # Step kinds
+STEP_KINDS = ("gpu", "host", "jump_if_false", "jump")
+
+
+@dataclass
+class Step:
+    """One step of a bundle's program (absent program: one GPU step running every dispatch).
+    GPU: dispatches [first, first + count), recorded once; HOST: numpy CPU kernel `op` (runtime/cpu_ops.py)
+    with JSON `attrs` on tensors `inputs` (-1: absent) -> `outputs`; JUMP_IF_FALSE: read the bool/number
+    tensor inputs[0] back and go to step `target` when it is false/zero; JUMP: go to `target`."""
+    kind: int
+    first: int = 0
+    count: int = 0
+    op: str = ""
+    attrs: str = ""
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    target: int = 0
+    label: str = ""
+
+
 @dataclass
 class Bundle:
     model_name: str
@@ -90,6 +115,7 @@ class Bundle:
     checksum: str = ""                       # set by read_bundle (identifies the exact bundle)
     state_init: list = field(default_factory=list)   # [(arena tensor, weights tensor with its initial value)]
     fallback: bytes = b""      # fp16 bundles: the complete fp32 bundle, for devices without 16-bit storage
+    steps: list = field(default_factory=list)        # program (Step); empty: every dispatch on the GPU, once
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -117,6 +143,9 @@ def write_bundle(b: Bundle) -> bytes:
         "arena_bytes": b.arena_bytes, "weights": b.weights,
         "state_init": [int(x) for pair in b.state_init for x in pair] or None,   # absent when stateless
         "fallback": np.frombuffer(b.fallback, np.uint8) if b.fallback else None,
+        "steps": [{"kind": s.kind, "first": s.first, "count": s.count, "op": s.op or None, "attrs": s.attrs or None,
+                   "inputs": s.inputs, "outputs": s.outputs, "target": s.target, "label": s.label or None}
+                  for s in b.steps] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -152,7 +181,8 @@ def read_header(data) -> dict:
                           f"({FORMAT_VERSION}); rebuild it with this gpuc, or upgrade gpuc "
                           f"(made by gpuc {head['compiler_version']})")
     if ver < FORMAT_VERSION:
-        raise BundleError(f"bundle format version {ver} is no longer supported; recompile the model")
+        raise BundleError(f"bundle format version {ver} is no longer supported (this gpuc writes version "
+                          f"{FORMAT_VERSION}); rebuild it: recompile the model with `gpuc compile`")
     if head["payload"] is None:
         raise BundleError("corrupt bundle: no payload")
     if checksum(head["payload"], head["compiler_version"] or "", head["fingerprint"] or "", ver,
@@ -192,7 +222,10 @@ def read_bundle(data) -> Bundle:
         arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
         compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",
         format_version=head["format_version"], checksum=head["checksum"] or "",
-        state_init=_pairs(p["state_init"]), fallback=bytes(_arr(p["fallback"])))
+        state_init=_pairs(p["state_init"]), fallback=bytes(_arr(p["fallback"])),
+        steps=[Step(s["kind"], s["first"], s["count"], s["op"] or "", s["attrs"] or "",
+                    [int(x) for x in _arr(s["inputs"])], [int(x) for x in _arr(s["outputs"])], s["target"],
+                    s["label"] or "") for s in p["steps"] or []])
     validate(b)
     return b
 
@@ -235,6 +268,7 @@ def validate(b: Bundle) -> None:
         if not (0 <= dst < nt and 0 <= src < nt) or b.tensors[dst].memory != ARENA \
                 or b.tensors[src].memory != WEIGHTS or b.tensors[dst].nbytes != b.tensors[src].nbytes:
             raise BundleError(f"corrupt bundle: state_init refers to bad tensors ({dst}, {src})")
+    _validate_steps(b)
     for j, s in enumerate(b.shaders):
         if len(s.spirv) < 20 or len(s.spirv) % 4 or s.spirv[:4] != b"\x03\x02\x23\x07":
             raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not SPIR-V")
@@ -250,3 +284,36 @@ def validate(b: Bundle) -> None:
             raise BundleError(f"corrupt bundle: dispatch {j} ({d.label}) push constants do not match its shader")
         if len(d.groups) != 3 or any(not 1 <= g <= 65535 for g in d.groups):
             raise BundleError(f"corrupt bundle: dispatch {j} ({d.label}) has bad workgroup counts {d.groups}")
+
+
+def _validate_steps(b: Bundle) -> None:
+    """Program steps: dispatch ranges, CPU ops the runtime has, tensor indices, jump targets."""
+    from gpuc.runtime.cpu_ops import CPU_OPS
+    nt, nd, ns = len(b.tensors), len(b.dispatches), len(b.steps)
+    for j, s in enumerate(b.steps):
+        bad = None
+        if s.kind == GPU:
+            bad = None if 0 <= s.first and s.first + s.count <= nd else f"dispatch range {s.first}+{s.count} (of {nd})"
+        elif s.kind == HOST:
+            if s.op not in CPU_OPS:
+                bad = f"CPU op {s.op!r} unknown to this runtime"
+            elif any(not -1 <= t < nt for t in s.inputs) or any(not 0 <= t < nt for t in s.outputs) or not s.outputs:
+                bad = "tensor index out of range"
+            elif any(b.tensors[t].memory != ARENA for t in s.outputs):
+                bad = "an output is not in the arena"
+            else:
+                try:
+                    if not isinstance(json.loads(s.attrs or "{}"), dict):
+                        bad = "attrs are not a JSON object"
+                except ValueError:
+                    bad = "attrs are not JSON"
+        elif s.kind in (JUMP_IF_FALSE, JUMP):
+            if not 0 <= s.target <= ns:
+                bad = f"jump target {s.target} (of {ns} steps)"
+            elif s.kind == JUMP_IF_FALSE and (len(s.inputs) != 1 or not 0 <= s.inputs[0] < nt
+                                             or b.tensors[s.inputs[0]].memory != ARENA):
+                bad = "condition tensor out of range"
+        else:
+            bad = f"unknown kind {s.kind}"
+        if bad:
+            raise BundleError(f"corrupt bundle: program step {j} ({s.label or STEP_KINDS[s.kind] if s.kind < 4 else s.kind}): {bad}")

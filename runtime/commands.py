@@ -72,12 +72,14 @@ def item_regions(model, specs, items, to_arena: bool):
     return out
 
 
-def dispatches(cmd, model, items=1, pool=None):
-    """Every dispatch for `items` batch items, layer by layer (one barrier per layer; the items of a
-    layer are independent).  pool: a timestamp after each layer (query i + 1)."""
+def dispatches(cmd, model, items=1, pool=None, first=0, count=None):
+    """Every dispatch (or those in [first, first + count): a program's GPU step) for `items` batch
+    items, layer by layer (one barrier per layer; the items of a layer are independent).  pool: a
+    timestamp after each layer (query i + 1)."""
     b = model.bundle
-    for i, disp in enumerate(b.dispatches):
-        if i:
+    last = len(b.dispatches) if count is None else first + count
+    for i, disp in enumerate(b.dispatches[first:last], first):
+        if i > first:
             barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
         vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipelines[disp.shader])
         if disp.push_constants:

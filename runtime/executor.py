@@ -15,7 +15,7 @@ import vulkan as vk
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
 from gpuc.runtime.device import Device, _vk_call
-from gpuc.runtime import batch, commands
+from gpuc.runtime import batch, commands, program
 from gpuc.runtime.pipeline_cache import PipelineCache
 from gpuc.runtime.precision import select_program
 
@@ -99,6 +99,7 @@ class LoadedModel:
         self.dev = None
         self.load_info = {}
         self.last_gpu_ms = None      # GPU time of the last completed run (timestamp queries)
+        self._program = None         # runtime/program.py: bundles with host (CPU) steps or control flow
         try:
             self.bundle = select_program(bundle, self.device)      # fp16 bundle on a device without fp16: fp32
             self._setup()
@@ -125,6 +126,8 @@ class LoadedModel:
     def run_async(self, inputs, keep_on_device: bool = False) -> "RunHandle":
         """Submit a run and return at once.  Up to `slots` runs are in flight, each with its own
         staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile)."""
+        if self._program is not None:                      # host (CPU) steps / control flow: synchronous
+            return program.run_async(self, inputs, keep_on_device)
         if keep_on_device or self.max_batch > 1 or batch.has_device_tensors(inputs):
             return batch.run_async(self, inputs, keep_on_device)
         arrays = self._normalize(inputs)
@@ -185,8 +188,11 @@ class LoadedModel:
                 raise GpucError(f"slot {slot} has a run in flight; wait for it first")
             sl.busy = True
         try:
-            self._submit(sl)
-            self._wait(sl, wait)
+            if self._program is not None:
+                self._program.run(sl, wait)
+            else:
+                self._submit(sl)
+                self._wait(sl, wait)
         finally:
             sl.busy = False
 
@@ -323,6 +329,7 @@ class LoadedModel:
             sl.cmd = commands.record(self, sl, sl.pool)
             sl.cmds = {}                                 # batch size -> command buffer (runtime/batch.py)
             sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
+        self._program = program.Program(self) if program.needs_program(b) else None
 
     def _upload_weights(self):
         n = int(self.bundle.weights.nbytes)

@@ -11,6 +11,8 @@ def profile(model, inputs, runs: int = 10) -> dict:
     if not model.timestamps:
         raise GpucError(f"device {model.device.name!r} has no timestamp queries; cannot profile")
     b = model.bundle
+    if model._program is not None:
+        raise GpucError("gpuc profile times GPU-only bundles; this one has host (CPU) steps or control flow")
     n = len(b.dispatches)
     arrays = model._normalize(inputs)
     slot = model._acquire()

@@ -86,6 +86,17 @@ def test_inspect_model_lists_support(models_dir):
     assert r.returncode == 0 and "NO " not in r.stdout
 
 
-def test_unsupported_model_names_the_op(models_dir, tmp_path):
-    r = gpuc("compile", models_dir / "microwakeword_okay_nabu.tflite", "-o", tmp_path / "x.bundle")
+def test_unsupported_model_names_the_op(tmp_path):
+    """An op with neither a GPU nor a CPU kernel is a compile error naming it."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from tflite_builder import ModelBuilder
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 3])
+    y = mb.tensor("y", [2, 3])
+    mb.op("LOCAL_RESPONSE_NORMALIZATION", [x], [y])
+    mb.output(y)
+    model = tmp_path / "lrn.tflite"
+    model.write_bytes(mb.finish())
+    r = gpuc("compile", model, "-o", tmp_path / "x.bundle", "--no-cache")
     assert r.returncode == 2 and "unsupported" in r.stderr and "Traceback" not in r.stderr
+    assert "LOCAL_RESPONSE_NORMALIZATION" in r.stderr and "CPU" in r.stderr

@@ -1,0 +1,128 @@
+"""Partial delegation: which nodes run on the CPU, their order, and their host steps.
+
+Every node is checked against the GPU op registry; a node the GPU cannot run goes to a numpy CPU
+kernel of the runtime (runtime/cpu_ops.py CPU_OPS; the compiler only reads that table) and gets a
+warning; a node with neither is a compile error naming it.  CPU nodes are then gathered into as
+few host segments as possible: a list schedule that keeps the dependencies (data edges, and the
+program order of every node touching one variable tensor, which has no data edge) and runs all
+ready nodes of one side before switching to the other.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuc.compiler import ops
+from gpuc.compiler.ir import Graph, Node
+
+
+@dataclass
+class HostOp:
+    """A CPU node in the lowered program (driver.lower_graph), between GPU kernels."""
+    op: str
+    inputs: list
+    outputs: list
+    attrs: str
+    label: str
+    bindings: list = field(default_factory=list)     # [(name, tid)] for memory planning, like a Kernel
+    template: str = "host"
+
+
+def specs(node: Node, graph: Graph):
+    from gpuc.runtime.cpu_ops import Spec
+
+    def spec(tid):
+        if tid < 0:
+            return None
+        t = graph.t(tid)
+        quantized = t.quant is not None and t.dtype in ("int8", "uint8", "int16", "int32", "int64") and not t.is_const
+        return Spec(tuple(t.shape), t.dtype, t.data if t.is_const and not t.is_variable else None, quantized)
+    return [spec(i) for i in node.inputs], [spec(o) for o in node.outputs]
+
+
+def cpu_reason(node: Node, graph: Graph) -> str | None:
+    from gpuc.runtime import cpu_ops
+    ins, outs = specs(node, graph)
+    if any(o is None for o in outs):
+        return "an output is absent"
+    return cpu_ops.unsupported_reason(node.op, node.attrs, ins, outs)
+
+
+def place(graph: Graph, warn=True) -> tuple[dict, list]:
+    """({id(node): GPU reason} for CPU nodes, [(node, reason)] for nodes neither side can run)."""
+    cpu, bad = {}, []
+    for n in graph.nodes:
+        r = ops.unsupported_reason(n, graph)
+        if r is None:
+            continue
+        cr = cpu_reason(n, graph)
+        if cr is None:
+            cpu[id(n)] = r
+            if warn:
+                why = "no GPU kernel" if r == "op not implemented" else r
+                print(f"gpuc: warning: op #{n.index} {n.op} runs on CPU: {why}", file=sys.stderr)
+        else:
+            bad.append((n, f"{r}; CPU: {cr}"))
+    return cpu, bad
+
+
+def cluster(graph: Graph, cpu: dict) -> None:
+    """Reorder graph.nodes so CPU nodes form as few contiguous runs as the dependencies allow."""
+    if not cpu:
+        return
+    nodes, st = graph.nodes, graph.storage
+    prod = {st(o): k for k, n in enumerate(nodes) for o in n.outputs if o >= 0}
+    deps = [set() for _ in nodes]
+    last_touch = {}
+    for k, n in enumerate(nodes):
+        for i in n.inputs:
+            if i >= 0 and st(i) in prod and prod[st(i)] < k:
+                deps[k].add(prod[st(i)])
+        for t in set(n.inputs) | set(n.outputs):
+            if t >= 0 and graph.t(st(t)).is_variable:
+                if st(t) in last_touch:
+                    deps[k].add(last_touch[st(t)])
+                last_touch[st(t)] = k
+    on_cpu = [id(n) in cpu for n in nodes]
+    done, order = [False] * len(nodes), []
+    side = on_cpu[0]
+    while len(order) < len(nodes):
+        progressed = False
+        for k in range(len(nodes)):
+            if not done[k] and on_cpu[k] == side and all(done[d] for d in deps[k]):
+                done[k] = True
+                order.append(k)
+                progressed = True
+        if not progressed:
+            side = not side
+    graph.nodes = [nodes[k] for k in order]
+
+
+def _jsonable(v):
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return {"__bytes__": bytes(v).hex()}
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+def host_op(node: Node, graph: Graph) -> HostOp:
+    attrs = {k: _jsonable(v) for k, v in node.attrs.items() if not k.startswith("_") or k == "_act"}
+    fq = [getattr(graph.t(o), "fake_quant", None) for o in node.outputs]
+    if any(q is not None for q in fq):
+        attrs["_fq_out"] = [None if q is None else list(q) for q in fq]
+    binds = [(f"in{j}", t) for j, t in enumerate(node.inputs) if t >= 0]
+    binds = [(f"out{j}", t) for j, t in enumerate(node.outputs)] + binds
+    return HostOp(node.op, list(node.inputs), list(node.outputs), json.dumps(attrs, sort_keys=True),
+                  node.label(), binds)

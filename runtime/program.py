@@ -1,0 +1,239 @@
+"""Running a bundle's program: GPU segments, host (CPU) steps and jumps (partial delegation, WHILE, IF).
+
+A bundle without host steps or jumps runs as one recorded command buffer (executor.py).  With a
+program, every GPU step is its own command buffer (recorded once, at load); a group of consecutive
+host steps is one round trip: a recorded download (arena -> a host-visible exchange buffer, one
+slot per tensor a host step reads or writes), a wait, the numpy kernels (runtime/cpu_ops.py) on
+views of the exchange memory, and a recorded upload of their outputs (exchange -> arena) that the
+next submission carries.  A jump reads its condition tensor back the same way.  Work between two
+waits goes to the queue in one vkQueueSubmit.
+
+Runs of a program are synchronous: run_async() returns a completed handle and run_in_place()
+works as usual; keep_on_device / max-batch bundles and `gpuc profile` need a GPU-only bundle.
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import vulkan as vk
+
+from gpuc.errors import GpucError
+from gpuc.runtime import commands, cpu_ops
+from gpuc.runtime.bundle import ARENA, GPU, HOST, JUMP, JUMP_IF_FALSE, WEIGHTS
+
+_ALIGN = 256
+MAX_STEPS_PER_RUN = 50_000_000          # a WHILE that never ends is reported, not hung on forever
+
+
+def needs_program(bundle) -> bool:
+    return any(s.kind != GPU for s in bundle.steps)
+
+
+def _json_attrs(text: str) -> dict:
+    def hook(d):
+        return bytes.fromhex(d["__bytes__"]) if set(d) == {"__bytes__"} else d
+    return json.loads(text or "{}", object_hook=hook)
+
+
+class Program:
+    def __init__(self, model):
+        self.m = m = model
+        b = m.bundle
+        if m.max_batch > 1:
+            raise GpucError("this bundle runs ops on the CPU (host steps), which --max-batch bundles cannot do; "
+                            "recompile without --max-batch")
+        self.steps = b.steps
+        self.lock = threading.Lock()
+        self.attrs = [_json_attrs(s.attrs) if s.kind == HOST else None for s in b.steps]
+        # exchange slots: every arena tensor a host step or a jump touches
+        touched = sorted({t for s in b.steps if s.kind in (HOST, JUMP_IF_FALSE) for t in s.inputs + s.outputs
+                          if t >= 0 and b.tensors[t].memory == ARENA})
+        self.slot_of, off = {}, 0
+        for t in touched:
+            self.slot_of[t] = off
+            off += (b.tensors[t].nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+        self.xbuf, xmem, xsize = m._buffer(max(off, 4), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                                           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host_visible=True)
+        mapped = vk.vkMapMemory(m.dev, xmem, 0, xsize, 0)
+        self.views = {}
+        for t, o in self.slot_of.items():
+            ti = b.tensors[t]
+            self.views[t] = np.frombuffer(mapped, np.dtype(ti.dtype), int(np.prod(ti.shape, dtype=np.int64)),
+                                          o).reshape(ti.shape)
+        # groups of consecutive host steps (one round trip each); jumps are their own group
+        self.group_end, self.down, self.up = {}, {}, {}
+        k = 0
+        while k < len(self.steps):
+            s = self.steps[k]
+            if s.kind in (HOST, JUMP_IF_FALSE):
+                end = k + 1
+                if s.kind == HOST:
+                    while end < len(self.steps) and self.steps[end].kind == HOST and not self._is_target(end):
+                        end += 1
+                self.group_end[k] = end
+                self._record_group(k, end)
+                k = end
+            else:
+                k += 1
+        self.gpu = {k: self._record_gpu(s) for k, s in enumerate(self.steps) if s.kind == GPU and s.count}
+        self.slot_cmds = {id(sl): (self._record_io(sl, True), self._record_io(sl, False)) for sl in m._slots}
+
+    def _is_target(self, k):
+        return any(s.kind in (JUMP, JUMP_IF_FALSE) and s.target == k for s in self.steps)
+
+    # -- recording -----------------------------------------------------------------------------
+    def _regions(self, tensors, down: bool):
+        b, regs = self.m.bundle, []
+        for t in sorted(set(tensors)):
+            n = b.tensors[t].nbytes
+            if n:
+                a, x = b.tensors[t].offset, self.slot_of[t]
+                regs.append(vk.VkBufferCopy(srcOffset=a if down else x, dstOffset=x if down else a, size=n))
+        return regs
+
+    def _record_group(self, k, end):
+        b = self.m.bundle
+        produced, reads, writes = set(), [], []
+        for s in self.steps[k:end]:
+            reads += [t for t in s.inputs if t >= 0 and b.tensors[t].memory == ARENA and t not in produced]
+            writes += s.outputs if s.kind == HOST else []
+            produced.update(s.outputs if s.kind == HOST else [])
+        self.down[k] = self._copy_cmd(self._regions(reads, True), True) if reads else None
+        self.up[k] = self._copy_cmd(self._regions(writes, False), False) if writes else None
+
+    def _copy_cmd(self, regions, down):
+        m = self.m
+        cmd = commands.begin(m)
+        if down:
+            commands.barrier(cmd, commands.C | commands.T, commands.T, vk.VK_ACCESS_SHADER_WRITE_BIT
+                             | vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+            if regions:
+                vk.vkCmdCopyBuffer(cmd, m._arena, self.xbuf, len(regions), regions)
+            commands.barrier(cmd, commands.T, commands.H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        else:
+            commands.wait_all(cmd)          # earlier readers of these arena bytes are done
+            if regions:
+                vk.vkCmdCopyBuffer(cmd, self.xbuf, m._arena, len(regions), regions)
+            commands.barrier(cmd, commands.T, commands.C | commands.T, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                             commands.RW | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        vk.vkEndCommandBuffer(cmd)
+        return cmd
+
+    def _record_gpu(self, s):
+        cmd = commands.begin(self.m)
+        commands.wait_all(cmd)
+        commands.dispatches(cmd, self.m, 1, None, s.first, s.count)
+        vk.vkEndCommandBuffer(cmd)
+        return cmd
+
+    def _record_io(self, slot, inputs: bool):
+        m = self.m
+        cmd = commands.begin(m)
+        if inputs:
+            commands.wait_all(cmd)
+            for _, regions in commands.item_regions(m, m._in_specs, 1, True).items():
+                vk.vkCmdCopyBuffer(cmd, slot.in_buf, m._arena, len(regions), regions)
+            commands.barrier(cmd, commands.T, commands.C | commands.T, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                             commands.RW | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        else:
+            commands.barrier(cmd, commands.C | commands.T, commands.T, vk.VK_ACCESS_SHADER_WRITE_BIT
+                             | vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+            for _, regions in commands.item_regions(m, m._out_specs, 1, False).items():
+                vk.vkCmdCopyBuffer(cmd, m._arena, slot.out_buf, len(regions), regions)
+            commands.barrier(cmd, commands.T, commands.H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        vk.vkEndCommandBuffer(cmd)
+        return cmd
+
+    # -- running -------------------------------------------------------------------------------
+    def _value(self, t):
+        b = self.m.bundle
+        if t < 0:
+            return None
+        ti = b.tensors[t]
+        if ti.memory == WEIGHTS:
+            n = int(np.prod(ti.shape, dtype=np.int64))
+            return np.frombuffer(b.weights, np.dtype(ti.dtype), n, ti.offset).reshape(ti.shape)
+        return self.views[t]
+
+    def _host(self, k):
+        s, b = self.steps[k], self.m.bundle
+        ins = [None if t < 0 else np.array(self._value(t)) for t in s.inputs]
+        specs = [cpu_ops.Spec(tuple(b.tensors[t].shape), b.tensors[t].dtype) for t in s.outputs]
+        try:
+            outs = cpu_ops.run(s.op, self.attrs[k], ins, specs)
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError) as e:
+            raise GpucError(f"CPU kernel {s.label or s.op} failed: {e}") from None
+        for t, v in zip(s.outputs, outs):
+            self.views[t][...] = np.asarray(v).astype(self.views[t].dtype, copy=False).reshape(self.views[t].shape)
+
+    def run(self, slot, mode="passive"):
+        """Execute the program for `slot` (its inputs staged), leaving outputs in its staging."""
+        m, dev = self.m, self.m.device
+        cin, cout = self.slot_cmds[id(slot)]
+        with self.lock:
+            pending, k, n_steps = [cin], 0, 0
+            while k < len(self.steps):
+                n_steps += 1
+                if n_steps > MAX_STEPS_PER_RUN:
+                    raise GpucError(f"program ran more than {MAX_STEPS_PER_RUN} steps (a WHILE loop that does not end?)")
+                s = self.steps[k]
+                if s.kind == GPU:
+                    if s.count:
+                        pending.append(self.gpu[k])
+                    k += 1
+                elif s.kind == JUMP:
+                    k = s.target
+                else:
+                    if self.down[k] is not None:
+                        pending.append(self.down[k])
+                    if pending:
+                        dev.submit(pending, slot.fence)
+                        dev.wait(slot.fence, active=(mode == "active"))
+                        pending = []
+                    if s.kind == JUMP_IF_FALSE:
+                        cond = self.views[s.inputs[0]].reshape(-1)
+                        k = k + 1 if cond.size and bool(cond[0]) else s.target
+                        continue
+                    end = self.group_end[k]
+                    for j in range(k, end):
+                        self._host(j)
+                    if self.up[k] is not None:
+                        pending.append(self.up[k])
+                    k = end
+            pending.append(cout)
+            dev.submit(pending, slot.fence)
+            dev.wait(slot.fence, active=(mode == "active"))
+        m.last_gpu_ms = None
+
+
+def run_async(model, inputs, keep_on_device=False):
+    """A program run: synchronous; returns a completed RunHandle."""
+    from gpuc.runtime import batch
+    from gpuc.runtime.executor import RunHandle
+    if keep_on_device or batch.has_device_tensors(inputs):
+        raise GpucError("keep_on_device / DeviceTensor inputs need a bundle that runs fully on the GPU; "
+                        "this one has host (CPU) steps")
+    arrays = model._normalize(inputs)
+    slot = model._acquire()
+    try:
+        for view, a in zip(slot.in_views, arrays):
+            view[...] = a
+        model._program.run(slot)
+        outs = [v.copy() for v in slot.out_views]
+    finally:
+        slot.busy = False
+    h = RunHandle(model, slot)
+    h._outs = outs
+    return h
+
+
+def round_trips(bundle) -> int:
+    """Host round trips of one pass over the program (loops count once)."""
+    n, prev = 0, None
+    for s in bundle.steps:
+        if s.kind == JUMP_IF_FALSE or (s.kind == HOST and prev != HOST):
+            n += 1
+        prev = s.kind
+    return n

@@ -75,15 +75,22 @@ def inspect_model(data: bytes, name: str):
     from gpuc.compiler.passes.variables import VAR_OPS
     m = load_tflite(data)
     rep = {"kind": "tflite", "model": name, "subgraphs": []}
+    split = _split(data)
+    placed = split.pop("placement", None)       # main graph after variables and passes: index -> (device, why)
     lines = []
     for gi, g in enumerate(m.subgraphs):
         nodes = []
         for n in g.nodes:
             folded = foldable(g, n)
             state = n.op in VAR_OPS
-            reason = None if folded or state else ops.unsupported_reason(n, g)
-            device = "fold" if folded else "state" if state else "gpu" if reason is None else \
-                "cpu" if cpu_reason(n, g) is None else None
+            if gi == 0 and placed is not None:
+                device, reason = placed.get(n.index, ("state" if state else "fold" if folded else "fused", None))
+                reason = None if device == "gpu" else reason
+            else:
+                reason = None if folded or state else ops.unsupported_reason(n, g)
+                device = "fold" if folded else "state" if state else "gpu" if reason is None else \
+                    "cpu" if cpu_reason(n, g) is None else None
+            reason = None if device in ("fold", "state", "fused") else reason
             nodes.append({"index": n.index, "op": n.op, "version": n.version, "supported": reason is None,
                           "folded": folded, "device": device,
                           "reason": reason, "inputs": [list(g.t(i).shape) if i >= 0 else None for i in n.inputs],
@@ -92,13 +99,13 @@ def inspect_model(data: bytes, name: str):
         rep["subgraphs"].append({"index": gi, "name": g.name, "ops": len(nodes), "supported": n_ok, "nodes": nodes})
         lines.append(f"subgraph {gi} {g.name!r}: {len(nodes)} ops, {n_ok} supported on the GPU")
         for x in nodes:
-            mark = {"fold": "fold ", "state": "state", "gpu": "ok   ", "cpu": "cpu  "}.get(x["device"], "NO   ")
+            mark = {"fold": "fold ", "state": "state", "gpu": "ok   ", "cpu": "cpu  ", "fused": "fused"}.get(x["device"], "NO   ")
             why = "" if x["supported"] else f"  <- {x['reason']}"
             lines.append(f"  {mark}#{x['index']:<4} {x['op']:<24} v{x['version']} {x['inputs']} -> {x['outputs']}{why}")
         hist = Counter(x["op"] for x in nodes if not x["supported"])
         if hist:
             lines.append("  unsupported: " + ", ".join(f"{k} x{v}" for k, v in hist.most_common()))
-    rep.update(_split(data))
+    rep.update(split)
     rep["fully_supported"] = rep.get("cpu_nodes") == 0
     lines.append(f"program: {rep['gpu_nodes']} nodes on the GPU, {rep['cpu_nodes']} on the CPU, "
                  f"{rep['host_round_trips']} host round trip(s) per run" if "error" not in rep else
@@ -128,7 +135,8 @@ def _split(data: bytes) -> dict:
     on = [id(n) in cpu for n in g.nodes]
     return {"gpu_nodes": len(on) - sum(on), "cpu_nodes": sum(on),
             "host_round_trips": sum(1 for j, c in enumerate(on) if c and (j == 0 or not on[j - 1])),
-            "cpu_ops": [f"#{n.index} {n.op}" for n in g.nodes if id(n) in cpu]}
+            "cpu_ops": [f"#{n.index} {n.op}" for n in g.nodes if id(n) in cpu],
+            "placement": {n.index: ("cpu", cpu[id(n)]) if id(n) in cpu else ("gpu", None) for n in g.nodes}}
 
 
 def inspect_path(path: str):

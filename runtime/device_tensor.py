@@ -20,6 +20,45 @@ from gpuc.errors import GpucError
 
 _USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+_KEEP_PER_SIZE = 4          # closed tensors' buffers kept for reuse, per byte size
+_CREATE = threading.Lock()
+
+
+class _Recycler:
+    """Buffers of closed DeviceTensors, reused by new ones of the same size (a keep_on_device run
+    then allocates no memory).  Lives in device.tensors, so the device destroys it on close."""
+
+    def __init__(self, device):
+        self.device, self.free, self.lock, self.open = device, {}, threading.Lock(), True
+        device._tensor_recycler = self           # strong reference (device.tensors is weak)
+        device.tensors.add(self)
+
+    @staticmethod
+    def of(device) -> "_Recycler":
+        with _CREATE:
+            r = getattr(device, "_tensor_recycler", None)
+            return r if r is not None else _Recycler(device)
+
+    def take(self, size):
+        with self.lock:
+            lst = self.free.get(size)
+            return lst.pop() if lst else None
+
+    def give(self, size, buf, mem) -> bool:
+        with self.lock:
+            lst = self.free.setdefault(size, [])
+            if not self.open or len(lst) >= _KEEP_PER_SIZE:
+                return False
+            lst.append((buf, mem))
+            return True
+
+    def _free(self):
+        with self.lock:
+            self.open, entries, self.free = False, [e for lst in self.free.values() for e in lst], {}
+        dev = getattr(self.device, "device", None)
+        for buf, mem in entries if dev is not None else ():
+            vk.vkDestroyBuffer(dev, buf, None)
+            vk.vkFreeMemory(dev, mem, None)
 
 
 class DeviceTensor:
@@ -31,7 +70,9 @@ class DeviceTensor:
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
         self._cv = threading.Condition()
         self._uses, self._handles, self._closing = 0, set(), False
-        self.buffer, self._mem, _ = device.buffer(max(self.nbytes, 4), _USAGE)
+        self._size = max(self.nbytes, 4)
+        got = _Recycler.of(device).take(self._size)
+        self.buffer, self._mem = got if got else device.buffer(self._size, _USAGE)[:2]
         device.tensors.add(self)
 
     @classmethod
@@ -145,16 +186,17 @@ class DeviceTensor:
                 except Exception:  # noqa: BLE001 - its own caller sees the error
                     with self._cv:
                         self._handles.discard(h)
-        self._free()
+        self._free(recycle=True)
 
-    def _free(self):
-        """Destroy the buffer (the device is idle or no run uses it)."""
+    def _free(self, recycle=False):
+        """Release the buffer (no run uses it): to the device's recycler, or destroy it."""
         with self._cv:
             buf, mem, self.buffer, self._mem = self.buffer, self._mem, None, None
         dev = getattr(self.device, "device", None)
         if buf is not None and dev is not None:
-            vk.vkDestroyBuffer(dev, buf, None)
-            vk.vkFreeMemory(dev, mem, None)
+            if not (recycle and _Recycler.of(self.device).give(self._size, buf, mem)):
+                vk.vkDestroyBuffer(dev, buf, None)
+                vk.vkFreeMemory(dev, mem, None)
         self.device.tensors.discard(self)
 
     def __enter__(self):
@@ -166,6 +208,6 @@ class DeviceTensor:
     def __del__(self):
         try:
             if self.buffer is not None and not self._uses:
-                self._free()
+                self._free(recycle=True)
         except Exception:  # noqa: BLE001
             pass

@@ -74,7 +74,8 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, q
         click.echo(f"wrote {output}: {len(data)} bytes, {st.get('dispatches')} dispatches, "
                    f"{st.get('shaders')} shaders, arena {st.get('arena_bytes')} B, "
                    f"weights {st.get('weights_bytes')} B, {dt * 1e3:.1f} ms{hit}"
-                   + (f", batch 1..{max_batch}" if max_batch > 1 else ""))
+                   + (f", batch 1..{max_batch}" if max_batch > 1 else "")
+                   + (f", {st['fp16_tensors']} tensors fp16 (+ fp32 fallback)" if st.get("fp16_tensors") else ""))
 
 
 def _parse_inputs(model, specs):
@@ -161,9 +162,11 @@ def inspect_cmd(path, as_json):
 @click.option("-i", "--input", "inputs", multiple=True, metavar="PATH.npy", help="inputs in model order (default random)")
 @click.option("--per-op", is_flag=True, help="compare every intermediate tensor and name the first op that diverges")
 @click.option("--device", default=None)
+@click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True,
+              help="compile precision (fp16 is judged with tolerance 2e-2 * max|ref|)")
 @click.option("--json", "as_json", is_flag=True)
 @guarded
-def verify_cmd(model, inputs, per_op, device, as_json):
+def verify_cmd(model, inputs, per_op, device, precision, as_json):
     """Compile MODEL, run it with gpuc and with LiteRT's CPU interpreter, and compare."""
     import numpy as np
     from gpuc.verify import verify
@@ -173,7 +176,7 @@ def verify_cmd(model, inputs, per_op, device, as_json):
             xs = [np.load(p, allow_pickle=False) for p in inputs]
         except (OSError, ValueError) as e:
             raise GpucError(f"cannot read input: {e}") from None
-    r = verify(model, xs, per_op=per_op, device=device)
+    r = verify(model, xs, per_op=per_op, device=device, precision=precision)
     if as_json:
         click.echo(json.dumps(r))
     else:

@@ -196,3 +196,18 @@ def test_inspect_shows_storage_precision():
     rep, text = inspect_bundle(gpuc.compile(mb.finish()))
     assert rep["outputs"][0]["precision"] == "int8+q" and rep["inputs"][0]["precision"] == "fp32"
     assert "int8+q" in text and rep["precision"] == "fp32" and not rep["fp32_fallback"]
+
+
+def test_cli_fp16_compile_inspect_verify(models_dir, tmp_path):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "gpuc.cli", *map(str, args)], capture_output=True, text=True)
+    model, out = models_dir / "mlp_small_f32.tflite", tmp_path / "m16.bundle"
+    r = cli("compile", model, "-o", out, "--precision", "fp16", "--no-cache")
+    assert r.returncode == 0 and "tensors fp16" in r.stdout, r.stderr
+    r = cli("inspect", out)
+    assert r.returncode == 0 and "precision fp16 (fp32 fallback program included)" in r.stdout
+    r = cli("verify", model, "--precision", "fp16")
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr

@@ -233,6 +233,7 @@ def run_async(model, inputs, keep_on_device=False):
         for dt in outs or []:
             dt.close()
         slot.busy = False
+        slot.handle_done.set()
         raise
     h = RunHandle(model, slot)
     h.device_outputs = outs     # usable at once: later submissions on this device are ordered after it

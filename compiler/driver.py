@@ -67,14 +67,25 @@ def estimate_flops(node, graph) -> int:
     return out.size
 
 
-def lower_graph(graph: Graph, cpu: dict | None = None) -> list:
-    """Kernels in program order; nodes in `cpu` (partition.place) become HostOps (CPU steps)."""
+def lower_graph(graph: Graph, cpu: dict | None = None, ctx=None) -> list:
+    """Kernels in program order; nodes in `cpu` (partition.place) become HostOps (CPU steps);
+    WHILE / IF (ctx: control_flow.Context) inline their subgraphs between jumps."""
+    return lower_nodes(graph, graph.nodes, cpu, ctx) + output_copies(graph)
+
+
+def lower_nodes(graph: Graph, nodes, cpu, ctx) -> list:
+    from gpuc.compiler.control_flow import CONTROL_OPS, lower_control
     from gpuc.compiler.partition import host_op
     broken = os.environ.get("GPUC_TEST_BREAK_OP")      # test hook: miscompile one op on purpose
     kernels = []
-    for n in graph.nodes:
+    for n in nodes:
         if cpu and id(n) in cpu:
             kernels.append(host_op(n, graph))
+            continue
+        if n.op in CONTROL_OPS:
+            if ctx is None:
+                raise UnsupportedError(f"{n.label()}: control flow needs the whole model")
+            kernels += lower_control(n, graph, ctx)
             continue
         from gpuc.compiler.passes.quant import apply_fake_quant
         ks = apply_fake_quant(n, graph, ops.lower(n, graph))
@@ -84,7 +95,7 @@ def lower_graph(graph: Graph, cpu: dict | None = None) -> list:
             for k in ks:
                 k.defines["GPUC_TEST_BROKEN"] = 1
         kernels += ks
-    return kernels + output_copies(graph)
+    return kernels
 
 
 def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, fp: str, stats: dict) -> bytes:
@@ -126,10 +137,20 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
                                           "axis": int(g.quant.axis)}
         mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, placement[st(t)].offset)
         tensors.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
-    shaders, shader_index, dispatches, steps = [], {}, [], []
+    shaders, shader_index, dispatches, steps, label_at, jumps = [], {}, [], [], {}, []
     dtypes = {t: graph.t(t).dtype for t in used}
     for k in kernels:
-        if getattr(k, "template", "") == "host":
+        if k.template == "ctrl":                         # control_flow.Label / Jump / JumpIfFalse
+            if hasattr(k, "target"):
+                jumps.append((len(steps), k.target))
+                cond = getattr(k, "cond", None)
+                steps.append(B.Step(B.JUMP if cond is None else B.JUMP_IF_FALSE,
+                                    inputs=[] if cond is None else [index[cond]], label=type(k).__name__))
+            else:
+                label_at[id(k)] = len(steps)
+                steps.append(B.Step(B.GPU, first=len(dispatches), count=0))   # a jump target starts a segment
+            continue
+        if k.template == "host":
             steps.append(B.Step(B.HOST, op=k.op, attrs=k.attrs, inputs=[index[t] if t >= 0 else -1 for t in k.inputs],
                                 outputs=[index[t] for t in k.outputs], label=k.label))
             continue
@@ -143,6 +164,8 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
             shaders.append(B.Shader(k.template, compile_glsl(src, name=f"{k.template} for {k.label}"), len(k.bindings)))
         dispatches.append(B.Dispatch(shader_index[src], [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
                                      getattr(k, "flops", 0)))
+    for j, target in jumps:
+        steps[j].target = label_at[id(target)]
     if all(s.kind == B.GPU for s in steps):
         steps = []                       # GPU only: no program, one command buffer
     stats["host_round_trips"] = sum(1 for j, s in enumerate(steps) if s.kind == B.HOST and (j == 0 or steps[j - 1].kind != B.HOST))
@@ -178,9 +201,10 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     if cpu and graph.fp32_pinned is not None:   # host steps read and write float32
         graph.fp32_pinned = set(graph.fp32_pinned) | {t for n in graph.nodes if id(n) in cpu
                                                       for t in n.inputs + n.outputs if t >= 0}
-    kernels = lower_graph(graph, cpu)
+    from gpuc.compiler.control_flow import Context
+    kernels = lower_graph(graph, cpu, Context(model_ir, tuple(opts["disable_passes"]), lower_nodes))
     from gpuc.compiler.passes.precision import assign_storage, attach_fallback
-    n16 = assign_storage(graph, [k for k in kernels if k.template != "host"])          # --precision fp16: tensors stored as float16
+    n16 = assign_storage(graph, [k for k in kernels if k.template not in ("host", "ctrl")])          # --precision fp16: tensors stored as float16
     if n16:
         stats["fp16_tensors"] = n16
     out = build_bundle(graph, kernels, name, opts, fp, stats)

@@ -53,8 +53,11 @@ def cpu_reason(node: Node, graph: Graph) -> str | None:
 
 def place(graph: Graph, warn=True) -> tuple[dict, list]:
     """({id(node): GPU reason} for CPU nodes, [(node, reason)] for nodes neither side can run)."""
+    from gpuc.compiler.control_flow import CONTROL_OPS
     cpu, bad = {}, []
     for n in graph.nodes:
+        if n.op in CONTROL_OPS:          # lowered with their subgraphs (control_flow.py)
+            continue
         r = ops.unsupported_reason(n, graph)
         if r is None:
             continue

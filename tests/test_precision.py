@@ -211,3 +211,24 @@ def test_cli_fp16_compile_inspect_verify(models_dir, tmp_path):
     assert r.returncode == 0 and "precision fp16 (fp32 fallback program included)" in r.stdout
     r = cli("verify", model, "--precision", "fp16")
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+
+
+def test_fp16_wide_values_stay_fp32_until_bounded(gpu):
+    """SUM's result and what it feeds stay fp32 until LOGISTIC or a fused RELU6 bounds the values."""
+    rng = np.random.default_rng(4)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 8, 8, 4])
+    axes = mb.const("axes", np.array([1, 2], np.int32))
+    s, m, sig, r6, y = (mb.tensor(n, [1, 4]) for n in ("s", "m", "sig", "r6", "y"))
+    mb.op("SUM", [x, axes], [s], keep_dims=False)
+    mb.op("MUL", [s, mb.const("k", np.array([1e-3], np.float32))], [m])
+    mb.op("LOGISTIC", [m], [sig])
+    mb.op("ADD", [s, mb.const("c", np.array([-7e4], np.float32))], [r6], fused_activation_function="RELU6")
+    mb.op("ADD", [sig, r6], [y])
+    mb.output(y)
+    model, xs = mb.finish(), [rng.uniform(1000, 2000, (1, 8, 8, 4)).astype(np.float32)]
+    outs, b = run16(gpu, model, xs)
+    names = {t.name for t in b.tensors}          # (LOGISTIC fuses into the MUL: "m" is gone)
+    assert [dtype_of(b, n) for n in ("s", "sig", "r6")] == ["float32", "float16", "float16"]
+    assert "m" not in names or dtype_of(b, "m") == "float32"
+    assert_close16(outs, run_litert(model, xs))

@@ -18,7 +18,8 @@ Pinned to fp32:
 - outputs of ops whose results routinely leave fp16's range (+-65504) even when their inputs are
   in range: SUM and PROD (accumulations), EXP, POW, SQUARE, SQUARED_DIFFERENCE, DIV, RSQRT ...;
 - outputs of any op with such an input (transitively), unless the op bounds its output (LOGISTIC, TANH,
-  SOFTMAX, clamping activations, comparisons): a large value stays in fp32 until it is squashed.
+  SOFTMAX, comparisons, a fused RELU6 / RELU_N1_TO_1 / TANH / LOGISTIC epilogue): a large value
+  stays in fp32 until it is squashed.
 - constants with a value beyond fp16's range.
 """
 from __future__ import annotations
@@ -38,6 +39,15 @@ BOUNDED = frozenset({"LOGISTIC", "TANH", "SOFTMAX", "RELU6", "RELU_N1_TO_1", "RE
                      "ARG_MAX", "ARG_MIN", "LOG_SOFTMAX", "LOG", "L2_NORMALIZATION"})
 
 
+def _bounded(node) -> bool:
+    """The node's output range is bounded whatever its inputs: a bounding op, or a fused clamping
+    activation (relu_n1_to_1, relu6, tanh, logistic) that is the last step of its epilogue."""
+    from gpuc.compiler.ops.util import act_code
+    if node.op in BOUNDED:
+        return True
+    return node.attrs.get("_residual") is None and act_code(node) in (2, 3, 4, 5)
+
+
 def plan_fp16_storage(graph: Graph) -> None:
     """With graph.precision == "fp16": record the tensors that must stay fp32 (graph.fp32_pinned)."""
     if graph.precision != "fp16":
@@ -47,7 +57,7 @@ def plan_fp16_storage(graph: Graph) -> None:
     st = graph.storage
     wide = set()                    # values that may exceed fp16's range
     for n in graph.nodes:
-        if n.op in UNSAFE or (n.op not in BOUNDED and any(i >= 0 and st(i) in wide for i in n.inputs)):
+        if n.op in UNSAFE or (not _bounded(n) and any(i >= 0 and st(i) in wide for i in n.inputs)):
             wide.update(st(o) for o in n.outputs)
     pinned = wide | {st(t) for t in graph.inputs + graph.outputs}
     pinned |= {t.id for t in graph.tensors if t.is_variable}

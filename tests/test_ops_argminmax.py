@@ -50,3 +50,10 @@ def test_arg_runtime_axis_rejected():
     model, _ = one_op("ARG_MAX", [np.zeros((2, 3), np.float32), np.array([1], np.int32)], "int32",
                       out_shape=[2], output_type="INT32")
     assert "axis" in (gpu_reason(model) or "")
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+def test_arg_nan_and_inf(gpu, op):
+    """A leading NaN stays the answer, a later NaN is never picked; +-inf compare as values (as LiteRT)."""
+    x = np.array([[np.nan, 1, 2, 3], [1, np.nan, 5, 2], [3, 2, 1, np.nan], [np.inf, 1, np.inf, -np.inf]], np.float32)
+    check(gpu, *_arg(op, x, 1, "int32"))

@@ -47,3 +47,10 @@ def test_l2_normalization_zero_and_tiny_rows(gpu):
 def test_l2_normalization_relu_unsupported():
     model, _ = one_op("L2_NORMALIZATION", [_x((2, 3), 0)], "float32", fused_activation_function="RELU")
     assert "activation" in (gpu_reason(model) or "")
+
+
+@pytest.mark.parametrize("op", ["LOG_SOFTMAX", "L2_NORMALIZATION"])
+def test_non_finite_rows(gpu, op):
+    """-inf / +inf entries and squared norms that overflow give LiteRT's -inf / NaN / 0."""
+    x = np.array([[-np.inf, 1, 2], [np.inf, 1, 2], [0, 0, 0], [1e30, 1e30, 1]], np.float32)
+    check(gpu, *one_op(op, [x], "float32"))

@@ -33,7 +33,8 @@ def _litert(data: bytes, inputs, preserve=False):
 
 
 def rel_err(out, ref) -> float:
-    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    cplx = np.iscomplexobj(out) or np.iscomplexobj(ref)             # e.g. RFFT2D (a CPU op)
+    out, ref = (np.asarray(x, np.complex128 if cplx else np.float64) for x in (out, ref))
     if out.shape != ref.shape:
         return float("inf")
     scale = max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-30)
@@ -84,18 +85,23 @@ def _per_op(data, xs, device, precision, tol):
     """Compile with every intermediate exposed as an output; compare each with LiteRT's tensor."""
     import gpuc
     from gpuc.compiler import DEFAULT_OPTIONS
-    from gpuc.compiler.driver import build_bundle, check_supported, lower_graph
+    from gpuc.compiler import partition
+    from gpuc.compiler.control_flow import Context
+    from gpuc.compiler.driver import _unsupported_message, build_bundle, lower_graph, lower_nodes
     from gpuc.compiler.frontend.importer import load_tflite
     from gpuc.compiler.passes import run_passes
+    from gpuc.compiler.passes.variables import resolve_variables
     model = load_tflite(data)
     g = model.main
+    resolve_variables(model, g)
     run_passes(g, ["eliminate_dead_nodes", "fuse_activation", "fuse_residual_add", "reshape_as_view"])
     order = [(n, o) for n in g.nodes for o in n.outputs if o not in g.inputs]
     g.outputs = list(dict.fromkeys(g.outputs + [o for _, o in order]))
-    if check_supported(g):
-        raise GpucError("per-op verification needs a model that runs fully on the GPU")
+    cpu, bad = partition.place(g, warn=False)          # CPU nodes run as host steps, as in a compile
+    if bad:
+        raise GpucError("per-op verification: " + _unsupported_message(bad))
     opts = dict(DEFAULT_OPTIONS, precision=precision)
-    bundle = build_bundle(g, lower_graph(g), "verify", opts, "verify", {})
+    bundle = build_bundle(g, lower_graph(g, cpu, Context(model, (), lower_nodes)), "verify", opts, "verify", {})
     with gpuc.load(bundle, device=device) as m:
         outs = dict(zip(g.outputs, m.run(xs)))
     it = _litert(data, xs, preserve=True)

@@ -171,3 +171,39 @@ def test_microwakeword_single_and_stream(gpu):
         assert np.array_equal(outs, again)
     finally:
         m.close()
+
+
+def test_init_subgraph_computes_its_values(gpu):
+    """CALL_ONCE's subgraph computes the initial value (ADD, MUL of constants; a READ of what it
+    assigned): evaluated at compile time with the CPU kernels."""
+    mb = ModelBuilder()
+    x = mb.input("x", [3])
+    mb.op("CALL_ONCE", [], [], init_subgraph_index=1)
+    h = mb.tensor("h", [], "resource")
+    mb.op("VAR_HANDLE", [], [h], container="", shared_name="v")
+    old = mb.tensor("old", [3])
+    mb.op("READ_VARIABLE", [h], [old])
+    s = mb.tensor("s", [3])
+    mb.op("ADD", [old, x], [s])
+    mb.op("ASSIGN_VARIABLE", [h, s], [])
+    mb.output(s)
+    ib = ModelBuilder()
+    h2 = ib.tensor("h", [], "resource")
+    ib.op("VAR_HANDLE", [], [h2], container="", shared_name="v")
+    a = ib.tensor("a", [3])
+    ib.op("ADD", [ib.const("p", np.array([1, 2, 3], np.float32)), ib.const("q", np.array([0.5, 0.5, 0.5], np.float32))], [a])
+    ib.op("ASSIGN_VARIABLE", [h2, a], [])
+    r = ib.tensor("r", [3])
+    ib.op("READ_VARIABLE", [h2], [r])
+    b = ib.tensor("b", [3])
+    ib.op("MUL", [r, ib.const("two", np.full([3], 2, np.float32))], [b])
+    ib.op("ASSIGN_VARIABLE", [h2, b], [])
+    data = with_subgraphs(mb, ib)
+    xs = [np.array([0.25, -1, 4], np.float32)] * 3
+    ref = litert_stream(data, xs)
+    m = gpu.load(data)
+    try:
+        for x, r in zip(xs, ref):
+            np.testing.assert_allclose(m.run([x])[0], r[0], rtol=1e-6)
+    finally:
+        m.close()

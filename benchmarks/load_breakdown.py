@@ -1,63 +1,75 @@
-"""Where load time goes: instance+device, bundle read/verify, buffers+weights, pipelines, descriptors, record.
+"""Where load time goes: imports, bundle read/verify, instance+device, and each LoadedModel setup step.
 
-    python benchmarks/load_breakdown.py BUNDLE [--device N|NAME]
+    python benchmarks/load_breakdown.py BUNDLE [--device N|NAME] [--runs 3]
+
+Each step is timed by wrapping the runtime's own functions (so the figures follow the code as it
+changes): every private method of LoadedModel called during load, Device creation, bundle parsing,
+command recording.  Nested calls are charged to the outermost timed step only.  Run it in a fresh
+process: the first load pays the driver's start-up; further loads (--runs) show the steady state.
 """
-import sys
+import argparse
+import functools
 import time
 
-T = []
+T: dict = {}
+_depth = [0]
 
 
-def mark(name, t0):
-    T.append((name, (time.perf_counter() - t0) * 1e3))
-    return time.perf_counter()
+def timed(name, fn):
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        if _depth[0]:
+            return fn(*a, **k)
+        _depth[0] += 1
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            _depth[0] -= 1
+            T[name] = T.get(name, 0.0) + (time.perf_counter() - t0) * 1e3
+    return wrapper
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bundle")
+    ap.add_argument("--device")
+    ap.add_argument("--runs", type=int, default=3)
+    a = ap.parse_args()
     t = time.perf_counter()
-    import numpy  # noqa: F401
+    import numpy as np
     import vulkan  # noqa: F401
-    t = mark("import numpy+vulkan", t)
-    from gpuc.runtime import read_bundle_file
-    from gpuc.runtime.bundle import read_bundle
-    from gpuc.runtime.device import Device
-    from gpuc.runtime import executor as ex
-    t = mark("import gpuc.runtime", t)
-    data = read_bundle_file(sys.argv[1])
-    t = mark("read file", t)
-    b = read_bundle(data)
-    t = mark("verify+parse bundle", t)
-    d = Device(sys.argv[2] if len(sys.argv) > 2 else None)
-    t = mark("instance+device", t)
-    m = ex.LoadedModel.__new__(ex.LoadedModel)
-    m.bundle, m._own_device, m.device, m._objs, m.dev, m.load_info = b, False, d, [], d.device, {}
-    import threading
-    m._lock = threading.Lock()
-    m._in_specs, in_bytes = ex._layout_io(b, b.inputs)
-    m._out_specs, out_bytes = ex._layout_io(b, b.outputs)
-    m._arena, _, _ = m._buffer(b.arena_bytes, ex._STORAGE | ex._SRC | ex._DST)
-    m._weights, _, _ = m._buffer(b.weights.nbytes, ex._STORAGE | ex._DST)
-    m._in_buf, in_mem, in_size = m._buffer(in_bytes, ex._SRC, host_visible=True)
-    m._out_buf, out_mem, out_size = m._buffer(out_bytes, ex._DST, host_visible=True)
-    m._in_map = vulkan.vkMapMemory(m.dev, in_mem, 0, in_size, 0)
-    m._out_map = vulkan.vkMapMemory(m.dev, out_mem, 0, out_size, 0)
-    t = mark("buffers", t)
-    m._upload_weights()
-    t = mark("weights upload", t)
-    m._make_pipelines()
-    t = mark(f"pipelines ({m.load_info})", t)
-    m._make_descriptors()
-    t = mark("descriptors", t)
-    m._record()
-    m._fence = m._keep(vulkan.vkDestroyFence, vulkan.vkCreateFence(m.dev, vulkan.VkFenceCreateInfo(), None))
-    t = mark("record", t)
-    xs = [numpy.zeros(s.shape, s.dtype) for s in m.inputs]
-    m.run(xs)
-    t = mark("first run", t)
-    m.run(xs)
-    mark("second run", t)
-    for name, ms in T:
-        print(f"{name:<40} {ms:9.2f} ms")
+    T["import numpy+vulkan"] = (time.perf_counter() - t) * 1e3
+    t = time.perf_counter()
+    from gpuc.runtime import bundle as B, commands, device as D, executor as ex, read_bundle_file
+    T["import gpuc.runtime"] = (time.perf_counter() - t) * 1e3
+    B.read_bundle = timed("verify+parse bundle", B.read_bundle)
+    D.Device.__init__ = timed("instance+device", D.Device.__init__)
+    commands.record = timed("record command buffers", commands.record)
+    for name, fn in list(vars(ex.LoadedModel).items()):
+        if name.startswith("_") and not name.startswith("__") and callable(fn) \
+                and not isinstance(fn, (staticmethod, classmethod)) and name not in ("_keep", "_check_open", "_setup"):
+            setattr(ex.LoadedModel, name, timed(f"LoadedModel.{name}", fn))
+    for i in range(a.runs):
+        T.clear() if i else None
+        t = time.perf_counter()
+        data = read_bundle_file(a.bundle)
+        T["read file"] = (time.perf_counter() - t) * 1e3
+        t = time.perf_counter()
+        m = ex.LoadedModel(B.read_bundle(data), device=a.device)
+        total = (time.perf_counter() - t) * 1e3
+        xs = [np.zeros(s.shape, s.dtype) for s in m.inputs]
+        t = time.perf_counter()
+        m.run(xs)
+        first = (time.perf_counter() - t) * 1e3
+        t = time.perf_counter()
+        m.run(xs)
+        second = (time.perf_counter() - t) * 1e3
+        m.close()
+        print(f"-- load {i + 1}: parse+load {total:.2f} ms, first run {first:.2f} ms, second run {second:.2f} ms, "
+              f"pipeline cache {m.load_info.get('pipeline_cache')}")
+        for name, ms in sorted(T.items(), key=lambda kv: -kv[1]):
+            print(f"   {name:<40} {ms:9.2f} ms")
 
 
 if __name__ == "__main__":

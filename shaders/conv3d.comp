@@ -2,20 +2,29 @@
 // invocations = consecutive output channels, so filter reads coalesce).  Taps outside the input are
 // skipped (zero padding); PF / PT / PL are the leading pads of depth / height / width.
 // Epilogue: + bias[co], fused activation (gpuc_act).
-// Defines: D H W CI OD OH OW CO KD KH KW SD SH SW DD DH DW PF PT PL HAS_BIAS ACT
+// VEC (CO % 4 == 0): each invocation computes 4 consecutive output channels; w, bias and out_ are
+// vec4 arrays (CG = CO / 4 groups), so one input load feeds 4 multiply-adds.
+// Defines: D H W CI OD OH OW CO CG KD KH KW SD SH SW DD DH DW PF PT PL HAS_BIAS ACT VEC
+#if VEC
+#define ACC vec4
+#define NC CG
+#else
+#define ACC float
+#define NC CO
+#endif
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
     int t = int(gid);
-    int co = t % CO;
-    t /= CO;
+    int co = t % NC;
+    t /= NC;
     int ox = t % OW;
     t /= OW;
     int oy = t % OH;
     t /= OH;
     int oz = t % OD;
     int n = t / OD;
-    float acc = 0.0;
+    ACC acc = ACC(0.0);
     for (int kd = 0; kd < KD; ++kd) {
         int iz = oz * SD - PF + kd * DD;
         if (iz < 0 || iz >= D) continue;
@@ -26,13 +35,17 @@ void main() {
                 int ix = ox * SW - PL + kw * DW;
                 if (ix < 0 || ix >= W) continue;
                 int xb = (((n * D + iz) * H + iy) * W + ix) * CI;
-                int wb = ((kd * KH + kh) * KW + kw) * CI * CO + co;
-                for (int ci = 0; ci < CI; ++ci) acc += x[xb + ci] * w[wb + ci * CO];
+                int wb = ((kd * KH + kh) * KW + kw) * CI * NC + co;
+                for (int ci = 0; ci < CI; ++ci) acc += x[xb + ci] * w[wb + ci * NC];
             }
         }
     }
 #if HAS_BIAS
     acc += bias[co];
 #endif
+#if VEC
+    out_[gid] = vec4(gpuc_act(acc.x), gpuc_act(acc.y), gpuc_act(acc.z), gpuc_act(acc.w));
+#else
     out_[gid] = gpuc_act(acc);
+#endif
 }

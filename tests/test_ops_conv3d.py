@@ -1,5 +1,6 @@
 """CONV_3D (compiler/ops/conv3d.py) against LiteRT: strides, dilations, SAME / VALID, with and without
-bias, fused activations (TANH is left unclamped, like LiteRT), constant and runtime filters."""
+bias, fused activations (TANH is left unclamped, like LiteRT), constant and runtime filters, output
+channels in groups of 4 (vec4 path) or not."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,13 +42,15 @@ def test_conv3d(gpu, cfg, same):
     check(gpu, *_conv3d(same=same, **cfg))
 
 
+@pytest.mark.parametrize("co", [3, 4])
 @pytest.mark.parametrize("act", ["RELU", "RELU_N1_TO_1", "TANH"])
-def test_conv3d_activations(gpu, act):
-    check(gpu, *_conv3d((1, 3, 4, 5, 2), (2, 2, 2, 2, 3), act=act, seed=2))
+def test_conv3d_activations(gpu, act, co):
+    check(gpu, *_conv3d((1, 3, 4, 5, 2), (2, 2, 2, 2, co), act=act, seed=2))
 
 
-def test_conv3d_runtime_filter(gpu):
-    check(gpu, *_conv3d((1, 3, 4, 4, 2), (2, 2, 3, 2, 3), const_w=False, bias=True, seed=5))
+@pytest.mark.parametrize("co", [3, 8])
+def test_conv3d_runtime_filter(gpu, co):
+    check(gpu, *_conv3d((1, 3, 4, 4, 2), (2, 2, 3, 2, co), const_w=False, bias=True, act="RELU", seed=5))
 
 
 def test_conv3d_bad_filter_rejected():

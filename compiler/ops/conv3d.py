@@ -1,4 +1,5 @@
 """CONV_3D (shaders/conv3d.comp): NDHWC input, filter [KD, KH, KW, CI, CO] (constant or runtime),
+4 output channels per invocation (vec4 weights) when CO % 4 == 0,
 strides, dilations, SAME / VALID, optional bias, fused activation as LiteRT's float kernel applies
 it (RELU / RELU_N1_TO_1 / RELU6 clamp; TANH and SIGN_BIT leave the value unclamped)."""
 from __future__ import annotations
@@ -11,8 +12,9 @@ from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, check_act, check
 
 VARIANTS = {
     "conv3d": (dict(D=4, H=5, W=6, CI=3, OD=2, OH=3, OW=3, CO=4, KD=2, KH=3, KW=3, SD=2, SH=2, SW=2, DD=1, DH=1,
-                    DW=1, PF=0, PT=1, PL=1), {"HAS_BIAS": [0, 1], "ACT": [0, 1, 3]},
-               ["out_", "x", "w", "bias"]),
+                    DW=1, PF=0, PT=1, PL=1, CG=1), {"HAS_BIAS": [0, 1], "ACT": [0, 1, 3], "VEC": [0, 1]},
+               ["out_", "x", "w", "bias"], {},
+               lambda d: dict(vec4=("out_", "w", "bias") if d["VEC"] else ())),
 }
 
 
@@ -82,5 +84,8 @@ def lower_conv3d(node, graph):
     binds = [("out_", y.id), ("x", node.inputs[0]), ("w", _f32(graph, node.inputs[1]))]
     if bias is not None:
         binds.append(("bias", _f32(graph, bias)))
-    defines = dict(geo, CI=ci, CO=co, HAS_BIAS=int(bias is not None), **epilogue(node, binds))
-    return [Kernel("conv3d", binds, y.size, defines, node.label())]
+    vec = co % 4 == 0
+    defines = dict(geo, CI=ci, CO=co, CG=co // 4, VEC=int(vec), HAS_BIAS=int(bias is not None),
+                   **epilogue(node, binds))
+    return [Kernel("conv3d", binds, y.size // 4 if vec else y.size, defines, node.label(),
+                   vec4=("out_", "w", "bias") if vec else ())]

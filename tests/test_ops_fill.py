@@ -47,6 +47,18 @@ def test_fill_runtime_value(gpu, dims, dtype, value):
     check(gpu, model, feeds)
 
 
+@pytest.mark.parametrize("value", [-5 * 2**33 + 7, 12])
+def test_fill_runtime_int64(gpu, value):
+    """An int64 value fed at run time (a 0-d input: gpuc takes it, LiteRT's Python API does not, so the
+    reference is LiteRT's FILL of the same value as a constant)."""
+    model, feeds = one_op("FILL", [Const(np.array([2, 3], np.int32)), np.array(value, np.int64)], "int64",
+                          out_shape=[2, 3])
+    assert any(label.startswith("FILL") for label in _dispatch_ops(model))
+    ref_model, _ = one_op("FILL", [Const(np.array([2, 3], np.int32)), Const(np.array(value, np.int64))], "int64",
+                          out_shape=[2, 3])
+    assert_matches(gpu.run(model, feeds), run_litert(ref_model, []))
+
+
 def _run_unfolded(gpu, model: bytes, feeds):
     """Compile with constant folding off (so constant FILL / ZEROS_LIKE run as GPU kernels) and run."""
     bundle = gpuc.compile(model, disable_passes=["fold_constants"])

@@ -28,7 +28,8 @@ def _check(node, graph):
     return None
 
 
-@register(*OPS, check=_check, inputs=(1, 1), summary="last axis (L2: LiteRT's epsilon 1e-6)")
+@register("L2_NORMALIZATION", check=_check, inputs=(1, 1), summary="last axis; LiteRT's epsilon 1e-6 (zero rows -> 0)")
+@register("LOG_SOFTMAX", check=_check, inputs=(1, 1), summary="last axis")
 def lower_row_norm(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     d = x.shape[-1]

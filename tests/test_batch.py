@@ -155,3 +155,18 @@ def test_state_is_per_item(gpu):
             np.testing.assert_array_equal(o2[i:i + 1], refs[i][1])
         m.reset_state()
         np.testing.assert_array_equal(m.run([x1[:2]])[0], o1[:2])
+
+
+def test_model_with_host_steps_refuses_max_batch(gpu):
+    from test_cpu_fallback import mixed_model
+    model = mixed_model()
+    with pytest.raises(UnsupportedError, match=r"--max-batch 2: the program has \d+ host \(CPU\) or control-flow"):
+        gpuc.compile(model, max_batch=2, cache=False)
+    b = B.read_bundle(gpuc.compile(model, cache=False))
+    b.options["max_batch"] = 2                         # a bundle claiming it anyway is refused at load
+    from gpuc.runtime.executor import LoadedModel
+    with pytest.raises(BundleError, match="host"):
+        LoadedModel(b, device=gpu.device)
+    with gpuc.load(gpuc.compile(model, cache=False), device=gpu.device) as m:
+        with pytest.raises(GpucError, match="keep_on_device"):
+            m.run([np.zeros(m.inputs[0].shape, np.float32)], keep_on_device=True)

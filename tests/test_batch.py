@@ -123,6 +123,8 @@ def test_cli_max_batch(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "batch 1..3" in r.stdout
     assert B.read_bundle(out.read_bytes()).options["max_batch"] == 3
+    r = subprocess.run([sys.executable, "-m", "gpuc.cli", "inspect", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0 and "batch 1..3" in r.stdout
     x = tmp_path / "x.npy"
     np.save(x, rows((1, 6, 6, 4), 3, 0))
     r = subprocess.run([sys.executable, "-m", "gpuc.cli", "run", str(out), "--input", str(x)],

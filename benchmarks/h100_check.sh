@@ -17,6 +17,9 @@ PY
 for m in $M/*.tflite; do python3 benchmarks/run_model.py $m --runs 50 --ref-dir $M/ref --json; done
 echo "== profile =="; python3 -m gpuc.cli profile /tmp/m.bundle --runs 20 | head -14
 echo "== bench =="; python3 -m gpuc.cli bench /tmp/m.bundle --runs 200 --json
+echo "== fp16 =="; python3 -m gpuc.cli compile $M/mobilenet_v2_224_f32.tflite -o /tmp/m16.bundle --precision fp16 \
+  && python3 -m gpuc.cli verify $M/mobilenet_v2_224_f32.tflite --precision fp16 -i $M/ref/mobilenet_v2_224_f32.in0.npy \
+  && python3 -m gpuc.cli profile /tmp/m16.bundle --runs 20 | head -14 && python3 -m gpuc.cli bench /tmp/m16.bundle --runs 200 --json
 [ "$1" = quick ] && exit 0
 echo "== startup =="; python3 benchmarks/startup.py $M/mobilenet_v2_224_f32.tflite --runs 50
 echo "== verify =="; python3 -m gpuc.cli verify $M/mobilenet_v2_224_f32.tflite
@@ -25,5 +28,6 @@ echo "== kernels =="; python3 benchmarks/kernel_bench.py $M/mobilenet_v2_224_f32
 echo "== async overlap =="; python3 benchmarks/async_overlap.py /tmp/m.bundle --runs 200 --cpu-ms 0.3
 echo "== validation-layer test run =="
 GPUC_VALIDATION=1 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_models.py tests/test_runtime.py \
-  tests/test_passes.py tests/test_profile.py tests/test_ops_conv_fast.py tests/test_ops_edges.py 2>&1 | tail -4
+  tests/test_passes.py tests/test_profile.py tests/test_ops_conv_fast.py tests/test_ops_edges.py \
+  tests/test_precision.py tests/test_dynamic_range.py 2>&1 | tail -4
 echo "== soak =="; python3 benchmarks/soak.py /tmp/m.bundle --runs 10000

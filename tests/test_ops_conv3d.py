@@ -13,7 +13,8 @@ from test_ops_math import Const, check, one_op  # noqa: E402
 
 
 def _out(size, k, s, d, same):
-    return -(-size // s) if same else (size - (k - 1) * d - 1) // s + 1
+    num = size + s - ((k - 1) * d + 1)
+    return -(-size // s) if same else (num // s if num >= 0 else -(-num // s))
 
 
 def _conv3d(x_shape, f_shape, strides=(1, 1, 1), dil=(1, 1, 1), same=True, bias=True, act="NONE",
@@ -57,3 +58,8 @@ def test_conv3d_bad_filter_rejected():
     model, _ = one_op("CONV_3D", [np.zeros((1, 3, 3, 3, 2), np.float32), Const(np.zeros((1, 1, 1, 3, 4), np.float32))],
                       "float32", out_shape=[1, 3, 3, 3, 4], padding="SAME", stride_d=1, stride_h=1, stride_w=1)
     assert "filter" in (gpu_reason(model) or "")
+
+
+def test_conv3d_valid_empty_output(gpu):
+    """VALID with a filter deeper than the input: LiteRT's C division gives an empty output."""
+    check(gpu, *_conv3d((1, 1, 4, 4, 2), (4, 1, 1, 2, 3), strides=(2, 1, 1), same=False))

@@ -43,8 +43,12 @@ def _geometry(node, graph):
     geo = {}
     for name, size_in, k, s, dil, out in (("D", d, kd, st[0], dl[0], y.shape[1]), ("H", h, kh, st[1], dl[1], y.shape[2]),
                                           ("W", w, kw, st[2], dl[2], y.shape[3])):
-        want = -(-size_in // s) if pad == PADDING_SAME else (size_in - (k - 1) * dil - 1) // s + 1
-        if out != want or want < 1:
+        if pad == PADDING_SAME:
+            want = -(-size_in // s)
+        else:                                 # LiteRT: (size + stride - effective filter) / stride, C division
+            num = size_in + s - ((k - 1) * dil + 1)
+            want = num // s if num >= 0 else -(-num // s)
+        if out != want or want < 0:
             raise ValueError(f"output {list(y.shape)} does not match input {list(x.shape)} with filter "
                              f"{list(f.shape)}, strides {st}, dilations {dl}, {'SAME' if pad == 0 else 'VALID'}")
         geo[name] = size_in

@@ -1,3 +1,4 @@
+// @storage16 (float path; IS_INT variants bind int32 tensors only)
 // Elementwise binary arithmetic with numpy broadcasting, LiteRT semantics, on float32 (IS_INT 0)
 // or int32 (IS_INT 1).  OP: 0 add 1 sub 2 mul 3 div 4 pow 5 squared_difference 6 maximum 7 minimum
 // 8 floor_div 9 floor_mod 10 prelu (float: a >= 0 ? a : a * b).
@@ -238,7 +239,6 @@ void main() {
     int v = ew_act(ew_binop(int(ew_bits(a[ia])), int(ew_bits(b[ib]))));
     ew_put(out_[gid], uint(v));
 #else
-    float v = ew_act(ew_binop(uintBitsToFloat(ew_bits(a[ia])), uintBitsToFloat(ew_bits(b[ib]))));
-    ew_put(out_[gid], floatBitsToUint(v));
+    ST(out_, gid, ew_act(ew_binop(LD(a, ia), LD(b, ib))));        // float32 or float16 storage
 #endif
 }

@@ -1,3 +1,4 @@
+// @storage16 (float path; IS_INT variants bind int32 tensors only)
 // Elementwise unary math, LiteRT semantics.  float32 FN: 0 abs 1 neg 2 square 3 sqrt 4 rsqrt 5 exp
 // 6 log 7 sin 8 cos 9 floor 10 ceil 11 round (half to even) 12 sign 13 elu 14 hard_swish
 // 15 gelu (tanh approximation) 16 gelu (erf) 17 leaky_relu (ALPHA) 18 relu_0_to_1.
@@ -135,6 +136,6 @@ void main() {
 #if IS_INT
     ew_put(out_[gid], uint(ew_ifn(int(ew_bits(x[gid])))));
 #else
-    ew_put(out_[gid], floatBitsToUint(ew_fn(uintBitsToFloat(ew_bits(x[gid])))));
+    ST(out_, gid, ew_fn(LD(x, gid)));                              // float32 or float16 storage
 #endif
 }

@@ -117,20 +117,39 @@ def test_fp16_sum_stays_fp32(gpu):
 
 
 def test_fp16_unsupported_template_keeps_tensor_fp32(gpu):
-    """ABS runs in a template without fp16 storage: the tensor it reads stays fp32."""
+    """GATHER runs in a template without fp16 storage: the tensors it touches stay fp32."""
     rng = np.random.default_rng(3)
     mb = ModelBuilder()
     x = mb.input("x", [2, 33])
     k = mb.const("k", np.array([-3.0], np.float32))
-    m, a, y = mb.tensor("m", [2, 33]), mb.tensor("a", [2, 33]), mb.tensor("y", [2, 33])
+    idx = mb.const("idx", np.array([5, 0, 32, 7], np.int32))
+    m, g, y = mb.tensor("m", [2, 33]), mb.tensor("g", [2, 4]), mb.tensor("y", [2, 4])
     mb.op("MUL", [x, k], [m])
-    mb.op("ABS", [m], [a])
-    mb.op("MUL", [a, k], [y])
+    mb.op("GATHER", [m, idx], [g], axis=1)
+    mb.op("MUL", [g, k], [y])
     mb.output(y)
     model, xs = mb.finish(), [rng.normal(0, 1, (2, 33)).astype(np.float32)]
     outs, b = run16(gpu, model, xs)
-    assert dtype_of(b, "m") == "float32" and dtype_of(b, "a") == "float32"
+    assert dtype_of(b, "m") == "float32" and dtype_of(b, "g") == "float32"
     np.testing.assert_allclose(outs[0], run_litert(model, xs)[0], rtol=1e-6)
+
+
+def test_fp16_math_ops(gpu):
+    """binary_math / unary_math (MAXIMUM, PRELU, HARD_SWISH standalone ...) store fp16 too."""
+    rng = np.random.default_rng(5)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4, 4, 6])
+    alpha = mb.const("alpha", rng.uniform(0.1, 0.3, (1, 1, 6)).astype(np.float32))
+    p, h, a, y = (mb.tensor(n, [1, 4, 4, 6]) for n in ("p", "h", "a", "y"))
+    mb.op("PRELU", [x, alpha], [p])
+    mb.op("HARD_SWISH", [p], [h])
+    mb.op("ABS", [h], [a])
+    mb.op("MAXIMUM", [a, x], [y])
+    mb.output(y)
+    model, xs = mb.finish(), [rng.normal(0, 2, (1, 4, 4, 6)).astype(np.float32)]
+    outs, b = run16(gpu, model, xs)
+    assert {dtype_of(b, n) for n in ("p", "a") if any(t.name == n for t in b.tensors)} == {"float16"}
+    assert_close16(outs, run_litert(model, xs))
 
 
 def test_fp16_disable_pass_gives_fp32(gpu):

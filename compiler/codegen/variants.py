@@ -72,7 +72,7 @@ def all_variants():
                        **extra(defines))
             dtypes = {i: types.get(n, "float32") for i, n in enumerate(binds)}
             yield template, k, dtypes
-            if supports_storage16(template) and "float32" in dtypes.values():
+            if supports_storage16(template) and "float32" in dtypes.values() and not defines.get("IS_INT"):
                 # --precision fp16: every float binding stored as float16 (mixed cases are subsets)
                 yield template, k, {i: "float16" if d == "float32" else d for i, d in dtypes.items()}
 

@@ -51,6 +51,15 @@ def cpu_reason(node: Node, graph: Graph) -> str | None:
     return cpu_ops.unsupported_reason(node.op, node.attrs, ins, outs)
 
 
+def capability_limit(node: Node, reason: str) -> bool:
+    """True when the GPU refuses the node for what gpuc's GPU kernels cannot do (no kernel, op
+    version, a dtype, quantized tensors), not because the node is invalid (bad attributes, shapes,
+    constant operands LiteRT rejects): only those go to the CPU."""
+    if node.op not in ops.REGISTRY:
+        return True
+    return reason.startswith("version ") or " has dtype " in reason or reason.startswith("quantized tensor")
+
+
 def place(graph: Graph, warn=True) -> tuple[dict, list]:
     """({id(node): GPU reason} for CPU nodes, [(node, reason)] for nodes neither side can run)."""
     from gpuc.compiler.control_flow import CONTROL_OPS
@@ -60,6 +69,9 @@ def place(graph: Graph, warn=True) -> tuple[dict, list]:
             continue
         r = ops.unsupported_reason(n, graph)
         if r is None:
+            continue
+        if not capability_limit(n, r):      # the GPU check found the node itself invalid: no fallback
+            bad.append((n, r))
             continue
         cr = cpu_reason(n, graph)
         if cr is None:

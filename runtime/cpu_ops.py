@@ -225,7 +225,19 @@ def _reshape(attrs, x, outs):
     return [x[0].reshape(outs[0].shape)]
 
 
-@cpu_op("TRANSPOSE", check=lambda a, i, o: _const(i, 1, "perm"), raw=True, summary="any dtype")
+def _check_transpose(attrs, ins, outs):
+    bad = _const(ins, 1, "perm")
+    if bad:
+        return bad
+    perm = [int(p) for p in np.asarray(ins[1].value).reshape(-1)]
+    if sorted(perm) != list(range(len(ins[0].shape))):
+        return f"perm {perm} is not a permutation of the {len(ins[0].shape)} axes"
+    if tuple(outs[0].shape) != tuple(ins[0].shape[p] for p in perm):
+        return "output shape does not match the permutation"
+    return None
+
+
+@cpu_op("TRANSPOSE", check=_check_transpose, raw=True, summary="any dtype")
 def _transpose(attrs, x, outs):
     return [np.transpose(x[0], [int(p) for p in np.asarray(x[1]).reshape(-1)])]
 
@@ -381,6 +393,36 @@ def _rfft2d(attrs, x, outs):
     n = [int(v) for v in np.asarray(x[1]).reshape(-1)]
     r = np.fft.rfft2(x[0].astype(np.float64), s=n, axes=(-2, -1))
     return [r.astype(np.complex64)]
+
+
+@cpu_op("READ_VARIABLE", "ASSIGN_VARIABLE", check=_check_same_size, raw=True,
+        summary="resource variables of dtypes the GPU copy does not take (e.g. int64)")
+def _variable(attrs, x, outs):
+    return [x[0]]
+
+
+@cpu_op("ADD_N", summary="sum of N same-shape tensors")
+def _add_n(attrs, x, outs):
+    r = x[0].copy()
+    with np.errstate(all="ignore"):
+        for v in x[1:]:
+            r = r + v
+    return [r]
+
+
+def _check_one_hot(attrs, ins, outs):
+    if len(ins) != 4 or ins[1] is None or ins[1].value is None:
+        return "depth must be a constant"
+    return None
+
+
+@cpu_op("ONE_HOT", check=_check_one_hot, summary="indices -> on/off values along `axis`")
+def _one_hot(attrs, x, outs):
+    idx, depth, on, off = x
+    hot = np.expand_dims(idx, -1) == np.arange(int(np.asarray(depth).reshape(-1)[0]))
+    r = np.where(hot, np.asarray(on).reshape(()), np.asarray(off).reshape(()))
+    axis = int(attrs.get("axis", -1))
+    return [r if axis == -1 else np.moveaxis(r, -1, _axis(axis, r.ndim))]
 
 
 CPU_OPS["COMPLEX_ABS"] = CpuOp(lambda a, x, o: [np.abs(x[0].astype(np.complex128))], _check_unary)

@@ -64,6 +64,12 @@ CASES = {
     "reduce-max-int64-keep": ("REDUCE_MAX", [((2, 3), I64), np.array([0], np.int32)], [(1, 3)], [I64], {"keep_dims": True}),
     "transpose-int64": ("TRANSPOSE", [((2, 3, 4), I64), np.array([2, 0, 1], np.int32)], [(4, 2, 3)], [I64], {}),
     "select-v2-int64": ("SELECT_V2", [((2, 3), "bool"), ((2, 3), I64), ((1, 3), I64)], [(2, 3)], [I64], {}),
+    "add-n-float": ("ADD_N", [((2, 3), "float32"), ((2, 3), "float32"), ((2, 3), "float32")], [(2, 3)], ["float32"], {}),
+    "add-n-int32": ("ADD_N", [((4,), "int32"), ((4,), "int32")], [(4,)], ["int32"], {}),
+    "one-hot-last": ("ONE_HOT", [((2, 3), "int32"), np.array(4, np.int32), np.array(1.5, np.float32),
+                                 np.array(-1, np.float32)], [(2, 3, 4)], ["float32"], {"axis": -1}),
+    "one-hot-axis0-int64": ("ONE_HOT", [((3,), "int32"), np.array(5, np.int32), np.array(7, np.int64),
+                                        np.array(0, np.int64)], [(5, 3)], [I64], {"axis": 0}),
     "complex-abs": None,     # RFFT2D -> COMPLEX_ABS, below
 }
 

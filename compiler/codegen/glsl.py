@@ -23,7 +23,10 @@ def template_source(name: str) -> str:
 def supports_storage16(template: str) -> bool:
     """True when `template` accesses its bindings only through LD/ST (common.glsl), so any float
     binding may be stored as float16 (loads widen to float, arithmetic stays fp32, stores narrow)."""
-    return STORAGE16_MARK in template_source(template + ".comp")
+    try:
+        return STORAGE16_MARK in template_source(template + ".comp")
+    except OSError:              # not a shader (e.g. a host step of the program): its tensors stay fp32
+        return False
 
 
 def _literal(v) -> str:

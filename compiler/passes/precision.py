@@ -72,8 +72,8 @@ def assign_storage(graph: Graph, kernels: list) -> int:
         return 0
     st = graph.storage
     ok: dict[int, bool] = {}
-    for k in kernels:
-        fits = supports_storage16(k.template)
+    for k in kernels:               # GPU kernels, and host (CPU) steps, whose "template" is no shader
+        fits = supports_storage16(getattr(k, "template", ""))
         for _, t in k.bindings:
             r = st(t)
             ok[r] = ok.get(r, True) and fits

@@ -48,7 +48,31 @@ def cpu_reason(node: Node, graph: Graph) -> str | None:
     ins, outs = specs(node, graph)
     if any(o is None for o in outs):
         return "an output is absent"
-    return cpu_ops.unsupported_reason(node.op, node.attrs, ins, outs)
+    return cpu_ops.unsupported_reason(node.op, node.attrs, ins, outs) or _trial(node, ins, outs)
+
+
+TRIAL_ELEMENTS = 1 << 20
+
+
+def _trial(node: Node, ins, outs) -> str | None:
+    """Run the CPU kernel once on zeros (constants as they are): the element counts it gives must
+    be the node's.  A kernel that raises on zeros (e.g. RANGE with a runtime delta) is not judged here."""
+    from gpuc.runtime import cpu_ops
+    if sum(int(np.prod(s.shape, dtype=np.int64)) for s in list(ins) + list(outs) if s is not None) > TRIAL_ELEMENTS:
+        return None
+    args = [None if s is None else (np.asarray(s.value) if s.value is not None else np.zeros(s.shape, s.dtype))
+            for s in ins]
+    try:
+        with np.errstate(all="ignore"):
+            got = cpu_ops.CPU_OPS[node.op].fn(node.attrs, args, outs)
+    except Exception:                                  # noqa: BLE001 - judged at run time instead
+        return None
+    if len(got) != len(outs):
+        return f"CPU kernel gives {len(got)} outputs, the node has {len(outs)}"
+    for j, (v, s) in enumerate(zip(got, outs)):
+        if int(np.size(v)) != int(np.prod(s.shape, dtype=np.int64)):
+            return f"output {j} would have shape {list(np.shape(v))}, the model says {list(s.shape)}"
+    return None
 
 
 def capability_limit(node: Node, reason: str) -> bool:

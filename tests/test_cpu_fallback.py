@@ -204,3 +204,14 @@ def test_inspect_reports_the_split(tmp_path):
     assert rep["cpu_nodes"] == 3 and rep["host_round_trips"] == 1
     assert [s["kind"] for s in rep["program"]] == ["gpu", "host", "host", "host", "gpu"]
     json.dumps(rep)
+
+
+def test_cpu_node_with_wrong_output_shape_is_an_error():
+    """The CPU kernel is tried on zeros at compile time: a declared shape it cannot give is refused."""
+    model, _ = single("TOPK_V2", [((2, 7), "float32"), np.array(3, np.int32)], [(2, 4), (2, 4)], ["float32", "int32"])
+    with pytest.raises(UnsupportedError, match="TOPK_V2"):
+        gpuc.compile(model, cache=False)
+    model, _ = single("ONE_HOT", [((2, 3), "int32"), np.array(4, np.int32), np.array(1.0, np.float32),
+                                  np.array(0.0, np.float32)], [(2, 3, 5)], ["float32"], axis=-1)
+    with pytest.raises(UnsupportedError, match="ONE_HOT.*shape"):
+        gpuc.compile(model, cache=False)

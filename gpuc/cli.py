@@ -76,6 +76,9 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, q
                    f"weights {st.get('weights_bytes')} B, {dt * 1e3:.1f} ms{hit}"
                    + (f", batch 1..{max_batch}" if max_batch > 1 else "")
                    + (f", {st['fp16_tensors']} tensors fp16 (+ fp32 fallback)" if st.get("fp16_tensors") else ""))
+        if st.get("cpu_nodes"):
+            click.echo(f"{st['cpu_nodes']} op(s) on the CPU ({', '.join(st.get('cpu_ops', []))}), "
+                       f"{st.get('host_round_trips', 0)} host round trip(s) per run")
 
 
 def _parse_inputs(model, specs):

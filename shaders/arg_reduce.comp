@@ -1,3 +1,4 @@
+// @storage16
 // ARG_MAX / ARG_MIN along one axis: the input viewed as [OUTER][AXIS][INNER], one invocation per
 // output element (outer, inner).  Ties and NaNs as LiteRT's reference loop: the running best is
 // replaced only when a later value compares strictly greater (IS_MIN: less), so the first index wins.
@@ -15,10 +16,10 @@ void main() {
     if (gid >= TOTAL) return;
     int o = int(gid) / INNER, i = int(gid) % INNER;
     int base = o * AXIS * INNER + i;
-    XT best = XT(x[base]);
+    XT best = XT(LD(x, base));
     int bi = 0;
     for (int a = 1; a < AXIS; ++a) {
-        XT v = XT(x[base + a * INNER]);
+        XT v = XT(LD(x, base + a * INNER));
 #if IS_MIN
         if (v < best) {
 #else
@@ -29,9 +30,9 @@ void main() {
         }
     }
 #if OUT64
-    out_[2 * gid] = bi;
-    out_[2 * gid + 1] = 0;
+    ST(out_, 2 * gid, bi);
+    ST(out_, 2 * gid + 1, 0);
 #else
-    out_[gid] = bi;
+    ST(out_, gid, bi);
 #endif
 }

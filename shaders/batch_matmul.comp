@@ -1,3 +1,4 @@
+// @storage16
 // BATCH_MATMUL: out[b, m, n] = sum_k A_b[m, k] * B_b[k, n] with broadcast batch dims, one workgroup
 // per BM x BN output tile of one batch.  A and B are read through strides (adjoint = swapped strides):
 // A_b[m, k] = a[A_off(b) + m * A_SM + k * A_SK], B_b[k, n] = b[B_off(b) + k * B_SK + n * B_SN]; the
@@ -42,7 +43,7 @@ void main() {
             int mm = e % BM, kk = e / BM;
 #endif
             int m = m0 + mm, k = k0 + kk;
-            sa[kk * (BM + 1) + mm] = (m < M && k < K) ? a[aoff + m * A_SM + k * A_SK] : 0.0;
+            sa[kk * (BM + 1) + mm] = (m < M && k < K) ? LD(a, aoff + m * A_SM + k * A_SK) : 0.0;
         }
         for (int e = tid; e < BK * BN; e += NT) {
 #if B_NFAST
@@ -51,7 +52,7 @@ void main() {
             int kk = e % BK, nn = e / BK;
 #endif
             int n = n0 + nn, k = k0 + kk;
-            sb[kk * (BN + 1) + nn] = (n < N && k < K) ? b[boff + k * B_SK + n * B_SN] : 0.0;
+            sb[kk * (BN + 1) + nn] = (n < N && k < K) ? LD(b, boff + k * B_SK + n * B_SN) : 0.0;
         }
         barrier();
         for (int kk = 0; kk < BK; ++kk) {
@@ -67,7 +68,7 @@ void main() {
         int m = m0 + ty + i * BMT;
         for (int j = 0; j < TN; ++j) {
             int n = n0 + tx + j * BNT;
-            if (m < M && n < N) out_[(bt * M + m) * N + n] = acc[i][j];
+            if (m < M && n < N) ST(out_, (bt * M + m) * N + n, acc[i][j]);
         }
     }
 }

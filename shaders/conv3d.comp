@@ -1,3 +1,4 @@
+// @storage16
 // CONV_3D, NDHWC input, filter [KD][KH][KW][CI][CO], one invocation per output element (consecutive
 // invocations = consecutive output channels, so filter reads coalesce).  Taps outside the input are
 // skipped (zero padding); PF / PT / PL are the leading pads of depth / height / width.
@@ -36,16 +37,16 @@ void main() {
                 if (ix < 0 || ix >= W) continue;
                 int xb = (((n * D + iz) * H + iy) * W + ix) * CI;
                 int wb = ((kd * KH + kh) * KW + kw) * CI * NC + co;
-                for (int ci = 0; ci < CI; ++ci) acc += x[xb + ci] * w[wb + ci * NC];
+                for (int ci = 0; ci < CI; ++ci) acc += LD(x, xb + ci) * LD(w, wb + ci * NC);
             }
         }
     }
 #if HAS_BIAS
-    acc += bias[co];
+    acc += LD(bias, co);
 #endif
 #if VEC
-    out_[gid] = vec4(gpuc_act(acc.x), gpuc_act(acc.y), gpuc_act(acc.z), gpuc_act(acc.w));
+    ST(out_, gid, vec4(gpuc_act(acc.x), gpuc_act(acc.y), gpuc_act(acc.z), gpuc_act(acc.w)));
 #else
-    out_[gid] = gpuc_act(acc);
+    ST(out_, gid, gpuc_act(acc));
 #endif
 }

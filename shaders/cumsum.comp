@@ -1,3 +1,4 @@
+// @storage16
 // CUMSUM along one axis: the input viewed as [OUTER][AXIS][INNER], one invocation per line
 // (outer, inner) summing sequentially in LiteRT's order.  EXCLUSIVE: each output is the sum of
 // the elements before it; REVERSE: the scan runs from the end of the axis.  IS_INT: int32 (wraps).
@@ -21,11 +22,11 @@ void main() {
         int e = base + a * INNER;
 #endif
 #if EXCLUSIVE
-        out_[e] = acc;
-        acc += XT(x[e]);
+        ST(out_, e, acc);
+        acc += XT(LD(x, e));
 #else
-        acc += XT(x[e]);
-        out_[e] = acc;
+        acc += XT(LD(x, e));
+        ST(out_, e, acc);
 #endif
     }
 }

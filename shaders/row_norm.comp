@@ -1,3 +1,4 @@
+// @storage16
 // Normalisation over the last axis (D elements per row), LiteRT's float kernels:
 // OP 0 LOG_SOFTMAX: out = (x - max) - log(sum(exp(x - max)));
 // OP 1 L2_NORMALIZATION: out = x / max(sqrt(sum(x * x)), EPS).
@@ -27,17 +28,17 @@ void main() {
     int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
 #if OP == 0
     float m = -1.0 / 0.0;
-    for (int i = l; i < D; i += n) m = max(m, x[b + i]);
+    for (int i = l; i < D; i += n) m = max(m, LD(x, b + i));
     m = wg_reduce(m, true);
     float s = 0.0;
-    for (int i = l; i < D; i += n) s += exp(x[b + i] - m);
+    for (int i = l; i < D; i += n) s += exp(LD(x, b + i) - m);
     float ls = log(wg_reduce(s, false));
-    for (int i = l; i < D; i += n) out_[b + i] = (x[b + i] - m) - ls;
+    for (int i = l; i < D; i += n) ST(out_, b + i, (LD(x, b + i) - m) - ls);
 #else
     float s = 0.0;
-    for (int i = l; i < D; i += n) s += x[b + i] * x[b + i];
+    for (int i = l; i < D; i += n) s += LD(x, b + i) * LD(x, b + i);
     float nrm = max(sqrt(wg_reduce(s, false)), EPS);
-    for (int i = l; i < D; i += n) out_[b + i] = x[b + i] / nrm;
+    for (int i = l; i < D; i += n) ST(out_, b + i, LD(x, b + i) / nrm);
 #endif
 }
 #else
@@ -46,17 +47,17 @@ void main() {
     if (gid >= TOTAL) return;
     int b = int(gid) * D;
 #if OP == 0
-    float m = x[b];
-    for (int i = 1; i < D; ++i) m = max(m, x[b + i]);
+    float m = LD(x, b);
+    for (int i = 1; i < D; ++i) m = max(m, LD(x, b + i));
     float s = 0.0;
-    for (int i = 0; i < D; ++i) s += exp(x[b + i] - m);
+    for (int i = 0; i < D; ++i) s += exp(LD(x, b + i) - m);
     float ls = log(s);
-    for (int i = 0; i < D; ++i) out_[b + i] = (x[b + i] - m) - ls;
+    for (int i = 0; i < D; ++i) ST(out_, b + i, (LD(x, b + i) - m) - ls);
 #else
     float s = 0.0;
-    for (int i = 0; i < D; ++i) s += x[b + i] * x[b + i];
+    for (int i = 0; i < D; ++i) s += LD(x, b + i) * LD(x, b + i);
     float nrm = max(sqrt(s), EPS);
-    for (int i = 0; i < D; ++i) out_[b + i] = x[b + i] / nrm;
+    for (int i = 0; i < D; ++i) ST(out_, b + i, LD(x, b + i) / nrm);
 #endif
 }
 #endif

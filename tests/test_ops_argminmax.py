@@ -54,6 +54,37 @@ def test_arg_runtime_axis_rejected():
 
 @pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
 def test_arg_nan_and_inf(gpu, op):
-    """A leading NaN stays the answer, a later NaN is never picked; +-inf compare as values (as LiteRT)."""
-    x = np.array([[np.nan, 1, 2, 3], [1, np.nan, 5, 2], [3, 2, 1, np.nan], [np.inf, 1, np.inf, -np.inf]], np.float32)
+    """NaNs are skipped; +-inf compare as values (as LiteRT; a NaN in the first position is left out:
+    LiteRT's answer for it depends on its vector path)."""
+    x = np.array([[2, np.nan, 1, 3], [1, np.nan, 5, 2], [3, 2, 1, np.nan], [np.inf, 1, np.inf, -np.inf],
+                  [0, np.nan, np.nan, 0]], np.float32)
     check(gpu, *_arg(op, x, 1, "int32"))
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+@pytest.mark.parametrize("shape,axis,dtype,out_dtype", [((3, 300), 1, "float32", "int32"),
+                                                         ((2, 1030, 3), 1, "int32", "int64"),
+                                                         ((1, 5000), -1, "float32", "int64"),
+                                                         ((4100, 2), 0, "int32", "int32")])
+def test_arg_long_axis(gpu, op, shape, axis, dtype, out_dtype):
+    """Long axes: one workgroup per output (tree reduction keeping the first index on ties)."""
+    rng = np.random.default_rng(len(shape) * 7 + shape[0])
+    if dtype == "int32":
+        x = rng.integers(-3, 3, shape).astype(np.int32)          # ties everywhere
+    else:
+        x = np.round(rng.uniform(-3, 3, shape), 1).astype(np.float32)
+        np.moveaxis(x, axis, 0)[1::7] = np.nan                   # NaNs are skipped
+    check(gpu, *_arg(op, x, axis, out_dtype))
+
+
+@pytest.mark.parametrize("length", [4, 600])
+def test_arg_leading_nan_skipped(gpu, length):
+    """gpuc's rule for a NaN in the first position (where LiteRT's answer depends on its vector path):
+    skipped like every NaN; an all-NaN line gives 0.  Short (loop) and long (workgroup) axes."""
+    x = np.tile(np.arange(length, dtype=np.float32) % 5, (3, 1))
+    x[:, 0] = np.nan
+    x[2] = np.nan
+    for op, fn in (("ARG_MAX", np.nanargmax), ("ARG_MIN", np.nanargmin)):
+        model, feeds = _arg(op, x, 1, "int32")
+        (got,) = gpu.run(model, feeds)
+        assert got.tolist() == [int(fn(x[0])), int(fn(x[1])), 0]

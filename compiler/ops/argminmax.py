@@ -1,6 +1,8 @@
 """ARG_MAX / ARG_MIN (shaders/arg_reduce.comp): any axis (constant, negative allowed), float32 or
 int32 input, int32 or int64 output (int64 written as (low, high) int32 pairs through an int32 view).
-Ties resolve to the first index, as in LiteRT's reference kernel."""
+Ties resolve to the first index and NaNs are skipped, as in LiteRT (whose answer for a NaN in the
+first position depends on its vector path; gpuc skips that one too).  Long axes (>= 256) with few outputs
+reduce with one workgroup per output."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +12,8 @@ from gpuc.compiler.ops import register
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size
 
 VARIANTS = {
-    "arg_reduce": (dict(AXIS=5, INNER=3), {"IS_MIN": [0, 1], "IS_INT": [0, 1], "OUT64": [0, 1]},
+    "arg_reduce": (dict(AXIS=5, INNER=3), {"IS_MIN": [0, 1], "IS_INT": [0, 1], "OUT64": [0, 1],
+                                           "ROW_PER_GROUP": [0, 1]},
                    ["out_", "x"], {"out_": "int32"}),
 }
 
@@ -49,6 +52,10 @@ def lower_arg(node, graph):
     if y.dtype == "int64":
         out = graph.add_tensor(f"{y.name}/int32_pairs", [2 * y.size], "int32")
         graph.aliases[out] = y.id
-    defines = dict(AXIS=x.shape[axis], INNER=max(size(x.shape[axis + 1:]), 1), IS_MIN=int(node.op == "ARG_MIN"),
-                   IS_INT=int(x.dtype == "int32"), OUT64=int(y.dtype == "int64"))
-    return [Kernel("arg_reduce", [("out_", out), ("x", x.id)], y.size, defines, node.label())]
+    n = x.shape[axis]
+    wide = n >= 256 and y.size <= 65536               # long axis, few outputs: a workgroup per output
+    local = 256 if n >= 4096 else 128 if n >= 1024 else 64
+    defines = dict(AXIS=n, INNER=max(size(x.shape[axis + 1:]), 1), IS_MIN=int(node.op == "ARG_MIN"),
+                   IS_INT=int(x.dtype == "int32"), OUT64=int(y.dtype == "int64"), ROW_PER_GROUP=int(wide))
+    return [Kernel("arg_reduce", [("out_", out), ("x", x.id)], y.size * local if wide else y.size, defines,
+                   node.label(), local_x=local if wide else 64)]

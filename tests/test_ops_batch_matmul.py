@@ -41,6 +41,8 @@ def test_batch_matmul_adjoints(gpu, adj_x, adj_y, const_b):
     ([1, 2, 1, 3, 4], [2, 1, 2, 4, 3]),     # rank 5
     ([1, 70, 33], [1, 33, 65]),             # several tiles, ragged edges
     ([4, 1, 9], [4, 9, 1]),                 # M = N = 1
+    ([2, 1, 40], [2, 40, 300]),             # matrix-vector: a wide tile along N
+    ([3, 2, 17], [1, 17, 130]),
 ])
 def test_batch_matmul_broadcast(gpu, a_shape, b_shape):
     check(gpu, *_mm(a_shape, b_shape, seed=len(a_shape)))

@@ -48,12 +48,23 @@ def _plan(node, graph):
     return a, b, y, adj_x, adj_y, m, n, k, batch
 
 
-def _tile(extent: int) -> tuple[int, int]:
-    """(block, per-invocation) along one output axis: a power of two up to 64, at most 16 invocations."""
-    blk = 1
-    while blk < min(extent, 64):
-        blk *= 2
-    return blk, max(1, blk // 16)
+def _pow2_at_least(v: int, cap: int) -> int:
+    b = 1
+    while b < min(v, cap):
+        b *= 2
+    return b
+
+
+def plan_tiles(m: int, n: int) -> tuple[int, int, int, int]:
+    """(BM, BN, TM, TN): up to 64 x 64 output tiles, at most 16 x 16 invocations each computing a
+    TM x TN block; a short M (matrix-vector shapes) widens the tile along N (up to 256) so that a
+    workgroup still has up to 256 invocations."""
+    bm = _pow2_at_least(m, 64)
+    tm = max(1, bm // 16)
+    rows = bm // tm                                        # invocations along M (<= 16)
+    bn = _pow2_at_least(n, max(64, 256 // rows))
+    tn = max(1, bn // (256 // rows))
+    return bm, bn, tm, tn
 
 
 @register("BATCH_MATMUL", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2),
@@ -80,8 +91,7 @@ def lower_batch_matmul(node, graph):
     b_b = [s * k * n for s in b_b]
     a_sm, a_sk = (1, m) if adj_x else (k, 1)
     b_sk, b_sn = (1, k) if adj_y else (n, 1)
-    bm, tm = _tile(m)
-    bn, tn = _tile(n)
+    bm, bn, tm, tn = plan_tiles(m, n)
     tiles_m, tiles_n = -(-m // bm), -(-n // bn)
     nwg = tiles_m * tiles_n * size(batch)
     threads = (bm // tm) * (bn // tn)

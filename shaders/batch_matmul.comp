@@ -6,13 +6,49 @@
 // A BK-deep chunk of both tiles is staged through shared memory, loaded along whichever of the two
 // axes is contiguous in memory (A_KFAST: k, else m; B_NFAST: n, else k); each invocation accumulates a
 // TM x TN register block (rows ty + i * BM/TM, columns tx + j * BN/TN).  Every edge is bounds-checked.
+// IM2COL (CONV_3D as an implicit GEMM): A[m, k] is gathered from the NDHWC input `a` with
+// m = (n, oz, oy, ox) and k = (kd, kh, kw, ci) (zero outside the input: padding), B is the filter
+// [KD*KH*KW*CI][CO] as stored, and EPILOGUE adds bias[n] (HAS_BIAS) and the fused activation.
 // Defines: M N K NB OUT_BATCH[] A_BSTR[] B_BSTR[] A_SM A_SK B_SK B_SN A_KFAST B_NFAST
-//          BM BN BK TM TN TILES_M TILES_N NWG
+//          BM BN BK TM TN TILES_M TILES_N NWG; IM2COL with D H W CI OD OH OW KH KW SD SH SW DD DH DW
+//          PF PT PL; EPILOGUE HAS_BIAS ACT
 #define BMT (BM / TM)
 #define BNT (BN / TN)
 #define NT (BMT * BNT)
 shared float sa[BK * (BM + 1)];
 shared float sb[BK * (BN + 1)];
+
+#if IM2COL
+float load_a(int aoff, int m, int k) {
+    int ci = k % CI;
+    int t = k / CI;
+    int kw = t % KW;
+    t /= KW;
+    int kh = t % KH;
+    int kd = t / KH;
+    int ox = m % OW;
+    int u = m / OW;
+    int oy = u % OH;
+    u /= OH;
+    int oz = u % OD;
+    int n = u / OD;
+    int iz = oz * SD - PF + kd * DD, iy = oy * SH - PT + kh * DH, ix = ox * SW - PL + kw * DW;
+    if (iz < 0 || iz >= D || iy < 0 || iy >= H || ix < 0 || ix >= W) return 0.0;
+    return LD(a, (((n * D + iz) * H + iy) * W + ix) * CI + ci);
+}
+#else
+float load_a(int aoff, int m, int k) { return LD(a, aoff + m * A_SM + k * A_SK); }
+#endif
+
+float epilogue(int n, float v) {
+#if EPILOGUE
+#if HAS_BIAS
+    v += LD(bias, n);
+#endif
+    v = gpuc_act(v);
+#endif
+    return v;
+}
 
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
@@ -43,7 +79,7 @@ void main() {
             int mm = e % BM, kk = e / BM;
 #endif
             int m = m0 + mm, k = k0 + kk;
-            sa[kk * (BM + 1) + mm] = (m < M && k < K) ? LD(a, aoff + m * A_SM + k * A_SK) : 0.0;
+            sa[kk * (BM + 1) + mm] = (m < M && k < K) ? load_a(aoff, m, k) : 0.0;
         }
         for (int e = tid; e < BK * BN; e += NT) {
 #if B_NFAST
@@ -68,7 +104,7 @@ void main() {
         int m = m0 + ty + i * BMT;
         for (int j = 0; j < TN; ++j) {
             int n = n0 + tx + j * BNT;
-            if (m < M && n < N) ST(out_, (bt * M + m) * N + n, acc[i][j]);
+            if (m < M && n < N) ST(out_, (bt * M + m) * N + n, epilogue(n, acc[i][j]));
         }
     }
 }

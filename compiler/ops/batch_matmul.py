@@ -19,8 +19,11 @@ MAX_RANK = 5
 
 VARIANTS = {
     "batch_matmul": (dict(M=5, N=6, K=7, NB=2, OUT_BATCH=[2, 3], A_BSTR=[0, 35], B_BSTR=[42, 0], A_SM=7, A_SK=1,
-                          B_SK=6, B_SN=1, BM=16, BN=16, BK=16, TM=2, TN=2, TILES_M=1, TILES_N=1, NWG=6),
-                     {"A_KFAST": [0, 1], "B_NFAST": [0, 1]}, ["out_", "a", "b"], {},
+                          B_SK=6, B_SN=1, BM=16, BN=16, BK=16, TM=2, TN=2, TILES_M=1, TILES_N=1, NWG=6,
+                          D=4, H=5, W=6, CI=3, OD=2, OH=3, OW=3, KH=3, KW=3, SD=2, SH=2, SW=2, DD=1, DH=1, DW=1,
+                          PF=0, PT=1, PL=1),
+                     {"A_KFAST": [0, 1], "B_NFAST": [0, 1], "IM2COL": [0, 1], "EPILOGUE": [0, 1],
+                      "HAS_BIAS": [0, 1], "ACT": [0, 3]}, ["out_", "a", "b", "bias"], {},
                      lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]))),
 }
 
@@ -83,7 +86,6 @@ def lower_batch_matmul(node, graph):
         if t.is_const and t.dtype != "float32":
             new = graph.add_const(f"{t.name}/f32", np.asarray(t.data, np.float32))
             a_id, b_id = (new, b_id) if i == 0 else (a_id, new)
-    nb = max(len(batch), 1)
     a_b = broadcast_strides(tuple(a.shape[:-2]), tuple(batch)) if batch else [0]
     b_b = broadcast_strides(tuple(b.shape[:-2]), tuple(batch)) if batch else [0]
     am = m * k                                                  # matrix sizes: batch strides scale by them
@@ -91,12 +93,19 @@ def lower_batch_matmul(node, graph):
     b_b = [s * k * n for s in b_b]
     a_sm, a_sk = (1, m) if adj_x else (k, 1)
     b_sk, b_sn = (1, k) if adj_y else (n, 1)
+    return [matmul_kernel(node, [("out_", y.id), ("a", a_id), ("b", b_id)], m=m, n=n, k=k, batch=batch, a_b=a_b,
+                          b_b=b_b, a_sm=a_sm, a_sk=a_sk, b_sk=b_sk, b_sn=b_sn)]
+
+
+def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a_sk, b_sk, b_sn, extra=None) -> Kernel:
+    """One `batch_matmul` dispatch (also CONV_3D's implicit GEMM: `extra` holds its IM2COL geometry
+    and epilogue defines, `binds` its bias)."""
     bm, bn, tm, tn = plan_tiles(m, n)
     tiles_m, tiles_n = -(-m // bm), -(-n // bn)
     nwg = tiles_m * tiles_n * size(batch)
     threads = (bm // tm) * (bn // tn)
-    defines = dict(M=m, N=n, K=k, NB=nb, OUT_BATCH=list(batch) or [1], A_BSTR=a_b, B_BSTR=b_b, A_SM=a_sm, A_SK=a_sk,
-                   B_SK=b_sk, B_SN=b_sn, A_KFAST=int(a_sk == 1), B_NFAST=int(b_sn == 1), BM=bm, BN=bn, BK=16,
-                   TM=tm, TN=tn, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
-    binds = [("out_", y.id), ("a", a_id), ("b", b_id)]
-    return [Kernel("batch_matmul", binds, nwg * threads, defines, node.label(), local_x=threads)]
+    defines = dict(M=m, N=n, K=k, NB=max(len(batch), 1), OUT_BATCH=list(batch) or [1], A_BSTR=list(a_b),
+                   B_BSTR=list(b_b), A_SM=a_sm, A_SK=a_sk, B_SK=b_sk, B_SN=b_sn, A_KFAST=int(a_sk == 1),
+                   B_NFAST=int(b_sn == 1), BM=bm, BN=bn, BK=16, TM=tm, TN=tn, TILES_M=tiles_m, TILES_N=tiles_n,
+                   NWG=nwg, **(extra or {}))
+    return Kernel("batch_matmul", binds, nwg * threads, defines, node.label(), local_x=threads)

@@ -1,21 +1,16 @@
-"""CONV_3D (shaders/conv3d.comp): NDHWC input, filter [KD, KH, KW, CI, CO] (constant or runtime),
-4 output channels per invocation (vec4 weights) when CO % 4 == 0,
-strides, dilations, SAME / VALID, optional bias, fused activation as LiteRT's float kernel applies
-it (RELU / RELU_N1_TO_1 / RELU6 clamp; TANH and SIGN_BIT leave the value unclamped)."""
+"""CONV_3D as an implicit GEMM through the batch_matmul template (shaders/batch_matmul.comp, IM2COL):
+out[m, co] = sum_k A[m, k] * filter[k, co] with m = (n, oz, oy, ox) over the NDHWC output and
+k = (kd, kh, kw, ci), A gathered from the input (zero padding), the filter [KD, KH, KW, CI, CO]
+(constant or runtime) read as it is stored.  Strides, dilations, SAME / VALID, optional bias, fused
+activation as LiteRT's float kernel applies it (RELU / RELU_N1_TO_1 / RELU6 clamp; TANH and
+SIGN_BIT leave the value unclamped)."""
 from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, check_act, checked, epilogue, same_padding
-
-VARIANTS = {
-    "conv3d": (dict(D=4, H=5, W=6, CI=3, OD=2, OH=3, OW=3, CO=4, KD=2, KH=3, KW=3, SD=2, SH=2, SW=2, DD=1, DH=1,
-                    DW=1, PF=0, PT=1, PL=1, CG=1), {"HAS_BIAS": [0, 1], "ACT": [0, 1, 3], "VEC": [0, 1]},
-               ["out_", "x", "w", "bias"], {},
-               lambda d: dict(vec4=("out_", "w", "bias") if d["VEC"] else ())),
-}
+from gpuc.compiler.ops.batch_matmul import matmul_kernel
+from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, act_code, check_act, checked, same_padding
 
 
 def _geometry(node, graph):
@@ -79,17 +74,18 @@ def _f32(graph, tid):
 
 
 @register("CONV_3D", check=_check, inputs=(2, 3), optional=(2,),
-          summary="NDHWC, strides, dilations, SAME/VALID, bias, fused activation")
+          summary="NDHWC, strides, dilations, SAME/VALID, bias, fused activation (implicit GEMM)")
 def lower_conv3d(node, graph):
     geo, ci, co, bias = _geometry(node, graph)
     y = graph.t(node.outputs[0])
     if y.size == 0:
         return []
-    binds = [("out_", y.id), ("x", node.inputs[0]), ("w", _f32(graph, node.inputs[1]))]
+    binds = [("out_", y.id), ("a", node.inputs[0]), ("b", _f32(graph, node.inputs[1]))]
     if bias is not None:
         binds.append(("bias", _f32(graph, bias)))
-    vec = co % 4 == 0
-    defines = dict(geo, CI=ci, CO=co, CG=co // 4, VEC=int(vec), HAS_BIAS=int(bias is not None),
-                   **epilogue(node, binds))
-    return [Kernel("conv3d", binds, y.size // 4 if vec else y.size, defines, node.label(),
-                   vec4=("out_", "w", "bias") if vec else ())]
+    m = y.size // co
+    k = geo["KD"] * geo["KH"] * geo["KW"] * ci
+    extra = {key: geo[key] for key in ("D", "H", "W", "OD", "OH", "OW", "KH", "KW", "SD", "SH", "SW", "DD", "DH",
+                                       "DW", "PF", "PT", "PL")}
+    extra.update(CI=ci, IM2COL=1, EPILOGUE=1, HAS_BIAS=int(bias is not None), ACT=act_code(node))
+    return [matmul_kernel(node, binds, m=m, n=co, k=k, a_sm=k, a_sk=1, b_sk=co, b_sn=1, extra=extra)]

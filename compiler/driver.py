@@ -139,6 +139,16 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
         tensors.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
     shaders, shader_index, dispatches, steps, label_at, jumps = [], {}, [], [], {}, []
     dtypes = {t: graph.t(t).dtype for t in used}
+    variants = []
+
+    def shader_of(k, variant=""):
+        src = glsl.render(k, dtypes)
+        if src not in shader_index:
+            shader_index[src] = len(shaders)
+            name = k.template + (f"+{variant}" if variant else "")
+            shaders.append(B.Shader(name, compile_glsl(src, name=f"{name} for {k.label}"), len(k.bindings)))
+        return shader_index[src]
+
     for k in kernels:
         if k.template == "ctrl":                         # control_flow.Label / Jump / JumpIfFalse
             if hasattr(k, "target"):
@@ -158,12 +168,12 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
             steps[-1].count += 1
         else:
             steps.append(B.Step(B.GPU, first=len(dispatches), count=1))
-        src = glsl.render(k, dtypes)
-        if src not in shader_index:
-            shader_index[src] = len(shaders)
-            shaders.append(B.Shader(k.template, compile_glsl(src, name=f"{k.template} for {k.label}"), len(k.bindings)))
-        dispatches.append(B.Dispatch(shader_index[src], [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
+        dispatches.append(B.Dispatch(shader_of(k), [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
                                      getattr(k, "flops", 0)))
+        for v in k.variants:                 # hardware paths of this dispatch, chosen at load (runtime/variants.py)
+            if all(dtypes[t] == "float16" for n, t in k.bindings if n in v.f16_bindings):
+                vk = v.make(k)
+                variants.append(B.Variant(len(dispatches) - 1, shader_of(vk, v.name), vk.groups(), v.requires, v.name))
     for j, target in jumps:
         steps[j].target = label_at[id(target)]
     if all(s.kind == B.GPU for s in steps):
@@ -176,7 +186,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
                  layout_conversions=0, views=len(graph.aliases))
     b = B.Bundle(name, tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], shaders,
                  dispatches, arena, weights, options, stats, __version__, fp,
-                 state_init=[(index[t], index[c]) for t, c in state_pairs], steps=steps)
+                 state_init=[(index[t], index[c]) for t, c in state_pairs], steps=steps, variants=variants)
     return B.write_bundle(b)
 
 

@@ -42,7 +42,9 @@ BUNDLE_SCHEMA = {
                 "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
                 "dispatches": (6, "[table:Dispatch]", None), "arena_bytes": (7, "Q", 0),
                 "weights": (8, "[B]", None), "state_init": (9, "[I]", None), "fallback": (10, "[B]", None),
-                "steps": (11, "[table:Step]", None)},
+                "steps": (11, "[table:Step]", None), "variants": (12, "[table:Variant]", None)},
+    "Variant": {"dispatch": (0, "I", 0), "shader": (1, "I", 0), "groups": (2, "[I]", None),
+                "requires": (3, "str", None), "name": (4, "str", None)},
 }
 
 
@@ -74,6 +76,18 @@ class Dispatch:
     push_constants: bytes = b""
     label: str = ""
     flops: int = 0                # arithmetic work estimate, for `gpuc profile`
+
+
+@dataclass
+class Variant:
+    """Dispatch `dispatch` may run `shader` (same bindings) with `groups` instead, on a device that
+    meets `requires` (runtime/capabilities.py vocabulary): a hardware path of the same computation.
+    The runtime resolves variants at load (runtime/variants.py): the first one met per dispatch wins."""
+    dispatch: int
+    shader: int
+    groups: tuple
+    requires: dict
+    name: str = ""
 
 
 GPU, HOST, JUMP_IF_FALSE, JUMP = 0, 1, 2, 3      # Step kinds
@@ -116,6 +130,7 @@ class Bundle:
     state_init: list = field(default_factory=list)   # [(arena tensor, weights tensor with its initial value)]
     fallback: bytes = b""      # fp16 bundles: the complete fp32 bundle, for devices without 16-bit storage
     steps: list = field(default_factory=list)        # program (Step); empty: every dispatch on the GPU, once
+    variants: list = field(default_factory=list)     # Variant: per-dispatch hardware paths, chosen at load
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -146,6 +161,9 @@ def write_bundle(b: Bundle) -> bytes:
         "steps": [{"kind": s.kind, "first": s.first, "count": s.count, "op": s.op or None, "attrs": s.attrs or None,
                    "inputs": s.inputs, "outputs": s.outputs, "target": s.target, "label": s.label or None}
                   for s in b.steps] or None,
+        "variants": [{"dispatch": v.dispatch, "shader": v.shader, "groups": list(v.groups),
+                      "requires": json.dumps(v.requires, sort_keys=True), "name": v.name or None}
+                     for v in b.variants] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -204,6 +222,13 @@ def read_bundle(data) -> Bundle:
         stats = json.loads(head["stats"] or "{}")
     except (flatbuf.FlatbufferError, ValueError) as e:
         raise BundleError(f"corrupt bundle payload: {e}") from None
+    try:
+        return _from_payload(p, head, options, stats)
+    except ValueError as e:                        # e.g. a variant's requirements that are not JSON
+        raise BundleError(f"corrupt bundle payload: {e}") from None
+
+
+def _from_payload(p, head, options, stats) -> Bundle:
     tensors = [TensorInfo(t["name"] or "", tuple(int(x) for x in (t["shape"] if t["shape"] is not None else ())),
                           t["dtype"] or "", t["memory"], t["offset"], t["nbytes"],
                           None if t["quant"] is None else {
@@ -225,7 +250,9 @@ def read_bundle(data) -> Bundle:
         state_init=_pairs(p["state_init"]), fallback=bytes(_arr(p["fallback"])),
         steps=[Step(s["kind"], s["first"], s["count"], s["op"] or "", s["attrs"] or "",
                     [int(x) for x in _arr(s["inputs"])], [int(x) for x in _arr(s["outputs"])], s["target"],
-                    s["label"] or "") for s in p["steps"] or []])
+                    s["label"] or "") for s in p["steps"] or []],
+        variants=[Variant(v["dispatch"], v["shader"], tuple(int(x) for x in _arr(v["groups"])),
+                          json.loads(v["requires"] or "{}"), v["name"] or "") for v in p["variants"] or []])
     validate(b)
     return b
 
@@ -284,6 +311,14 @@ def validate(b: Bundle) -> None:
             raise BundleError(f"corrupt bundle: dispatch {j} ({d.label}) push constants do not match its shader")
         if len(d.groups) != 3 or any(not 1 <= g <= 65535 for g in d.groups):
             raise BundleError(f"corrupt bundle: dispatch {j} ({d.label}) has bad workgroup counts {d.groups}")
+    for j, v in enumerate(b.variants):
+        if not 0 <= v.dispatch < len(b.dispatches) or not 0 <= v.shader < len(b.shaders):
+            raise BundleError(f"corrupt bundle: variant {j} ({v.name}) refers to a missing dispatch or shader")
+        d, s = b.dispatches[v.dispatch], b.shaders[v.shader]
+        if s.bindings != len(d.bindings) or s.push_bytes != len(d.push_constants):
+            raise BundleError(f"corrupt bundle: variant {j} ({v.name}) shader does not fit dispatch {v.dispatch}")
+        if len(v.groups) != 3 or any(not 1 <= g <= 65535 for g in v.groups) or not isinstance(v.requires, dict):
+            raise BundleError(f"corrupt bundle: variant {j} ({v.name}) has bad workgroup counts or requirements")
 
 
 def _validate_steps(b: Bundle) -> None:

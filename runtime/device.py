@@ -13,7 +13,7 @@ import weakref
 import vulkan as vk
 
 from gpuc.errors import DeviceError
-from gpuc.runtime import validation
+from gpuc.runtime import capabilities, validation
 
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0, vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
@@ -83,13 +83,14 @@ class Device:
         prio = [1.0]
         qinfo = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=prio)
         qinfos = [qinfo]
-        feats = self._fp16_features()             # (chain head, structs kept alive) or None
-        exts = [vk.VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME] if self.fp16_arith else []
-        dinfo = vk.VkDeviceCreateInfo(pNext=feats[0] if feats else None, queueCreateInfoCount=1,
+        cap_head, cap_keep, cap_exts = capabilities.enable(self)     # coopmat, subgroup ops (kernel variants)
+        feats = self._fp16_features(cap_head)     # (chain head, structs kept alive) or None
+        exts = ([vk.VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME] if self.fp16_arith else []) + cap_exts
+        dinfo = vk.VkDeviceCreateInfo(pNext=feats[0] if feats else cap_head, queueCreateInfoCount=1,
                                       pQueueCreateInfos=qinfos, enabledExtensionCount=len(exts),
                                       ppEnabledExtensionNames=exts or None)
         self.device = _vk_call("creating the Vulkan device", vk.vkCreateDevice, self.physical, dinfo, None)
-        del feats
+        del feats, cap_keep
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         pinfo = vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family,
                                            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
@@ -98,16 +99,17 @@ class Device:
         self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
         self.driver_version = self.props.driverVersion
 
-    def _fp16_features(self):
+    def _fp16_features(self, tail=None):
         """Enable 16-bit storage buffers (what `--precision fp16` bundles need: fp16 loads/stores,
         fp32 arithmetic) and shaderFloat16 where the device has them.  Sets self.fp16_storage.
         GPUC_DISABLE_FP16=1 acts as a device without them (fp16 bundles then run their fp32 fallback).
-        Returns the feature chain to pass to vkCreateDevice (kept alive by the caller), or None."""
+        Returns the feature chain to pass to vkCreateDevice (kept alive by the caller; ends in `tail`),
+        or None."""
         self.fp16_storage = self.fp16_arith = False
         if os.environ.get("GPUC_DISABLE_FP16", "") not in ("", "0"):
-            return None
+            return (tail, [tail]) if tail is not None else None
         if self.props.apiVersion < vk.VK_MAKE_VERSION(1, 1, 0):
-            return None
+            return (tail, [tail]) if tail is not None else None
         exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
         s16 = vk.VkPhysicalDevice16BitStorageFeatures()
         f16 = vk.VkPhysicalDeviceShaderFloat16Int8Features(pNext=s16) \
@@ -117,8 +119,8 @@ class Device:
         self.fp16_storage = bool(s16.storageBuffer16BitAccess)
         self.fp16_arith = bool(f16 is not None and f16.shaderFloat16)
         if not self.fp16_storage:
-            return None
-        on16 = vk.VkPhysicalDevice16BitStorageFeatures(storageBuffer16BitAccess=vk.VK_TRUE)
+            return (tail, [tail]) if tail is not None else None
+        on16 = vk.VkPhysicalDevice16BitStorageFeatures(pNext=tail, storageBuffer16BitAccess=vk.VK_TRUE)
         if not self.fp16_arith:
             return on16, [on16]
         onf = vk.VkPhysicalDeviceShaderFloat16Int8Features(pNext=on16, shaderFloat16=vk.VK_TRUE)
@@ -147,7 +149,9 @@ class Device:
                 "vendor_id": self.props.vendorID, "device_id": self.props.deviceID,
                 "driver_version": self.props.driverVersion,
                 "api_version": f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}",
-                "fp16_storage": self.fp16_storage, "fp16_arith": self.fp16_arith}
+                "fp16_storage": self.fp16_storage, "fp16_arith": self.fp16_arith,
+                "subgroup_size": self.subgroup_size, "subgroup_arithmetic": bool(self.subgroup_ops & 4),
+                "cooperative_matrix": [list(e) for e in self.coopmat]}
 
     # -- memory -------------------------------------------------------------------------------
     def _memory_type(self, bits, want, prefer=0):

@@ -13,13 +13,15 @@ def needs_fp16_storage(bundle) -> bool:
 
 
 def select_program(bundle, device):
-    """`bundle`, or its fp32 fallback when `device` cannot load/store float16 buffers."""
+    """`bundle`, or its fp32 fallback when `device` cannot load/store float16 buffers; then each
+    dispatch's variant chosen for `device` (runtime/variants.py)."""
+    from gpuc.runtime.variants import resolve
     if not needs_fp16_storage(bundle) or getattr(device, "fp16_storage", False):
-        return bundle
+        return resolve(bundle, device)
     if not bundle.fallback:
         raise DeviceError(f"this bundle stores tensors as float16, but device {device.name!r} has no 16-bit "
                           "storage buffers; recompile it with --precision fp32")
     from gpuc.runtime.bundle import read_bundle
     warnings.warn(f"device {device.name!r} has no 16-bit storage buffers: running the fp32 program of this "
                   "fp16 bundle", RuntimeWarning, stacklevel=3)
-    return read_bundle(bundle.fallback)
+    return resolve(read_bundle(bundle.fallback), device)

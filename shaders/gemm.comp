@@ -18,6 +18,35 @@
 //
 // Defines: GM GN GK GROUPS LDA LDC BM BN BK TM TN KS TILES_M TILES_N NWG VEC_A B_T GNP
 //          HAS_BIAS ACT RESIDUAL ACT2; IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
+//
+// COOPMAT=1 (the `coopmat` variant of --precision fp16, used where the device has
+// VK_KHR_cooperative_matrix 16x16x16 fp16*fp16+fp32 at subgroup scope and subgroup size CM_SG): the
+// same global loads (prefetched, bounds-checked), but A and B are staged in shared memory as float16
+// (A as [BM][BK], B as [BK][BN], rows padded by 8 halves) and multiplied with cooperative matrices
+// into fp32 accumulators.  CM_WM x CM_WN subgroups of CM_SG invocations; each owns CM_TM x CM_TN
+// 16x16 accumulator tiles (BM = CM_WM*CM_TM*16, BN = CM_WN*CM_TN*16, KS = 1).  The epilogue stores
+// one accumulator tile at a time to the subgroup's shared staging area and runs `finish` on it, so
+// bias, activations, residual and fake-quant are exactly the plain path's.
+// CM_EMULATE=1 (tests only, GPUC_TEST_COOPMAT_EMULATE): the same tiling, staging and epilogue with
+// the cooperative-matrix operations done per invocation (CM_SG invocations stand for a subgroup, each
+// owning 256 / CM_SG elements of a tile), so devices without the extension can check everything else.
+#if COOPMAT
+#if CM_EMULATE
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#else
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+#define BKT BK
+#define NT (CM_WM * CM_WN * CM_SG)   // == local_size_x
+#define SA_LD (BK + 8)
+#define SB_LD (BN + 8)
+shared float16_t smem_a[BM * SA_LD];
+shared float16_t smem_b[BK * SB_LD];
+shared float smem_c[CM_WM * CM_WN * 256];
+#else
 #define BMT (BM / TM)
 #define BNT (BN / TN)
 #define BKT (BK * KS)
@@ -37,6 +66,7 @@
 #define SMEM_SIZE SMEM_AB
 #endif
 shared float smem[SMEM_SIZE];
+#endif
 
 #if VEC_A
 #define A_W (BKT / 4)
@@ -129,7 +159,15 @@ void store_a() {
         int e = tid + i * NT;
         if (e < A_N) {
             int row = e / A_W;
-#if VEC_A
+#if COOPMAT && VEC_A
+            int o = row * SA_LD + (e % A_W) * 4;
+            smem_a[o] = float16_t(ra[i].x);
+            smem_a[o + 1] = float16_t(ra[i].y);
+            smem_a[o + 2] = float16_t(ra[i].z);
+            smem_a[o + 3] = float16_t(ra[i].w);
+#elif COOPMAT
+            smem_a[row * SA_LD + e % A_W] = float16_t(ra[i]);
+#elif VEC_A
             int kr = (e % A_W) * 4;
             smem[SA_ROW(kr) + row] = ra[i].x;
             smem[SA_ROW(kr + 1) + row] = ra[i].y;
@@ -166,7 +204,15 @@ void store_b() {
     for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
         if (e < B_N) {
-#if B_T
+#if COOPMAT && B_T
+            smem_b[(e % BKT) * SB_LD + e / BKT] = float16_t(rb[i]);
+#elif COOPMAT
+            int o = (e / B_W) * SB_LD + (e % B_W) * 4;
+            smem_b[o] = float16_t(rb[i].x);
+            smem_b[o + 1] = float16_t(rb[i].y);
+            smem_b[o + 2] = float16_t(rb[i].z);
+            smem_b[o + 3] = float16_t(rb[i].w);
+#elif B_T
             smem[SB_ROW(e % BKT) + e / BKT] = rb[i];
 #else
             int o = SB_ROW(e / B_W) + (e % B_W) * 4;
@@ -194,6 +240,91 @@ void finish(int m, int n, int g, float v) {
     }
 }
 
+#if COOPMAT
+#ifndef CM_EMULATE
+#define CM_EMULATE 0
+#endif
+#define CM_ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int tn = wg % TILES_N;
+    int t = wg / TILES_N;
+    int tm = t % TILES_M;
+    int g = t / TILES_M;
+    int m0 = tm * BM, n0 = tn * BN;
+#if CM_EMULATE
+    int sg = int(gl_LocalInvocationIndex) / CM_SG, lane = int(gl_LocalInvocationIndex) % CM_SG;
+    float acc[CM_TM][CM_TN][256 / CM_SG];
+    for (int i = 0; i < CM_TM; ++i)
+        for (int j = 0; j < CM_TN; ++j)
+            for (int q = 0; q < 256 / CM_SG; ++q) acc[i][j][q] = 0.0;
+#else
+    int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
+    CM_ACC acc[CM_TM][CM_TN];
+    for (int i = 0; i < CM_TM; ++i)
+        for (int j = 0; j < CM_TN; ++j) acc[i][j] = CM_ACC(0.0);
+#endif
+    int wm = sg / CM_WN, wn = sg % CM_WN;
+
+    init_a(m0, g);
+    load_a(0);
+    load_b(0, n0, g);
+    for (int kb = 0; kb < GK; kb += BKT) {
+        store_a();
+        store_b();
+        barrier();
+        if (kb + BKT < GK) {                     // prefetch the next chunk while this one is used
+            load_a(kb + BKT);
+            load_b(kb + BKT, n0, g);
+        }
+        for (int kk = 0; kk < BK; kk += 16) {
+#if CM_EMULATE
+            for (int i = 0; i < CM_TM; ++i)
+                for (int j = 0; j < CM_TN; ++j)
+                    for (int q = 0; q < 256 / CM_SG; ++q) {
+                        int e = lane + q * CM_SG;
+                        int ao = ((wm * CM_TM + i) * 16 + e / 16) * SA_LD + kk;
+                        int bo = kk * SB_LD + (wn * CM_TN + j) * 16 + e % 16;
+                        for (int u = 0; u < 16; ++u)
+                            acc[i][j][q] += float(smem_a[ao + u]) * float(smem_b[bo + u * SB_LD]);
+                    }
+#else
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[CM_TM];
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[CM_TN];
+            for (int i = 0; i < CM_TM; ++i)
+                coopMatLoad(fa[i], smem_a, ((wm * CM_TM + i) * 16) * SA_LD + kk, SA_LD,
+                            gl_CooperativeMatrixLayoutRowMajor);
+            for (int j = 0; j < CM_TN; ++j)
+                coopMatLoad(fb[j], smem_b, kk * SB_LD + (wn * CM_TN + j) * 16, SB_LD,
+                            gl_CooperativeMatrixLayoutRowMajor);
+            for (int i = 0; i < CM_TM; ++i)
+                for (int j = 0; j < CM_TN; ++j) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
+#endif
+        }
+        barrier();
+    }
+    for (int i = 0; i < CM_TM; ++i)
+        for (int j = 0; j < CM_TN; ++j) {
+#if CM_EMULATE
+            for (int q = 0; q < 256 / CM_SG; ++q) smem_c[sg * 256 + lane + q * CM_SG] = acc[i][j][q];
+            barrier();
+#else
+            coopMatStore(acc[i][j], smem_c, sg * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+#endif
+            int mt = m0 + (wm * CM_TM + i) * 16, nt = n0 + (wn * CM_TN + j) * 16;
+            for (int e = lane; e < 256; e += CM_SG) finish(mt + e / 16, nt + e % 16, g, smem_c[sg * 256 + e]);
+#if CM_EMULATE
+            barrier();
+#else
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+#endif
+        }
+}
+#else
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
@@ -247,3 +378,4 @@ void main() {
         for (int j = 0; j < TN; ++j) finish(m0 + ty + i * BMT, n0 + tx + j * BNT, g, acc[i][j]);
 #endif
 }
+#endif

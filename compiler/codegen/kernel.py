@@ -27,6 +27,7 @@ class Kernel:
     local_x: int = LOCAL_X
     vec4: tuple = ()                     # binding names declared as vec4 / ivec4 / uvec4 arrays
     rw: tuple = ()                       # binding names declared read-write (no memory qualifier)
+    variants: list = field(default_factory=list)   # KernelVariant: hardware paths chosen at load by the runtime
 
     def groups(self) -> tuple[int, int, int]:
         g = max(1, -(-self.invocations // self.local_x))
@@ -35,3 +36,15 @@ class Kernel:
         if gy > MAX_GROUPS:
             raise ValueError(f"{self.label}: {self.invocations} invocations exceed the dispatch grid")
         return gx, gy, 1
+
+
+@dataclass
+class KernelVariant:
+    """Another kernel for the same dispatch (same bindings, same results within fp rounding) that a
+    device meeting `requires` (runtime/capabilities.py) runs instead, e.g. the cooperative-matrix gemm.
+    `make(kernel)` derives it from the final plain kernel (after every pass edited its defines), when
+    the bundle is built; `f16_bindings`: it exists only where these bindings are stored as float16."""
+    name: str
+    requires: dict
+    make: object                         # Kernel -> Kernel
+    f16_bindings: tuple = ()

@@ -59,7 +59,8 @@ def all_variants():
     """Yield (template, Kernel, dtypes) for every switch combination of every template.
     A variant entry may carry a 4th element: {binding name: dtype} (default float32), and a 5th:
     a function of the variant's defines returning extra Kernel fields (local_x, vec4)."""
-    for template, entry in collected().items():
+    for key, entry in collected().items():
+        template = key.split(":")[0]            # "gemm:coopmat": more variants of template gemm
         base, switches, names = entry[:3]
         types = entry[3] if len(entry) > 3 else {}
         extra = entry[4] if len(entry) > 4 else (lambda d: {})

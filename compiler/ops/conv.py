@@ -216,7 +216,11 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
-    return Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
+    k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
+    if getattr(graph, "precision", "fp32") == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
+        from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
+        k.variants.append(coopmat_variant())
+    return k
 
 
 def depthwise_px(invocations: int, ow: int) -> int:

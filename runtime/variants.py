@@ -1,0 +1,65 @@
+"""Alternative kernels chosen at load by device capability.
+
+Two granularities share one requirement vocabulary (runtime/capabilities.py):
+- whole program: an fp16 bundle embeds its fp32 program as `fallback`, for devices without 16-bit
+  storage (runtime/precision.py; the tensors differ, so the whole program does);
+- per dispatch: `Bundle.variants` (bundle.Variant) offer a hardware path of one dispatch -- the
+  cooperative-matrix gemm of `--precision fp16`, subgroup-arithmetic reductions -- with the same
+  bindings and results within floating-point rounding.  `resolve` turns a bundle with variants into
+  a plain one for a device: the first variant per dispatch whose `requires` the device meets
+  replaces that dispatch's shader and workgroup counts; shaders no dispatch uses are dropped (their
+  SPIR-V may declare capabilities this device lacks, so no pipeline is ever made from them).
+
+GPUC_VARIANTS overrides the choice, per variant name or for all: "off" (plain kernels only),
+"force" (a variant the device cannot run is a DeviceError naming what it lacks), "auto" (default);
+e.g. GPUC_VARIANTS=coopmat=off,subgroup=force or GPUC_VARIANTS=off.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from gpuc.errors import DeviceError
+from gpuc.runtime.capabilities import missing
+
+MODES = ("auto", "off", "force")
+
+
+def _modes(spec: str | None) -> dict:
+    """GPUC_VARIANTS -> {name or "*": mode}."""
+    out = {}
+    for part in (spec or "").replace(" ", "").split(","):
+        if not part:
+            continue
+        name, _, mode = part.rpartition("=")
+        if mode not in MODES:
+            raise DeviceError(f"GPUC_VARIANTS: {part!r}: mode must be one of {', '.join(MODES)}")
+        out[name or "*"] = mode
+    return out
+
+
+def resolve(bundle, device, spec: str | None = None):
+    """`bundle` with every dispatch's variant chosen for `device` (a new Bundle without variants)."""
+    if not bundle.variants:
+        return bundle
+    modes = _modes(os.environ.get("GPUC_VARIANTS") if spec is None else spec)
+    dispatches = list(bundle.dispatches)
+    chosen = {}
+    for v in bundle.variants:
+        mode = modes.get(v.name, modes.get("*", "auto"))
+        if mode == "off" or v.dispatch in chosen:
+            continue
+        why = missing(v.requires, device)
+        if why is None:
+            d = dispatches[v.dispatch]
+            dispatches[v.dispatch] = dataclasses.replace(d, shader=v.shader, groups=tuple(v.groups))
+            chosen[v.dispatch] = v.name
+        elif mode == "force":
+            raise DeviceError(f"GPUC_VARIANTS forces the {v.name!r} kernels, but device {device.name!r} has {why} "
+                              f"(dispatch {v.dispatch}: {bundle.dispatches[v.dispatch].label})")
+    used = sorted({d.shader for d in dispatches})
+    new_index = {old: i for i, old in enumerate(used)}
+    dispatches = [dataclasses.replace(d, shader=new_index[d.shader]) for d in dispatches]
+    stats = dict(bundle.stats, variants_used={n: list(chosen.values()).count(n) for n in sorted(set(chosen.values()))})
+    return dataclasses.replace(bundle, shaders=[bundle.shaders[i] for i in used], dispatches=dispatches,
+                               variants=[], stats=stats)

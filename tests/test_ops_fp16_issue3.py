@@ -1,4 +1,4 @@
-"""`--precision fp16` through the issue-3 templates (conv3d, batch_matmul, row_norm, arg_reduce carry
+"""`--precision fp16` through the issue-3 templates (batch_matmul incl. CONV_3D, row_norm, arg_reduce carry
 `// @storage16`): their intermediate tensors are stored as float16 and the results stay within
 test_precision's fp16 tolerance of LiteRT's float32 kernels."""
 from __future__ import annotations

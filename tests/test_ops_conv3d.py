@@ -38,6 +38,7 @@ def _conv3d(x_shape, f_shape, strides=(1, 1, 1), dil=(1, 1, 1), same=True, bias=
     dict(x_shape=(1, 6, 7, 7, 3), f_shape=(2, 3, 2, 3, 2), dil=(2, 2, 3)),
     dict(x_shape=(1, 3, 4, 4, 8), f_shape=(1, 1, 1, 8, 6), bias=False),
     dict(x_shape=(1, 5, 5, 5, 2), f_shape=(3, 3, 3, 2, 3), strides=(2, 2, 2), act="RELU6"),
+    dict(x_shape=(2, 4, 9, 9, 5), f_shape=(3, 3, 3, 5, 70), strides=(1, 2, 1), act="RELU"),   # many GEMM tiles
 ])
 def test_conv3d(gpu, cfg, same):
     check(gpu, *_conv3d(same=same, **cfg))

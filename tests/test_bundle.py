@@ -57,7 +57,17 @@ def test_newer_format_version_names_the_fix():
         B.read_bundle(data)
 
 
+def test_older_format_version_asks_for_a_rebuild():
+    data = B.write_bundle(sample(format_version=B.FORMAT_VERSION - 1))
+    with pytest.raises(BundleError, match="no longer supported.*rebuild"):
+        B.read_bundle(data)
+
+
 @pytest.mark.parametrize("change", [
+    dict(steps=[B.Step(B.GPU, first=0, count=2)]),
+    dict(steps=[B.Step(B.HOST, op="TOPK_V2", inputs=[0, 99], outputs=[1])]),
+    dict(steps=[B.Step(B.JUMP_IF_FALSE, inputs=[0], target=9)]),
+    dict(steps=[B.Step(7)]),
     dict(inputs=[7]),
     dict(dispatches=[B.Dispatch(3, [1, 0, 2], (1, 1, 1))]),
     dict(dispatches=[B.Dispatch(0, [1, 0], (1, 1, 1))]),

@@ -21,6 +21,8 @@ echo "== fp16 =="; python3 -m gpuc.cli compile $M/mobilenet_v2_224_f32.tflite -o
   && python3 -m gpuc.cli verify $M/mobilenet_v2_224_f32.tflite --precision fp16 -i $M/ref/mobilenet_v2_224_f32.in0.npy \
   && python3 -m gpuc.cli profile /tmp/m16.bundle --runs 20 | head -14 && python3 -m gpuc.cli bench /tmp/m16.bundle --runs 200 --json
 [ "$1" = quick ] && exit 0
+echo "== coopmat =="; python3 benchmarks/coopmat_check.py --runs 20 --json $OUT/coopmat_check.json
+GPUC_VARIANTS=off python3 -m gpuc.cli profile /tmp/m16.bundle --runs 20 | head -6   # fp16 without variants, for comparison
 echo "== startup =="; python3 benchmarks/startup.py $M/mobilenet_v2_224_f32.tflite --runs 50
 echo "== verify =="; python3 -m gpuc.cli verify $M/mobilenet_v2_224_f32.tflite
 echo "== harness =="; python3 benchmarks/harness.py $M --runs 100 --precision fp32,fp16 --out /tmp/results && cp /tmp/results/*.json $OUT/ 2>/dev/null

@@ -106,107 +106,31 @@ int ew_act(int v) {
 
 #else  // float32
 
-#define EW_NAN uintBitsToFloat(0x7fc00000u)
-#define EW_INF uintBitsToFloat(0x7f800000u)
-#define EW_FLT_MAX uintBitsToFloat(0x7f7fffffu)
-
-bool ew_signbit(float v) { return (floatBitsToUint(v) & 0x80000000u) != 0u; }
-// by bits: true for denormals too, which GPU arithmetic may flush to zero
-bool ew_nonzero(float v) { return (floatBitsToUint(v) & 0x7fffffffu) != 0u; }
-
-// a / b with x/0 made explicit (GPU division by zero is not specified).
-float ew_div(float a, float b) {
-    if (b == 0.0) {
-        if (a == 0.0 || isnan(a)) return EW_NAN;
-        return ew_signbit(a) != ew_signbit(b) ? -EW_INF : EW_INF;
-    }
-    return a / b;
-}
-
-// C fmod, exactly: |a| minus the largest multiples of |b| * 2^k, each subtraction exact (Sterbenz).
-float ew_fmod(float a, float b) {
-    float r = abs(a), m = abs(b);
-    if (isnan(a) || isnan(b) || isinf(a) || m == 0.0) return EW_NAN;
-    if (isinf(b) || r < m) return a;
-    int er, em;
-    frexp(r, er);
-    frexp(m, em);
-    float s = ldexp(m, er - em);              // m in the binade of r: r < 2 s
-    for (int k = er - em; k >= 0; --k) {
-        if (r >= s) r -= s;
-        s *= 0.5;
-    }
-    return ew_signbit(a) ? -r : r;
-}
-
-// floor(a / b) of the exact quotient (LiteRT divides in double): trunc quotient from the exact
-// remainder, then one step down when the remainder and divisor differ in sign.
-float ew_floor_div(float a, float b) {
-    if (b == 0.0 || isnan(a) || isnan(b) || isinf(a) || isinf(b)) return floor(ew_div(a, b));
-    float r = ew_fmod(a, b);
-    float q = roundEven((a - r) / b);
-    if (ew_nonzero(r) && ew_signbit(r) != ew_signbit(b)) q -= 1.0;
-    return q;
-}
-
-float ew_floor_mod(float a, float b) {
-    float r = ew_fmod(a, b);
-    return (ew_nonzero(r) && ew_signbit(r) != ew_signbit(b)) ? r + b : r;
-}
-
-// std::pow: negative bases with integer exponents, zeros and infinities made explicit; small
-// integer exponents by repeated squaring (a few roundings), the rest through exp2/log2.
-float ew_pow(float x, float y) {
-    if (y == 0.0 || x == 1.0) return 1.0;
-    if (isnan(x) || isnan(y)) return EW_NAN;
-    bool yint = floor(y) == y;
-    if (x < 0.0 && !yint) return EW_NAN;
-    bool odd = yint && !isinf(y) && abs(y) < 16777216.0 && fract(y * 0.5) != 0.0;
-    float ax = abs(x), r;
-    if (ax == 0.0) {
-        r = y > 0.0 ? 0.0 : EW_INF;
-    } else if (isinf(ax)) {
-        r = y > 0.0 ? EW_INF : 0.0;
-    } else if (yint && abs(y) <= 64.0) {
-        int n = int(abs(y));
-        float p = ax;
-        r = 1.0;
-        while (n > 0) {
-            if ((n & 1) != 0) r *= p;
-            p *= p;
-            n >>= 1;
-        }
-        if (y < 0.0) r = 1.0 / r;
-    } else {
-        r = exp2(y * log2(ax));
-    }
-    return (odd && ew_signbit(x)) ? -r : r;
-}
+// @include ew_math.glsl
 
 float ew_binop(float a, float b) {
 #if OP == 0
-    return a + b;
+    return ew_add(a, b);
 #elif OP == 1
-    return a - b;
+    return ew_sub(a, b);
 #elif OP == 2
-    return a * b;
+    return ew_mul(a, b);
 #elif OP == 3
     return ew_div(a, b);
 #elif OP == 4
     return ew_pow(a, b);
 #elif OP == 5
-    float d = a - b;
-    return d * d;
+    return ew_squared_difference(a, b);
 #elif OP == 6
-    return a > b ? a : b;
+    return ew_maximum(a, b);
 #elif OP == 7
-    return a < b ? a : b;
+    return ew_minimum(a, b);
 #elif OP == 8
     return ew_floor_div(a, b);
 #elif OP == 9
     return ew_floor_mod(a, b);
 #else
-    return a >= 0.0 ? a : a * b;
+    return ew_prelu(a, b);
 #endif
 }
 

@@ -1,6 +1,13 @@
 // @storage16
 // AVERAGE_POOL_2D (OP 0; averages only the cells inside the input) and MAX_POOL_2D (OP 1), NHWC.
 // Defines: N H W C OH OW KH KW SH SW PT PL OP ACT
+// FOLDED_PAD 1 (a PAD folded into the pooling, passes/fusion.py fold_pad_pool): the input had an
+// explicit padding of EPT EPB EPL EPR cells holding PAD_VALUE (PT/PL include EPT/EPL); those cells
+// take part as the padded tensor's did: the maximum sees PAD_VALUE, the average counts them (as
+// zeros: the pass folds only zero padding into AVERAGE_POOL_2D).  Implicit SAME padding is ignored.
+#ifndef FOLDED_PAD
+#define FOLDED_PAD 0
+#endif
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
@@ -11,6 +18,11 @@ void main() {
     int n = t / OH;
     int y0 = max(oy * SH - PT, 0), y1 = min(oy * SH - PT + KH, H);
     int x0 = max(ox * SW - PL, 0), x1 = min(ox * SW - PL + KW, W);
+#if FOLDED_PAD
+    int cy0 = max(oy * SH - PT, -EPT), cy1 = min(oy * SH - PT + KH, H + EPB);
+    int cx0 = max(ox * SW - PL, -EPL), cx1 = min(ox * SW - PL + KW, W + EPR);
+    int counted = (cy1 - cy0) * (cx1 - cx0);
+#endif
 #if OP == 1
     float acc = -1.0 / 0.0;
 #else
@@ -25,8 +37,12 @@ void main() {
             acc += v;
 #endif
         }
-#if OP == 0
+#if OP == 0 && FOLDED_PAD
+    acc /= float(max(counted, 1));
+#elif OP == 0
     acc /= float(max((y1 - y0) * (x1 - x0), 1));
+#elif FOLDED_PAD
+    if (counted > max(y1 - y0, 0) * max(x1 - x0, 0)) acc = max(acc, PAD_VALUE);
 #endif
     ST(out_, gid, gpuc_act(acc));
 }

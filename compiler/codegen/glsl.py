@@ -14,9 +14,14 @@ ARITH_TYPE = {"float16_t": "float", "f16vec4": "vec4"}     # what a load widens 
 STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/writes every binding via LD/ST
 
 
+INCLUDE_MARK = "// @include "          # a template line "// @include NAME.glsl" is replaced by that file
+
+
 @lru_cache(maxsize=None)
 def template_source(name: str) -> str:
-    return resources.files("gpuc.shaders").joinpath(name).read_text()
+    text = resources.files("gpuc.shaders").joinpath(name).read_text()
+    return "\n".join(template_source(ln[len(INCLUDE_MARK):].strip()) if ln.startswith(INCLUDE_MARK) else ln
+                     for ln in text.split("\n"))
 
 
 @lru_cache(maxsize=None)
@@ -53,7 +58,7 @@ def _array(name: str, values) -> str:
 def render(k: Kernel, dtypes: dict) -> str:
     """`dtypes`: tensor_id -> numpy dtype name for the bound tensors."""
     lines = ["#version 450"]
-    if any(dtypes[tid] == "float16" for _, tid in k.bindings):
+    if any(dtypes[tid] == "float16" for _, tid in k.bindings) or k.defines.get("EW_ROUND16"):
         if not supports_storage16(k.template):
             raise ValueError(f"{k.label}: template {k.template!r} has no float16 storage support")
         lines.append("#extension GL_EXT_shader_16bit_storage : require")

@@ -39,8 +39,9 @@ VARIANTS = {
     "reduce": (dict(NK=1, K_SHAPE=[4], K_STRIDES=[1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[12, 4], RCOUNT=6),
                {"OP": [0, 1, 2, 3, 4]}, ["out_", "x"]),
     "softmax": (dict(D=10, BETA=1.0), {"ROW_PER_GROUP": [0, 1]}, ["out_", "x"]),
-    "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1, **_FQ),
-               {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"]),
+    "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1, EPT=1, EPB=0, EPL=1, EPR=1,
+                    PAD_VALUE=-0.5, **_FQ),
+               {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1], "FOLDED_PAD": [0, 1]}, ["out_", "x"]),
 }
 
 

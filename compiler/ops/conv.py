@@ -314,5 +314,8 @@ def lower_pool(node, graph):
     geo, c, _ = _window(node, graph, kh, kw)
     geo.pop("DH"), geo.pop("DW")
     defines = dict(geo, C=c, KH=kh, KW=kw, OP=int(node.op == "MAX_POOL_2D"), ACT=act_code(node))
+    if "_pad" in node.attrs:            # a PAD folded in (passes/fusion.py fold_pad_pool): its cells count
+        defines.update(FOLDED_PAD=1, PAD_VALUE=float(node.attrs.get("_pad_value", 0.0)),
+                       **dict(zip(("EPT", "EPB", "EPL", "EPR"), node.attrs["_pad"])))
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     return [Kernel("pool2d", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]

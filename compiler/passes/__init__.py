@@ -20,11 +20,13 @@ def eliminate_dead_nodes(graph: Graph) -> None:
 
 def _pipeline():
     from gpuc.compiler.passes.fold import fold_constants
-    from gpuc.compiler.passes.fusion import fold_pad, fuse_activation, fuse_residual_add, reshape_as_view
+    from gpuc.compiler.passes.fusion import (fold_pad, fold_pad_pool, fuse_activation, fuse_residual_add,
+                                             reshape_as_view)
     from gpuc.compiler.passes.precision import plan_fp16_storage
     from gpuc.compiler.passes.quant import simulate_quantization
+    from gpuc.compiler.passes.ew_fusion import fuse_elementwise
     return [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape_as_view, fold_pad, fuse_residual_add,
-            fuse_activation, plan_fp16_storage]
+            fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise]
 
 
 PIPELINE = _pipeline()

@@ -120,3 +120,60 @@ def fold_pad(graph: Graph) -> None:
         conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
         graph.nodes.remove(pad)
         users = graph.consumers()
+
+
+def _pad_value(graph: Graph, pad: Node):
+    """The PAD's constant value (float), or None when it is not a constant."""
+    import numpy as np
+    if pad.op == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
+        v = graph.t(pad.inputs[2])
+        return float(np.asarray(v.data).reshape(-1)[0]) if v.is_const and v.size == 1 else None
+    return 0.0
+
+
+def fold_pad_pool(graph: Graph) -> None:
+    """A PAD of H/W feeding only a MAX_POOL_2D / AVERAGE_POOL_2D becomes explicit padding of the pool
+    (pool2d.comp FOLDED_PAD) whose cells take part exactly as the padded tensor's did, so the result
+    is identical: the maximum sees the pad value (any constant: PADV2's -inf or the zero after a RELU
+    alike), the average counts padded cells - only zero padding there, which adds nothing to the sum
+    and so keeps LiteRT's summation exact.  Implicit SAME padding of the pool stays ignored.
+    Runs after plan_fp16_storage: under --precision fp16 a fold is skipped where the padded tensor
+    would have been float16 but its input fp32 (the pool would see unrounded values)."""
+    import numpy as np
+    users = graph.consumers()
+    for pad in list(graph.nodes):
+        if pad.op not in ("PAD", "PADV2") or len(pad.inputs) < 2 or len(pad.outputs) != 1 or min(pad.inputs[:2]) < 0:
+            continue
+        out, src = pad.outputs[0], pad.inputs[0]
+        consumers = users.get(out, [])
+        p, x, y = graph.t(pad.inputs[1]), graph.t(src), graph.t(out)
+        if (len(consumers) != 1 or out in graph.outputs or not p.is_const or len(x.shape) != 4
+                or consumers[0].op not in ("MAX_POOL_2D", "AVERAGE_POOL_2D") or consumers[0].inputs[0] != out
+                or "_pad" in consumers[0].attrs or x.dtype != "float32" or y.dtype != "float32"
+                or out in graph.aliases.values() or out in graph.aliases):
+            continue
+        pool = consumers[0]
+        value = _pad_value(graph, pad)
+        if value is None or not (value == 0.0 or pool.op == "MAX_POOL_2D" and not np.isnan(value)):
+            continue
+        fq_in, fq_out = getattr(x, "fake_quant", None), getattr(y, "fake_quant", None)
+        if fq_out is not None and (fq_out != fq_in or value != 0.0):
+            continue        # the PAD re-rounded to another grid: keep it
+        pinned = graph.fp32_pinned
+        if pinned is not None and graph.storage(src) in pinned and graph.storage(out) not in pinned:
+            continue
+        pads = np.asarray(p.data).reshape(-1, 2)
+        if pads.shape[0] != 4 or (pads < 0).any() or pads[0].any() or pads[3].any():
+            continue
+        pool.attrs["_pad"] = (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))
+        pool.attrs["_pad_value"] = value
+        from gpuc.compiler import ops
+        saved = pool.inputs[0]
+        pool.inputs[0] = src
+        if ops.unsupported_reason(pool, graph) is not None:        # geometry must still check out
+            pool.inputs[0] = saved
+            del pool.attrs["_pad"], pool.attrs["_pad_value"]
+            continue
+        pool.attrs["fused"] = [pad.op] + pool.attrs.get("fused", [])
+        graph.nodes.remove(pad)
+        users = graph.consumers()

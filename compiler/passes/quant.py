@@ -115,7 +115,8 @@ def simulate_quantization(graph: Graph) -> None:
 
 
 # templates whose every output write goes through gpuc_act (shaders/common.glsl applies FQ there)
-FQ_TEMPLATES = {"gemm", "depthwise", "binary", "binary_math", "pool2d", "transpose_conv", "copy_nd", "unary"}
+FQ_TEMPLATES = {"gemm", "depthwise", "binary", "binary_math", "pool2d", "transpose_conv", "copy_nd", "unary",
+                "ew_fused"}
 
 
 def _fq_defines(prefix: str, fq) -> dict:

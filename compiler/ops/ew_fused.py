@@ -1,0 +1,155 @@
+"""FUSED_ELEMENTWISE: a chain (or small DAG) of float elementwise ops computed by one dispatch
+(shaders/ew_fused.comp).  Never in a model: the `fuse_elementwise` pass (passes/ew_fusion.py) makes it
+from ADD SUB MUL DIV POW SQUARED_DIFFERENCE MAXIMUM MINIMUM FLOOR_DIV FLOOR_MOD PRELU, the unary
+math ops and the activations whose intermediates have a single consumer.
+
+attrs["steps"]: one dict per fused op in program order: {"op", "args": [ref, ...], "act", "alpha",
+"approximate", "fq", "r16"}; a ref is ("x", k) (input k of the node: binding x<k>, broadcast to the
+output shape), ("c", value) (a scalar constant, inlined as an exact float literal) or ("t", j) (the
+result of step j).  The last step is the output.  Intermediates and constants pass through ew_keep
+(opaque to the optimizer), so nothing is contracted or specialised across ops.  Each step's GLSL is the formula of the op's own
+kernel (ew_math.glsl functions, common.glsl gpuc_apply / gpuc_finite / gpuc_fq_to); "fq": the step's
+output had a fake-quant grid (rounded there, as the unfused kernel did); "r16": under --precision
+fp16 the unfused program stored the step's output as float16 (rounded there the same way).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.glsl import _literal
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.elementwise import broadcast_strides
+from gpuc.compiler.ops.util import checked, size
+
+MAX_INPUTS = 7
+
+# op -> GLSL function of ew_math.glsl (unary_math.comp / binary_math.comp call the same ones)
+UNARY_FUNCS = {"ABS": "ew_abs", "NEG": "ew_neg", "SQUARE": "ew_square", "SQRT": "ew_sqrt", "RSQRT": "ew_rsqrt",
+               "EXP": "ew_exp", "LOG": "ew_log", "SIN": "ew_sin", "COS": "ew_cos", "FLOOR": "ew_floor",
+               "CEIL": "ew_ceil", "ROUND": "ew_round", "SIGN": "ew_sign", "ELU": "ew_elu",
+               "HARD_SWISH": "ew_hard_swish", "RELU_0_TO_1": "ew_relu_0_to_1"}
+# the activation ops of unary.comp: exactly common.glsl's gpuc_apply codes (no +-FLT_MAX clamp)
+ACT_FUNCS = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "LOGISTIC": 5}
+BINARY_FUNCS = {"ADD": "ew_add", "SUB": "ew_sub", "MUL": "ew_mul", "DIV": "ew_div", "POW": "ew_pow",
+                "SQUARED_DIFFERENCE": "ew_squared_difference", "MAXIMUM": "ew_maximum",
+                "MINIMUM": "ew_minimum", "FLOOR_DIV": "ew_floor_div", "FLOOR_MOD": "ew_floor_mod",
+                "PRELU": "ew_prelu"}
+# binary ops whose kernels apply the fused-activation epilogue (clamp to the range, at least +-FLT_MAX)
+WITH_ACT = ("ADD", "SUB", "MUL", "DIV")
+OPS = set(UNARY_FUNCS) | set(ACT_FUNCS) | set(BINARY_FUNCS) | {"GELU", "LEAKY_RELU"}
+
+
+def _arity(op: str) -> int:
+    return 2 if op in BINARY_FUNCS else 1
+
+
+def _ref(r) -> str:
+    kind, v = r
+    if kind == "x":
+        return f"v{int(v)}"
+    if kind == "t":
+        return f"t{int(v)}"
+    return f"ew_keep({_literal(float(np.float32(v)))})"
+
+
+def step_expr(s: dict, args: list) -> str:
+    """GLSL for one step, from the GLSL of its arguments."""
+    op = s["op"]
+    if op in BINARY_FUNCS:
+        e = f"{BINARY_FUNCS[op]}({args[0]}, {args[1]})"
+        if op in WITH_ACT:
+            e = f"gpuc_finite(gpuc_apply({e}, {int(s.get('act', 0))}))"
+    elif op in ACT_FUNCS:
+        e = f"gpuc_apply({args[0]}, {ACT_FUNCS[op]})"
+    elif op == "GELU":
+        e = f"{'ew_gelu_tanh' if s.get('approximate') else 'ew_gelu_erf'}({args[0]})"
+    elif op == "LEAKY_RELU":
+        e = f"ew_leaky_relu({args[0]}, {_literal(float(np.float32(s.get('alpha', 0.0))))})"
+    else:
+        e = f"{UNARY_FUNCS[op]}({args[0]})"
+    if s.get("fq") is not None:
+        scale, zp, lo, hi = s["fq"]
+        e = f"gpuc_fq_to(gpuc_finite({e}), {_literal(float(scale))}, {_literal(float(zp))}, " \
+            f"{_literal(float(lo))}, {_literal(float(hi))}, -1)"
+    if s.get("r16"):
+        e = f"EW_R16({e})"
+    return e
+
+
+def render_body(steps) -> tuple[str, str]:
+    """(EW_BODY, EW_RESULT): one float local per step."""
+    last = len(steps) - 1
+    body = " ".join(f"float t{j} = {(e if j == last else f'ew_keep({e})')};"
+                    for j, s in enumerate(steps) for e in [step_expr(s, [_ref(r) for r in s["args"]])])
+    return body, f"t{len(steps) - 1}"
+
+
+def _steps_reason(node, graph) -> str | None:
+    steps = node.attrs.get("steps")
+    if not isinstance(steps, list) or not steps:
+        return "no fused steps"
+    for j, s in enumerate(steps):
+        if s.get("op") not in OPS:
+            return f"step {j}: op {s.get('op')!r} cannot be fused"
+        args = s.get("args", [])
+        if len(args) != _arity(s["op"]):
+            return f"step {j}: {s['op']} needs {_arity(s['op'])} operands"
+        for kind, v in args:
+            if kind == "x" and not 0 <= int(v) < len(node.inputs) or kind == "t" and not 0 <= int(v) < j \
+                    or kind == "c" and not np.isfinite(v) or kind not in ("x", "t", "c"):
+                return f"step {j}: bad operand {(kind, v)!r}"
+    return None
+
+
+@checked
+def _check(node, graph):
+    if len(node.inputs) > MAX_INPUTS:
+        return f"{len(node.inputs)} inputs (at most {MAX_INPUTS})"
+    y = graph.t(node.outputs[0])
+    for i in node.inputs:
+        s = graph.t(i).shape
+        padded = [1] * (len(y.shape) - len(s)) + list(s)
+        if len(s) > len(y.shape) or any(p not in (1, o) for p, o in zip(padded, y.shape)):
+            return f"input {graph.t(i).name!r} {list(s)} does not broadcast to {list(y.shape)}"
+    return _steps_reason(node, graph)
+
+
+@register("FUSED_ELEMENTWISE", check=_check, inputs=(1, MAX_INPUTS),
+          summary="internal: a chain of elementwise ops fused into one kernel by the fuse_elementwise pass")
+def lower_ew_fused(node, graph):
+    y = graph.t(node.outputs[0])
+    ins = [graph.t(i) for i in node.inputs]
+    steps = node.attrs["steps"]
+    body, result = render_body(steps)
+    bcast = any(tuple(t.shape) != tuple(y.shape) for t in ins)
+    defines = dict(NIN=len(ins), EW_BCAST=int(bcast), EW_BODY=body, EW_RESULT=result,
+                   EW_ROUND16=int(any(s.get("r16") for s in steps)))
+    if bcast:
+        defines.update(RANK=max(len(y.shape), 1), OUT_SHAPE=list(y.shape) or [1])
+        for k, t in enumerate(ins):
+            defines[f"I{k}_STRIDES"] = broadcast_strides(t.shape, y.shape) or [0]
+    binds = [("out_", y.id)] + [(f"x{k}", t.id) for k, t in enumerate(ins)]
+    label = f"{'+'.join(s['op'] for s in steps)} (operator #{node.index})"
+    return [Kernel("ew_fused", binds, size(y.shape), defines, label)]
+
+
+def _sample_steps() -> list:
+    """Every op once, chained on input 0 (for `make shaders`)."""
+    steps, prev = [], ("x", 0)
+    for op in sorted(OPS):
+        args = [prev] + ([("c", 0.5)] if op in BINARY_FUNCS else [])
+        steps.append(dict(op=op, args=args, act=3, alpha=0.2, approximate=op == "GELU",
+                          fq=(0.02, 3, -128, 127) if op == "ADD" else None, r16=op == "MUL"))
+        prev = ("t", len(steps) - 1)
+    return steps
+
+
+_BODY, _RESULT = render_body(_sample_steps())
+VARIANTS = {
+    "ew_fused": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], EW_BODY=_BODY, EW_RESULT=_RESULT, FQ_SCALE=0.0235, FQ_ZP=-5,
+                      FQ_MIN=-128, FQ_MAX=127, **{f"I{k}_STRIDES": [12, 4, 1] if k % 2 else [0, 0, 1]
+                                                   for k in range(MAX_INPUTS)}),
+                 {"NIN": [1, 2, MAX_INPUTS], "EW_BCAST": [0, 1], "EW_ROUND16": [0, 1], "FQ": [0, 1]},
+                 ["out_"] + [f"x{k}" for k in range(MAX_INPUTS)]),
+}

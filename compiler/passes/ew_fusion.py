@@ -1,0 +1,148 @@
+"""fuse_elementwise: chains (and small DAGs) of float elementwise ops become one FUSED_ELEMENTWISE
+node, computed by one dispatch per output element (ops/ew_fused.py, shaders/ew_fused.comp).
+
+A node joins its consumer's group when its output has that single consumer, is not a graph output
+or a variable, has no views, and has the group's output shape (so every intermediate is one value
+per output element; inputs from outside the group may broadcast).  The members' inputs from outside
+become the fused node's inputs (at most MAX_INPUTS); scalar float constants are inlined as exact
+literals.  Semantics stay identical:
+- every step uses its op's own formula (ew_math.glsl / gpuc_apply / gpuc_finite, the functions the
+  unfused kernels call), with the node's fused activation exactly as its kernel applies it;
+- a fake-quantized intermediate (passes/quant.py) is rounded to its grid where its kernel rounded it;
+- under --precision fp16 (this pass runs after plan_fp16_storage) an intermediate the unfused
+  program would have stored as float16 is rounded to float16 in registers, exactly as that store and
+  load did; a boundary tensor that stayed fp32 because a member's template had no fp16 storage is
+  pinned fp32; a scalar constant is inlined only when float16 represents it exactly (else bound).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler import ops
+from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.ew_fused import ACT_FUNCS, BINARY_FUNCS, MAX_INPUTS, OPS
+from gpuc.compiler.ops.util import act_code
+
+FUSED_OP = "FUSED_ELEMENTWISE"
+
+
+def template_of(node: Node) -> str:
+    """The template the op's own lowering uses (float32)."""
+    if node.op in ("ADD", "SUB", "MUL"):
+        return "binary"
+    if node.op in ACT_FUNCS:
+        return "unary"
+    return "binary_math" if node.op in BINARY_FUNCS else "unary_math"
+
+
+def _fusible(graph: Graph, node: Node) -> bool:
+    if node.op not in OPS or len(node.outputs) != 1 or any(i < 0 for i in node.inputs) \
+            or len(node.inputs) != (2 if node.op in BINARY_FUNCS else 1):
+        return False
+    ts = [graph.t(i) for i in list(node.inputs) + list(node.outputs)]
+    y = ts[-1]
+    if any(t.dtype != "float32" for t in ts) or y.size == 0 or y.is_variable:
+        return False
+    if node.op not in BINARY_FUNCS and tuple(ts[0].shape) != tuple(y.shape):
+        return False
+    if node.op == "PRELU" and tuple(ts[0].shape) != tuple(y.shape):
+        return False
+    return ops.unsupported_reason(node, graph) is None
+
+
+def _step(node: Node) -> dict:
+    s = dict(op=node.op)
+    if node.op in ("ADD", "SUB", "MUL", "DIV"):
+        s["act"] = act_code(node)
+    if node.op == "LEAKY_RELU":
+        s["alpha"] = float(np.float32(node.attrs.get("alpha", 0.0) or 0.0))
+    if node.op == "GELU":
+        s["approximate"] = bool(node.attrs.get("approximate", False))
+    return s
+
+
+def _groups(graph: Graph) -> list[list[Node]]:
+    """Members of each fusible group (program order), root last; only groups of 2 or more."""
+    users, prod = graph.consumers(), graph.producers()
+    viewed = {graph.storage(v) for v in graph.aliases} | set(graph.aliases)
+    group: dict[int, list[Node]] = {}           # id(root) -> members
+    for node in graph.nodes:
+        if not _fusible(graph, node):
+            continue
+        members = [node]
+        y = graph.t(node.outputs[0])
+        for tid in dict.fromkeys(node.inputs):
+            p = prod.get(tid)
+            if p is None or id(p) not in group or [id(u) for u in users.get(tid, [])] != [id(node)] \
+                    or tid in graph.outputs or tid in viewed or tuple(graph.t(tid).shape) != tuple(y.shape):
+                continue
+            cand = group[id(p)] + members
+            if len(_external(graph, cand)) > MAX_INPUTS:
+                continue
+            del group[id(p)]
+            members = cand
+        group[id(node)] = sorted(members, key=graph.nodes.index)
+    return [m for m in group.values() if len(m) > 1]
+
+
+def _inline_const(graph: Graph, tid: int) -> bool:
+    t = graph.t(tid)
+    if not t.is_const or t.size != 1 or t.dtype != "float32":
+        return False
+    v = np.float32(np.asarray(t.data).reshape(-1)[0])
+    if not np.isfinite(v):
+        return False
+    return graph.fp32_pinned is None or np.float32(np.float16(v)) == v
+
+
+def _external(graph: Graph, members: list[Node]) -> list[int]:
+    made = {o for m in members for o in m.outputs}
+    return list(dict.fromkeys(i for m in members for i in m.inputs if i not in made and not _inline_const(graph, i)))
+
+
+def _stored_fp16(graph: Graph, tid: int, producer: Node, consumer: Node) -> bool:
+    """Would the unfused program store intermediate `tid` as float16 (precision.assign_storage)?"""
+    from gpuc.compiler.codegen.glsl import supports_storage16
+    return graph.fp32_pinned is not None and graph.storage(tid) not in graph.fp32_pinned \
+        and supports_storage16(template_of(producer)) and supports_storage16(template_of(consumer))
+
+
+def fuse_elementwise(graph: Graph) -> None:
+    for members in _groups(graph):
+        root = members[-1]
+        ext = _external(graph, members)
+        if not ext:
+            continue
+        index = {}
+        steps = []
+        pinned = graph.fp32_pinned
+        for m in members:
+            args = []
+            for i in m.inputs:
+                if i in index:
+                    args.append(("t", index[i]))
+                elif i in ext:
+                    args.append(("x", ext.index(i)))
+                else:
+                    args.append(("c", float(np.asarray(graph.t(i).data).reshape(-1)[0])))
+            s = _step(m)
+            s["args"] = args
+            o = m.outputs[0]
+            if m is not root:
+                s["fq"] = getattr(graph.t(o), "fake_quant", None)
+                s["r16"] = _stored_fp16(graph, o, m, next(u for u in members if o in u.inputs))
+            index[o] = len(steps)
+            steps.append(s)
+        if pinned is not None:
+            from gpuc.compiler.codegen.glsl import supports_storage16
+            # a tensor the unfused program kept fp32 (a member's template without fp16 storage) stays fp32
+            for m in members:
+                if not supports_storage16(template_of(m)):
+                    pinned.update(graph.storage(t) for t in list(m.inputs) + list(m.outputs) if t in ext
+                                  or t == root.outputs[0])
+        fused = Node(FUSED_OP, ext, [root.outputs[0]], attrs={"steps": steps, "fused": [m.op for m in members]},
+                     index=root.index)
+        at = graph.nodes.index(root)
+        graph.nodes[at] = fused
+        for m in members[:-1]:
+            graph.nodes.remove(m)

@@ -1,0 +1,257 @@
+"""fuse_elementwise (passes/ew_fusion.py, ops/ew_fused.py, shaders/ew_fused.comp): chains of
+elementwise ops become one dispatch whose results are bit-identical to the unfused program (fp32,
+fake-quantized int8 and --precision fp16) and match LiteRT."""
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
+from gpuc.compiler.passes import run_passes  # noqa: E402
+from gpuc.runtime.bundle import read_bundle  # noqa: E402
+from litert_ref import run_litert  # noqa: E402
+from tflite_builder import ModelBuilder  # noqa: E402
+
+RNG = np.random.default_rng(11)
+OFF = ["fuse_elementwise"]
+
+
+def run(model, inputs, **opts):
+    b = gpuc.compile(model, cache=False, **opts)
+    with gpuc.load(b) as m:
+        return [np.array(o) for o in m.run(inputs)], len(read_bundle(b).dispatches)
+
+
+def on_off(model, inputs, **opts):
+    """Outputs and dispatch counts with the pass on and off; asserts bit-identical outputs."""
+    on, d_on = run(model, inputs, **opts)
+    off, d_off = run(model, inputs, disable_passes=OFF, **opts)
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)      # NaN positions must agree too
+    return on, d_on, d_off
+
+
+def close_to_litert(outs, model, inputs, rtol=1e-5):
+    for o, r in zip(outs, run_litert(model, inputs)):
+        if r.dtype.kind == "f":
+            fin = np.isfinite(r)
+            np.testing.assert_array_equal(np.isnan(o), np.isnan(r))
+            np.testing.assert_array_equal(o[np.isinf(r)], r[np.isinf(r)])
+            np.testing.assert_allclose(o[fin], r[fin], rtol=rtol, atol=rtol * max(1.0, float(np.abs(r[fin]).max())))
+        else:
+            assert np.abs(o.astype(np.int64) - r.astype(np.int64)).max() <= 1
+
+
+def hard_swish_model(shape=(1, 4, 4, 3), div=False):
+    """MediaPipe's x * relu6(x + 3) / 6 (or * 1/6)."""
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape))
+    t1 = mb.tensor("t1", list(shape))
+    mb.op("ADD", [x, mb.const("three", np.array([3.0], np.float32))], [t1], fused_activation_function="RELU6")
+    t2 = mb.tensor("t2", list(shape))
+    mb.op("MUL", [x, t1], [t2])
+    y = mb.tensor("y", list(shape))
+    if div:
+        mb.op("DIV", [t2, mb.const("six", np.array(6.0, np.float32))], [y])
+    else:
+        mb.op("MUL", [t2, mb.const("sixth", np.array([1 / 6], np.float32))], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("div", [False, True])
+def test_hard_swish_graph_is_one_dispatch(div):
+    model = hard_swish_model(div=div)
+    x = RNG.uniform(-5, 5, (1, 4, 4, 3)).astype(np.float32)
+    outs, d_on, d_off = on_off(model, [x])
+    assert (d_on, d_off) == (1, 3)
+    close_to_litert(outs, model, [x])
+
+
+def test_pass_builds_one_node_with_inlined_constants():
+    g = load_tflite(hard_swish_model()).main
+    run_passes(g)
+    assert [n.op for n in g.nodes] == ["FUSED_ELEMENTWISE"]
+    n = g.nodes[0]
+    assert n.attrs["fused"] == ["ADD", "MUL", "MUL"] and len(n.inputs) == 1
+    kinds = [[k for k, _ in s["args"]] for s in n.attrs["steps"]]
+    assert kinds == [["x", "c"], ["x", "t"], ["t", "c"]]
+    assert n.attrs["steps"][0]["act"] == 3          # the ADD's fused RELU6
+
+
+def layer_norm_model(shape=(2, 3, 8)):
+    """mean / squared difference / mean / +eps / rsqrt / (x-mean)*inv*gamma+beta, with broadcasting."""
+    mb = ModelBuilder()
+    red = list(shape[:-1]) + [1]
+    x = mb.input("x", list(shape))
+    ax = mb.const("axis", np.array([-1], np.int32))
+    mean = mb.tensor("mean", red)
+    mb.op("MEAN", [x, ax], [mean], keep_dims=True)
+    sq = mb.tensor("sq", list(shape))
+    mb.op("SQUARED_DIFFERENCE", [x, mean], [sq])
+    var = mb.tensor("var", red)
+    mb.op("MEAN", [sq, ax], [var], keep_dims=True)
+    ve = mb.tensor("ve", red)
+    mb.op("ADD", [var, mb.const("eps", np.array([1e-3], np.float32))], [ve])
+    inv = mb.tensor("inv", red)
+    mb.op("RSQRT", [ve], [inv])
+    d = mb.tensor("d", list(shape))
+    mb.op("SUB", [x, mean], [d])
+    n1 = mb.tensor("n1", list(shape))
+    mb.op("MUL", [d, inv], [n1])
+    n2 = mb.tensor("n2", list(shape))
+    mb.op("MUL", [n1, mb.const("gamma", RNG.uniform(0.5, 2, shape[-1:]).astype(np.float32))], [n2])
+    y = mb.tensor("y", list(shape))
+    mb.op("ADD", [n2, mb.const("beta", RNG.uniform(-1, 1, shape[-1:]).astype(np.float32))], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+def test_layer_norm_chains_with_broadcasting():
+    model = layer_norm_model()
+    x = RNG.normal(0, 3, (2, 3, 8)).astype(np.float32)
+    outs, d_on, d_off = on_off(model, [x])
+    # MEAN, SQUARED_DIFFERENCE, MEAN, ADD+RSQRT, SUB+MUL+MUL+ADD
+    assert (d_on, d_off) == (5, 9)
+    close_to_litert(outs, model, [x], rtol=1e-4)
+
+
+def chain_model(ops, shape=(2, 5, 7), bshape=(7,)):
+    """x -> op1 -> op2 ...; binary ops take a runtime input of shape bshape (broadcast)."""
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape))
+    b = mb.input("b", list(bshape))
+    cur = x
+    for i, (op, opts) in enumerate(ops):
+        t = mb.tensor(f"t{i}", list(shape))
+        binary = op in ("ADD", "SUB", "MUL", "DIV", "POW", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM",
+                        "FLOOR_DIV", "FLOOR_MOD", "PRELU")
+        mb.op(op, [cur, b] if binary else [cur], [t], **opts)
+        cur = t
+    mb.output(cur)
+    return mb.finish()
+
+
+UNARY_CHAINS = [
+    [("ABS", {}), ("SQRT", {}), ("LOG", {}), ("NEG", {}), ("EXP", {}), ("RSQRT", {})],
+    [("SIN", {}), ("SQUARE", {}), ("COS", {}), ("FLOOR", {}), ("CEIL", {}), ("ROUND", {}), ("SIGN", {})],
+    [("ELU", {}), ("HARD_SWISH", {}), ("GELU", {"approximate": True}), ("GELU", {}), ("LEAKY_RELU", {"alpha": 0.3}),
+     ("RELU_0_TO_1", {}), ("LOGISTIC", {}), ("TANH", {}), ("RELU", {}), ("RELU6", {}), ("RELU_N1_TO_1", {})],
+]
+
+
+@pytest.mark.parametrize("chain", range(len(UNARY_CHAINS)))
+def test_unary_chains(chain):
+    ops = UNARY_CHAINS[chain]
+    model = chain_model(ops)
+    x = RNG.uniform(-4, 4, (2, 5, 7)).astype(np.float32)
+    x.reshape(-1)[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan if chain < 2 else 2.5, 1e-40]   # (clamps drop NaN)
+    b = np.ones(7, np.float32)
+    outs, d_on, d_off = on_off(model, [x, b])
+    assert (d_on, d_off) == (1, len(ops))
+    close_to_litert(outs, model, [x, b], rtol=1e-4)
+
+
+BINARY_CHAINS = [
+    [("ADD", {"fused_activation_function": "RELU"}), ("MUL", {}), ("SUB", {"fused_activation_function": "RELU6"}),
+     ("DIV", {}), ("MAXIMUM", {}), ("MINIMUM", {})],
+    [("SQUARED_DIFFERENCE", {}), ("FLOOR_MOD", {}), ("PRELU", {}), ("FLOOR_DIV", {}), ("POW", {})],
+]
+
+
+@pytest.mark.parametrize("chain", range(len(BINARY_CHAINS)))
+def test_binary_chains_with_broadcast_operand(chain):
+    ops = BINARY_CHAINS[chain]
+    model = chain_model(ops)
+    x = RNG.uniform(-4, 4, (2, 5, 7)).astype(np.float32)
+    x.reshape(-1)[:4] = [0.0, -0.0, 1e30, -1e30]
+    b = np.array([2.0, -3.0, 0.5, -0.25, 1.5, 3.0, -1.0], np.float32)
+    outs, d_on, d_off = on_off(model, [x, b])
+    assert (d_on, d_off) == (1, len(ops))
+    close_to_litert(outs, model, [x, b], rtol=1e-4)
+
+
+def test_shared_intermediate_and_outputs_are_not_fused_away():
+    """t1 feeds two ops, t3 is a graph output too: both must stay materialized."""
+    mb = ModelBuilder()
+    x = mb.input("x", [3, 4])
+    t1, t2, t3, y = (mb.tensor(n, [3, 4]) for n in ("t1", "t2", "t3", "y"))
+    mb.op("EXP", [x], [t1])
+    mb.op("NEG", [t1], [t2])
+    mb.op("ADD", [t1, t2], [t3])          # t1 used twice: EXP stays its own kernel
+    mb.op("ABS", [t3], [y])               # t3 is an output: ADD stays its own kernel
+    mb.output(y)
+    mb.output(t3)
+    model = mb.finish()
+    g = load_tflite(model).main
+    run_passes(g)
+    assert [n.op for n in g.nodes] == ["EXP", "FUSED_ELEMENTWISE", "ABS"]
+    x = RNG.uniform(-2, 2, (3, 4)).astype(np.float32)
+    outs, d_on, d_off = on_off(model, [x])
+    assert (d_on, d_off) == (3, 4)
+    close_to_litert(outs, model, [x])
+
+
+def test_many_inputs_split_into_several_kernels():
+    """Each ADD brings a new runtime input: groups stop at MAX_INPUTS bindings."""
+    from gpuc.compiler.ops.ew_fused import MAX_INPUTS
+    mb = ModelBuilder()
+    n = MAX_INPUTS + 3
+    xs = [mb.input(f"x{i}", [4, 6]) for i in range(n)]
+    cur = xs[0]
+    for i in range(1, n):
+        t = mb.tensor(f"s{i}", [4, 6])
+        mb.op("ADD" if i % 2 else "MUL", [cur, xs[i]], [t])
+        cur = t
+    mb.output(cur)
+    model = mb.finish()
+    g = load_tflite(model).main
+    run_passes(g)
+    assert all(len(nd.inputs) <= MAX_INPUTS for nd in g.nodes) and len(g.nodes) == 2
+    inputs = [RNG.uniform(-2, 2, (4, 6)).astype(np.float32) for _ in range(n)]
+    outs, d_on, d_off = on_off(model, inputs)
+    assert (d_on, d_off) == (2, n - 1)
+    close_to_litert(outs, model, inputs)
+
+
+def test_fp16_storage_rounds_where_the_unfused_program_stored_fp16():
+    """--precision fp16: the fused kernel rounds every intermediate the unfused program stored as
+    float16, so both programs give identical bits."""
+    import os
+    if os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    model = layer_norm_model((2, 4, 16))
+    x = RNG.normal(0, 3, (2, 4, 16)).astype(np.float32)
+    outs, d_on, d_off = on_off(model, [x], precision="fp16")
+    assert d_on < d_off
+    hs = hard_swish_model((1, 6, 6, 8))
+    x = RNG.uniform(-5, 5, (1, 6, 6, 8)).astype(np.float32)
+    # make the chain's intermediates fp16 tensors: put it between two ops (graph I/O stay fp32)
+    outs, d_on, d_off = on_off(hs, [x], precision="fp16")
+    close_to_litert(outs, hs, [x], rtol=1e-2)
+
+
+def test_fake_quant_intermediates_are_rounded_as_before():
+    """int8 ADD -> MUL chain: each int8 intermediate's grid is applied inside the fused kernel."""
+    mb = ModelBuilder()
+    a = mb.input("a", [1, 4, 4, 8], "int8", quant=(0.03, 2))
+    b = mb.input("b", [1, 4, 4, 8], "int8", quant=(0.07, -9))
+    s = mb.tensor("s", [1, 4, 4, 8], "int8", quant=(0.09, 1))
+    mb.op("ADD", [a, b], [s])
+    p = mb.tensor("p", [1, 4, 4, 8], "int8", quant=(0.11, -3))
+    mb.op("MUL", [s, b], [p])
+    y = mb.tensor("y", [1, 4, 4, 8], "int8", quant=(0.05, 0))
+    mb.op("SUB", [p, a], [y], fused_activation_function="RELU")
+    mb.output(y)
+    model = mb.finish()
+    inputs = [RNG.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8) for _ in range(2)]
+    g = load_tflite(model).main
+    run_passes(g)
+    fused = [n for n in g.nodes if n.op == "FUSED_ELEMENTWISE"]
+    assert len(fused) == 1 and all(s.get("fq") for s in fused[0].attrs["steps"][:-1])
+    outs, d_on, d_off = on_off(model, inputs)
+    assert d_on == d_off - 2
+    ref = run_litert(model, inputs)[0]
+    d = np.abs(outs[0].astype(int) - ref.astype(int))
+    assert d.max() <= 1 and (d == 0).mean() > 0.97

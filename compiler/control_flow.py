@@ -55,6 +55,7 @@ class Context:
     lower_nodes: object                 # driver.lower_nodes(graph, nodes, cpu, ctx) -> program items
     prepared: dict = field(default_factory=dict)
     depth: int = 0
+    warn: bool = True                   # print the CPU-fallback warnings of subgraph nodes
 
 
 def _subgraph(ctx, node: Node, attr: str) -> int:
@@ -79,7 +80,7 @@ def _prepare(ctx, gi: int):
                                        f"(quantized control flow is not supported)")
         ctx.prepared[gi] = None                      # recursion guard
         run_passes(g, ctx.disabled)
-        cpu, bad = partition.place(g)
+        cpu, bad = partition.place(g, warn=ctx.warn)
         if bad:
             raise UnsupportedError(f"subgraph {g.name!r}: " + _unsupported_message(bad))
         partition.cluster(g, cpu)

@@ -13,7 +13,7 @@ from gpuc.compiler.codegen import glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.passes import run_passes
-from gpuc.compiler.passes.memory import align, lifetimes, lower_bound, plan_arena
+from gpuc.compiler.passes.memory import align, lifetimes, lower_bound, plan_arena, share_in_place
 from gpuc.compiler.passes.variables import initial_value, resolve_variables
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
@@ -119,7 +119,11 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
     persistent = [t for t, _ in state_pairs]
     life = lifetimes(kernels_on_roots, set(roots), [st(t) for t in graph.inputs] + persistent,
                      [st(t) for t in graph.outputs] + persistent)
+    shared = share_in_place(kernels_on_roots, life, nbytes, {t: graph.t(t).dtype for t in used},
+                            [(st(o), st(i)) for o, i in graph.in_place],
+                            {st(t) for t in graph.inputs + graph.outputs} | set(persistent))
     placement, arena = plan_arena(life, nbytes)
+    placement.update({o: placement[x] for o, x in shared.items()})     # in place: the input's bytes
     woff, blobs = {}, []
     cursor = 0
     for t in consts:
@@ -178,12 +182,15 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
         steps[j].target = label_at[id(target)]
     if all(s.kind == B.GPU for s in steps):
         steps = []                       # GPU only: no program, one command buffer
-    stats["host_round_trips"] = sum(1 for j, s in enumerate(steps) if s.kind == B.HOST and (j == 0 or steps[j - 1].kind != B.HOST))
+    stats["host_round_trips"] = sum(1 for j, s in enumerate(steps) if s.kind == B.JUMP_IF_FALSE or (   # loops once
+        s.kind == B.HOST and (j == 0 or steps[j - 1].kind != B.HOST)))
+    stats["cpu_nodes"] = sum(s.kind == B.HOST for s in steps)
+    stats["cpu_ops"] = [s.label for s in steps if s.kind == B.HOST]
     stats.update(dispatches=len(dispatches),
                  shaders=len(shaders), arena_bytes=arena,
                  arena_lower_bound_bytes=lower_bound(life, nbytes),
                  naive_bytes=sum(nbytes[t] for t in roots), weights_bytes=int(weights.nbytes),
-                 layout_conversions=0, views=len(graph.aliases))
+                 layout_conversions=0, views=len(graph.aliases), in_place=len(shared))
     b = B.Bundle(name, tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], shaders,
                  dispatches, arena, weights, options, stats, __version__, fp,
                  state_init=[(index[t], index[c]) for t, c in state_pairs], steps=steps, variants=variants)
@@ -206,13 +213,17 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     if bad:
         raise UnsupportedError(_unsupported_message(bad))
     partition.cluster(graph, cpu)           # as few CPU segments as the dependencies allow
-    stats.update(gpu_nodes=len(graph.nodes) - len(cpu), cpu_nodes=len(cpu),
-                 cpu_ops=[f"#{n.index} {n.op}" for n in graph.nodes if id(n) in cpu])
-    if cpu and graph.fp32_pinned is not None:   # host steps read and write float32
-        graph.fp32_pinned = set(graph.fp32_pinned) | {t for n in graph.nodes if id(n) in cpu
-                                                      for t in n.inputs + n.outputs if t >= 0}
-    from gpuc.compiler.control_flow import Context
-    kernels = lower_graph(graph, cpu, Context(model_ir, tuple(opts["disable_passes"]), lower_nodes))
+    from gpuc.compiler.control_flow import CONTROL_OPS, Context
+    n_gpu = [sum(1 for n in graph.nodes if id(n) not in cpu and n.op not in CONTROL_OPS)]
+
+    def counting(g, nodes, placed, ctx):         # subgraphs of WHILE / IF, per call
+        n_gpu[0] += sum(1 for n in nodes if id(n) not in placed and n.op not in CONTROL_OPS)
+        return lower_nodes(g, nodes, placed, ctx)
+    kernels = lower_graph(graph, cpu, Context(model_ir, tuple(opts["disable_passes"]), counting))
+    stats["gpu_nodes"] = n_gpu[0]
+    if graph.fp32_pinned is not None:            # host steps and jumps read and write float32 / their own dtype
+        graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.template in ("host", "ctrl")
+                                                      for _, t in k.bindings}
     from gpuc.compiler.passes.precision import assign_storage, attach_fallback
     n16 = assign_storage(graph, [k for k in kernels if k.template not in ("host", "ctrl")])          # --precision fp16: tensors stored as float16
     if n16:

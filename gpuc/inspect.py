@@ -73,35 +73,39 @@ def inspect_model(data: bytes, name: str):
     from gpuc.compiler.frontend.importer import load_tflite
     from gpuc.compiler.partition import cpu_reason
     from gpuc.compiler.passes.fold import foldable
+    from gpuc.compiler.control_flow import CONTROL_OPS
     from gpuc.compiler.passes.variables import VAR_OPS
     m = load_tflite(data)
     rep = {"kind": "tflite", "model": name, "subgraphs": []}
     split = _split(data)
-    placed = split.pop("placement", None)       # main graph after variables and passes: index -> (device, why)
+    placed = split.pop("placement", None)       # {subgraph: {index: (device, why)}} after variables and passes
     lines = []
     for gi, g in enumerate(m.subgraphs):
         nodes = []
+        where = None if placed is None else placed.get(gi)
         for n in g.nodes:
             folded = foldable(g, n)
             state = n.op in VAR_OPS
-            if gi == 0 and placed is not None:
-                device, reason = placed.get(n.index, ("state" if state else "fold" if folded else "fused", None))
-                reason = None if device == "gpu" else reason
+            if where is not None:
+                device, reason = where.get(n.index, ("state" if state else "fold" if folded else "fused", None))
             else:
-                reason = None if folded or state else ops.unsupported_reason(n, g)
-                device = "fold" if folded else "state" if state else "gpu" if reason is None else \
-                    "cpu" if cpu_reason(n, g) is None else None
-            reason = None if device in ("fold", "state", "fused") else reason
-            nodes.append({"index": n.index, "op": n.op, "version": n.version, "supported": reason is None,
+                reason = None if folded or state or n.op in CONTROL_OPS else ops.unsupported_reason(n, g)
+                device = "fold" if folded else "state" if state else "ctrl" if n.op in CONTROL_OPS else \
+                    "gpu" if reason is None else "cpu" if cpu_reason(n, g) is None else None
+            reason = None if device in ("fold", "state", "fused", "ctrl", "gpu") else reason
+            nodes.append({"index": n.index, "op": n.op, "version": n.version, "supported": device is not None,
                           "folded": folded, "device": device,
                           "reason": reason, "inputs": [list(g.t(i).shape) if i >= 0 else None for i in n.inputs],
                           "outputs": [list(g.t(o).shape) for o in n.outputs]})
-        n_ok = sum(x["supported"] for x in nodes)
-        rep["subgraphs"].append({"index": gi, "name": g.name, "ops": len(nodes), "supported": n_ok, "nodes": nodes})
-        lines.append(f"subgraph {gi} {g.name!r}: {len(nodes)} ops, {n_ok} supported on the GPU")
+        n_gpu = sum(x["device"] == "gpu" for x in nodes)
+        n_cpu = sum(x["device"] == "cpu" for x in nodes)
+        rep["subgraphs"].append({"index": gi, "name": g.name, "ops": len(nodes), "supported": n_gpu,
+                                 "on_cpu": n_cpu, "nodes": nodes})
+        lines.append(f"subgraph {gi} {g.name!r}: {len(nodes)} ops, {n_gpu} on the GPU, {n_cpu} on the CPU")
         for x in nodes:
-            mark = {"fold": "fold ", "state": "state", "gpu": "ok   ", "cpu": "cpu  ", "fused": "fused"}.get(x["device"], "NO   ")
-            why = "" if x["supported"] else f"  <- {x['reason']}"
+            mark = {"fold": "fold ", "state": "state", "gpu": "ok   ", "cpu": "cpu  ", "fused": "fused",
+                    "ctrl": "ctrl "}.get(x["device"], "NO   ")
+            why = f"  <- {x['reason']}" if x["reason"] else ""
             lines.append(f"  {mark}#{x['index']:<4} {x['op']:<24} v{x['version']} {x['inputs']} -> {x['outputs']}{why}")
         hist = Counter(x["op"] for x in nodes if not x["supported"])
         if hist:
@@ -109,19 +113,26 @@ def inspect_model(data: bytes, name: str):
     rep.update(split)
     rep["fully_supported"] = rep.get("cpu_nodes") == 0
     lines.append(f"program: {rep['gpu_nodes']} nodes on the GPU, {rep['cpu_nodes']} on the CPU, "
-                 f"{rep['host_round_trips']} host round trip(s) per run" if "error" not in rep else
-                 f"program: cannot compile: {rep['error']}")
+                 f"{rep['host_round_trips']} host round trip(s) per run (a loop's counted once)" if "error" not in rep
+                 else f"program: cannot compile: {rep['error']}")
     return rep, "\n".join(lines)
 
 
 def _split(data: bytes) -> dict:
-    """The compiler's GPU/CPU placement of the main graph (after variables and passes)."""
+    """The compiler's GPU/CPU placement (after variables and passes) of the main graph and of the
+    subgraphs WHILE / IF call, lowered as in a compile but without generating code."""
     from gpuc.compiler import partition
-    from gpuc.compiler.driver import _unsupported_message
+    from gpuc.compiler.control_flow import CONTROL_OPS, Context
+    from gpuc.compiler.driver import _unsupported_message, lower_nodes
     from gpuc.compiler.frontend.importer import load_tflite
     from gpuc.compiler.passes import run_passes
     from gpuc.compiler.passes.variables import resolve_variables
     from gpuc.errors import GpucError
+    count = {"gpu": 0}
+
+    def counting(graph, nodes, cpu, ctx):
+        count["gpu"] += sum(1 for n in nodes if id(n) not in cpu and n.op not in CONTROL_OPS)
+        return lower_nodes(graph, nodes, cpu, ctx)
     try:
         m = load_tflite(data)
         g = m.main
@@ -131,13 +142,22 @@ def _split(data: bytes) -> dict:
         if bad:
             raise GpucError(_unsupported_message(bad))
         partition.cluster(g, cpu)
+        ctx = Context(m, (), counting, warn=False)
+        items = counting(g, g.nodes, cpu, ctx)
     except GpucError as e:
         return {"error": str(e)}
-    on = [id(n) in cpu for n in g.nodes]
-    return {"gpu_nodes": len(on) - sum(on), "cpu_nodes": sum(on),
-            "host_round_trips": sum(1 for j, c in enumerate(on) if c and (j == 0 or not on[j - 1])),
-            "cpu_ops": [f"#{n.index} {n.op}" for n in g.nodes if id(n) in cpu],
-            "placement": {n.index: ("cpu", cpu[id(n)]) if id(n) in cpu else ("gpu", None) for n in g.nodes}}
+    hosts = [k for k in items if k.template == "host"]
+    trips = sum(1 for j, k in enumerate(items) if (k.template == "host" and (j == 0 or items[j - 1].template != "host"))
+                or type(k).__name__ == "JumpIfFalse")
+    placement = {0: {n.index: ("cpu", cpu[id(n)]) if id(n) in cpu else ("ctrl" if n.op in CONTROL_OPS else "gpu", None)
+                     for n in g.nodes}}
+    for gi, prep in ctx.prepared.items():
+        if prep is not None:
+            sg, scpu = prep
+            placement[gi] = {n.index: ("cpu", scpu[id(n)]) if id(n) in scpu else
+                             ("ctrl" if n.op in CONTROL_OPS else "gpu", None) for n in sg.nodes}
+    return {"gpu_nodes": count["gpu"], "cpu_nodes": len(hosts), "host_round_trips": trips,
+            "cpu_ops": [k.label for k in hosts], "placement": placement}
 
 
 def inspect_path(path: str):

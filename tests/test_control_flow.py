@@ -150,3 +150,15 @@ def test_while_runs_async_and_in_place(gpu):
         np.testing.assert_allclose(m.output_view(0), refs[0], rtol=1e-6)
     finally:
         m.close()
+
+
+def test_inspect_counts_subgraph_nodes():
+    from gpuc.inspect import inspect_bundle, inspect_model
+    model = while_model(3, cpu_body=True)
+    rep, text = inspect_model(model, "while")
+    assert rep["cpu_nodes"] == 3 and rep["gpu_nodes"] >= 3 and rep["host_round_trips"] == 2   # cond + body's CPU run
+    assert [n["device"] for n in rep["subgraphs"][0]["nodes"]] == ["ctrl", "gpu"]
+    assert [n["device"] for n in rep["subgraphs"][2]["nodes"]].count("cpu") == 3
+    brep, _ = inspect_bundle(gpuc.compile(model, cache=False))
+    assert (brep["cpu_nodes"], brep["host_round_trips"]) == (3, 2)
+    assert {"jump", "jump_if_false", "host", "gpu"} == {s["kind"] for s in brep["program"]}

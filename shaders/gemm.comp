@@ -30,6 +30,9 @@
 // CM_EMULATE=1 (tests only, GPUC_TEST_COOPMAT_EMULATE): the same tiling, staging and epilogue with
 // the cooperative-matrix operations done per invocation (CM_SG invocations stand for a subgroup, each
 // owning 256 / CM_SG elements of a tile), so devices without the extension can check everything else.
+#ifndef COOPMAT
+#define COOPMAT 0
+#endif
 #if COOPMAT
 #if CM_EMULATE
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require

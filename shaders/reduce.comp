@@ -1,43 +1,99 @@
 // @storage16
-// Reduction over a set of axes.  One invocation = one output element.
-// OP: 0 mean, 1 sum, 2 max, 3 min, 4 prod.
-// Defines: NK K_SHAPE[] K_STRIDES[] (kept axes), NR R_SHAPE[] R_STRIDES[] (reduced axes), RCOUNT
-void main() {
-    uint gid = gpuc_gid();
-    if (gid >= TOTAL) return;
-    int t = int(gid), base = 0;
+// Reduction over a set of axes.  OP: 0 mean, 1 sum, 2 max, 3 min, 4 prod.
+// Defines: NK K_SHAPE[] K_STRIDES[] (kept axes), NR R_SHAPE[] R_STRIDES[] (reduced axes), RCOUNT.
+// WG_PER_OUT=0: one invocation per output element.  WG_PER_OUT=1 (long reductions): one workgroup per
+// output element, invocations stride over the reduced elements and combine through shared memory;
+// SUBGROUP=1 (the `subgroup` variant, devices with subgroup arithmetic): each subgroup combines in
+// registers first and every invocation sums the gl_NumSubgroups partials in one order (any subgroup size).
+#ifndef WG_PER_OUT
+#define WG_PER_OUT 0
+#endif
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if OP == 2
+#define R_INIT (-1.0 / 0.0)
+#define R_OP(a, b) max(a, b)
+#define R_SUBGROUP subgroupMax
+#elif OP == 3
+#define R_INIT (1.0 / 0.0)
+#define R_OP(a, b) min(a, b)
+#define R_SUBGROUP subgroupMin
+#elif OP == 4
+#define R_INIT 1.0
+#define R_OP(a, b) ((a) * (b))
+#define R_SUBGROUP subgroupMul
+#else
+#define R_INIT 0.0
+#define R_OP(a, b) ((a) + (b))
+#define R_SUBGROUP subgroupAdd
+#endif
+
+int base_of(int t) {
+    int base = 0;
     for (int d = NK - 1; d >= 0; --d) {
         base += (t % K_SHAPE[d]) * K_STRIDES[d];
         t /= K_SHAPE[d];
     }
-#if OP == 2
-    float acc = -1.0 / 0.0;
-#elif OP == 3
-    float acc = 1.0 / 0.0;
-#elif OP == 4
-    float acc = 1.0;
-#else
-    float acc = 0.0;
-#endif
-    for (int r = 0; r < RCOUNT; ++r) {
-        int u = r, off = base;
-        for (int d = NR - 1; d >= 0; --d) {
-            off += (u % R_SHAPE[d]) * R_STRIDES[d];
-            u /= R_SHAPE[d];
-        }
-        float v = LD(x, off);
-#if OP == 2
-        acc = max(acc, v);
-#elif OP == 3
-        acc = min(acc, v);
-#elif OP == 4
-        acc *= v;
-#else
-        acc += v;
-#endif
+    return base;
+}
+
+float element(int base, int r) {
+    int u = r, off = base;
+    for (int d = NR - 1; d >= 0; --d) {
+        off += (u % R_SHAPE[d]) * R_STRIDES[d];
+        u /= R_SHAPE[d];
     }
+    return LD(x, off);
+}
+
+#if WG_PER_OUT
+shared float red[gl_WorkGroupSize.x];
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+float wg_reduce(float v) {
+    float s = R_SUBGROUP(v);
+    if (subgroupElect()) red[gl_SubgroupID] = s;
+    barrier();
+    float r = red[0];
+    for (uint i = 1; i < gl_NumSubgroups; ++i) r = R_OP(r, red[i]);
+    return r;
+}
+#else
+float wg_reduce(float v) {
+    uint l = gl_LocalInvocationID.x;
+    red[l] = v;
+    barrier();
+    for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+        if (l < s) red[l] = R_OP(red[l], red[l + s]);
+        barrier();
+    }
+    return red[0];
+}
+#endif
+
+void main() {
+    uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (o * gl_WorkGroupSize.x >= TOTAL) return;          // whole workgroup leaves together
+    int base = base_of(int(o));
+    float acc = R_INIT;
+    for (int r = int(gl_LocalInvocationID.x); r < RCOUNT; r += int(gl_WorkGroupSize.x)) acc = R_OP(acc, element(base, r));
+    acc = wg_reduce(acc);
+#if OP == 0
+    acc /= float(RCOUNT);
+#endif
+    if (gl_LocalInvocationID.x == 0) ST(out_, o, acc);
+}
+#else
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    int base = base_of(int(gid));
+    float acc = R_INIT;
+    for (int r = 0; r < RCOUNT; ++r) acc = R_OP(acc, element(base, r));
 #if OP == 0
     acc /= float(RCOUNT);
 #endif
     ST(out_, gid, acc);
 }
+#endif

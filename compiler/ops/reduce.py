@@ -1,13 +1,33 @@
-"""Reductions (MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD) and SOFTMAX."""
+"""Reductions (MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD) and SOFTMAX.
+
+Long reductions (RCOUNT >= WG_MIN elements per output; SOFTMAX rows of >= 64) use one workgroup per
+output / row.  Those kernels carry a `subgroup` variant (runtime/variants.py) that combines through
+GL_KHR_shader_subgroup_arithmetic first: the runtime picks it on a device reporting subgroup
+arithmetic for compute shaders, else the shared-memory tree runs.  Design: the workgroup size stays
+the compile-time one (64 / 128 / 256: a multiple of every power-of-two subgroup size up to it, and a
+subgroup larger than the workgroup is simply partly filled); the shader reads gl_SubgroupID and
+gl_NumSubgroups, so one SPIR-V module serves every subgroup size and nothing needs choosing per
+device at load beyond "has subgroup arithmetic".  Results differ from the tree only by the order of
+fp32 additions (max / min: not at all)."""
 from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.kernel import Kernel
+import dataclasses
+
+from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
 
 REDUCE = {"MEAN": 0, "SUM": 1, "REDUCE_MAX": 2, "REDUCE_MIN": 3, "REDUCE_PROD": 4}
+WG_MIN = 256                 # reduced elements per output from which a workgroup reduces each output
+
+
+def _subgroup_kernel(k):
+    return dataclasses.replace(k, defines=dict(k.defines, SUBGROUP=1), variants=[])
+
+
+SUBGROUP_VARIANT = KernelVariant("subgroup", {"subgroup_arithmetic": True}, _subgroup_kernel)
 
 
 def _axes(node, graph):
@@ -40,7 +60,13 @@ def lower_reduce(node, graph):
                    NK=len(keep), K_SHAPE=[x.shape[i] for i in keep] or [1], K_STRIDES=[st[i] for i in keep] or [0],
                    NR=len(axes), R_SHAPE=[x.shape[i] for i in axes] or [1], R_STRIDES=[st[i] for i in axes] or [0],
                    RCOUNT=size([x.shape[i] for i in axes]))
-    return [Kernel("reduce", [("out_", y.id), ("x", x.id)], y.size, defines, node.label())]
+    binds = [("out_", y.id), ("x", x.id)]
+    if defines["RCOUNT"] < WG_MIN:
+        return [Kernel("reduce", binds, y.size, dict(defines, WG_PER_OUT=0), node.label())]
+    local = 256 if defines["RCOUNT"] >= 4096 else 128 if defines["RCOUNT"] >= 1024 else 64
+    k = Kernel("reduce", binds, y.size * local, dict(defines, WG_PER_OUT=1), node.label(), local_x=local)
+    k.variants.append(SUBGROUP_VARIANT)
+    return [k]
 
 
 @checked
@@ -59,5 +85,8 @@ def lower_softmax(node, graph):
     wide = d >= 64                                   # long rows: one workgroup per row
     local = 128 if d >= 512 else 64
     defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)), ROW_PER_GROUP=int(wide))
-    return [Kernel("softmax", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
-                   node.label(), local_x=local if wide else 64)]
+    k = Kernel("softmax", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
+               node.label(), local_x=local if wide else 64)
+    if wide:
+        k.variants.append(SUBGROUP_VARIANT)
+    return [k]

@@ -9,8 +9,7 @@ import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
 from litert_ref import run_litert  # noqa: E402
-from test_variables import with_subgraphs  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from tflite_builder import ModelBuilder, with_subgraphs  # noqa: E402
 
 
 def while_model(limit=5, shape=(2, 3), ishape=(1,), cpu_body=False, swap=False, grow=False):

@@ -11,32 +11,9 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from litert_ref import make_interpreter  # noqa: E402
-from tflite_builder import ModelBuilder, write_root  # noqa: E402
+from tflite_builder import ModelBuilder, with_subgraphs  # noqa: E402
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models")
-
-
-def with_subgraphs(main: ModelBuilder, *others: ModelBuilder) -> bytes:
-    """One model from several builders: main is subgraph 0, others follow (opcodes and buffers merged)."""
-    model = main.model_dict()
-    for k, sb in enumerate(others, 1):
-        d = sb.model_dict()
-        sg = d["subgraphs"][0]
-        sg["name"] = f"sub{k}"
-        nb = len(model["buffers"])
-        model["buffers"] += d["buffers"][1:]
-        for t in sg["tensors"]:
-            if t.get("buffer"):
-                t["buffer"] += nb - 1
-        codes = model["operator_codes"]
-        for op in sg["operators"]:
-            c = d["operator_codes"][op["opcode_index"]]
-            if c not in codes:
-                codes.append(c)
-            op["opcode_index"] = codes.index(c)
-        model["subgraphs"].append(sg)
-    size = 4096 + sum(len(b.get("data", ())) for b in model["buffers"])
-    return write_root("Model", model, file_identifier=b"TFL3", size=size)
 
 
 def accumulator(init=(1.0, -2.0, 3.0, 0.5), read_twice=False, dtype="float32"):

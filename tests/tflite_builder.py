@@ -323,3 +323,27 @@ class ModelBuilder:
             raise ValueError("model has no outputs")
         size = 1024 + sum(len(b.get("data", ())) for b in self.buffers)
         return write_root("Model", self.model_dict(signature_key), file_identifier=b"TFL3", size=size)
+
+
+def with_subgraphs(main: ModelBuilder, *others: ModelBuilder) -> bytes:
+    """One model from several builders: main is subgraph 0, the others follow as subgraphs 1, 2, ...
+    (operator codes and buffers merged), for CALL_ONCE / WHILE / IF models."""
+    model = main.model_dict()
+    for k, sb in enumerate(others, 1):
+        d = sb.model_dict()
+        sg = d["subgraphs"][0]
+        sg["name"] = f"sub{k}"
+        nb = len(model["buffers"])
+        model["buffers"] += d["buffers"][1:]
+        for t in sg["tensors"]:
+            if t.get("buffer"):
+                t["buffer"] += nb - 1
+        codes = model["operator_codes"]
+        for op in sg["operators"]:
+            c = d["operator_codes"][op["opcode_index"]]
+            if c not in codes:
+                codes.append(c)
+            op["opcode_index"] = codes.index(c)
+        model["subgraphs"].append(sg)
+    size = 4096 + sum(len(b.get("data", ())) for b in model["buffers"])
+    return write_root("Model", model, file_identifier=b"TFL3", size=size)

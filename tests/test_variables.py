@@ -60,7 +60,7 @@ def litert_stream(data, xs):
     return res
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])   # int64: variables on the CPU
 def test_accumulator_state_and_reset(gpu, dtype):
     data = accumulator(dtype=dtype)
     rng = np.random.default_rng(0)

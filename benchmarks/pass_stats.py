@@ -14,7 +14,7 @@ import gpuc
 from gpuc.runtime.bundle import read_bundle
 
 KEYS = ("ops", "dispatches", "arena_bytes", "arena_lower_bound_bytes", "naive_bytes", "weights_bytes",
-        "layout_conversions")
+        "layout_conversions", "in_place")
 
 
 def main():

@@ -71,6 +71,7 @@ class Graph:
     aliases: dict[int, int] = field(default_factory=dict)   # view tensor -> tensor whose memory it shares
     precision: str = "fp32"                                  # compile option: "fp32" or "fp16"
     fp32_pinned: set | None = None      # fp16 plan (passes/precision.py): tensors kept fp32; None: no fp16
+    in_place: list = field(default_factory=list)   # (output, input) pairs that may share memory (passes/inplace.py)
 
     def storage(self, tid: int) -> int:
         """The tensor whose memory `tid` uses (follows view aliases)."""

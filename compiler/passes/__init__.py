@@ -25,8 +25,10 @@ def _pipeline():
     from gpuc.compiler.passes.precision import plan_fp16_storage
     from gpuc.compiler.passes.quant import simulate_quantization
     from gpuc.compiler.passes.ew_fusion import fuse_elementwise
+    from gpuc.compiler.passes.inplace import plan_in_place
     return [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape_as_view, fold_pad, fuse_residual_add,
-            fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise]
+            fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise,
+            plan_in_place]
 
 
 PIPELINE = _pipeline()

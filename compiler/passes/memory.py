@@ -68,3 +68,37 @@ def lower_bound(life: dict, nbytes: dict) -> int:
     lo = min(f for f, _ in life.values())
     hi = max(l for _, l in life.values())
     return max(sum(nbytes[t] for t, (f, l) in life.items() if f <= i <= l) for i in range(lo, hi + 1))
+
+
+def share_in_place(kernels, life: dict, nbytes: dict, dtypes: dict, pairs, keep) -> dict:
+    """Apply the in-place pairs (output root, input root) of passes/inplace.py that the schedule
+    allows (see there).  Merges each taken output's lifetime into its input's and removes the output
+    from `life`; returns {output: input whose bytes it uses} (chains resolved)."""
+    from gpuc.compiler.passes.inplace import SAFE_BINDINGS
+    writers: dict[int, list[int]] = {}
+    for i, k in enumerate(kernels):
+        if k.bindings:
+            writers.setdefault(k.bindings[0][1], []).append(i)
+    host: dict[int, int] = {}
+
+    def root(t):
+        while t in host:
+            t = host[t]
+        return t
+    for out, inp in pairs:
+        if out in host or out in keep or inp in keep or out not in life or out == inp:
+            continue
+        x = root(inp)
+        if x not in life or nbytes.get(out) != nbytes.get(inp) or dtypes.get(out) != dtypes.get(inp):
+            continue
+        first = life[out][0]
+        if not 0 <= first < len(kernels) or writers.get(out, [None])[0] != first or life[x][1] != first:
+            continue
+        k = kernels[first]
+        allowed = SAFE_BINDINGS.get(k.template, ())
+        names = [name for name, t in k.bindings[1:] if t == inp]
+        if not names or (allowed is not None and any(nm not in allowed for nm in names)):
+            continue
+        host[out] = x
+        life[x] = (life[x][0], life.pop(out)[1])
+    return {o: root(o) for o in host}

@@ -163,7 +163,8 @@ class Program:
         specs = [cpu_ops.Spec(tuple(b.tensors[t].shape), b.tensors[t].dtype) for t in s.outputs]
         try:
             outs = cpu_ops.run(s.op, self.attrs[k], ins, specs)
-        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError) as e:
+        except (ValueError, IndexError, TypeError, KeyError, AttributeError, OverflowError, ZeroDivisionError,
+                FloatingPointError) as e:
             raise GpucError(f"CPU kernel {s.label or s.op} failed: {e}") from None
         for t, v in zip(s.outputs, outs):
             self.views[t][...] = np.asarray(v).astype(self.views[t].dtype, copy=False).reshape(self.views[t].shape)

@@ -19,7 +19,7 @@ import threading
 import numpy as np
 import vulkan as vk
 
-from gpuc.errors import GpucError
+from gpuc.errors import BundleError, GpucError
 from gpuc.runtime import commands, cpu_ops
 from gpuc.runtime.bundle import ARENA, GPU, HOST, JUMP, JUMP_IF_FALSE, WEIGHTS
 
@@ -46,7 +46,10 @@ class Program:
                             "recompile without --max-batch")
         self.steps = b.steps
         self.lock = threading.Lock()
-        self.attrs = [_json_attrs(s.attrs) if s.kind == HOST else None for s in b.steps]
+        try:
+            self.attrs = [_json_attrs(s.attrs) if s.kind == HOST else None for s in b.steps]
+        except (ValueError, TypeError, AttributeError) as e:
+            raise BundleError(f"corrupt bundle: host step attributes: {e}") from None
         # exchange slots: every arena tensor a host step or a jump touches
         touched = sorted({t for s in b.steps if s.kind in (HOST, JUMP_IF_FALSE) for t in s.inputs + s.outputs
                           if t >= 0 and b.tensors[t].memory == ARENA})

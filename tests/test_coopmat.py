@@ -36,7 +36,7 @@ def gemm_model(seed=0):
     """conv 3x3 (fp32 input: plain) -> conv 1x1 (+relu6) -> conv 3x3 stride 2 -> FC: M, N, K of the
     last three are no multiples of 16 (masked edges), 1x1 = plain A, 3x3 = IM2COL, FC = VEC_A."""
     rng = np.random.default_rng(seed)
-    H, W, C0, C1, C2, C3, O = 9, 7, 5, 20, 37, 24, 11
+    H, W, C0, C1, C2, C3, O = 13, 11, 5, 20, 37, 24, 19
     mb = ModelBuilder()
     x = mb.input("x", [1, H, W, C0])
 
@@ -49,9 +49,10 @@ def gemm_model(seed=0):
         return t
     c1 = conv("c1", x, C0, C1, 3, 1, "RELU", (H, W))
     c2 = conv("c2", c1, C1, C2, 1, 1, "RELU6", (H, W))
-    c3 = conv("c3", c2, C2, C3, 3, 2, "NONE", (5, 4))
-    fw = mb.const("fw", rng.normal(0, 0.3, (O, 5 * 4 * C3)).astype(np.float32))
-    f = mb.tensor("f", [1, O])
+    c3 = conv("c3", c2, C2, C3, 3, 2, "NONE", (7, 6))
+    fw = mb.const("fw", rng.normal(0, 0.3, (O, C3)).astype(np.float32))
+    f = mb.tensor("f", [42, O])                                 # over the 42 pixels
+
     mb.op("FULLY_CONNECTED", [c3, fw, -1], [f])
     mb.output(f)
     return mb.finish(), [rng.uniform(-1, 1, (1, H, W, C0)).astype(np.float32)]
@@ -153,6 +154,17 @@ def test_selection_rules_on_fake_devices(model):
     assert "subgroup size 64" in missing(REQUIRES, _fake([entry], subgroup_size=64))
     assert missing(REQUIRES, nvidia) is None
     assert "unknown capability" in missing({"warp_drive": 1}, nvidia)
+
+
+def test_matrix_vector_products_keep_the_plain_kernel():
+    rng = np.random.default_rng(2)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 64])
+    h, y = mb.tensor("h", [1, 64]), mb.tensor("y", [1, 40])
+    mb.op("ADD", [x, x], [h])
+    mb.op("FULLY_CONNECTED", [h, mb.const("w", rng.normal(0, 1, (40, 64)).astype(np.float32)), -1], [y])
+    mb.output(y)
+    assert not B.read_bundle(compile_model(mb.finish(), cache=False, precision="fp16")).variants
 
 
 def test_coopmat_plans_fit_any_shape():

@@ -219,7 +219,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
     if getattr(graph, "precision", "fp32") == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
         from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
-        k.variants.append(coopmat_variant())
+        k.variants += [v for v in [coopmat_variant(M, GN, GK)] if v is not None]
     return k
 
 

@@ -105,9 +105,19 @@ def coopmat_kernel(k):
 EMULATED_REQUIRES = {"fp16_storage": True}
 
 
-def coopmat_variant() -> KernelVariant:
-    """The variant a fp16 gemm kernel carries (under GPUC_TEST_COOPMAT_EMULATE: the emulated one)."""
+def worthwhile(M: int, N: int, K: int) -> bool:
+    """Tensor cores pay only where a 16x16x16 block is mostly real work: a matrix-vector product
+    (FULLY_CONNECTED on one row) or a sliver of N or K stays on the plain kernel, which reads the
+    same bytes without padding every row to 16."""
+    return M >= 32 and N >= 16 and K >= 16
+
+
+def coopmat_variant(M: int, N: int, K: int) -> KernelVariant | None:
+    """The variant a fp16 gemm kernel of this (per-group) shape carries, or None
+    (under GPUC_TEST_COOPMAT_EMULATE: the emulated one, for every shape)."""
     emulate = os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0")
+    if not emulate and not worthwhile(M, N, K):
+        return None
     return KernelVariant("coopmat", EMULATED_REQUIRES if emulate else REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))
 
 _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, FQ_SCALE=0.0235, FQ_ZP=-5,

@@ -101,6 +101,13 @@ def enable(dev, tail=None):
 
 def missing(requires: dict, dev) -> str | None:
     """The first requirement `dev` does not meet, in words; None when it meets them all."""
+    try:
+        return _missing(requires, dev)
+    except (TypeError, ValueError) as e:
+        return f"a malformed requirement {requires!r} ({e})"
+
+
+def _missing(requires: dict, dev) -> str | None:
     for key, want in sorted((requires or {}).items()):
         if key == "subgroup_arithmetic":
             if want and not getattr(dev, "subgroup_ops", 0) & vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT:

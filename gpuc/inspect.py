@@ -40,7 +40,11 @@ def inspect_bundle(data: bytes):
                                                        {"target": s.target})} for s in b.steps],
            "dispatch_list": [{"label": d.label, "shader": b.shaders[d.shader].name, "groups": list(d.groups),
                               "shapes": [list(ts[t].shape) for t in d.bindings],
-                              "precisions": [precision(ts[t]) for t in d.bindings]} for d in b.dispatches]}
+                              "precisions": [precision(ts[t]) for t in d.bindings],
+                              "variants": [v.name for v in b.variants if v.dispatch == j]}
+                             for j, d in enumerate(b.dispatches)],
+           "variants": [{"dispatch": v.dispatch, "name": v.name, "shader": b.shaders[v.shader].name,
+                         "groups": list(v.groups), "requires": v.requires} for v in b.variants]}
     lines = [f"bundle {b.model_name!r}: format v{b.format_version}, gpuc {b.compiler_version}, "
              f"fingerprint {b.fingerprint[:16]}",
              f"dispatches {len(b.dispatches)}, shaders {len(b.shaders)}, arena {b.arena_bytes} B, "
@@ -53,6 +57,10 @@ def inspect_bundle(data: bytes):
         for t in rep[k]:
             q = f" quant scale={t['quant']['scale'][:4]} zero_point={t['quant']['zero_point'][:4]}" if t["quant"] else ""
             lines.append(f"{k[:-1]:>6}: {t['name']} {t['shape']} {t['dtype']} ({t['precision']}){q}")
+    if b.variants:                       # kernel variants (runtime/variants.py), chosen at load
+        reqs = {v.name: v.requires for v in b.variants}
+        lines.append("kernel variants: " + "; ".join(f"{n} x{c} (needs {reqs[n]})" for n, c in
+                                                     sorted(Counter(v.name for v in b.variants).items())))
     if b.steps:
         lines.append(f"program: {len(b.steps)} steps, {b.stats.get('cpu_nodes', 0)} CPU node(s), "
                      f"{b.stats.get('host_round_trips', 0)} host round trip(s): "
@@ -60,7 +68,8 @@ def inspect_bundle(data: bytes):
     lines.append(f"{'#':>4}  {'shader':<16} {'groups':<16} op / shapes:precision (output first)")
     for i, d in enumerate(rep["dispatch_list"]):
         shp = ", ".join(f"{s}:{p}" for s, p in zip(d["shapes"], d["precisions"]))
-        lines.append(f"{i:>4}  {d['shader']:<16} {str(d['groups']):<16} {d['label']}  [{shp}]")
+        alt = f" (+{','.join(d['variants'])})" if d["variants"] else ""
+        lines.append(f"{i:>4}  {d['shader']:<16} {str(d['groups']):<16} {d['label']}{alt}  [{shp}]")
     lines.append(f"{'#':>4}  {'precision':<9} {'memory':<8} {'role':<10} {'bytes':>10}  shape name")
     for x in tensor_list:
         lines.append(f"{x['index']:>4}  {x['precision']:<9} {x['memory']:<8} {x['role']:<10} {x['bytes']:>10}  "

@@ -255,3 +255,21 @@ def test_fake_quant_intermediates_are_rounded_as_before():
     ref = run_litert(model, inputs)[0]
     d = np.abs(outs[0].astype(int) - ref.astype(int))
     assert d.max() <= 1 and (d == 0).mean() > 0.97
+
+
+def test_cast_from_int32_starts_a_chain():
+    mb = ModelBuilder()
+    i = mb.input("i", [3, 5], "int32")
+    x = mb.input("x", [5])
+    f, m, y = (mb.tensor(n, [3, 5]) for n in ("f", "m", "y"))
+    mb.op("CAST", [i], [f])
+    mb.op("MUL", [f, x], [m])
+    mb.op("ADD", [m, mb.const("c", np.array(0.25, np.float32))], [y])
+    mb.output(y)
+    model = mb.finish()
+    iv = RNG.integers(-2**31, 2**31 - 1, (3, 5)).astype(np.int32)
+    iv.reshape(-1)[:3] = [2**24 + 1, -(2**24 + 3), 7]      # rounded by the int -> float conversion
+    xs = [iv, RNG.uniform(-2, 2, 5).astype(np.float32)]
+    outs, d_on, d_off = on_off(model, xs)
+    assert (d_on, d_off) == (1, 3)
+    close_to_litert(outs, model, xs)

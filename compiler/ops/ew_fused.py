@@ -37,7 +37,9 @@ BINARY_FUNCS = {"ADD": "ew_add", "SUB": "ew_sub", "MUL": "ew_mul", "DIV": "ew_di
                 "PRELU": "ew_prelu"}
 # binary ops whose kernels apply the fused-activation epilogue (clamp to the range, at least +-FLT_MAX)
 WITH_ACT = ("ADD", "SUB", "MUL", "DIV")
-OPS = set(UNARY_FUNCS) | set(ACT_FUNCS) | set(BINARY_FUNCS) | {"GELU", "LEAKY_RELU"}
+# CAST int32 -> float32 (or float32 -> float32): the input binding is int32 and the load converts it,
+# as cast.comp does (float(int), round to nearest even)
+OPS = set(UNARY_FUNCS) | set(ACT_FUNCS) | set(BINARY_FUNCS) | {"GELU", "LEAKY_RELU", "CAST"}
 
 
 def _arity(op: str) -> int:
@@ -62,6 +64,8 @@ def step_expr(s: dict, args: list) -> str:
             e = f"gpuc_finite(gpuc_apply({e}, {int(s.get('act', 0))}))"
     elif op in ACT_FUNCS:
         e = f"gpuc_apply({args[0]}, {ACT_FUNCS[op]})"
+    elif op == "CAST":
+        e = f"({args[0]})"
     elif op == "GELU":
         e = f"{'ew_gelu_tanh' if s.get('approximate') else 'ew_gelu_erf'}({args[0]})"
     elif op == "LEAKY_RELU":
@@ -112,10 +116,17 @@ def _check(node, graph):
         padded = [1] * (len(y.shape) - len(s)) + list(s)
         if len(s) > len(y.shape) or any(p not in (1, o) for p, o in zip(padded, y.shape)):
             return f"input {graph.t(i).name!r} {list(s)} does not broadcast to {list(y.shape)}"
+    for k, i in enumerate(node.inputs):
+        t = graph.t(i)
+        if t.dtype == "int32" and any(s.get("op") != "CAST" and ("x", k) in [tuple(r) for r in s.get("args", [])]
+                                      for s in node.attrs.get("steps", [])):
+            return f"int32 input {t.name!r} feeds an op other than CAST"
+    if graph.t(node.outputs[0]).dtype != "float32":
+        return "output must be float32"
     return _steps_reason(node, graph)
 
 
-@register("FUSED_ELEMENTWISE", check=_check, inputs=(1, MAX_INPUTS),
+@register("FUSED_ELEMENTWISE", check=_check, inputs=(1, MAX_INPUTS), dtypes=("float32", "int32"),
           summary="internal: a chain of elementwise ops fused into one kernel by the fuse_elementwise pass")
 def lower_ew_fused(node, graph):
     y = graph.t(node.outputs[0])
@@ -151,5 +162,5 @@ VARIANTS = {
                       FQ_MIN=-128, FQ_MAX=127, **{f"I{k}_STRIDES": [12, 4, 1] if k % 2 else [0, 0, 1]
                                                    for k in range(MAX_INPUTS)}),
                  {"NIN": [1, 2, MAX_INPUTS], "EW_BCAST": [0, 1], "EW_ROUND16": [0, 1], "FQ": [0, 1]},
-                 ["out_"] + [f"x{k}" for k in range(MAX_INPUTS)]),
+                 ["out_"] + [f"x{k}" for k in range(MAX_INPUTS)], {"x1": "int32"}),     # (x1: a CAST's input)
 }

@@ -30,6 +30,8 @@ def template_of(node: Node) -> str:
     """The template the op's own lowering uses (float32)."""
     if node.op in ("ADD", "SUB", "MUL"):
         return "binary"
+    if node.op == "CAST":
+        return "cast"
     if node.op in ACT_FUNCS:
         return "unary"
     return "binary_math" if node.op in BINARY_FUNCS else "unary_math"
@@ -41,6 +43,10 @@ def _fusible(graph: Graph, node: Node) -> bool:
         return False
     ts = [graph.t(i) for i in list(node.inputs) + list(node.outputs)]
     y = ts[-1]
+    if node.op == "CAST":           # int32 -> float32 from a runtime tensor (converted as it is loaded)
+        if ts[0].dtype not in ("int32", "float32") or ts[0].is_const:
+            return False
+        ts = ts[1:]
     if any(t.dtype != "float32" for t in ts) or y.size == 0 or y.is_variable:
         return False
     if node.op not in BINARY_FUNCS and tuple(ts[0].shape) != tuple(y.shape):

@@ -80,3 +80,31 @@ def test_zero_pad_into_average_pool(pads, padding):
 
 def test_nonzero_pad_is_not_folded_into_average_pool():
     compare(pad_pool_model("AVERAGE_POOL_2D", (1, 1, 1, 1), "VALID", value=0.5), folded=False)
+
+
+def test_fp16_folded_and_unfolded_programs_are_identical():
+    """--precision fp16: ABS -> PAD -> MAX_POOL -> NEG, the padded tensor and the pool's input fp16 alike."""
+    import os
+    if os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 7, 6, 3])
+    a = mb.tensor("a", [1, 7, 6, 3])
+    mb.op("ABS", [x], [a])
+    p = mb.tensor("p", [1, 9, 8, 3])
+    mb.op("PAD", [a, mb.const("pads", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))], [p])
+    m = mb.tensor("m", [1, 4, 3, 3])
+    mb.op("MAX_POOL_2D", [p], [m], padding="VALID", stride_w=2, stride_h=2, filter_width=3, filter_height=3)
+    y = mb.tensor("y", [1, 4, 3, 3])
+    mb.op("NEG", [m], [y])
+    mb.output(y)
+    model = mb.finish()
+    x = RNG.uniform(-3, 3, (1, 7, 6, 3)).astype(np.float32)
+    outs = []
+    for disabled in ([], ["fold_pad_pool"]):
+        b = gpuc.compile(model, disable_passes=disabled, precision="fp16", cache=False)
+        assert any(t.dtype == "float16" for t in read_bundle(b).tensors)
+        with gpuc.load(b) as mm:
+            outs.append(np.array(mm.run([x])[0]))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], run_litert(model, [x])[0], rtol=1e-3, atol=1e-3)

@@ -44,11 +44,11 @@ def _fusible(graph: Graph, node: Node) -> bool:
     ts = [graph.t(i) for i in list(node.inputs) + list(node.outputs)]
     y = ts[-1]
     if node.op == "CAST":           # int32 -> float32 from a runtime tensor (converted as it is loaded)
-        if ts[0].dtype not in ("int32", "float32") or ts[0].is_const:
+        if ts[0].dtype not in ("int32", "float32") or ts[0].is_const or ts[0].is_variable:
             return False
         ts = ts[1:]
-    if any(t.dtype != "float32" for t in ts) or y.size == 0 or y.is_variable:
-        return False
+    if any(t.dtype != "float32" for t in ts) or y.size == 0 or any(t.is_variable for t in ts):
+        return False            # (variables: state another node may write between a member and the root)
     if node.op not in BINARY_FUNCS and tuple(ts[0].shape) != tuple(y.shape):
         return False
     if node.op == "PRELU" and tuple(ts[0].shape) != tuple(y.shape):
@@ -139,6 +139,10 @@ def fuse_elementwise(graph: Graph) -> None:
                 s["r16"] = _stored_fp16(graph, o, m, next(u for u in members if o in u.inputs))
             index[o] = len(steps)
             steps.append(s)
+        fused = Node(FUSED_OP, ext, [root.outputs[0]], attrs={"steps": steps, "fused": [m.op for m in members]},
+                     index=root.index)
+        if ops.unsupported_reason(fused, graph) is not None:      # (never expected: the members each checked)
+            continue
         if pinned is not None:
             from gpuc.compiler.codegen.glsl import supports_storage16
             # a tensor the unfused program kept fp32 (a member's template without fp16 storage) stays fp32
@@ -146,8 +150,6 @@ def fuse_elementwise(graph: Graph) -> None:
                 if not supports_storage16(template_of(m)):
                     pinned.update(graph.storage(t) for t in list(m.inputs) + list(m.outputs) if t in ext
                                   or t == root.outputs[0])
-        fused = Node(FUSED_OP, ext, [root.outputs[0]], attrs={"steps": steps, "fused": [m.op for m in members]},
-                     index=root.index)
         at = graph.nodes.index(root)
         graph.nodes[at] = fused
         for m in members[:-1]:

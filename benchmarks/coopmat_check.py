@@ -4,12 +4,13 @@ is checked against numpy (fp16-appropriate tolerance: 1e-2 * max|ref|) and timed
 GPU timestamps (runtime/profile.py, what `gpuc profile` uses).
 
     python benchmarks/coopmat_check.py [--model mobilenet_v2_224_f32.tflite] [--square 1024,2048,4096]
-                                       [--runs 20] [--device N|NAME] [--json out.json] [--quick]
+                                       [--runs 20] [--device N|NAME] [--json out.json] [--quick | --full]
 
 Each shape is a two-op model: ADD(x, x) (so the gemm reads an fp16-stored activation, as inside a
 network) -> the conv / fully-connected layer.  On a device without VK_KHR_cooperative_matrix it says
 so and checks (and times) the plain path only.  --quick (default on CPU devices such as lavapipe):
-the distinct MobileNetV2 shapes at most 4, no square GEMMs.  Exit 1 if any result is out of tolerance.
+4 of the distinct MobileNetV2 shapes, no square GEMMs, no whole-network run.  Last, the whole network
+in fp16: GPU time per run with and without the variant.  Exit 1 if any result is out of tolerance.
 """
 from __future__ import annotations
 
@@ -111,6 +112,7 @@ def main() -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true", help="few shapes (default on CPU devices)")
+    ap.add_argument("--full", action="store_true", help="every shape and the whole network even on a CPU device")
     args = ap.parse_args()
     dev = gpuc.open_device(args.device)
     info = dev.describe()
@@ -119,7 +121,7 @@ def main() -> int:
           f"{info['subgroup_size']}, cooperative-matrix entries: {len(info['cooperative_matrix'])}")
     if why:
         print(f"device {info['name']!r} lacks the cooperative-matrix path ({why}): checking the plain path only")
-    quick = args.quick or info["type"] == "CPU"
+    quick = args.quick or (info["type"] == "CPU" and not args.full)
     shapes = model_shapes(find_model(args.model))
     if quick:
         shapes = shapes[:2] + shapes[-2:]
@@ -154,6 +156,18 @@ def main() -> int:
         print(f"{desc:<44} {row['M']:>6} {row['N']:>5} {row['K']:>5}  {pu or float('nan'):9.1f} "
               f"{cu or float('nan'):10.1f} {sp}  {errs}")
         results.append(row)
+    if not quick:                        # the whole network: GPU time per run with and without variants
+        data = compile_model(find_model(args.model), precision="fp16")
+        from gpuc.runtime.bundle import read_bundle
+        b = read_bundle(data)
+        x = np.random.default_rng(1).uniform(-1, 1, b.tensors[b.inputs[0]].shape).astype(np.float32)
+        for mode in ["off"] + ([] if why else ["coopmat=force"]):
+            os.environ["GPUC_VARIANTS"] = mode
+            with gpuc.load(data, device=dev) as m:
+                if m.timestamps:
+                    p = profile(m, [x], runs=args.runs)
+                    print(f"{Path(args.model).name} fp16, variants {mode}: GPU {p['run_gpu_ms']:.3f} ms per run "
+                          f"(sum of dispatches {p['sum_dispatch_ms']:.3f} ms; {m.bundle.stats.get('variants_used')})")
     dev.close()
     if args.json:
         Path(args.json).write_text(json.dumps({"device": info, "rows": results}, indent=1))

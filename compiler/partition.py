@@ -69,19 +69,29 @@ def _trial(node: Node, ins, outs) -> str | None:
         return None
     if len(got) != len(outs):
         return f"CPU kernel gives {len(got)} outputs, the node has {len(outs)}"
+    raw = cpu_ops.CPU_OPS[node.op].raw
     for j, (v, s) in enumerate(zip(got, outs)):
         if int(np.size(v)) != int(np.prod(s.shape, dtype=np.int64)):
             return f"output {j} would have shape {list(np.shape(v))}, the model says {list(s.shape)}"
+        if raw and np.asarray(v).dtype.name != s.dtype:        # data movement keeps the dtype
+            return f"output {j} would be {np.asarray(v).dtype.name}, the model says {s.dtype}"
     return None
 
 
-def capability_limit(node: Node, reason: str) -> bool:
+GPU_DTYPES = ("float32", "int32", "bool", "int8", "uint8")     # what GPU kernels take at all (int64 indices aside)
+
+
+def capability_limit(node: Node, reason: str, graph: Graph) -> bool:
     """True when the GPU refuses the node for what gpuc's GPU kernels cannot do (no kernel, op
     version, a dtype, quantized tensors), not because the node is invalid (bad attributes, shapes,
-    constant operands LiteRT rejects): only those go to the CPU."""
+    constant operands LiteRT rejects): only those go to the CPU.  A runtime tensor of a dtype no GPU
+    kernel handles (int64 values, float16, int16, complex ...) always means the CPU."""
     if node.op not in ops.REGISTRY:
         return True
-    return reason.startswith("version ") or " has dtype " in reason or reason.startswith("quantized tensor")
+    if reason.startswith("version ") or " has dtype " in reason or reason.startswith("quantized tensor"):
+        return True
+    return any(t >= 0 and not graph.t(t).is_const and graph.t(t).dtype not in GPU_DTYPES
+               for t in list(node.inputs) + list(node.outputs))
 
 
 def place(graph: Graph, warn=True) -> tuple[dict, list]:
@@ -94,7 +104,7 @@ def place(graph: Graph, warn=True) -> tuple[dict, list]:
         r = ops.unsupported_reason(n, graph)
         if r is None:
             continue
-        if not capability_limit(n, r):      # the GPU check found the node itself invalid: no fallback
+        if not capability_limit(n, r, graph):      # the GPU check found the node itself invalid: no fallback
             bad.append((n, r))
             continue
         cr = cpu_reason(n, graph)

@@ -395,6 +395,49 @@ def _rfft2d(attrs, x, outs):
     return [r.astype(np.complex64)]
 
 
+@cpu_op("SLICE", raw=True, summary="any dtype; size -1 = to the end")
+def _slice(attrs, x, outs):
+    begin = [int(v) for v in np.asarray(x[1]).reshape(-1)]
+    size = [int(v) for v in np.asarray(x[2]).reshape(-1)]
+    idx = tuple(slice(b, None if s < 0 else b + s) for b, s in zip(begin, size))
+    return [x[0][idx]]
+
+
+@cpu_op("PAD", "PADV2", raw=True, summary="constant padding, any dtype")
+def _pad(attrs, x, outs):
+    p = np.asarray(x[1]).reshape(-1, 2).astype(np.int64)
+    value = np.asarray(x[2]).reshape(-1)[0] if len(x) > 2 and x[2] is not None else 0
+    return [np.pad(x[0], p.tolist(), constant_values=value)]
+
+
+@cpu_op("SPLIT", raw=True, summary="equal parts along an axis, any dtype")
+def _split(attrs, x, outs):
+    ax = _axis(np.asarray(x[0]).reshape(-1)[0], x[1].ndim)
+    return np.split(x[1], len(outs), axis=ax)
+
+
+@cpu_op("SPLIT_V", raw=True, summary="parts of given sizes (one may be -1), any dtype")
+def _split_v(attrs, x, outs):
+    ax = _axis(np.asarray(x[2]).reshape(-1)[0], x[0].ndim)
+    sizes = [int(v) for v in np.asarray(x[1]).reshape(-1)]
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = x[0].shape[ax] - sum(v for v in sizes if v >= 0)
+    return np.split(x[0], np.cumsum(sizes)[:-1], axis=ax)
+
+
+@cpu_op("GATHER_ND", raw=True, summary="any dtype; out-of-range runtime indices clamp")
+def _gather_nd(attrs, x, outs):
+    p, idx = x[0], np.asarray(x[1]).astype(np.int64)
+    k = idx.shape[-1]
+    idx = np.clip(idx, 0, np.asarray(p.shape[:k]) - 1)
+    return [p[tuple(np.moveaxis(idx, -1, 0))]]
+
+
+@cpu_op("BROADCAST_TO", raw=True, summary="any dtype")
+def _broadcast_to(attrs, x, outs):
+    return [np.broadcast_to(x[0], tuple(outs[0].shape)).copy()]
+
+
 @cpu_op("READ_VARIABLE", "ASSIGN_VARIABLE", check=_check_same_size, raw=True,
         summary="resource variables of dtypes the GPU copy does not take (e.g. int64)")
 def _variable(attrs, x, outs):

@@ -70,6 +70,13 @@ CASES = {
                                  np.array(-1, np.float32)], [(2, 3, 4)], ["float32"], {"axis": -1}),
     "one-hot-axis0-int64": ("ONE_HOT", [((3,), "int32"), np.array(5, np.int32), np.array(7, np.int64),
                                         np.array(0, np.int64)], [(5, 3)], [I64], {"axis": 0}),
+    "slice-int64": ("SLICE", [((3, 4), I64), np.array([1, 0], np.int32), np.array([2, -1], np.int32)], [(2, 4)], [I64], {}),
+    "pad-int64": ("PAD", [((2, 3), I64), np.array([[1, 0], [0, 2]], np.int32)], [(3, 5)], [I64], {}),
+    "padv2-int64": ("PADV2", [((2, 2), I64), np.array([[0, 1], [1, 1]], np.int32), np.array(-7, np.int64)],
+                    [(3, 4)], [I64], {}),
+    "split-v-int64": ("SPLIT_V", [((2, 6), I64), np.array([1, -1, 2], np.int32), np.array(1, np.int32)],
+                      [(2, 1), (2, 3), (2, 2)], [I64] * 3, {"num_splits": 3}),
+    "gather-nd-int64": ("GATHER_ND", [((3, 4, 2), I64), np.array([[0, 1], [2, 3]], np.int32)], [(2, 2)], [I64], {}),
     "complex-abs": None,     # RFFT2D -> COMPLEX_ABS, below
 }
 
@@ -214,4 +221,12 @@ def test_cpu_node_with_wrong_output_shape_is_an_error():
     model, _ = single("ONE_HOT", [((2, 3), "int32"), np.array(4, np.int32), np.array(1.0, np.float32),
                                   np.array(0.0, np.float32)], [(2, 3, 5)], ["float32"], axis=-1)
     with pytest.raises(UnsupportedError, match="ONE_HOT.*shape"):
+        gpuc.compile(model, cache=False)
+
+
+def test_invalid_node_is_not_hidden_on_the_cpu():
+    """GATHER of int64 params into a float32 output is invalid (LiteRT refuses it): the CPU kernel's
+    trial finds the dtype mismatch."""
+    model, _ = single("GATHER", [((4, 3), I64), np.array([1, 2], np.int32)], [(2, 3)], ["float32"], axis=0)
+    with pytest.raises(UnsupportedError, match="GATHER"):
         gpuc.compile(model, cache=False)

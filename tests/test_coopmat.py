@@ -191,3 +191,31 @@ def test_emulated_coopmat_variant_matches(gpu, model, monkeypatch):
     _close(outs, refs)
     # fp16 inputs with fp32 sums in another order than the plain kernel: within fp32 rounding of it
     assert float(np.abs(outs[0] - plain[0]).max()) <= 1e-4 * float(np.abs(plain[0]).max())
+
+
+def test_emulated_coopmat_grouped_conv_and_runtime_weights(gpu, monkeypatch):
+    """Groups (G > 1) and B_T=1 (FULLY_CONNECTED weights computed at run time, read as [N, K])."""
+    rng = np.random.default_rng(4)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 8, 6, 8])
+    wi = mb.input("wi", [18, 12])
+    x2, w2 = mb.tensor("x2", [1, 8, 6, 8]), mb.tensor("w2", [18, 12])
+    mb.op("ADD", [x, x], [x2])
+    mb.op("ADD", [wi, wi], [w2])
+    gw = mb.const("gw", rng.normal(0, 0.3, (12, 3, 3, 4)).astype(np.float32))     # 2 groups of 4 -> 6
+    c = mb.tensor("c", [1, 8, 6, 12])
+    gb = mb.const("gb", rng.normal(0, 0.1, 12).astype(np.float32))
+    mb.op("CONV_2D", [x2, gw, gb], [c], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU")
+    f = mb.tensor("f", [48, 18])
+    mb.op("FULLY_CONNECTED", [c, w2, -1], [f])
+    mb.output(f)
+    model = mb.finish()
+    xs = [rng.uniform(-1, 1, (1, 8, 6, 8)).astype(np.float32), rng.normal(0, 0.2, (18, 12)).astype(np.float32)]
+    refs = run_litert(model, xs)
+    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
+    data = compile_model(model, cache=False, precision="fp16")
+    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
+    monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
+    with gpuc.load(data, device=gpu.device) as lm:
+        assert lm.bundle.stats["variants_used"] == {"coopmat": 2}
+        _close(lm.run(xs), refs)

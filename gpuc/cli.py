@@ -292,12 +292,15 @@ def ops_cmd(as_json):
     from gpuc.compiler.passes.fold import FOLDABLE
     rows = [{"op": d.name, "dtypes": sorted(d.dtypes), "summary": d.summary} for d in
             sorted(REGISTRY.values(), key=lambda d: d.name)]
+    from gpuc.runtime.cpu_ops import CPU_OPS
+    cpu = [{"op": k, "summary": CPU_OPS[k].summary} for k in sorted(CPU_OPS)]
     if as_json:
-        click.echo(json.dumps({"gpu": rows, "folded_when_constant": sorted(FOLDABLE)}))
+        click.echo(json.dumps({"gpu": rows, "folded_when_constant": sorted(FOLDABLE), "cpu": cpu}))
         return
     for r in rows:
         click.echo(f"{r['op']:<34} {','.join(r['dtypes']):<28} {r['summary']}")
     click.echo(f"folded at compile time when their inputs are constant: {', '.join(sorted(FOLDABLE))}")
+    click.echo(f"CPU fallback (numpy, for what the GPU cannot run; a warning per node): {', '.join(c['op'] for c in cpu)}")
 
 
 @main.command("devices")

@@ -79,6 +79,8 @@ def _prepare(ctx, gi: int):
                 raise UnsupportedError(f"subgraph {g.name!r}: quantized {t.dtype} tensor {t.name!r} at its boundary "
                                        f"(quantized control flow is not supported)")
         ctx.prepared[gi] = None                      # recursion guard
+        from gpuc.compiler.passes.variables import resolve_variables
+        resolve_variables(ctx.model, g)              # local variable tensors, bound to the main graph's at merge
         run_passes(g, ctx.disabled)
         cpu, bad = partition.place(g, warn=ctx.warn)
         if bad:
@@ -148,7 +150,11 @@ def _call(ctx, graph: Graph, node: Node, gi: int, args: list, n_out: int | None)
         if ts.shape != ta.shape or ts.dtype != ta.dtype:
             raise UnsupportedError(f"{node.label()}: subgraph {sub.name!r} input {i} is {ts.dtype}{list(ts.shape)}, "
                                    f"the op passes {ta.dtype}{list(ta.shape)}; gpuc needs static shapes")
-    nodes, placed, idmap = _merge(graph, sub, dict(zip(sub.inputs, args)), cpu)
+    from gpuc.compiler.passes.variables import bind_variable
+    bind = dict(zip(sub.inputs, args))
+    for v, key in getattr(sub, "var_keys", {}).items():
+        bind[v] = bind_variable(ctx.model, graph, key, sub.t(v))
+    nodes, placed, idmap = _merge(graph, sub, bind, cpu)
     ctx.depth += 1
     if ctx.depth > 32:
         raise UnsupportedError(f"{node.label()}: control flow nests more than 32 deep")

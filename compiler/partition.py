@@ -125,11 +125,22 @@ def cluster(graph: Graph, cpu: dict) -> None:
     nodes, st = graph.nodes, graph.storage
     prod = {st(o): k for k, n in enumerate(nodes) for o in n.outputs if o >= 0}
     deps = [set() for _ in nodes]
-    last_touch = {}
+    from gpuc.compiler.control_flow import CONTROL_OPS
+    last_touch, last_control = {}, None
     for k, n in enumerate(nodes):
         for i in n.inputs:
             if i >= 0 and st(i) in prod and prod[st(i)] < k:
                 deps[k].add(prod[st(i)])
+        if n.op in CONTROL_OPS:              # its subgraphs may touch any variable: an ordering barrier
+            deps[k].update(last_touch.values())
+            if last_control is not None:
+                deps[k].add(last_control)
+            last_control = k
+            last_touch = {t: k for t in last_touch}
+            continue
+        if last_control is not None and any(t >= 0 and graph.t(st(t)).is_variable
+                                            for t in set(n.inputs) | set(n.outputs)):
+            deps[k].add(last_control)
         for t in set(n.inputs) | set(n.outputs):
             if t >= 0 and graph.t(st(t)).is_variable:
                 if st(t) in last_touch:

@@ -161,3 +161,58 @@ def test_inspect_counts_subgraph_nodes():
     brep, _ = inspect_bundle(gpuc.compile(model, cache=False))
     assert (brep["cpu_nodes"], brep["host_round_trips"]) == (3, 2)
     assert {"jump", "jump_if_false", "host", "gpu"} == {s["kind"] for s in brep["program"]}
+
+
+def test_while_body_updates_a_resource_variable(gpu):
+    """v (CALL_ONCE: 1) gains x * 0.5 on each of 3 iterations; the main graph reads v after the loop.
+    The variable persists across runs, like LiteRT's."""
+    shape = (2, 2)
+    mb = ModelBuilder()
+    x = mb.input("x", shape)
+    mb.op("CALL_ONCE", [], [], init_subgraph_index=3)
+    i0 = mb.const("i0", np.zeros([1], np.int32))
+    oi, ox = mb.tensor("oi", [1], "int32"), mb.tensor("ox", shape)
+    mb.op("WHILE", [i0, x], [oi, ox], cond_subgraph_index=1, body_subgraph_index=2)
+    h = mb.tensor("h", [], "resource")
+    mb.op("VAR_HANDLE", [], [h], container="", shared_name="acc")
+    v = mb.tensor("v", shape)
+    mb.op("READ_VARIABLE", [h], [v])
+    y = mb.tensor("y", shape)
+    mb.op("ADD", [v, ox], [y])
+    mb.output(y)
+    cb = ModelBuilder()
+    ci, _ = cb.input("i", [1], "int32"), cb.input("x", shape)
+    c = cb.tensor("c", [1], "bool")
+    cb.op("LESS", [ci, cb.const("lim", np.full([1], 3, np.int32))], [c])
+    cb.output(c)
+    bb = ModelBuilder()
+    bi, bx = bb.input("i", [1], "int32"), bb.input("x", shape)
+    ni = bb.tensor("ni", [1], "int32")
+    bb.op("ADD", [bi, bb.const("one", np.ones([1], np.int32))], [ni])
+    bh = bb.tensor("h", [], "resource")
+    bb.op("VAR_HANDLE", [], [bh], container="", shared_name="acc")
+    old = bb.tensor("old", shape)
+    bb.op("READ_VARIABLE", [bh], [old])
+    half = bb.tensor("half", shape)
+    bb.op("MUL", [bx, bb.const("k", np.full(shape, 0.5, np.float32))], [half])
+    new = bb.tensor("new", shape)
+    bb.op("ADD", [old, half], [new])
+    bb.op("ASSIGN_VARIABLE", [bh, new], [])
+    bb.output(ni)
+    bb.output(bx)
+    ib = ModelBuilder()
+    ih = ib.tensor("h", [], "resource")
+    ib.op("VAR_HANDLE", [], [ih], container="", shared_name="acc")
+    ib.op("ASSIGN_VARIABLE", [ih, ib.const("one", np.ones(shape, np.float32))], [])
+    model = with_subgraphs(mb, cb, bb, ib)
+    from test_variables import litert_stream
+    xs = [np.array([[1, 2], [3, 4]], np.float32), np.array([[0.5, -1], [2, 0]], np.float32)]
+    refs = litert_stream(model, xs)
+    m = gpu.load(model)
+    try:
+        for _ in range(2):
+            for x_, r in zip(xs, refs):
+                np.testing.assert_allclose(m.run([x_])[0], r[0], rtol=1e-6)
+            m.reset_state()
+    finally:
+        m.close()

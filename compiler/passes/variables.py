@@ -112,18 +112,29 @@ def _same_quant(a, b) -> bool:
     return np.array_equal(a.scale, b.scale) and np.array_equal(a.zero_point, b.zero_point)
 
 
+def model_state(model: Model) -> dict:
+    """Per-model variable bookkeeping shared by the main graph and control-flow subgraphs:
+    init: key -> (value, quant) from CALL_ONCE; main: key -> main-graph variable tensor; done: init
+    subgraphs already run."""
+    return model.__dict__.setdefault("_gpuc_vars", {"init": {}, "main": {}, "done": set()})
+
+
 def resolve_variables(model: Model, graph: Graph, init_done: set | None = None) -> None:
-    """Rewrite `graph` (a subgraph of `model`) in place: variables become persistent tensors."""
+    """Rewrite `graph` (a subgraph of `model`) in place: variables become persistent tensors.
+    For the main graph they are its own tensors; a WHILE / IF subgraph gets local variable tensors
+    (`graph.var_keys`: tensor -> key) that control_flow.py binds to the main graph's at the call."""
+    state = model_state(model)
+    is_main = graph is model.main
     if not any(n.op in VAR_OPS for n in graph.nodes):
         return
-    init_values: dict = {}
-    done = set() if init_done is None else init_done
+    init_values: dict = state["init"]
+    done = state["done"] if init_done is None else init_done
     handles, var_of, keep = {}, {}, []
     for n in graph.nodes:
         if n.op == "CALL_ONCE":
             if n.inputs or n.outputs:
                 raise UnsupportedError(f"{n.label()} has inputs or outputs (CALL_ONCE takes none)")
-            if var_of:
+            if var_of and is_main:
                 raise UnsupportedError(f"{n.label()} comes after variable reads/assigns of the main graph")
             _run_init(model, _subgraph_index(model, n), init_values, done)
             continue
@@ -154,8 +165,14 @@ def resolve_variables(model: Model, graph: Graph, init_done: set | None = None) 
             else:
                 n.inputs, n.outputs = [n.inputs[1]], [v]
         keep.append(n)
+    if not is_main:
+        graph.var_keys = {v: key for key, v in var_of.items()}
+    else:
+        state["main"].update(var_of)
     for key, v in var_of.items():
         vt = graph.t(v)
+        if not is_main:
+            continue
         if key in init_values:
             arr, q = init_values[key]
             if arr.shape != vt.shape or arr.dtype.name != vt.dtype or not _same_quant(q, vt.quant):
@@ -164,7 +181,8 @@ def resolve_variables(model: Model, graph: Graph, init_done: set | None = None) 
             vt.initial = arr
         else:
             first = next(n for n in keep if v in n.inputs or v in n.outputs)
-            if first.op == "READ_VARIABLE":
+            loops_before = any(n.op in ("WHILE", "IF") for n in keep[:keep.index(first)])
+            if first.op == "READ_VARIABLE" and not loops_before:
                 raise UnsupportedError(f"{first.label()} reads variable {_name(key)!r}, which nothing "
                                        f"assigns before (no CALL_ONCE initializes it)")
             vt.initial = np.zeros(vt.shape, vt.dtype)
@@ -185,3 +203,22 @@ def initial_value(t) -> np.ndarray:
         zp = np.float32(t.quant.zero_point[0]) if t.quant.zero_point.size else np.float32(0)
         return ((init.astype(np.float32) - zp) * np.float32(t.quant.scale[0])).astype(np.float32)
     return init.astype(t.dtype).reshape(t.shape)
+
+
+def bind_variable(model: Model, graph: Graph, key, like) -> int:
+    """The main graph's variable tensor for `key` (created on first use by a subgraph), checked
+    against `like` (the subgraph's local variable tensor)."""
+    state = model_state(model)
+    v = state["main"].get(key)
+    if v is None:
+        v = graph.add_tensor(f"var:{_name(key)}", like.shape, like.dtype, quant=like.quant)
+        vt = graph.t(v)
+        vt.is_variable = True
+        arr, _ = state["init"].get(key, (np.zeros(like.shape, like.dtype), None))
+        vt.initial = arr
+        state["main"][key] = v
+    vt = graph.t(v)
+    if vt.shape != like.shape or vt.dtype != like.dtype:
+        raise UnsupportedError(f"variable {_name(key)!r} is {like.dtype}{list(like.shape)} in a subgraph but "
+                               f"{vt.dtype}{list(vt.shape)} in the main graph; gpuc needs one static shape and type")
+    return v

@@ -2,8 +2,8 @@
 
 A bundle without host steps or jumps runs as one recorded command buffer (executor.py).  With a
 program, every GPU step is its own command buffer (recorded once, at load); a group of consecutive
-host steps is one round trip: a recorded download (arena -> a host-visible exchange buffer, one
-slot per tensor a host step reads or writes), a wait, the numpy kernels (runtime/cpu_ops.py) on
+host steps is one round trip: a recorded download (arena -> a host-visible exchange buffer laid out
+like the arena, so views share bytes as they do there), a wait, the numpy kernels (runtime/cpu_ops.py) on
 views of the exchange memory, and a recorded upload of their outputs (exchange -> arena) that the
 next submission carries.  A jump reads its condition tensor back the same way.  Work between two
 waits goes to the queue in one vkQueueSubmit.
@@ -23,7 +23,6 @@ from gpuc.errors import BundleError, GpucError
 from gpuc.runtime import commands, cpu_ops
 from gpuc.runtime.bundle import ARENA, GPU, HOST, JUMP, JUMP_IF_FALSE, WEIGHTS
 
-_ALIGN = 256
 MAX_STEPS_PER_RUN = 50_000_000          # a WHILE that never ends is reported, not hung on forever
 
 
@@ -50,21 +49,19 @@ class Program:
             self.attrs = [_json_attrs(s.attrs) if s.kind == HOST else None for s in b.steps]
         except (ValueError, TypeError, AttributeError) as e:
             raise BundleError(f"corrupt bundle: host step attributes: {e}") from None
-        # exchange slots: every arena tensor a host step or a jump touches
+        # the exchange buffer mirrors the arena's layout (same offsets), so views and tensors that
+        # share arena bytes share exchange bytes too; only the byte ranges host steps touch are copied
         touched = sorted({t for s in b.steps if s.kind in (HOST, JUMP_IF_FALSE) for t in s.inputs + s.outputs
                           if t >= 0 and b.tensors[t].memory == ARENA})
-        self.slot_of, off = {}, 0
-        for t in touched:
-            self.slot_of[t] = off
-            off += (b.tensors[t].nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
-        self.xbuf, xmem, xsize = m._buffer(max(off, 4), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+        size = max((b.tensors[t].offset + b.tensors[t].nbytes for t in touched), default=4)
+        self.xbuf, xmem, xsize = m._buffer(max(size, 4), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                                            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host_visible=True)
         mapped = vk.vkMapMemory(m.dev, xmem, 0, xsize, 0)
         self.views = {}
-        for t, o in self.slot_of.items():
+        for t in touched:
             ti = b.tensors[t]
             self.views[t] = np.frombuffer(mapped, np.dtype(ti.dtype), int(np.prod(ti.shape, dtype=np.int64)),
-                                          o).reshape(ti.shape)
+                                          ti.offset).reshape(ti.shape)
         # groups of consecutive host steps (one round trip each); jumps are their own group
         self.group_end, self.down, self.up = {}, {}, {}
         k = 0
@@ -87,14 +84,20 @@ class Program:
         return any(s.kind in (JUMP, JUMP_IF_FALSE) and s.target == k for s in self.steps)
 
     # -- recording -----------------------------------------------------------------------------
-    def _regions(self, tensors, down: bool):
-        b, regs = self.m.bundle, []
-        for t in sorted(set(tensors)):
-            n = b.tensors[t].nbytes
-            if n:
-                a, x = b.tensors[t].offset, self.slot_of[t]
-                regs.append(vk.VkBufferCopy(srcOffset=a if down else x, dstOffset=x if down else a, size=n))
-        return regs
+    def _regions(self, tensors):
+        """Copy regions (same offset in arena and exchange) covering the tensors' bytes, merged so
+        that no two regions overlap."""
+        b, spans = self.m.bundle, []
+        for t in set(tensors):
+            if b.tensors[t].nbytes:
+                spans.append((b.tensors[t].offset, b.tensors[t].offset + b.tensors[t].nbytes))
+        merged = []
+        for lo, hi in sorted(spans):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        return [vk.VkBufferCopy(srcOffset=lo, dstOffset=lo, size=hi - lo) for lo, hi in merged]
 
     def _record_group(self, k, end):
         b = self.m.bundle
@@ -103,8 +106,8 @@ class Program:
             reads += [t for t in s.inputs if t >= 0 and b.tensors[t].memory == ARENA and t not in produced]
             writes += s.outputs if s.kind == HOST else []
             produced.update(s.outputs if s.kind == HOST else [])
-        self.down[k] = self._copy_cmd(self._regions(reads, True), True) if reads else None
-        self.up[k] = self._copy_cmd(self._regions(writes, False), False) if writes else None
+        self.down[k] = self._copy_cmd(self._regions(reads), True) if reads else None
+        self.up[k] = self._copy_cmd(self._regions(writes), False) if writes else None
 
     def _copy_cmd(self, regions, down):
         m = self.m

@@ -230,3 +230,25 @@ def test_invalid_node_is_not_hidden_on_the_cpu():
     model, _ = single("GATHER", [((4, 3), I64), np.array([1, 2], np.int32)], [(2, 3)], ["float32"], axis=0)
     with pytest.raises(UnsupportedError, match="GATHER"):
         gpuc.compile(model, cache=False)
+
+
+def test_host_steps_read_views_of_host_outputs(gpu):
+    """COMPLEX_ABS -> RESHAPE (a view after memory planning) -> TOPK_V2: the CPU reads, in the same
+    round trip, a view of what an earlier CPU step wrote (the exchange memory mirrors the arena)."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4, 8])
+    f = mb.tensor("f", [1, 4, 5], "complex64")
+    mb.op("RFFT2D", [x, mb.const("n", np.array([4, 8], np.int32))], [f])
+    mag = mb.tensor("mag", [1, 4, 5])
+    mb.op("COMPLEX_ABS", [f], [mag])
+    flat = mb.tensor("flat", [1, 20])
+    mb.op("RESHAPE", [mag, mb.const("s", np.array([1, 20], np.int32))], [flat])
+    v = mb.tensor("v", [1, 3])
+    i = mb.tensor("i", [1, 3], "int32")
+    mb.op("TOPK_V2", [flat, mb.const("k", np.array(3, np.int32))], [v, i])
+    mb.output(v)
+    mb.output(i)
+    model = mb.finish()
+    xs = [rnd((1, 4, 8), seed=3)]
+    for o, r in zip(gpu.run(model, xs), run_litert(model, xs)):
+        np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)

@@ -1,5 +1,5 @@
 """CUMSUM (compiler/ops/cumsum.py) against LiteRT: every axis (negative too), exclusive, reverse,
-float32 and int32 (wrap-around)."""
+float32, int32 and int64 (wrap-around)."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,6 +26,17 @@ def _x(shape, dtype, seed):
 def test_cumsum(gpu, shape, axis, dtype, exclusive, reverse):
     x = _x(shape, dtype, len(shape) + axis)
     check(gpu, *one_op("CUMSUM", [x, Const(np.array(axis, np.int32))], dtype, exclusive=exclusive, reverse=reverse))
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum_int64(gpu, exclusive, reverse):
+    """int64: 32-bit word pairs with a carry; values far beyond int32, signs mixed, wrap-around."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-2**40, 2**40, (3, 7, 2)).astype(np.int64)
+    x[0, 0, 0], x[0, 1, 0] = 2**63 - 3, 10                    # wraps past INT64_MAX
+    x[1, :, 1] = -1                                            # borrows through the high word
+    check(gpu, *one_op("CUMSUM", [x, Const(np.array(1, np.int32))], "int64", exclusive=exclusive, reverse=reverse))
 
 
 def test_cumsum_int32_wraps(gpu):

@@ -1,22 +1,27 @@
-"""CUMSUM (shaders/cumsum.comp): constant axis (negative allowed), exclusive, reverse; float32 and
-int32 (wrapping), summed sequentially along the axis like LiteRT's kernel."""
+"""CUMSUM (shaders/cumsum.comp): constant axis (negative allowed), exclusive, reverse; float32, int32
+and int64 (both wrapping; int64 as 32-bit word pairs with a carry), summed sequentially along the
+axis like LiteRT's kernel."""
 from __future__ import annotations
 
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size
 
+DTYPES = ("float32", "int32", "int64")
+
 VARIANTS = {
-    "cumsum": (dict(AXIS=5, INNER=3), {"EXCLUSIVE": [0, 1], "REVERSE": [0, 1], "IS_INT": [0, 1]}, ["out_", "x"]),
+    "cumsum": (dict(AXIS=5, INNER=3), {"EXCLUSIVE": [0, 1], "REVERSE": [0, 1], "IS_INT": [0, 1, 2]},
+               ["out_", "x"]),
 }
 
 
 def _plan(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-    if x.dtype != y.dtype or x.dtype not in ("float32", "int32"):
-        raise ValueError(f"dtypes {x.dtype} -> {y.dtype} not supported (float32 or int32, same for both)")
+    if x.dtype != y.dtype or x.dtype not in DTYPES:
+        raise ValueError(f"dtypes {x.dtype} -> {y.dtype} not supported ({', '.join(DTYPES)}, same for both)")
     if tuple(x.shape) != tuple(y.shape):
         raise ValueError(f"output shape {list(y.shape)} differs from the input's {list(x.shape)}")
     a = const_input(node, graph, 1, "axis")
@@ -30,8 +35,8 @@ def _plan(node, graph):
     return x, y, norm_axis(int(a.reshape(-1)[0]), len(x.shape))
 
 
-@register("CUMSUM", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2), dtypes=("float32", "int32"),
-          summary="any axis, exclusive, reverse; float32 and int32")
+@register("CUMSUM", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2), dtypes=DTYPES,
+          summary="any axis, exclusive, reverse; float32, int32 and int64")
 def lower_cumsum(node, graph):
     x, y, axis = _plan(node, graph)
     if y.size == 0:
@@ -39,5 +44,5 @@ def lower_cumsum(node, graph):
     inner = size(x.shape[axis + 1:])
     lines = y.size // x.shape[axis]
     defines = dict(AXIS=x.shape[axis], INNER=max(inner, 1), EXCLUSIVE=int(bool(node.attrs.get("exclusive", False))),
-                   REVERSE=int(bool(node.attrs.get("reverse", False))), IS_INT=int(x.dtype == "int32"))
-    return [Kernel("cumsum", [("out_", y.id), ("x", x.id)], lines, defines, node.label())]
+                   REVERSE=int(bool(node.attrs.get("reverse", False))), IS_INT=DTYPES.index(x.dtype))
+    return [Kernel("cumsum", [("out_", words(graph, y.id)), ("x", words(graph, x.id))], lines, defines, node.label())]

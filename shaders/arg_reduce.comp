@@ -6,13 +6,21 @@
 // ROW_PER_GROUP=0: one invocation per output element (outer, inner) loops over the axis.
 // ROW_PER_GROUP=1 (long axes): one workgroup per output element; invocations scan strided parts of
 // the axis, then reduce (value, index) pairs through shared memory keeping the lower index on ties.
-// IS_INT: int32 input.  OUT64: int64 output written as (low, high) int32 words (out_ is an int32 view
-// of twice the length; indices are non-negative, so the high word is 0).
+// IS_INT 0: float32 input; 1: int32; 2: uint8 / bool and 3: int8, read from a 32-bit word view
+// (4 elements per word).  OUT64: int64 output written as (low, high) int32 words (out_ is an int32
+// view of twice the length; indices are non-negative, so the high word is 0).
 // Defines: AXIS INNER IS_MIN IS_INT OUT64 ROW_PER_GROUP
 #if IS_INT
 #define XT int
 #else
 #define XT float
+#endif
+#if IS_INT == 2
+XT elem(int e) { return int((uint(LD(x, e >> 2)) >> (8 * (e & 3))) & 0xFFu); }
+#elif IS_INT == 3
+XT elem(int e) { return bitfieldExtract(int(uint(LD(x, e >> 2))), 8 * (e & 3), 8); }
+#else
+XT elem(int e) { return XT(LD(x, e)); }
 #endif
 #if IS_MIN
 #define BETTER(v, b) ((v) < (b))
@@ -46,7 +54,7 @@ void main() {
     XT best = XT(0);
     int bi = -1;
     for (int a = int(l); a < AXIS; a += int(gl_WorkGroupSize.x)) {
-        XT v = XT(LD(x, base + a * INNER));
+        XT v = elem(base + a * INNER);
         if (SKIP(v)) continue;
         if (bi < 0 || BETTER(v, best)) {
             best = v;
@@ -75,11 +83,11 @@ void main() {
     if (gid >= TOTAL) return;
     int o = int(gid) / INNER, i = int(gid) % INNER;
     int base = o * AXIS * INNER + i;
-    XT best = XT(LD(x, base));
+    XT best = elem(base);
     int bi = 0;
     bool none = SKIP(best);                    // no non-NaN value seen yet
     for (int a = 1; a < AXIS; ++a) {
-        XT v = XT(LD(x, base + a * INNER));
+        XT v = elem(base + a * INNER);
         if (SKIP(v)) continue;
         if (none || BETTER(v, best)) {
             best = v;

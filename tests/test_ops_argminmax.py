@@ -1,5 +1,6 @@
-"""ARG_MAX / ARG_MIN (compiler/ops/argminmax.py) against LiteRT: every axis (negative too), float32
-and int32 input, int32 and int64 output, ties (first index wins)."""
+"""ARG_MAX / ARG_MIN (compiler/ops/argminmax.py) against LiteRT: every axis (negative too), float32,
+int32, uint8, int8 and bool input, int32 and int64 output, ties (first index wins), NaN and inf, long
+axes (one workgroup per output)."""
 from __future__ import annotations
 
 import numpy as np
@@ -88,3 +89,14 @@ def test_arg_leading_nan_skipped(gpu, length):
         model, feeds = _arg(op, x, 1, "int32")
         (got,) = gpu.run(model, feeds)
         assert got.tolist() == [int(fn(x[0])), int(fn(x[1])), 0]
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "bool"])
+@pytest.mark.parametrize("shape,axis", [((3, 5, 7), 1), ((2, 7), -1), ((2, 600), 1), ((5, 3, 2), 0)])
+def test_arg_byte_inputs(gpu, op, dtype, shape, axis):
+    """1-byte inputs (read 4 per word): uint8, int8 (sign-extended) and bool, non-quantized."""
+    rng = np.random.default_rng(shape[0] * 11 + axis)
+    x = (rng.integers(0, 2, shape) if dtype == "bool" else
+         rng.integers(0, 256, shape) if dtype == "uint8" else rng.integers(-128, 128, shape)).astype(dtype)
+    check(gpu, *_arg(op, x, axis, "int32"))

@@ -1,5 +1,5 @@
-"""ARG_MAX / ARG_MIN (shaders/arg_reduce.comp): any axis (constant, negative allowed), float32 or
-int32 input, int32 or int64 output (int64 written as (low, high) int32 pairs through an int32 view).
+"""ARG_MAX / ARG_MIN (shaders/arg_reduce.comp): any axis (constant, negative allowed), float32, int32,
+uint8, int8 or bool input (1-byte kinds read from a word view), int32 or int64 output (int64 written as (low, high) int32 pairs through an int32 view).
 Ties resolve to the first index and NaNs are skipped, as in LiteRT (whose answer for a NaN in the
 first position depends on its vector path; gpuc skips that one too).  Long axes (>= 256) with few outputs
 reduce with one workgroup per output."""
@@ -9,10 +9,13 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size
 
+IN_KIND = {"float32": 0, "int32": 1, "uint8": 2, "bool": 2, "int8": 3}     # the template's IS_INT
+
 VARIANTS = {
-    "arg_reduce": (dict(AXIS=5, INNER=3), {"IS_MIN": [0, 1], "IS_INT": [0, 1], "OUT64": [0, 1],
+    "arg_reduce": (dict(AXIS=5, INNER=3), {"IS_MIN": [0, 1], "IS_INT": [0, 1, 2, 3], "OUT64": [0, 1],
                                            "ROW_PER_GROUP": [0, 1]},
                    ["out_", "x"], {"out_": "int32"}),
 }
@@ -20,8 +23,8 @@ VARIANTS = {
 
 def _plan(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-    if x.dtype not in ("float32", "int32"):
-        raise ValueError(f"input {x.name!r} has dtype {x.dtype} (supported: float32, int32)")
+    if x.dtype not in IN_KIND:
+        raise ValueError(f"input {x.name!r} has dtype {x.dtype} (supported: {', '.join(IN_KIND)})")
     if y.dtype not in ("int32", "int64"):
         raise ValueError(f"output {y.name!r} has dtype {y.dtype} (supported: int32, int64)")
     a = const_input(node, graph, 1, "axis")
@@ -42,8 +45,8 @@ def _plan(node, graph):
 
 
 @register("ARG_MAX", "ARG_MIN", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2),
-          dtypes=("float32", "int32", "int64"),
-          summary="any axis; float32/int32 input, int32/int64 output; ties -> first index")
+          dtypes=("float32", "int32", "int64", "uint8", "int8", "bool"),
+          summary="any axis; float32/int32/uint8/int8/bool input, int32/int64 output; ties -> first index")
 def lower_arg(node, graph):
     x, y, axis = _plan(node, graph)
     if y.size == 0:
@@ -56,6 +59,7 @@ def lower_arg(node, graph):
     wide = n >= 256 and y.size <= 65536               # long axis, few outputs: a workgroup per output
     local = 256 if n >= 4096 else 128 if n >= 1024 else 64
     defines = dict(AXIS=n, INNER=max(size(x.shape[axis + 1:]), 1), IS_MIN=int(node.op == "ARG_MIN"),
-                   IS_INT=int(x.dtype == "int32"), OUT64=int(y.dtype == "int64"), ROW_PER_GROUP=int(wide))
-    return [Kernel("arg_reduce", [("out_", out), ("x", x.id)], y.size * local if wide else y.size, defines,
-                   node.label(), local_x=local if wide else 64)]
+                   IS_INT=IN_KIND[x.dtype], OUT64=int(y.dtype == "int64"), ROW_PER_GROUP=int(wide))
+    binds = [("out_", out), ("x", words(graph, x.id))]
+    return [Kernel("arg_reduce", binds, y.size * local if wide else y.size, defines, node.label(),
+                   local_x=local if wide else 64)]

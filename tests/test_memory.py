@@ -33,3 +33,23 @@ def test_random_lifetimes():
         nbytes = {t: int(rng.integers(1, 5000)) for t in range(n)}
         arena = check_plan(life, nbytes)
         assert arena >= lower_bound(life, nbytes)
+
+
+def test_several_orders_reach_the_bound_where_size_order_does_not():
+    from gpuc.compiler.passes.memory import _place
+    life = {0: (3, 5), 1: (5, 5), 2: (1, 2), 3: (5, 5), 4: (2, 3)}
+    nbytes = {0: 256, 1: 512, 2: 768, 3: 512, 4: 512}
+    by_size = _place(sorted(life, key=lambda t: (-nbytes[t], life[t][0], t)), life, nbytes)[1]
+    assert by_size == 1536 > lower_bound(life, nbytes) == 1280
+    assert check_plan(life, nbytes) == 1280
+
+
+def test_never_worse_than_size_order():
+    from gpuc.compiler.passes.memory import _place
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n = int(rng.integers(1, 30))
+        life = {t: (a, a + int(rng.integers(0, 6))) for t, a in enumerate(rng.integers(-1, 25, n).tolist())}
+        nbytes = {t: int(rng.integers(1, 9000)) for t in range(n)}
+        by_size = _place(sorted(life, key=lambda t: (-align(max(nbytes[t], 4)), life[t][0], t)), life, nbytes)[1]
+        assert check_plan(life, nbytes) <= by_size

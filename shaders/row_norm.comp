@@ -3,23 +3,15 @@
 // OP 0 LOG_SOFTMAX: out = (x - max) - log(sum(exp(x - max)));
 // OP 1 L2_NORMALIZATION: out = x / max(sqrt(sum(x * x)), EPS).
 // ROW_PER_GROUP=0: one invocation per row (short rows).  ROW_PER_GROUP=1: one workgroup per row;
-// invocations stride over the row and reduce through shared memory (long rows).
+// invocations stride over the row and reduce through shared memory (long rows);
+// SUBGROUP=1 (the `subgroup` variant): through subgroup arithmetic first (wg_reduce.glsl).
 // Defines: D OP EPS ROW_PER_GROUP
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
 #if ROW_PER_GROUP
 shared float red[gl_WorkGroupSize.x];
-
-float wg_reduce(float v, bool is_max) {
-    uint l = gl_LocalInvocationID.x;
-    red[l] = v;
-    barrier();
-    for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
-        if (l < s) red[l] = is_max ? max(red[l], red[l + s]) : red[l] + red[l + s];
-        barrier();
-    }
-    float r = red[0];
-    barrier();
-    return r;
-}
+// @include wg_reduce.glsl
 
 void main() {
     uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;

@@ -2,41 +2,13 @@
 // SOFTMAX over the last axis (D elements per row), out = exp((x - max) * BETA) / sum.
 // ROW_PER_GROUP=0: one invocation per row (short rows).  ROW_PER_GROUP=1: one workgroup per row,
 // invocations stride over the row and reduce max and sum through shared memory (long rows);
-// SUBGROUP=1 (the `subgroup` variant): through subgroup arithmetic first.
+// SUBGROUP=1 (the `subgroup` variant): through subgroup arithmetic first (wg_reduce.glsl).
 #ifndef SUBGROUP
 #define SUBGROUP 0
 #endif
 #if ROW_PER_GROUP
 shared float red[gl_WorkGroupSize.x];
-
-#if SUBGROUP
-// `subgroup` variant (device with subgroup arithmetic): each subgroup reduces in registers, its first
-// invocation posts the result, and every invocation combines the gl_NumSubgroups partials in the same
-// order, so all see the same value; any subgroup size works (no device-specific workgroup size).
-#extension GL_KHR_shader_subgroup_arithmetic : require
-float wg_reduce(float v, bool is_max) {
-    float s = is_max ? subgroupMax(v) : subgroupAdd(v);
-    if (subgroupElect()) red[gl_SubgroupID] = s;
-    barrier();
-    float r = red[0];
-    for (uint i = 1; i < gl_NumSubgroups; ++i) r = is_max ? max(r, red[i]) : r + red[i];
-    barrier();
-    return r;
-}
-#else
-float wg_reduce(float v, bool is_max) {
-    uint l = gl_LocalInvocationID.x;
-    red[l] = v;
-    barrier();
-    for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
-        if (l < s) red[l] = is_max ? max(red[l], red[l + s]) : red[l] + red[l + s];
-        barrier();
-    }
-    float r = red[0];
-    barrier();
-    return r;
-}
-#endif
+// @include wg_reduce.glsl
 
 void main() {
     uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;

@@ -1,5 +1,5 @@
 """Long reductions (a workgroup per output: MEAN / SUM / REDUCE_* with >= 256 elements per output,
-SOFTMAX rows >= 64) and their `subgroup` variant (GL_KHR_shader_subgroup_arithmetic; lavapipe has
+SOFTMAX / LOG_SOFTMAX / L2_NORMALIZATION rows >= 64) and their `subgroup` variant (GL_KHR_shader_subgroup_arithmetic; lavapipe has
 it, subgroup size 8): both paths against LiteRT, within fp32 rounding of each other; a device
 without subgroup arithmetic (GPUC_DISABLE_SUBGROUP_OPS=1) runs the shared-memory tree."""
 from __future__ import annotations
@@ -30,9 +30,10 @@ def reduce_model():
     k = mb.tensor("mean_keep", [1, 3, 1])
     mb.op("MEAN", [x, two], [k], keep_dims=True)               # two reduced axes, strided
     mb.output(k)
-    s = mb.tensor("softmax", [2, 3, 300])
-    mb.op("SOFTMAX", [x], [s], beta=0.7)
-    mb.output(s)
+    for op, attrs in (("SOFTMAX", dict(beta=0.7)), ("LOG_SOFTMAX", {}), ("L2_NORMALIZATION", {})):
+        s = mb.tensor(op.lower(), [2, 3, 300])
+        mb.op(op, [x], [s], **attrs)
+        mb.output(s)
     xs = rng.normal(0, 1, (2, 3, 300)).astype(np.float32)
     xs[1, 2, :] = rng.uniform(0.9, 1.1, 300)                  # a product row that stays finite
     return mb.finish(), [xs]
@@ -43,13 +44,13 @@ def test_subgroup_and_tree_reductions_match_litert(gpu, monkeypatch):
     refs = run_litert(model, xs)
     data = compile_model(model, cache=False)
     b = B.read_bundle(data)
-    assert [v.name for v in b.variants] == ["subgroup"] * 7
+    assert [v.name for v in b.variants] == ["subgroup"] * 9
     assert all(v.requires == {"subgroup_arithmetic": True} for v in b.variants)
     runs = {}
     for mode in ("off", "auto"):
         monkeypatch.setenv("GPUC_VARIANTS", mode)
         with gpuc.load(data, device=gpu.device) as m:
-            assert m.bundle.stats["variants_used"] == ({} if mode == "off" else {"subgroup": 7})
+            assert m.bundle.stats["variants_used"] == ({} if mode == "off" else {"subgroup": 9})
             runs[mode] = m.run(xs)
     for mode, outs in runs.items():
         for o, r in zip(outs, refs):

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked, fused_act
 
 L2_EPSILON = 1e-6
 OPS = {"LOG_SOFTMAX": 0, "L2_NORMALIZATION": 1}
 
 VARIANTS = {
-    "row_norm": (dict(D=10, EPS=L2_EPSILON), {"OP": [0, 1], "ROW_PER_GROUP": [0, 1]}, ["out_", "x"]),
+    "row_norm": (dict(D=10, EPS=L2_EPSILON), {"OP": [0, 1], "ROW_PER_GROUP": [0, 1], "SUBGROUP": [0, 1]}, ["out_", "x"]),
 }
 
 
@@ -39,5 +40,8 @@ def lower_row_norm(node, graph):
     wide = d >= 64                                   # long rows: one workgroup per row
     local = 128 if d >= 512 else 64
     defines = dict(D=d, OP=OPS[node.op], EPS=L2_EPSILON, ROW_PER_GROUP=int(wide))
-    return [Kernel("row_norm", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
-                   node.label(), local_x=local if wide else 64)]
+    k = Kernel("row_norm", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
+               node.label(), local_x=local if wide else 64)
+    if wide:                                         # + subgroup-arithmetic reductions (ops/reduce.py)
+        k.variants.append(SUBGROUP_VARIANT)
+    return [k]

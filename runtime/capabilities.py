@@ -6,7 +6,8 @@ queries those capabilities once per Device and enables them at device creation:
 
 - `subgroup_size`, `subgroup_ops` (VkPhysicalDeviceSubgroupProperties, compute stage only);
 - `coopmat`: the VkCooperativeMatrixPropertiesKHR entries (M, N, K, A, B, C, result type names,
-  subgroup scope only) when VK_KHR_cooperative_matrix + its `cooperativeMatrix` feature,
+  subgroup scope only) when VK_KHR_cooperative_matrix + its `cooperativeMatrix` feature (and
+  compute among its cooperativeMatrixSupportedStages),
   VK_KHR_vulkan_memory_model (the cooperative-matrix SPIR-V uses the Vulkan memory model) and
   shaderFloat16 + 16-bit storage buffers are all present; otherwise empty.
 
@@ -90,8 +91,10 @@ def enable(dev, tail=None):
     vk.vkGetPhysicalDeviceFeatures2(dev.physical, vk.VkPhysicalDeviceFeatures2(pNext=s16))
     if not (cm.cooperativeMatrix and mm.vulkanMemoryModel and f16.shaderFloat16 and s16.storageBuffer16BitAccess):
         return tail, [], []
+    cprops = vk.VkPhysicalDeviceCooperativeMatrixPropertiesKHR()
+    vk.vkGetPhysicalDeviceProperties2(dev.physical, vk.VkPhysicalDeviceProperties2(pNext=cprops))
     entries = _coopmat_entries(dev)
-    if not entries:
+    if not entries or not cprops.cooperativeMatrixSupportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
         return tail, [], []
     dev.coopmat = entries
     on_cm = vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR(pNext=tail, cooperativeMatrix=vk.VK_TRUE)

@@ -57,6 +57,11 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
     key = cc.cache_key(data + name.encode(), opts) if use_cache else None
     out = cc.lookup(key) if key else None
     last_compile["cache"] = ("hit" if out is not None else "miss") if key else None
+    if out is not None:                      # a cache hit repeats the compiler's warnings
+        import sys
+        from gpuc.runtime.bundle import header_stats
+        for w in header_stats(out).get("warnings", []):
+            print(f"gpuc: warning: {w}", file=sys.stderr)
     if out is None:
         from gpuc.compiler.driver import compile_bytes
         out = compile_bytes(data, name, opts)

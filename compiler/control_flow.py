@@ -56,6 +56,7 @@ class Context:
     prepared: dict = field(default_factory=dict)
     depth: int = 0
     warn: bool = True                   # print the CPU-fallback warnings of subgraph nodes
+    warnings: list = field(default_factory=list)
 
 
 def _subgraph(ctx, node: Node, attr: str) -> int:
@@ -82,7 +83,8 @@ def _prepare(ctx, gi: int):
         from gpuc.compiler.passes.variables import resolve_variables
         resolve_variables(ctx.model, g)              # local variable tensors, bound to the main graph's at merge
         run_passes(g, ctx.disabled)
-        cpu, bad = partition.place(g, warn=ctx.warn)
+        cpu, bad = partition.place(g, warn=ctx.warn, where=f" of subgraph {g.name!r}")
+        ctx.warnings += g.__dict__.get("cpu_warnings", [])
         if bad:
             raise UnsupportedError(f"subgraph {g.name!r}: " + _unsupported_message(bad))
         partition.cluster(g, cpu)

@@ -219,8 +219,12 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     def counting(g, nodes, placed, ctx):         # subgraphs of WHILE / IF, per call
         n_gpu[0] += sum(1 for n in nodes if id(n) not in placed and n.op not in CONTROL_OPS)
         return lower_nodes(g, nodes, placed, ctx)
-    kernels = lower_graph(graph, cpu, Context(model_ir, tuple(opts["disable_passes"]), counting))
+    ctx = Context(model_ir, tuple(opts["disable_passes"]), counting)
+    kernels = lower_graph(graph, cpu, ctx)
     stats["gpu_nodes"] = n_gpu[0]
+    warnings = graph.__dict__.get("cpu_warnings", []) + ctx.warnings
+    if warnings:
+        stats["warnings"] = warnings             # printed again when the compile cache answers
     if graph.fp32_pinned is not None:            # host steps and jumps read and write float32 / their own dtype
         graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.template in ("host", "ctrl")
                                                       for _, t in k.bindings}

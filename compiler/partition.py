@@ -94,7 +94,7 @@ def capability_limit(node: Node, reason: str, graph: Graph) -> bool:
                for t in list(node.inputs) + list(node.outputs))
 
 
-def place(graph: Graph, warn=True) -> tuple[dict, list]:
+def place(graph: Graph, warn=True, where: str = "") -> tuple[dict, list]:
     """({id(node): GPU reason} for CPU nodes, [(node, reason)] for nodes neither side can run)."""
     from gpuc.compiler.control_flow import CONTROL_OPS
     cpu, bad = {}, []
@@ -110,9 +110,11 @@ def place(graph: Graph, warn=True) -> tuple[dict, list]:
         cr = cpu_reason(n, graph)
         if cr is None:
             cpu[id(n)] = r
+            why = "no GPU kernel" if r == "op not implemented" else r
+            msg = f"op #{n.index} {n.op}{where} runs on CPU: {why}"
+            graph.__dict__.setdefault("cpu_warnings", []).append(msg)     # kept in the bundle's stats
             if warn:
-                why = "no GPU kernel" if r == "op not implemented" else r
-                print(f"gpuc: warning: op #{n.index} {n.op} runs on CPU: {why}", file=sys.stderr)
+                print(f"gpuc: warning: {msg}", file=sys.stderr)
         else:
             bad.append((n, f"{r}; CPU: {cr}"))
     return cpu, bad

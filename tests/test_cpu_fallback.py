@@ -252,3 +252,14 @@ def test_host_steps_read_views_of_host_outputs(gpu):
     xs = [rnd((1, 4, 8), seed=3)]
     for o, r in zip(gpu.run(model, xs), run_litert(model, xs)):
         np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+
+
+def test_warnings_repeat_on_a_compile_cache_hit(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("GPUC_NO_CACHE", raising=False)
+    model = mixed_model()
+    for expect in ("miss", "hit"):
+        gpuc.compile(model)
+        assert gpuc.compiler.last_compile["cache"] == expect
+        err = capfd.readouterr().err
+        assert "op #4 TOPK_V2 runs on CPU: no GPU kernel" in err and err.count("runs on CPU") == 3

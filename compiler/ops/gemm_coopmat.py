@@ -105,11 +105,18 @@ def coopmat_kernel(k):
 EMULATED_REQUIRES = {"fp16_storage": True}
 
 
+# Measured on the H100 (benchmarks/coopmat_check.py, 2026-11-23): the variant lost on every
+# MobileNetV2 gemm (0.21x..1.14x; M*N*K <= 19M: too little work per dispatch to pay for staging the
+# tiles), and won 1.7x at 1024^3 and 15x at 2048^3 / 4096^3.
+MIN_DIM = 64
+MIN_MACS = 1 << 28
+
+
 def worthwhile(M: int, N: int, K: int) -> bool:
-    """Tensor cores pay only where a 16x16x16 block is mostly real work: a matrix-vector product
-    (FULLY_CONNECTED on one row) or a sliver of N or K stays on the plain kernel, which reads the
-    same bytes without padding every row to 16."""
-    return M >= 32 and N >= 16 and K >= 16
+    """Tensor cores pay only where a 16x16x16 block is mostly real work (a matrix-vector product or a
+    sliver of N or K stays on the plain kernel, which reads the same bytes without padding every row
+    to 16) and where the GEMM is big enough to amortise staging fp16 tiles in shared memory."""
+    return min(M, N, K) >= MIN_DIM and M * N * K >= MIN_MACS
 
 
 def coopmat_variant(M: int, N: int, K: int) -> KernelVariant | None:

@@ -155,6 +155,8 @@ def _split(data: bytes) -> dict:
         items = counting(g, g.nodes, cpu, ctx)
     except GpucError as e:
         return {"error": str(e)}
+    except (ValueError, KeyError, IndexError, TypeError) as e:     # as a compile would report it
+        return {"error": f"cannot lower the model ({type(e).__name__}: {e})"}
     hosts = [k for k in items if k.template == "host"]
     trips = sum(1 for j, k in enumerate(items) if (k.template == "host" and (j == 0 or items[j - 1].template != "host"))
                 or type(k).__name__ == "JumpIfFalse")

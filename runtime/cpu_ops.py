@@ -403,6 +403,34 @@ def _slice(attrs, x, outs):
     return [x[0][idx]]
 
 
+@cpu_op("STRIDED_SLICE", raw=True, summary="any dtype; begin/end/ellipsis/new-axis/shrink masks, offset")
+def _strided_slice(attrs, x, outs):
+    inp = x[0]
+    begin, end, strides = ([int(v) for v in np.asarray(t).reshape(-1)] for t in x[1:4])
+    bm, em = int(attrs.get("begin_mask", 0) or 0), int(attrs.get("end_mask", 0) or 0)
+    elm, nam = int(attrs.get("ellipsis_mask", 0) or 0), int(attrs.get("new_axis_mask", 0) or 0)
+    sam, offset = int(attrs.get("shrink_axis_mask", 0) or 0), bool(attrs.get("offset", False))
+    n = len(begin)
+    dense = sum(1 for i in range(n) if not (elm >> i) & 1 and not (nam >> i) & 1)
+    idx = []
+    for i in range(n):
+        if (elm >> i) & 1:
+            idx.append(Ellipsis)
+            continue
+        if (nam >> i) & 1:
+            idx.append(np.newaxis)
+            continue
+        if (sam >> i) & 1:
+            idx.append(begin[i])
+            continue
+        start = None if (bm >> i) & 1 else begin[i]
+        stop = None if (em >> i) & 1 else (begin[i] + end[i] if offset else end[i])
+        idx.append(slice(start, stop, strides[i] or 1))
+    if Ellipsis not in idx and dense < inp.ndim:
+        idx.append(Ellipsis)
+    return [np.ascontiguousarray(inp[tuple(idx)])]
+
+
 @cpu_op("PAD", "PADV2", raw=True, summary="constant padding, any dtype")
 def _pad(attrs, x, outs):
     p = np.asarray(x[1]).reshape(-1, 2).astype(np.int64)

@@ -77,6 +77,14 @@ CASES = {
     "split-v-int64": ("SPLIT_V", [((2, 6), I64), np.array([1, -1, 2], np.int32), np.array(1, np.int32)],
                       [(2, 1), (2, 3), (2, 2)], [I64] * 3, {"num_splits": 3}),
     "gather-nd-int64": ("GATHER_ND", [((3, 4, 2), I64), np.array([[0, 1], [2, 3]], np.int32)], [(2, 2)], [I64], {}),
+    "strided-slice-int64": ("STRIDED_SLICE", [((4, 6), I64), np.array([1, 0], np.int32), np.array([4, 6], np.int32),
+                                              np.array([2, 2], np.int32)], [(2, 3)], [I64], {}),
+    "strided-slice-int64-masks": ("STRIDED_SLICE", [((3, 4, 5), I64), np.array([0, 1, -1], np.int32),
+                                                    np.array([0, 3, 0], np.int32), np.array([1, 1, -1], np.int32)],
+                                  [(3, 2, 5)], [I64], {"begin_mask": 1, "end_mask": 5}),
+    "strided-slice-int64-shrink": ("STRIDED_SLICE", [((3, 4), I64), np.array([1, 0], np.int32),
+                                                     np.array([2, 4], np.int32), np.array([1, 1], np.int32)],
+                                   [(4,)], [I64], {"shrink_axis_mask": 1}),
     "complex-abs": None,     # RFFT2D -> COMPLEX_ABS, below
 }
 

@@ -1,7 +1,7 @@
 """Latency of every shared model with the issue-4 passes on and off (for the GPU machine).
 
     python benchmarks/pass_latency.py [MODELS_DIR] [--runs 100] [--device N|NAME] [--precision fp32|fp16]
-           [--off fuse_elementwise,fold_pad_pool,plan_in_place] [--json]
+           [--off fuse_elementwise,fuse_reduce_prologue,fold_pad_pool,plan_in_place] [--json]
 
 Per model and setting: dispatches, arena bytes, median / min run() ms (inputs in, outputs out), the
 GPU time of a plain run (timestamps, as `gpuc profile`), and whether both settings give identical
@@ -18,7 +18,7 @@ import numpy as np
 import gpuc
 from gpuc.runtime.bundle import read_bundle
 
-MINE = "fuse_elementwise,fold_pad_pool,plan_in_place"
+MINE = "fuse_elementwise,fuse_reduce_prologue,fold_pad_pool,plan_in_place"
 
 
 def measure(path, disabled, runs, device, precision):

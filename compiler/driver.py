@@ -91,7 +91,7 @@ def lower_nodes(graph: Graph, nodes, cpu, ctx) -> list:
         ks = apply_fake_quant(n, graph, ops.lower(n, graph))
         if ks:
             ks[0].flops = estimate_flops(n, graph)
-        if broken and n.op == broken:
+        if broken and (n.op == broken or broken in n.attrs.get("fused", ())):   # (also inside a fused node)
             for k in ks:
                 k.defines["GPUC_TEST_BROKEN"] = 1
         kernels += ks

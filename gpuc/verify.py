@@ -95,7 +95,8 @@ def _per_op(data, xs, device, precision, tol):
     g = model.main
     n_model = len(g.tensors)             # tensors LiteRT knows (passes add more)
     resolve_variables(model, g)
-    run_passes(g, ["eliminate_dead_nodes", "fuse_activation", "fuse_residual_add", "reshape_as_view"])
+    run_passes(g, ["eliminate_dead_nodes", "fuse_activation", "fuse_residual_add", "reshape_as_view",
+                   "fuse_elementwise", "fuse_reduce_prologue"])      # (fusions would hide intermediates)
     order = [(n, o) for n in g.nodes for o in n.outputs if o not in g.inputs]
     g.outputs = list(dict.fromkeys(g.outputs + [o for _, o in order]))
     cpu, bad = partition.place(g, warn=False)          # CPU nodes run as host steps, as in a compile

@@ -10,20 +10,6 @@
 // rounds an intermediate to float16 as a float16 store + load would: the unfused program stored it
 // so under --precision fp16), FQ (fake quant of the output, as gpuc_act applies it).
 // @include ew_math.glsl
-// ew_keep: a value the optimizer cannot see through (XOR with a runtime zero: the dispatch grid is
-// never 65536 groups deep in z).  Every intermediate and every inlined constant passes through it, so
-// no multiply-add is contracted across two ops and no op is specialised for a constant operand: the
-// fused kernel rounds exactly where the separate kernels rounded (their operands came from memory).
-float ew_keep(float v) { return uintBitsToFloat(floatBitsToUint(v) ^ (gl_NumWorkGroups.z >> 16u)); }
-#ifndef EW_ROUND16
-#define EW_ROUND16 0
-#endif
-#if EW_ROUND16
-#define EW_R16(v) float(float16_t(v))
-#else
-#define EW_R16(v) (v)
-#endif
-
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
@@ -78,6 +64,9 @@ void main() {
     float v = EW_RESULT;
 #if FQ
     v = gpuc_fq(gpuc_finite(v));        // the output's fake quant, as gpuc_act applies it
+#endif
+#ifdef GPUC_TEST_BROKEN
+    v += 0.5;                           // test hook only (GPUC_TEST_BREAK_OP), as common.glsl's gpuc_act
 #endif
     ST(out_, gid, v);
 }

@@ -182,3 +182,19 @@ float ew_squared_difference(float a, float b) { float d = a - b; return d * d; }
 float ew_maximum(float a, float b) { return a > b ? a : b; }
 float ew_minimum(float a, float b) { return a < b ? a : b; }
 float ew_prelu(float a, float b) { return a >= 0.0 ? a : a * b; }
+
+// ---- fused expressions (ew_fused.comp, reduce.comp PROLOGUE) ----
+// ew_keep: a value the optimizer cannot see through (XOR with a runtime zero: the dispatch grid is
+// never 65536 groups deep in z).  Every intermediate and every inlined constant passes through it, so
+// no multiply-add is contracted across two ops and no op is specialised for a constant operand: the
+// fused kernel rounds exactly where the separate kernels rounded (their operands came from memory).
+float ew_keep(float v) { return uintBitsToFloat(floatBitsToUint(v) ^ (gl_NumWorkGroups.z >> 16u)); }
+#ifndef EW_ROUND16
+#define EW_ROUND16 0
+#endif
+#if EW_ROUND16
+#define EW_R16(v) float(float16_t(v))
+#else
+#define EW_R16(v) (v)
+#endif
+

@@ -5,8 +5,15 @@
 // output element, invocations stride over the reduced elements and combine through shared memory;
 // SUBGROUP=1 (the `subgroup` variant, devices with subgroup arithmetic): each subgroup combines in
 // registers first and every invocation sums the gl_NumSubgroups partials in one order (any subgroup size).
+// PROLOGUE=1 (passes/ew_fusion.py fuse_reduce_prologue, op FUSED_REDUCE): the reduced tensor is not
+// read but computed per element by a fused elementwise expression (EW_BODY / EW_RESULT over inputs
+// x0..x<NIN-1>, as ew_fused.comp); IK_STRIDES[k*NK+d] / IR_STRIDES[k*NR+d]: input k's element strides
+// along kept axis d / reduced axis d (0 where it broadcasts).
 #ifndef WG_PER_OUT
 #define WG_PER_OUT 0
+#endif
+#ifndef PROLOGUE
+#define PROLOGUE 0
 #endif
 #ifndef SUBGROUP
 #define SUBGROUP 0
@@ -38,6 +45,54 @@ int base_of(int t) {
     return base;
 }
 
+#if PROLOGUE
+// @include ew_math.glsl
+int pb[NIN];                        // each input's offset of the current output's kept coordinates
+void prologue_bases(int t) {
+    for (int k = 0; k < NIN; ++k) pb[k] = 0;
+    for (int d = NK - 1; d >= 0; --d) {
+        int c = t % K_SHAPE[d];
+        t /= K_SHAPE[d];
+        for (int k = 0; k < NIN; ++k) pb[k] += c * IK_STRIDES[k * NK + d];
+    }
+}
+
+float element(int base, int r) {
+    int ix[NIN];
+    for (int k = 0; k < NIN; ++k) ix[k] = pb[k];
+    int u = r;
+    for (int d = NR - 1; d >= 0; --d) {
+        int c = u % R_SHAPE[d];
+        u /= R_SHAPE[d];
+        for (int k = 0; k < NIN; ++k) ix[k] += c * IR_STRIDES[k * NR + d];
+    }
+    float v0 = LD(x0, ix[0]);
+#if NIN > 1
+    float v1 = LD(x1, ix[1]);
+#endif
+#if NIN > 2
+    float v2 = LD(x2, ix[2]);
+#endif
+#if NIN > 3
+    float v3 = LD(x3, ix[3]);
+#endif
+#if NIN > 4
+    float v4 = LD(x4, ix[4]);
+#endif
+#if NIN > 5
+    float v5 = LD(x5, ix[5]);
+#endif
+#if NIN > 6
+    float v6 = LD(x6, ix[6]);
+#endif
+    EW_BODY
+#ifdef GPUC_TEST_BROKEN
+    return ew_keep(EW_RESULT) + 0.5;    // test hook only (GPUC_TEST_BREAK_OP)
+#else
+    return ew_keep(EW_RESULT);      // (no multiply-add contracted into the accumulation)
+#endif
+}
+#else
 float element(int base, int r) {
     int u = r, off = base;
     for (int d = NR - 1; d >= 0; --d) {
@@ -46,6 +101,7 @@ float element(int base, int r) {
     }
     return LD(x, off);
 }
+#endif
 
 #if WG_PER_OUT
 shared float red[gl_WorkGroupSize.x];
@@ -76,6 +132,9 @@ void main() {
     uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (o * gl_WorkGroupSize.x >= TOTAL) return;          // whole workgroup leaves together
     int base = base_of(int(o));
+#if PROLOGUE
+    prologue_bases(int(o));
+#endif
     float acc = R_INIT;
     for (int r = int(gl_LocalInvocationID.x); r < RCOUNT; r += int(gl_WorkGroupSize.x)) acc = R_OP(acc, element(base, r));
     acc = wg_reduce(acc);
@@ -89,6 +148,9 @@ void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
     int base = base_of(int(gid));
+#if PROLOGUE
+    prologue_bases(int(gid));
+#endif
     float acc = R_INIT;
     for (int r = 0; r < RCOUNT; ++r) acc = R_OP(acc, element(base, r));
 #if OP == 0

@@ -112,8 +112,8 @@ def test_layer_norm_chains_with_broadcasting():
     model = layer_norm_model()
     x = RNG.normal(0, 3, (2, 3, 8)).astype(np.float32)
     outs, d_on, d_off = on_off(model, [x])
-    # MEAN, SQUARED_DIFFERENCE, MEAN, ADD+RSQRT, SUB+MUL+MUL+ADD
-    assert (d_on, d_off) == (5, 9)
+    # MEAN, SQUARED_DIFFERENCE+MEAN (fuse_reduce_prologue, on in both), ADD+RSQRT, SUB+MUL+MUL+ADD
+    assert (d_on, d_off) == (4, 8)
     close_to_litert(outs, model, [x], rtol=1e-4)
 
 
@@ -273,3 +273,61 @@ def test_cast_from_int32_starts_a_chain():
     outs, d_on, d_off = on_off(model, xs)
     assert (d_on, d_off) == (1, 3)
     close_to_litert(outs, model, xs)
+
+
+# ---------------------------------------------------------------------------------------------------
+# fuse_reduce_prologue: the reduced tensor is computed per element inside the reduction
+
+def reduce_model(op, shape, axes, keep=True, prologue="SQUARED_DIFFERENCE"):
+    """x, m (broadcast) -> prologue (SQUARED_DIFFERENCE(x, m), or SUB + SQUARE) -> reduce over axes."""
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape))
+    mshape = [1 if d in [a % len(shape) for a in axes] else s for d, s in enumerate(shape)]
+    m = mb.input("m", mshape)
+    t = mb.tensor("t", list(shape))
+    if prologue == "SQUARED_DIFFERENCE":
+        mb.op("SQUARED_DIFFERENCE", [x, m], [t])
+    else:
+        d = mb.tensor("d", list(shape))
+        mb.op("SUB", [x, m], [d])
+        mb.op("SQUARE", [d], [t])
+    out = [1 if d in [a % len(shape) for a in axes] else s for d, s in enumerate(shape)] if keep else \
+        [s for d, s in enumerate(shape) if d not in [a % len(shape) for a in axes]]
+    y = mb.tensor("y", out)
+    mb.op(op, [t, mb.const("axes", np.array(axes, np.int32))], [y], keep_dims=keep)
+    mb.output(y)
+    return mb.finish(), mshape
+
+
+@pytest.mark.parametrize("op,shape,axes,keep,prologue", [
+    ("MEAN", (2, 3, 8), [-1], True, "SQUARED_DIFFERENCE"),
+    ("SUM", (2, 5, 6), [1], False, "SUB+SQUARE"),
+    ("REDUCE_MAX", (3, 4, 5), [0, 2], True, "SQUARED_DIFFERENCE"),
+    ("MEAN", (1, 40, 30), [1, 2], True, "SUB+SQUARE"),        # 1200 elements: a workgroup per output
+])
+def test_reduce_prologue(op, shape, axes, keep, prologue):
+    model, mshape = reduce_model(op, shape, axes, keep, prologue)
+    g = load_tflite(model).main
+    run_passes(g)
+    assert [n.op for n in g.nodes] == ["FUSED_REDUCE"]
+    xs = [RNG.normal(0, 2, shape).astype(np.float32), RNG.normal(0, 1, mshape).astype(np.float32)]
+    outs, d_on = run(model, xs)
+    for disabled in (["fuse_reduce_prologue"], ["fuse_elementwise", "fuse_reduce_prologue"]):
+        off, d_off = run(model, xs, disable_passes=disabled)
+        np.testing.assert_array_equal(outs[0], off[0])
+    assert d_on == 1 and d_off == (2 if prologue == "SQUARED_DIFFERENCE" else 3)
+    close_to_litert(outs, model, xs, rtol=1e-4)
+
+
+def test_layer_norm_variance_prologue_under_fp16():
+    import os
+    if os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    model = layer_norm_model((2, 4, 16))
+    x = RNG.normal(0, 3, (2, 4, 16)).astype(np.float32)
+    g = load_tflite(model).main
+    run_passes(g)
+    assert [n.op for n in g.nodes] == ["MEAN", "FUSED_REDUCE", "FUSED_ELEMENTWISE", "FUSED_ELEMENTWISE"]
+    on, _ = run(model, [x], precision="fp16")
+    off, _ = run(model, [x], precision="fp16", disable_passes=["fuse_elementwise", "fuse_reduce_prologue"])
+    np.testing.assert_array_equal(on[0], off[0])

@@ -164,3 +164,70 @@ VARIANTS = {
                  {"NIN": [1, 2, MAX_INPUTS], "EW_BCAST": [0, 1], "EW_ROUND16": [0, 1], "FQ": [0, 1]},
                  ["out_"] + [f"x{k}" for k in range(MAX_INPUTS)], {"x1": "int32"}),     # (x1: a CAST's input)
 }
+
+
+# ------------------------------------------------------------------------------------------------
+# FUSED_REDUCE: MEAN / SUM / REDUCE_MAX / REDUCE_MIN / REDUCE_PROD whose input is computed per element
+# by a fused elementwise prologue (reduce.comp PROLOGUE; pass fuse_reduce_prologue).  Inputs: the
+# prologue's inputs, then the reduction axes; attrs: "steps" (as above; the last one is the reduced
+# value), "reduce" (the op), "x" (the tensor the prologue replaces: its shape is the reduced shape).
+
+def _reduce_node(node):
+    from gpuc.compiler.ir import Node
+    return Node(node.attrs["reduce"], [node.attrs["x"], node.inputs[-1]], list(node.outputs),
+                attrs={k: v for k, v in node.attrs.items() if k not in ("steps", "reduce", "x", "fused")},
+                index=node.index)
+
+
+@checked
+def _check_reduce(node, graph):
+    from gpuc.compiler.ops import REGISTRY
+    if node.attrs.get("reduce") not in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"):
+        return f"cannot fuse a prologue into {node.attrs.get('reduce')!r}"
+    x = graph.t(node.attrs["x"])
+    if len(node.inputs) - 1 > MAX_INPUTS or len(node.inputs) < 2:
+        return f"{len(node.inputs) - 1} prologue inputs (1..{MAX_INPUTS})"
+    for i in node.inputs[:-1]:
+        s = graph.t(i).shape
+        padded = [1] * (len(x.shape) - len(s)) + list(s)
+        if len(s) > len(x.shape) or any(p not in (1, o) for p, o in zip(padded, x.shape)):
+            return f"input {graph.t(i).name!r} {list(s)} does not broadcast to {list(x.shape)}"
+        if graph.t(i).dtype != "float32":
+            return f"prologue input {graph.t(i).name!r} must be float32"
+    reason = _steps_reason(_Inputs(node.inputs[:-1], node.attrs), graph)
+    return reason or REGISTRY[node.attrs["reduce"]].check(_reduce_node(node), graph)
+
+
+class _Inputs:
+    """A node-like view (inputs, attrs) for _steps_reason."""
+    def __init__(self, inputs, attrs):
+        self.inputs, self.attrs = list(inputs), attrs
+
+
+@register("FUSED_REDUCE", check=_check_reduce, inputs=(2, MAX_INPUTS + 1),
+          summary="internal: a reduction computing its input with a fused elementwise prologue (fuse_reduce_prologue)")
+def lower_fused_reduce(node, graph):
+    from gpuc.compiler.ops import REGISTRY
+    from gpuc.compiler.ops.reduce import _axes
+    rn = _reduce_node(node)
+    ks = REGISTRY[rn.op].lower(rn, graph)
+    x = graph.t(node.attrs["x"])
+    axes = _axes(rn, graph)
+    keep = [d for d in range(len(x.shape)) if d not in axes]
+    ins = [graph.t(i) for i in node.inputs[:-1]]
+    ik, ir = [], []
+    for t in ins:
+        st = broadcast_strides(t.shape, x.shape)
+        ik += [st[d] for d in keep] or [0]
+        ir += [st[d] for d in axes] or [0]
+    steps = node.attrs["steps"]
+    body, result = render_body(steps)
+    label = f"{'+'.join(s['op'] for s in steps)}+{rn.op} (operator #{node.index})"
+    out = []
+    for k in ks:
+        k.bindings = [b for b in k.bindings if b[0] != "x"] + [(f"x{j}", t.id) for j, t in enumerate(ins)]
+        k.defines.update(PROLOGUE=1, NIN=len(ins), EW_BODY=body, EW_RESULT=result, IK_STRIDES=ik, IR_STRIDES=ir,
+                         EW_ROUND16=int(any(s.get("r16") for s in steps)))
+        k.label = label
+        out.append(k)
+    return out

@@ -24,11 +24,11 @@ def _pipeline():
                                              reshape_as_view)
     from gpuc.compiler.passes.precision import plan_fp16_storage
     from gpuc.compiler.passes.quant import simulate_quantization
-    from gpuc.compiler.passes.ew_fusion import fuse_elementwise
+    from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
     from gpuc.compiler.passes.inplace import plan_in_place
     return [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape_as_view, fold_pad, fuse_residual_add,
             fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise,
-            plan_in_place]
+            fuse_reduce_prologue, plan_in_place]
 
 
 PIPELINE = _pipeline()

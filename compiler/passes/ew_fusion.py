@@ -26,15 +26,21 @@ from gpuc.compiler.ops.util import act_code
 FUSED_OP = "FUSED_ELEMENTWISE"
 
 
+REDUCE_OPS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD")
+
+
 def template_of(node: Node) -> str:
-    """The template the op's own lowering uses (float32)."""
-    if node.op in ("ADD", "SUB", "MUL"):
+    """The template the op's own lowering uses (float32); a fused node: its last op's."""
+    op = node.attrs["fused"][-1] if node.op == FUSED_OP else node.op
+    if op in ("ADD", "SUB", "MUL"):
         return "binary"
-    if node.op == "CAST":
+    if op == "CAST":
         return "cast"
-    if node.op in ACT_FUNCS:
+    if op in REDUCE_OPS:
+        return "reduce"
+    if op in ACT_FUNCS:
         return "unary"
-    return "binary_math" if node.op in BINARY_FUNCS else "unary_math"
+    return "binary_math" if op in BINARY_FUNCS else "unary_math"
 
 
 def _fusible(graph: Graph, node: Node) -> bool:
@@ -154,3 +160,47 @@ def fuse_elementwise(graph: Graph) -> None:
         graph.nodes[at] = fused
         for m in members[:-1]:
             graph.nodes.remove(m)
+
+
+def fuse_reduce_prologue(graph: Graph) -> None:
+    """MEAN / SUM / REDUCE_MAX / REDUCE_MIN / REDUCE_PROD whose input is made by an elementwise op or a
+    fused chain (fuse_elementwise) used only there: one FUSED_REDUCE dispatch computes the chain per
+    reduced element (reduce.comp PROLOGUE), e.g. SQUARED_DIFFERENCE + MEAN (a variance), SQUARE + SUM.
+    The reduced tensor is never stored; its value is rounded as its store did (fake quant, fp16)."""
+    import copy
+    from gpuc.compiler.codegen.glsl import supports_storage16
+    users, prod = graph.consumers(), graph.producers()
+    viewed = {graph.storage(v) for v in graph.aliases} | set(graph.aliases)
+    for r in list(graph.nodes):
+        if r.op not in REDUCE_OPS or len(r.inputs) != 2 or len(r.outputs) != 1 or min(r.inputs) < 0:
+            continue
+        xt = r.inputs[0]
+        p = prod.get(xt)
+        if p is None or xt in graph.outputs or xt in viewed or [id(u) for u in users.get(xt, [])] != [id(r)] \
+                or graph.t(xt).dtype != "float32" or graph.t(r.outputs[0]).dtype != "float32" \
+                or ops.unsupported_reason(r, graph) is not None:
+            continue
+        if p.op == FUSED_OP:
+            steps, ext, names = copy.deepcopy(p.attrs["steps"]), list(p.inputs), list(p.attrs["fused"])
+        elif _fusible(graph, p) and p.op != "CAST":
+            ext = _external(graph, [p])
+            if not ext:
+                continue
+            steps = [dict(_step(p), args=[("x", ext.index(i)) if i in ext else
+                                          ("c", float(np.asarray(graph.t(i).data).reshape(-1)[0])) for i in p.inputs])]
+            names = [p.op]
+        else:
+            continue
+        if any(graph.t(i).dtype != "float32" for i in ext):
+            continue
+        steps[-1]["fq"] = getattr(graph.t(xt), "fake_quant", None)
+        steps[-1]["r16"] = _stored_fp16(graph, xt, p, r)
+        fused = Node("FUSED_REDUCE", ext + [r.inputs[1]], list(r.outputs),
+                     attrs=dict(r.attrs, steps=steps, reduce=r.op, x=xt, fused=names + [r.op]), index=r.index)
+        if ops.unsupported_reason(fused, graph) is not None:
+            continue
+        if graph.fp32_pinned is not None and p.op != FUSED_OP and not supports_storage16(template_of(p)):
+            graph.fp32_pinned.update(graph.storage(t) for t in ext)     # they stayed fp32 unfused
+        graph.nodes[graph.nodes.index(r)] = fused
+        graph.nodes.remove(p)
+        users, prod = graph.consumers(), graph.producers()

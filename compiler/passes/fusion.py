@@ -111,8 +111,11 @@ def fold_pad(graph: Graph) -> None:
             v = graph.t(pad.inputs[2])
             if not v.is_const or np.asarray(v.data).reshape(-1)[0] != 0:
                 continue
-        pads = np.asarray(p.data).reshape(-1, 2)
-        if pads.shape[0] != 4 or (pads < 0).any() or pads[0].any() or pads[3].any():
+        pads = np.asarray(p.data)
+        if pads.size != 8 or pads.dtype.kind not in "iu":
+            continue
+        pads = pads.reshape(4, 2)
+        if (pads < 0).any() or pads[0].any() or pads[3].any():
             continue
         conv = consumers[0]
         conv.attrs["_pad"] = (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))
@@ -162,8 +165,11 @@ def fold_pad_pool(graph: Graph) -> None:
         pinned = graph.fp32_pinned
         if pinned is not None and graph.storage(src) in pinned and graph.storage(out) not in pinned:
             continue
-        pads = np.asarray(p.data).reshape(-1, 2)
-        if pads.shape[0] != 4 or (pads < 0).any() or pads[0].any() or pads[3].any():
+        pads = np.asarray(p.data)
+        if pads.size != 8 or pads.dtype.kind not in "iu":
+            continue
+        pads = pads.reshape(4, 2)
+        if (pads < 0).any() or pads[0].any() or pads[3].any():
             continue
         pool.attrs["_pad"] = (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))
         pool.attrs["_pad_value"] = value

@@ -78,7 +78,7 @@ class RunHandle:
                 self._m._wait(sl, mode)
                 self._outs = self._collect() if self._collect else [v.copy() for v in sl.out_views]
                 if sl.pool is not None:
-                    self._m.last_gpu_ms = commands.read_ms(self._m, sl.pool, 2)[-1]
+                    self._m._timed_slot = sl       # its timestamps are read only if last_gpu_ms is asked for
             finally:
                 if self._cleanup:
                     self._cleanup()
@@ -98,7 +98,8 @@ class LoadedModel:
         self._objs = []          # (destroy_fn, handle) in creation order
         self.dev = None
         self.load_info = {}
-        self.last_gpu_ms = None      # GPU time of the last completed run (timestamp queries)
+        self._last_gpu_ms = None     # GPU time of the last completed run (timestamp queries)
+        self._timed_slot = None      # the slot whose timestamps hold it, until read (see last_gpu_ms)
         self._program = None         # runtime/program.py: bundles with host (CPU) steps or control flow
         try:
             self.bundle = select_program(bundle, self.device)      # fp16 bundle on a device without fp16: fp32
@@ -141,6 +142,20 @@ class LoadedModel:
             raise
         slot.handle = RunHandle(self, slot)
         return slot.handle
+
+    @property
+    def last_gpu_ms(self):
+        """GPU time (ms) of the last completed run, from its timestamp queries; None if unknown.
+        Read lazily: a run pays no query read-back unless this is asked for."""
+        sl = self._timed_slot
+        if sl is not None:
+            self._timed_slot = None
+            self._last_gpu_ms = commands.read_ms(self, sl.pool, 2)[-1]
+        return self._last_gpu_ms
+
+    @last_gpu_ms.setter
+    def last_gpu_ms(self, value):
+        self._timed_slot, self._last_gpu_ms = None, value
 
     @property
     def has_state(self) -> bool:
@@ -216,6 +231,8 @@ class LoadedModel:
                 oldest.handle_done.wait()
 
     def _submit(self, slot, cmds=None):
+        if self._timed_slot is slot:         # its timestamps are about to be reset: keep the last run's time
+            self.last_gpu_ms
         with self._lock:
             self._seq += 1
             slot.seq = self._seq

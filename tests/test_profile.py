@@ -25,3 +25,20 @@ def test_last_gpu_ms_is_reported():
     with gpuc.load(gpuc.compile(block_model(), cache=False)) as m:
         m.run([np.zeros(m.inputs[0].shape, np.float32)])
         assert m.last_gpu_ms is None or m.last_gpu_ms >= 0
+
+
+def test_last_gpu_ms_follows_the_last_completed_run():
+    """Timestamps are read lazily; a slot reused by a later run must not lose or mix up the time."""
+    import numpy as np
+    with gpuc.load(gpuc.compile(block_model(), cache=False)) as m:
+        if not m.timestamps:
+            return
+        x = np.zeros(m.inputs[0].shape, np.float32)
+        for _ in range(3):
+            hs = [m.run_async([x]) for _ in range(3)]      # 3 runs on 2 slots: slot 0 is reused
+            for h in hs:
+                h.wait()
+            assert m.last_gpu_ms is not None and m.last_gpu_ms > 0
+        m.run([x])
+        first = m.last_gpu_ms
+        assert first is not None and first > 0 and m.last_gpu_ms == first     # a second read: same value

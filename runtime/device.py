@@ -32,6 +32,19 @@ def _vk_call(what, fn, *args):
         raise DeviceError(f"{what}: the Vulkan device was lost (driver reset or GPU fault); reload the model") from None
 
 
+def _check(what, result):
+    """Raise for a VkResult returned by a direct (vk.lib) call, as the binding's wrappers would."""
+    if result != vk.VK_SUCCESS:
+        exc = vk.exception_codes.get(result)
+        if exc is None:
+            raise DeviceError(f"{what}: Vulkan error {result}")
+        _vk_call(what, _raise, exc)
+
+
+def _raise(exc):
+    raise exc()
+
+
 def _instance():
     """(instance, destroy_messenger) -- the messenger exists only with GPUC_VALIDATION=1."""
     app = vk.VkApplicationInfo(pApplicationName="gpuc", applicationVersion=1, pEngineName="gpuc",
@@ -96,6 +109,7 @@ class Device:
                                            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
         self.cmd_pool = vk.vkCreateCommandPool(self.device, pinfo, None)
         self.lock = threading.Lock()
+        self._submit_infos = {}      # command-buffer tuple -> prebuilt VkSubmitInfo (see submit)
         self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
         self.driver_version = self.props.driverVersion
 
@@ -188,11 +202,20 @@ class Device:
         return buf, mem, size
 
     def submit(self, cmd, fence):
-        """Submit one command buffer, or a list of them (executed in order), signalling `fence`."""
-        cmds = list(cmd) if isinstance(cmd, (list, tuple)) else [cmd]
-        sinfo = vk.VkSubmitInfo(commandBufferCount=len(cmds), pCommandBuffers=cmds)
+        """Submit one command buffer, or a list of them (executed in order), signalling `fence`.
+        The VkSubmitInfo of each command-buffer sequence is built once and reused (building it through
+        the binding costs more host time than the submit itself)."""
+        cmds = tuple(cmd) if isinstance(cmd, (list, tuple)) else (cmd,)
+        info = self._submit_infos.get(cmds)
+        if info is None:
+            if len(self._submit_infos) >= 1024:
+                self._submit_infos.clear()
+            arr = vk.ffi.new("VkCommandBuffer[]", list(cmds))
+            info = (vk.ffi.new("VkSubmitInfo*", {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                                  "commandBufferCount": len(cmds), "pCommandBuffers": arr}), arr)
+            self._submit_infos[cmds] = info
         with self.lock:
-            _vk_call("submitting work", vk.vkQueueSubmit, self.queue, 1, [sinfo], fence)
+            _check("submitting work", vk.lib.vkQueueSubmit(self.queue, 1, info[0], fence))
 
     def wait(self, fence, active=False, timeout_s=60.0):
         """Wait for `fence` and reset it.  active=True spins on vkGetFenceStatus (no sleep)."""
@@ -207,12 +230,12 @@ class Device:
                 if time.perf_counter() > deadline:
                     raise DeviceError(f"the GPU did not finish within {timeout_s:.0f} s (hung or far too slow)")
         else:
-            try:
-                _vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE,
-                         int(timeout_s * 1e9))
-            except vk.VkTimeout:
-                raise DeviceError(f"the GPU did not finish within {timeout_s:.0f} s (hung or far too slow)") from None
-        vk.vkResetFences(self.device, 1, [fence])
+            f = vk.ffi.new("VkFence*", fence)
+            r = vk.lib.vkWaitForFences(self.device, 1, f, vk.VK_TRUE, int(timeout_s * 1e9))
+            if r == vk.VK_TIMEOUT:
+                raise DeviceError(f"the GPU did not finish within {timeout_s:.0f} s (hung or far too slow)")
+            _check("waiting for the GPU", r)
+        _check("resetting a fence", vk.lib.vkResetFences(self.device, 1, vk.ffi.new("VkFence*", fence)))
 
     def submit_and_wait(self, cmd, fence):
         self.submit(cmd, fence)

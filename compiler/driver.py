@@ -62,8 +62,14 @@ def estimate_flops(node, graph) -> int:
         if node.op == "TRANSPOSE_CONV":
             return 2 * graph.t(node.inputs[2]).size * w[0] * w[1] * w[2]
         return 2 * out.size * taps
-    if node.op in ("FULLY_CONNECTED", "BATCH_MATMUL") and len(node.inputs) > 1:
-        return 2 * out.size * graph.t(node.inputs[1]).shape[-1]
+    if node.op == "CONV_3D" and len(node.inputs) > 1:
+        w = graph.t(node.inputs[1]).shape                  # [KD, KH, KW, CI, CO]
+        return 2 * out.size * w[0] * w[1] * w[2] * w[3] if len(w) == 5 else out.size
+    if node.op == "FULLY_CONNECTED" and len(node.inputs) > 1:
+        return 2 * out.size * graph.t(node.inputs[1]).shape[-1]          # weights [N, K]
+    if node.op == "BATCH_MATMUL" and len(node.inputs) > 1:
+        x = graph.t(node.inputs[0]).shape                  # K is the LHS's contracted dimension
+        return 2 * out.size * (x[-2] if node.attrs.get("adj_x") else x[-1]) if len(x) >= 2 else out.size
     return out.size
 
 

@@ -140,7 +140,8 @@ float ew_act(float v) {
     // [-FLT_MAX, FLT_MAX] (NaN passes through); gpuc_act does both
     return gpuc_act(v);
 #else
-    return v;                       // no activation range in LiteRT: +-inf pass through
+    return gpuc_fq(v);              // no activation range in LiteRT: +-inf pass through (a fake-quantized
+                                    // output is still rounded to its grid, as gpuc_act would)
 #endif
 }
 #endif

@@ -331,3 +331,28 @@ def test_layer_norm_variance_prologue_under_fp16():
     on, _ = run(model, [x], precision="fp16")
     off, _ = run(model, [x], precision="fp16", disable_passes=["fuse_elementwise", "fuse_reduce_prologue"])
     np.testing.assert_array_equal(on[0], off[0])
+
+
+@pytest.mark.parametrize("op", ["SQUARED_DIFFERENCE", "PRELU", "MAXIMUM"])
+def test_fake_quant_binary_math_intermediate(op):
+    """int8 SQUARED_DIFFERENCE / PRELU / MAXIMUM -> ADD: the int8 intermediate is rounded to its grid,
+    fused or not (binary_math rounds a fake-quantized output for every OP)."""
+    mb = ModelBuilder()
+    a = mb.input("a", [1, 4, 4, 8], "int8", quant=(0.03, 2))
+    b = mb.input("b", [1, 4, 4, 8], "int8", quant=(0.05, -1) if op == "SQUARED_DIFFERENCE" else (0.03, 2))
+    # (LiteRT's int8 MAXIMUM keeps the raw values: its output must share the inputs' parameters)
+    s = mb.tensor("s", [1, 4, 4, 8], "int8", quant={"SQUARED_DIFFERENCE": (0.02, -128), "PRELU": (0.037, 5),
+                                                    "MAXIMUM": (0.03, 2)}[op])
+    mb.op(op, [a, b], [s])
+    y = mb.tensor("y", [1, 4, 4, 8], "int8", quant=(0.05, 0))
+    mb.op("ADD", [s, a], [y])
+    mb.output(y)
+    model = mb.finish()
+    inputs = [RNG.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8) for _ in range(2)]
+    if op == "PRELU":
+        inputs[1] = RNG.integers(0, 20, (1, 4, 4, 8)).astype(np.int8)
+    outs, d_on, d_off = on_off(model, inputs)
+    assert d_on == d_off - 1
+    ref = run_litert(model, inputs)[0]
+    d = np.abs(outs[0].astype(int) - ref.astype(int))
+    assert d.max() <= 1 and (d == 0).mean() > 0.95

@@ -329,7 +329,7 @@ class LoadedModel:
         self._slots, self._seq = [], 0
         for _ in range(self.n_slots):
             sl = _Slot()
-            sl.in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, host_visible=True)
+            sl.in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, host_visible="upload")
             sl.out_buf, out_mem, out_size = self._buffer(out_bytes, _DST, host_visible=True)
             in_map, out_map = vk.vkMapMemory(dev, in_mem, 0, in_size, 0), vk.vkMapMemory(dev, out_mem, 0, out_size, 0)
             sl.in_views, sl.out_views = self._views(in_map, self._in_specs), self._views(out_map, self._out_specs)

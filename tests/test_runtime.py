@@ -129,3 +129,13 @@ def test_run_async_pipelined_and_more_runs_than_slots(model):
         assert h.done()
         np.testing.assert_allclose(out, a + b, rtol=1e-6)
     assert model.run(list(xs[0]), wait="active")[0].shape == (2, 3)
+
+
+@pytest.mark.parametrize("kind", ["device", "cached", "uncached", "bogus"])
+def test_upload_memory_kinds_give_the_same_result(monkeypatch, kind):
+    """GPUC_UPLOAD_MEMORY only moves the input staging buffers; an unknown value means cached."""
+    monkeypatch.setenv("GPUC_UPLOAD_MEMORY", kind)
+    a, b = rnd((2, 3)), rnd((2, 3))
+    with gpuc.load(add_model()) as m:
+        for _ in range(3):
+            np.testing.assert_array_equal(m.run([a, b])[0], a + b)

@@ -7,8 +7,8 @@
 // Defines: NIN (1..7 inputs x0..x6), EW_BCAST (0: every input has the output's shape; 1: RANK,
 // OUT_SHAPE[], I<k>_STRIDES[] with 0 on broadcast dims), EW_BODY (statements computing float locals
 // from the loaded inputs v0..v<NIN-1>), EW_RESULT (the output expression), EW_ROUND16 (EW_R16(v)
-// rounds an intermediate to float16 as a float16 store + load would: the unfused program stored it
-// so under --precision fp16), FQ (fake quant of the output, as gpuc_act applies it).
+// rounds an intermediate to float16 as a float16 store + load would, ew_math.glsl ew_round16: the
+// unfused program stored it so under --precision fp16), FQ (fake quant of the output, as gpuc_act).
 // @include ew_math.glsl
 void main() {
     uint gid = gpuc_gid();

@@ -192,8 +192,17 @@ float ew_keep(float v) { return uintBitsToFloat(floatBitsToUint(v) ^ (gl_NumWork
 #ifndef EW_ROUND16
 #define EW_ROUND16 0
 #endif
+// v rounded to float16 (to nearest, ties to even; from 65520 on to inf) and widened back, as a
+// float16 store and load give, but with fp32 arithmetic only (exact: power-of-two scalings and
+// roundEven), so no 16-bit arithmetic type or shaderFloat16 is needed.
+float ew_round16(float v) {
+    float a = abs(v);
+    if (!(a < 65520.0)) return isnan(v) ? v : (ew_signbit(v) ? -EW_INF : EW_INF);
+    int e = max(int(floatBitsToUint(a) >> 23) - 127, -14);     // quantum 2^(e-10); subnormals: 2^-24
+    return ldexp(roundEven(ldexp(v, 10 - e)), e - 10);
+}
 #if EW_ROUND16
-#define EW_R16(v) float(float16_t(v))
+#define EW_R16(v) ew_round16(v)
 #else
 #define EW_R16(v) (v)
 #endif

@@ -356,3 +356,26 @@ def test_fake_quant_binary_math_intermediate(op):
     ref = run_litert(model, inputs)[0]
     d = np.abs(outs[0].astype(int) - ref.astype(int))
     assert d.max() <= 1 and (d == 0).mean() > 0.95
+
+
+def test_fp16_rounding_of_intermediates_matches_a_float16_store():
+    """x -> NEG -> NEG under fp16: the middle tensor is float16 unfused; the fused kernel rounds it
+    with ew_round16 (fp32 arithmetic only): ties to even, fp16 subnormals, overflow to inf, NaN."""
+    import os
+    if os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    mb = ModelBuilder()
+    x = mb.input("x", [64])
+    t, y = mb.tensor("t", [64]), mb.tensor("y", [64])
+    mb.op("NEG", [x], [t])
+    mb.op("NEG", [t], [y])
+    mb.output(y)
+    model = mb.finish()
+    v = RNG.normal(0, 100, 64).astype(np.float32)
+    v[:20] = [65504, 65519.996, 65520, -65536, 1e-8, 2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -24 * 1.5, 6.1e-5,
+              np.inf, -np.inf, -0.0, 0.0, 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 2049.0, 2051.0, 1e-40, -7e-8,
+              0.1]
+    outs, d_on, d_off = on_off(model, [v], precision="fp16")
+    assert (d_on, d_off) == (1, 2)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(outs[0], v.astype(np.float16).astype(np.float32))

@@ -58,7 +58,7 @@ def _array(name: str, values) -> str:
 def render(k: Kernel, dtypes: dict) -> str:
     """`dtypes`: tensor_id -> numpy dtype name for the bound tensors."""
     lines = ["#version 450"]
-    if any(dtypes[tid] == "float16" for _, tid in k.bindings) or k.defines.get("EW_ROUND16"):
+    if any(dtypes[tid] == "float16" for _, tid in k.bindings):
         if not supports_storage16(k.template):
             raise ValueError(f"{k.label}: template {k.template!r} has no float16 storage support")
         lines.append("#extension GL_EXT_shader_16bit_storage : require")

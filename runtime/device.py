@@ -168,6 +168,11 @@ class Device:
                 "cooperative_matrix": [list(e) for e in self.coopmat]}
 
     # -- memory -------------------------------------------------------------------------------
+    def bar_fits(self, size: int) -> bool:
+        """True when `size` bytes may go in device-local, host-visible memory (a large BAR: at most
+        1/8 of that heap each, so a small 256 MiB BAR is left for others)."""
+        return os.environ.get("GPUC_UPLOAD_MEMORY", "device") == "device" and 0 < size <= self._bar_bytes() // 8
+
     def _bar_bytes(self) -> int:
         """Size of the largest heap with a device-local, host-visible memory type (0 if none)."""
         flags = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
@@ -193,14 +198,18 @@ class Device:
         binfo = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
         buf = _vk_call("creating a buffer", vk.vkCreateBuffer, self.device, binfo, None)
         req = vk.vkGetBufferMemoryRequirements(self.device, buf)
-        if host_visible:
+        if host_visible == "bar":           # device-local memory the host maps (see bar_fits)
+            want = prefer = (vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+                             | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
+            avoid = 0
+        elif host_visible:
             want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
             # host_visible="upload": memory the host only writes (input staging).  GPUC_UPLOAD_MEMORY picks
             # device (default: device-local + host-visible, i.e. a resizable BAR, so the GPU's copy into
             # the arena stays in VRAM -- on the H100 runs took 5-10% less than from cached host memory),
             # cached, or uncached (write-combined host memory).  A small BAR is left for others.
             kind = os.environ.get("GPUC_UPLOAD_MEMORY", "device") if host_visible == "upload" else "cached"
-            if kind == "device" and size > self._bar_bytes() // 8:
+            if kind == "device" and not self.bar_fits(size):
                 kind = "cached"
             prefer = want | {"uncached": 0, "device": vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT}.get(
                 kind, vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)

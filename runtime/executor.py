@@ -325,7 +325,11 @@ class LoadedModel:
         self._out_specs, out_bytes = _layout_io(b, b.outputs, self.max_batch)
         self._arenas = [self._buffer(b.arena_bytes, _STORAGE | _SRC | _DST)[0] for _ in range(self.max_batch)]
         self._arena = self._arenas[0]
-        self._weights, _, wsize = self._buffer(b.weights.nbytes, _STORAGE | _SRC | _DST)
+        # weights go straight into device-local memory the host maps, where the BAR allows (no staging
+        # buffer, no GPU copy at load); else through a staging buffer (_upload_weights)
+        self._weights_direct = self.device.bar_fits(b.weights.nbytes)
+        self._weights, self._weights_mem, wsize = self._buffer(b.weights.nbytes, _STORAGE | _SRC | _DST,
+                                                               host_visible="bar" if self._weights_direct else False)
         self._slots, self._seq = [], 0
         for _ in range(self.n_slots):
             sl = _Slot()
@@ -351,6 +355,11 @@ class LoadedModel:
     def _upload_weights(self):
         n = int(self.bundle.weights.nbytes)
         if n == 0:
+            return
+        if self._weights_direct:          # host-coherent: visible to every later submit
+            m = vk.vkMapMemory(self.dev, self._weights_mem, 0, n, 0)
+            np.frombuffer(m, np.uint8, n)[:] = self.bundle.weights
+            vk.vkUnmapMemory(self.dev, self._weights_mem)
             return
         sbuf, smem, ssize = self.device.buffer(n, _SRC, host_visible=True)
         try:

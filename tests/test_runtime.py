@@ -139,3 +139,12 @@ def test_upload_memory_kinds_give_the_same_result(monkeypatch, kind):
     with gpuc.load(add_model()) as m:
         for _ in range(3):
             np.testing.assert_array_equal(m.run([a, b])[0], a + b)
+    # weights: mapped device-local memory (device) or a staging buffer and a GPU copy (the others)
+    c = rnd((2, 3))
+    mb = ModelBuilder()
+    x, y = mb.input("x", [2, 3]), mb.tensor("y", [2, 3])
+    mb.op("MUL", [x, mb.const("c", c)], [y])
+    mb.output(y)
+    with gpuc.load(gpuc.compile(mb.finish(), cache=False)) as m:
+        assert m._weights_direct == (kind == "device" and m.device.bar_fits(m.bundle.weights.nbytes))
+        np.testing.assert_array_equal(m.run([a])[0], a * c)

@@ -379,3 +379,56 @@ def test_fp16_rounding_of_intermediates_matches_a_float16_store():
     assert (d_on, d_off) == (1, 2)
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(outs[0], v.astype(np.float16).astype(np.float32))
+
+
+def random_graph(seed):
+    """A random DAG of elementwise ops over x [2,3,5] and broadcast operands (some tensors reused,
+    sometimes an intermediate also a graph output)."""
+    from gpuc.compiler.ops.ew_fused import BINARY_FUNCS
+    rng = np.random.default_rng(seed)
+    unary = ["ABS", "NEG", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN",
+             "ELU", "HARD_SWISH", "GELU", "LEAKY_RELU", "RELU_0_TO_1", "LOGISTIC", "RELU", "RELU6", "TANH",
+             "RELU_N1_TO_1"]
+    binary = sorted(set(BINARY_FUNCS) - {"PRELU"})
+    shape = [2, 3, 5]
+    mb = ModelBuilder()
+    full, small = [mb.input("x", shape)], []
+    feeds = [rng.uniform(-3, 3, shape).astype(np.float32)]
+    for k in range(int(rng.integers(1, 3))):
+        bs = [s if rng.random() < 0.5 else 1 for s in shape][int(rng.integers(0, 3)):]
+        small.append(mb.input(f"b{k}", bs))
+        feeds.append(rng.uniform(0.5, 2, bs).astype(np.float32))
+    small.append(mb.const("c", np.array([rng.choice([0.5, 3.0, 1 / 6, 0.1])], np.float32)))
+    for i in range(int(rng.integers(2, 9))):
+        op = str(rng.choice(unary + binary))
+        t = mb.tensor(f"t{i}", shape)
+        a = full[int(rng.integers(0, len(full)))]
+        if op in binary:
+            b = (small + full)[int(rng.integers(0, len(small) + len(full)))]
+            opts = {"fused_activation_function": str(rng.choice(["NONE", "RELU", "RELU6"]))} \
+                if op in ("ADD", "SUB", "MUL", "DIV") else {}
+            mb.op(op, [a, b] if rng.random() < 0.7 else [b, a], [t], **opts)
+        else:
+            opts = {"alpha": 0.2} if op == "LEAKY_RELU" else {"approximate": bool(rng.random() < 0.5)} \
+                if op == "GELU" else {}
+            mb.op(op, [a], [t], **opts)
+        full.append(t)
+    mb.output(full[-1])
+    if rng.random() < 0.3:
+        mb.output(full[int(rng.integers(1, len(full)))])
+    return mb.finish(), feeds
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("seed", range(6))
+def test_random_elementwise_graphs_are_bit_identical(seed, precision):
+    import os
+    if precision == "fp16" and os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    model, feeds = random_graph(seed)
+    on, d_on = run(model, feeds, precision=precision)
+    off, d_off = run(model, feeds, precision=precision,
+                     disable_passes=["fuse_elementwise", "fuse_reduce_prologue", "plan_in_place"])
+    assert d_on <= d_off
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)

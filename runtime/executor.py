@@ -14,7 +14,7 @@ import vulkan as vk
 
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
-from gpuc.runtime.device import Device, _vk_call
+from gpuc.runtime.device import Device, _check, _vk_call
 from gpuc.runtime import batch, commands, program
 from gpuc.runtime.pipeline_cache import PipelineCache
 from gpuc.runtime.precision import select_program
@@ -441,24 +441,36 @@ class LoadedModel:
         self._sets = self._item_sets[0]
 
     def _write_sets(self, pool, arena):
-        """One descriptor set per dispatch, binding `arena` and the weights."""
+        """One descriptor set per dispatch, binding `arena` and the weights: allocated in one call and
+        written in one vkUpdateDescriptorSets from flat arrays (the binding's per-struct wrappers cost
+        milliseconds of load time on a real network)."""
         dev, b = self.dev, self.bundle
-        sets, writes, keep = [], [], []
-        for disp in b.dispatches:
-            s = b.shaders[disp.shader]
-            layouts = [self._set_layouts[s.bindings]]
-            ainfo = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=layouts)
-            ds = vk.vkAllocateDescriptorSets(dev, ainfo)[0]
-            sets.append(ds)
-            for slot, ti in enumerate(disp.bindings):
-                t = b.tensors[ti]
-                info = [vk.VkDescriptorBufferInfo(buffer=arena if t.memory == ARENA else self._weights,
-                                                  offset=t.offset, range=max(4, t.nbytes))]
-                keep += [info, layouts]
-                writes.append(vk.VkWriteDescriptorSet(dstSet=ds, dstBinding=slot, descriptorCount=1,
-                                                      descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                      pBufferInfo=info))
-        if writes:
-            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
-        del keep
-        return sets
+        n = len(b.dispatches)
+        if n == 0:
+            return []
+        ffi = vk.ffi
+        layouts = ffi.new("VkDescriptorSetLayout[]", [self._set_layouts[b.shaders[d.shader].bindings]
+                                                      for d in b.dispatches])
+        ainfo = ffi.new("VkDescriptorSetAllocateInfo*", {
+            "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, "descriptorPool": pool,
+            "descriptorSetCount": n, "pSetLayouts": layouts})
+        sets = ffi.new("VkDescriptorSet[]", n)
+        _check("allocating descriptor sets", vk.lib.vkAllocateDescriptorSets(dev, ainfo, sets))
+        total = sum(len(d.bindings) for d in b.dispatches)
+        if total:
+            infos = ffi.new("VkDescriptorBufferInfo[]", total)
+            writes = ffi.new("VkWriteDescriptorSet[]", total)
+            k = 0
+            for i, disp in enumerate(b.dispatches):
+                for slot, ti in enumerate(disp.bindings):
+                    t = b.tensors[ti]
+                    info = infos[k]
+                    info.buffer = arena if t.memory == ARENA else self._weights
+                    info.offset, info.range = t.offset, max(4, t.nbytes)
+                    w = writes[k]
+                    w.sType, w.dstSet, w.dstBinding = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, sets[i], slot
+                    w.descriptorCount, w.descriptorType = 1, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                    w.pBufferInfo = infos + k
+                    k += 1
+            vk.lib.vkUpdateDescriptorSets(dev, total, writes, 0, ffi.NULL)
+        return [sets[i] for i in range(n)]

@@ -8,9 +8,15 @@ T, C, H = vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER
 RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
 
 
+_BARRIERS: dict = {}       # (src_access, dst_access) -> VkMemoryBarrier*, built once
+
+
 def barrier(cmd, src_stage, dst_stage, src_access, dst_access):
-    mb = vk.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
-    vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
+    mb = _BARRIERS.get((src_access, dst_access))
+    if mb is None:
+        mb = _BARRIERS[(src_access, dst_access)] = vk.ffi.new("VkMemoryBarrier*", {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, "srcAccessMask": src_access, "dstAccessMask": dst_access})
+    vk.lib.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, mb, 0, vk.ffi.NULL, 0, vk.ffi.NULL)
 
 
 def timestamps_supported(device) -> bool:
@@ -81,16 +87,16 @@ def dispatches(cmd, model, items=1, pool=None, first=0, count=None):
     for i, disp in enumerate(b.dispatches[first:last], first):
         if i > first:
             barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
-        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipelines[disp.shader])
+        vk.lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipelines[disp.shader])
         if disp.push_constants:
             data = vk.ffi.new("char[]", disp.push_constants)
             vk.vkCmdPushConstants(cmd, model._pipe_layouts[disp.shader], vk.VK_SHADER_STAGE_COMPUTE_BIT,
                                   0, len(disp.push_constants), data)
         for item in range(items):
-            sets = [model._item_sets[item][i]]
-            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipe_layouts[disp.shader],
-                                       0, 1, sets, 0, None)
-            vk.vkCmdDispatch(cmd, *disp.groups)
+            sets = vk.ffi.new("VkDescriptorSet*", model._item_sets[item][i])
+            vk.lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, model._pipe_layouts[disp.shader],
+                                           0, 1, sets, 0, vk.ffi.NULL)
+            vk.lib.vkCmdDispatch(cmd, *disp.groups)
         if pool is not None:
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, i + 1)
 

@@ -7,7 +7,8 @@ attrs["steps"]: one dict per fused op in program order: {"op", "args": [ref, ...
 "approximate", "fq", "r16"}; a ref is ("x", k) (input k of the node: binding x<k>, broadcast to the
 output shape), ("c", value) (a scalar constant, inlined as an exact float literal) or ("t", j) (the
 result of step j).  The last step is the output.  Intermediates and constants pass through ew_keep
-(opaque to the optimizer), so nothing is contracted or specialised across ops.  Each step's GLSL is the formula of the op's own
+(opaque to the optimizer), so nothing is contracted or specialised across ops; an operand repeated in
+one step goes through ew_keep2 the second time (no x - x -> 0).  Each step's GLSL is the formula of the op's own
 kernel (ew_math.glsl functions, common.glsl gpuc_apply / gpuc_finite / gpuc_fq_to); "fq": the step's
 output had a fake-quant grid (rounded there, as the unfused kernel did); "r16": under --precision
 fp16 the unfused program stored the step's output as float16 (rounded there the same way).
@@ -55,6 +56,15 @@ def _ref(r) -> str:
     return f"ew_keep({_literal(float(np.float32(v)))})"
 
 
+def _args(refs) -> list:
+    """GLSL of a step's operands; the same value twice: the second through ew_keep2, so the optimizer
+    cannot fold x - x, x / x ... (the unfused kernel loaded it twice, from two bindings)."""
+    out = [_ref(r) for r in refs]
+    if len(refs) == 2 and tuple(refs[0]) == tuple(refs[1]):
+        out[1] = f"ew_keep2({out[1]})"
+    return out
+
+
 def step_expr(s: dict, args: list) -> str:
     """GLSL for one step, from the GLSL of its arguments."""
     op = s["op"]
@@ -85,7 +95,7 @@ def render_body(steps) -> tuple[str, str]:
     """(EW_BODY, EW_RESULT): one float local per step."""
     last = len(steps) - 1
     body = " ".join(f"float t{j} = {(e if j == last else f'ew_keep({e})')};"
-                    for j, s in enumerate(steps) for e in [step_expr(s, [_ref(r) for r in s["args"]])])
+                    for j, s in enumerate(steps) for e in [step_expr(s, _args(s["args"]))])
     return body, f"t{len(steps) - 1}"
 
 

@@ -85,7 +85,7 @@ def _groups(graph: Graph) -> list[list[Node]]:
         y = graph.t(node.outputs[0])
         for tid in dict.fromkeys(node.inputs):
             p = prod.get(tid)
-            if p is None or id(p) not in group or [id(u) for u in users.get(tid, [])] != [id(node)] \
+            if p is None or id(p) not in group or {id(u) for u in users.get(tid, [])} != {id(node)} \
                     or tid in graph.outputs or tid in viewed or tuple(graph.t(tid).shape) != tuple(y.shape):
                 continue
             cand = group[id(p)] + members

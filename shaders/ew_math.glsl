@@ -189,6 +189,9 @@ float ew_prelu(float a, float b) { return a >= 0.0 ? a : a * b; }
 // no multiply-add is contracted across two ops and no op is specialised for a constant operand: the
 // fused kernel rounds exactly where the separate kernels rounded (their operands came from memory).
 float ew_keep(float v) { return uintBitsToFloat(floatBitsToUint(v) ^ (gl_NumWorkGroups.z >> 16u)); }
+// per-step copies (salt: the step's number) are never common subexpressions of each other: two steps
+// computing the same thing stay two values, as the unfused program's two tensors were
+float ew_keep(float v, uint salt) { return uintBitsToFloat(floatBitsToUint(v) ^ ((gl_NumWorkGroups.z >> 16u) * salt)); }
 // a second, independent opaque copy: an op given the same value twice (x - x, x / x ...) sees two
 // values the optimizer cannot prove equal, as the unfused kernel's two loads were (no x - x -> 0 for NaN)
 float ew_keep2(float v) { return uintBitsToFloat(floatBitsToUint(v) ^ (gl_NumWorkGroups.z >> 17u)); }

@@ -447,3 +447,18 @@ def test_an_operand_used_twice_is_not_folded(op):
     v = np.array([np.nan, np.inf, -np.inf, 0.0, 100.0, -100.0, 1.0, 89.0], np.float32)
     outs, d_on, d_off = on_off(model, [v])
     assert (d_on, d_off) == (1, 2)
+
+
+def test_two_equal_steps_are_not_merged():
+    """EXP(x) twice, then SUB of the two: inf - inf is NaN in both programs (no common subexpression)."""
+    mb = ModelBuilder()
+    x = mb.input("x", [8])
+    e1, e2, y = mb.tensor("e1", [8]), mb.tensor("e2", [8]), mb.tensor("y", [8])
+    mb.op("EXP", [x], [e1])
+    mb.op("EXP", [x], [e2])
+    mb.op("SUB", [e1, e2], [y])
+    mb.output(y)
+    model = mb.finish()
+    v = np.array([np.nan, np.inf, -np.inf, 0.0, 100.0, -100.0, 1.0, 89.0], np.float32)
+    outs, d_on, d_off = on_off(model, [v])
+    assert (d_on, d_off) == (1, 3) and np.isnan(outs[0][[0, 1, 4, 7]]).all()

@@ -94,7 +94,7 @@ def step_expr(s: dict, args: list) -> str:
 def render_body(steps) -> tuple[str, str]:
     """(EW_BODY, EW_RESULT): one float local per step."""
     last = len(steps) - 1
-    body = " ".join(f"float t{j} = {(e if j == last else f'ew_keep({e})')};"
+    body = " ".join(f"float t{j} = {(e if j == last else f'ew_keep({e}, {j + 1}u)')};"
                     for j, s in enumerate(steps) for e in [step_expr(s, _args(s["args"]))])
     return body, f"t{len(steps) - 1}"
 

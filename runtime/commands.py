@@ -41,8 +41,8 @@ def read_ms(model, pool, count: int) -> list[float]:
 
 
 def alloc(model, cmd_pool=None):
-    """A primary command buffer from `cmd_pool` (default: the device's), freed with the model."""
-    cmd_pool = cmd_pool or model.device.cmd_pool
+    """A primary command buffer from `cmd_pool` (default: the model's own), freed with the model."""
+    cmd_pool = cmd_pool or getattr(model, "cmd_pool", None) or model.device.cmd_pool
     ainfo = vk.VkCommandBufferAllocateInfo(commandPool=cmd_pool,
                                            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
     cmd = vk.vkAllocateCommandBuffers(model.dev, ainfo)[0]

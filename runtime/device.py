@@ -5,6 +5,7 @@ string a create-info points to is kept in a named local until the call returns.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -30,6 +31,35 @@ def _vk_call(what, fn, *args):
         raise DeviceError(f"{what}: out of host memory") from None
     except vk.VkErrorDeviceLost:
         raise DeviceError(f"{what}: the Vulkan device was lost (driver reset or GPU fault); reload the model") from None
+
+
+_SHARED: dict = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_device(select=None) -> "Device":
+    """The process's Device for `select` (index, name substring or None: the default), created on
+    first use and kept open until exit: models loaded without an explicit device share it (one
+    VkInstance and VkDevice per process, as drivers expect; a second load skips the driver's start-up,
+    ~150 ms on the H100).  The GPUC_* environment (GPUC_DEVICE, GPUC_DISABLE_FP16, GPUC_VALIDATION...)
+    is part of the key, so a changed setting gets a device of its own."""
+    key = (None if select is None else str(select),) + tuple(sorted(
+        (k, v) for k, v in os.environ.items() if k.startswith("GPUC_")))
+    with _SHARED_LOCK:
+        d = _SHARED.get(key)
+        if d is None or d.device is None:          # first use, or closed by its user
+            d = _SHARED[key] = Device(select)
+        return d
+
+
+@atexit.register
+def _close_shared():
+    for d in list(_SHARED.values()):
+        try:
+            d.close()
+        except Exception:                           # noqa: BLE001 - exiting: nothing left to report to
+            pass
+    _SHARED.clear()
 
 
 def _check(what, result):
@@ -110,6 +140,7 @@ class Device:
         self.cmd_pool = vk.vkCreateCommandPool(self.device, pinfo, None)
         self.lock = threading.Lock()
         self._submit_infos = {}      # command-buffer tuple -> prebuilt VkSubmitInfo (see submit)
+        self.pool_lock = threading.Lock()        # cmd_pool (one_shot); each LoadedModel has its own pool
         self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
         self.driver_version = self.props.driverVersion
 
@@ -268,7 +299,11 @@ class Device:
         self.wait(fence)
 
     def one_shot(self, record):
-        """Record with `record(cmd)`, submit, wait."""
+        """Record with `record(cmd)`, submit, wait (the device's command pool: one thread at a time)."""
+        with self.pool_lock:
+            self._one_shot(record)
+
+    def _one_shot(self, record):
         ainfo = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                commandBufferCount=1)
         cmd = vk.vkAllocateCommandBuffers(self.device, ainfo)[0]

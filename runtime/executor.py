@@ -14,7 +14,7 @@ import vulkan as vk
 
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
-from gpuc.runtime.device import Device, _check, _vk_call
+from gpuc.runtime.device import Device, _check, _vk_call, shared_device
 from gpuc.runtime import batch, commands, program
 from gpuc.runtime.pipeline_cache import PipelineCache
 from gpuc.runtime.precision import select_program
@@ -92,8 +92,8 @@ class LoadedModel:
     def __init__(self, bundle: Bundle, device=None, slots: int = 2):
         self.bundle = bundle
         self.n_slots = max(1, int(slots))
-        self._own_device = not isinstance(device, Device)
-        self.device = device if isinstance(device, Device) else Device(device)
+        self._own_device = False     # no Device given: the process's shared one (runtime/device.py shared)
+        self.device = device if isinstance(device, Device) else shared_device(device)
         self._lock = threading.Lock()
         self._objs = []          # (destroy_fn, handle) in creation order
         self.dev = None
@@ -320,6 +320,10 @@ class LoadedModel:
     def _setup(self):
         b, d = self.bundle, self.device
         self.dev = dev = d.device
+        # the model's own command pool: models sharing a Device never touch one pool from two threads
+        pinfo = vk.VkCommandPoolCreateInfo(queueFamilyIndex=d.family,
+                                           flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
+        self.cmd_pool = self._keep(vk.vkDestroyCommandPool, vk.vkCreateCommandPool(dev, pinfo, None))
         self.max_batch = batch.max_batch(b)         # > 1: one arena per batch item, weights shared
         self._in_specs, in_bytes = _layout_io(b, b.inputs, self.max_batch)
         self._out_specs, out_bytes = _layout_io(b, b.outputs, self.max_batch)

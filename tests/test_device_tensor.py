@@ -184,15 +184,32 @@ def test_errors(chain, dev):
     np.testing.assert_allclose(tail.run([head.run([x])[0], x])[0], tail.run([head.run([x])[0], x])[0])
 
 
-def test_upload_round_trip_and_freed_with_the_models_device():
+def test_upload_round_trip_and_freed_with_their_device():
     a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    m = gpuc.load(gpuc.compile(head_model()))               # owns its device
+    dev = gpuc.open_device()
+    m = gpuc.load(gpuc.compile(head_model()), device=dev)
     t = DeviceTensor.from_numpy(m.device, a, "a")
     np.testing.assert_array_equal(t.numpy(), a)
     (r1,) = m.run([x_of(2)], keep_on_device=True)
     assert "r1" in repr(r1) and not r1.closed
-    m.close()
+    m.close()                                               # the tensors belong to the device, not the model
+    assert not r1.closed
+    dev.close()
     assert t.closed and r1.closed and "closed" in repr(r1)
+
+
+def test_models_loaded_without_a_device_share_one():
+    """One VkInstance/VkDevice per process: closing one model leaves the shared device to the others."""
+    a = gpuc.load(gpuc.compile(head_model()))
+    b = gpuc.load(gpuc.compile(head_model()))
+    assert a.device is b.device
+    (r,) = a.run([x_of(2)], keep_on_device=True)
+    a.close()
+    np.testing.assert_array_equal(b.run([x_of(2)])[0], r.numpy())   # r outlives its model
+    b.close()
+    with gpuc.load(gpuc.compile(head_model())) as c:
+        assert c.device.device is not None and not r.closed
+    r.close()
 
 
 def test_readme_device_example_runs(models_dir, tmp_path):

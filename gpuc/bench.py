@@ -2,7 +2,9 @@
 
 load_cold_ms: no pipeline cache (ours off, and the drivers' own disk caches off);
 load_warm_ms: with our persisted pipeline cache (drivers' disk caches still off, so the figure
-is what our cache buys).  Run timings come from the warm process.
+is what our cache buys).  Both include opening the Vulkan device (the driver's start-up), also
+reported alone as device_open_ms; model_load_*_ms are the loads without it.  Run timings come from
+the warm process.
 """
 from __future__ import annotations
 
@@ -23,8 +25,11 @@ def worker(bundle: str, runs: int, device, progress: bool) -> dict:
     import gpuc
     import gpuc.runtime.executor  # noqa: F401  (vulkan, cffi: measured as import, not load)
     t_import = time.perf_counter() - t0
+    from gpuc.runtime.device import shared_device
     t0 = time.perf_counter()
-    m = gpuc.load(bundle, device=device)
+    shared_device(device)                 # the driver's start-up, timed on its own
+    t_dev = time.perf_counter() - t0
+    m = gpuc.load(bundle, device=device)  # reuses that device
     t_load = time.perf_counter() - t0
     rng = np.random.default_rng(0)
     xs = [rng.uniform(-1, 1, s.shape).astype(s.dtype) if s.dtype.kind == "f"
@@ -45,7 +50,7 @@ def worker(bundle: str, runs: int, device, progress: bool) -> dict:
     if progress:
         bar.__exit__(None, None, None)
     info = m.device.describe()
-    out = {"import_ms": t_import * 1e3, "load_ms": t_load * 1e3, "first_run_ms": t_first * 1e3,
+    out = {"import_ms": t_import * 1e3, "load_ms": t_load * 1e3, "device_ms": t_dev * 1e3, "first_run_ms": t_first * 1e3,
            "pipeline_cache": m.load_info.get("pipeline_cache"), "device": info["name"],
            "driver_version": info["driver_version"], "api_version": info["api_version"]}
     if times:
@@ -75,6 +80,8 @@ def bench(bundle: str, runs: int = 100, device=None, progress: bool = False) -> 
     r = {"bundle": os.path.basename(bundle), "device": warm["device"], "driver_version": warm["driver_version"],
          "import_ms": warm["import_ms"],
          "load_cold_ms": cold["load_ms"], "load_warm_ms": warm["load_ms"],
+         "device_open_ms": warm["device_ms"], "model_load_cold_ms": cold["load_ms"] - cold["device_ms"],
+         "model_load_warm_ms": warm["load_ms"] - warm["device_ms"],
          "first_run_cold_ms": cold["first_run_ms"], "first_run_ms": warm["first_run_ms"],
          "pipeline_cache": warm["pipeline_cache"]}
     for k in ("median_ms", "p90_ms", "min_ms", "runs_per_s", "runs"):

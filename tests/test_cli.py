@@ -100,3 +100,15 @@ def test_unsupported_model_names_the_op(tmp_path):
     r = gpuc("compile", model, "-o", tmp_path / "x.bundle", "--no-cache")
     assert r.returncode == 2 and "unsupported" in r.stderr and "Traceback" not in r.stderr
     assert "LOCAL_RESPONSE_NORMALIZATION" in r.stderr and "CPU" in r.stderr
+
+
+def test_bench_json_separates_device_start_up(mlp_bundle):
+    r = gpuc("bench", str(mlp_bundle), "--runs", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    b = json.loads(r.stdout.strip().splitlines()[-1])
+    for k in ("load_cold_ms", "load_warm_ms", "device_open_ms", "model_load_cold_ms", "model_load_warm_ms",
+              "first_run_ms", "median_ms", "p90_ms", "min_ms", "runs_per_s", "device", "driver_version"):
+        assert k in b, k
+    assert b["runs"] == 3 and b["min_ms"] <= b["median_ms"] <= b["p90_ms"]
+    assert 0 < b["device_open_ms"] < b["load_warm_ms"]
+    assert abs(b["model_load_warm_ms"] + b["device_open_ms"] - b["load_warm_ms"]) < 0.01

@@ -133,8 +133,10 @@ def test_run_async_pipelined_and_more_runs_than_slots(model):
 
 @pytest.mark.parametrize("kind", ["device", "cached", "uncached", "bogus"])
 def test_upload_memory_kinds_give_the_same_result(monkeypatch, kind):
-    """GPUC_UPLOAD_MEMORY only moves the input staging buffers; an unknown value means cached."""
+    """GPUC_UPLOAD_MEMORY only moves the input staging buffers; an unknown value means cached.
+    GPUC_WEIGHTS_IN_BAR=1 maps the weights themselves (where the BAR allows)."""
     monkeypatch.setenv("GPUC_UPLOAD_MEMORY", kind)
+    monkeypatch.setenv("GPUC_WEIGHTS_IN_BAR", "1")
     a, b = rnd((2, 3)), rnd((2, 3))
     with gpuc.load(add_model()) as m:
         for _ in range(3):

@@ -1,16 +1,31 @@
 // @storage16
 // AVERAGE_POOL_2D (OP 0; averages only the cells inside the input) and MAX_POOL_2D (OP 1), NHWC.
-// Defines: N H W C OH OW KH KW SH SW PT PL OP ACT
+// Defines: N H W C OH OW KH KW SH SW PT PL OP ACT (OUTPUTS: output elements, with WG_PER_OUT)
 // FOLDED_PAD 1 (a PAD folded into the pooling, passes/fusion.py fold_pad_pool): the input had an
 // explicit padding of EPT EPB EPL EPR cells holding PAD_VALUE (PT/PL include EPT/EPL); those cells
 // take part as the padded tensor's did: the maximum sees PAD_VALUE, the average counts them (as
 // zeros: the pass folds only zero padding into AVERAGE_POOL_2D).  Implicit SAME padding is ignored.
+// WG_PER_OUT 1 (large windows, e.g. a global average pool): one workgroup per output element; its
+// invocations stride over the window's cells and combine through wg_reduce (SUBGROUP: the `subgroup`
+// variant), so a 128x128 window is not summed by one invocation.
 #ifndef FOLDED_PAD
 #define FOLDED_PAD 0
 #endif
+#ifndef WG_PER_OUT
+#define WG_PER_OUT 0
+#endif
+#if WG_PER_OUT
+shared float red[gl_WorkGroupSize.x];
+// @include wg_reduce.glsl
+#endif
 void main() {
+#if WG_PER_OUT
+    uint gid = gpuc_gid() / gl_WorkGroupSize.x;      // the workgroup's output element (whole groups leave)
+    if (gid >= uint(OUTPUTS)) return;
+#else
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
+#endif
     int c = int(gid % C);
     int t = int(gid / C);
     int ox = t % OW; t /= OW;
@@ -28,6 +43,19 @@ void main() {
 #else
     float acc = 0.0;
 #endif
+#if WG_PER_OUT
+    int ww = max(x1 - x0, 0), cells = max(y1 - y0, 0) * ww;
+    for (int i = int(gl_LocalInvocationID.x); i < cells; i += int(gl_WorkGroupSize.x)) {
+        float v = LD(x, ((n * H + y0 + i / ww) * W + x0 + i % ww) * C + c);
+#if OP == 1
+        acc = max(acc, v);
+#else
+        acc += v;
+#endif
+    }
+    acc = wg_reduce(acc, OP == 1);
+    if (gl_LocalInvocationID.x != 0) return;
+#else
     for (int iy = y0; iy < y1; ++iy)
         for (int ix = x0; ix < x1; ++ix) {
             float v = LD(x, ((n * H + iy) * W + ix) * C + c);
@@ -37,6 +65,7 @@ void main() {
             acc += v;
 #endif
         }
+#endif
 #if OP == 0 && FOLDED_PAD
     acc /= float(max(counted, 1));
 #elif OP == 0

@@ -43,8 +43,9 @@ VARIANTS = {
                 "EW_ROUND16": [0, 1]}, ["out_", "x", "x0", "x1"]),
     "softmax": (dict(D=10, BETA=1.0), {"ROW_PER_GROUP": [0, 1], "SUBGROUP": [0, 1]}, ["out_", "x"]),
     "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1, EPT=1, EPB=0, EPL=1, EPR=1,
-                    PAD_VALUE=-0.5, **_FQ),
-               {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1], "FOLDED_PAD": [0, 1]}, ["out_", "x"]),
+                    PAD_VALUE=-0.5, OUTPUTS=36, **_FQ),
+               {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1], "FOLDED_PAD": [0, 1], "WG_PER_OUT": [0, 1],
+                "SUBGROUP": [0, 1]}, ["out_", "x"]),
 }
 
 

@@ -318,4 +318,17 @@ def lower_pool(node, graph):
         defines.update(FOLDED_PAD=1, PAD_VALUE=float(node.attrs.get("_pad_value", 0.0)),
                        **dict(zip(("EPT", "EPB", "EPL", "EPR"), node.attrs["_pad"])))
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
-    return [Kernel("pool2d", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]
+    outputs = size(graph.t(node.outputs[0]).shape)
+    if kh * kw < POOL_WG_MIN:
+        return [Kernel("pool2d", binds, outputs, defines, node.label())]
+    # large windows (global pools): one workgroup per output element (shaders/pool2d.comp WG_PER_OUT)
+    from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
+    local = 256 if kh * kw >= 4096 else 128 if kh * kw >= 1024 else 64
+    k = Kernel("pool2d", binds, outputs * local, dict(defines, WG_PER_OUT=1, OUTPUTS=outputs), node.label(),
+               local_x=local)
+    k.variants.append(SUBGROUP_VARIANT)
+    return [k]
+
+
+POOL_WG_MIN = 256            # window cells from which a workgroup computes each output (H100: a global
+#                              average pool over 128x128 took 306 us with one invocation per output)

@@ -116,11 +116,15 @@ def gpuc_batch_rows(path, xs, batches, runs, device, refs, base):
     rng = np.random.default_rng(1234)
     stack = [np.concatenate([x] + [(rng.uniform(-1, 1, x.shape).astype(x.dtype) if x.dtype.kind == "f" else x)
                                    for _ in range(n - 1)]) for x in xs]
-    singles = [m.run([s[i:i + 1] for s in stack]) for i in range(n)]
+    def fresh(run):                   # stateful models: every comparison starts from the initial state
+        if m.has_state:
+            m.reset_state()
+        return run()
+    singles = [fresh(lambda i=i: m.run([s[i:i + 1] for s in stack])) for i in range(n)]
     rows = []
     for b in batches:
         xb = [s[:b] for s in stack]
-        outs = m.run(xb)
+        outs = fresh(lambda: m.run(xb))
         same = all(np.array_equal(o[i:i + 1], singles[i][k]) for k, o in enumerate(outs) for i in range(b))
         row = dict(timed(lambda: m.run(xb), runs), load_ms=load)
         gpu = []

@@ -29,8 +29,16 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
+WARMUP_S = 0.5
+
+
 def timed(fn, runs):
+    """Median/p90/min of `runs` calls, after WARMUP_S seconds of calls: the GPU (and CPU) clocks ramp
+    up under load, and a model measured right after an idle stretch otherwise reads up to 2-3x slow."""
+    end = time.perf_counter() + WARMUP_S
     fn()
+    while time.perf_counter() < end:
+        fn()
     ts = []
     for _ in range(runs):
         t0 = time.perf_counter()

@@ -28,6 +28,8 @@ import os
 
 import vulkan as vk
 
+from gpuc.runtime import validation
+
 _COMPONENT = {getattr(vk, f"VK_COMPONENT_TYPE_{n.upper()}_KHR", None): n
               for n in ("float16", "float32", "float64", "sint8", "sint16", "sint32", "sint64",
                         "uint8", "uint16", "uint32", "uint64")}
@@ -77,7 +79,7 @@ def enable(dev, tail=None):
     or `tail`, structs to keep alive until vkCreateDevice returns, extension names to enable)."""
     _subgroup(dev)
     dev.coopmat = []
-    if _off("GPUC_DISABLE_COOPMAT") or _off("GPUC_DISABLE_FP16"):
+    if _off("GPUC_DISABLE_COOPMAT") or _off("GPUC_DISABLE_FP16") or not validation.layer_knows_cooperative_matrix():
         return tail, [], []
     exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(dev.physical, None)}
     need = (vk.VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, vk.VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,

@@ -26,6 +26,19 @@ def instance_layers_and_extensions():
     return [LAYER], [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME]
 
 
+def layer_version() -> int:
+    """specVersion of the installed validation layer (0 when validation is off or it is missing)."""
+    if not enabled():
+        return 0
+    return max([p.specVersion for p in vk.vkEnumerateInstanceLayerProperties() if p.layerName == LAYER] or [0])
+
+
+def layer_knows_cooperative_matrix() -> bool:
+    """VK_KHR_cooperative_matrix came with Vulkan headers 1.3.255: an older layer (Debian 12 ships
+    1.3.239) reports its structures as unknown, so with validation on gpuc leaves the extension off."""
+    return not enabled() or layer_version() >= vk.VK_MAKE_VERSION(1, 3, 255)
+
+
 def _callback(severity, types, data, user):
     text = vk.ffi.string(data.pMessage).decode(errors="replace")
     MESSAGES.append(text)

@@ -222,7 +222,7 @@ def main():
                 continue
             g["images_per_s"] = base["batch"] / (g["median_ms"] * 1e-3)
             if g.get("fp16_tensors") == 0:
-                g["note"] = "ran the fp32 fallback (no 16-bit storage)"
+                g["note"] = "no tensor stored as fp16 (int8 program, or the device ran the fp32 fallback)"
             rows.append({**base, "system": f"gpuc-{prec}", "device": device, **g,
                          "max_rel_err": rel(out, refs) if refs else None})
         if any(b > 1 for b in batches):

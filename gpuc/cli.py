@@ -215,13 +215,14 @@ def profile_cmd(bundle, inputs, runs, device, as_json, as_csv):
         click.echo(json.dumps(r))
         return
     if as_csv:
-        click.echo("index,op,shader,us,percent,gb_per_s,gflop_per_s")
+        click.echo("index,op,shader,us,raw_us,percent,gb_per_s,gflop_per_s")
         for x in r["rows"]:
-            click.echo(f"{x['index']},\"{x['op']}\",{x['shader']},{x['us']:.3f},{x['percent']:.2f},"
+            click.echo(f"{x['index']},\"{x['op']}\",{x['shader']},{x['us']:.3f},{x['raw_us']:.3f},{x['percent']:.2f},"
                        f"{x['gb_per_s'] or ''},{x['gflop_per_s'] or ''}")
         return
     click.echo(f"device {r['device']}: {r['dispatches']} dispatches, sum {r['sum_dispatch_ms']:.3f} ms; "
-               f"GPU time of a plain run {r['run_gpu_ms']:.3f} ms")
+               f"GPU time of a plain run {r['run_gpu_ms']:.3f} ms (raw timestamp sum {r['raw_sum_dispatch_ms']:.3f} ms, "
+               f"{r['probe_us']:.2f} us per timestamp taken off each row)")
     click.echo(f"{'#':>4} {'us':>9} {'%':>6} {'GB/s':>8} {'GFLOP/s':>9}  shader / op / shapes")
     for x in r["rows"]:
         gb = f"{x['gb_per_s']:.1f}" if x["gb_per_s"] else "-"

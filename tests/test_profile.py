@@ -17,6 +17,10 @@ def test_profile_lists_every_dispatch(tmp_path):
     assert rep["dispatches"] == len(rep["rows"]) == 3
     assert sorted(x["index"] for x in rep["rows"]) == [0, 1, 2]
     assert rep["sum_dispatch_ms"] > 0 and rep["run_gpu_ms"] > 0
+    # rows are the timestamp intervals less the measured probe cost: they add up to a plain run
+    assert rep["raw_sum_dispatch_ms"] >= rep["sum_dispatch_ms"] and rep["probe_us"] >= 0
+    assert all(x["raw_us"] >= x["us"] >= 0 for x in rep["rows"])
+    assert abs(rep["sum_dispatch_ms"] - rep["run_gpu_ms"]) <= 0.1 * rep["run_gpu_ms"] or rep["probe_us"] == 0
     assert any(x["gflop_per_s"] for x in rep["rows"])
 
 

@@ -1,6 +1,7 @@
 """Every model of a folder through the CLI, as a user runs it: `gpuc compile`, `gpuc run --output`,
 then each output compared with its LiteRT reference (ref/<name>.out<i>.npy, or .nodelegate.npy):
-float outputs within 1e-3 * max|ref|, integer outputs within 1 quantization step.  Also the
+float outputs within 1e-3 * max|ref|, integer outputs within 1 quantization step (--precision fp16:
+MobileNetV2 within 2e-2 * max|ref|, every other model finite, its error reported).  Also the
 GPU/CPU split from `gpuc inspect --json`.  Exit 1 if any model fails.
 
     python benchmarks/models_cli.py [MODELS_DIR] [--precision fp32]
@@ -50,6 +51,9 @@ def check(model: Path, precision: str, tmp: Path) -> tuple[bool, str]:
             else:
                 e = float(np.abs(o.astype(np.float64) - rr).max() / max(float(np.abs(rr).max()), 1e-30))
                 good, txt = e <= tol, f"out{i}: max err {e:.2e} x max|ref|"
+                if precision != "fp32":     # issue 6: fp16 is bounded on MobileNetV2; elsewhere: finite
+                    good = bool(np.isfinite(o).all()) and (e <= tol or "mobilenet" not in name)
+                    txt += "" if e <= tol else " (finite; above 2e-2)"
             if best is None or good:
                 best = (good, txt)
             if good:

@@ -10,7 +10,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.math import words
-from gpuc.compiler.ops.util import checked, const_input, norm_axis, size
+from gpuc.compiler.ops.util import checked, scalar_axis, size
 
 IN_KIND = {"float32": 0, "int32": 1, "uint8": 2, "bool": 2, "int8": 3}     # the template's IS_INT
 
@@ -27,15 +27,7 @@ def _plan(node, graph):
         raise ValueError(f"input {x.name!r} has dtype {x.dtype} (supported: {', '.join(IN_KIND)})")
     if y.dtype not in ("int32", "int64"):
         raise ValueError(f"output {y.name!r} has dtype {y.dtype} (supported: int32, int64)")
-    a = const_input(node, graph, 1, "axis")
-    if a is None:
-        raise ValueError("missing axis input")
-    a = np.asarray(a)
-    if a.size != 1 or a.dtype.kind not in "iu":
-        raise ValueError(f"axis must be one integer (got {a.dtype} {list(a.shape)})")
-    if not x.shape:
-        raise ValueError("input must have rank >= 1")
-    axis = norm_axis(int(a.reshape(-1)[0]), len(x.shape))
+    axis = scalar_axis(node, graph, 1, x)
     want = list(x.shape[:axis]) + list(x.shape[axis + 1:])
     if list(y.shape) != want:
         raise ValueError(f"output {y.name!r} has shape {list(y.shape)}, expected {want}")

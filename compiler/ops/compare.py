@@ -20,6 +20,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.math import BYTE_DTYPES, KIND, broadcast_reason, dtype_reason, geometry, words
 from gpuc.compiler.ops.util import checked
+from gpuc.runtime.cpu_ops import litert_cast  # noqa: F401 (numpy CAST, LiteRT's semantics: constant folding)
 
 COMPARE = {"LESS": 0, "LESS_EQUAL": 1, "GREATER": 2, "GREATER_EQUAL": 3, "EQUAL": 4, "NOT_EQUAL": 5,
            "LOGICAL_AND": 6, "LOGICAL_OR": 7, "LOGICAL_NOT": 8}
@@ -118,21 +119,6 @@ def _check_cast(node, graph):
     if x.size != y.size:
         return f"input has {x.size} elements, output {y.size}"
     return None
-
-
-def litert_cast(x: np.ndarray, dtype) -> np.ndarray:
-    """numpy CAST with LiteRT's semantics (what cast.comp computes), e.g. for folding constants:
-    float -> integer truncates and saturates, NaN -> the maximum (numpy's astype is undefined out
-    of range); -> bool is != 0; integer -> narrower integer wraps; bool -> 0 / 1."""
-    x, dt = np.asarray(x), np.dtype(dtype)
-    if dt == np.bool_:
-        return x != 0
-    if x.dtype.kind == "f" and dt.kind in "iu":
-        info = np.iinfo(dt)
-        with np.errstate(invalid="ignore"):
-            t = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
-        return np.where(np.isnan(t), info.max, t).astype(dt)
-    return x.astype(dt)
 
 
 @register("CAST", check=_check_cast, dtypes=VALUE_DTYPES, inputs=(1, 1),

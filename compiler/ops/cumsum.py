@@ -8,7 +8,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.math import words
-from gpuc.compiler.ops.util import checked, const_input, norm_axis, size
+from gpuc.compiler.ops.util import checked, scalar_axis, size
 
 DTYPES = ("float32", "int32", "int64")
 
@@ -24,15 +24,7 @@ def _plan(node, graph):
         raise ValueError(f"dtypes {x.dtype} -> {y.dtype} not supported ({', '.join(DTYPES)}, same for both)")
     if tuple(x.shape) != tuple(y.shape):
         raise ValueError(f"output shape {list(y.shape)} differs from the input's {list(x.shape)}")
-    a = const_input(node, graph, 1, "axis")
-    if a is None:
-        raise ValueError("missing axis input")
-    a = np.asarray(a)
-    if a.size != 1 or a.dtype.kind not in "iu":
-        raise ValueError(f"axis must be one integer (got {a.dtype} {list(a.shape)})")
-    if not x.shape:
-        raise ValueError("input must have rank >= 1")
-    return x, y, norm_axis(int(a.reshape(-1)[0]), len(x.shape))
+    return x, y, scalar_axis(node, graph, 1, x)
 
 
 @register("CUMSUM", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2), dtypes=DTYPES,

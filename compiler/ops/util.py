@@ -63,6 +63,19 @@ def const_input(node: Node, graph: Graph, i: int, what: str):
     return t.data
 
 
+def scalar_axis(node: Node, graph: Graph, i: int, x) -> int:
+    """The constant one-integer axis input `i` of `node`, normalized against tensor x's rank."""
+    a = const_input(node, graph, i, "axis")
+    if a is None:
+        raise ValueError("missing axis input")
+    a = np.asarray(a)
+    if a.size != 1 or a.dtype.kind not in "iu":
+        raise ValueError(f"axis must be one integer (got {a.dtype} {list(a.shape)})")
+    if not x.shape:
+        raise ValueError("input must have rank >= 1")
+    return norm_axis(int(a.reshape(-1)[0]), len(x.shape))
+
+
 def norm_axis(axis: int, rank: int) -> int:
     if not -rank <= axis < max(rank, 1):
         raise ValueError(f"axis {axis} out of range for rank {rank}")

@@ -368,6 +368,11 @@ def test_quantization_rules():
     np.testing.assert_array_equal(t.quant.scale, [.5, .25, 1, 2])
     bad(q([4, 4], scale=[.5, .25, 1], zero_point=[0, 0, 0], quantized_dimension=1), "per-channel")
     bad(q([4], scale=[.5], zero_point=[1, 2]), "1 scales but 2 zero points")
+    # found by make fuzz: a zero point outside the dtype's range reached the shader defines
+    bad(q([4], scale=[.5], zero_point=[300]), "zero_point", "300 outside the int8 range")
+    bad(q([4], scale=[.5], zero_point=[-129]), "outside the int8 range")
+    bad(q([4], scale=[float("inf")], zero_point=[0]), "quantization.scale", "non-finite")
+    assert load_tflite(build(q([4], scale=[.5], zero_point=[127]))).main.tensors[1].quant.zero_point[0] == 127
     assert load_tflite(build(q([4], min=[0.0], max=[1.0]))).main.tensors[1].quant is None
 
 

@@ -81,6 +81,8 @@ def _int_list(v, where: str, lo: int, hi: int) -> list[int]:
     return out
 
 
+_ZP_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+
 class _Importer:
     def __init__(self, data: bytes):
         self.data = data
@@ -206,10 +208,10 @@ class _Importer:
                     fail(where, f"tensor {name!r} buffer has {span[1]} bytes, but shape {list(shape)} "
                                 f"of {dtype} needs {need}")
                 data = self._array(span, dtype).reshape(shape)
-        return ir.Tensor(ti, name, shape, dtype, data, self._quant(t, shape, where, name),
+        return ir.Tensor(ti, name, shape, dtype, data, self._quant(t, shape, where, name, dtype),
                          bool(t["is_variable"]), sig)
 
-    def _quant(self, t, shape, where: str, name: str):
+    def _quant(self, t, shape, where: str, name: str, dtype: str = ""):
         q = t["quantization"]
         if q is None:
             return None
@@ -221,6 +223,12 @@ class _Importer:
             zp = np.zeros(scale.size, np.int64)
         elif zp.size != scale.size:
             fail(where + ".quantization", f"tensor {name!r} has {scale.size} scales but {zp.size} zero points")
+        if not np.isfinite(scale).all():
+            fail(where + ".quantization.scale", f"tensor {name!r} has a non-finite scale")
+        lo, hi = _ZP_RANGE.get(dtype, (None, None))
+        if lo is not None and ((zp < lo) | (zp > hi)).any():
+            fail(where + ".quantization.zero_point", f"tensor {name!r}: zero point {int(zp[(zp < lo) | (zp > hi)][0])} "
+                                                     f"outside the {dtype} range [{lo}, {hi}]")
         axis = int(q["quantized_dimension"])
         if scale.size > 1 and not (0 <= axis < len(shape) and shape[axis] == scale.size):
             fail(where + ".quantization", f"tensor {name!r}: {scale.size} per-channel scales on axis {axis} "

@@ -13,7 +13,9 @@ from gpuc.errors import UnsupportedError  # noqa: E402
 from litert_ref import make_interpreter  # noqa: E402
 from tflite_builder import ModelBuilder, with_subgraphs  # noqa: E402
 
-MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models")
+from conftest import shared_models_dir  # noqa: E402  (GPUC_SHARED_MODELS, else ../shared/models)
+
+MODELS = str(shared_models_dir() or os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models"))
 
 
 def accumulator(init=(1.0, -2.0, 3.0, 0.5), read_twice=False, dtype="float32"):

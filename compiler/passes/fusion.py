@@ -6,12 +6,26 @@ Attributes the passes set on the producer: "_act" (gpuc activation code), "_resi
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code
 
 EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
 ACT_OPS = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "LOGISTIC": 5, "HARD_SWISH": 6}
 ACT_HOSTS = EPILOGUE_OPS | {"ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D"}
+
+
+def _hw_pads(data):
+    """(top, bottom, left, right) of a constant [4, 2] NHWC PAD amount that pads only H and W by
+    non-negative integers; else None (malformed paddings stay for the PAD check's clear error)."""
+    pads = np.asarray(data)
+    if pads.size != 8 or pads.dtype.kind not in "iu":
+        return None
+    pads = pads.reshape(4, 2)
+    if (pads < 0).any() or pads[0].any() or pads[3].any():
+        return None
+    return int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1])
 
 
 def _single_use(graph: Graph, tid: int, users) -> bool:
@@ -94,7 +108,6 @@ def reshape_as_view(graph: Graph) -> None:
 def fold_pad(graph: Graph) -> None:
     """A zero PAD of H/W feeding only a CONV_2D / DEPTHWISE_CONV_2D becomes extra leading/trailing
     padding of that conv (its bounds checks read zeros there); the padded tensor is never built."""
-    import numpy as np
     users = graph.consumers()
     for pad in list(graph.nodes):
         if pad.op not in ("PAD", "PADV2") or len(pad.inputs) < 2 or len(pad.outputs) != 1 or min(pad.inputs) < 0:
@@ -111,14 +124,11 @@ def fold_pad(graph: Graph) -> None:
             v = graph.t(pad.inputs[2])
             if not v.is_const or np.asarray(v.data).reshape(-1)[0] != 0:
                 continue
-        pads = np.asarray(p.data)
-        if pads.size != 8 or pads.dtype.kind not in "iu":
-            continue
-        pads = pads.reshape(4, 2)
-        if (pads < 0).any() or pads[0].any() or pads[3].any():
+        hw = _hw_pads(p.data)
+        if hw is None:
             continue
         conv = consumers[0]
-        conv.attrs["_pad"] = (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))
+        conv.attrs["_pad"] = hw
         conv.inputs[0] = pad.inputs[0]
         conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
         graph.nodes.remove(pad)
@@ -127,7 +137,6 @@ def fold_pad(graph: Graph) -> None:
 
 def _pad_value(graph: Graph, pad: Node):
     """The PAD's constant value (float), or None when it is not a constant."""
-    import numpy as np
     if pad.op == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
         v = graph.t(pad.inputs[2])
         return float(np.asarray(v.data).reshape(-1)[0]) if v.is_const and v.size == 1 else None
@@ -142,7 +151,6 @@ def fold_pad_pool(graph: Graph) -> None:
     and so keeps LiteRT's summation exact.  Implicit SAME padding of the pool stays ignored.
     Runs after plan_fp16_storage: under --precision fp16 a fold is skipped where the padded tensor
     would have been float16 but its input fp32 (the pool would see unrounded values)."""
-    import numpy as np
     users = graph.consumers()
     for pad in list(graph.nodes):
         if pad.op not in ("PAD", "PADV2") or len(pad.inputs) < 2 or len(pad.outputs) != 1 or min(pad.inputs[:2]) < 0:
@@ -165,13 +173,10 @@ def fold_pad_pool(graph: Graph) -> None:
         pinned = graph.fp32_pinned
         if pinned is not None and graph.storage(src) in pinned and graph.storage(out) not in pinned:
             continue
-        pads = np.asarray(p.data)
-        if pads.size != 8 or pads.dtype.kind not in "iu":
+        hw = _hw_pads(p.data)
+        if hw is None:
             continue
-        pads = pads.reshape(4, 2)
-        if (pads < 0).any() or pads[0].any() or pads[3].any():
-            continue
-        pool.attrs["_pad"] = (int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))
+        pool.attrs["_pad"] = hw
         pool.attrs["_pad_value"] = value
         from gpuc.compiler import ops
         saved = pool.inputs[0]

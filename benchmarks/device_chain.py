@@ -11,15 +11,14 @@ p90 / min ms per chain and the output agreement; then images/s of the head at ea
 """
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from tflite_builder import ModelBuilder  # noqa: E402
+from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 
 def rnd(shape, seed, lo=-0.5, hi=0.5):
@@ -51,18 +50,6 @@ def tail(s, c):
     return mb.finish()
 
 
-def timed(fn, runs):
-    fn()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return {"median_ms": statistics.median(ts) * 1e3, "p90_ms": ts[int(0.9 * (len(ts) - 1))] * 1e3,
-            "min_ms": ts[0] * 1e3}
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=112)
@@ -90,12 +77,12 @@ def main():
                     return tm.run([h, x])[0]
             err = float(np.abs(host() - device()).max())
             for name, fn in (("host", host), ("device", device)):
-                rows.append({"chain": name, "tensor_bytes": s * s * c * 4, **timed(fn, a.runs)})
+                rows.append({"chain": name, "tensor_bytes": s * s * c * 4, **timed(fn, a.runs, warmup_s=0)})
             rows.append({"chain": "host vs device max abs diff", "value": err})
         with gpuc.load(gpuc.compile(head(s, c), max_batch=max(batches)), device=dev) as bm:
             xs = rnd((max(batches), s, s, c), 5, -1, 1)
             for b in batches:
-                r = timed(lambda: bm.run([xs[:b]]), a.runs)
+                r = timed(lambda: bm.run([xs[:b]]), a.runs, warmup_s=0)
                 rows.append({"batch": b, **r, "images_per_s": b / (r["median_ms"] * 1e-3),
                              "gpu_ms": bm.last_gpu_ms})
         name = dev.name

@@ -32,10 +32,11 @@ HERE = Path(__file__).resolve().parent
 WARMUP_S = 0.5
 
 
-def timed(fn, runs):
-    """Median/p90/min of `runs` calls, after WARMUP_S seconds of calls: the GPU (and CPU) clocks ramp
-    up under load, and a model measured right after an idle stretch otherwise reads up to 2-3x slow."""
-    end = time.perf_counter() + WARMUP_S
+def timed(fn, runs, warmup_s=WARMUP_S):
+    """Median/p90/min of `runs` calls, after warmup_s seconds of calls (at least one): the GPU (and CPU)
+    clocks ramp up under load, and a model measured right after an idle stretch otherwise reads up to
+    2-3x slow.  benchmarks/device_chain.py and ops_bench.py use it too."""
+    end = time.perf_counter() + warmup_s
     fn()
     while time.perf_counter() < end:
         fn()

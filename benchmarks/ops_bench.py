@@ -8,9 +8,7 @@ LiteRT CPU for comparison, max error vs LiteRT, and GFLOP/s where the op has a f
 """
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import gpuc  # noqa: E402
 from litert_ref import make_interpreter  # noqa: E402
 from tflite_builder import ModelBuilder  # noqa: E402
+from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 
 def one_op(op, ins, out_shape, out_dtype="float32", **opts):
@@ -66,16 +65,6 @@ def cases(s: int):
     return out
 
 
-def timed(fn, runs):
-    fn()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
@@ -93,10 +82,10 @@ def main():
             for dd, x in zip(ind, xs):
                 it.set_tensor(dd["index"], x)
             it.invoke()
-        lite_ms = timed(lite, max(3, a.runs // 5))
+        lite_ms = timed(lite, max(3, a.runs // 5), warmup_s=0)["median_ms"]
         ref = it.get_tensor(it.get_output_details()[0]["index"])
         with gpuc.load(gpuc.compile(model, cache=False), device=a.device) as m:
-            ms = timed(lambda: m.run(xs), a.runs)
+            ms = timed(lambda: m.run(xs), a.runs, warmup_s=0)["median_ms"]
             (y,) = m.run(xs)
         err = float(np.abs(y.astype(np.float64) - ref).max()) / max(1.0, float(np.abs(ref).max()))
         row = dict(op=name, gpuc_ms=round(ms, 4), litert_cpu_ms=round(lite_ms, 4), rel_err=err,

@@ -213,15 +213,7 @@ def test_models_loaded_without_a_device_share_one():
 
 
 def test_readme_device_example_runs(models_dir, tmp_path):
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    code = re.search(r"<!-- readme-example-device -->\s*```python\n(.*?)```", text, re.S).group(1)
-    work = tmp_path / "work"
-    work.mkdir()
-    (tmp_path / "shared").symlink_to(models_dir.parent)
-    r = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True)
+    from test_readme import run_readme_block
+    r = run_readme_block("readme-example-device", models_dir, tmp_path)
     assert r.returncode == 0, r.stderr
     assert "(1, 10) float32" in r.stdout

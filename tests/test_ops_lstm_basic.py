@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-from litert_ref import make_interpreter  # noqa: E402
 from op_support import gpu_reason  # noqa: E402
+from test_lstm import litert_runs  # noqa: E402
 from tflite_builder import ModelBuilder  # noqa: E402
 
 
@@ -37,18 +37,6 @@ def lstm_step_model(b=2, i=5, c=6, o=None, cifg=False, peephole=False, proj=Fals
     return mb.finish()
 
 
-def litert_steps(model, xs):
-    it = make_interpreter(model)
-    it.allocate_tensors()
-    ind, outd = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    outs = []
-    for x in xs:
-        it.set_tensor(ind, x)
-        it.invoke()
-        outs.append(np.array(it.get_tensor(outd)))
-    return outs
-
-
 CASES = {
     "plain": dict(),
     "batch1": dict(b=1),
@@ -66,7 +54,7 @@ def test_lstm_step_stream(gpu, name):
     model = lstm_step_model(**CASES[name])
     b, i = CASES[name].get("b", 2), 5
     xs = [np.random.default_rng(10 + s).uniform(-1, 1, (b, i)).astype(np.float32) for s in range(3)]
-    refs = litert_steps(model, xs)
+    refs = litert_runs(model, xs)
     m = gpu.load(model)
     try:
         for x, ref in zip(xs, refs):

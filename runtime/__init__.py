@@ -18,7 +18,20 @@ def read_bundle_file(bundle):
 
 
 def load(bundle, device=None):
-    """Load a bundle (path or bytes) and return a ready-to-run LoadedModel."""
+    """Load a bundle (path or bytes) and return a ready-to-run LoadedModel.  In a process that has
+    no device open yet, the driver's start-up runs in a thread while the bundle is read and checked."""
     from gpuc.runtime.bundle import read_bundle
+    from gpuc.runtime.device import Device, shared_device
     from gpuc.runtime.executor import LoadedModel
-    return LoadedModel(read_bundle(read_bundle_file(bundle)), device=device)
+    from gpuc.runtime.overlap import Background
+    opener = None if isinstance(device, Device) else Background(shared_device, device, name="gpuc-device")
+    try:
+        b = read_bundle(read_bundle_file(bundle))
+    except BaseException:
+        if opener is not None:
+            try:
+                opener.result()
+            except BaseException:          # noqa: BLE001 - the bundle's problem is the one to report
+                pass
+        raise
+    return LoadedModel(b, device=opener.result() if opener is not None else device)

@@ -1,8 +1,8 @@
 """LoadedModel: a bundle on a device, ready to run.
 
-At load: weights uploaded once into device-local memory, one arena for every intermediate and
-I/O tensor, pipelines created in one call, one descriptor set per dispatch, and the command
-buffer recorded once.  Per run: copy inputs into mapped staging memory, submit, wait, copy out.
+At load: weights uploaded once into device-local memory (beside pipeline creation), one arena for
+every intermediate and I/O tensor, pipelines created through the pipeline cache over a few threads
+(runtime/pipelines.py), one descriptor set per dispatch, and the command buffer recorded once.  Per run: copy inputs into mapped staging memory, submit, wait, copy out.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import vulkan as vk
 
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
-from gpuc.runtime.device import Device, _check, _vk_call, shared_device
-from gpuc.runtime import batch, commands, program
-from gpuc.runtime.pipeline_cache import PipelineCache
+from gpuc.runtime.device import Device, _check, shared_device
+from gpuc.runtime import batch, commands, pipelines, program
+from gpuc.runtime.overlap import Background
 from gpuc.runtime.precision import select_program
 
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
@@ -347,17 +347,29 @@ class LoadedModel:
             sl.in_rows = batch.row_views(in_map, self._in_specs, self.max_batch)     # all items, axis 0
             sl.out_rows = batch.row_views(out_map, self._out_specs, self.max_batch)
             self._slots.append(sl)
+        # the weight upload (a host copy, then a GPU copy) runs beside pipeline creation and recording
+        upload = Background(self._upload_weights_and_state, name="gpuc-upload")
+        try:
+            self._make_pipelines()
+            self._make_descriptors()
+            self.timestamps = commands.timestamps_supported(self.device)
+            for sl in self._slots:
+                sl.pool = commands.query_pool(self, 2) if self.timestamps else None
+                sl.cmd = commands.record(self, sl, sl.pool)
+                sl.cmds = {}                                 # batch size -> command buffer (runtime/batch.py)
+                sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
+        except BaseException:
+            try:
+                upload.result()
+            except BaseException:               # noqa: BLE001 - the first failure is the one reported
+                pass
+            raise
+        upload.result()
+        self._program = program.Program(self) if program.needs_program(b) else None
+
+    def _upload_weights_and_state(self):
         self._upload_weights()
         self._init_state()
-        self._make_pipelines()
-        self._make_descriptors()
-        self.timestamps = commands.timestamps_supported(self.device)
-        for sl in self._slots:
-            sl.pool = commands.query_pool(self, 2) if self.timestamps else None
-            sl.cmd = commands.record(self, sl, sl.pool)
-            sl.cmds = {}                                 # batch size -> command buffer (runtime/batch.py)
-            sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
-        self._program = program.Program(self) if program.needs_program(b) else None
 
     def _upload_weights(self):
         n = int(self.bundle.weights.nbytes)
@@ -398,42 +410,7 @@ class LoadedModel:
         self.device.one_shot(rec)
 
     def _make_pipelines(self):
-        dev, b = self.dev, self.bundle
-        self._set_layouts, self._pipe_layouts, infos, keep = {}, [], [], []
-        for s in b.shaders:
-            if s.bindings not in self._set_layouts:
-                binds = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                         descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
-                         for i in range(s.bindings)]
-                linfo = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(binds), pBindings=binds or None)
-                self._set_layouts[s.bindings] = self._keep(
-                    vk.vkDestroyDescriptorSetLayout, vk.vkCreateDescriptorSetLayout(dev, linfo, None))
-            set_layouts = [self._set_layouts[s.bindings]]
-            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=s.push_bytes)]
-            pinfo = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts,
-                                                  pushConstantRangeCount=1 if s.push_bytes else 0,
-                                                  pPushConstantRanges=ranges if s.push_bytes else None)
-            layout = self._keep(vk.vkDestroyPipelineLayout, vk.vkCreatePipelineLayout(dev, pinfo, None))
-            self._pipe_layouts.append(layout)
-            code = s.spirv
-            minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
-            module = self._keep(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(dev, minfo, None))
-            entry = s.entry
-            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry)
-            keep += [code, minfo, entry, stage, set_layouts, ranges, pinfo]
-            infos.append(vk.VkComputePipelineCreateInfo(stage=stage, layout=layout))
-        self._pipelines = []
-        cache = PipelineCache(self.device, self.bundle.checksum or self.bundle.fingerprint or "nokey")
-        try:
-            if infos:
-                pipes = _vk_call("creating compute pipelines", vk.vkCreateComputePipelines,
-                                 dev, cache.handle or vk.VK_NULL_HANDLE, len(infos), infos, None)
-                self._pipelines = [self._keep(vk.vkDestroyPipeline, p) for p in pipes]
-            cache.save()
-        finally:
-            self.load_info["pipeline_cache"] = cache.status
-            cache.destroy()
-        del keep
+        pipelines.make(self)
 
     def _make_descriptors(self):
         dev, b = self.dev, self.bundle

@@ -12,6 +12,7 @@ import xxhash
 
 from gpuc.errors import BundleError
 from gpuc.runtime import flatbuf
+from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, digest_ok, with_trailer  # noqa: F401 - re-exported
 
 MAGIC = "gpuc-bundle"
 FILE_ID = b"GPUB"
@@ -19,8 +20,6 @@ FORMAT_VERSION = 2          # 2: program steps (host CPU ops, control flow)
 ALIGN = 256          # tensor offsets: >= any device's minStorageBufferOffsetAlignment
 ARENA, WEIGHTS = 0, 1
 MAX_BINDINGS = 32
-TRAILER_MAGIC = b"GPUCSUM1"          # file = flatbuffer + TRAILER_MAGIC + xxh3-128(flatbuffer)
-TRAILER_BYTES = 24
 
 BUNDLE_SCHEMA = {
     "Bundle": {"magic": (0, "str", None), "format_version": (1, "I", 0), "compiler_version": (2, "str", None),
@@ -176,17 +175,16 @@ def write_bundle(b: Bundle) -> bytes:
         "payload": np.frombuffer(payload_bytes, np.uint8), "stats": stats})
     ob.Finish(root, file_identifier=FILE_ID)
     body = bytes(ob.Output())
-    return body + TRAILER_MAGIC + xxhash.xxh3_128_digest(body)
+    return with_trailer(body)
 
 
 def read_header(data) -> dict:
     """Check the whole-file digest, then parse and check the outer table (magic, version, checksum)."""
     if len(data) < 8 or bytes(data[4:8]) != FILE_ID:
         raise BundleError("not a gpuc bundle (missing 'GPUB' identifier); compile one with `gpuc compile`")
-    n = len(data) - TRAILER_BYTES
-    if n < 8 or bytes(data[n:n + 8]) != TRAILER_MAGIC or xxhash.xxh3_128_digest(memoryview(data)[:n]) != bytes(data[n + 8:]):
+    if not digest_ok(data):
         raise BundleError("corrupt bundle: file digest mismatch (damaged or truncated); recompile it")
-    data = memoryview(data)[:n]
+    data = memoryview(data)[:len(data) - TRAILER_BYTES]
     try:
         head = flatbuf.read(data, BUNDLE_SCHEMA, "Bundle")
     except flatbuf.FlatbufferError as e:

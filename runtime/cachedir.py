@@ -2,28 +2,44 @@
 runtime: location, atomic writes, and least-recently-used eviction under a size cap.
 
 Location: $GPUC_CACHE_DIR, else $XDG_CACHE_HOME/gpuc, else ~/.cache/gpuc; created 0700.
+An entry `NAME.ext` may have a sidecar `NAME.meta` (compiler/cache.py): it is not an entry of its
+own, and goes with its entry when that is evicted or cleared.
+
+Imports only `os` (pathlib lazily, for the Path-returning helpers), so that the compile cache's
+fast path (gpuc/launch.py) stays cheap.
 """
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 DEFAULT_MAX_BYTES = 2 << 30
+SIDECAR = ".meta"
 
 
-def cache_dir(sub: str = "") -> Path:
+def cache_root() -> str:
     base = os.environ.get("GPUC_CACHE_DIR")
     if not base:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = os.path.join(xdg, "gpuc")
-    root = Path(base)
-    if not root.is_dir():
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(root, 0o700)
-    d = root / sub if sub else root
-    d.mkdir(exist_ok=True, mode=0o700)
+    return base
+
+
+def cache_path(sub: str = "", create: bool = True) -> str:
+    """The cache folder `sub` as a string; `create`: make it (and the 0700 root) when missing."""
+    root = cache_root()
+    d = os.path.join(root, sub) if sub else root
+    if create and not os.path.isdir(d):
+        if not os.path.isdir(root):
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            os.chmod(root, 0o700)
+        os.makedirs(d, mode=0o700, exist_ok=True)
     return d
+
+
+def cache_dir(sub: str = ""):
+    """The cache folder `sub` as a pathlib.Path, created when missing."""
+    from pathlib import Path
+    return Path(cache_path(sub))
 
 
 def max_bytes() -> int:
@@ -33,42 +49,48 @@ def max_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync, then rename: readers never see a torn file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+def sidecar_of(path) -> str:
+    return os.path.splitext(os.fspath(path))[0] + SIDECAR
+
+
+def atomic_write(path, data, sync: bool = True) -> None:
+    """Write to a temp file in the same directory, fsync (`sync`), then rename: readers never see a
+    torn file.  Temp files end in `.tmp` (skipped by `entries`)."""
+    path = os.fspath(path)
+    tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         raise
 
 
-def link_or_copy(src: Path, dst, data: bytes) -> None:
-    """Put `data` (the contents of cache entry `src`) at `dst` atomically: a hard link when the
-    file system allows it (no copy), else an atomic write."""
-    dst = Path(dst)
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+def link_or_copy(src, dst, data=None) -> None:
+    """Put the contents of cache entry `src` (`data`, when the caller has them) at `dst`
+    atomically: a hard link when the file system allows it (no copy), else an atomic write."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    head, name = os.path.split(dst)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     try:
         os.link(src, tmp)
         os.replace(tmp, dst)
+        _unlink(tmp)                 # still there when dst already was that file (rename: a no-op)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
+        if data is None:
+            with open(src, "rb") as f:
+                data = f.read()
         atomic_write(dst, data)
 
 
-def touch(path: Path) -> None:
+def touch(path) -> None:
     """Mark an entry as recently used (mtime drives LRU eviction)."""
     try:
         os.utime(path)
@@ -76,18 +98,47 @@ def touch(path: Path) -> None:
         pass
 
 
+def _unlink(path) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
+def remove(path) -> bool:
+    """Remove an entry and its sidecar; True when the entry itself was removed."""
+    _unlink(sidecar_of(path))
+    return _unlink(path)
+
+
 def entries(sub: str):
-    """[(path, size, mtime)] of finished entries (temp files skipped), oldest first."""
+    """[(path, size, mtime)] of finished entries (temp files and sidecars skipped), oldest first."""
+    from pathlib import Path
     out = []
-    for p in cache_dir(sub).iterdir():
-        if p.name.endswith(".tmp") or not p.is_file():
-            continue
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        out.append((p, st.st_size, st.st_mtime))
+    with os.scandir(cache_path(sub)) as it:
+        for e in it:
+            if e.name.endswith((".tmp", SIDECAR)):
+                continue
+            try:
+                if not e.is_file():
+                    continue
+                st = e.stat()
+            except OSError:
+                continue
+            out.append((Path(e.path), st.st_size, st.st_mtime))
     return sorted(out, key=lambda e: e[2])
+
+
+def clear(sub: str) -> int:
+    """Remove every finished entry of `sub` with its sidecar, and stray sidecars; returns the
+    number of entries removed."""
+    n = sum(remove(p) for p, _, _ in entries(sub))
+    with os.scandir(cache_path(sub)) as it:
+        for e in it:
+            if e.name.endswith(SIDECAR):
+                _unlink(e.path)
+    return n
 
 
 def evict(sub: str, limit: int | None = None) -> int:
@@ -99,10 +150,7 @@ def evict(sub: str, limit: int | None = None) -> int:
     for p, s, _ in ents:
         if total <= limit:
             break
-        try:
-            p.unlink()
+        if remove(p):
             total -= s
             removed += 1
-        except OSError:
-            pass
     return removed

@@ -1,7 +1,8 @@
 """gpuc compiler: TFLite -> IR -> passes -> GLSL -> SPIR-V -> bundle.
 
 `compile_model` consults the compile cache before importing the heavy parts, so a hit costs
-little more than reading and hashing the model.
+little more than hashing the model and the cached bundle.  This module imports only `os` and
+gpuc.errors: the CLI's fast path (gpuc/launch.py) uses `normalize_options` from here.
 """
 from __future__ import annotations
 
@@ -35,47 +36,68 @@ def check_max_batch(bundle_bytes: bytes, n: int) -> None:
         raise UnsupportedError(f"--max-batch {n}: {problem}")
 
 
+BYTES_MODEL_NAME = "model"                  # the name of a model given as bytes
+
+
+def model_name(path) -> str:
+    return os.path.splitext(os.path.basename(os.fspath(path)))[0]
+
+
+def _read_error(model, e: OSError) -> GpucError:
+    return GpucError(f"cannot read model {os.fspath(model)!r}: {e.strerror}")
+
+
 def read_model_bytes(model) -> tuple[bytes, str]:
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return bytes(model), "model"
-    path = os.fspath(model)
+        return bytes(model), BYTES_MODEL_NAME
     try:
-        with open(path, "rb") as f:
-            return f.read(), os.path.splitext(os.path.basename(path))[0]
+        with open(os.fspath(model), "rb") as f:
+            return f.read(), model_name(model)
     except OSError as e:
-        raise GpucError(f"cannot read model {path!r}: {e.strerror}") from None
+        raise _read_error(model, e) from None
 
 
-last_compile = {"cache": None}      # "hit" / "miss" / None (cache off): for the CLI and tests
+last_compile = {"cache": None, "stats": None}   # cache: "hit" / "miss" / None (cache off); stats: the bundle's
 
 
 def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
     from gpuc.compiler import cache as cc
     opts = normalize_options(options)
-    data, name = read_model_bytes(model)
-    use_cache = cache and os.environ.get("GPUC_NO_CACHE", "") in ("", "0")
-    key = cc.cache_key(data + name.encode(), opts) if use_cache else None
-    out = cc.lookup(key) if key else None
-    last_compile["cache"] = ("hit" if out is not None else "miss") if key else None
-    if out is not None:                      # a cache hit repeats the compiler's warnings
-        import sys
-        from gpuc.runtime.bundle import header_stats
-        for w in header_stats(out).get("warnings", []):
-            print(f"gpuc: warning: {w}", file=sys.stderr)
-    if out is None:
-        from gpuc.compiler.driver import compile_bytes
-        out = compile_bytes(data, name, opts)
-        if opts["max_batch"] > 1:
-            check_max_batch(out, opts["max_batch"])
-        if key:
-            cc.store(key, out)
+    try:
+        key = cc.model_key(model, opts) if cc.enabled(cache) else None
+    except OSError as e:
+        raise _read_error(model, e) from None
+    found = cc.lookup(key) if key else None      # (bundle, stats), checked once
+    if found is not None:
+        out, stats = found
+        cc.repeat_warnings(stats)
+    else:
+        out, stats, key = _compile(model, opts, key)
+    last_compile.update(cache=("hit" if found is not None else "miss") if key else None, stats=stats)
     if output is not None:
         from gpuc.runtime import cachedir
         try:
-            if last_compile["cache"] == "hit":
-                cachedir.link_or_copy(cc.entry_path(key), output, out)
+            if found is not None:
+                cachedir.link_or_copy(cc.entry_file(key, create=False), output, out)
             else:
                 cachedir.atomic_write(output, out)
         except OSError as e:
             raise GpucError(f"cannot write bundle {os.fspath(output)!r}: {e.strerror}") from None
     return out
+
+
+def _compile(model, opts: dict, key: str | None) -> tuple[bytes, dict, str | None]:
+    """Compile (a cache miss, or the cache off); stores the bundle when `key`.  Returns the bundle,
+    its stats and the key it was stored under: that of exactly the bytes compiled."""
+    from gpuc.compiler import cache as cc
+    from gpuc.compiler.driver import compile_bytes
+    from gpuc.runtime.bundle import header_stats
+    data, name = read_model_bytes(model)
+    out = compile_bytes(data, name, opts)
+    if opts["max_batch"] > 1:
+        check_max_batch(out, opts["max_batch"])
+    stats = header_stats(out)
+    if key:
+        key = cc.cache_key(data, name, opts)
+        cc.store(key, out, stats)
+    return out, stats, key

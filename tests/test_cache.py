@@ -46,7 +46,7 @@ def test_compile_cache_hit_and_options_in_key(cache_dir, tmp_path):
 def test_damaged_compile_cache_entry_is_recompiled(cache_dir, damage):
     m = model()
     good = gpuc.compile(m)
-    (entry,) = (cache_dir / "bundles").iterdir()
+    (entry,) = (cache_dir / "bundles").glob("*.bundle")
     data = bytearray(entry.read_bytes())
     if damage == "truncate":
         data = data[: len(data) // 2]
@@ -61,7 +61,8 @@ def test_damaged_compile_cache_entry_is_recompiled(cache_dir, damage):
 def test_cache_size_cap_evicts_least_recently_used(cache_dir, monkeypatch):
     monkeypatch.setenv("GPUC_CACHE_MAX_BYTES", "1")
     gpuc.compile(model())
-    assert len(list((cache_dir / "bundles").iterdir())) <= 1
+    assert len(list((cache_dir / "bundles").glob("*.bundle"))) <= 1
+    assert not list((cache_dir / "bundles").glob("*.meta"))         # evicted with its entry
 
 
 def _run(bundle, x):
@@ -127,9 +128,14 @@ def test_concurrent_compiles_leave_only_complete_entries(cache_dir, tmp_path):
                               env=env) for i in range(8)]
     assert all(p.wait() == 0 for p in procs)
     from gpuc.runtime.bundle import read_bundle
-    entries = list((cache_dir / "bundles").iterdir())
-    assert entries and not [e for e in entries if e.name.endswith(".tmp")]
+    files = list((cache_dir / "bundles").iterdir())
+    assert files and not [e for e in files if e.name.endswith(".tmp")]
+    entries = [e for e in files if e.suffix == ".bundle"]
+    assert entries
+    from gpuc.compiler import cache
     for e in entries:
         read_bundle(e.read_bytes())
+        meta = cache.read_meta(e.stem)                 # a sidecar, where there is one, is that entry's
+        assert meta is None or cache.vouches(meta, e.read_bytes())
     for i in range(8):
         read_bundle((tmp_path / f"out{i}.bundle").read_bytes())

@@ -68,17 +68,10 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, q
                          disable_passes=list(disable_passes), max_batch=max_batch)
     dt = time.perf_counter() - t0
     if not quiet:
-        from gpuc.runtime.bundle import header_stats
-        st = header_stats(data)
-        hit = " (compile cache hit)" if last_compile["cache"] == "hit" else ""
-        click.echo(f"wrote {output}: {len(data)} bytes, {st.get('dispatches')} dispatches, "
-                   f"{st.get('shaders')} shaders, arena {st.get('arena_bytes')} B, "
-                   f"weights {st.get('weights_bytes')} B, {dt * 1e3:.1f} ms{hit}"
-                   + (f", batch 1..{max_batch}" if max_batch > 1 else "")
-                   + (f", {st['fp16_tensors']} tensors fp16 (+ fp32 fallback)" if st.get("fp16_tensors") else ""))
-        if st.get("cpu_nodes"):
-            click.echo(f"{st['cpu_nodes']} op(s) on the CPU ({', '.join(st.get('cpu_ops', []))}), "
-                       f"{st.get('host_round_trips', 0)} host round trip(s) per run")
+        from gpuc.launch import compile_summary
+        for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",
+                                    max_batch):
+            click.echo(line)
 
 
 def _parse_inputs(model, specs):

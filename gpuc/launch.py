@@ -1,0 +1,140 @@
+"""The `gpuc` console script.
+
+A `gpuc compile` that the compile cache can answer is served here, importing nothing but os, sys,
+json, mmap, xxhash and lean gpuc modules (no click, numpy, compiler or flatbuffer reader).
+Everything else -- other commands, --help, --no-cache, GPUC_NO_CACHE, any option or value this
+parser does not fully understand, a cache miss, anything doubtful -- goes to the click CLI
+(gpuc.cli), untouched, which then behaves exactly as it always does.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+VALUE_OPTIONS = {"-o": "output", "--output": "output", "--precision": "precision",
+                 "--max-batch": "max_batch", "--disable-pass": "disable_passes"}
+FLAGS = ("-q", "--quiet")
+PRECISIONS = ("fp32", "fp16")
+
+
+def compile_summary(output, nbytes: int, stats: dict, seconds: float, hit: bool, max_batch: int) -> list:
+    """The lines `gpuc compile` prints on success (the click CLI and the fast path both use this)."""
+    st = stats
+    lines = [f"wrote {output}: {nbytes} bytes, {st.get('dispatches')} dispatches, "
+             f"{st.get('shaders')} shaders, arena {st.get('arena_bytes')} B, "
+             f"weights {st.get('weights_bytes')} B, {seconds * 1e3:.1f} ms"
+             + (" (compile cache hit)" if hit else "")
+             + (f", batch 1..{max_batch}" if max_batch > 1 else "")
+             + (f", {st['fp16_tensors']} tensors fp16 (+ fp32 fallback)" if st.get("fp16_tensors") else "")]
+    if st.get("cpu_nodes"):
+        lines.append(f"{st['cpu_nodes']} op(s) on the CPU ({', '.join(st.get('cpu_ops', []))}), "
+                     f"{st.get('host_round_trips', 0)} host round trip(s) per run")
+    return lines
+
+
+def _plain(value) -> bool:
+    return bool(value) and not value.startswith("-")
+
+
+def _take(got: dict, field: str, value) -> bool:
+    """Record one option value; False for what the fast path leaves to click (bad or repeated values)."""
+    if not _plain(value):
+        return False
+    if field == "disable_passes":
+        got[field].append(value)
+        return True
+    if field in got:
+        return False
+    if field == "precision" and value not in PRECISIONS:
+        return False
+    if field == "max_batch":
+        if not (value.isascii() and value.isdigit()):
+            return False
+        value = int(value)
+    got[field] = value
+    return True
+
+
+def parse_compile(argv: list) -> dict | None:
+    """{model, output, precision, max_batch, disable_passes, quiet} of a `gpuc compile` command line
+    that this parser fully understands, else None."""
+    if not argv or argv[0] != "compile":
+        return None
+    got, models, it = {"disable_passes": []}, [], iter(argv[1:])
+    for tok in it:
+        if tok in FLAGS:
+            if "quiet" in got:
+                return None
+            got["quiet"] = True
+            continue
+        name, eq, value = tok.partition("=") if tok.startswith("--") else (tok, "", None)
+        if name in VALUE_OPTIONS:
+            if not _take(got, VALUE_OPTIONS[name], value if eq else next(it, None)):
+                return None
+        elif not _plain(tok):
+            return None
+        else:
+            models.append(tok)
+    if len(models) != 1 or "output" not in got:
+        return None
+    got.setdefault("precision", "fp32")
+    got.setdefault("max_batch", 1)
+    got.setdefault("quiet", False)
+    return dict(got, model=models[0])
+
+
+def _encodable(texts, stream) -> bool:
+    if stream is None:
+        return False
+    try:
+        for t in texts:
+            t.encode(stream.encoding or "utf-8", stream.errors or "strict")
+    except (UnicodeError, LookupError):
+        return False
+    return True
+
+
+def serve_hit(a: dict) -> bool:
+    """Serve `gpuc compile` from the compile cache and print what the click CLI would; False when
+    the cache cannot answer (nothing printed; the output may have been written, identically)."""
+    from gpuc.compiler import cache
+    if not cache.enabled() or "_GPUC_COMPLETE" in os.environ:
+        return False
+    t0 = time.perf_counter()
+    meta = cache.serve(a["model"], a["output"], {"precision": a["precision"],
+                                                 "disable_passes": a["disable_passes"], "max_batch": a["max_batch"]})
+    dt = time.perf_counter() - t0
+    if meta is None:
+        return False
+    stats = meta["stats"]
+    lines = [] if a["quiet"] else compile_summary(a["output"], meta["size"], stats, dt, True, a["max_batch"])
+    if not (_encodable(lines, sys.stdout) and _encodable(stats.get("warnings", []), sys.stderr)):
+        return False
+    cache.repeat_warnings(stats)
+    for line in lines:
+        print(line)
+    sys.stdout.flush()
+    return True
+
+
+def main():
+    a = parse_compile(sys.argv[1:])
+    if a is not None:
+        try:
+            if serve_hit(a):
+                return 0
+        except BrokenPipeError:                  # as the click CLI does
+            sys.stderr.close()
+            return 0
+        except KeyboardInterrupt:
+            print("gpuc: error: interrupted", file=sys.stderr)
+            return 130
+        except Exception:  # noqa: BLE001 - anything unexpected: the click CLI does it the normal way
+            pass
+    from gpuc.cli import main as cli_main
+    return cli_main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,6 +10,7 @@ setup:
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
 	$(PYTHON) -m pip install -q --upgrade pip
 	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m compileall -q compiler runtime gpuc   # .pyc files, as a regular install has: no per-process recompiles
 
 shaders:
 	$(PYTHON) scripts/check_shaders.py

@@ -12,7 +12,7 @@ file; the folder is kept under a size cap by least-recently-used eviction.
 The sources digest is memoized on disk under `<cache>/sources/<signature>`, the signature being
 the path, size, mtime and ctime of every source file, so a process does not read them all.
 
-Imports only os, sys, marshal, mmap, xxhash and lean gpuc modules: gpuc/launch.py serves CLI hits from
+Imports only os, sys, marshal, xxhash and lean gpuc modules: gpuc/launch.py serves CLI hits from
 here without the compiler, click or numpy.  Not even json: on an interpreter whose start-up has not
 imported `re` already (a plain venv), json costs ~8 ms, more than all the work of a hit; so the
 options enter the key as the repr of their sorted items, and sidecars are marshalled.
@@ -20,7 +20,6 @@ options enter the key as the repr of their sorted items, and sidecars are marsha
 from __future__ import annotations
 
 import marshal
-import mmap
 import os
 import sys
 
@@ -28,7 +27,7 @@ import xxhash
 
 from gpuc import __version__
 from gpuc.runtime import cachedir
-from gpuc.runtime.trailer import claimed_digest, digest_ok
+from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, claimed_digest, digest_ok
 
 SUB = "bundles"
 SOURCES_SUB = "sources"
@@ -124,10 +123,7 @@ def options_text(options: dict) -> str:
     return repr(sorted(options.items()))
 
 
-def cache_key(model, name: str, options: dict) -> str:
-    """xxh3-128 of model bytes (any buffer: bytes, a memory map) + name, options, version, sources."""
-    h = xxhash.xxh3_128()
-    h.update(model)
+def _finish_key(h, name: str, options: dict) -> str:
     h.update(name.encode())
     h.update(options_text(options).encode())
     h.update(__version__.encode())
@@ -135,31 +131,41 @@ def cache_key(model, name: str, options: dict) -> str:
     return h.hexdigest()
 
 
-def map_file(path):
-    """A file's contents memory-mapped (read on demand, no copy), or read when it cannot be mapped
-    (empty, a pipe).  OSError when it cannot be opened."""
-    with open(path, "rb") as f:
-        try:
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError):
-            return f.read()
+def cache_key(model, name: str, options: dict) -> str:
+    """xxh3-128 of model bytes + name, options, version, sources."""
+    h = xxhash.xxh3_128()
+    h.update(model)
+    return _finish_key(h, name, options)
 
 
-def _close(buf) -> None:
-    if isinstance(buf, mmap.mmap):
-        buf.close()
+CHUNK = 1 << 20
+
+
+def hash_stream(h, f, limit: int | None = None) -> int:
+    """Feed file `f` (up to `limit` bytes) to hasher `h` in 1 MiB reads into one buffer: no copy of
+    the whole file, and, unlike a memory map, a file truncated meanwhile is an error, not a SIGBUS.
+    Returns the bytes hashed."""
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    done = 0
+    while limit is None or done < limit:
+        n = f.readinto(view if limit is None else view[:min(CHUNK, limit - done)])
+        if not n:
+            break
+        h.update(view[:n])
+        done += n
+    return done
 
 
 def model_key(model, options: dict) -> str:
-    """cache_key of a model given as bytes or as a path (hashed memory-mapped); OSError when unreadable."""
+    """cache_key of a model given as bytes or as a path (hashed as it is read); OSError when unreadable."""
     from gpuc.compiler import BYTES_MODEL_NAME, model_name
     if isinstance(model, (bytes, bytearray, memoryview)):
         return cache_key(model, BYTES_MODEL_NAME, options)
-    buf = map_file(os.fspath(model))
-    try:
-        return cache_key(buf, model_name(model), options)
-    finally:
-        _close(buf)
+    h = xxhash.xxh3_128()
+    with open(os.fspath(model), "rb") as f:
+        hash_stream(h, f)
+    return _finish_key(h, model_name(model), options)
 
 
 # --- entries and sidecars --------------------------------------------------------------------------
@@ -212,22 +218,33 @@ def vouches(meta: dict, data) -> bool:
     return len(data) == meta["size"] and claimed_digest(data) == meta["digest"] and digest_ok(data)
 
 
+def file_vouched(path: str, meta: dict) -> bool:
+    """The file at `path` is exactly what sidecar `meta` describes: its size, its trailer's digest,
+    and that digest holds (one streamed hash of the file)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        body = size - TRAILER_BYTES
+        if size != meta["size"] or body < 8:
+            return False
+        h = xxhash.xxh3_128()
+        if hash_stream(h, f, body) != body:
+            return False
+        tail = f.read(TRAILER_BYTES)
+    return tail[:8] == TRAILER_MAGIC and tail[8:] == meta["digest"] == h.digest()
+
+
 def probe(key: str) -> dict | None:
-    """The sidecar of entry `key` when it vouches for the entry (one hash of the memory-mapped file,
-    no parsing); touches the entry.  None: absent, or anything doubtful (`lookup` decides)."""
+    """The sidecar of entry `key` when it vouches for the entry (one streamed hash of the file, no
+    parsing); touches the entry.  None: absent, or anything doubtful (`lookup` decides)."""
     meta = read_meta(key)
     if meta is None:
         return None
     path = entry_file(key, create=False)
     try:
-        buf = map_file(path)
+        if not file_vouched(path, meta):
+            return None
     except OSError:
         return None
-    try:
-        if not vouches(meta, buf):
-            return None
-    finally:
-        _close(buf)
     cachedir.touch(path)
     return meta
 

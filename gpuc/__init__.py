@@ -12,6 +12,13 @@ def load(bundle, device=None):
     return _load(bundle, device=device)
 
 
+def prewarm(device=None):
+    """Start opening the shared Vulkan device in the background (the driver's start-up overlaps
+    whatever the program does next); the next `load` uses it.  Returns at once."""
+    from gpuc.runtime import prewarm as _prewarm
+    _prewarm(device)
+
+
 def open_device(select=None):
     """A Vulkan device (index or name substring; default GPUC_DEVICE, else the best GPU) to load
     several bundles on, e.g. to pass DeviceTensors between them.  Close it after its models."""

@@ -121,8 +121,9 @@ def _summary(name, a):
 @guarded
 def run_cmd(bundle, inputs, output, device):
     """Run BUNDLE on inputs and print a summary of the outputs."""
-    import numpy as np
     import gpuc
+    gpuc.prewarm(device)          # the driver starts while numpy and the runtime import
+    import numpy as np
     with gpuc.load(bundle, device=device) as m:
         arrays = _parse_inputs(m, inputs)
         t0 = time.perf_counter()

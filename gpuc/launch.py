@@ -1,7 +1,7 @@
 """The `gpuc` console script.
 
 A `gpuc compile` that the compile cache can answer is served here, importing nothing but os, sys,
-json, mmap, xxhash and lean gpuc modules (no click, numpy, compiler or flatbuffer reader).
+marshal, xxhash and lean gpuc modules (no click, numpy, compiler or flatbuffer reader).
 Everything else -- other commands, --help, --no-cache, GPUC_NO_CACHE, any option or value this
 parser does not fully understand, a cache miss, anything doubtful -- goes to the click CLI
 (gpuc.cli), untouched, which then behaves exactly as it always does.

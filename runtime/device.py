@@ -109,6 +109,7 @@ class Device:
     """One logical device with one compute queue."""
 
     def __init__(self, select=None):
+        t0 = time.perf_counter()
         self.instance, self._unhook = _instance()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
         if not pds:
@@ -143,6 +144,7 @@ class Device:
         self.pool_lock = threading.Lock()        # cmd_pool (one_shot); each LoadedModel has its own pool
         self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
         self.driver_version = self.props.driverVersion
+        self.open_ms = (time.perf_counter() - t0) * 1e3     # the driver's start-up (gpuc bench reports it)
 
     def _fp16_features(self, tail=None):
         """Enable 16-bit storage buffers (what `--precision fp16` bundles need: fp16 loads/stores,

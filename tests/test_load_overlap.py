@@ -126,3 +126,18 @@ def test_background_reraises_and_inline_mode(monkeypatch):
     seen = []
     job = overlap.Background(seen.append, 1)
     assert seen == [1] and job.result() is None
+
+
+def test_prewarm_then_load_shares_the_device(bundle):
+    from gpuc.runtime import prewarm
+    from gpuc.runtime.device import shared_device
+    job = prewarm()
+    assert job.result() is shared_device()
+    with gpuc.load(bundle) as m:
+        assert m.device is shared_device()
+
+
+def test_prewarm_never_raises_and_load_reports_the_device_error():
+    gpuc.prewarm(device="no-such-gpu-name")        # returns at once, whatever happens in its thread
+    with pytest.raises(DeviceError, match="no Vulkan device name contains 'no-such-gpu-name'"):
+        gpuc.load(several_shaders_model(), device="no-such-gpu-name")

@@ -15,4 +15,4 @@ for d in compiler runtime shaders; do [ -e gpuc/$d ] || ln -s "$PWD/$d" gpuc/$d;
 # start-up timings are not charged for recompiling every module in every fresh process
 python3 -m compileall -q -j 0 compiler runtime gpuc benchmarks >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-gpuc() { python3 -m gpuc.cli "$@"; }
+gpuc() { python3 -c "import sys; from gpuc.launch import main; sys.exit(main())" "$@"; }   # the console script's entry

@@ -51,7 +51,9 @@ def worker(bundle: str, runs: int, device, progress: bool) -> dict:
         bar.__exit__(None, None, None)
     info = m.device.describe()
     out = {"import_ms": t_import * 1e3, "load_ms": t_load * 1e3, "device_ms": t_dev * 1e3, "first_run_ms": t_first * 1e3,
-           "pipeline_cache": m.load_info.get("pipeline_cache"), "device": info["name"],
+           "pipeline_cache": m.load_info.get("pipeline_cache"), "load_steps_ms": m.load_info.get("steps_ms"),
+           "device_open_steps_ms": m.device.open_steps_ms,
+           "device": info["name"],
            "driver_version": info["driver_version"], "api_version": info["api_version"]}
     if times:
         times.sort()
@@ -83,7 +85,8 @@ def bench(bundle: str, runs: int = 100, device=None, progress: bool = False) -> 
          "device_open_ms": warm["device_ms"], "model_load_cold_ms": cold["load_ms"] - cold["device_ms"],
          "model_load_warm_ms": warm["load_ms"] - warm["device_ms"],
          "first_run_cold_ms": cold["first_run_ms"], "first_run_ms": warm["first_run_ms"],
-         "pipeline_cache": warm["pipeline_cache"]}
+         "pipeline_cache": warm["pipeline_cache"], "load_steps_warm_ms": warm["load_steps_ms"],
+         "device_open_steps_ms": warm["device_open_steps_ms"]}
     for k in ("median_ms", "p90_ms", "min_ms", "runs_per_s", "runs"):
         if k in warm:
             r[k] = warm[k]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from gpuc.errors import GpucError
 
@@ -24,6 +25,7 @@ def load(bundle, device=None):
     from gpuc.runtime.device import Device, shared_device
     from gpuc.runtime.executor import LoadedModel
     from gpuc.runtime.overlap import Background
+    t0 = time.perf_counter()
     opener = None if isinstance(device, Device) else Background(shared_device, device, name="gpuc-device")
     try:
         b = read_bundle(read_bundle_file(bundle))
@@ -34,7 +36,13 @@ def load(bundle, device=None):
             except BaseException:          # noqa: BLE001 - the bundle's problem is the one to report
                 pass
         raise
-    return LoadedModel(b, device=opener.result() if opener is not None else device)
+    t1 = time.perf_counter()
+    dev = opener.result() if opener is not None else device
+    t2 = time.perf_counter()
+    m = LoadedModel(b, device=dev)
+    m.load_info["steps_ms"] = {"bundle": round((t1 - t0) * 1e3, 3), "device_wait": round((t2 - t1) * 1e3, 3),
+                               **m.load_info["steps_ms"]}
+    return m
 
 
 def prewarm(device=None):

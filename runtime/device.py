@@ -111,6 +111,7 @@ class Device:
     def __init__(self, select=None):
         t0 = time.perf_counter()
         self.instance, self._unhook = _instance()
+        t_instance = time.perf_counter()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
         if not pds:
             raise DeviceError("no Vulkan device found")
@@ -133,7 +134,9 @@ class Device:
         dinfo = vk.VkDeviceCreateInfo(pNext=feats[0] if feats else cap_head, queueCreateInfoCount=1,
                                       pQueueCreateInfos=qinfos, enabledExtensionCount=len(exts),
                                       ppEnabledExtensionNames=exts or None)
+        t_query = time.perf_counter()
         self.device = _vk_call("creating the Vulkan device", vk.vkCreateDevice, self.physical, dinfo, None)
+        t_device = time.perf_counter()
         del feats, cap_keep
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         pinfo = vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family,
@@ -144,7 +147,11 @@ class Device:
         self.pool_lock = threading.Lock()        # cmd_pool (one_shot); each LoadedModel has its own pool
         self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
         self.driver_version = self.props.driverVersion
-        self.open_ms = (time.perf_counter() - t0) * 1e3     # the driver's start-up (gpuc bench reports it)
+        t_end = time.perf_counter()
+        self.open_ms = (t_end - t0) * 1e3     # the driver's start-up (gpuc bench reports it), and its steps:
+        self.open_steps_ms = {k: round(v * 1e3, 3) for k, v in (
+            ("vkCreateInstance", t_instance - t0), ("queries", t_query - t_instance),
+            ("vkCreateDevice", t_device - t_query), ("queue_pool", t_end - t_device))}
 
     def _fp16_features(self, tail=None):
         """Enable 16-bit storage buffers (what `--precision fp16` bundles need: fp16 loads/stores,

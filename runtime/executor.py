@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,7 +99,8 @@ class LoadedModel:
         self._lock = threading.Lock()
         self._objs = []          # (destroy_fn, handle) in creation order
         self.dev = None
-        self.load_info = {}
+        self.load_info = {"steps_ms": {}}     # pipeline_cache status; steps_ms: where the load's time went
+        self._t_mark = time.perf_counter()
         self._last_gpu_ms = None     # GPU time of the last completed run (timestamp queries)
         self._timed_slot = None      # the slot whose timestamps hold it, until read (see last_gpu_ms)
         self._program = None         # runtime/program.py: bundles with host (CPU) steps or control flow
@@ -347,17 +349,21 @@ class LoadedModel:
             sl.in_rows = batch.row_views(in_map, self._in_specs, self.max_batch)     # all items, axis 0
             sl.out_rows = batch.row_views(out_map, self._out_specs, self.max_batch)
             self._slots.append(sl)
+        self._mark("buffers")
         # the weight upload (a host copy, then a GPU copy) runs beside pipeline creation and recording
         upload = Background(self._upload_weights_and_state, name="gpuc-upload")
         try:
             self._make_pipelines()
+            self._mark("pipelines")
             self._make_descriptors()
+            self._mark("descriptors")
             self.timestamps = commands.timestamps_supported(self.device)
             for sl in self._slots:
                 sl.pool = commands.query_pool(self, 2) if self.timestamps else None
                 sl.cmd = commands.record(self, sl, sl.pool)
                 sl.cmds = {}                                 # batch size -> command buffer (runtime/batch.py)
                 sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
+            self._mark("record")
         except BaseException:
             try:
                 upload.result()
@@ -365,7 +371,14 @@ class LoadedModel:
                 pass
             raise
         upload.result()
+        self._mark("upload_wait")
         self._program = program.Program(self) if program.needs_program(b) else None
+
+    def _mark(self, step: str) -> None:
+        """load_info["steps_ms"][step] = ms since the previous mark (the load's timeline, for gpuc bench)."""
+        now = time.perf_counter()
+        self.load_info["steps_ms"][step] = round((now - self._t_mark) * 1e3, 3)
+        self._t_mark = now
 
     def _upload_weights_and_state(self):
         self._upload_weights()

@@ -112,3 +112,9 @@ def test_bench_json_separates_device_start_up(mlp_bundle):
     assert b["runs"] == 3 and b["min_ms"] <= b["median_ms"] <= b["p90_ms"]
     assert 0 < b["device_open_ms"] < b["load_warm_ms"]
     assert abs(b["model_load_warm_ms"] + b["device_open_ms"] - b["load_warm_ms"]) < 0.01
+    steps = b["load_steps_warm_ms"]
+    assert list(steps) == ["bundle", "device_wait", "buffers", "pipelines", "descriptors", "record", "upload_wait"]
+    assert all(v >= 0 for v in steps.values()) and sum(steps.values()) <= b["load_warm_ms"] + 0.01
+    dev = b["device_open_steps_ms"]
+    assert set(dev) == {"vkCreateInstance", "queries", "vkCreateDevice", "queue_pool"}
+    assert sum(dev.values()) <= b["device_open_ms"] + 0.01

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLI = "import sys; from gpuc.launch import main; sys.exit(main())"     # what the `gpuc` script runs
 
@@ -86,6 +88,13 @@ cm.run_by_index(0, ins, outs)
 """
 
 
+def input_specs(bundle):
+    from gpuc.runtime.bundle import read_bundle
+    with open(bundle, "rb") as f:
+        b = read_bundle(f.read())
+    return [(b.tensors[t].shape, b.tensors[t].dtype) for t in b.inputs]
+
+
 def med(xs):
     return statistics.median(xs)
 
@@ -144,6 +153,13 @@ def main():
              ("gpuc median run", b.get("median_ms", float("nan")), "ms")]
     first = [wall([sys.executable, "-c", FIRST_RESULT_GPUC.format(bundle=bundle)])[0] * 1e3 for _ in range(a.repeat)]
     rows.append(("gpuc time to first result, whole process", med(first), "ms"))
+    args = []
+    for i, (shape, dtype) in enumerate(input_specs(bundle)):
+        p = os.path.join(tmp, f"in{i}.npy")
+        np.save(p, np.zeros(shape, dtype))
+        args += ["--input", p]
+    runs = [wall([sys.executable, "-c", CLI, "run", bundle] + args)[0] * 1e3 for _ in range(a.repeat)]
+    rows.append(("gpuc run BUNDLE --input ... (CLI), whole process", med(runs), "ms"))
     try:
         lr = fresh_json(LITERT_CPU.format(model=a.model), a.repeat)
         rows += [("LiteRT CPU load", lr["load_ms"], "ms"), ("LiteRT CPU first invoke", lr["first_run_ms"], "ms")]

@@ -47,14 +47,20 @@ def _read_error(model, e: OSError) -> GpucError:
     return GpucError(f"cannot read model {os.fspath(model)!r}: {e.strerror}")
 
 
+MAX_MODEL_BYTES = 1 << 31       # a flatbuffer's limit (larger TFLite models keep weights outside it)
+
+
 def read_model_bytes(model) -> tuple[bytes, str]:
     if isinstance(model, (bytes, bytearray, memoryview)):
         return bytes(model), BYTES_MODEL_NAME
     try:
         with open(os.fspath(model), "rb") as f:
-            return f.read(), model_name(model)
+            data = f.read(MAX_MODEL_BYTES + 1)        # bounded: a device like /dev/zero never ends
     except OSError as e:
         raise _read_error(model, e) from None
+    if len(data) > MAX_MODEL_BYTES:
+        raise GpucError(f"cannot read model {os.fspath(model)!r}: larger than 2 GiB (a flatbuffer's limit)")
+    return data, model_name(model)
 
 
 last_compile = {"cache": None, "stats": None}   # cache: "hit" / "miss" / None (cache off); stats: the bundle's
@@ -63,8 +69,11 @@ last_compile = {"cache": None, "stats": None}   # cache: "hit" / "miss" / None (
 def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
     from gpuc.compiler import cache as cc
     opts = normalize_options(options)
+    name = None
+    if not isinstance(model, (bytes, bytearray, memoryview)) and not cc.regular_file(model):
+        model, name = read_model_bytes(model)     # a pipe or FIFO can be read once: keep its bytes
     try:
-        key = cc.model_key(model, opts) if cc.enabled(cache) else None
+        key = cc.model_key(model, opts, name) if cc.enabled(cache) else None
     except OSError as e:
         raise _read_error(model, e) from None
     found = cc.lookup(key) if key else None      # (bundle, stats), checked once
@@ -72,7 +81,7 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
         out, stats = found
         cc.repeat_warnings(stats)
     else:
-        out, stats, key = _compile(model, opts, key)
+        out, stats, key = _compile(model, opts, key, name)
     last_compile.update(cache=("hit" if found is not None else "miss") if key else None, stats=stats)
     if output is not None:
         from gpuc.runtime import cachedir
@@ -86,13 +95,14 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
     return out
 
 
-def _compile(model, opts: dict, key: str | None) -> tuple[bytes, dict, str | None]:
+def _compile(model, opts: dict, key: str | None, name: str | None = None) -> tuple[bytes, dict, str | None]:
     """Compile (a cache miss, or the cache off); stores the bundle when `key`.  Returns the bundle,
     its stats and the key it was stored under: that of exactly the bytes compiled."""
     from gpuc.compiler import cache as cc
     from gpuc.compiler.driver import compile_bytes
     from gpuc.runtime.bundle import header_stats
-    data, name = read_model_bytes(model)
+    data, read_name = read_model_bytes(model)
+    name = name or read_name
     out = compile_bytes(data, name, opts)
     if opts["max_batch"] > 1:
         check_max_batch(out, opts["max_batch"])

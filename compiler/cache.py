@@ -123,19 +123,22 @@ def options_text(options: dict) -> str:
     return repr(sorted(options.items()))
 
 
-def _finish_key(h, name: str, options: dict) -> str:
-    h.update(name.encode())
-    h.update(options_text(options).encode())
-    h.update(__version__.encode())
-    h.update(sources_digest().encode())
+def _finish_key(h, model_bytes: int, name: str, options: dict) -> str:
+    """Every field after the model goes in with its length first: no two (model, name, options)
+    triples share a key by moving bytes from one field into the next."""
+    for field in (name, options_text(options), __version__, sources_digest()):
+        b = field.encode()
+        h.update(len(b).to_bytes(8, "little") + b)
+    h.update(model_bytes.to_bytes(8, "little"))
     return h.hexdigest()
 
 
 def cache_key(model, name: str, options: dict) -> str:
-    """xxh3-128 of model bytes + name, options, version, sources."""
+    """xxh3-128 of model bytes + name, options, version, sources (each length-prefixed)."""
     h = xxhash.xxh3_128()
-    h.update(model)
-    return _finish_key(h, name, options)
+    with memoryview(model) as m:
+        h.update(m)
+        return _finish_key(h, m.nbytes, name, options)
 
 
 CHUNK = 1 << 20
@@ -157,15 +160,26 @@ def hash_stream(h, f, limit: int | None = None) -> int:
     return done
 
 
-def model_key(model, options: dict) -> str:
-    """cache_key of a model given as bytes or as a path (hashed as it is read); OSError when unreadable."""
+def regular_file(path) -> bool:
+    """A path to a regular file (hashed as it is read, then read again to compile); False for a pipe,
+    FIFO or device, which can be read once only.  True when it cannot be stat'ed (open reports why)."""
+    import stat
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return True
+
+
+def model_key(model, options: dict, name: str | None = None) -> str:
+    """cache_key of a model given as bytes (named `name`, default BYTES_MODEL_NAME) or as the path
+    of a regular file (hashed as it is read); OSError when unreadable."""
     from gpuc.compiler import BYTES_MODEL_NAME, model_name
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return cache_key(model, BYTES_MODEL_NAME, options)
+        return cache_key(model, name or BYTES_MODEL_NAME, options)
     h = xxhash.xxh3_128()
     with open(os.fspath(model), "rb") as f:
-        hash_stream(h, f)
-    return _finish_key(h, model_name(model), options)
+        n = hash_stream(h, f)
+    return _finish_key(h, n, model_name(model), options)
 
 
 # --- entries and sidecars --------------------------------------------------------------------------
@@ -301,6 +315,8 @@ def serve(model: str, output: str, options: dict) -> dict | None:
     sidecar (with `size` and `stats`) when done, None (nothing written) when not vouched for."""
     from gpuc.compiler import normalize_options
     opts = normalize_options(options)
+    if not regular_file(model):          # a pipe: hashing it here would leave nothing to compile
+        return None
     try:
         meta = probe(model_key(model, opts))
         if meta is not None:

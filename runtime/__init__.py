@@ -31,10 +31,7 @@ def load(bundle, device=None):
         b = read_bundle(read_bundle_file(bundle))
     except BaseException:
         if opener is not None:
-            try:
-                opener.result()
-            except BaseException:          # noqa: BLE001 - the bundle's problem is the one to report
-                pass
+            opener.error()                 # let the open finish; the bundle's problem is the one reported
         raise
     t1 = time.perf_counter()
     dev = opener.result() if opener is not None else device

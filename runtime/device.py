@@ -14,7 +14,7 @@ import weakref
 import vulkan as vk
 
 from gpuc.errors import DeviceError
-from gpuc.runtime import capabilities, validation
+from gpuc.runtime import capabilities, overlap, validation
 
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0, vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
@@ -54,6 +54,7 @@ def shared_device(select=None) -> "Device":
 
 @atexit.register
 def _close_shared():
+    overlap.finish_all()           # a device still opening in a thread (prewarm, load) first
     for d in list(_SHARED.values()):
         try:
             d.close()

@@ -364,13 +364,10 @@ class LoadedModel:
                 sl.cmds = {}                                 # batch size -> command buffer (runtime/batch.py)
                 sl.fence = self._keep(vk.vkDestroyFence, vk.vkCreateFence(dev, vk.VkFenceCreateInfo(), None))
             self._mark("record")
-        except BaseException:
-            try:
-                upload.result()
-            except BaseException:               # noqa: BLE001 - the first failure is the one reported
-                pass
-            raise
-        upload.result()
+        finally:
+            failed = upload.error()             # the upload is over before anything is freed
+        if failed is not None:
+            raise failed
         self._mark("upload_wait")
         self._program = program.Program(self) if program.needs_program(b) else None
 

@@ -15,6 +15,19 @@ def enabled() -> bool:
     return os.environ.get("GPUC_LOAD_THREADS", "1") not in ("0", "off", "false")
 
 
+_RUNNING: set = set()          # jobs still in their thread (finish_all waits for them at exit)
+
+
+def finish_all() -> None:
+    """Wait for every job still running (the runtime calls it at exit, before closing devices: a
+    daemon thread must not be killed inside a driver call, e.g. a prewarm's vkCreateDevice)."""
+    for job in list(_RUNNING):
+        try:
+            job.finish()
+        except KeyboardInterrupt:
+            pass
+
+
 class Background:
     """fn(*args) in a daemon thread (inline when threads are off); result() joins and re-raises."""
 
@@ -27,17 +40,37 @@ class Background:
             self._run(fn, args)
 
     def _run(self, fn, args):
+        _RUNNING.add(self)
         try:
             self._result = fn(*args)
         except BaseException as e:          # noqa: BLE001 - handed to the caller in result()
             self._error = e
+        finally:
+            _RUNNING.discard(self)
 
     def result(self):
-        if self._thread is not None:
-            self._thread.join()
+        self.finish()
         if self._error is not None:
             raise self._error
         return self._result
+
+    def finish(self) -> None:
+        """Wait until the work is over, whatever happens meanwhile: a KeyboardInterrupt during the
+        wait is held back and re-raised once the thread is done, so no caller ever frees what a
+        still-running driver call uses."""
+        interrupted = None
+        while self._thread is not None and self._thread.is_alive():
+            try:
+                self._thread.join()
+            except KeyboardInterrupt as e:
+                interrupted = e
+        if interrupted is not None:
+            raise interrupted
+
+    def error(self) -> BaseException | None:
+        """finish(), then the work's exception (None when it succeeded) without raising it."""
+        self.finish()
+        return self._error
 
 
 def threads_for(n_items: int) -> int:

@@ -77,13 +77,21 @@ def _create(dev, cache, infos, sizes) -> list:
     groups = deal(sizes, threads_for(len(infos)))
     if len(groups) == 1:
         return list(_create_group(dev, cache, infos, groups[0]))
-    jobs = [Background(_create_group, dev, cache, infos, idx, name="gpuc-pipelines") for idx in groups]
-    made, error = {}, None
-    for idx, job in zip(groups, jobs):
+    jobs, made, error = [], {}, None
+    try:
+        for idx in groups:
+            jobs.append(Background(_create_group, dev, cache, infos, idx, name="gpuc-pipelines"))
+    except BaseException as e:              # noqa: BLE001 - e.g. no thread could start: after the joins
+        error = e
+    for idx, job in zip(groups, jobs):      # every started job is waited for, even after an error
         try:
+            failed = job.error()
+        except KeyboardInterrupt as e:      # held back by finish() until the job was done
+            error, failed = error or e, job.error()
+        if failed is None:
             made.update(zip(idx, job.result()))
-        except BaseException as e:          # noqa: BLE001 - re-raised below, once every thread is done
-            error = error or e
+        else:
+            error = error or failed
     if error is not None:
         for p in made.values():
             vk.vkDestroyPipeline(dev, p, None)

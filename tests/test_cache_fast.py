@@ -304,3 +304,35 @@ def test_cache_list_and_clear_handle_sidecars(model, cache_dir, monkeypatch):
     monkeypatch.setenv("GPUC_CACHE_MAX_BYTES", "1")
     gpuc.compile(model)
     assert list((cache_dir / "bundles").iterdir()) == []                   # evicted with its sidecar
+
+
+def test_key_fields_cannot_slide_into_each_other():
+    """Model bytes D+'ab' named 'model' and D named 'abmodel' are different compiles: different keys."""
+    from gpuc.compiler import cache as cc
+    opts = {"precision": "fp32", "disable_passes": [], "max_batch": 1}
+    d = b"TFL3" * 8
+    assert cc.cache_key(d + b"ab", "model", opts) != cc.cache_key(d, "abmodel", opts)
+
+
+def test_model_from_a_pipe_compiles_with_the_cache_on(tmp_path, monkeypatch):
+    """A model path that can be read once (a pipe) is read once: compiled on a miss, a hit next time."""
+    import os
+    import subprocess
+    import sys
+    import threading
+    from gpuc.compiler import compile_model, last_compile
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
+    data = _model()
+    for expect in ("miss", "hit"):
+        r, w = os.pipe()
+        threading.Thread(target=lambda: (os.write(w, data), os.close(w)), daemon=True).start()
+        try:
+            out = compile_model(f"/dev/fd/{r}")
+        finally:
+            os.close(r)
+        assert last_compile["cache"] == expect and out[4:8] == b"GPUB"
+    cli = subprocess.run([sys.executable, "-c", "import sys; from gpuc.launch import main; sys.exit(main())",
+                          "compile", "/dev/stdin", "-o", str(tmp_path / "p.bundle")],
+                         input=data, capture_output=True, env=dict(os.environ, GPUC_CACHE_DIR=str(tmp_path / "c2")))
+    assert cli.returncode == 0, cli.stderr
+    assert (tmp_path / "p.bundle").read_bytes()[4:8] == b"GPUB"

@@ -141,3 +141,56 @@ def test_prewarm_never_raises_and_load_reports_the_device_error():
     gpuc.prewarm(device="no-such-gpu-name")        # returns at once, whatever happens in its thread
     with pytest.raises(DeviceError, match="no Vulkan device name contains 'no-such-gpu-name'"):
         gpuc.load(several_shaders_model(), device="no-such-gpu-name")
+
+
+def test_interrupted_wait_still_waits_for_the_work(monkeypatch):
+    """A Ctrl-C while waiting for a load thread is re-raised only once the thread is done, so the
+    caller's cleanup never frees what a running driver call still uses."""
+    import threading
+    import time
+    done = threading.Event()
+
+    def work():
+        time.sleep(0.2)
+        done.set()
+    job = overlap.Background(work)
+    real_join, calls = threading.Thread.join, []
+
+    def join_interrupted_once(self, timeout=None):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real_join(self, timeout)
+    monkeypatch.setattr(threading.Thread, "join", join_interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        job.result()
+    assert done.is_set() and len(calls) >= 2
+
+
+def test_pipeline_threads_all_joined_when_one_fails_late(monkeypatch, bundle):
+    """The failing group returns first; the others are still creating: every thread is waited for
+    before the error is raised (the pipeline cache and modules are freed only after)."""
+    import time
+    monkeypatch.setenv("GPUC_PIPELINE_THREADS", "3")
+    real, finished = pipelines._create_group, []
+
+    def slow_or_failing(dev, cache, infos, idx):
+        if 0 in idx:
+            raise DeviceError("creating compute pipelines: out of device memory; try a smaller model or batch")
+        time.sleep(0.2)
+        out = real(dev, cache, infos, idx)
+        finished.append(idx)
+        return out
+    monkeypatch.setattr(pipelines, "_create_group", slow_or_failing)
+    with pytest.raises(DeviceError, match="out of device memory"):
+        gpuc.load(bundle)
+    assert len(finished) == 2
+
+
+def test_exit_right_after_prewarm_is_clean():
+    """The interpreter exits while the device may still be opening: exit waits for it, then closes it."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", "import gpuc; gpuc.prewarm(); print('ok')"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

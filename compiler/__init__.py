@@ -37,6 +37,7 @@ def check_max_batch(bundle_bytes: bytes, n: int) -> None:
 
 
 BYTES_MODEL_NAME = "model"                  # the name of a model given as bytes
+MODEL_BYTES_TYPES = (bytes, bytearray, memoryview)     # a model given as bytes; anything else is a path
 
 
 def model_name(path) -> str:
@@ -51,7 +52,7 @@ MAX_MODEL_BYTES = 1 << 31       # a flatbuffer's limit (larger TFLite models kee
 
 
 def read_model_bytes(model) -> tuple[bytes, str]:
-    if isinstance(model, (bytes, bytearray, memoryview)):
+    if isinstance(model, MODEL_BYTES_TYPES):
         return bytes(model), BYTES_MODEL_NAME
     try:
         with open(os.fspath(model), "rb") as f:
@@ -70,7 +71,7 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
     from gpuc.compiler import cache as cc
     opts = normalize_options(options)
     name = None
-    if not isinstance(model, (bytes, bytearray, memoryview)) and not cc.regular_file(model):
+    if not isinstance(model, MODEL_BYTES_TYPES) and not cc.regular_file(model):
         model, name = read_model_bytes(model)     # a pipe or FIFO can be read once: keep its bytes
     try:
         key = cc.model_key(model, opts, name) if cc.enabled(cache) else None

@@ -173,8 +173,8 @@ def regular_file(path) -> bool:
 def model_key(model, options: dict, name: str | None = None) -> str:
     """cache_key of a model given as bytes (named `name`, default BYTES_MODEL_NAME) or as the path
     of a regular file (hashed as it is read); OSError when unreadable."""
-    from gpuc.compiler import BYTES_MODEL_NAME, model_name
-    if isinstance(model, (bytes, bytearray, memoryview)):
+    from gpuc.compiler import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name
+    if isinstance(model, MODEL_BYTES_TYPES):
         return cache_key(model, name or BYTES_MODEL_NAME, options)
     h = xxhash.xxh3_128()
     with open(os.fspath(model), "rb") as f:

@@ -22,11 +22,10 @@ def load(bundle, device=None):
     """Load a bundle (path or bytes) and return a ready-to-run LoadedModel.  In a process that has
     no device open yet, the driver's start-up runs in a thread while the bundle is read and checked."""
     from gpuc.runtime.bundle import read_bundle
-    from gpuc.runtime.device import Device, shared_device
+    from gpuc.runtime.device import Device
     from gpuc.runtime.executor import LoadedModel
-    from gpuc.runtime.overlap import Background
     t0 = time.perf_counter()
-    opener = None if isinstance(device, Device) else Background(shared_device, device, name="gpuc-device")
+    opener = None if isinstance(device, Device) else prewarm(device)
     try:
         b = read_bundle(read_bundle_file(bundle))
     except BaseException:

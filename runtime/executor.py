@@ -2,7 +2,8 @@
 
 At load: weights uploaded once into device-local memory (beside pipeline creation), one arena for
 every intermediate and I/O tensor, pipelines created through the pipeline cache over a few threads
-(runtime/pipelines.py), one descriptor set per dispatch, and the command buffer recorded once.  Per run: copy inputs into mapped staging memory, submit, wait, copy out.
+(runtime/pipelines.py), one descriptor set per dispatch, and the command buffer recorded once.
+Per run: copy inputs into mapped staging memory, submit, wait, copy out.
 """
 from __future__ import annotations
 

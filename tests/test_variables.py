@@ -62,6 +62,17 @@ def litert_stream(data, xs):
     return res
 
 
+def check_stream(gpu, data, xs):
+    """Run `xs` through one loaded model in order: each first output matches LiteRT's stream."""
+    ref = litert_stream(data, xs)
+    m = gpu.load(data)
+    try:
+        for x, r in zip(xs, ref):
+            np.testing.assert_allclose(m.run([x])[0], r[0], rtol=1e-6)
+    finally:
+        m.close()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])   # int64: variables on the CPU
 def test_accumulator_state_and_reset(gpu, dtype):
     data = accumulator(dtype=dtype)
@@ -85,13 +96,7 @@ def test_unused_init_variable_and_inspect(gpu):
     """The init subgraph may set variables the main graph never touches."""
     data = accumulator(read_twice=True)
     xs = [np.ones(4, np.float32)] * 2
-    ref = litert_stream(data, xs)
-    m = gpu.load(data)
-    try:
-        for x, r in zip(xs, ref):
-            np.testing.assert_allclose(m.run([x])[0], r[0], rtol=1e-6)
-    finally:
-        m.close()
+    check_stream(gpu, data, xs)
 
 
 def test_read_before_any_assign_is_an_error():
@@ -179,13 +184,7 @@ def test_init_subgraph_computes_its_values(gpu):
     ib.op("ASSIGN_VARIABLE", [h2, b], [])
     data = with_subgraphs(mb, ib)
     xs = [np.array([0.25, -1, 4], np.float32)] * 3
-    ref = litert_stream(data, xs)
-    m = gpu.load(data)
-    try:
-        for x, r in zip(xs, ref):
-            np.testing.assert_allclose(m.run([x])[0], r[0], rtol=1e-6)
-    finally:
-        m.close()
+    check_stream(gpu, data, xs)
 
 
 @pytest.mark.skipif(not os.path.exists(os.path.join(MODELS, "microwakeword_okay_nabu.tflite")), reason="no shared models")

@@ -9,19 +9,15 @@ submit+wait of an empty command buffer (the floor any Vulkan runtime pays from P
 GPU time of the run from its timestamps.
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
+from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+
 
 def med(fn, runs):
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
+    """Median µs of `runs` calls (harness.timed, no warm-up beyond its one untimed call)."""
+    return timed(fn, runs, warmup_s=0)["median_ms"] * 1e3
 
 
 def main():

@@ -231,11 +231,8 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     warnings = graph.__dict__.get("cpu_warnings", []) + ctx.warnings
     if warnings:
         stats["warnings"] = warnings             # printed again when the compile cache answers
-    if graph.fp32_pinned is not None:            # host steps and jumps read and write float32 / their own dtype
-        graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.template in ("host", "ctrl")
-                                                      for _, t in k.bindings}
-    from gpuc.compiler.passes.precision import assign_storage, attach_fallback
-    n16 = assign_storage(graph, [k for k in kernels if k.template not in ("host", "ctrl")])          # --precision fp16: tensors stored as float16
+    from gpuc.compiler.passes.precision import attach_fallback, store_fp16
+    n16 = store_fp16(graph, kernels)             # --precision fp16: tensors stored as float16
     if n16:
         stats["fp16_tensors"] = n16
     out = build_bundle(graph, kernels, name, opts, fp, stats)

@@ -97,6 +97,15 @@ def assign_storage(graph: Graph, kernels: list) -> int:
     return done
 
 
+def store_fp16(graph: Graph, kernels: list) -> int:
+    """assign_storage for a lowered program: host steps and jumps read and write float32 (or their own
+    dtype), so their tensors stay fp32.  Returns how many tensors are stored as float16."""
+    if graph.fp32_pinned is not None:
+        graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.template in ("host", "ctrl")
+                                                      for _, t in k.bindings}
+    return assign_storage(graph, [k for k in kernels if k.template not in ("host", "ctrl")])
+
+
 def attach_fallback(bundle_bytes: bytes, data: bytes, name: str, opts: dict) -> bytes:
     """Embed the fp32 program of the same model in an fp16 bundle: a device without 16-bit storage
     buffers loads that one instead (one warning).  The fallback is a complete, separately verified

@@ -2,12 +2,15 @@
 
 With per_op=True every intermediate tensor the GPU program computes is compared with LiteRT's
 (`experimental_preserve_all_tensors`), in execution order, and the first op whose output diverges
-is named.
+is named.  NaN matches NaN and an Inf the same signed Inf; the first op where a tensor finite in LiteRT
+turns non-finite in gpuc (e.g. an fp16 storage overflow) is named too, also without per_op when an
+output turned non-finite.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from gpuc import nonfinite
 from gpuc.errors import GpucError
 
 TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2}
@@ -32,13 +35,28 @@ def _litert(data: bytes, inputs, preserve=False):
     return it
 
 
-def rel_err(out, ref) -> float:
+def compare(out, ref) -> dict:
+    """gpuc's `out` against LiteRT's `ref`.  max_abs and max_rel (relative to the largest finite |ref|)
+    cover the elements finite in both; an element non-finite in both the same way (NaN and NaN, or the
+    same signed Inf) matches; `finiteness_mismatch` counts the elements whose finiteness differs (finite
+    vs NaN vs +Inf vs -Inf), `turned_nonfinite` those of them finite in `ref`.  A shape mismatch gives
+    max_rel inf and None elsewhere."""
     cplx = np.iscomplexobj(out) or np.iscomplexobj(ref)             # e.g. RFFT2D (a CPU op)
     out, ref = (np.asarray(x, np.complex128 if cplx else np.float64) for x in (out, ref))
     if out.shape != ref.shape:
-        return float("inf")
-    scale = max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-30)
-    return float(np.abs(out - ref).max() / scale) if ref.size else 0.0
+        return {"max_abs": None, "max_rel": float("inf"), "finiteness_mismatch": None, "turned_nonfinite": None}
+    co, cr = nonfinite.classes(out), nonfinite.classes(ref)
+    both = (co == 0) & (cr == 0)
+    finite_ref = np.abs(ref[cr == 0])
+    diff = np.abs(out[both] - ref[both])
+    max_abs = float(diff.max()) if diff.size else 0.0
+    scale = max(float(finite_ref.max()) if finite_ref.size else 0.0, 1e-30)
+    return {"max_abs": max_abs, "max_rel": max_abs / scale, "finiteness_mismatch": int((co != cr).sum()),
+            "turned_nonfinite": int(((cr == 0) & (co != 0)).sum())}
+
+
+def _passes(c: dict, tol: float) -> bool:
+    return c["max_rel"] <= tol and not c["finiteness_mismatch"]
 
 
 def random_inputs(specs, seed=0):
@@ -57,6 +75,8 @@ def random_inputs(specs, seed=0):
 
 
 def verify(model_path, inputs=None, per_op=False, device=None, precision="fp32") -> dict:
+    """The report: per output its errors and non-finite counts (gpuc's and LiteRT's); with per_op, or
+    when an output is non-finite where LiteRT's is finite, the per-op walk's first op turning non-finite."""
     import gpuc
     from gpuc.compiler import read_model_bytes
     data, name = read_model_bytes(model_path)
@@ -66,23 +86,39 @@ def verify(model_path, inputs=None, per_op=False, device=None, precision="fp32")
         xs = inputs if inputs is not None else random_inputs(m.inputs)
         outs = m.run(xs)
         names = [s.name for s in m.outputs]
+        fp16 = precision == "fp16" and getattr(m.device, "fp16_storage", False)     # else the fp32 fallback ran
     it = _litert(data, xs)
     refs = [it.get_tensor(d["index"]) for d in it.get_output_details()]
-    rows = []
-    for n, o, r in zip(names, outs, refs):
-        e = rel_err(o, r)
-        rows.append({"output": n, "max_abs": float(np.abs(o.astype(np.float64) - r).max()) if o.shape == r.shape else None,
-                     "max_rel": e, "pass": e <= tol})
-    report["outputs"] = rows
-    report["pass"] = all(r["pass"] for r in rows)
+    report["outputs"] = [_output_row(n, o, r, tol) for n, o, r in zip(names, outs, refs)]
+    report["pass"] = all(r["pass"] for r in report["outputs"])
     if per_op:
-        report["per_op"] = _per_op(data, xs, device, precision, tol)
+        report["per_op"] = _per_op(data, xs, device, fp16, tol)
         report["first_divergent_op"] = next((r["op"] for r in report["per_op"] if not r["pass"]), None)
+        report["first_nonfinite_op"] = _first_nonfinite(report["per_op"])
+    elif any(r["turned_nonfinite"] for r in report["outputs"]):
+        try:                            # rare, and a failure anyway: name the op at the cost of a second compile
+            report["first_nonfinite_op"] = _first_nonfinite(_per_op(data, xs, device, fp16, tol))
+        except GpucError as e:
+            report["per_op_error"] = str(e).splitlines()[0]
     return report
 
 
-def _per_op(data, xs, device, precision, tol):
-    """Compile with every intermediate exposed as an output; compare each with LiteRT's tensor."""
+def _output_row(name, out, ref, tol) -> dict:
+    c = compare(out, ref)
+    return {"output": name, **c, "pass": _passes(c, tol),
+            "nonfinite": nonfinite.counts(out), "ref_nonfinite": nonfinite.counts(ref)}
+
+
+def _first_nonfinite(rows) -> dict | None:
+    """The first per-op row (execution order) with elements finite in LiteRT and non-finite in gpuc."""
+    row = next((r for r in rows if r["turned_nonfinite"]), None)
+    return row and {"op": row["op"], "tensor": row["tensor"], "elements": row["turned_nonfinite"]}
+
+
+def _per_op(data, xs, device, fp16, tol):
+    """Compile with every intermediate exposed as an output; compare each with LiteRT's tensor.
+    With fp16, tensors are stored as float16 where a `--precision fp16` compile stores them (the plan is
+    made before the intermediates become outputs), so an fp16 overflow shows where it happens."""
     import gpuc
     from gpuc.compiler import DEFAULT_OPTIONS
     from gpuc.compiler import partition
@@ -90,9 +126,11 @@ def _per_op(data, xs, device, precision, tol):
     from gpuc.compiler.driver import _unsupported_message, build_bundle, lower_graph, lower_nodes
     from gpuc.compiler.frontend.importer import load_tflite
     from gpuc.compiler.passes import run_passes
+    from gpuc.compiler.passes.precision import store_fp16
     from gpuc.compiler.passes.variables import resolve_variables
     model = load_tflite(data)
     g = model.main
+    g.precision = "fp16" if fp16 else "fp32"
     n_model = len(g.tensors)             # tensors LiteRT knows (passes add more)
     resolve_variables(model, g)
     run_passes(g, ["eliminate_dead_nodes", "fuse_activation", "fuse_residual_add", "reshape_as_view",
@@ -102,8 +140,10 @@ def _per_op(data, xs, device, precision, tol):
     cpu, bad = partition.place(g, warn=False)          # CPU nodes run as host steps, as in a compile
     if bad:
         raise GpucError("per-op verification: " + _unsupported_message(bad))
-    opts = dict(DEFAULT_OPTIONS, precision=precision)
-    bundle = build_bundle(g, lower_graph(g, cpu, Context(model, (), lower_nodes)), "verify", opts, "verify", {})
+    opts = dict(DEFAULT_OPTIONS, precision=g.precision)
+    kernels = lower_graph(g, cpu, Context(model, (), lower_nodes))
+    store_fp16(g, kernels)
+    bundle = build_bundle(g, kernels, "verify", opts, "verify", {})
     with gpuc.load(bundle, device=device) as m:
         outs = dict(zip(g.outputs, m.run(xs)))
     it = _litert(data, xs, preserve=True)
@@ -118,6 +158,7 @@ def _per_op(data, xs, device, precision, tol):
         q = g.t(tid).quant
         if ref.dtype in (np.int8, np.uint8) and outs[tid].dtype == np.float32 and q is not None and q.scale.size == 1:
             ref = (ref.astype(np.float32) - np.float32(q.zero_point[0])) * np.float32(q.scale[0])   # simulated int8
-        e = rel_err(outs[tid], ref)
-        rows.append({"op": node.label(), "tensor": g.t(tid).name, "max_rel": e, "pass": e <= tol})
+        c = compare(outs[tid], ref)
+        rows.append({"op": node.label(), "tensor": g.t(tid).name, "max_rel": c["max_rel"], "pass": _passes(c, tol),
+                     "turned_nonfinite": c["turned_nonfinite"]})
     return rows

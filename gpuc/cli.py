@@ -101,10 +101,17 @@ def _parse_inputs(model, specs):
 
 
 def _summary(name, a):
+    """Shape, dtype, min/max/mean (of the finite elements where some are not), a line of NaN / +Inf /
+    -Inf counts where there are any, and the top-5 of a score vector."""
     import numpy as np
+    from gpuc import nonfinite
     line = f"{name}: shape {list(a.shape)} {a.dtype}"
-    if a.size and a.dtype.kind in "fiub":
-        line += f" min {a.min():.6g} max {a.max():.6g} mean {a.astype(np.float64).mean():.6g}"
+    bad = nonfinite.total(c := nonfinite.counts(a))
+    vals = a[np.isfinite(a)] if bad else a
+    if vals.size and a.dtype.kind in "fiub":
+        line += f" {'finite ' if bad else ''}min {vals.min():.6g} max {vals.max():.6g} mean {vals.astype(np.float64).mean():.6g}"
+    if bad:
+        line += f"\n  non-finite: {nonfinite.describe(c)} (of {a.size} elements)"
     flat = a.reshape(-1)
     if a.size > 1 and a.ndim >= 1 and a.size == a.shape[-1] and a.dtype.kind in "fiu":
         top = np.argsort(-flat, kind="stable")[:5]
@@ -177,16 +184,48 @@ def verify_cmd(model, inputs, per_op, device, precision, as_json):
     if as_json:
         click.echo(json.dumps(r))
     else:
-        for row in r["outputs"]:
-            click.echo(f"{row['output']}: max abs {row['max_abs']:.3g}, max rel {row['max_rel']:.3g} "
-                       f"({'ok' if row['pass'] else 'FAIL'}, tolerance {r['tolerance']})")
-        if per_op:
-            bad = [x for x in r["per_op"] if not x["pass"]]
-            click.echo(f"per-op: {len(r['per_op'])} tensors compared, {len(bad)} diverge"
-                       + (f"; first: {r['first_divergent_op']} ({bad[0]['tensor']}, rel {bad[0]['max_rel']:.3g})"
-                          if bad else ""))
-        click.echo("PASS" if r["pass"] else "FAIL")
+        for line in _verify_lines(r, per_op):
+            click.echo(line)
     sys.exit(0 if r["pass"] and not (per_op and r["first_divergent_op"]) else 3)
+
+
+def _verify_lines(r, per_op):
+    """The text report of `gpuc verify`."""
+    from gpuc import nonfinite
+    for row in r["outputs"]:
+        err = f"max abs {row['max_abs']:.3g}" if row["max_abs"] is not None else "shapes differ"
+        yield (f"{row['output']}: {err}, max rel {row['max_rel']:.3g} "
+               f"({'ok' if row['pass'] else 'FAIL'}, tolerance {r['tolerance']})")
+        if nonfinite.total(row["nonfinite"]) or nonfinite.total(row["ref_nonfinite"]):
+            yield "  " + _nonfinite_line(row)
+    if per_op:
+        bad = [x for x in r["per_op"] if not x["pass"]]
+        yield (f"per-op: {len(r['per_op'])} tensors compared, {len(bad)} diverge"
+               + (f"; first: {r['first_divergent_op']} ({bad[0]['tensor']}, rel {bad[0]['max_rel']:.3g})" if bad else ""))
+    yield from _first_nonfinite_lines(r)
+    yield "PASS" if r["pass"] else "FAIL"
+
+
+def _nonfinite_line(row) -> str:
+    from gpuc import nonfinite
+    gpu, ref = (nonfinite.describe(c) if c else "-" for c in (row["nonfinite"], row["ref_nonfinite"]))
+    n = row["finiteness_mismatch"]
+    return (f"non-finite: gpuc {gpu}; LiteRT {ref}; "
+            + (f"{n} element(s) differ in finiteness, {row['turned_nonfinite']} of them finite in LiteRT" if n
+               else "same places"))
+
+
+def _first_nonfinite_lines(r):
+    """The op where a tensor finite in LiteRT first turns non-finite in gpuc, or why it is not named."""
+    first = r.get("first_nonfinite_op")
+    turned = sum(row["turned_nonfinite"] or 0 for row in r["outputs"])
+    if first:
+        yield (f"first op turning non-finite: {first['op']} (tensor {first['tensor']}: {first['elements']} "
+               "element(s) finite in LiteRT are not in gpuc)")
+    elif turned:
+        why = (f"the per-op walk could not run: {r['per_op_error']}" if "per_op_error" in r else
+               "the per-op walk (unfused) found no op turning non-finite")
+        yield f"{turned} output element(s) non-finite where LiteRT's are finite; {why}"
 
 
 @main.command("profile")

@@ -73,15 +73,37 @@ def _coopmat_entries(dev) -> list:
     return out
 
 
+def _float_controls(dev, exts) -> list:
+    """dev.nan_preserve_widths: the float widths whose SignedZeroInfNanPreserve the device supports
+    (runtime/spirv.py takes the mode out of shaders for the others).  Returns the extension to enable.
+    GPUC_DISABLE_FLOAT_CONTROLS=1 acts as a device without VK_KHR_shader_float_controls."""
+    dev.nan_preserve_widths = set()
+    name = vk.VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME
+    if _off("GPUC_DISABLE_FLOAT_CONTROLS") or name not in exts:
+        return []
+    fc = vk.VkPhysicalDeviceFloatControlsProperties()
+    vk.vkGetPhysicalDeviceProperties2(dev.physical, vk.VkPhysicalDeviceProperties2(pNext=fc))
+    dev.nan_preserve_widths = {w for w, ok in ((16, fc.shaderSignedZeroInfNanPreserveFloat16),
+                                               (32, fc.shaderSignedZeroInfNanPreserveFloat32)) if ok}
+    return [name]
+
+
 def enable(dev, tail=None):
     """Query the optional capabilities of `dev` (a runtime.device.Device being created: physical,
-    instance, props set) into dev.subgroup_size / subgroup_ops / coopmat.  Returns (pNext chain head
-    or `tail`, structs to keep alive until vkCreateDevice returns, extension names to enable)."""
+    instance, props set) into dev.subgroup_size / subgroup_ops / coopmat / nan_preserve_widths.
+    Returns (pNext chain head or `tail`, structs to keep alive until vkCreateDevice returns, extension
+    names to enable)."""
     _subgroup(dev)
+    exts = ({e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(dev.physical, None)}
+            if dev.props.apiVersion >= vk.VK_MAKE_VERSION(1, 1, 0) else set())
+    head, keep, names = _coopmat(dev, exts, tail)
+    return head, keep, names + _float_controls(dev, exts)
+
+
+def _coopmat(dev, exts, tail):
     dev.coopmat = []
     if _off("GPUC_DISABLE_COOPMAT") or _off("GPUC_DISABLE_FP16") or not validation.layer_knows_cooperative_matrix():
         return tail, [], []
-    exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(dev.physical, None)}
     need = (vk.VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, vk.VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,
             vk.VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)
     if not all(e in exts for e in need):

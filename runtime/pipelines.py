@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import vulkan as vk
 
+from gpuc.runtime import spirv
 from gpuc.runtime.device import _vk_call
 from gpuc.runtime.overlap import Background, threads_for
 from gpuc.runtime.pipeline_cache import PipelineCache
@@ -20,6 +21,7 @@ def make(model) -> None:
     bundle shader); every handle goes to model._keep so close() frees it.  Records the pipeline
     cache's status in model.load_info."""
     dev, b = model.dev, model.bundle
+    dev_widths = model.device.nan_preserve_widths
     model._set_layouts, model._pipe_layouts, infos, keep = {}, [], [], []
     for s in b.shaders:
         if s.bindings not in model._set_layouts:
@@ -36,7 +38,7 @@ def make(model) -> None:
                                               pPushConstantRanges=ranges if s.push_bytes else None)
         layout = model._keep(vk.vkDestroyPipelineLayout, vk.vkCreatePipelineLayout(dev, pinfo, None))
         model._pipe_layouts.append(layout)
-        code = s.spirv
+        code = spirv.adapt(s.spirv, dev_widths)
         minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
         module = model._keep(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(dev, minfo, None))
         entry = s.entry

@@ -136,8 +136,7 @@ float ew_binop(float a, float b) {
 
 float ew_act(float v) {
 #if OP <= 3
-    // ops with a fused activation: LiteRT clamps to the activation range, at least
-    // [-FLT_MAX, FLT_MAX] (NaN passes through); gpuc_act does both
+    // ops with a fused activation: clamped to the activation's range (NaN passes through), gpuc_act
     return gpuc_act(v);
 #else
     return gpuc_fq(v);              // no activation range in LiteRT: +-inf pass through (a fake-quantized

@@ -22,29 +22,42 @@ uint gpuc_gid() {
     return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 }
 
+// Clamps that let NaN through, as LiteRT's std::max / std::min order does (GLSL leaves min / max /
+// clamp of a NaN undefined, and GPUs return the other operand).
+float gpuc_clamp(float v, float lo, float hi) { return isnan(v) ? v : clamp(v, lo, hi); }
+float gpuc_max(float v, float lo) { return isnan(v) ? v : max(v, lo); }
+// A running maximum that skips NaN operands `v` (LiteRT's max-pooling); -inf as the start value.
+float gpuc_max_skip(float acc, float v) { return v > acc ? v : acc; }
+
+// +-inf to +-FLT_MAX (NaN stays NaN): LiteRT's builtin clamp to [lowest, max].
+float gpuc_finite(float v) { return abs(v) > 3.40282347e38 ? sign(v) * 3.40282347e38 : v; }
+
+// Fused activations follow LiteRT's default (XNNPACK) kernels: the range of NONE and the open end of
+// RELU are +-inf, so +-inf pass through (LiteRT's builtin kernels clamp them to +-FLT_MAX instead,
+// which makes later sums depend on their order), and NaN stays NaN.  gpuc_finite (code 7) is that
+// +-FLT_MAX clamp, for the ops both interpreters clamp, and before a fake quantization.
 // Epilogue activations (codes are gpuc's, not TFLite's enum):
-// 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic, 6 hard swish.  `code` is always a constant,
+// 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic, 6 hard swish, 7 finite (+-inf to
+// +-FLT_MAX: an ignored fused TANH / SIGN_BIT, compiler/ops/util.py ACT_FINITE).  `code` is always a constant,
 // so the compiler folds the branches away.
 float gpuc_apply(float v, int code) {
-    if (code == 1) return max(v, 0.0);
-    if (code == 2) return clamp(v, -1.0, 1.0);
-    if (code == 3) return clamp(v, 0.0, 6.0);
-    if (code == 4) return tanh(clamp(v, -10.0, 10.0));
+    if (code == 1) return gpuc_max(v, 0.0);
+    if (code == 2) return gpuc_clamp(v, -1.0, 1.0);
+    if (code == 3) return gpuc_clamp(v, 0.0, 6.0);
+    if (code == 4) return tanh(gpuc_clamp(v, -10.0, 10.0));
     if (code == 5) return 1.0 / (1.0 + exp(-v));
-    if (code == 6) return v * clamp(v + 3.0, 0.0, 6.0) / 6.0;          // hard swish
+    if (code == 6) return v * gpuc_clamp(v + 3.0, 0.0, 6.0) / 6.0;          // hard swish
+    if (code == 7) return gpuc_finite(v);
     return v;
 }
 
-// Fused-activation epilogue, as LiteRT's float kernels apply it: clamp to the activation range,
-// whose outer bounds are +-FLT_MAX (so +-inf become +-FLT_MAX; NaN stays NaN).
-float gpuc_finite(float v) { return abs(v) > 3.40282347e38 ? sign(v) * 3.40282347e38 : v; }
 // Simulated quantization ("fake quant") of a quantized output tensor (FQ_SCALE FQ_ZP FQ_MIN FQ_MAX):
 // q = clamp(round_half_away_from_zero(v / scale) + zp, qmin, qmax); v = (q - zp) * scale.
 // rs >= 0: LiteRT's gemm requantization (ruy, x86): round to 2^-rs steps, then to an integer, both
 // ties upward (rs: the multiplier's right shift); 64 + rs: the same, ties away from zero
 // (gemmlowp's MultiplyByQuantizedMultiplier); rs < 0: one rounding, ties away from zero.
 float gpuc_fq_to(float v, float s, float zp, float lo, float hi, int rs) {
-    float r = v / s;
+    float r = gpuc_finite(v) / s;
     if (rs >= 64) {                                  // 64 + rs: both roundings ties away from zero
         float p = exp2(float(rs - 64));
         float h = sign(r) * floor(abs(r) * p + 0.5);
@@ -80,9 +93,9 @@ float gpuc_fq_mid(float v) { return gpuc_fq(v); }
 #endif
 #ifdef GPUC_TEST_BROKEN
 // Test hook only (GPUC_TEST_BREAK_OP): a deliberately wrong epilogue, for `gpuc verify --per-op` tests.
-float gpuc_act(float v) { return gpuc_finite(gpuc_apply(v, ACT)) + 0.5; }
+float gpuc_act(float v) { return gpuc_apply(v, ACT) + 0.5; }
 #else
-float gpuc_act(float v) { return gpuc_fq_mid(gpuc_finite(gpuc_apply(v, ACT))); }
+float gpuc_act(float v) { return gpuc_fq_mid(gpuc_apply(v, ACT)); }
 #endif
 #if FQ && GPUC_RES
 // Fused residual ADD: gpuc_act rounded to the producer's own grid (FQM_*); the templates' residual

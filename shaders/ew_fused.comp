@@ -63,7 +63,7 @@ void main() {
     EW_BODY
     float v = EW_RESULT;
 #if FQ
-    v = gpuc_fq(gpuc_finite(v));        // the output's fake quant, as gpuc_act applies it
+    v = gpuc_fq(v);                     // the output's fake quant, as gpuc_act applies it
 #endif
 #ifdef GPUC_TEST_BROKEN
     v += 0.5;                           // test hook only (GPUC_TEST_BREAK_OP), as common.glsl's gpuc_act

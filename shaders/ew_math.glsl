@@ -94,7 +94,7 @@ float ew_sign(float v) {
     return m == 0u ? 0.0 : (ew_signbit(v) ? -1.0 : 1.0);
 }
 float ew_elu(float v) { return v < 0.0 ? ew_expm1(v) : v; }
-float ew_hard_swish(float v) { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+float ew_hard_swish(float v) { return v * gpuc_clamp(v + 3.0, 0.0, 6.0) / 6.0; }
 float ew_gelu_tanh(float v) {
     // 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)): no cancellation for negative v
     float u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
@@ -102,7 +102,7 @@ float ew_gelu_tanh(float v) {
 }
 float ew_gelu_erf(float v) { return 0.5 * v * ew_erfc(-0.7071067811865476 * v); }
 float ew_leaky_relu(float v, float alpha) { return v > 0.0 ? v : v * alpha; }
-float ew_relu_0_to_1(float v) { return clamp(v, 0.0, 1.0); }
+float ew_relu_0_to_1(float v) { return gpuc_clamp(v, 0.0, 1.0); }
 
 // ---- binary ops ----
 float ew_add(float a, float b) { return a + b; }

@@ -16,11 +16,11 @@ float lstm_sig(float v) { return 1.0 / (1.0 + exp(-v)); }
 
 float lstm_act(float v) {
 #if CELL_ACT == 1
-    return max(v, 0.0);
+    return gpuc_max(v, 0.0);
 #elif CELL_ACT == 3
-    return clamp(v, 0.0, 6.0);
+    return gpuc_clamp(v, 0.0, 6.0);
 #elif CELL_ACT == 4
-    return tanh(clamp(v, -15.0, 15.0));
+    return tanh(gpuc_clamp(v, -15.0, 15.0));
 #else
     return v;
 #endif
@@ -68,7 +68,7 @@ void main() {
             float gg = lstm_act(acc[2]);
             float c = fg * c_prev + ig * gg;
 #if CCLIP
-            c = clamp(c, -float(CELL_CLIP), float(CELL_CLIP));
+            c = gpuc_clamp(c, -float(CELL_CLIP), float(CELL_CLIP));
 #endif
             float og = lstm_sig(acc[3] + po * c);
             c_s[j] = c;                              // only this invocation touches unit j
@@ -80,7 +80,7 @@ void main() {
             float s = w[OFF_PB + k];
             for (int j = 0; j < C; ++j) s += w[OFF_PW + k * C + j] * m_s[j];
 #if PCLIP
-            s = clamp(s, -float(PROJ_CLIP), float(PROJ_CLIP));
+            s = gpuc_clamp(s, -float(PROJ_CLIP), float(PROJ_CLIP));
 #endif
 #else
             float s = m_s[k];

@@ -48,7 +48,7 @@ void main() {
     for (int i = int(gl_LocalInvocationID.x); i < cells; i += int(gl_WorkGroupSize.x)) {
         float v = LD(x, ((n * H + y0 + i / ww) * W + x0 + i % ww) * C + c);
 #if OP == 1
-        acc = max(acc, v);
+        acc = gpuc_max_skip(acc, v);
 #else
         acc += v;
 #endif
@@ -60,7 +60,7 @@ void main() {
         for (int ix = x0; ix < x1; ++ix) {
             float v = LD(x, ((n * H + iy) * W + ix) * C + c);
 #if OP == 1
-            acc = max(acc, v);
+            acc = gpuc_max_skip(acc, v);
 #else
             acc += v;
 #endif
@@ -71,7 +71,7 @@ void main() {
 #elif OP == 0
     acc /= float(max((y1 - y0) * (x1 - x0), 1));
 #elif FOLDED_PAD
-    if (counted > max(y1 - y0, 0) * max(x1 - x0, 0)) acc = max(acc, PAD_VALUE);
+    if (counted > max(y1 - y0, 0) * max(x1 - x0, 0)) acc = gpuc_max_skip(acc, PAD_VALUE);
 #endif
     ST(out_, gid, gpuc_act(acc));
 }

@@ -18,6 +18,13 @@
 #ifndef SUBGROUP
 #define SUBGROUP 0
 #endif
+// OP 2 / 3 as LiteRT's REDUCE_MAX / REDUCE_MIN: its kernels fold the elements in order, a new element
+// replacing the running value unless it is strictly worse, so a NaN survives only as the last element
+// and all before the last NaN is dropped (R_FOLD).  In parallel (WG_PER_OUT): L, the last NaN's
+// position, is found beside the max of the non-NaN elements; the result is NaN when L is the last
+// element, else the max (min) of the elements after L (a second pass, only when there is a NaN).
+#define R_NANFOLD (OP == 2 || OP == 3)
+#define R_FOLD(acc, v) ((isnan(v) || isnan(acc)) ? (v) : R_OP(acc, v))
 #if OP == 2
 #define R_INIT (-1.0 / 0.0)
 #define R_OP(a, b) max(a, b)
@@ -105,6 +112,7 @@ float element(int base, int r) {
 
 #if WG_PER_OUT
 shared float red[gl_WorkGroupSize.x];
+shared int r_last;
 #if SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 float wg_reduce(float v) {
@@ -136,8 +144,28 @@ void main() {
     prologue_bases(int(o));
 #endif
     float acc = R_INIT;
+#if R_NANFOLD
+    int last = -1;
+    for (int r = int(gl_LocalInvocationID.x); r < RCOUNT; r += int(gl_WorkGroupSize.x)) {
+        float v = element(base, r);
+        if (isnan(v)) last = r; else acc = R_OP(acc, v);
+    }
+    if (gl_LocalInvocationID.x == 0) r_last = -1;
+    barrier();
+    if (last >= 0) atomicMax(r_last, last);
+    barrier();
+    int L = r_last;                                       // uniform over the workgroup
+    if (L >= 0) {
+        acc = R_INIT;
+        for (int r = L + 1 + int(gl_LocalInvocationID.x); r < RCOUNT; r += int(gl_WorkGroupSize.x))
+            acc = R_OP(acc, element(base, r));
+    }
+    acc = wg_reduce(acc);
+    if (L == RCOUNT - 1) acc = uintBitsToFloat(0x7fc00000u);
+#else
     for (int r = int(gl_LocalInvocationID.x); r < RCOUNT; r += int(gl_WorkGroupSize.x)) acc = R_OP(acc, element(base, r));
     acc = wg_reduce(acc);
+#endif
 #if OP == 0
     acc /= float(RCOUNT);
 #endif
@@ -152,7 +180,11 @@ void main() {
     prologue_bases(int(gid));
 #endif
     float acc = R_INIT;
+#if R_NANFOLD
+    for (int r = 0; r < RCOUNT; ++r) acc = R_FOLD(acc, element(base, r));
+#else
     for (int r = 0; r < RCOUNT; ++r) acc = R_OP(acc, element(base, r));
+#endif
 #if OP == 0
     acc /= float(RCOUNT);
 #endif

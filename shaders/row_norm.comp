@@ -29,7 +29,7 @@ void main() {
 #else
     float s = 0.0;
     for (int i = l; i < D; i += n) s += LD(x, b + i) * LD(x, b + i);
-    float nrm = max(sqrt(wg_reduce(s, false)), EPS);
+    float nrm = gpuc_max(sqrt(wg_reduce(s, false)), EPS);
     for (int i = l; i < D; i += n) ST(out_, b + i, LD(x, b + i) / nrm);
 #endif
 }
@@ -48,7 +48,7 @@ void main() {
 #else
     float s = 0.0;
     for (int i = 0; i < D; ++i) s += LD(x, b + i) * LD(x, b + i);
-    float nrm = max(sqrt(s), EPS);
+    float nrm = gpuc_max(sqrt(s), EPS);
     for (int i = 0; i < D; ++i) ST(out_, b + i, LD(x, b + i) / nrm);
 #endif
 }

@@ -7,13 +7,13 @@ void main() {
 #if FN == 1
     v = 1.0 / (1.0 + exp(-v));
 #elif FN == 2
-    v = max(v, 0.0);
+    v = gpuc_max(v, 0.0);
 #elif FN == 3
-    v = clamp(v, 0.0, 6.0);
+    v = gpuc_clamp(v, 0.0, 6.0);
 #elif FN == 4
-    v = tanh(clamp(v, -10.0, 10.0));
+    v = tanh(gpuc_clamp(v, -10.0, 10.0));
 #elif FN == 5
-    v = clamp(v, -1.0, 1.0);
+    v = gpuc_clamp(v, -1.0, 1.0);
 #endif
 #if ACT || FQ
     v = gpuc_act(v);

@@ -1,4 +1,5 @@
-"""Reference outputs from LiteRT's CPU interpreter, with plain builtin kernels (no default delegates)."""
+"""Reference outputs from LiteRT's CPU interpreter, with plain builtin kernels (no default delegates);
+`run_litert_both` also runs the default interpreter (XNNPACK), for behaviour where the two differ."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,3 +34,32 @@ def run_litert(model_bytes: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]
         it.set_tensor(d["index"], x)          # raises on a dtype mismatch (no silent casts)
     it.invoke()
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def run_litert_both(model_bytes: bytes, inputs: list[np.ndarray], post=None) -> list:
+    """[default (XNNPACK) outputs, builtin-kernel outputs], each passed through `post` if given; None in
+    place of an interpreter that cannot load the model or fails to invoke it (e.g. FLOOR_DIV by 0)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    res = []
+    for kw in ({}, {"experimental_op_resolver_type": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}):
+        try:
+            it = Interpreter(model_content=bytes(model_bytes), **kw)
+            it.allocate_tensors()
+            for d, x in zip(it.get_input_details(), inputs):
+                it.set_tensor(d["index"], x)
+            it.invoke()
+        except (RuntimeError, ValueError):
+            res.append(None)
+            continue
+        outs = [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+        res.append(post(outs) if post else outs)
+    return res
+
+
+def assert_equals_either(outs: list[np.ndarray], model_bytes: bytes, inputs: list[np.ndarray]) -> None:
+    """Every output equals (NaN matching NaN) that of one of LiteRT's two interpreters."""
+    refs = [r for r in run_litert_both(model_bytes, inputs) if r is not None]
+    assert refs, "LiteRT ran neither interpreter"
+    for k, o in enumerate(outs):
+        if not any(np.array_equal(o, r[k], equal_nan=o.dtype.kind == "f") for r in refs):
+            raise AssertionError(f"output {k}: {o} is neither interpreter's: {[r[k] for r in refs]}")

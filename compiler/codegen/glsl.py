@@ -16,6 +16,15 @@ STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/wri
 
 INCLUDE_MARK = "// @include "          # a template line "// @include NAME.glsl" is replaced by that file
 
+# Every shader declares SignedZeroInfNanPreserve (SPV_KHR_float_controls) for its float widths, so no
+# driver may assume its floats are never NaN or Inf; the runtime takes the mode out again for a
+# device that lacks it (runtime/spirv.py).
+_INTRINSICS = "#extension GL_EXT_spirv_intrinsics : require"
+
+
+def _nan_preserve(width: int) -> str:
+    return (f'spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, {width});')
+
 
 @lru_cache(maxsize=None)
 def template_source(name: str) -> str:
@@ -57,11 +66,16 @@ def _array(name: str, values) -> str:
 
 def render(k: Kernel, dtypes: dict) -> str:
     """`dtypes`: tensor_id -> numpy dtype name for the bound tensors."""
-    lines = ["#version 450"]
+    lines = ["#version 450", _INTRINSICS]
+    widths = [32]
     if any(dtypes[tid] == "float16" for _, tid in k.bindings):
         if not supports_storage16(k.template):
             raise ValueError(f"{k.label}: template {k.template!r} has no float16 storage support")
         lines.append("#extension GL_EXT_shader_16bit_storage : require")
+        widths.append(16)
+    elif k.defines.get("COOPMAT"):                 # fp16 arithmetic (tiles in float16_t)
+        widths.append(16)
+    lines += [_nan_preserve(w) for w in widths]
     lines.append(f"layout(local_size_x = {k.local_x}) in;")
     consts = []
     for name, v in sorted(k.defines.items()):

@@ -11,7 +11,7 @@ import itertools
 from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.codegen.kernel import Kernel
 
-ACTS = [0, 1, 2, 3, 4, 5, 6]
+ACTS = [0, 1, 2, 3, 4, 5, 6, 7]
 _FQ = dict(FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127)
 _GEOM = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1)
 _GEMM = dict(_GEOM, **_FQ, FQM=1, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8,

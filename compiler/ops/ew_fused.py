@@ -36,7 +36,7 @@ BINARY_FUNCS = {"ADD": "ew_add", "SUB": "ew_sub", "MUL": "ew_mul", "DIV": "ew_di
                 "SQUARED_DIFFERENCE": "ew_squared_difference", "MAXIMUM": "ew_maximum",
                 "MINIMUM": "ew_minimum", "FLOOR_DIV": "ew_floor_div", "FLOOR_MOD": "ew_floor_mod",
                 "PRELU": "ew_prelu"}
-# binary ops whose kernels apply the fused-activation epilogue (clamp to the range, at least +-FLT_MAX)
+# binary ops whose kernels apply the fused-activation epilogue (clamp to the activation's range)
 WITH_ACT = ("ADD", "SUB", "MUL", "DIV")
 # CAST int32 -> float32 (or float32 -> float32): the input binding is int32 and the load converts it,
 # as cast.comp does (float(int), round to nearest even)
@@ -71,7 +71,7 @@ def step_expr(s: dict, args: list) -> str:
     if op in BINARY_FUNCS:
         e = f"{BINARY_FUNCS[op]}({args[0]}, {args[1]})"
         if op in WITH_ACT:
-            e = f"gpuc_finite(gpuc_apply({e}, {int(s.get('act', 0))}))"
+            e = f"gpuc_apply({e}, {int(s.get('act', 0))})"
     elif op in ACT_FUNCS:
         e = f"gpuc_apply({args[0]}, {ACT_FUNCS[op]})"
     elif op == "CAST":
@@ -84,7 +84,7 @@ def step_expr(s: dict, args: list) -> str:
         e = f"{UNARY_FUNCS[op]}({args[0]})"
     if s.get("fq") is not None:
         scale, zp, lo, hi = s["fq"]
-        e = f"gpuc_fq_to(gpuc_finite({e}), {_literal(float(scale))}, {_literal(float(zp))}, " \
+        e = f"gpuc_fq_to({e}, {_literal(float(scale))}, {_literal(float(zp))}, " \
             f"{_literal(float(lo))}, {_literal(float(hi))}, -1)"
     if s.get("r16"):
         e = f"EW_R16({e})"

@@ -23,7 +23,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import REGISTRY, register
 from gpuc.compiler.ops.elementwise import broadcast_strides
-from gpuc.compiler.ops.util import act_code, check_act, checked, size
+from gpuc.compiler.ops.util import ACT_FINITE, act_code, check_act, checked, size
 
 # dtype -> kind code used by the typed templates (1-byte kinds are packed 4 per 32-bit word)
 KIND = {"float32": 0, "int32": 1, "bool": 2, "uint8": 3, "int8": 4}
@@ -150,7 +150,7 @@ def _check_binary_math(node, graph):
         return bad
     if y.dtype == "int32":
         code = act_code(node)
-        if code not in (0, 1, 2, 3):
+        if code not in (0, 1, 2, 3, ACT_FINITE):       # (ACT_FINITE: an ignored TANH, nothing to clamp)
             name = {1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "LOGISTIC"}.get(code, code)
             return f"fused activation {name} on int32 not supported"
     else:
@@ -212,6 +212,6 @@ for _op, _base in _ARITH_BASE.items():
 _BCAST = dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1])
 VARIANTS = {
     "unary_math": (dict(ALPHA=0.2), {"FN": list(range(19)), "IS_INT": [0, 1]}, ["out_", "x"]),
-    "binary_math": (_BCAST, {"OP": list(range(11)), "IS_INT": [0, 1], "ACT": [0, 1, 2, 3, 4, 5],
+    "binary_math": (_BCAST, {"OP": list(range(11)), "IS_INT": [0, 1], "ACT": [0, 1, 2, 3, 4, 5, 7],
                              "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
 }

@@ -18,10 +18,13 @@ def strides(shape) -> list[int]:
 
 
 # LiteRT's float kernels differ in what they do with a fused TANH / SIGN_BIT: conv, depthwise,
-# pooling and ADD/SUB/MUL compute their clamp range with CalculateActivationRange, which leaves
-# both unclamped (the activation is ignored); FULLY_CONNECTED rejects them.  We follow the
-# reference: IGNORED_ACTS are dropped for the first group, and FC reports them unsupported.
+# pooling and ADD/SUB/MUL compute their clamp range with CalculateActivationRange, which gives
+# [-FLT_MAX, FLT_MAX] (the activation is ignored, XNNPACK leaves such ops to the builtin kernels);
+# FULLY_CONNECTED rejects them.  We follow: IGNORED_ACTS become ACT_FINITE for the first group
+# (+-inf clamped to +-FLT_MAX, NaN kept), and FC reports them unsupported.  A fused NONE leaves +-inf
+# as they are, as XNNPACK, LiteRT's default, does (its builtin kernels clamp them too).
 IGNORED_ACTS = (4, 5)
+ACT_FINITE = 7
 
 
 def fused_act(node: Node) -> int:
@@ -29,12 +32,12 @@ def fused_act(node: Node) -> int:
 
 
 def act_code(node: Node, ignore=IGNORED_ACTS) -> int:
-    """Our ACT define (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic) for the node's
+    """Our ACT define (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic, 7 finite) for the node's
     epilogue: its own fused activation, or the one a fusion pass put in attrs["_act"]."""
     if "_act" in node.attrs:
         return node.attrs["_act"]
     a = fused_act(node)
-    return 0 if a in ignore else a
+    return ACT_FINITE if a in ignore else a
 
 
 def epilogue(node: Node, binds: list, ignore=IGNORED_ACTS) -> dict:

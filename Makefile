@@ -23,7 +23,7 @@ validate:
 	GPUC_VALIDATION=1 $(PYTHON) -m pytest -q tests/test_ops.py tests/test_models.py tests/test_passes.py tests/test_cache.py tests/test_runtime.py tests/test_batch.py tests/test_device_tensor.py tests/test_precision.py \
 	  tests/test_ops_random_configs.py tests/test_ops_fp16_issue3.py tests/test_ops_lstm_basic.py \
 	  tests/test_cpu_fallback.py tests/test_control_flow.py tests/test_variables.py tests/test_coopmat.py tests/test_subgroup_reduce.py \
-	  tests/test_load_overlap.py
+	  tests/test_load_overlap.py tests/test_nonfinite.py
 
 # long fuzz run (make test runs a short one): mutated models through the whole compiler, and bundle bit flips
 FUZZ_CASES ?= 10000

@@ -2,6 +2,10 @@
 against both LiteRT CPU interpreters (XNNPACK and the plain builtin kernels).
 
     python benchmarks/nonfinite_models.py [--models-dir DIR] [--precision fp32|fp16] [--json OUT] [NAME ...]
+        [--save-refs DIR | --refs DIR]
+
+LiteRT's outputs do not depend on the machine: --save-refs writes them (one .npz per model and
+special value) and --refs reads them back, so a machine without LiteRT (the H100) can be checked.
 
 Per output it counts: `missed`, elements non-finite in both LiteRT interpreters but finite in gpuc;
 `extra`, finite in both but non-finite in gpuc; and `far`, finite everywhere but off by more than
@@ -49,13 +53,28 @@ def litert(model: bytes, feeds, builtin: bool):
 def inputs_for(m, models_dir: Path, name: str, value: float):
     feeds = []
     for i, spec in enumerate(m.inputs):
-        ref = models_dir / "ref" / f"{Path(name).name}.in{i}.npy"
+        ref = (models_dir / name).parent / "ref" / f"{Path(name).name}.in{i}.npy"
         x = np.load(ref) if ref.exists() else np.random.default_rng(i).uniform(-1, 1, spec.shape).astype(spec.dtype)
         x = np.array(x, copy=True)
         if i == 0 and x.dtype.kind == "f":
             x.reshape(-1)[x.size // 2 + 7] = value          # one special value, mid-image
         feeds.append(x)
     return feeds
+
+
+def references(data: bytes, feeds, name: str, special: str, save, load) -> list:
+    """Both interpreters' outputs (those that can run the model), run here or read from `load`."""
+    key = f"{name.replace('/', '__')}.{special}.npz"
+    if load:
+        z = np.load(load / key)
+        return [[z[f"{i}_{k}"] for k in range(int(z[f"{i}_n"]))] for i in range(int(z["n"]))]
+    refs = [r for r in (litert(data, feeds, False), litert(data, feeds, True)) if r is not None]
+    if save:
+        arrays = {f"{i}_{k}": o for i, r in enumerate(refs) for k, o in enumerate(r)}
+        arrays.update({f"{i}_n": np.int64(len(r)) for i, r in enumerate(refs)}, n=np.int64(len(refs)))
+        save.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(save / key, **arrays)
+    return refs
 
 
 def compare(out, refs, tol: float) -> dict:
@@ -79,6 +98,9 @@ def main() -> int:
     ap.add_argument("--models-dir", type=Path, default=None)
     ap.add_argument("--precision", choices=["fp32", "fp16"], default="fp32")
     ap.add_argument("--json", type=Path)
+    refs_arg = ap.add_mutually_exclusive_group()
+    refs_arg.add_argument("--save-refs", type=Path, help="also write LiteRT's outputs here")
+    refs_arg.add_argument("--refs", type=Path, help="read LiteRT's outputs from here instead of running it")
     a = ap.parse_args()
     models_dir = a.models_dir or default_models_dir()
     tol = 1e-3 if a.precision == "fp32" else 2e-2
@@ -89,7 +111,7 @@ def main() -> int:
         m = gpuc.load(gpuc.compile(path, precision=a.precision))
         for special, value in SPECIALS.items():
             feeds = inputs_for(m, models_dir, name, value)
-            refs = [r for r in (litert(data, feeds, False), litert(data, feeds, True)) if r is not None]
+            refs = references(data, feeds, name, special, a.save_refs, a.refs)
             outs = m.run([x.copy() for x in feeds])
             for k, o in enumerate(outs):
                 row = dict(model=name, special=special, output=k, **compare(o, [r[k] for r in refs], tol))

@@ -105,7 +105,6 @@ def lower_nodes(graph: Graph, nodes, cpu, ctx) -> list:
 
 
 def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, fp: str, stats: dict) -> bytes:
-    from gpuc.compiler.codegen.glslang import compile_glsl
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
     used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
     # variable tensors (LSTM state) are runtime state: arena tensors that live for the whole
@@ -156,7 +155,7 @@ def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, 
         if src not in shader_index:
             shader_index[src] = len(shaders)
             name = k.template + (f"+{variant}" if variant else "")
-            shaders.append(B.Shader(name, compile_glsl(src, name=f"{name} for {k.label}"), len(k.bindings)))
+            shaders.append(B.Shader(name, glsl.kernel_spirv(k, dtypes, f"{name} for {k.label}"), len(k.bindings)))
         return shader_index[src]
 
     for k in kernels:

@@ -3,7 +3,7 @@ import sys
 import time
 
 from gpuc.compiler.codegen import glsl
-from gpuc.compiler.codegen.glslang import compile_glsl, spirv_val
+from gpuc.compiler.codegen.glslang import spirv_val
 from gpuc.compiler.codegen.variants import all_variants, collected, templates_on_disk
 
 
@@ -15,7 +15,7 @@ def main() -> int:
         return 1
     t0, n = time.perf_counter(), 0
     for template, k, dtypes in all_variants():
-        spirv = compile_glsl(glsl.render(k, dtypes), name=k.label)
+        spirv = glsl.kernel_spirv(k, dtypes)
         spirv_val(spirv)
         n += 1
     print(f"shaders: {n} variants of {len(variants)} templates compiled and validated "

@@ -6,7 +6,9 @@ from importlib import resources
 
 import numpy as np
 
+from gpuc.compiler.codegen.glslang import compile_glsl
 from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.runtime import spirv
 
 GLSL_TYPE = {"float32": "float", "float16": "float16_t", "int32": "int", "uint32": "uint", "bool": "uint"}
 VEC4_TYPE = {"float": "vec4", "float16_t": "f16vec4", "int": "ivec4", "uint": "uvec4"}
@@ -15,15 +17,6 @@ STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/wri
 
 
 INCLUDE_MARK = "// @include "          # a template line "// @include NAME.glsl" is replaced by that file
-
-# Every shader declares SignedZeroInfNanPreserve (SPV_KHR_float_controls) for its float widths, so no
-# driver may assume its floats are never NaN or Inf; the runtime takes the mode out again for a
-# device that lacks it (runtime/spirv.py).
-_INTRINSICS = "#extension GL_EXT_spirv_intrinsics : require"
-
-
-def _nan_preserve(width: int) -> str:
-    return (f'spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, {width});')
 
 
 @lru_cache(maxsize=None)
@@ -66,16 +59,11 @@ def _array(name: str, values) -> str:
 
 def render(k: Kernel, dtypes: dict) -> str:
     """`dtypes`: tensor_id -> numpy dtype name for the bound tensors."""
-    lines = ["#version 450", _INTRINSICS]
-    widths = [32]
+    lines = ["#version 450"]
     if any(dtypes[tid] == "float16" for _, tid in k.bindings):
         if not supports_storage16(k.template):
             raise ValueError(f"{k.label}: template {k.template!r} has no float16 storage support")
         lines.append("#extension GL_EXT_shader_16bit_storage : require")
-        widths.append(16)
-    elif k.defines.get("COOPMAT"):                 # fp16 arithmetic (tiles in float16_t)
-        widths.append(16)
-    lines += [_nan_preserve(w) for w in widths]
     lines.append(f"layout(local_size_x = {k.local_x}) in;")
     consts = []
     for name, v in sorted(k.defines.items()):
@@ -96,3 +84,17 @@ def render(k: Kernel, dtypes: dict) -> str:
     lines.append(template_source("common.glsl"))
     lines.append(template_source(k.template + ".comp"))
     return "\n".join(lines) + "\n"
+
+
+def float_widths(k: Kernel, dtypes: dict) -> set:
+    """The float widths kernel `k` computes or stores in: 32, and 16 for float16 storage or arithmetic."""
+    half = any(dtypes[tid] == "float16" for _, tid in k.bindings) or bool(k.defines.get("COOPMAT"))
+    return {16, 32} if half else {32}
+
+
+def kernel_spirv(k: Kernel, dtypes: dict, name: str | None = None) -> bytes:
+    """SPIR-V of kernel `k`, declaring SignedZeroInfNanPreserve for its float widths, so that no driver
+    may assume its floats are never NaN or Inf (the runtime takes the mode out again for a device that
+    lacks it: runtime/spirv.py)."""
+    code = compile_glsl(render(k, dtypes), name=name or k.label)
+    return spirv.declare_nan_preserve(code, float_widths(k, dtypes))

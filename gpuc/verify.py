@@ -14,9 +14,15 @@ from gpuc import nonfinite
 from gpuc.errors import GpucError
 
 TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2}
+# --per-op with fp16 storage: every intermediate is rounded to fp16 and the rounding accumulates
+# (MobileNetV2: up to 6.3% of max|ref| inside the network while its output stays within 1%), so an
+# intermediate diverges past 1e-1; a tensor turning non-finite diverges at any tolerance.
+PER_OP_TOLERANCE = {"fp32": 1e-3, "fp16": 1e-1}
 
 
-def _litert(data: bytes, inputs, preserve=False):
+def _litert(data: bytes, inputs, preserve=False, builtin=True):
+    """LiteRT's interpreter after invoke(): plain builtin kernels (what preserve_all_tensors can show),
+    or with builtin=False the default one (XNNPACK)."""
     try:
         from ai_edge_litert.interpreter import Interpreter
     except ImportError:
@@ -24,7 +30,8 @@ def _litert(data: bytes, inputs, preserve=False):
     kw = {"experimental_preserve_all_tensors": True} if preserve else {}
     try:
         from ai_edge_litert.interpreter import OpResolverType
-        kw["experimental_op_resolver_type"] = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+        if builtin:
+            kw["experimental_op_resolver_type"] = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     except ImportError:
         pass
     it = Interpreter(model_content=data, **kw)
@@ -87,26 +94,42 @@ def verify(model_path, inputs=None, per_op=False, device=None, precision="fp32")
         outs = m.run(xs)
         names = [s.name for s in m.outputs]
         fp16 = precision == "fp16" and getattr(m.device, "fp16_storage", False)     # else the fp32 fallback ran
-    it = _litert(data, xs)
-    refs = [it.get_tensor(d["index"]) for d in it.get_output_details()]
-    report["outputs"] = [_output_row(n, o, r, tol) for n, o, r in zip(names, outs, refs)]
+    refs = _output_refs(data, xs)
+    report["outputs"] = [_output_row(n, o, [r[k] for r in refs], tol) for k, (n, o) in enumerate(zip(names, outs))]
     report["pass"] = all(r["pass"] for r in report["outputs"])
     if per_op:
-        report["per_op"] = _per_op(data, xs, device, fp16, tol)
+        report["per_op"] = _per_op(data, xs, device, fp16, PER_OP_TOLERANCE[precision])
         report["first_divergent_op"] = next((r["op"] for r in report["per_op"] if not r["pass"]), None)
         report["first_nonfinite_op"] = _first_nonfinite(report["per_op"])
     elif any(r["turned_nonfinite"] for r in report["outputs"]):
         try:                            # rare, and a failure anyway: name the op at the cost of a second compile
-            report["first_nonfinite_op"] = _first_nonfinite(_per_op(data, xs, device, fp16, tol))
+            report["first_nonfinite_op"] = _first_nonfinite(_per_op(data, xs, device, fp16, PER_OP_TOLERANCE[precision]))
         except GpucError as e:
             report["per_op_error"] = str(e).splitlines()[0]
     return report
 
 
-def _output_row(name, out, ref, tol) -> dict:
-    c = compare(out, ref)
-    return {"output": name, **c, "pass": _passes(c, tol),
-            "nonfinite": nonfinite.counts(out), "ref_nonfinite": nonfinite.counts(ref)}
+def _output_refs(data: bytes, xs) -> list:
+    """Outputs of LiteRT's builtin kernels and, where it runs, of its default interpreter (XNNPACK):
+    they differ where special values meet clamps (gpuc follows XNNPACK for +-Inf under a fused
+    activation, the builtin kernels clamp to +-FLT_MAX), and either is a right answer."""
+    refs = []
+    for builtin in (True, False):
+        try:
+            it = _litert(data, xs, builtin=builtin)
+        except (RuntimeError, ValueError):
+            if builtin:
+                raise
+            continue
+        refs.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
+    return refs
+
+
+def _output_row(name, out, refs, tol) -> dict:
+    """The comparison with the first reference `out` passes against (else with the first)."""
+    rows = [{"output": name, **c, "pass": _passes(c, tol), "nonfinite": nonfinite.counts(out),
+             "ref_nonfinite": nonfinite.counts(r)} for r in refs for c in [compare(out, r)]]
+    return next((r for r in rows if r["pass"]), rows[0])
 
 
 def _first_nonfinite(rows) -> dict | None:

@@ -112,3 +112,12 @@ def test_verify_per_op_fp16_names_overflow_under_a_clamp(files):
     assert r.exit_code == 3 and not rep["pass"]
     assert rep["first_nonfinite_op"] == {"op": "MUL (operator #0)", "tensor": "t0", "elements": 8}
     assert rep["per_op"][0]["turned_nonfinite"] == 8 and not rep["per_op"][0]["pass"]
+
+
+def test_verify_accepts_either_interpreter(files):
+    """ADD of +-Inf: LiteRT's builtin kernels clamp the sum to +-FLT_MAX, its default (XNNPACK) keeps
+    +-Inf, as gpuc does: verify passes against the default interpreter."""
+    model, x = files(one_input_model(("ADD", 1.0)), SPECIAL)
+    rep = json.loads(gpuc("verify", model, "-i", x, "--json").output)
+    assert rep["pass"], rep
+    assert rep["outputs"][0]["nonfinite"] == rep["outputs"][0]["ref_nonfinite"] == {"nan": 1, "posinf": 2, "neginf": 1}

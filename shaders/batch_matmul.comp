@@ -8,7 +8,7 @@
 // TM x TN register block (rows ty + i * BM/TM, columns tx + j * BN/TN).  Every edge is bounds-checked.
 // IM2COL (CONV_3D as an implicit GEMM): A[m, k] is gathered from the NDHWC input `a` with
 // m = (n, oz, oy, ox) and k = (kd, kh, kw, ci) (zero outside the input: padding), B is the filter
-// [KD*KH*KW*CI][CO] as stored, and EPILOGUE adds bias[n] (HAS_BIAS) and the fused activation.
+// [KD*KH*KW*CI][CO] as stored, and EPILOGUE adds bias[n] (HAS_BIAS) and the fused activation (range_act).
 // Defines: M N K NB OUT_BATCH[] A_BSTR[] B_BSTR[] A_SM A_SK B_SK B_SN A_KFAST B_NFAST
 //          BM BN BK TM TN TILES_M TILES_N NWG; IM2COL with D H W CI OD OH OW KH KW SD SH SW DD DH DW
 //          PF PT PL; EPILOGUE HAS_BIAS ACT
@@ -40,12 +40,22 @@ float load_a(int aoff, int m, int k) {
 float load_a(int aoff, int m, int k) { return LD(a, aoff + m * A_SM + k * A_SK); }
 #endif
 
+#if EPILOGUE
+// CONV_3D's fused activation as LiteRT's kernel applies it: a clamp to the activation's range
+// (+-FLT_MAX for NONE and an ignored TANH / SIGN_BIT) whose NaN result is the upper bound.
+float range_act(float v) {
+    float lo = (ACT == 1 || ACT == 3) ? 0.0 : ACT == 2 ? -1.0 : -3.40282347e38;
+    float hi = ACT == 2 ? 1.0 : ACT == 3 ? 6.0 : 3.40282347e38;
+    return isnan(v) ? hi : clamp(v, lo, hi);
+}
+#endif
+
 float epilogue(int n, float v) {
 #if EPILOGUE
 #if HAS_BIAS
     v += LD(bias, n);
 #endif
-    v = gpuc_act(v);
+    v = gpuc_act(range_act(v));     // (gpuc_act: the same clamp again, and a fake quant where there is one)
 #endif
     return v;
 }

@@ -13,10 +13,12 @@ shared float c_s[C];
 shared float m_s[C];
 
 float lstm_sig(float v) { return 1.0 / (1.0 + exp(-v)); }
+// LiteRT's cell / projection clipping (CwiseClipping: max(min(clip, v), -clip)) turns NaN into +clip
+float lstm_clip(float v, float clip) { return isnan(v) ? clip : clamp(v, -clip, clip); }
 
 float lstm_act(float v) {
 #if CELL_ACT == 1
-    return gpuc_max(v, 0.0);
+    return gpuc_clamp(v, 0.0, 3.40282347e38);     // LiteRT's LSTM relu: [0, FLT_MAX], NaN kept
 #elif CELL_ACT == 3
     return gpuc_clamp(v, 0.0, 6.0);
 #elif CELL_ACT == 4
@@ -68,7 +70,7 @@ void main() {
             float gg = lstm_act(acc[2]);
             float c = fg * c_prev + ig * gg;
 #if CCLIP
-            c = gpuc_clamp(c, -float(CELL_CLIP), float(CELL_CLIP));
+            c = lstm_clip(c, float(CELL_CLIP));
 #endif
             float og = lstm_sig(acc[3] + po * c);
             c_s[j] = c;                              // only this invocation touches unit j
@@ -80,7 +82,7 @@ void main() {
             float s = w[OFF_PB + k];
             for (int j = 0; j < C; ++j) s += w[OFF_PW + k * C + j] * m_s[j];
 #if PCLIP
-            s = gpuc_clamp(s, -float(PROJ_CLIP), float(PROJ_CLIP));
+            s = lstm_clip(s, float(PROJ_CLIP));
 #endif
 #else
             float s = m_s[k];

@@ -206,3 +206,60 @@ def test_catalogue_fp16(gpu, name):
     c = CASES[name]()
     check_specials(gpu, c.model, c.inputs, c.ref_model, c.ref_post, precision="fp16", specials=("nan", "posinf"),
                    at=catalogue_positions(name))
+
+
+# ---------------------------------------------------------------------------------------------------
+# convolution variants, recurrent cells, data movement, fused elementwise chains
+
+@pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6"])
+def test_transpose_conv(gpu, act):
+    w, b = frand((4, 3, 3, 2), 20), frand((4,), 21)
+    check_specials(gpu, *one_op("TRANSPOSE_CONV", [Const(np.int32([1, 7, 9, 4])), Const(w), frand((1, 3, 4, 2), 22),
+                                                  Const(b)], "float32", out_shape=(1, 7, 9, 4), padding="VALID",
+                                stride_h=2, stride_w=2, fused_activation_function=act))
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU"])
+def test_conv3d(gpu, act):
+    x, w = frand((1, 3, 4, 4, 2), 23), frand((2, 2, 2, 2, 3), 24)
+    check_specials(gpu, *one_op("CONV_3D", [x, Const(w), Const(frand((3,), 25))], "float32", out_shape=(1, 3, 4, 4, 3),
+                                padding="SAME", stride_d=1, stride_h=1, stride_w=1, dilation_dfactor=1,
+                                dilation_hfactor=1, dilation_wfactor=1, fused_activation_function=act))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(cell_clip=3.0, proj=True, proj_clip=2.0), dict(act=1, peephole=True)],
+                         ids=["tanh", "clips-proj", "relu-peephole"])
+def test_lstm(gpu, kw):
+    """A state-carrying op: each special value on a fresh load (a NaN would stay in the state)."""
+    from test_lstm import lstm_model
+    model, shape = lstm_model(**kw)
+    for name in SPECIALS:
+        check_specials(gpu, model, [frand(shape, 26)], specials=(name,))
+
+
+MOVEMENT = {
+    "transpose": ("TRANSPOSE", lambda x: [x, Const(np.int32([2, 0, 1]))], (5, 3, 4), {}),
+    "gather": ("GATHER", lambda x: [x, Const(np.int32([2, 0, 2]))], (3, 3, 5), dict(axis=1)),
+    "tile": ("TILE", lambda x: [x, Const(np.int32([1, 2, 1]))], (3, 8, 5), {}),
+    "mirror_pad": ("MIRROR_PAD", lambda x: [x, Const(np.int32([[0, 0], [1, 1], [2, 2]]))], (3, 6, 9),
+                   dict(mode="REFLECT")),
+    "strided_slice": ("STRIDED_SLICE", lambda x: [x, Const(np.int32([0, 1, 0])), Const(np.int32([3, 4, 5])),
+                                                  Const(np.int32([1, 2, 2]))], (3, 2, 3), {}),
+}
+
+
+@pytest.mark.parametrize("name", list(MOVEMENT))
+def test_movement(gpu, name):
+    op, args, shape, opts = MOVEMENT[name]
+    check_specials(gpu, *one_op(op, args(frand((3, 4, 5), 27)), "float32", out_shape=shape, **opts))
+
+
+def test_fused_chains(gpu):
+    """FUSED_ELEMENTWISE kernels (passes/ew_fusion.py): long unary chains, hard swish, a LayerNorm."""
+    from test_ew_fusion import UNARY_CHAINS, chain_model, hard_swish_model, layer_norm_model
+    for chain in UNARY_CHAINS:
+        check_specials(gpu, chain_model(chain), [frand((2, 5, 7), 28, 0.1, 2), frand((7,), 29)])
+    check_specials(gpu, chain_model([("ADD", {}), ("MUL", {}), ("TANH", {}), ("SUB", {}), ("RELU6", {})]),
+                   [frand((2, 5, 7), 30), frand((7,), 31)])
+    check_specials(gpu, hard_swish_model(), [frand((1, 4, 4, 3), 32, -5, 5)])
+    check_specials(gpu, layer_norm_model(), [frand((2, 3, 8), 33, -3, 3)])

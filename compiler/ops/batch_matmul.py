@@ -23,7 +23,7 @@ VARIANTS = {
                           D=4, H=5, W=6, CI=3, OD=2, OH=3, OW=3, KH=3, KW=3, SD=2, SH=2, SW=2, DD=1, DH=1, DW=1,
                           PF=0, PT=1, PL=1),
                      {"A_KFAST": [0, 1], "B_NFAST": [0, 1], "IM2COL": [0, 1], "EPILOGUE": [0, 1],
-                      "HAS_BIAS": [0, 1], "ACT": [0, 3]}, ["out_", "a", "b", "bias"], {},
+                      "HAS_BIAS": [0, 1], "ACT": [0, 1, 2, 3, 7]}, ["out_", "a", "b", "bias"], {},
                      lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]))),
 }
 

@@ -16,6 +16,7 @@ Body results that are loop variables themselves are copied through temporaries (
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 
 from gpuc.compiler.ir import Graph, Node
@@ -101,23 +102,18 @@ def _merge(graph: Graph, sub: Graph, bind: dict, cpu: dict):
     for t in sub.tensors:
         if t.id in idmap:
             continue
-        new = graph.add_tensor(f"{sub.name}/{t.name}", t.shape, t.dtype, t.data, t.quant)
-        nt = graph.t(new)
-        nt.shape_signature = t.shape_signature
-        for k, v in t.__dict__.items():           # pass annotations (fake_quant, ...)
-            if k not in nt.__dict__:
-                setattr(nt, k, v)
+        new = len(graph.tensors)                  # a copy with every declared field (fake_quant, ...)
+        graph.tensors.append(dataclasses.replace(t, id=new, name=f"{sub.name}/{t.name}"))
         idmap[t.id] = new
     for view, base in sub.aliases.items():
         if view not in bind:
             graph.aliases[idmap[view]] = idmap[base]
     nodes, placed = [], {}
     for n in sub.nodes:
-        attrs = copy.copy(n.attrs)
-        if "_residual" in attrs:
-            attrs["_residual"] = idmap[attrs["_residual"]]
-        m = Node(n.op, [idmap[i] if i >= 0 else -1 for i in n.inputs], [idmap[o] for o in n.outputs], attrs,
-                 n.version, n.index)
+        res = n.epilogue.residual
+        m = Node(n.op, [idmap[i] if i >= 0 else -1 for i in n.inputs], [idmap[o] for o in n.outputs],
+                 copy.copy(n.attrs), n.version, n.index,
+                 dataclasses.replace(n.epilogue, residual=None if res is None else idmap[res]))
         nodes.append(m)
         if id(n) in cpu:
             placed[id(m)] = cpu[id(n)]
@@ -154,7 +150,7 @@ def _call(ctx, graph: Graph, node: Node, gi: int, args: list, n_out: int | None)
                                    f"the op passes {ta.dtype}{list(ta.shape)}; gpuc needs static shapes")
     from gpuc.compiler.passes.variables import bind_variable
     bind = dict(zip(sub.inputs, args))
-    for v, key in getattr(sub, "var_keys", {}).items():
+    for v, key in sub.var_keys.items():
         bind[v] = bind_variable(ctx.model, graph, key, sub.t(v))
     nodes, placed, idmap = _merge(graph, sub, bind, cpu)
     ctx.depth += 1

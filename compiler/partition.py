@@ -180,8 +180,10 @@ def _jsonable(v):
 
 
 def host_op(node: Node, graph: Graph) -> HostOp:
-    attrs = {k: _jsonable(v) for k, v in node.attrs.items() if not k.startswith("_") or k == "_act"}
-    fq = [getattr(graph.t(o), "fake_quant", None) for o in node.outputs]
+    attrs = {k: _jsonable(v) for k, v in node.attrs.items() if not k.startswith("_")}
+    if node.epilogue.act is not None:            # the runtime's CPU kernels read these (runtime/cpu_ops.py)
+        attrs["_act"] = node.epilogue.act
+    fq = [graph.t(o).fake_quant for o in node.outputs]
     if any(q is not None for q in fq):
         attrs["_fq_out"] = [None if q is None else list(q) for q in fq]
     binds = [(f"in{j}", t) for j, t in enumerate(node.inputs) if t >= 0]

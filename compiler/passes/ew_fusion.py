@@ -141,7 +141,7 @@ def fuse_elementwise(graph: Graph) -> None:
             s["args"] = args
             o = m.outputs[0]
             if m is not root:
-                s["fq"] = getattr(graph.t(o), "fake_quant", None)
+                s["fq"] = graph.t(o).fake_quant
                 s["r16"] = _stored_fp16(graph, o, m, next(u for u in members if o in u.inputs))
             index[o] = len(steps)
             steps.append(s)
@@ -193,7 +193,7 @@ def fuse_reduce_prologue(graph: Graph) -> None:
             continue
         if any(graph.t(i).dtype != "float32" for i in ext):
             continue
-        steps[-1]["fq"] = getattr(graph.t(xt), "fake_quant", None)
+        steps[-1]["fq"] = graph.t(xt).fake_quant
         steps[-1]["r16"] = _stored_fp16(graph, xt, p, r)
         fused = Node("FUSED_REDUCE", ext + [r.inputs[1]], list(r.outputs),
                      attrs=dict(r.attrs, steps=steps, reduce=r.op, x=xt, fused=names + [r.op]), index=r.index)

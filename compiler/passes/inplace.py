@@ -31,7 +31,7 @@ def plan_in_place(graph: Graph) -> None:
         if len(n.outputs) != 1 or n.outputs[0] < 0 or n.outputs[0] in keep:
             continue
         y = graph.t(n.outputs[0])
-        cands = list(n.inputs) if n.op in ELEMENTWISE else [n.attrs["_residual"]] if "_residual" in n.attrs else []
+        cands = list(n.inputs) if n.op in ELEMENTWISE else [n.epilogue.residual]
         for i in dict.fromkeys(cands):
             if i is None or i < 0 or i in keep:
                 continue

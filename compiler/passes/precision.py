@@ -45,7 +45,7 @@ def _bounded(node) -> bool:
     from gpuc.compiler.ops.util import act_code
     if node.op in BOUNDED:
         return True
-    return node.attrs.get("_residual") is None and act_code(node) in (2, 3, 4, 5)
+    return node.epilogue.residual is None and act_code(node) in (2, 3, 4, 5)
 
 
 def plan_fp16_storage(graph: Graph) -> None:

@@ -19,34 +19,10 @@ import copy
 import dataclasses
 from dataclasses import dataclass, field
 
-from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ir import Graph, Jump, Label, Node
 from gpuc.errors import UnsupportedError
 
 CONTROL_OPS = ("WHILE", "IF")
-
-
-@dataclass(eq=False)
-class Label:
-    template: str = "ctrl"
-    bindings: list = field(default_factory=list)
-
-
-@dataclass(eq=False)
-class JumpIfFalse:
-    cond: int
-    target: Label
-    template: str = "ctrl"
-
-    @property
-    def bindings(self):
-        return [("cond", self.cond)]
-
-
-@dataclass(eq=False)
-class Jump:
-    target: Label
-    template: str = "ctrl"
-    bindings: list = field(default_factory=list)
 
 
 @dataclass
@@ -197,7 +173,7 @@ def _lower_while(node: Node, graph: Graph, ctx) -> list:
     items.append(top)
     cond_items, (c,) = _call_checked(ctx, graph, node, ci, ys, 1)
     items += cond_items
-    items.append(JumpIfFalse(c, end))
+    items.append(Jump(end, cond=c))
     body_items, outs = _call_checked(ctx, graph, node, bi, ys, len(ys))
     _check_vars(node, graph, "body output", outs, ys)
     items += body_items
@@ -219,7 +195,7 @@ def _lower_if(node: Node, graph: Graph, ctx) -> list:
     ti, ei = _subgraph(ctx, node, "then_subgraph_index"), _subgraph(ctx, node, "else_subgraph_index")
     args, ys = list(node.inputs[1:]), list(node.outputs)
     other, end = Label(), Label()
-    items = [JumpIfFalse(node.inputs[0], other)]
+    items = [Jump(other, cond=node.inputs[0])]
     for gi, last in ((ti, False), (ei, True)):
         branch, outs = _call(ctx, graph, node, gi, args, len(ys))
         _check_vars(node, graph, "branch output", outs, ys)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 
 import numpy as np
 import xxhash
@@ -11,9 +12,9 @@ from gpuc import __version__
 from gpuc.compiler import ops, partition
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ir import Graph
+from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
+from gpuc.compiler.memory_plan import align, plan_memory
 from gpuc.compiler.passes import run_passes
-from gpuc.compiler.passes.memory import align, lifetimes, lower_bound, plan_arena, share_in_place
 from gpuc.compiler.passes.variables import initial_value, resolve_variables
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
@@ -104,101 +105,125 @@ def lower_nodes(graph: Graph, nodes, cpu, ctx) -> list:
     return kernels
 
 
-def build_bundle(graph: Graph, kernels: list[Kernel], name: str, options: dict, fp: str, stats: dict) -> bytes:
-    used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
-    used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
-    # variable tensors (LSTM state) are runtime state: arena tensors that live for the whole
-    # program (never share bytes), set from a weights copy of their initial value at load/reset
-    state_pairs = []
-    for t in [t for t in used if graph.t(t).is_variable and graph.storage(t) == t]:
+def variable_state(graph: Graph, tensors: list) -> list[tuple[int, int]]:
+    """Variable tensors (LSTM state, resource variables) among `tensors` are runtime state: arena
+    tensors that live for the whole program (never share bytes), set from a weights copy of their
+    initial value at load and reset.  Returns the (variable, initial-value constant) pairs."""
+    pairs = []
+    for t in [t for t in tensors if graph.t(t).is_variable and graph.storage(t) == t]:
         v = graph.t(t)
         init = initial_value(v)
         v.data = None
-        state_pairs.append((t, graph.add_const(f"{v.name}/initial", init)))
-    used += [c for _, c in state_pairs]
-    consts = [t for t in used if graph.t(t).is_const]
-    roots = [t for t in used if not graph.t(t).is_const and graph.storage(t) == t]
-    nbytes = {t: graph.t(t).nbytes for t in used}
-    st = graph.storage
-    kernels_on_roots = [Kernel(k.template, [(n, st(t)) for n, t in k.bindings], 0) for k in kernels]
-    persistent = [t for t, _ in state_pairs]
-    life = lifetimes(kernels_on_roots, set(roots), [st(t) for t in graph.inputs] + persistent,
-                     [st(t) for t in graph.outputs] + persistent)
-    shared = share_in_place(kernels_on_roots, life, nbytes, {t: graph.t(t).dtype for t in used},
-                            [(st(o), st(i)) for o, i in graph.in_place],
-                            {st(t) for t in graph.inputs + graph.outputs} | set(persistent))
-    placement, arena = plan_arena(life, nbytes)
-    placement.update({o: placement[x] for o, x in shared.items()})     # in place: the input's bytes
+        pairs.append((t, graph.add_const(f"{v.name}/initial", init)))
+    return pairs
+
+
+def pack_weights(graph: Graph, consts: list) -> tuple[np.ndarray, dict]:
+    """The weights blob: every constant at an ALIGN-ed offset.  Returns (bytes, {tensor: offset})."""
     woff, blobs = {}, []
     cursor = 0
     for t in consts:
         woff[t] = cursor
         blobs.append((cursor, np.ascontiguousarray(graph.t(t).data).view(np.uint8).reshape(-1)))
-        cursor = align(cursor + nbytes[t])
+        cursor = align(cursor + graph.t(t).nbytes)
     weights = np.zeros(cursor, np.uint8)
     for off, blob in blobs:
         weights[off:off + blob.size] = blob
-    index = {t: i for i, t in enumerate(used)}
-    tensors = []
-    for t in used:
+    return weights, woff
+
+
+def tensor_table(graph: Graph, tensors: list, woff: dict, arena: dict) -> list:
+    out = []
+    for t in tensors:
         g = graph.t(t)
         q = None if g.quant is None else {"scale": g.quant.scale.tolist(), "zero_point": g.quant.zero_point.tolist(),
                                           "axis": int(g.quant.axis)}
-        mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, placement[st(t)].offset)
-        tensors.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
-    shaders, shader_index, dispatches, steps, label_at, jumps = [], {}, [], [], {}, []
-    dtypes = {t: graph.t(t).dtype for t in used}
-    variants = []
+        mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, arena[graph.storage(t)])
+        out.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
+    return out
+
+
+@dataclass
+class Program:
+    shaders: list = field(default_factory=list)
+    dispatches: list = field(default_factory=list)
+    variants: list = field(default_factory=list)
+    steps: list = field(default_factory=list)       # empty: GPU only (one command buffer, no program)
+
+
+def emit_program(program: list, index: dict, dtypes: dict) -> Program:
+    """Shaders (GLSL -> SPIR-V, one per distinct source), dispatches, kernel variants and program
+    steps for the lowered `program`; index: tensor -> bundle tensor index."""
+    out = Program()
+    shader_index, label_at, jumps = {}, {}, []
+    steps = out.steps
 
     def shader_of(k, variant=""):
         src = glsl.render(k, dtypes)
         if src not in shader_index:
-            shader_index[src] = len(shaders)
+            shader_index[src] = len(out.shaders)
             name = k.template + (f"+{variant}" if variant else "")
-            shaders.append(B.Shader(name, glsl.kernel_spirv(k, dtypes, f"{name} for {k.label}"), len(k.bindings)))
+            out.shaders.append(B.Shader(name, glsl.kernel_spirv(k, dtypes, f"{name} for {k.label}"), len(k.bindings)))
         return shader_index[src]
 
-    for k in kernels:
-        if k.template == "ctrl":                         # control_flow.Label / Jump / JumpIfFalse
-            if hasattr(k, "target"):
-                jumps.append((len(steps), k.target))
-                cond = getattr(k, "cond", None)
-                steps.append(B.Step(B.JUMP if cond is None else B.JUMP_IF_FALSE,
-                                    inputs=[] if cond is None else [index[cond]], label=type(k).__name__))
-            else:
-                label_at[id(k)] = len(steps)
-                steps.append(B.Step(B.GPU, first=len(dispatches), count=0))   # a jump target starts a segment
+    for k in program:
+        if k.kind == LABEL:
+            label_at[id(k)] = len(steps)
+            steps.append(B.Step(B.GPU, first=len(out.dispatches), count=0))   # a jump target starts a segment
             continue
-        if k.template == "host":
+        if k.kind == JUMP:
+            jumps.append((len(steps), k.target))
+            steps.append(B.Step(B.JUMP if k.cond is None else B.JUMP_IF_FALSE,
+                                inputs=[] if k.cond is None else [index[k.cond]], label=k.label))
+            continue
+        if k.kind == HOST:
             steps.append(B.Step(B.HOST, op=k.op, attrs=k.attrs, inputs=[index[t] if t >= 0 else -1 for t in k.inputs],
                                 outputs=[index[t] for t in k.outputs], label=k.label))
             continue
         if steps and steps[-1].kind == B.GPU:
             steps[-1].count += 1
         else:
-            steps.append(B.Step(B.GPU, first=len(dispatches), count=1))
-        dispatches.append(B.Dispatch(shader_of(k), [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
-                                     getattr(k, "flops", 0)))
+            steps.append(B.Step(B.GPU, first=len(out.dispatches), count=1))
+        out.dispatches.append(B.Dispatch(shader_of(k), [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
+                                         k.flops))
         for v in k.variants:                 # hardware paths of this dispatch, chosen at load (runtime/variants.py)
             if all(dtypes[t] == "float16" for n, t in k.bindings if n in v.f16_bindings):
                 vk = v.make(k)
-                variants.append(B.Variant(len(dispatches) - 1, shader_of(vk, v.name), vk.groups(), v.requires, v.name))
+                out.variants.append(B.Variant(len(out.dispatches) - 1, shader_of(vk, v.name), vk.groups(), v.requires,
+                                              v.name))
     for j, target in jumps:
         steps[j].target = label_at[id(target)]
     if all(s.kind == B.GPU for s in steps):
-        steps = []                       # GPU only: no program, one command buffer
-    stats["host_round_trips"] = sum(1 for j, s in enumerate(steps) if s.kind == B.JUMP_IF_FALSE or (   # loops once
-        s.kind == B.HOST and (j == 0 or steps[j - 1].kind != B.HOST)))
-    stats["cpu_nodes"] = sum(s.kind == B.HOST for s in steps)
-    stats["cpu_ops"] = [s.label for s in steps if s.kind == B.HOST]
-    stats.update(dispatches=len(dispatches),
-                 shaders=len(shaders), arena_bytes=arena,
-                 arena_lower_bound_bytes=lower_bound(life, nbytes),
-                 naive_bytes=sum(nbytes[t] for t in roots), weights_bytes=int(weights.nbytes),
-                 layout_conversions=0, views=len(graph.aliases), in_place=len(shared))
-    b = B.Bundle(name, tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], shaders,
-                 dispatches, arena, weights, options, stats, __version__, fp,
-                 state_init=[(index[t], index[c]) for t, c in state_pairs], steps=steps, variants=variants)
+        out.steps = []
+    return out
+
+
+def program_stats(steps: list) -> dict:
+    return {"host_round_trips": sum(1 for j, s in enumerate(steps) if s.kind == B.JUMP_IF_FALSE or (  # loops once
+                s.kind == B.HOST and (j == 0 or steps[j - 1].kind != B.HOST))),
+            "cpu_nodes": sum(s.kind == B.HOST for s in steps),
+            "cpu_ops": [s.label for s in steps if s.kind == B.HOST]}
+
+
+def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str, stats: dict) -> bytes:
+    """The bundle of a lowered program: memory plan, weights, program, stats (added to `stats`)."""
+    used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
+    used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
+    state_pairs = variable_state(graph, used)
+    used += [c for _, c in state_pairs]
+    mem = plan_memory(graph, kernels, used, [t for t, _ in state_pairs])
+    weights, woff = pack_weights(graph, [t for t in used if graph.t(t).is_const])
+    index = {t: i for i, t in enumerate(used)}
+    prog = emit_program(kernels, index, {t: graph.t(t).dtype for t in used})
+    stats.update(program_stats(prog.steps))
+    stats.update(dispatches=len(prog.dispatches), shaders=len(prog.shaders), arena_bytes=mem.arena_bytes,
+                 arena_lower_bound_bytes=mem.lower_bound_bytes, naive_bytes=mem.naive_bytes,
+                 weights_bytes=int(weights.nbytes), layout_conversions=0, views=len(graph.aliases),
+                 in_place=mem.in_place)
+    b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
+                 [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
+                 stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,
+                 variants=prog.variants)
     return B.write_bundle(b)
 
 

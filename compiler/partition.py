@@ -11,24 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpuc.compiler import ops
-from gpuc.compiler.ir import Graph, Node
-
-
-@dataclass
-class HostOp:
-    """A CPU node in the lowered program (driver.lower_graph), between GPU kernels."""
-    op: str
-    inputs: list
-    outputs: list
-    attrs: str
-    label: str
-    bindings: list = field(default_factory=list)     # [(name, tid)] for memory planning, like a Kernel
-    template: str = "host"
+from gpuc.compiler.ir import Graph, HostOp, Node
 
 
 def specs(node: Node, graph: Graph):

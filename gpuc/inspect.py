@@ -157,9 +157,10 @@ def _split(data: bytes) -> dict:
         return {"error": str(e)}
     except (ValueError, KeyError, IndexError, TypeError) as e:     # as a compile would report it
         return {"error": f"cannot lower the model ({type(e).__name__}: {e})"}
-    hosts = [k for k in items if k.template == "host"]
-    trips = sum(1 for j, k in enumerate(items) if (k.template == "host" and (j == 0 or items[j - 1].template != "host"))
-                or type(k).__name__ == "JumpIfFalse")
+    from gpuc.compiler.ir import HOST, JUMP
+    hosts = [k for k in items if k.kind == HOST]
+    trips = sum(1 for j, k in enumerate(items) if (k.kind == HOST and (j == 0 or items[j - 1].kind != HOST))
+                or (k.kind == JUMP and k.cond is not None))
     placement = {0: {n.index: ("cpu", cpu[id(n)]) if id(n) in cpu else ("ctrl" if n.op in CONTROL_OPS else "gpu", None)
                      for n in g.nodes}}
     for gi, prep in ctx.prepared.items():

@@ -5,7 +5,7 @@ op semantics: it records in `graph.in_place` the (output, input) pairs where eve
 is computed from the input element at the same index only, by the invocation that writes it (read
 before write): elementwise ops and fused chains on an input of the output's shape and dtype, and
 the residual operand of a conv / FC / transpose-conv epilogue (gemm, depthwise and transpose_conv
-read res[i] right before they store out[i]).  `share_in_place` (memory.py, called by the arena
+read res[i] right before they store out[i]).  `share_in_place` (memory_plan.py, called by the arena
 planner) knows the schedule: it takes a pair when the one kernel that first writes the output is
 the kernel where the input's life ends, that kernel binds the input only where in-place is safe,
 and both have the same bytes and storage dtype; the output then lives in the input's bytes.

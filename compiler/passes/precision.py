@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.ir import Graph
+from gpuc.compiler.ir import GPU, Graph
 
 FP16_MAX = 65504.0
 
@@ -72,8 +72,8 @@ def assign_storage(graph: Graph, kernels: list) -> int:
         return 0
     st = graph.storage
     ok: dict[int, bool] = {}
-    for k in kernels:               # GPU kernels, and host (CPU) steps, whose "template" is no shader
-        fits = supports_storage16(getattr(k, "template", ""))
+    for k in kernels:
+        fits = supports_storage16(k.template)
         for _, t in k.bindings:
             r = st(t)
             ok[r] = ok.get(r, True) and fits
@@ -101,9 +101,8 @@ def store_fp16(graph: Graph, kernels: list) -> int:
     """assign_storage for a lowered program: host steps and jumps read and write float32 (or their own
     dtype), so their tensors stay fp32.  Returns how many tensors are stored as float16."""
     if graph.fp32_pinned is not None:
-        graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.template in ("host", "ctrl")
-                                                      for _, t in k.bindings}
-    return assign_storage(graph, [k for k in kernels if k.template not in ("host", "ctrl")])
+        graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.kind != GPU for _, t in k.bindings}
+    return assign_storage(graph, [k for k in kernels if k.kind == GPU])
 
 
 def attach_fallback(bundle_bytes: bytes, data: bytes, name: str, opts: dict) -> bytes:

@@ -17,23 +17,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass, field
 
 from gpuc.compiler.ir import Graph, Jump, Label, Node
+from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.shape import copy_kernel
+from gpuc.compiler.passes.variables import bind_variable
 from gpuc.errors import UnsupportedError
 
 CONTROL_OPS = ("WHILE", "IF")
-
-
-@dataclass
-class Context:
-    model: object
-    disabled: tuple
-    lower_nodes: object                 # driver.lower_nodes(graph, nodes, cpu, ctx) -> program items
-    prepared: dict = field(default_factory=dict)
-    depth: int = 0
-    warn: bool = True                   # print the CPU-fallback warnings of subgraph nodes
-    warnings: list = field(default_factory=list)
 
 
 def _subgraph(ctx, node: Node, attr: str) -> int:
@@ -44,31 +35,13 @@ def _subgraph(ctx, node: Node, attr: str) -> int:
     return gi
 
 
-def _prepare(ctx, gi: int):
-    """Passes, placement and clustering of subgraph gi (once); returns (graph, cpu)."""
-    if gi not in ctx.prepared:
-        from gpuc.compiler import partition
-        from gpuc.compiler.driver import _unsupported_message
-        from gpuc.compiler.passes import run_passes
-        g = ctx.model.subgraphs[gi]
-        for tid in g.inputs + g.outputs:
-            t = g.t(tid)
-            if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const:
-                raise UnsupportedError(f"subgraph {g.name!r}: quantized {t.dtype} tensor {t.name!r} at its boundary "
-                                       f"(quantized control flow is not supported)")
-        ctx.prepared[gi] = None                      # recursion guard
-        from gpuc.compiler.passes.variables import resolve_variables
-        resolve_variables(ctx.model, g)              # local variable tensors, bound to the main graph's at merge
-        run_passes(g, ctx.disabled)
-        cpu, bad = partition.place(g, warn=ctx.warn, where=f" of subgraph {g.name!r}")
-        ctx.warnings += g.__dict__.get("cpu_warnings", [])
-        if bad:
-            raise UnsupportedError(f"subgraph {g.name!r}: " + _unsupported_message(bad))
-        partition.cluster(g, cpu)
-        ctx.prepared[gi] = (g, cpu)
-    if ctx.prepared[gi] is None:
-        raise UnsupportedError(f"subgraph {ctx.model.subgraphs[gi].name!r} calls itself (recursive control flow)")
-    return ctx.prepared[gi]
+def check_subgraph(g: Graph) -> None:
+    """What a subgraph must be before it is prepared (prepare.Lowering.subgraph)."""
+    for tid in g.inputs + g.outputs:
+        t = g.t(tid)
+        if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const:
+            raise UnsupportedError(f"subgraph {g.name!r}: quantized {t.dtype} tensor {t.name!r} at its boundary "
+                                   f"(quantized control flow is not supported)")
 
 
 def _merge(graph: Graph, sub: Graph, bind: dict, cpu: dict):
@@ -97,8 +70,6 @@ def _merge(graph: Graph, sub: Graph, bind: dict, cpu: dict):
 
 
 def _copy(graph: Graph, src: int, dst: int, label: str):
-    from gpuc.compiler.ops.math import words
-    from gpuc.compiler.ops.shape import copy_kernel
     s, d = words(graph, src), words(graph, dst)
     n = graph.t(d).size
     return copy_kernel(s, d, [n], [1], [1], label=label)
@@ -115,7 +86,7 @@ def _check_vars(node: Node, graph: Graph, what: str, tids: list, ref: list):
 
 def _call(ctx, graph: Graph, node: Node, gi: int, args: list, n_out: int | None):
     """Lower subgraph gi called with graph tensors `args`: (program items, its output tensors)."""
-    sub, cpu = _prepare(ctx, gi)
+    sub, cpu = ctx.subgraph(gi)
     if len(sub.inputs) != len(args) or (n_out is not None and len(sub.outputs) != n_out):
         raise UnsupportedError(f"{node.label()}: subgraph {sub.name!r} takes {len(sub.inputs)} inputs and gives "
                                f"{len(sub.outputs)} outputs; the op passes {len(args)} and expects {n_out}")
@@ -124,19 +95,11 @@ def _call(ctx, graph: Graph, node: Node, gi: int, args: list, n_out: int | None)
         if ts.shape != ta.shape or ts.dtype != ta.dtype:
             raise UnsupportedError(f"{node.label()}: subgraph {sub.name!r} input {i} is {ts.dtype}{list(ts.shape)}, "
                                    f"the op passes {ta.dtype}{list(ta.shape)}; gpuc needs static shapes")
-    from gpuc.compiler.passes.variables import bind_variable
     bind = dict(zip(sub.inputs, args))
     for v, key in sub.var_keys.items():
         bind[v] = bind_variable(ctx.model, graph, key, sub.t(v))
     nodes, placed, idmap = _merge(graph, sub, bind, cpu)
-    ctx.depth += 1
-    if ctx.depth > 32:
-        raise UnsupportedError(f"{node.label()}: control flow nests more than 32 deep")
-    try:
-        items = ctx.lower_nodes(graph, nodes, placed, ctx)
-    finally:
-        ctx.depth -= 1
-    return items, [idmap[o] for o in sub.outputs]
+    return ctx.lower(graph, nodes, placed), [idmap[o] for o in sub.outputs]
 
 
 def _assign(graph: Graph, node: Node, dsts: list, srcs: list, why: str):
@@ -156,6 +119,7 @@ def _assign(graph: Graph, node: Node, dsts: list, srcs: list, why: str):
 
 
 def lower_control(node: Node, graph: Graph, ctx) -> list:
+    """WHILE / IF `node` of `graph` as program items; ctx: the model's prepare.Lowering."""
     if node.op == "WHILE":
         return _lower_while(node, graph, ctx)
     return _lower_if(node, graph, ctx)

@@ -1,21 +1,23 @@
-"""compile_bytes: tflite bytes -> IR -> passes -> kernels -> GLSL -> SPIR-V -> bundle bytes."""
+"""compile_bytes: tflite bytes -> prepare (IR, passes, placement, lowering) -> bundle bytes.
+
+The back half is `build_bundle`: variable state, memory plan (memory_plan.py), weight packing, the
+tensor table and program emission (GLSL -> SPIR-V per distinct kernel, dispatches, host steps, jumps).
+"""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import xxhash
 
 from gpuc import __version__
-from gpuc.compiler import ops, partition
 from gpuc.compiler.codegen import glsl
-from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
-from gpuc.compiler.passes import run_passes
-from gpuc.compiler.passes.variables import initial_value, resolve_variables
+from gpuc.compiler.passes.precision import store_fp16
+from gpuc.compiler.passes.variables import initial_value
+from gpuc.compiler.prepare import prepare
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
 
@@ -25,84 +27,6 @@ def fingerprint(data: bytes, options: dict) -> str:
     h.update(json.dumps(options, sort_keys=True).encode())
     h.update(__version__.encode())
     return h.hexdigest()
-
-
-def check_supported(graph: Graph) -> list[tuple]:
-    """[(node, reason)] for every node gpuc cannot run."""
-    return [(n, r) for n in graph.nodes if (r := ops.unsupported_reason(n, graph))]
-
-
-def _unsupported_message(bad) -> str:
-    parts = [f"{n.op} (operator #{n.index}): {r}" for n, r in bad[:8]]
-    more = f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""
-    return f"unsupported model: {len(bad)} operator(s) cannot run on the GPU: " + "; ".join(parts) + more
-
-
-def output_copies(graph: Graph) -> list[Kernel]:
-    """Graph outputs that are constants or graph inputs get their own arena copy."""
-    from gpuc.compiler.ops.math import words
-    from gpuc.compiler.ops.shape import copy_kernel
-    kernels = []
-    for pos, tid in enumerate(graph.outputs):
-        t = graph.t(tid)
-        if t.is_const or tid in graph.inputs:
-            new = graph.add_tensor(t.name, t.shape, t.dtype, quant=t.quant)
-            graph.outputs[pos] = new
-            src, dst = words(graph, tid), words(graph, new)       # 1-byte dtypes move as whole words
-            n = graph.t(src).size
-            kernels.append(copy_kernel(src, dst, [n], [1], [1], label=f"output copy of {t.name}"))
-    return kernels
-
-
-def estimate_flops(node, graph) -> int:
-    """Multiply-adds count 2; elementwise work counts 1 per output element."""
-    out = graph.t(node.outputs[0])
-    if node.op in ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV") and len(node.inputs) > 1:
-        w = graph.t(node.inputs[1]).shape
-        taps = w[1] * w[2] * (w[3] if node.op == "CONV_2D" else 1)
-        if node.op == "TRANSPOSE_CONV":
-            return 2 * graph.t(node.inputs[2]).size * w[0] * w[1] * w[2]
-        return 2 * out.size * taps
-    if node.op == "CONV_3D" and len(node.inputs) > 1:
-        w = graph.t(node.inputs[1]).shape                  # [KD, KH, KW, CI, CO]
-        return 2 * out.size * w[0] * w[1] * w[2] * w[3] if len(w) == 5 else out.size
-    if node.op == "FULLY_CONNECTED" and len(node.inputs) > 1:
-        return 2 * out.size * graph.t(node.inputs[1]).shape[-1]          # weights [N, K]
-    if node.op == "BATCH_MATMUL" and len(node.inputs) > 1:
-        x = graph.t(node.inputs[0]).shape                  # K is the LHS's contracted dimension
-        return 2 * out.size * (x[-2] if node.attrs.get("adj_x") else x[-1]) if len(x) >= 2 else out.size
-    return out.size
-
-
-def lower_graph(graph: Graph, cpu: dict | None = None, ctx=None) -> list:
-    """Kernels in program order; nodes in `cpu` (partition.place) become HostOps (CPU steps);
-    WHILE / IF (ctx: control_flow.Context) inline their subgraphs between jumps."""
-    return lower_nodes(graph, graph.nodes, cpu, ctx) + output_copies(graph)
-
-
-def lower_nodes(graph: Graph, nodes, cpu, ctx) -> list:
-    from gpuc.compiler.control_flow import CONTROL_OPS, lower_control
-    from gpuc.compiler.partition import host_op
-    broken = os.environ.get("GPUC_TEST_BREAK_OP")      # test hook: miscompile one op on purpose
-    kernels = []
-    for n in nodes:
-        if cpu and id(n) in cpu:
-            kernels.append(host_op(n, graph))
-            continue
-        if n.op in CONTROL_OPS:
-            if ctx is None:
-                raise UnsupportedError(f"{n.label()}: control flow needs the whole model")
-            kernels += lower_control(n, graph, ctx)
-            continue
-        from gpuc.compiler.passes.quant import apply_fake_quant
-        ks = apply_fake_quant(n, graph, ops.lower(n, graph))
-        if ks:
-            ks[0].flops = estimate_flops(n, graph)
-        if broken and (n.op == broken or broken in n.attrs.get("fused", ())):   # (also inside a fused node)
-            for k in ks:
-                k.defines["GPUC_TEST_BROKEN"] = 1
-        kernels += ks
-    return kernels
 
 
 def variable_state(graph: Graph, tensors: list) -> list[tuple[int, int]]:
@@ -229,35 +153,23 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
 
 def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     """Compile .tflite bytes with normalized options (see gpuc.compiler.normalize_options)."""
-    from gpuc.compiler.frontend.importer import load_tflite
     if opts["precision"] not in ("fp32", "fp16"):
         raise UnsupportedError(f"precision {opts['precision']!r} not supported (fp32 or fp16)")
     fp = fingerprint(data, opts)
-    model_ir = load_tflite(data)
-    graph = model_ir.main
-    resolve_variables(model_ir, graph)      # resource variables -> persistent tensors; CALL_ONCE evaluated
-    stats = {"ops": len(graph.nodes)}
-    graph.precision = opts["precision"]
-    run_passes(graph, opts["disable_passes"])
-    cpu, bad = partition.place(graph)       # nodes without a GPU kernel -> numpy CPU kernels (warned)
-    if bad:
-        raise UnsupportedError(_unsupported_message(bad))
-    partition.cluster(graph, cpu)           # as few CPU segments as the dependencies allow
-    from gpuc.compiler.control_flow import CONTROL_OPS, Context
-    n_gpu = [sum(1 for n in graph.nodes if id(n) not in cpu and n.op not in CONTROL_OPS)]
-
-    def counting(g, nodes, placed, ctx):         # subgraphs of WHILE / IF, per call
-        n_gpu[0] += sum(1 for n in nodes if id(n) not in placed and n.op not in CONTROL_OPS)
-        return lower_nodes(g, nodes, placed, ctx)
-    ctx = Context(model_ir, tuple(opts["disable_passes"]), counting)
-    kernels = lower_graph(graph, cpu, ctx)
-    stats["gpu_nodes"] = n_gpu[0]
-    warnings = graph.__dict__.get("cpu_warnings", []) + ctx.warnings
-    if warnings:
-        stats["warnings"] = warnings             # printed again when the compile cache answers
-    from gpuc.compiler.passes.precision import attach_fallback, store_fp16
-    n16 = store_fp16(graph, kernels)             # --precision fp16: tensors stored as float16
+    p = prepare(data, opts)
+    stats = p.stats()                        # warnings are printed again when the compile cache answers
+    n16 = store_fp16(p.graph, p.program)     # --precision fp16: tensors stored as float16
     if n16:
         stats["fp16_tensors"] = n16
-    out = build_bundle(graph, kernels, name, opts, fp, stats)
+    out = build_bundle(p.graph, p.program, name, opts, fp, stats)
     return attach_fallback(out, data, name, opts) if n16 else out
+
+
+def attach_fallback(bundle_bytes: bytes, data: bytes, name: str, opts: dict) -> bytes:
+    """Embed the fp32 program of the same model in an fp16 bundle: a device without 16-bit storage
+    buffers loads that one instead (one warning).  The fallback is a complete, separately verified
+    bundle, so the runtime needs no conversion code and runs exactly what `--precision fp32` runs."""
+    fallback = compile_bytes(data, name, dict(opts, precision="fp32"))
+    b = B.read_bundle(bundle_bytes)
+    b.fallback = fallback
+    return B.write_bundle(b)

@@ -8,6 +8,8 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
+from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
 
@@ -218,7 +220,6 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
-        from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
         k.variants += [v for v in [coopmat_variant(M, GN, GK)] if v is not None]
     return k
 
@@ -322,7 +323,6 @@ def lower_pool(node, graph):
     if kh * kw < POOL_WG_MIN:
         return [Kernel("pool2d", binds, outputs, defines, node.label())]
     # large windows (global pools): one workgroup per output element (shaders/pool2d.comp WG_PER_OUT)
-    from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
     local = 256 if kh * kw >= 4096 else 128 if kh * kw >= 1024 else 64
     k = Kernel("pool2d", binds, outputs * local, dict(defines, WG_PER_OUT=1, OUTPUTS=outputs), node.label(),
                local_x=local)

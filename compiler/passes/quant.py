@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.passes.fold import dequantize
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 # ops that see the raw integer values of their inputs (not the real values): left unsupported
@@ -37,7 +39,6 @@ def fq_params(t) -> tuple:
 
 
 def _dequantize_const(t) -> None:
-    from gpuc.compiler.passes.fold import dequantize
     t.data = dequantize(t)
     t.dtype = "float32"
     t.quant = None
@@ -128,7 +129,6 @@ def apply_fake_quant(node, graph: Graph, ks: list) -> list:
     """Round every fake-quantized output of `node` to its grid (lower_graph calls this on each
     node's kernels): in the epilogue of templates that call gpuc_act, else by an extra elementwise
     kernel that reads the node's result from a fresh float tensor."""
-    from gpuc.compiler.codegen.kernel import Kernel
     def fq_of(tid):
         return graph.t(tid).fake_quant or graph.t(graph.storage(tid)).fake_quant
     outs = {o for o in node.outputs if o >= 0 and fq_of(o) is not None}

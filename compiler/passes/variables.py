@@ -20,7 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Model, Node
+from gpuc.compiler.passes.fold import _value
 from gpuc.errors import UnsupportedError
+from gpuc.runtime import cpu_ops
 
 VAR_OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")
 
@@ -35,14 +37,12 @@ def _name(key) -> str:
 
 def _eval_node(g: Graph, n: Node) -> list[np.ndarray]:
     """Output values of a non-variable node whose inputs are all known (constants)."""
-    from gpuc.compiler.passes.fold import _value
     try:
         v = _value(g, n)
     except (ValueError, IndexError, TypeError):
         v = None
     if v is not None:
         return [v]
-    from gpuc.runtime import cpu_ops
     ins = [g.t(i).data if i >= 0 else None for i in n.inputs]
     specs = [cpu_ops.Spec(g.t(o).shape, g.t(o).dtype) for o in n.outputs]
     in_specs = [None if i < 0 else cpu_ops.Spec(g.t(i).shape, g.t(i).dtype, g.t(i).data) for i in n.inputs]

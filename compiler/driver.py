@@ -142,7 +142,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     stats.update(program_stats(prog.steps))
     stats.update(dispatches=len(prog.dispatches), shaders=len(prog.shaders), arena_bytes=mem.arena_bytes,
                  arena_lower_bound_bytes=mem.lower_bound_bytes, naive_bytes=mem.naive_bytes,
-                 weights_bytes=int(weights.nbytes), layout_conversions=0, views=len(graph.aliases),
+                 weights_bytes=int(weights.nbytes), views=len(graph.aliases),
                  in_place=mem.in_place)
     b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,

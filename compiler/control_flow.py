@@ -1,6 +1,6 @@
 """WHILE and IF: their subgraphs are lowered into the main program, with jumps between segments.
 
-Each subgraph a WHILE / IF calls is compiled on its own (the pass pipeline, GPU/CPU placement and
+Each subgraph a WHILE / IF calls is prepared on its own (prepare.prepare_graph: passes, placement and
 clustering, once per subgraph) and then merged into the main graph's tensor space at the call site
 (fresh tensors per call).  Static shapes only: every loop variable keeps its shape and dtype.
 

@@ -61,7 +61,7 @@ class Epilogue:
     """What passes fold into a node beyond its own attributes.  Templates with an epilogue (gemm,
     depthwise, transpose_conv: ops/util.epilogue) compute v = act(acc + bias); v = act2(v + residual)."""
     act: int | None = None      # gpuc activation code replacing the node's own fused activation (fusion passes)
-    residual: int | None = None     # tensor added after `act` (fuse_residual_add)
+    residual: int | None = None     # tensor added after `act` (a fused ADD, passes/fusion.py)
     act2: int = 0               # activation after the residual add
     pad: tuple[int, int, int, int] | None = None   # (top, bottom, left, right) of a PAD folded in (fold_pad*)
     pad_value: float = 0.0      # that PAD's value (pools)

@@ -1,9 +1,10 @@
 """Memory planning: arena offsets for every runtime tensor, from program-order lifetimes.
 
-`plan_memory` is what the driver calls on a lowered program.  Greedy best fit (TFLite's and MNN's approach): tensors in a fixed order each go into the smallest
-ALIGN-ed gap that fits among the already placed tensors whose lifetimes intersect their own (else
-above them); three orders are tried (by size, by size x lifetime, by lifetime) and the smallest arena
-kept.  Graph inputs live from the start, graph outputs to the end.
+`plan_memory` is what the driver calls on a lowered program.  Greedy best fit (TFLite's and MNN's
+approach): tensors in a fixed order each go into the smallest ALIGN-ed gap that fits among the
+already placed tensors whose lifetimes intersect their own (else above them); three orders are
+tried (by size, by size x lifetime, by lifetime) and the smallest arena kept.  Graph inputs live
+from the start, graph outputs to the end.
 """
 from __future__ import annotations
 

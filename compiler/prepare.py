@@ -48,7 +48,8 @@ def prepare_graph(model: Model, graph: Graph, disabled=(), *, warn: bool = True,
         graph.outputs = list(dict.fromkeys(graph.outputs + [o for _, o in exposed]))
     placed = partition.place(graph, warn=warn, where=sub)     # no GPU kernel -> numpy CPU kernel (warned)
     if placed.bad:
-        raise UnsupportedError((f"subgraph {graph.name!r}: " if sub else "") + partition.unsupported_message(placed.bad))
+        where = f"subgraph {graph.name!r}: " if sub else ""
+        raise UnsupportedError(where + partition.unsupported_message(placed.bad))
     partition.cluster(graph, placed.cpu)     # as few CPU segments as the dependencies allow
     return Front(placed.cpu, placed.warnings, n_ops, exposed)
 
@@ -161,7 +162,8 @@ class Prepared:
     def stats(self) -> dict:
         """The bundle's front-half stats: ops, gpu_nodes, warnings (when any)."""
         warnings = self.front.warnings + self.lowering.warnings
-        return {"ops": self.front.ops, "gpu_nodes": self.lowering.gpu_nodes, **({"warnings": warnings} if warnings else {})}
+        return {"ops": self.front.ops, "gpu_nodes": self.lowering.gpu_nodes,
+                **({"warnings": warnings} if warnings else {})}
 
 
 def prepare(source, options: dict | None = None, *, warn: bool = True, expose_intermediates: bool = False) -> Prepared:

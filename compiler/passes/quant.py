@@ -3,8 +3,8 @@
 What LiteRT's GPU delegate does: constants are dequantized once, at compile time; activations are
 float32 inside the program, and every op whose output tensor is quantized rounds its result to that
 tensor's grid ("fake quant"): q = clamp(round_half_away(v / scale) + zp, qmin, qmax), v = (q - zp) *
-scale.  The record is `Tensor.fake_quant = (scale, zero_point, qmin, qmax)`; lowering (driver.py
-lower_graph) turns it into the FQ epilogue defines (shaders/common.glsl gpuc_act).
+scale.  The record is `Tensor.fake_quant = (scale, zero_point, qmin, qmax)`; lowering (prepare.py
+Lowering.lower) turns it into the FQ epilogue defines (shaders/common.glsl gpuc_act).
 
 Graph inputs / outputs keep their int8 / uint8 dtype: a DEQUANTIZE node after each quantized input
 and a QUANTIZE node before each quantized output convert at the boundary (ops/quantize.py).

@@ -2,7 +2,7 @@
 
 TFLite's resource variables (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE) name their storage by
 (container, shared_name); LiteRT keeps one buffer per name for the interpreter's lifetime, shared by
-every subgraph.  `resolve_variables` (called by the driver, not an optional pass) turns each name
+every subgraph.  `resolve_variables` (called by prepare.prepare_graph, not an optional pass) turns each name
 into ONE variable tensor of the main graph (`is_variable`, so it lives in the arena for the whole
 program and persists across runs):
 

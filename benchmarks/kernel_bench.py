@@ -32,9 +32,9 @@ def default_model() -> str:
 
 def kernel_notes(data: bytes) -> list[str]:
     """One line per dispatch, in dispatch order: template and its shape/tile defines."""
-    from gpuc.compiler.driver import lower_graph
     from gpuc.compiler.frontend.importer import load_tflite
     from gpuc.compiler.passes import run_passes
+    from gpuc.compiler.prepare import lower_graph
     g = load_tflite(data).main
     run_passes(g)
     notes = []

@@ -13,8 +13,7 @@ from pathlib import Path
 import gpuc
 from gpuc.runtime.bundle import read_bundle
 
-KEYS = ("ops", "dispatches", "arena_bytes", "arena_lower_bound_bytes", "naive_bytes", "weights_bytes",
-        "layout_conversions", "in_place")
+KEYS = ("ops", "dispatches", "arena_bytes", "arena_lower_bound_bytes", "naive_bytes", "weights_bytes", "in_place")
 
 
 def main():

@@ -2,13 +2,14 @@
 
 `compile_model` consults the compile cache before importing the heavy parts, so a hit costs
 little more than hashing the model and the cached bundle.  This module imports only `os` and
-gpuc.errors: the CLI's fast path (gpuc/launch.py) uses `normalize_options` from here.
+gpuc.errors: the CLI's fast path (gpuc/launch.py) uses `normalize_options` from here.  So the
+imports inside its functions are deliberately lazy (start-up time), none breaks an import cycle.
 """
 from __future__ import annotations
 
 import os
 
-from gpuc.errors import GpucError
+from gpuc.errors import GpucError, UnsupportedError
 
 DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1}
 MAX_BATCH_LIMIT = 4096
@@ -28,8 +29,7 @@ def normalize_options(options: dict) -> dict:
 
 def check_max_batch(bundle_bytes: bytes, n: int) -> None:
     """--max-batch N > 1: the runtime stacks batch items along axis 0 of every input and output."""
-    from gpuc.errors import UnsupportedError
-    from gpuc.runtime.batch import io_problem
+    from gpuc.runtime.batch import io_problem          # (lazy: start-up time, see above)
     from gpuc.runtime.bundle import read_bundle
     problem = io_problem(read_bundle(bundle_bytes))
     if problem:
@@ -68,7 +68,7 @@ last_compile = {"cache": None, "stats": None}   # cache: "hit" / "miss" / None (
 
 
 def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
-    from gpuc.compiler import cache as cc
+    from gpuc.compiler import cache as cc               # (lazy: start-up time, see above)
     opts = normalize_options(options)
     name = None
     if not isinstance(model, MODEL_BYTES_TYPES) and not cc.regular_file(model):
@@ -99,7 +99,7 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
 def _compile(model, opts: dict, key: str | None, name: str | None = None) -> tuple[bytes, dict, str | None]:
     """Compile (a cache miss, or the cache off); stores the bundle when `key`.  Returns the bundle,
     its stats and the key it was stored under: that of exactly the bytes compiled."""
-    from gpuc.compiler import cache as cc
+    from gpuc.compiler import cache as cc               # (lazy: start-up time, see above)
     from gpuc.compiler.driver import compile_bytes
     from gpuc.runtime.bundle import header_stats
     data, read_name = read_model_bytes(model)

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import marshal
 import os
+import stat
 import sys
 
 import xxhash
 
 from gpuc import __version__
+from gpuc.compiler import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name, normalize_options
+from gpuc.errors import BundleError
 from gpuc.runtime import cachedir
 from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, claimed_digest, digest_ok
 
@@ -163,7 +166,6 @@ def hash_stream(h, f, limit: int | None = None) -> int:
 def regular_file(path) -> bool:
     """A path to a regular file (hashed as it is read, then read again to compile); False for a pipe,
     FIFO or device, which can be read once only.  True when it cannot be stat'ed (open reports why)."""
-    import stat
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):
@@ -173,7 +175,6 @@ def regular_file(path) -> bool:
 def model_key(model, options: dict, name: str | None = None) -> str:
     """cache_key of a model given as bytes (named `name`, default BYTES_MODEL_NAME) or as the path
     of a regular file (hashed as it is read); OSError when unreadable."""
-    from gpuc.compiler import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name
     if isinstance(model, MODEL_BYTES_TYPES):
         return cache_key(model, name or BYTES_MODEL_NAME, options)
     h = xxhash.xxh3_128()
@@ -265,8 +266,7 @@ def probe(key: str) -> dict | None:
 
 def _full_check(data) -> dict | None:
     """The header stats of a bundle that passes the runtime's header check, else None."""
-    from gpuc.errors import BundleError
-    from gpuc.runtime.bundle import header_stats
+    from gpuc.runtime.bundle import header_stats      # (lazy: the flatbuffer reader, only when a sidecar fails)
     try:
         return header_stats(data)
     except BundleError:
@@ -313,7 +313,6 @@ def repeat_warnings(stats: dict) -> None:
 def serve(model: str, output: str, options: dict) -> dict | None:
     """Write `output` from the cache without the compiler, click or the flatbuffer reader: the
     sidecar (with `size` and `stats`) when done, None (nothing written) when not vouched for."""
-    from gpuc.compiler import normalize_options
     opts = normalize_options(options)
     if not regular_file(model):          # a pipe: hashing it here would leave nothing to compile
         return None

@@ -1,6 +1,6 @@
 """WHILE and IF: their subgraphs are lowered into the main program, with jumps between segments.
 
-Each subgraph a WHILE / IF calls is compiled on its own (the pass pipeline, GPU/CPU placement and
+Each subgraph a WHILE / IF calls is prepared on its own (prepare.prepare_graph: passes, placement and
 clustering, once per subgraph) and then merged into the main graph's tensor space at the call site
 (fresh tensors per call).  Static shapes only: every loop variable keeps its shape and dtype.
 
@@ -16,47 +16,15 @@ Body results that are loop variables themselves are copied through temporaries (
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+import dataclasses
 
-from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ir import Graph, Jump, Label, Node
+from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.shape import copy_kernel
+from gpuc.compiler.passes.variables import bind_variable
 from gpuc.errors import UnsupportedError
 
 CONTROL_OPS = ("WHILE", "IF")
-
-
-@dataclass(eq=False)
-class Label:
-    template: str = "ctrl"
-    bindings: list = field(default_factory=list)
-
-
-@dataclass(eq=False)
-class JumpIfFalse:
-    cond: int
-    target: Label
-    template: str = "ctrl"
-
-    @property
-    def bindings(self):
-        return [("cond", self.cond)]
-
-
-@dataclass(eq=False)
-class Jump:
-    target: Label
-    template: str = "ctrl"
-    bindings: list = field(default_factory=list)
-
-
-@dataclass
-class Context:
-    model: object
-    disabled: tuple
-    lower_nodes: object                 # driver.lower_nodes(graph, nodes, cpu, ctx) -> program items
-    prepared: dict = field(default_factory=dict)
-    depth: int = 0
-    warn: bool = True                   # print the CPU-fallback warnings of subgraph nodes
-    warnings: list = field(default_factory=list)
 
 
 def _subgraph(ctx, node: Node, attr: str) -> int:
@@ -67,31 +35,13 @@ def _subgraph(ctx, node: Node, attr: str) -> int:
     return gi
 
 
-def _prepare(ctx, gi: int):
-    """Passes, placement and clustering of subgraph gi (once); returns (graph, cpu)."""
-    if gi not in ctx.prepared:
-        from gpuc.compiler import partition
-        from gpuc.compiler.driver import _unsupported_message
-        from gpuc.compiler.passes import run_passes
-        g = ctx.model.subgraphs[gi]
-        for tid in g.inputs + g.outputs:
-            t = g.t(tid)
-            if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const:
-                raise UnsupportedError(f"subgraph {g.name!r}: quantized {t.dtype} tensor {t.name!r} at its boundary "
-                                       f"(quantized control flow is not supported)")
-        ctx.prepared[gi] = None                      # recursion guard
-        from gpuc.compiler.passes.variables import resolve_variables
-        resolve_variables(ctx.model, g)              # local variable tensors, bound to the main graph's at merge
-        run_passes(g, ctx.disabled)
-        cpu, bad = partition.place(g, warn=ctx.warn, where=f" of subgraph {g.name!r}")
-        ctx.warnings += g.__dict__.get("cpu_warnings", [])
-        if bad:
-            raise UnsupportedError(f"subgraph {g.name!r}: " + _unsupported_message(bad))
-        partition.cluster(g, cpu)
-        ctx.prepared[gi] = (g, cpu)
-    if ctx.prepared[gi] is None:
-        raise UnsupportedError(f"subgraph {ctx.model.subgraphs[gi].name!r} calls itself (recursive control flow)")
-    return ctx.prepared[gi]
+def check_subgraph(g: Graph) -> None:
+    """What a subgraph must be before it is prepared (prepare.Lowering.subgraph)."""
+    for tid in g.inputs + g.outputs:
+        t = g.t(tid)
+        if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const:
+            raise UnsupportedError(f"subgraph {g.name!r}: quantized {t.dtype} tensor {t.name!r} at its boundary "
+                                   f"(quantized control flow is not supported)")
 
 
 def _merge(graph: Graph, sub: Graph, bind: dict, cpu: dict):
@@ -101,23 +51,18 @@ def _merge(graph: Graph, sub: Graph, bind: dict, cpu: dict):
     for t in sub.tensors:
         if t.id in idmap:
             continue
-        new = graph.add_tensor(f"{sub.name}/{t.name}", t.shape, t.dtype, t.data, t.quant)
-        nt = graph.t(new)
-        nt.shape_signature = t.shape_signature
-        for k, v in t.__dict__.items():           # pass annotations (fake_quant, ...)
-            if k not in nt.__dict__:
-                setattr(nt, k, v)
+        new = len(graph.tensors)                  # a copy with every declared field (fake_quant, ...)
+        graph.tensors.append(dataclasses.replace(t, id=new, name=f"{sub.name}/{t.name}"))
         idmap[t.id] = new
     for view, base in sub.aliases.items():
         if view not in bind:
             graph.aliases[idmap[view]] = idmap[base]
     nodes, placed = [], {}
     for n in sub.nodes:
-        attrs = copy.copy(n.attrs)
-        if "_residual" in attrs:
-            attrs["_residual"] = idmap[attrs["_residual"]]
-        m = Node(n.op, [idmap[i] if i >= 0 else -1 for i in n.inputs], [idmap[o] for o in n.outputs], attrs,
-                 n.version, n.index)
+        res = n.epilogue.residual
+        m = Node(n.op, [idmap[i] if i >= 0 else -1 for i in n.inputs], [idmap[o] for o in n.outputs],
+                 copy.copy(n.attrs), n.version, n.index,
+                 dataclasses.replace(n.epilogue, residual=None if res is None else idmap[res]))
         nodes.append(m)
         if id(n) in cpu:
             placed[id(m)] = cpu[id(n)]
@@ -125,8 +70,6 @@ def _merge(graph: Graph, sub: Graph, bind: dict, cpu: dict):
 
 
 def _copy(graph: Graph, src: int, dst: int, label: str):
-    from gpuc.compiler.ops.math import words
-    from gpuc.compiler.ops.shape import copy_kernel
     s, d = words(graph, src), words(graph, dst)
     n = graph.t(d).size
     return copy_kernel(s, d, [n], [1], [1], label=label)
@@ -143,7 +86,7 @@ def _check_vars(node: Node, graph: Graph, what: str, tids: list, ref: list):
 
 def _call(ctx, graph: Graph, node: Node, gi: int, args: list, n_out: int | None):
     """Lower subgraph gi called with graph tensors `args`: (program items, its output tensors)."""
-    sub, cpu = _prepare(ctx, gi)
+    sub, cpu = ctx.subgraph(gi)
     if len(sub.inputs) != len(args) or (n_out is not None and len(sub.outputs) != n_out):
         raise UnsupportedError(f"{node.label()}: subgraph {sub.name!r} takes {len(sub.inputs)} inputs and gives "
                                f"{len(sub.outputs)} outputs; the op passes {len(args)} and expects {n_out}")
@@ -152,19 +95,11 @@ def _call(ctx, graph: Graph, node: Node, gi: int, args: list, n_out: int | None)
         if ts.shape != ta.shape or ts.dtype != ta.dtype:
             raise UnsupportedError(f"{node.label()}: subgraph {sub.name!r} input {i} is {ts.dtype}{list(ts.shape)}, "
                                    f"the op passes {ta.dtype}{list(ta.shape)}; gpuc needs static shapes")
-    from gpuc.compiler.passes.variables import bind_variable
     bind = dict(zip(sub.inputs, args))
-    for v, key in getattr(sub, "var_keys", {}).items():
+    for v, key in sub.var_keys.items():
         bind[v] = bind_variable(ctx.model, graph, key, sub.t(v))
     nodes, placed, idmap = _merge(graph, sub, bind, cpu)
-    ctx.depth += 1
-    if ctx.depth > 32:
-        raise UnsupportedError(f"{node.label()}: control flow nests more than 32 deep")
-    try:
-        items = ctx.lower_nodes(graph, nodes, placed, ctx)
-    finally:
-        ctx.depth -= 1
-    return items, [idmap[o] for o in sub.outputs]
+    return ctx.lower(graph, nodes, placed), [idmap[o] for o in sub.outputs]
 
 
 def _assign(graph: Graph, node: Node, dsts: list, srcs: list, why: str):
@@ -184,6 +119,7 @@ def _assign(graph: Graph, node: Node, dsts: list, srcs: list, why: str):
 
 
 def lower_control(node: Node, graph: Graph, ctx) -> list:
+    """WHILE / IF `node` of `graph` as program items; ctx: the model's prepare.Lowering."""
     if node.op == "WHILE":
         return _lower_while(node, graph, ctx)
     return _lower_if(node, graph, ctx)
@@ -201,7 +137,7 @@ def _lower_while(node: Node, graph: Graph, ctx) -> list:
     items.append(top)
     cond_items, (c,) = _call_checked(ctx, graph, node, ci, ys, 1)
     items += cond_items
-    items.append(JumpIfFalse(c, end))
+    items.append(Jump(end, cond=c))
     body_items, outs = _call_checked(ctx, graph, node, bi, ys, len(ys))
     _check_vars(node, graph, "body output", outs, ys)
     items += body_items
@@ -223,7 +159,7 @@ def _lower_if(node: Node, graph: Graph, ctx) -> list:
     ti, ei = _subgraph(ctx, node, "then_subgraph_index"), _subgraph(ctx, node, "else_subgraph_index")
     args, ys = list(node.inputs[1:]), list(node.outputs)
     other, end = Label(), Label()
-    items = [JumpIfFalse(node.inputs[0], other)]
+    items = [Jump(other, cond=node.inputs[0])]
     for gi, last in ((ti, False), (ei, True)):
         branch, outs = _call(ctx, graph, node, gi, args, len(ys))
         _check_vars(node, graph, "branch output", outs, ys)

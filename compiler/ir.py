@@ -4,11 +4,16 @@ A `Graph` is what the frontend produces and what passes rewrite.  Tensors are ad
 integer id (index into `Graph.tensors`); a node input of -1 means "optional input absent".
 Constants carry their numpy array in `Tensor.data`.  Quantization parameters are carried for
 every tensor that has them (scale/zero_point arrays plus the quantized axis).
+
+Everything a pass records is a declared field: `Tensor.fake_quant` / `Tensor.initial`,
+`Node.epilogue` (what fusion folded into the node), `Graph.var_keys` / `Graph.memo`,
+`Model.variables`.  Lowering turns nodes into a program: `Kernel`s (codegen/kernel.py), `HostOp`s,
+`Label`s and `Jump`s, told apart by their `kind`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -34,6 +39,9 @@ class Tensor:
     quant: Quant | None = None
     is_variable: bool = False
     shape_signature: tuple[int, ...] | None = None   # -1 marks a dynamic dimension in the source model
+    # simulated quantization (passes/quant.py): the grid every write rounds to, (scale, zero_point, qmin, qmax)
+    fake_quant: tuple | None = None
+    initial: np.ndarray | None = None   # a variable's value at load and reset (passes/variables.py)
 
     @property
     def is_const(self) -> bool:
@@ -49,16 +57,37 @@ class Tensor:
 
 
 @dataclass
+class Epilogue:
+    """What passes fold into a node beyond its own attributes.  Templates with an epilogue (gemm,
+    depthwise, transpose_conv: ops/util.epilogue) compute v = act(acc + bias); v = act2(v + residual)."""
+    act: int | None = None      # gpuc activation code replacing the node's own fused activation (fusion passes)
+    residual: int | None = None     # tensor added after `act` (a fused ADD, passes/fusion.py)
+    act2: int = 0               # activation after the residual add
+    pad: tuple[int, int, int, int] | None = None   # (top, bottom, left, right) of a PAD folded in (fold_pad*)
+    pad_value: float = 0.0      # that PAD's value (pools)
+    fq_mid: tuple | None = None     # passes/quant.py: the node's own output grid, recorded before fusion
+    fq_rs: int | None = None        # passes/quant.py: rounding mode of LiteRT's requantization (gemm kernels)
+
+
+@dataclass
 class Node:
     op: str                     # builtin op name ("CONV_2D") or "CUSTOM:<code>"
     inputs: list[int]
     outputs: list[int]
-    attrs: dict[str, Any] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)     # the operator's options, as the model gives them
     version: int = 1
     index: int = -1             # position of the operator in the source subgraph (for messages)
+    epilogue: Epilogue = field(default_factory=Epilogue)
 
     def label(self) -> str:
         return f"{self.op} (operator #{self.index})" if self.index >= 0 else self.op
+
+
+@dataclass
+class LoweringMemo:
+    """Tensors lowerings derive from others, made once per graph and shared by every op asking."""
+    word_views: dict[int, int] = field(default_factory=dict)     # tensor -> its uint32 words (ops/math.words)
+    relayout: dict[tuple, int] = field(default_factory=dict)     # (constant, kind) -> re-laid-out copy (ops/conv)
 
 
 @dataclass
@@ -72,6 +101,8 @@ class Graph:
     precision: str = "fp32"                                  # compile option: "fp32" or "fp16"
     fp32_pinned: set | None = None      # fp16 plan (passes/precision.py): tensors kept fp32; None: no fp16
     in_place: list = field(default_factory=list)   # (output, input) pairs that may share memory (passes/inplace.py)
+    var_keys: dict[int, tuple] = field(default_factory=dict)  # a WHILE / IF subgraph's variable tensor -> its key
+    memo: LoweringMemo = field(default_factory=LoweringMemo)
 
     def storage(self, tid: int) -> int:
         """The tensor whose memory `tid` uses (follows view aliases)."""
@@ -105,13 +136,64 @@ class Graph:
 
 
 @dataclass
+class VariableState:
+    """A model's resource variables (passes/variables.py), shared by its main graph and subgraphs."""
+    init: dict = field(default_factory=dict)    # key -> (value, quant) that CALL_ONCE assigned
+    main: dict = field(default_factory=dict)    # key -> the main graph's variable tensor
+    done: set = field(default_factory=set)      # init subgraphs already run
+
+
+@dataclass
 class Model:
     """A whole TFLite model: subgraph 0 is the entry point (or the signature's subgraph)."""
     subgraphs: list[Graph]
     description: str = ""
     version: int = 3
     signatures: list[dict] = field(default_factory=list)   # {key, subgraph, inputs:{name:tid}, outputs:{name:tid}}
+    variables: VariableState = field(default_factory=VariableState)
 
     @property
     def main(self) -> Graph:
         return self.subgraphs[0]
+
+
+# --- the lowered program -------------------------------------------------------------------------
+# Lowering (compiler/prepare.py) turns nodes into program items, each with a `kind`: GPU (a
+# codegen Kernel: one dispatch), HOST (a CPU node, runtime/cpu_ops.py), LABEL and JUMP (WHILE / IF,
+# compiler/control_flow.py).  Every item has `bindings` [(name, tensor)] for memory planning.
+GPU, HOST, LABEL, JUMP = "gpu", "host", "label", "jump"
+
+
+@dataclass
+class HostOp:
+    """A CPU node in the lowered program, between GPU kernels (partition.host_op)."""
+    op: str
+    inputs: list
+    outputs: list
+    attrs: str                  # JSON, as the bundle stores it
+    label: str
+    bindings: list = field(default_factory=list)     # [(name, tid)] for memory planning, like a Kernel
+    kind: ClassVar[str] = HOST
+
+
+@dataclass(eq=False)
+class Label:
+    """A jump target."""
+    bindings: list = field(default_factory=list)
+    kind: ClassVar[str] = LABEL
+
+
+@dataclass(eq=False)
+class Jump:
+    """Continue at `target`; with `cond`, only when that tensor's first element is false."""
+    target: Label
+    cond: int | None = None
+    kind: ClassVar[str] = JUMP
+
+    @property
+    def bindings(self):
+        return [] if self.cond is None else [("cond", self.cond)]
+
+    @property
+    def label(self) -> str:
+        return "Jump" if self.cond is None else "JumpIfFalse"

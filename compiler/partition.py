@@ -16,35 +16,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpuc.compiler import ops
-from gpuc.compiler.ir import Graph, Node
-
-
-@dataclass
-class HostOp:
-    """A CPU node in the lowered program (driver.lower_graph), between GPU kernels."""
-    op: str
-    inputs: list
-    outputs: list
-    attrs: str
-    label: str
-    bindings: list = field(default_factory=list)     # [(name, tid)] for memory planning, like a Kernel
-    template: str = "host"
+from gpuc.compiler.control_flow import CONTROL_OPS
+from gpuc.compiler.ir import Graph, HostOp, Node
+from gpuc.runtime import cpu_ops
 
 
 def specs(node: Node, graph: Graph):
-    from gpuc.runtime.cpu_ops import Spec
-
     def spec(tid):
         if tid < 0:
             return None
         t = graph.t(tid)
         quantized = t.quant is not None and t.dtype in ("int8", "uint8", "int16", "int32", "int64") and not t.is_const
-        return Spec(tuple(t.shape), t.dtype, t.data if t.is_const and not t.is_variable else None, quantized)
+        return cpu_ops.Spec(tuple(t.shape), t.dtype, t.data if t.is_const and not t.is_variable else None, quantized)
     return [spec(i) for i in node.inputs], [spec(o) for o in node.outputs]
 
 
 def cpu_reason(node: Node, graph: Graph) -> str | None:
-    from gpuc.runtime import cpu_ops
     ins, outs = specs(node, graph)
     if any(o is None for o in outs):
         return "an output is absent"
@@ -57,7 +44,6 @@ TRIAL_ELEMENTS = 1 << 20
 def _trial(node: Node, ins, outs) -> str | None:
     """Run the CPU kernel once on zeros (constants as they are): the element counts it gives must
     be the node's.  A kernel that raises on zeros (e.g. RANGE with a runtime delta) is not judged here."""
-    from gpuc.runtime import cpu_ops
     if sum(int(np.prod(s.shape, dtype=np.int64)) for s in list(ins) + list(outs) if s is not None) > TRIAL_ELEMENTS:
         return None
     args = [None if s is None else (np.asarray(s.value) if s.value is not None else np.zeros(s.shape, s.dtype))
@@ -94,10 +80,17 @@ def capability_limit(node: Node, reason: str, graph: Graph) -> bool:
                for t in list(node.inputs) + list(node.outputs))
 
 
-def place(graph: Graph, warn=True, where: str = "") -> tuple[dict, list]:
-    """({id(node): GPU reason} for CPU nodes, [(node, reason)] for nodes neither side can run)."""
-    from gpuc.compiler.control_flow import CONTROL_OPS
-    cpu, bad = {}, []
+@dataclass
+class Placement:
+    cpu: dict = field(default_factory=dict)         # id(node) -> why not the GPU, for the nodes on the CPU
+    bad: list = field(default_factory=list)         # [(node, reason)] for the nodes neither side can run
+    warnings: list = field(default_factory=list)    # one line per CPU node (kept in the bundle's stats)
+
+
+def place(graph: Graph, warn=True, where: str = "") -> Placement:
+    """Which nodes run on the CPU, and which cannot run at all; warn: print each CPU node's warning."""
+    placed = Placement()
+    cpu, bad = placed.cpu, placed.bad
     for n in graph.nodes:
         if n.op in CONTROL_OPS:          # lowered with their subgraphs (control_flow.py)
             continue
@@ -112,12 +105,19 @@ def place(graph: Graph, warn=True, where: str = "") -> tuple[dict, list]:
             cpu[id(n)] = r
             why = "no GPU kernel" if r == "op not implemented" else r
             msg = f"op #{n.index} {n.op}{where} runs on CPU: {why}"
-            graph.__dict__.setdefault("cpu_warnings", []).append(msg)     # kept in the bundle's stats
+            placed.warnings.append(msg)
             if warn:
                 print(f"gpuc: warning: {msg}", file=sys.stderr)
         else:
             bad.append((n, f"{r}; CPU: {cr}"))
-    return cpu, bad
+    return placed
+
+
+def unsupported_message(bad: list) -> str:
+    """The compile error for [(node, reason)] of nodes neither the GPU nor the CPU can run."""
+    parts = [f"{n.op} (operator #{n.index}): {r}" for n, r in bad[:8]]
+    more = f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""
+    return f"unsupported model: {len(bad)} operator(s) cannot run on the GPU: " + "; ".join(parts) + more
 
 
 def cluster(graph: Graph, cpu: dict) -> None:
@@ -127,7 +127,6 @@ def cluster(graph: Graph, cpu: dict) -> None:
     nodes, st = graph.nodes, graph.storage
     prod = {st(o): k for k, n in enumerate(nodes) for o in n.outputs if o >= 0}
     deps = [set() for _ in nodes]
-    from gpuc.compiler.control_flow import CONTROL_OPS
     last_touch, last_control = {}, None
     for k, n in enumerate(nodes):
         for i in n.inputs:
@@ -180,8 +179,10 @@ def _jsonable(v):
 
 
 def host_op(node: Node, graph: Graph) -> HostOp:
-    attrs = {k: _jsonable(v) for k, v in node.attrs.items() if not k.startswith("_") or k == "_act"}
-    fq = [getattr(graph.t(o), "fake_quant", None) for o in node.outputs]
+    attrs = {k: _jsonable(v) for k, v in node.attrs.items() if not k.startswith("_")}
+    if node.epilogue.act is not None:            # the runtime's CPU kernels read these (runtime/cpu_ops.py)
+        attrs["_act"] = node.epilogue.act
+    fq = [graph.t(o).fake_quant for o in node.outputs]
     if any(q is not None for q in fq):
         attrs["_fq_out"] = [None if q is None else list(q) for q in fq]
     binds = [(f"in{j}", t) for j, t in enumerate(node.inputs) if t >= 0]

@@ -130,44 +130,27 @@ def inspect_model(data: bytes, name: str):
 def _split(data: bytes) -> dict:
     """The compiler's GPU/CPU placement (after variables and passes) of the main graph and of the
     subgraphs WHILE / IF call, lowered as in a compile but without generating code."""
-    from gpuc.compiler import partition
-    from gpuc.compiler.control_flow import CONTROL_OPS, Context
-    from gpuc.compiler.driver import _unsupported_message, lower_nodes
-    from gpuc.compiler.frontend.importer import load_tflite
-    from gpuc.compiler.passes import run_passes
-    from gpuc.compiler.passes.variables import resolve_variables
+    from gpuc.compiler.control_flow import CONTROL_OPS
+    from gpuc.compiler.ir import HOST, JUMP
+    from gpuc.compiler.prepare import prepare
     from gpuc.errors import GpucError
-    count = {"gpu": 0}
-
-    def counting(graph, nodes, cpu, ctx):
-        count["gpu"] += sum(1 for n in nodes if id(n) not in cpu and n.op not in CONTROL_OPS)
-        return lower_nodes(graph, nodes, cpu, ctx)
     try:
-        m = load_tflite(data)
-        g = m.main
-        resolve_variables(m, g)
-        run_passes(g, [])
-        cpu, bad = partition.place(g, warn=False)
-        if bad:
-            raise GpucError(_unsupported_message(bad))
-        partition.cluster(g, cpu)
-        ctx = Context(m, (), counting, warn=False)
-        items = counting(g, g.nodes, cpu, ctx)
+        p = prepare(data, warn=False)
     except GpucError as e:
         return {"error": str(e)}
     except (ValueError, KeyError, IndexError, TypeError) as e:     # as a compile would report it
         return {"error": f"cannot lower the model ({type(e).__name__}: {e})"}
-    hosts = [k for k in items if k.template == "host"]
-    trips = sum(1 for j, k in enumerate(items) if (k.template == "host" and (j == 0 or items[j - 1].template != "host"))
-                or type(k).__name__ == "JumpIfFalse")
-    placement = {0: {n.index: ("cpu", cpu[id(n)]) if id(n) in cpu else ("ctrl" if n.op in CONTROL_OPS else "gpu", None)
-                     for n in g.nodes}}
-    for gi, prep in ctx.prepared.items():
-        if prep is not None:
-            sg, scpu = prep
-            placement[gi] = {n.index: ("cpu", scpu[id(n)]) if id(n) in scpu else
-                             ("ctrl" if n.op in CONTROL_OPS else "gpu", None) for n in sg.nodes}
-    return {"gpu_nodes": count["gpu"], "cpu_nodes": len(hosts), "host_round_trips": trips,
+    items = p.program
+    hosts = [k for k in items if k.kind == HOST]
+    trips = sum(1 for j, k in enumerate(items) if (k.kind == HOST and (j == 0 or items[j - 1].kind != HOST))
+                or (k.kind == JUMP and k.cond is not None))
+
+    def where(g, cpu):
+        return {n.index: ("cpu", cpu[id(n)]) if id(n) in cpu else ("ctrl" if n.op in CONTROL_OPS else "gpu", None)
+                for n in g.nodes}
+    placement = {0: where(p.graph, p.front.cpu)}
+    placement.update({gi: where(*prep) for gi, prep in p.lowering.prepared.items() if prep is not None})
+    return {"gpu_nodes": p.lowering.gpu_nodes, "cpu_nodes": len(hosts), "host_round_trips": trips,
             "cpu_ops": [k.label for k in hosts], "placement": placement}
 
 

@@ -138,35 +138,26 @@ def _first_nonfinite(rows) -> dict | None:
     return row and {"op": row["op"], "tensor": row["tensor"], "elements": row["turned_nonfinite"]}
 
 
+# fusions would hide intermediates
+PER_OP_DISABLED = ["eliminate_dead_nodes", "fuse_activation", "fuse_residual_add", "reshape_as_view",
+                   "fuse_elementwise", "fuse_reduce_prologue"]
+
+
 def _per_op(data, xs, device, fp16, tol):
     """Compile with every intermediate exposed as an output; compare each with LiteRT's tensor.
     With fp16, tensors are stored as float16 where a `--precision fp16` compile stores them (the plan is
     made before the intermediates become outputs), so an fp16 overflow shows where it happens."""
     import gpuc
     from gpuc.compiler import DEFAULT_OPTIONS
-    from gpuc.compiler import partition
-    from gpuc.compiler.control_flow import Context
-    from gpuc.compiler.driver import _unsupported_message, build_bundle, lower_graph, lower_nodes
-    from gpuc.compiler.frontend.importer import load_tflite
-    from gpuc.compiler.passes import run_passes
+    from gpuc.compiler.driver import build_bundle
     from gpuc.compiler.passes.precision import store_fp16
-    from gpuc.compiler.passes.variables import resolve_variables
-    model = load_tflite(data)
-    g = model.main
-    g.precision = "fp16" if fp16 else "fp32"
-    n_model = len(g.tensors)             # tensors LiteRT knows (passes add more)
-    resolve_variables(model, g)
-    run_passes(g, ["eliminate_dead_nodes", "fuse_activation", "fuse_residual_add", "reshape_as_view",
-                   "fuse_elementwise", "fuse_reduce_prologue"])      # (fusions would hide intermediates)
-    order = [(n, o) for n in g.nodes for o in n.outputs if o not in g.inputs]
-    g.outputs = list(dict.fromkeys(g.outputs + [o for _, o in order]))
-    cpu, bad = partition.place(g, warn=False)          # CPU nodes run as host steps, as in a compile
-    if bad:
-        raise GpucError("per-op verification: " + _unsupported_message(bad))
-    opts = dict(DEFAULT_OPTIONS, precision=g.precision)
-    kernels = lower_graph(g, cpu, Context(model, (), lower_nodes))
-    store_fp16(g, kernels)
-    bundle = build_bundle(g, kernels, "verify", opts, "verify", {})
+    from gpuc.compiler.prepare import prepare
+    precision = "fp16" if fp16 else "fp32"
+    p = prepare(data, dict(precision=precision, disable_passes=PER_OP_DISABLED), warn=False,
+                expose_intermediates=True)          # CPU nodes run as host steps, as in a compile
+    g, order, n_model = p.graph, p.front.exposed, p.source_tensors     # (LiteRT knows the model's tensors)
+    store_fp16(g, p.program)
+    bundle = build_bundle(g, p.program, "verify", dict(DEFAULT_OPTIONS, precision=precision), "verify", {})
     with gpuc.load(bundle, device=device) as m:
         outs = dict(zip(g.outputs, m.run(xs)))
     it = _litert(data, xs, preserve=True)

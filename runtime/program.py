@@ -234,13 +234,3 @@ def run_async(model, inputs, keep_on_device=False):
     h = RunHandle(model, slot)
     h._outs = outs
     return h
-
-
-def round_trips(bundle) -> int:
-    """Host round trips of one pass over the program (loops count once)."""
-    n, prev = 0, None
-    for s in bundle.steps:
-        if s.kind == JUMP_IF_FALSE or (s.kind == HOST and prev != HOST):
-            n += 1
-        prev = s.kind
-    return n

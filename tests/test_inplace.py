@@ -1,11 +1,11 @@
-"""In-place execution (passes/inplace.py plan_in_place + memory.py share_in_place): an output takes
+"""In-place execution (passes/inplace.py plan_in_place + memory_plan.py share_in_place): an output takes
 its input's bytes when the input dies at that kernel; results are bit-identical and the arena shrinks
 where the peak sits on such a kernel."""
 import numpy as np
 import pytest
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.passes.memory import lower_bound, plan_arena, share_in_place
+from gpuc.compiler.memory_plan import lower_bound, plan_arena, share_in_place
 
 RNG = np.random.default_rng(3)
 

@@ -1,7 +1,7 @@
 """Arena planner: no two tensors that are live at once overlap; the plan is near the lower bound."""
 import numpy as np
 
-from gpuc.compiler.passes.memory import align, lower_bound, plan_arena
+from gpuc.compiler.memory_plan import align, lower_bound, plan_arena
 
 
 def check_plan(life, nbytes):
@@ -36,7 +36,7 @@ def test_random_lifetimes():
 
 
 def test_several_orders_reach_the_bound_where_size_order_does_not():
-    from gpuc.compiler.passes.memory import _place
+    from gpuc.compiler.memory_plan import _place
     life = {0: (3, 5), 1: (5, 5), 2: (1, 2), 3: (5, 5), 4: (2, 3)}
     nbytes = {0: 256, 1: 512, 2: 768, 3: 512, 4: 512}
     by_size = _place(sorted(life, key=lambda t: (-nbytes[t], life[t][0], t)), life, nbytes)[1]
@@ -45,7 +45,7 @@ def test_several_orders_reach_the_bound_where_size_order_does_not():
 
 
 def test_never_worse_than_size_order():
-    from gpuc.compiler.passes.memory import _place
+    from gpuc.compiler.memory_plan import _place
     rng = np.random.default_rng(1)
     for _ in range(50):
         n = int(rng.integers(1, 30))

@@ -166,13 +166,15 @@ def test_mobilenet_v2_int8_logits(models_dir, gpu):
     import gpuc.compiler.driver as drv
     from gpuc.compiler import DEFAULT_OPTIONS
     from gpuc.compiler.frontend.importer import load_tflite
+    from gpuc.compiler.passes import run_passes
+    from gpuc.compiler.prepare import lower_graph
     name, data, x = _mobilenet(models_dir)
     g = load_tflite(data).main
     sm = [n for n in g.nodes if n.op == "SOFTMAX"][-1]
     g.outputs = [sm.inputs[0]]
     g.nodes = g.nodes[:g.nodes.index(sm)]
-    drv.run_passes(g)
-    bundle = drv.build_bundle(g, drv.lower_graph(g), name, dict(DEFAULT_OPTIONS), "test", {})
+    run_passes(g)
+    bundle = drv.build_bundle(g, lower_graph(g), name, dict(DEFAULT_OPTIONS), "test", {})
     ref = np.load(models_dir / "ref" / f"{name}.out0.preact.nodelegate.npy")
     with gpuc.load(bundle, device=gpu.device) as m:
         out = m.run([x])[0]

@@ -213,13 +213,15 @@ def test_microwakeword_stream_logits(gpu):
     from gpuc.compiler import driver
     from gpuc.compiler.frontend.importer import load_tflite
     from gpuc.compiler.passes import run_passes
+    from gpuc.compiler.passes.variables import resolve_variables
+    from gpuc.compiler.prepare import lower_graph
     model = load_tflite(open(os.path.join(MODELS, "microwakeword_okay_nabu.tflite"), "rb").read())
     g = model.main
-    driver.resolve_variables(model, g)
+    resolve_variables(model, g)
     fc = [n for n in g.nodes if n.op == "FULLY_CONNECTED"][-1]
     g.outputs = [fc.outputs[0]]
     run_passes(g)
-    bundle = driver.build_bundle(g, driver.lower_graph(g), "mw", dict(DEFAULT_OPTIONS), "test", {})
+    bundle = driver.build_bundle(g, lower_graph(g), "mw", dict(DEFAULT_OPTIONS), "test", {})
     m = gpuc.load(bundle, device=gpu.device)
     try:
         outs = np.stack([m.run([x])[0] for x in _ref("microwakeword_okay_nabu.stream_in0.npy")])

@@ -269,13 +269,6 @@ def compile_stats() -> dict:
         return dict(_stats)
 
 
-def clear_cache() -> None:
-    """Forget compiled shaders and zero the stats (tests)."""
-    with _lock:
-        _cache.clear()
-        _stats.update(compiled=0, cache_hits=0)
-
-
 def spirv_tool(name: str) -> str:
     """Path of a SPIRV-Tools binary: cmeel.prefix/bin first, then PATH."""
     for p in _prefix_dirs():

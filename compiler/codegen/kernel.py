@@ -12,6 +12,9 @@ template both reads and writes (declared without readonly/writeonly: e.g. LSTM s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
+
+from gpuc.compiler.ir import GPU
 
 LOCAL_X = 64
 MAX_GROUPS = 65535
@@ -28,6 +31,8 @@ class Kernel:
     vec4: tuple = ()                     # binding names declared as vec4 / ivec4 / uvec4 arrays
     rw: tuple = ()                       # binding names declared read-write (no memory qualifier)
     variants: list = field(default_factory=list)   # KernelVariant: hardware paths chosen at load by the runtime
+    flops: int = 0                       # the node's estimated work, on its first kernel (profiles)
+    kind: ClassVar[str] = GPU            # a program item (compiler/ir.py)
 
     def groups(self) -> tuple[int, int, int]:
         g = max(1, -(-self.invocations // self.local_x))

@@ -7,6 +7,8 @@ the node is supported, else a short reason.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
@@ -84,8 +86,6 @@ def lower(node: Node, graph: Graph):
 
 def _load_all():
     """Import every module of this package: each registers its ops (and shader VARIANTS)."""
-    import importlib
-    import pkgutil
     for m in pkgutil.iter_modules(__path__):
         if m.name != "util":
             importlib.import_module(f"{__name__}.{m.name}")

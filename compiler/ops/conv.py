@@ -8,6 +8,8 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
+from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
 
@@ -35,7 +37,7 @@ def _window(node, graph, kh, kw):
     if pad not in (PADDING_SAME, PADDING_VALID):
         raise ValueError(f"padding {pad} not supported")
     n, h0, w0, c = x.shape
-    et, eb, el, er = a.get("_pad", (0, 0, 0, 0))      # a PAD folded into this op (fold_pad pass)
+    et, eb, el, er = node.epilogue.pad or (0, 0, 0, 0)      # a PAD folded into this op (fold_pad pass)
     h, w = h0 + et + eb, w0 + el + er
     on, oh, ow, oc = y.shape
     if pad == PADDING_SAME:
@@ -175,7 +177,7 @@ def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bo
 def _relayout(graph, tid: int, kind: str, make):
     """A float32 constant derived from constant `tid` by `make()` (memoized per graph and `kind`, so
     weights shared by several ops stay shared)."""
-    memo = graph.__dict__.setdefault("_gpuc_relayout", {})
+    memo = graph.memo.relayout
     key = (tid, kind)
     if key not in memo:
         memo[key] = graph.add_const(f"{graph.t(tid).name}/{kind}", np.asarray(make(), np.float32))
@@ -217,8 +219,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
-    if getattr(graph, "precision", "fp32") == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
-        from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
+    if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
         k.variants += [v for v in [coopmat_variant(M, GN, GK)] if v is not None]
     return k
 
@@ -314,15 +315,14 @@ def lower_pool(node, graph):
     geo, c, _ = _window(node, graph, kh, kw)
     geo.pop("DH"), geo.pop("DW")
     defines = dict(geo, C=c, KH=kh, KW=kw, OP=int(node.op == "MAX_POOL_2D"), ACT=act_code(node))
-    if "_pad" in node.attrs:            # a PAD folded in (passes/fusion.py fold_pad_pool): its cells count
-        defines.update(FOLDED_PAD=1, PAD_VALUE=float(node.attrs.get("_pad_value", 0.0)),
-                       **dict(zip(("EPT", "EPB", "EPL", "EPR"), node.attrs["_pad"])))
+    if node.epilogue.pad is not None:    # a PAD folded in (passes/fusion.py fold_pad_pool): its cells count
+        defines.update(FOLDED_PAD=1, PAD_VALUE=float(node.epilogue.pad_value),
+                       **dict(zip(("EPT", "EPB", "EPL", "EPR"), node.epilogue.pad)))
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     outputs = size(graph.t(node.outputs[0]).shape)
     if kh * kw < POOL_WG_MIN:
         return [Kernel("pool2d", binds, outputs, defines, node.label())]
     # large windows (global pools): one workgroup per output element (shaders/pool2d.comp WG_PER_OUT)
-    from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
     local = 256 if kh * kw >= 4096 else 128 if kh * kw >= 1024 else 64
     k = Kernel("pool2d", binds, outputs * local, dict(defines, WG_PER_OUT=1, OUTPUTS=outputs), node.label(),
                local_x=local)

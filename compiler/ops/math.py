@@ -39,7 +39,7 @@ def words(graph, tid: int) -> int:
     t = graph.t(tid)
     if t.dtype not in BYTE_DTYPES and np.dtype(t.dtype).itemsize != 8:
         return tid
-    cache = graph.__dict__.setdefault("_gpuc_word_views", {})
+    cache = graph.memo.word_views
     if tid not in cache:
         n = -(-t.nbytes // 4)
         if t.is_const:

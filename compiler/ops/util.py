@@ -33,9 +33,9 @@ def fused_act(node: Node) -> int:
 
 def act_code(node: Node, ignore=IGNORED_ACTS) -> int:
     """Our ACT define (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic, 7 finite) for the node's
-    epilogue: its own fused activation, or the one a fusion pass put in attrs["_act"]."""
-    if "_act" in node.attrs:
-        return node.attrs["_act"]
+    epilogue: its own fused activation, or the one a fusion pass put in node.epilogue.act."""
+    if node.epilogue.act is not None:
+        return node.epilogue.act
     a = fused_act(node)
     return ACT_FINITE if a in ignore else a
 
@@ -43,10 +43,10 @@ def act_code(node: Node, ignore=IGNORED_ACTS) -> int:
 def epilogue(node: Node, binds: list, ignore=IGNORED_ACTS) -> dict:
     """Defines for a fused epilogue (activation, then optional residual add + activation);
     appends the residual binding."""
-    res = node.attrs.get("_residual")
+    res = node.epilogue.residual
     if res is not None:
         binds.append(("res", res))
-    return dict(ACT=act_code(node, ignore), RESIDUAL=int(res is not None), ACT2=node.attrs.get("_act2", 0))
+    return dict(ACT=act_code(node, ignore), RESIDUAL=int(res is not None), ACT2=node.epilogue.act2)
 
 
 def check_act(node: Node, graph: Graph, allowed=(0, 1, 2, 3, 4, 5)) -> str | None:

@@ -5,6 +5,13 @@ Each pass takes the graph and mutates it in place.  `gpuc compile --disable-pass
 from __future__ import annotations
 
 from gpuc.compiler.ir import Graph
+from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
+from gpuc.compiler.passes.fold import fold_constants
+from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_residual_add, reshape_as_view
+from gpuc.compiler.passes.inplace import plan_in_place
+from gpuc.compiler.passes.precision import plan_fp16_storage
+from gpuc.compiler.passes.quant import simulate_quantization
+from gpuc.errors import GpucError
 
 
 def eliminate_dead_nodes(graph: Graph) -> None:
@@ -18,20 +25,8 @@ def eliminate_dead_nodes(graph: Graph) -> None:
     graph.nodes = keep[::-1]
 
 
-def _pipeline():
-    from gpuc.compiler.passes.fold import fold_constants
-    from gpuc.compiler.passes.fusion import (fold_pad, fold_pad_pool, fuse_activation, fuse_residual_add,
-                                             reshape_as_view)
-    from gpuc.compiler.passes.precision import plan_fp16_storage
-    from gpuc.compiler.passes.quant import simulate_quantization
-    from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
-    from gpuc.compiler.passes.inplace import plan_in_place
-    return [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape_as_view, fold_pad, fuse_residual_add,
-            fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise,
-            fuse_reduce_prologue, plan_in_place]
-
-
-PIPELINE = _pipeline()
+PIPELINE = [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape_as_view, fold_pad, fuse_residual_add,
+            fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, plan_in_place]
 
 
 def pass_names() -> list[str]:
@@ -41,7 +36,6 @@ def pass_names() -> list[str]:
 def run_passes(graph: Graph, disabled=()) -> None:
     unknown = set(disabled) - set(pass_names())
     if unknown:
-        from gpuc.errors import GpucError
         raise GpucError(f"unknown pass(es) {sorted(unknown)}; passes are: {', '.join(pass_names())}")
     for p in PIPELINE:
         if p.__name__ not in disabled:

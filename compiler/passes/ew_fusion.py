@@ -16,9 +16,12 @@ literals.  Semantics stay identical:
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from gpuc.compiler import ops
+from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.ew_fused import ACT_FUNCS, BINARY_FUNCS, MAX_INPUTS, OPS
 from gpuc.compiler.ops.util import act_code
@@ -114,7 +117,6 @@ def _external(graph: Graph, members: list[Node]) -> list[int]:
 
 def _stored_fp16(graph: Graph, tid: int, producer: Node, consumer: Node) -> bool:
     """Would the unfused program store intermediate `tid` as float16 (precision.assign_storage)?"""
-    from gpuc.compiler.codegen.glsl import supports_storage16
     return graph.fp32_pinned is not None and graph.storage(tid) not in graph.fp32_pinned \
         and supports_storage16(template_of(producer)) and supports_storage16(template_of(consumer))
 
@@ -141,7 +143,7 @@ def fuse_elementwise(graph: Graph) -> None:
             s["args"] = args
             o = m.outputs[0]
             if m is not root:
-                s["fq"] = getattr(graph.t(o), "fake_quant", None)
+                s["fq"] = graph.t(o).fake_quant
                 s["r16"] = _stored_fp16(graph, o, m, next(u for u in members if o in u.inputs))
             index[o] = len(steps)
             steps.append(s)
@@ -150,7 +152,6 @@ def fuse_elementwise(graph: Graph) -> None:
         if ops.unsupported_reason(fused, graph) is not None:      # (never expected: the members each checked)
             continue
         if pinned is not None:
-            from gpuc.compiler.codegen.glsl import supports_storage16
             # a tensor the unfused program kept fp32 (a member's template without fp16 storage) stays fp32
             for m in members:
                 if not supports_storage16(template_of(m)):
@@ -167,8 +168,6 @@ def fuse_reduce_prologue(graph: Graph) -> None:
     fused chain (fuse_elementwise) used only there: one FUSED_REDUCE dispatch computes the chain per
     reduced element (reduce.comp PROLOGUE), e.g. SQUARED_DIFFERENCE + MEAN (a variance), SQUARE + SUM.
     The reduced tensor is never stored; its value is rounded as its store did (fake quant, fp16)."""
-    import copy
-    from gpuc.compiler.codegen.glsl import supports_storage16
     users, prod = graph.consumers(), graph.producers()
     viewed = {graph.storage(v) for v in graph.aliases} | set(graph.aliases)
     for r in list(graph.nodes):
@@ -193,7 +192,7 @@ def fuse_reduce_prologue(graph: Graph) -> None:
             continue
         if any(graph.t(i).dtype != "float32" for i in ext):
             continue
-        steps[-1]["fq"] = getattr(graph.t(xt), "fake_quant", None)
+        steps[-1]["fq"] = graph.t(xt).fake_quant
         steps[-1]["r16"] = _stored_fp16(graph, xt, p, r)
         fused = Node("FUSED_REDUCE", ext + [r.inputs[1]], list(r.outputs),
                      attrs=dict(r.attrs, steps=steps, reduce=r.op, x=xt, fused=names + [r.op]), index=r.index)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.compare import litert_cast
+from gpuc.compiler.ops.fill import fill_value
 
 
 FOLDABLE = ("DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CAST", "SHAPE", "FILL", "ZEROS_LIKE",
@@ -67,10 +69,8 @@ def _value(graph: Graph, node: Node):
     if node.op == "TRANSPOSE":
         return np.ascontiguousarray(np.transpose(x, [int(p) for p in ins[1].data.reshape(-1)]))
     if node.op == "CAST":
-        from gpuc.compiler.ops.compare import litert_cast
         return litert_cast(x, out.dtype)
     if node.op in ("FILL", "ZEROS_LIKE"):
-        from gpuc.compiler.ops.fill import fill_value
         return fill_value(node, graph)
     if node.op == "RANGE" and len(ins) == 3 and out.size <= 1 << 24:
         return litert_range(x, ins[1].data, ins[2].data, out.dtype)

@@ -1,13 +1,15 @@
 """Fusion passes: fold an op into its producer's epilogue so it costs no dispatch and no memory.
 
 Epilogue model (conv2d / fully_connected templates): v = act(acc + bias); v = act2(v + residual).
-Attributes the passes set on the producer: "_act" (gpuc activation code), "_residual" (tensor id),
-"_act2".  The consumer node is removed and the producer writes the consumer's output tensor.
+The passes fill the producer's `Node.epilogue` (act: gpuc activation code, residual: tensor id,
+act2; a folded PAD: pad, pad_value).  The consumer node is removed and the producer writes the
+consumer's output tensor.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler import ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code
 
@@ -53,14 +55,14 @@ def fuse_residual_add(graph: Graph) -> None:
             for k in (0, 1):
                 src, res = add.inputs[k], add.inputs[1 - k]
                 p = prod.get(src)
-                if (p is None or p.op not in EPILOGUE_OPS or "_residual" in p.attrs
+                if (p is None or p.op not in EPILOGUE_OPS or p.epilogue.residual is not None
                         or not _single_use(graph, src, users) or graph.t(src).shape != y.shape
                         or graph.t(res).shape != y.shape or graph.t(res).is_const
                         or graph.nodes.index(prod.get(res, p)) > graph.nodes.index(p)):
                     continue
-                p.attrs["_act"] = act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
-                p.attrs["_residual"] = res
-                p.attrs["_act2"] = act_code(add)
+                p.epilogue.act = act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
+                p.epilogue.residual = res
+                p.epilogue.act2 = act_code(add)
                 _absorb(graph, p, add)
                 changed = True
                 break
@@ -80,14 +82,14 @@ def fuse_activation(graph: Graph) -> None:
             continue
         if graph.t(src).shape != graph.t(node.outputs[0]).shape:
             continue
-        if "_residual" in p.attrs:
-            if p.attrs.get("_act2", 0):
+        if p.epilogue.residual is not None:
+            if p.epilogue.act2:
                 continue
-            p.attrs["_act2"] = ACT_OPS[node.op]
+            p.epilogue.act2 = ACT_OPS[node.op]
         else:
             if act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5)):
                 continue
-            p.attrs["_act"] = ACT_OPS[node.op]
+            p.epilogue.act = ACT_OPS[node.op]
         _absorb(graph, p, node)
         users, prod = graph.consumers(), graph.producers()
 
@@ -118,7 +120,7 @@ def fold_pad(graph: Graph) -> None:
         x = graph.t(pad.inputs[0])
         if (len(consumers) != 1 or out in graph.outputs or not p.is_const or len(x.shape) != 4
                 or consumers[0].op not in ("CONV_2D", "DEPTHWISE_CONV_2D") or consumers[0].inputs[0] != out
-                or "_pad" in consumers[0].attrs):
+                or consumers[0].epilogue.pad is not None):
             continue
         if pad.op == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
             v = graph.t(pad.inputs[2])
@@ -128,7 +130,7 @@ def fold_pad(graph: Graph) -> None:
         if hw is None:
             continue
         conv = consumers[0]
-        conv.attrs["_pad"] = hw
+        conv.epilogue.pad = hw
         conv.inputs[0] = pad.inputs[0]
         conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
         graph.nodes.remove(pad)
@@ -160,14 +162,14 @@ def fold_pad_pool(graph: Graph) -> None:
         p, x, y = graph.t(pad.inputs[1]), graph.t(src), graph.t(out)
         if (len(consumers) != 1 or out in graph.outputs or not p.is_const or len(x.shape) != 4
                 or consumers[0].op not in ("MAX_POOL_2D", "AVERAGE_POOL_2D") or consumers[0].inputs[0] != out
-                or "_pad" in consumers[0].attrs or x.dtype != "float32" or y.dtype != "float32"
+                or consumers[0].epilogue.pad is not None or x.dtype != "float32" or y.dtype != "float32"
                 or out in graph.aliases.values() or out in graph.aliases):
             continue
         pool = consumers[0]
         value = _pad_value(graph, pad)
         if value is None or not (value == 0.0 or pool.op == "MAX_POOL_2D" and not np.isnan(value)):
             continue
-        fq_in, fq_out = getattr(x, "fake_quant", None), getattr(y, "fake_quant", None)
+        fq_in, fq_out = x.fake_quant, y.fake_quant
         if fq_out is not None and (fq_out != fq_in or value != 0.0):
             continue        # the PAD re-rounded to another grid: keep it
         pinned = graph.fp32_pinned
@@ -176,14 +178,12 @@ def fold_pad_pool(graph: Graph) -> None:
         hw = _hw_pads(p.data)
         if hw is None:
             continue
-        pool.attrs["_pad"] = hw
-        pool.attrs["_pad_value"] = value
-        from gpuc.compiler import ops
+        pool.epilogue.pad, pool.epilogue.pad_value = hw, value
         saved = pool.inputs[0]
         pool.inputs[0] = src
         if ops.unsupported_reason(pool, graph) is not None:        # geometry must still check out
             pool.inputs[0] = saved
-            del pool.attrs["_pad"], pool.attrs["_pad_value"]
+            pool.epilogue.pad, pool.epilogue.pad_value = None, 0.0
             continue
         pool.attrs["fused"] = [pad.op] + pool.attrs.get("fused", [])
         graph.nodes.remove(pad)

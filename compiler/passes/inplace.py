@@ -5,7 +5,7 @@ op semantics: it records in `graph.in_place` the (output, input) pairs where eve
 is computed from the input element at the same index only, by the invocation that writes it (read
 before write): elementwise ops and fused chains on an input of the output's shape and dtype, and
 the residual operand of a conv / FC / transpose-conv epilogue (gemm, depthwise and transpose_conv
-read res[i] right before they store out[i]).  `share_in_place` (memory.py, called by the arena
+read res[i] right before they store out[i]).  `share_in_place` (memory_plan.py, called by the arena
 planner) knows the schedule: it takes a pair when the one kernel that first writes the output is
 the kernel where the input's life ends, that kernel binds the input only where in-place is safe,
 and both have the same bytes and storage dtype; the output then lives in the input's bytes.
@@ -31,7 +31,7 @@ def plan_in_place(graph: Graph) -> None:
         if len(n.outputs) != 1 or n.outputs[0] < 0 or n.outputs[0] in keep:
             continue
         y = graph.t(n.outputs[0])
-        cands = list(n.inputs) if n.op in ELEMENTWISE else [n.attrs["_residual"]] if "_residual" in n.attrs else []
+        cands = list(n.inputs) if n.op in ELEMENTWISE else [n.epilogue.residual]
         for i in dict.fromkeys(cands):
             if i is None or i < 0 or i in keep:
                 continue

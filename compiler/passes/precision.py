@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.ir import Graph
+from gpuc.compiler.codegen.glsl import supports_storage16
+from gpuc.compiler.ir import GPU, Graph
+from gpuc.compiler.ops.util import act_code
 
 FP16_MAX = 65504.0
 
@@ -42,10 +44,9 @@ BOUNDED = frozenset({"LOGISTIC", "TANH", "SOFTMAX", "RELU6", "RELU_N1_TO_1", "RE
 def _bounded(node) -> bool:
     """The node's output range is bounded whatever its inputs: a bounding op, or a fused clamping
     activation (relu_n1_to_1, relu6, tanh, logistic) that is the last step of its epilogue."""
-    from gpuc.compiler.ops.util import act_code
     if node.op in BOUNDED:
         return True
-    return node.attrs.get("_residual") is None and act_code(node) in (2, 3, 4, 5)
+    return node.epilogue.residual is None and act_code(node) in (2, 3, 4, 5)
 
 
 def plan_fp16_storage(graph: Graph) -> None:
@@ -67,13 +68,12 @@ def plan_fp16_storage(graph: Graph) -> None:
 def assign_storage(graph: Graph, kernels: list) -> int:
     """Store as float16 every float32 tensor the plan allows whose kernels all support it.
     Changes tensor dtypes (and constant data) in place, after lowering; returns how many tensors."""
-    from gpuc.compiler.codegen.glsl import supports_storage16
     if graph.fp32_pinned is None:
         return 0
     st = graph.storage
     ok: dict[int, bool] = {}
-    for k in kernels:               # GPU kernels, and host (CPU) steps, whose "template" is no shader
-        fits = supports_storage16(getattr(k, "template", ""))
+    for k in kernels:
+        fits = supports_storage16(k.template)
         for _, t in k.bindings:
             r = st(t)
             ok[r] = ok.get(r, True) and fits
@@ -101,18 +101,5 @@ def store_fp16(graph: Graph, kernels: list) -> int:
     """assign_storage for a lowered program: host steps and jumps read and write float32 (or their own
     dtype), so their tensors stay fp32.  Returns how many tensors are stored as float16."""
     if graph.fp32_pinned is not None:
-        graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.template in ("host", "ctrl")
-                                                      for _, t in k.bindings}
-    return assign_storage(graph, [k for k in kernels if k.template not in ("host", "ctrl")])
-
-
-def attach_fallback(bundle_bytes: bytes, data: bytes, name: str, opts: dict) -> bytes:
-    """Embed the fp32 program of the same model in an fp16 bundle: a device without 16-bit storage
-    buffers loads that one instead (one warning).  The fallback is a complete, separately verified
-    bundle, so the runtime needs no conversion code and runs exactly what `--precision fp32` runs."""
-    from gpuc.compiler.driver import compile_bytes
-    from gpuc.runtime import bundle as B
-    fallback = compile_bytes(data, name, dict(opts, precision="fp32"))
-    b = B.read_bundle(bundle_bytes)
-    b.fallback = fallback
-    return B.write_bundle(b)
+        graph.fp32_pinned = set(graph.fp32_pinned) | {t for k in kernels if k.kind != GPU for _, t in k.bindings}
+    return assign_storage(graph, [k for k in kernels if k.kind == GPU])

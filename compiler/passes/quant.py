@@ -3,8 +3,8 @@
 What LiteRT's GPU delegate does: constants are dequantized once, at compile time; activations are
 float32 inside the program, and every op whose output tensor is quantized rounds its result to that
 tensor's grid ("fake quant"): q = clamp(round_half_away(v / scale) + zp, qmin, qmax), v = (q - zp) *
-scale.  The record is `Tensor.fake_quant = (scale, zero_point, qmin, qmax)`; lowering (driver.py
-lower_graph) turns it into the FQ epilogue defines (shaders/common.glsl gpuc_act).
+scale.  The record is `Tensor.fake_quant = (scale, zero_point, qmin, qmax)`; lowering (prepare.py
+Lowering.lower) turns it into the FQ epilogue defines (shaders/common.glsl gpuc_act).
 
 Graph inputs / outputs keep their int8 / uint8 dtype: a DEQUANTIZE node after each quantized input
 and a QUANTIZE node before each quantized output convert at the boundary (ops/quantize.py).
@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.passes.fold import dequantize
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 # ops that see the raw integer values of their inputs (not the real values): left unsupported
 RAW_OPS = {"CAST", "BITCAST"}
-# pre-fusion record of the producer's own output grid (a fused residual ADD needs both roundings)
-MID_ATTR = "_fq_mid"
-RS_ATTR = "_fq_rs"
+# a node's own output grid is recorded before fusion in Node.epilogue.fq_mid (a fused residual ADD needs
+# both roundings); the requantization rounding of LiteRT's gemm kernels in Node.epilogue.fq_rs
 RS_OPS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 64}   # op -> rounding mode offset
 
 
@@ -38,7 +39,6 @@ def fq_params(t) -> tuple:
 
 
 def _dequantize_const(t) -> None:
-    from gpuc.compiler.passes.fold import dequantize
     t.data = dequantize(t)
     t.dtype = "float32"
     t.quant = None
@@ -59,7 +59,7 @@ def simulate_quantization(graph: Graph) -> None:
             if all(t.quant is not None and t.quant.scale.size for t in (x, w, y)) and y.dtype in QRANGE:
                 m = (float(x.quant.scale[0]) * w.quant.scale.astype(np.float64)) / float(y.quant.scale[0])
                 rs = -np.frexp(m)[1]
-                n.attrs[RS_ATTR] = max(int(np.median(rs)), 0) + RS_OPS[n.op]
+                n.epilogue.fq_rs = max(int(np.median(rs)), 0) + RS_OPS[n.op]
     # constants read by float kernels: dequantize once.  This is also all a dynamic-range model needs
     # (int8 weights, float activations: FULLY_CONNECTED / CONV_2D / DEPTHWISE_CONV_2D / BATCH_MATMUL /
     # EMBEDDING_LOOKUP ...): gpuc computes with the dequantized weights in float, as LiteRT's
@@ -109,9 +109,9 @@ def simulate_quantization(graph: Graph) -> None:
     # record each producer's own output grid before fusion passes rewrite its outputs
     for n in graph.nodes:
         if len(n.outputs) == 1 and n.outputs[0] >= 0:
-            fq = getattr(graph.t(n.outputs[0]), "fake_quant", None)
+            fq = graph.t(n.outputs[0]).fake_quant
             if fq is not None:
-                n.attrs[MID_ATTR] = fq
+                n.epilogue.fq_mid = fq
 
 
 # templates whose every output write goes through gpuc_act (shaders/common.glsl applies FQ there)
@@ -129,9 +129,8 @@ def apply_fake_quant(node, graph: Graph, ks: list) -> list:
     """Round every fake-quantized output of `node` to its grid (lower_graph calls this on each
     node's kernels): in the epilogue of templates that call gpuc_act, else by an extra elementwise
     kernel that reads the node's result from a fresh float tensor."""
-    from gpuc.compiler.codegen.kernel import Kernel
     def fq_of(tid):
-        return getattr(graph.t(tid), "fake_quant", None) or getattr(graph.t(graph.storage(tid)), "fake_quant", None)
+        return graph.t(tid).fake_quant or graph.t(graph.storage(tid)).fake_quant
     outs = {o for o in node.outputs if o >= 0 and fq_of(o) is not None}
     if not outs:
         return ks
@@ -140,12 +139,12 @@ def apply_fake_quant(node, graph: Graph, ks: list) -> list:
     for o in outs:
         writers = [k for k in ks if k.bindings and st(k.bindings[0][1]) == st(o)]
         if writers and all(k.template in FQ_TEMPLATES for k in writers):
-            rs = node.attrs.get(RS_ATTR)
+            rs = node.epilogue.fq_rs
             for k in writers:
                 k.defines.update(_fq_defines("FQ", fq_of(k.bindings[0][1])))
                 if k.defines.get("RESIDUAL"):
-                    if node.attrs.get(MID_ATTR) is not None:
-                        k.defines.update(_fq_defines("FQM", node.attrs[MID_ATTR]))
+                    if node.epilogue.fq_mid is not None:
+                        k.defines.update(_fq_defines("FQM", node.epilogue.fq_mid))
                         if rs is not None:
                             k.defines["FQM_RS"] = rs
                 elif rs is not None:

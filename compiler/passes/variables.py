@@ -2,7 +2,7 @@
 
 TFLite's resource variables (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE) name their storage by
 (container, shared_name); LiteRT keeps one buffer per name for the interpreter's lifetime, shared by
-every subgraph.  `resolve_variables` (called by the driver, not an optional pass) turns each name
+every subgraph.  `resolve_variables` (called by prepare.prepare_graph, not an optional pass) turns each name
 into ONE variable tensor of the main graph (`is_variable`, so it lives in the arena for the whole
 program and persists across runs):
 
@@ -20,7 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Model, Node
+from gpuc.compiler.passes.fold import _value
 from gpuc.errors import UnsupportedError
+from gpuc.runtime import cpu_ops
 
 VAR_OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")
 
@@ -35,14 +37,12 @@ def _name(key) -> str:
 
 def _eval_node(g: Graph, n: Node) -> list[np.ndarray]:
     """Output values of a non-variable node whose inputs are all known (constants)."""
-    from gpuc.compiler.passes.fold import _value
     try:
         v = _value(g, n)
     except (ValueError, IndexError, TypeError):
         v = None
     if v is not None:
         return [v]
-    from gpuc.runtime import cpu_ops
     ins = [g.t(i).data if i >= 0 else None for i in n.inputs]
     specs = [cpu_ops.Spec(g.t(o).shape, g.t(o).dtype) for o in n.outputs]
     in_specs = [None if i < 0 else cpu_ops.Spec(g.t(i).shape, g.t(i).dtype, g.t(i).data) for i in n.inputs]
@@ -112,23 +112,16 @@ def _same_quant(a, b) -> bool:
     return np.array_equal(a.scale, b.scale) and np.array_equal(a.zero_point, b.zero_point)
 
 
-def model_state(model: Model) -> dict:
-    """Per-model variable bookkeeping shared by the main graph and control-flow subgraphs:
-    init: key -> (value, quant) from CALL_ONCE; main: key -> main-graph variable tensor; done: init
-    subgraphs already run."""
-    return model.__dict__.setdefault("_gpuc_vars", {"init": {}, "main": {}, "done": set()})
-
-
 def resolve_variables(model: Model, graph: Graph, init_done: set | None = None) -> None:
     """Rewrite `graph` (a subgraph of `model`) in place: variables become persistent tensors.
     For the main graph they are its own tensors; a WHILE / IF subgraph gets local variable tensors
     (`graph.var_keys`: tensor -> key) that control_flow.py binds to the main graph's at the call."""
-    state = model_state(model)
+    state = model.variables
     is_main = graph is model.main
     if not any(n.op in VAR_OPS for n in graph.nodes):
         return
-    init_values: dict = state["init"]
-    done = state["done"] if init_done is None else init_done
+    init_values: dict = state.init
+    done = state.done if init_done is None else init_done
     handles, var_of, keep = {}, {}, []
     for n in graph.nodes:
         if n.op == "CALL_ONCE":
@@ -168,7 +161,7 @@ def resolve_variables(model: Model, graph: Graph, init_done: set | None = None) 
     if not is_main:
         graph.var_keys = {v: key for key, v in var_of.items()}
     else:
-        state["main"].update(var_of)
+        state.main.update(var_of)
     for key, v in var_of.items():
         vt = graph.t(v)
         if not is_main:
@@ -196,7 +189,7 @@ def resolve_variables(model: Model, graph: Graph, init_done: set | None = None) 
 
 def initial_value(t) -> np.ndarray:
     """A variable tensor's initial value in its (possibly post-quantization-pass) dtype."""
-    init = getattr(t, "initial", None)
+    init = t.initial
     if init is None:
         return np.zeros(t.shape, t.dtype) if t.data is None else np.array(t.data, t.dtype).reshape(t.shape)
     if init.dtype.name != t.dtype and t.dtype == "float32" and t.quant is not None:   # simulated quantization
@@ -208,15 +201,15 @@ def initial_value(t) -> np.ndarray:
 def bind_variable(model: Model, graph: Graph, key, like) -> int:
     """The main graph's variable tensor for `key` (created on first use by a subgraph), checked
     against `like` (the subgraph's local variable tensor)."""
-    state = model_state(model)
-    v = state["main"].get(key)
+    state = model.variables
+    v = state.main.get(key)
     if v is None:
         v = graph.add_tensor(f"var:{_name(key)}", like.shape, like.dtype, quant=like.quant)
         vt = graph.t(v)
         vt.is_variable = True
-        arr, _ = state["init"].get(key, (np.zeros(like.shape, like.dtype), None))
+        arr, _ = state.init.get(key, (np.zeros(like.shape, like.dtype), None))
         vt.initial = arr
-        state["main"][key] = v
+        state.main[key] = v
     vt = graph.t(v)
     if vt.shape != like.shape or vt.dtype != like.dtype:
         raise UnsupportedError(f"variable {_name(key)!r} is {like.dtype}{list(like.shape)} in a subgraph but "

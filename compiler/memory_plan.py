@@ -1,13 +1,17 @@
-"""Memory planning: arena offsets for every runtime tensor, from kernel-order lifetimes.
+"""Memory planning: arena offsets for every runtime tensor, from program-order lifetimes.
 
-Greedy best fit (TFLite's and MNN's approach): tensors in a fixed order each go into the smallest
-ALIGN-ed gap that fits among the already placed tensors whose lifetimes intersect their own (else
-above them); three orders are tried (by size, by size x lifetime, by lifetime) and the smallest arena
-kept.  Graph inputs live from the start, graph outputs to the end.
+`plan_memory` is what the driver calls on a lowered program.  Greedy best fit (TFLite's and MNN's
+approach): tensors in a fixed order each go into the smallest ALIGN-ed gap that fits among the
+already placed tensors whose lifetimes intersect their own (else above them); three orders are
+tried (by size, by size x lifetime, by lifetime) and the smallest arena kept.  Graph inputs live
+from the start, graph outputs to the end.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from gpuc.compiler.ir import GPU, Graph
+from gpuc.compiler.passes.inplace import SAFE_BINDINGS
 
 ALIGN = 256
 
@@ -92,7 +96,6 @@ def share_in_place(kernels, life: dict, nbytes: dict, dtypes: dict, pairs, keep)
     """Apply the in-place pairs (output root, input root) of passes/inplace.py that the schedule
     allows (see there).  Merges each taken output's lifetime into its input's and removes the output
     from `life`; returns {output: input whose bytes it uses} (chains resolved)."""
-    from gpuc.compiler.passes.inplace import SAFE_BINDINGS
     writers: dict[int, list[int]] = {}
     for i, k in enumerate(kernels):
         if k.bindings:
@@ -120,3 +123,38 @@ def share_in_place(kernels, life: dict, nbytes: dict, dtypes: dict, pairs, keep)
         host[out] = x
         life[x] = (life[x][0], life.pop(out)[1])
     return {o: root(o) for o in host}
+
+
+@dataclass
+class _Use:
+    """A program item as the planner sees it: its template (GPU kernels; None for host steps and
+    jumps, which no in-place pair may use) and its bindings on storage roots."""
+    template: str | None
+    bindings: list
+
+
+@dataclass
+class MemoryPlan:
+    offsets: dict               # arena tensor (a storage root) -> byte offset
+    arena_bytes: int
+    lower_bound_bytes: int
+    naive_bytes: int            # every arena tensor in its own bytes
+    in_place: int               # outputs living in their input's bytes
+
+
+def plan_memory(graph: Graph, program: list, tensors: list, persistent: list) -> MemoryPlan:
+    """Arena offsets for the runtime tensors among `tensors` (their storage roots), in the order of
+    `program` (kernels, host steps, jumps); `persistent` tensors (variables) live for the whole program."""
+    st = graph.storage
+    roots = [t for t in tensors if not graph.t(t).is_const and st(t) == t]
+    nbytes = {t: graph.t(t).nbytes for t in tensors}
+    uses = [_Use(k.template if k.kind == GPU else None, [(n, st(t)) for n, t in k.bindings]) for k in program]
+    life = lifetimes(uses, set(roots), [st(t) for t in graph.inputs] + persistent,
+                     [st(t) for t in graph.outputs] + persistent)
+    shared = share_in_place(uses, life, nbytes, {t: graph.t(t).dtype for t in tensors},
+                            [(st(o), st(i)) for o, i in graph.in_place],
+                            {st(t) for t in graph.inputs + graph.outputs} | set(persistent))
+    placement, arena = plan_arena(life, nbytes)
+    placement.update({o: placement[x] for o, x in shared.items()})     # in place: the input's bytes
+    return MemoryPlan({t: p.offset for t, p in placement.items()}, arena, lower_bound(life, nbytes),
+                      sum(nbytes[t] for t in roots), len(shared))

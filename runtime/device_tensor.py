@@ -17,6 +17,7 @@ import numpy as np
 import vulkan as vk
 
 from gpuc.errors import GpucError
+from gpuc.runtime.device import MemoryKind
 
 _USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
@@ -111,7 +112,7 @@ class DeviceTensor:
         if not self.nbytes:
             return
         sbuf, smem, ssize = d.buffer(self.nbytes, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                                     | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host_visible=True)
+                                     | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, MemoryKind.HOST)
         try:
             mapped = vk.vkMapMemory(d.device, smem, 0, ssize, 0)
             view = np.frombuffer(mapped, np.uint8, self.nbytes)

@@ -17,7 +17,7 @@ import vulkan as vk
 
 from gpuc.errors import GpucError
 from gpuc.runtime.bundle import ARENA, Bundle
-from gpuc.runtime.device import Device, _check, shared_device
+from gpuc.runtime.device import Device, MemoryKind, _check, shared_device
 from gpuc.runtime import batch, commands, pipelines, program
 from gpuc.runtime.overlap import Background
 from gpuc.runtime.precision import select_program
@@ -315,8 +315,8 @@ class LoadedModel:
         self._objs.append((destroy, handle))
         return handle
 
-    def _buffer(self, size, usage, host_visible=False):
-        buf, mem, size = self.device.buffer(size, usage, host_visible)
+    def _buffer(self, size, usage, kind=MemoryKind.DEVICE):
+        buf, mem, size = self.device.buffer(size, usage, kind)
         self._keep(vk.vkFreeMemory, mem)
         self._keep(vk.vkDestroyBuffer, buf)
         return buf, mem, size
@@ -339,12 +339,12 @@ class LoadedModel:
         self._weights_direct = (os.environ.get("GPUC_WEIGHTS_IN_BAR", "") not in ("", "0")
                                 and self.device.bar_fits(b.weights.nbytes))
         self._weights, self._weights_mem, wsize = self._buffer(b.weights.nbytes, _STORAGE | _SRC | _DST,
-                                                               host_visible="bar" if self._weights_direct else False)
+                                                               MemoryKind.BAR if self._weights_direct else MemoryKind.DEVICE)
         self._slots, self._seq = [], 0
         for _ in range(self.n_slots):
             sl = _Slot()
-            sl.in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, host_visible="upload")
-            sl.out_buf, out_mem, out_size = self._buffer(out_bytes, _DST, host_visible=True)
+            sl.in_buf, in_mem, in_size = self._buffer(in_bytes, _SRC, MemoryKind.UPLOAD)
+            sl.out_buf, out_mem, out_size = self._buffer(out_bytes, _DST, MemoryKind.HOST)
             in_map, out_map = vk.vkMapMemory(dev, in_mem, 0, in_size, 0), vk.vkMapMemory(dev, out_mem, 0, out_size, 0)
             sl.in_views, sl.out_views = self._views(in_map, self._in_specs), self._views(out_map, self._out_specs)
             sl.in_rows = batch.row_views(in_map, self._in_specs, self.max_batch)     # all items, axis 0
@@ -391,7 +391,7 @@ class LoadedModel:
             np.frombuffer(m, np.uint8, n)[:] = self.bundle.weights
             vk.vkUnmapMemory(self.dev, self._weights_mem)
             return
-        sbuf, smem, ssize = self.device.buffer(n, _SRC, host_visible=True)
+        sbuf, smem, ssize = self.device.buffer(n, _SRC, MemoryKind.HOST)
         try:
             m = vk.vkMapMemory(self.dev, smem, 0, ssize, 0)
             np.frombuffer(m, np.uint8, n)[:] = self.bundle.weights

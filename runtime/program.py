@@ -22,6 +22,7 @@ import vulkan as vk
 from gpuc.errors import BundleError, GpucError
 from gpuc.runtime import commands, cpu_ops
 from gpuc.runtime.bundle import ARENA, GPU, HOST, JUMP, JUMP_IF_FALSE, WEIGHTS
+from gpuc.runtime.device import MemoryKind
 
 MAX_STEPS_PER_RUN = 50_000_000          # a WHILE that never ends is reported, not hung on forever
 
@@ -55,7 +56,7 @@ class Program:
                           if t >= 0 and b.tensors[t].memory == ARENA})
         size = max((b.tensors[t].offset + b.tensors[t].nbytes for t in touched), default=4)
         self.xbuf, xmem, xsize = m._buffer(max(size, 4), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                                           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host_visible=True)
+                                           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, MemoryKind.HOST)
         mapped = vk.vkMapMemory(m.dev, xmem, 0, xsize, 0)
         self.views = {}
         for t in touched:

@@ -150,3 +150,17 @@ def test_upload_memory_kinds_give_the_same_result(monkeypatch, kind):
     with gpuc.load(gpuc.compile(mb.finish(), cache=False)) as m:
         assert m._weights_direct == (kind == "device" and m.device.bar_fits(m.bundle.weights.nbytes))
         np.testing.assert_array_equal(m.run([a])[0], a * c)
+
+
+def test_buffer_takes_a_memory_kind():
+    """Device.buffer(size, usage, kind) -> (buffer, memory, size); a kind is a MemoryKind, nothing else."""
+    import vulkan as vk
+    from gpuc.runtime.device import MemoryKind, shared_device
+    d = shared_device()
+    for kind in MemoryKind:
+        buf, mem, size = d.buffer(100, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, kind)
+        assert size == 256
+        vk.vkDestroyBuffer(d.device, buf, None)
+        vk.vkFreeMemory(d.device, mem, None)
+    with pytest.raises(TypeError, match="MemoryKind"):
+        d.buffer(100, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, True)

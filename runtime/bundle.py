@@ -17,7 +17,10 @@ from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, digest_ok, with_t
 MAGIC = "gpuc-bundle"
 FILE_ID = b"GPUB"
 FORMAT_VERSION = 2          # 2: program steps (host CPU ops, control flow)
-ALIGN = 256          # tensor offsets: >= any device's minStorageBufferOffsetAlignment
+# Every tensor offset (arena and weights) is a multiple of OFFSET_ALIGN, so a tensor can be bound as a
+# storage buffer at its offset: a device needs minStorageBufferOffsetAlignment <= OFFSET_ALIGN (Vulkan
+# caps that limit at 256; LoadedModel checks it at load).  The compiler's memory plan uses it too.
+OFFSET_ALIGN = 256
 ARENA, WEIGHTS = 0, 1
 MAX_BINDINGS = 32
 
@@ -283,8 +286,11 @@ def validate(b: Bundle) -> None:
         limit = b.arena_bytes if t.memory == ARENA else b.weights.nbytes if t.memory == WEIGHTS else -1
         if limit < 0:
             raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) has unknown memory kind {t.memory}")
-        if t.offset % 4 or t.offset + t.nbytes > limit:
+        if t.offset + t.nbytes > limit:
             raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) lies outside its memory")
+        if t.offset % OFFSET_ALIGN:
+            raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) offset {t.offset} is not a multiple "
+                              f"of {OFFSET_ALIGN}")
     for kind, idx in (("input", b.inputs), ("output", b.outputs)):
         for i in idx:
             if not 0 <= i < nt or b.tensors[i].memory != ARENA:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import vulkan as vk
 
-from gpuc.errors import GpucError
-from gpuc.runtime.bundle import ARENA, Bundle
+from gpuc.errors import DeviceError, GpucError
+from gpuc.runtime.bundle import ARENA, OFFSET_ALIGN, Bundle
 from gpuc.runtime.device import Device, MemoryKind, _check, shared_device
 from gpuc.runtime import batch, commands, pipelines, program
 from gpuc.runtime.overlap import Background
@@ -24,7 +24,6 @@ from gpuc.runtime.precision import select_program
 
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-_ALIGN = 256
 
 
 @dataclass
@@ -43,8 +42,17 @@ def _layout_io(bundle, indices, items=1):
     for i in indices:
         t = bundle.tensors[i]
         specs.append(IOSpec(t.name, tuple(t.shape), np.dtype(t.dtype), t.quant, i, off))
-        off += (t.nbytes * items + _ALIGN - 1) // _ALIGN * _ALIGN
+        off += (t.nbytes * items + OFFSET_ALIGN - 1) // OFFSET_ALIGN * OFFSET_ALIGN
     return specs, off
+
+
+def check_alignment(device) -> None:
+    """Tensors are bound at their bundle offsets, multiples of OFFSET_ALIGN: the device must accept them."""
+    need = int(device.limits.minStorageBufferOffsetAlignment)
+    if need > OFFSET_ALIGN or OFFSET_ALIGN % need:
+        raise DeviceError(f"device {device.name!r} needs storage buffer offsets aligned to {need} bytes "
+                          f"(minStorageBufferOffsetAlignment), but gpuc bundles align tensors to {OFFSET_ALIGN} "
+                          "bytes; this device cannot run them")
 
 
 class _Slot:
@@ -323,6 +331,7 @@ class LoadedModel:
 
     def _setup(self):
         b, d = self.bundle, self.device
+        check_alignment(d)
         self.dev = dev = d.device
         # the model's own command pool: models sharing a Device never touch one pool from two threads
         pinfo = vk.VkCommandPoolCreateInfo(queueFamilyIndex=d.family,

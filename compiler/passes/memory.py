@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALIGN = 256
+from gpuc.runtime.bundle import OFFSET_ALIGN as ALIGN      # the bundle format's tensor offset alignment
 
 
 def align(n: int, a: int = ALIGN) -> int:

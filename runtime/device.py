@@ -156,6 +156,7 @@ class Device:
         self._submit_infos = {}      # command-buffer tuple -> prebuilt VkSubmitInfo (see submit)
         self.pool_lock = threading.Lock()        # cmd_pool (one_shot); each LoadedModel has its own pool
         self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
+        self.tensor_recycler = None              # their buffers kept for reuse (device_tensor._Recycler)
         self.driver_version = self.props.driverVersion
         t_end = time.perf_counter()
         self.open_ms = (t_end - t0) * 1e3     # the driver's start-up (gpuc bench reports it), and its steps:
@@ -352,7 +353,7 @@ class Device:
         if getattr(self, "device", None) is not None:
             vk.vkDeviceWaitIdle(self.device)
             for t in list(getattr(self, "tensors", ())):
-                t._free()
+                t.destroy()
             vk.vkDestroyCommandPool(self.device, self.cmd_pool, None)
             vk.vkDestroyDevice(self.device, None)
             self.device = None

@@ -148,7 +148,7 @@ def test_upload_memory_kinds_give_the_same_result(monkeypatch, kind):
     mb.op("MUL", [x, mb.const("c", c)], [y])
     mb.output(y)
     with gpuc.load(gpuc.compile(mb.finish(), cache=False)) as m:
-        assert m._weights_direct == (kind == "device" and m.device.bar_fits(m.bundle.weights.nbytes))
+        assert m.arenas.weights_direct == (kind == "device" and m.device.bar_fits(m.bundle.weights.nbytes))
         np.testing.assert_array_equal(m.run([a])[0], a * c)
 
 
@@ -192,3 +192,16 @@ def test_bundle_offsets_must_be_aligned():
     b.arena_bytes += 256
     with pytest.raises(gpuc.errors.BundleError, match="offset .* is not a multiple of 256"):
         B.read_bundle(B.write_bundle(b))
+
+
+def test_a_closed_model_leaves_the_device_alone(monkeypatch):
+    """close() again, or the garbage collector's __del__ (in whatever thread it runs), must not wait
+    on the device: that would race with another thread's queue submit."""
+    from gpuc.runtime import resources
+    m = gpuc.load(add_model())
+    m.close()
+    calls = []
+    monkeypatch.setattr(resources.vk, "vkDeviceWaitIdle", lambda d: calls.append(d))
+    m.close()
+    m.__del__()
+    assert not calls

@@ -78,3 +78,21 @@ def test_older_format_version_asks_for_a_rebuild():
 def test_inconsistent_tables_are_refused(change):
     with pytest.raises(BundleError, match="corrupt bundle"):
         B.read_bundle(B.write_bundle(sample(**change)))
+
+
+def test_one_flatbuffer_reader_for_bundles_and_models():
+    """runtime/flatbuf.py reads bundles and (through compiler/frontend/fbreader.py) TFLite models;
+    a defect names its field, raised as FlatbufferError there and ModelFormatError for a model."""
+    from gpuc.compiler.frontend import fbreader
+    from gpuc.errors import ModelFormatError
+    from gpuc.runtime import flatbuf
+    assert issubclass(fbreader.Reader, flatbuf.Reader) and fbreader.Table is flatbuf.Table
+    payload = bytearray(B.read_header(B.write_bundle(sample()))["payload"])
+    r = flatbuf.Reader(payload, B.BUNDLE_SCHEMA).root("Payload")
+    assert r["model_name"] == "m" and len(r["tensors"]) == 3 and r["tensors"][1]["offset"] == 256
+    vec = r["tensors"].start                      # first element's uoffset: point it past the end
+    payload[vec:vec + 4] = (len(payload)).to_bytes(4, "little")
+    with pytest.raises(flatbuf.FlatbufferError, match=r"tensors\[0\]: offset points outside"):
+        flatbuf.read(payload, B.BUNDLE_SCHEMA, "Payload")
+    with pytest.raises(ModelFormatError, match=r"invalid model: tensors\[0\]: offset points outside"):
+        fbreader.Reader(payload, B.BUNDLE_SCHEMA).root("Payload")["tensors"][0]

@@ -320,3 +320,78 @@ def write(builder, schema: dict, table: str, value: dict) -> int:
         else:
             getattr(builder, f"Prepend{_PREPEND[kind]}Slot")(slot, v, default)
     return builder.EndObject()
+
+
+# -- schemas from .fbs text -------------------------------------------------------------------------
+_FBS_SCALARS = {"bool": "?", "byte": "b", "int8": "b", "ubyte": "B", "uint8": "B", "short": "h", "int16": "h",
+                "ushort": "H", "uint16": "H", "int": "i", "int32": "i", "uint": "I", "uint32": "I",
+                "long": "q", "int64": "q", "ulong": "Q", "uint64": "Q", "float": "f", "float32": "f",
+                "double": "d", "float64": "d"}
+_FBS_DECL = re.compile(r"(table|enum|struct|union)\s+(\w+)\s*(?::\s*(\w+))?\s*\{([^}]*)\}", re.S)
+_FBS_FIELD = re.compile(r"^(\w+)\s*:\s*(\[?\s*\w+\s*\]?)\s*(?:=\s*([^;(\s]+))?\s*(\([^)]*\))?$")
+
+
+class FbsSchema:
+    """A parsed .fbs file: tables (in the reader's schema form), enums {name: {member: value}},
+    file_identifier and root_type."""
+
+    def __init__(self, tables: dict, enums: dict, file_identifier: str | None, root_type: str | None):
+        self.tables, self.enums = tables, enums
+        self.file_identifier, self.root_type = file_identifier, root_type
+
+
+def parse_fbs(text: str) -> FbsSchema:
+    """Parse the subset of the FlatBuffers schema language gpuc's bundle uses: tables whose fields
+    take slots in declaration order, enums (a field of enum type is stored as the enum's base
+    type), scalars with optional defaults, strings, vectors, file_identifier and root_type.
+    Anything else (structs, unions, attributes) is refused with ValueError."""
+    text = re.sub(r"//[^\n]*", "", text)
+    enums, bases, decls = {}, {}, []
+    for kind, name, base, body in _FBS_DECL.findall(text):
+        if kind in ("struct", "union"):
+            raise ValueError(f"{kind} {name}: not supported by flatbuf.parse_fbs")
+        if kind == "enum":
+            members, value = {}, -1
+            for item in filter(None, (x.strip() for x in body.split(","))):
+                member, _, v = (p.strip() for p in item.partition("="))
+                value = int(v, 0) if v else value + 1
+                members[member] = value
+            enums[name], bases[name] = members, _FBS_SCALARS[base]
+        else:
+            decls.append((name, body))
+    table_names = {n for n, _ in decls}
+    tables = {}
+    for name, body in decls:
+        fields = {}
+        for slot, decl in enumerate(filter(None, (x.strip() for x in body.split(";")))):
+            m = _FBS_FIELD.match(decl)
+            if not m or m.group(4):
+                raise ValueError(f"table {name}: cannot parse field {decl!r}")
+            field, typ, default = m.group(1), m.group(2).replace(" ", ""), m.group(3)
+            inner = typ[1:-1] if typ.startswith("[") else typ
+            if inner == "string":
+                code = "str"
+            elif inner in table_names:
+                code = "table:" + inner
+            elif inner in _FBS_SCALARS or inner in bases:
+                code = _FBS_SCALARS.get(inner) or bases[inner]
+            else:
+                raise ValueError(f"table {name}: field {field} has unknown type {inner!r}")
+            if typ.startswith("["):
+                fields[field] = (slot, f"[{code}]", None)
+                continue
+            value = None
+            if code not in ("str",) and not code.startswith("table:"):
+                if default is None:
+                    value = False if code == "?" else 0
+                elif inner in enums and default in enums[inner]:
+                    value = enums[inner][default]
+                elif code == "?":
+                    value = default == "true"
+                else:
+                    value = float(default) if code in "fd" else int(default, 0)
+            fields[field] = (slot, code, value)
+        tables[name] = fields
+    ident = re.search(r'file_identifier\s+"([^"]*)"\s*;', text)
+    root = re.search(r"root_type\s+(\w+)\s*;", text)
+    return FbsSchema(tables, enums, ident.group(1) if ident else None, root.group(1) if root else None)

@@ -3,8 +3,8 @@
     python benchmarks/load_breakdown.py BUNDLE [--device N|NAME] [--runs 3]
 
 Each step is timed by wrapping the runtime's own functions (so the figures follow the code as it
-changes): every private method of LoadedModel called during load, Device creation, bundle parsing,
-command recording.  Nested calls are charged to the outermost timed step only.  Run it in a fresh
+changes): the making of each object a LoadedModel owns (arenas, slots, pipelines, descriptors),
+the weight upload, Device creation, bundle parsing, command recording.  Nested calls are charged to the outermost timed step only.  Run it in a fresh
 process: the first load pays the driver's start-up; further loads (--runs) show the steady state.
 """
 import argparse
@@ -41,15 +41,15 @@ def main():
     import vulkan  # noqa: F401
     T["import numpy+vulkan"] = (time.perf_counter() - t) * 1e3
     t = time.perf_counter()
-    from gpuc.runtime import bundle as B, commands, device as D, executor as ex, read_bundle_file
+    from gpuc.runtime import (arenas, bundle as B, commands, descriptors, device as D, executor as ex, pipelines,
+                              read_bundle_file, slots)
     T["import gpuc.runtime"] = (time.perf_counter() - t) * 1e3
     B.read_bundle = timed("verify+parse bundle", B.read_bundle)
     D.Device.__init__ = timed("instance+device", D.Device.__init__)
-    commands.record = timed("record command buffers", commands.record)
-    for name, fn in list(vars(ex.LoadedModel).items()):
-        if name.startswith("_") and not name.startswith("__") and callable(fn) \
-                and not isinstance(fn, (staticmethod, classmethod)) and name not in ("_keep", "_check_open", "_setup"):
-            setattr(ex.LoadedModel, name, timed(f"LoadedModel.{name}", fn))
+    commands.Recorder.record = timed("record command buffers", commands.Recorder.record)
+    for cls in (arenas.Arenas, slots.Slot, pipelines.Pipelines, descriptors.Descriptors):
+        cls.__init__ = timed(f"{cls.__name__}()", cls.__init__)
+    arenas.Arenas.upload = timed("Arenas.upload (weights, state)", arenas.Arenas.upload)
     for i in range(a.runs):
         T.clear() if i else None
         t = time.perf_counter()

@@ -28,7 +28,7 @@ def main():
     a = ap.parse_args()
     import vulkan as vk
     import gpuc
-    from gpuc.runtime import commands
+    from gpuc.runtime import commands, iospec
     m = gpuc.load(a.bundle, device=a.device)
     rng = np.random.default_rng(0)
     xs = [rng.uniform(-1, 1, s.shape).astype(s.dtype) for s in m.inputs]
@@ -36,12 +36,12 @@ def main():
         m.run(xs)
     rows = [("run() passive", med(lambda: m.run(xs), a.runs)),
             ("run() active", med(lambda: m.run(xs, wait="active"), a.runs))]
-    sl = m._slots[0]
+    sl = m.slots[0]
     for i, x in enumerate(xs):
         m.input_view(i)[...] = x
     rows += [("run_in_place passive", med(lambda: m.run_in_place(), a.runs)),
              ("run_in_place active", med(lambda: m.run_in_place(wait="active"), a.runs))]
-    if m._program is None and getattr(sl, "cmd", None) is not None:
+    if m.program is None and getattr(sl, "cmd", None) is not None:
         d = m.device
 
         def copy_in():
@@ -51,14 +51,14 @@ def main():
         def submit_wait(active):
             d.submit(sl.cmd, sl.fence)
             d.wait(sl.fence, active=active)
-        rows += [("  _normalize", med(lambda: m._normalize(xs), a.runs)),
+        rows += [("  normalize", med(lambda: iospec.normalize(m.inputs, xs), a.runs)),
                  ("  copy into staging", med(copy_in, a.runs)),
                  ("  submit+wait passive", med(lambda: submit_wait(False), a.runs)),
                  ("  submit+wait active", med(lambda: submit_wait(True), a.runs)),
                  ("  output copy", med(lambda: [v.copy() for v in sl.out_views], a.runs))]
         if sl.pool is not None:
-            rows.append(("  timestamp read", med(lambda: commands.read_ms(m, sl.pool, 2), a.runs)))
-        empty = commands.alloc(m)
+            rows.append(("  timestamp read", med(lambda: commands.read_ms(m.device, sl.pool, 2), a.runs)))
+        empty = m.recorder.alloc()
         vk.vkBeginCommandBuffer(empty, vk.VkCommandBufferBeginInfo())
         vk.vkEndCommandBuffer(empty)
 

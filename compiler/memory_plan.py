@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.passes.inplace import SAFE_BINDINGS
-
-ALIGN = 256
+from gpuc.runtime.bundle import OFFSET_ALIGN as ALIGN      # the bundle format's tensor offset alignment
 
 
 def align(n: int, a: int = ALIGN) -> int:

@@ -15,6 +15,7 @@ import click
 
 from gpuc import __version__
 from gpuc.errors import GpucError
+from gpuc.launch import COMPILE_OPTIONS, compile_summary
 
 
 def _fail(msg: str, code: int):
@@ -50,15 +51,32 @@ def main():
     """gpuc: compile TensorFlow Lite models to Vulkan compute bundles, and run them."""
 
 
+def _click_options(options):
+    """click options from gpuc.launch's declarations (one definition for the CLI and the launcher's
+    fast path, which must not import click)."""
+    def decorate(fn):
+        for o in reversed(options):
+            kw = {"help": o.help or None}
+            if o.flag:
+                kw["is_flag"] = True
+            elif o.choices:
+                kw["type"] = click.Choice(list(o.choices))
+            elif o.int_range:
+                kw["type"] = click.IntRange(*o.int_range)
+            elif o.path:
+                kw["type"] = click.Path(dir_okay=False)
+            if o.default is not None:
+                kw.update(default=o.default, show_default=True)
+            kw.update({k: v for k, v in (("multiple", o.multiple), ("required", o.required), ("metavar", o.metavar))
+                       if v})
+            fn = click.option(*o.names, o.dest, **kw)(fn)
+        return fn
+    return decorate
+
+
 @main.command("compile")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="bundle to write")
-@click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
-@click.option("--disable-pass", "disable_passes", multiple=True, metavar="NAME", help="skip an IR pass (repeatable)")
-@click.option("--no-cache", is_flag=True, help="always compile; neither read nor write the compile cache")
-@click.option("--max-batch", type=click.IntRange(1, 4096), default=1, show_default=True,
-              help="the bundle runs any batch 1..N (items stacked on axis 0 of the batch-1 I/O)")
-@click.option("-q", "--quiet", is_flag=True, help="print nothing on success")
+@_click_options(COMPILE_OPTIONS)
 @guarded
 def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, quiet):
     """Compile MODEL (.tflite) into a bundle."""
@@ -68,7 +86,6 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, q
                          disable_passes=list(disable_passes), max_batch=max_batch)
     dt = time.perf_counter() - t0
     if not quiet:
-        from gpuc.launch import compile_summary
         for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",
                                     max_batch):
             click.echo(line)

@@ -12,10 +12,30 @@ import os
 import sys
 import time
 
-VALUE_OPTIONS = {"-o": "output", "--output": "output", "--precision": "precision",
-                 "--max-batch": "max_batch", "--disable-pass": "disable_passes"}
-FLAGS = ("-q", "--quiet")
-PRECISIONS = ("fp32", "fp16")
+
+class Option:
+    """One option of `gpuc compile`: its names, the parameter it sets and what it takes.  The click
+    CLI (gpuc/cli.py) builds its options from COMPILE_OPTIONS; the fast path below parses them."""
+
+    def __init__(self, names, dest, help="", default=None, choices=None, int_range=None, flag=False,
+                 multiple=False, metavar=None, required=False, path=False, fast=True):
+        self.names, self.dest, self.help, self.default = tuple(names), dest, help, default
+        self.choices, self.int_range, self.flag, self.multiple = choices, int_range, flag, multiple
+        self.metavar, self.required, self.path = metavar, required, path
+        self.fast = fast             # False: the fast path leaves a command line with it to click
+
+
+COMPILE_OPTIONS = (
+    Option(("-o", "--output"), "output", "bundle to write", required=True, path=True),
+    Option(("--precision",), "precision", default="fp32", choices=("fp32", "fp16")),
+    Option(("--disable-pass",), "disable_passes", "skip an IR pass (repeatable)", multiple=True, metavar="NAME"),
+    Option(("--no-cache",), "no_cache", "always compile; neither read nor write the compile cache", flag=True,
+           fast=False),
+    Option(("--max-batch",), "max_batch", "the bundle runs any batch 1..N (items stacked on axis 0 of the batch-1 I/O)",
+           default=1, int_range=(1, 4096)),
+    Option(("-q", "--quiet"), "quiet", "print nothing on success", flag=True),
+)
+_BY_NAME = {name: o for o in COMPILE_OPTIONS for name in o.names}
 
 
 def compile_summary(output, nbytes: int, stats: dict, seconds: float, hit: bool, max_batch: int) -> list:
@@ -37,22 +57,22 @@ def _plain(value) -> bool:
     return bool(value) and not value.startswith("-")
 
 
-def _take(got: dict, field: str, value) -> bool:
+def _take(got: dict, o: Option, value) -> bool:
     """Record one option value; False for what the fast path leaves to click (bad or repeated values)."""
     if not _plain(value):
         return False
-    if field == "disable_passes":
-        got[field].append(value)
+    if o.multiple:
+        got.setdefault(o.dest, []).append(value)
         return True
-    if field in got:
+    if o.dest in got:
         return False
-    if field == "precision" and value not in PRECISIONS:
+    if o.choices and value not in o.choices:
         return False
-    if field == "max_batch":
-        if not (value.isascii() and value.isdigit()):
+    if o.int_range:
+        if not (value.isascii() and value.isdigit()) or not o.int_range[0] <= int(value) <= o.int_range[1]:
             return False
         value = int(value)
-    got[field] = value
+    got[o.dest] = value
     return True
 
 
@@ -61,26 +81,30 @@ def parse_compile(argv: list) -> dict | None:
     that this parser fully understands, else None."""
     if not argv or argv[0] != "compile":
         return None
-    got, models, it = {"disable_passes": []}, [], iter(argv[1:])
+    got, models, it = {}, [], iter(argv[1:])
     for tok in it:
-        if tok in FLAGS:
-            if "quiet" in got:
+        o = _BY_NAME.get(tok)
+        if o is not None and o.flag:
+            if not o.fast or o.dest in got:
                 return None
-            got["quiet"] = True
+            got[o.dest] = True
             continue
         name, eq, value = tok.partition("=") if tok.startswith("--") else (tok, "", None)
-        if name in VALUE_OPTIONS:
-            if not _take(got, VALUE_OPTIONS[name], value if eq else next(it, None)):
+        o = _BY_NAME.get(name)
+        if o is not None and not o.flag:
+            if not o.fast or not _take(got, o, value if eq else next(it, None)):
                 return None
         elif not _plain(tok):
             return None
         else:
             models.append(tok)
-    if len(models) != 1 or "output" not in got:
+    if len(models) != 1:
         return None
-    got.setdefault("precision", "fp32")
-    got.setdefault("max_batch", 1)
-    got.setdefault("quiet", False)
+    for o in COMPILE_OPTIONS:
+        if o.fast and o.dest not in got:
+            if o.required:
+                return None
+            got[o.dest] = [] if o.multiple else False if o.flag else o.default
     return dict(got, model=models[0])
 
 

@@ -1,4 +1,4 @@
-"""The bundle: the one contract between compiler and runtime (schema in bundle.fbs).
+"""The bundle: the one contract between compiler and runtime (schema in bundle.fbs, read at import).
 
 `write_bundle(Bundle) -> bytes` (used by the compiler) and `read_bundle(bytes) -> Bundle`
 (used by the runtime: checks identifier, magic, version, checksum and every index/offset).
@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 import xxhash
@@ -14,37 +15,24 @@ from gpuc.errors import BundleError
 from gpuc.runtime import flatbuf
 from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, digest_ok, with_trailer  # noqa: F401 - re-exported
 
-MAGIC = "gpuc-bundle"
-FILE_ID = b"GPUB"
-FORMAT_VERSION = 2          # 2: program steps (host CPU ops, control flow)
-ALIGN = 256          # tensor offsets: >= any device's minStorageBufferOffsetAlignment
-ARENA, WEIGHTS = 0, 1
-MAX_BINDINGS = 32
 
-BUNDLE_SCHEMA = {
-    "Bundle": {"magic": (0, "str", None), "format_version": (1, "I", 0), "compiler_version": (2, "str", None),
-               "fingerprint": (3, "str", None), "checksum": (4, "str", None), "payload": (5, "[B]", None),
-               "stats": (6, "str", None)},
-    "Quant": {"scale": (0, "[f]", None), "zero_point": (1, "[q]", None), "axis": (2, "i", 0)},
-    "TensorInfo": {"name": (0, "str", None), "shape": (1, "[i]", None), "dtype": (2, "str", None),
-                   "memory": (3, "B", 0), "offset": (4, "Q", 0), "nbytes": (5, "Q", 0),
-                   "quant": (6, "table:Quant", None)},
-    "Shader": {"name": (0, "str", None), "spirv": (1, "[B]", None), "entry": (2, "str", None),
-               "bindings": (3, "I", 0), "push_bytes": (4, "I", 0)},
-    "Step": {"kind": (0, "B", 0), "first": (1, "I", 0), "count": (2, "I", 0), "op": (3, "str", None),
-             "attrs": (4, "str", None), "inputs": (5, "[i]", None), "outputs": (6, "[i]", None),
-             "target": (7, "I", 0), "label": (8, "str", None)},
-    "Dispatch": {"shader": (0, "I", 0), "bindings": (1, "[I]", None), "push_constants": (2, "[B]", None),
-                 "groups": (3, "[I]", None), "label": (4, "str", None), "flops": (5, "Q", 0)},
-    "Payload": {"model_name": (0, "str", None), "options": (1, "str", None),
-                "tensors": (2, "[table:TensorInfo]", None), "inputs": (3, "[I]", None),
-                "outputs": (4, "[I]", None), "shaders": (5, "[table:Shader]", None),
-                "dispatches": (6, "[table:Dispatch]", None), "arena_bytes": (7, "Q", 0),
-                "weights": (8, "[B]", None), "state_init": (9, "[I]", None), "fallback": (10, "[B]", None),
-                "steps": (11, "[table:Step]", None), "variants": (12, "[table:Variant]", None)},
-    "Variant": {"dispatch": (0, "I", 0), "shader": (1, "I", 0), "groups": (2, "[I]", None),
-                "requires": (3, "str", None), "name": (4, "str", None)},
-}
+def _schema() -> flatbuf.FbsSchema:
+    """bundle.fbs (installed beside this module) is the one statement of the format's tables."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundle.fbs"), encoding="utf-8") as f:
+        return flatbuf.parse_fbs(f.read())
+
+
+_FBS = _schema()
+BUNDLE_SCHEMA = _FBS.tables          # {table: {field: (slot, kind, default)}}, for flatbuf.read / write
+MAGIC = "gpuc-bundle"
+FILE_ID = _FBS.file_identifier.encode()
+FORMAT_VERSION = 2          # 2: program steps (host CPU ops, control flow)
+# Every tensor offset (arena and weights) is a multiple of OFFSET_ALIGN, so a tensor can be bound as a
+# storage buffer at its offset: a device needs minStorageBufferOffsetAlignment <= OFFSET_ALIGN (Vulkan
+# caps that limit at 256; LoadedModel checks it at load).  The compiler's memory plan uses it too.
+OFFSET_ALIGN = 256
+ARENA, WEIGHTS = _FBS.enums["Memory"]["Arena"], _FBS.enums["Memory"]["Weights"]      # TensorInfo.memory
+MAX_BINDINGS = 32
 
 
 @dataclass
@@ -89,7 +77,7 @@ class Variant:
     name: str = ""
 
 
-GPU, HOST, JUMP_IF_FALSE, JUMP = 0, 1, 2, 3      # Step kinds
+GPU, HOST, JUMP_IF_FALSE, JUMP = (_FBS.enums["StepKind"][k] for k in ("Gpu", "Host", "JumpIfFalse", "Jump"))
 STEP_KINDS = ("gpu", "host", "jump_if_false", "jump")
 
 
@@ -283,8 +271,11 @@ def validate(b: Bundle) -> None:
         limit = b.arena_bytes if t.memory == ARENA else b.weights.nbytes if t.memory == WEIGHTS else -1
         if limit < 0:
             raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) has unknown memory kind {t.memory}")
-        if t.offset % 4 or t.offset + t.nbytes > limit:
+        if t.offset + t.nbytes > limit:
             raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) lies outside its memory")
+        if t.offset % OFFSET_ALIGN:
+            raise BundleError(f"corrupt bundle: tensor {i} ({t.name!r}) offset {t.offset} is not a multiple "
+                              f"of {OFFSET_ALIGN}")
     for kind, idx in (("input", b.inputs), ("output", b.outputs)):
         for i in idx:
             if not 0 <= i < nt or b.tensors[i].memory != ARENA:

@@ -6,6 +6,7 @@ string a create-info points to is kept in a named local until the call returns.
 from __future__ import annotations
 
 import atexit
+import enum
 import os
 import threading
 import time
@@ -15,6 +16,14 @@ import vulkan as vk
 
 from gpuc.errors import DeviceError
 from gpuc.runtime import capabilities, overlap, validation
+
+class MemoryKind(enum.Enum):
+    """Where a buffer's memory lives (Device.buffer)."""
+    DEVICE = "device"    # device-local, not mapped: arenas, weights, device tensors
+    HOST = "host"        # host-visible and coherent, cached where possible: output staging, read-backs
+    UPLOAD = "upload"    # host-visible memory the host only writes (input staging; see GPUC_UPLOAD_MEMORY)
+    BAR = "bar"          # device-local and host-visible (a large BAR): weights with GPUC_WEIGHTS_IN_BAR=1
+
 
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0, vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
@@ -147,6 +156,7 @@ class Device:
         self._submit_infos = {}      # command-buffer tuple -> prebuilt VkSubmitInfo (see submit)
         self.pool_lock = threading.Lock()        # cmd_pool (one_shot); each LoadedModel has its own pool
         self.tensors = weakref.WeakSet()         # open DeviceTensors (runtime/device_tensor.py), freed in close()
+        self.tensor_recycler = None              # their buffers kept for reuse (device_tensor._Recycler)
         self.driver_version = self.props.driverVersion
         t_end = time.perf_counter()
         self.open_ms = (t_end - t0) * 1e3     # the driver's start-up (gpuc bench reports it), and its steps:
@@ -233,31 +243,36 @@ class Device:
             raise DeviceError(f"device {self.name!r} has no memory type with flags {want:#x}")
         return best
 
-    def buffer(self, size, usage, host_visible=False):
-        """Create a buffer with its own memory. Returns (buffer, memory)."""
+    def _memory_flags(self, kind: MemoryKind, size: int):
+        """(required, preferred, avoided) memory property flags for a buffer of `kind`."""
+        host = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        if kind is MemoryKind.DEVICE:
+            return vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0
+        if kind is MemoryKind.BAR:                    # device-local memory the host maps (see bar_fits)
+            both = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host
+            return both, both, 0
+        # UPLOAD: memory the host only writes (input staging).  GPUC_UPLOAD_MEMORY picks device (default:
+        # device-local + host-visible, i.e. a resizable BAR, so the GPU's copy into the arena stays in
+        # VRAM -- on the H100 runs took 5-10% less than from cached host memory), cached, or uncached
+        # (write-combined host memory).  A small BAR is left for others.  HOST: cached host memory.
+        choice = os.environ.get("GPUC_UPLOAD_MEMORY", "device") if kind is MemoryKind.UPLOAD else "cached"
+        if choice == "device" and not self.bar_fits(size):
+            choice = "cached"
+        prefer = host | {"uncached": 0, "device": vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT}.get(
+            choice, vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+        return host, prefer, vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT if choice == "uncached" else 0
+
+    def buffer(self, size, usage, kind: MemoryKind = MemoryKind.DEVICE):
+        """Create a buffer of `size` bytes (256 at least) with its own memory of `kind`.  Returns
+        (buffer, memory, size): the VkBuffer, its VkDeviceMemory (the caller frees both) and the
+        buffer's size in bytes."""
+        if not isinstance(kind, MemoryKind):
+            raise TypeError(f"memory kind must be a MemoryKind, not {kind!r}")
         size = max(int(size), 256)
         binfo = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
         buf = _vk_call("creating a buffer", vk.vkCreateBuffer, self.device, binfo, None)
         req = vk.vkGetBufferMemoryRequirements(self.device, buf)
-        if host_visible == "bar":           # device-local memory the host maps (see bar_fits)
-            want = prefer = (vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
-                             | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
-            avoid = 0
-        elif host_visible:
-            want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-            # host_visible="upload": memory the host only writes (input staging).  GPUC_UPLOAD_MEMORY picks
-            # device (default: device-local + host-visible, i.e. a resizable BAR, so the GPU's copy into
-            # the arena stays in VRAM -- on the H100 runs took 5-10% less than from cached host memory),
-            # cached, or uncached (write-combined host memory).  A small BAR is left for others.
-            kind = os.environ.get("GPUC_UPLOAD_MEMORY", "device") if host_visible == "upload" else "cached"
-            if kind == "device" and not self.bar_fits(size):
-                kind = "cached"
-            prefer = want | {"uncached": 0, "device": vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT}.get(
-                kind, vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-            avoid = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT if kind == "uncached" else 0
-        else:
-            want = prefer = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-            avoid = 0
+        want, prefer, avoid = self._memory_flags(kind, size)
         ainfo = vk.VkMemoryAllocateInfo(allocationSize=req.size,
                                         memoryTypeIndex=self._memory_type(req.memoryTypeBits, want, prefer, avoid))
         try:
@@ -338,7 +353,7 @@ class Device:
         if getattr(self, "device", None) is not None:
             vk.vkDeviceWaitIdle(self.device)
             for t in list(getattr(self, "tensors", ())):
-                t._free()
+                t.destroy()
             vk.vkDestroyCommandPool(self.device, self.cmd_pool, None)
             vk.vkDestroyDevice(self.device, None)
             self.device = None

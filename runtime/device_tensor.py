@@ -17,6 +17,7 @@ import numpy as np
 import vulkan as vk
 
 from gpuc.errors import GpucError
+from gpuc.runtime.device import MemoryKind
 
 _USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
@@ -30,13 +31,13 @@ class _Recycler:
 
     def __init__(self, device):
         self.device, self.free, self.lock, self.open = device, {}, threading.Lock(), True
-        device._tensor_recycler = self           # strong reference (device.tensors is weak)
+        device.tensor_recycler = self            # strong reference (device.tensors is weak)
         device.tensors.add(self)
 
     @staticmethod
     def of(device) -> "_Recycler":
         with _CREATE:
-            r = getattr(device, "_tensor_recycler", None)
+            r = getattr(device, "tensor_recycler", None)
             return r if r is not None else _Recycler(device)
 
     def take(self, size):
@@ -52,7 +53,8 @@ class _Recycler:
             lst.append((buf, mem))
             return True
 
-    def _free(self):
+    def destroy(self):
+        """Destroy the kept buffers (Device.close calls it, the device idle)."""
         with self.lock:
             self.open, entries, self.free = False, [e for lst in self.free.values() for e in lst], {}
         dev = getattr(self.device, "device", None)
@@ -97,13 +99,13 @@ class DeviceTensor:
 
     def numpy(self) -> np.ndarray:
         """Copy the tensor to a new host array (waits for the run that produced it)."""
-        self._use()
+        self.use()
         try:
             out = np.empty(self.shape, self.dtype)
             self._transfer(out, upload=False)
             return out
         finally:
-            self._done(None)
+            self.release(None)
 
     def _transfer(self, host, upload: bool):
         from gpuc.runtime import commands
@@ -111,7 +113,7 @@ class DeviceTensor:
         if not self.nbytes:
             return
         sbuf, smem, ssize = d.buffer(self.nbytes, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                                     | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host_visible=True)
+                                     | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, MemoryKind.HOST)
         try:
             mapped = vk.vkMapMemory(d.device, smem, 0, ssize, 0)
             view = np.frombuffer(mapped, np.uint8, self.nbytes)
@@ -138,8 +140,9 @@ class DeviceTensor:
             vk.vkDestroyBuffer(d.device, sbuf, None)
             vk.vkFreeMemory(d.device, smem, None)
 
-    # -- use by runs (runtime/batch.py) ----------------------------------------------------------
-    def _check_usable(self, device, spec):
+    # -- use by runs (runtime/batch.py, runtime/iospec.py) ----------------------------------------
+    def check_usable(self, device, spec):
+        """Raise unless this tensor can be the input `spec` of a model on `device`."""
         if self.closed:
             raise GpucError(f"input {spec.name!r}: device tensor {self.name!r} is closed")
         if self.device is not device:
@@ -149,17 +152,20 @@ class DeviceTensor:
             raise GpucError(f"input {spec.name!r}: expected dtype {spec.dtype}, got a device tensor of "
                             f"{self.dtype} (device tensors are not converted)")
 
-    def _use(self):
+    def use(self):
+        """A run starts reading or writing this tensor (close() waits until it is released)."""
         with self._cv:
             if self.closed:
                 raise GpucError(f"device tensor {self.name!r} is closed")
             self._uses += 1
 
-    def _register(self, handle):
+    def register(self, handle):
+        """The run using this tensor is `handle` (close() waits for it)."""
         with self._cv:
             self._handles.add(handle)
 
-    def _done(self, handle):
+    def release(self, handle):
+        """The run `handle` (None: a run that never started) is done with this tensor."""
         with self._cv:
             self._uses -= 1
             self._handles.discard(handle)
@@ -187,6 +193,10 @@ class DeviceTensor:
                     with self._cv:
                         self._handles.discard(h)
         self._free(recycle=True)
+
+    def destroy(self) -> None:
+        """Free the buffer now, without waiting for runs (Device.close calls it, the device idle)."""
+        self._free()
 
     def _free(self, recycle=False):
         """Release the buffer (no run uses it): to the device's recycler, or destroy it."""

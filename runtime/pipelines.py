@@ -16,46 +16,68 @@ from gpuc.runtime.overlap import Background, threads_for
 from gpuc.runtime.pipeline_cache import PipelineCache
 
 
-def make(model) -> None:
-    """Set model._set_layouts {bindings: layout}, model._pipe_layouts and model._pipelines (one per
-    bundle shader); every handle goes to model._keep so close() frees it.  Records the pipeline
-    cache's status in model.load_info."""
-    dev, b = model.dev, model.bundle
-    dev_widths = model.device.nan_preserve_widths
-    model._set_layouts, model._pipe_layouts, infos, keep = {}, [], [], []
-    for s in b.shaders:
-        if s.bindings not in model._set_layouts:
-            binds = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                     descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
-                     for i in range(s.bindings)]
-            linfo = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(binds), pBindings=binds or None)
-            model._set_layouts[s.bindings] = model._keep(
-                vk.vkDestroyDescriptorSetLayout, vk.vkCreateDescriptorSetLayout(dev, linfo, None))
-        set_layouts = [model._set_layouts[s.bindings]]
-        ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=s.push_bytes)]
-        pinfo = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts,
-                                              pushConstantRangeCount=1 if s.push_bytes else 0,
-                                              pPushConstantRanges=ranges if s.push_bytes else None)
-        layout = model._keep(vk.vkDestroyPipelineLayout, vk.vkCreatePipelineLayout(dev, pinfo, None))
-        model._pipe_layouts.append(layout)
-        code = spirv.adapt(s.spirv, dev_widths)
-        minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
-        module = model._keep(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(dev, minfo, None))
-        entry = s.entry
-        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry)
-        keep += [code, minfo, entry, stage, set_layouts, ranges, pinfo]
-        infos.append(vk.VkComputePipelineCreateInfo(stage=stage, layout=layout))
-    model._pipelines = []
-    cache = PipelineCache(model.device, b.checksum or b.fingerprint or "nokey")
-    try:
-        if infos:
-            pipes = _create(dev, cache.handle or vk.VK_NULL_HANDLE, infos, [len(s.spirv) for s in b.shaders])
-            model._pipelines = [model._keep(vk.vkDestroyPipeline, p) for p in pipes]
-        cache.save()
-    finally:
-        model.load_info["pipeline_cache"] = cache.status
-        cache.destroy()
-    del keep
+class Pipelines:
+    """One compute pipeline per bundle shader, with its pipeline layout, and one descriptor-set
+    layout per binding count; every handle is kept by `res` (freed with the model).  Records the
+    pipeline cache's status in load_info["pipeline_cache"]."""
+
+    def __init__(self, res, bundle, load_info: dict):
+        dev, device = res.dev, res.device
+        self._set_layouts, self._layouts, self._pipelines = {}, [], []
+        infos, keep = [], []
+        for s in bundle.shaders:
+            if s.bindings not in self._set_layouts:
+                binds = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                         descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                         for i in range(s.bindings)]
+                linfo = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(binds), pBindings=binds or None)
+                self._set_layouts[s.bindings] = res.keep(
+                    vk.vkDestroyDescriptorSetLayout, vk.vkCreateDescriptorSetLayout(dev, linfo, None))
+            set_layouts = [self._set_layouts[s.bindings]]
+            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=s.push_bytes)]
+            pinfo = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts,
+                                                  pushConstantRangeCount=1 if s.push_bytes else 0,
+                                                  pPushConstantRanges=ranges if s.push_bytes else None)
+            layout = res.keep(vk.vkDestroyPipelineLayout, vk.vkCreatePipelineLayout(dev, pinfo, None))
+            self._layouts.append(layout)
+            code = spirv.adapt(s.spirv, device.nan_preserve_widths)
+            minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
+            module = res.keep(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(dev, minfo, None))
+            entry = s.entry
+            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry)
+            keep += [code, minfo, entry, stage, set_layouts, ranges, pinfo]
+            infos.append(vk.VkComputePipelineCreateInfo(stage=stage, layout=layout))
+        cache = PipelineCache(device, bundle.checksum or bundle.fingerprint or "nokey")
+        try:
+            if infos:
+                pipes = _create(dev, cache.handle or vk.VK_NULL_HANDLE, infos, [len(s.spirv) for s in bundle.shaders])
+                self._pipelines = [res.keep(vk.vkDestroyPipeline, p) for p in pipes]
+            cache.save()
+        finally:
+            load_info["pipeline_cache"] = cache.status
+            cache.destroy()
+        del keep
+
+    def __len__(self) -> int:
+        return len(self._pipelines)
+
+    def set_layout(self, bindings: int):
+        """The descriptor-set layout of shaders with `bindings` storage buffers."""
+        return self._set_layouts[bindings]
+
+    def bind(self, cmd, shader: int, push_constants: bytes = b"") -> None:
+        """Bind shader `shader`'s pipeline and push its constants."""
+        vk.lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self._pipelines[shader])
+        if push_constants:
+            data = vk.ffi.new("char[]", push_constants)
+            vk.vkCmdPushConstants(cmd, self._layouts[shader], vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                                  0, len(push_constants), data)
+
+    def bind_set(self, cmd, shader: int, dset) -> None:
+        """Bind descriptor set `dset` (set 0) for shader `shader`'s pipeline layout."""
+        sets = vk.ffi.new("VkDescriptorSet*", dset)
+        vk.lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self._layouts[shader],
+                                       0, 1, sets, 0, vk.ffi.NULL)
 
 
 def deal(sizes: list, n: int) -> list:

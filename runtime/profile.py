@@ -4,32 +4,30 @@ from __future__ import annotations
 import statistics
 
 from gpuc.errors import GpucError
-from gpuc.runtime import commands
+from gpuc.runtime import commands, iospec
 
 
 def profile(model, inputs, runs: int = 10) -> dict:
     if not model.timestamps:
         raise GpucError(f"device {model.device.name!r} has no timestamp queries; cannot profile")
     b = model.bundle
-    if model._program is not None:
+    if model.program is not None:
         raise GpucError("gpuc profile times GPU-only bundles; this one has host (CPU) steps or control flow")
     n = len(b.dispatches)
-    arrays = model._normalize(inputs)
-    slot = model._acquire()
+    arrays, _ = iospec.normalize(model.inputs, inputs)
+    slot = model.slots.acquire()
     try:
-        pool = commands.query_pool(model, n + 1)
-        cmd = commands.record(model, slot, pool, every_dispatch=True)
-        for view, a in zip(slot.in_views, arrays):
-            view[...] = a
+        pool = model.resources.query_pool(n + 1)
+        cmd = model.recorder.record(slot, pool, every_dispatch=True)
+        slot.write_inputs(arrays)
         samples = []
         for _ in range(runs + 1):
             model.device.submit(cmd, slot.fence)
             model.device.wait(slot.fence)
-            samples.append(commands.read_ms(model, pool, n + 1))
+            samples.append(commands.read_ms(model.device, pool, n + 1))
         samples = samples[1:]                       # the first run warms caches
     finally:
-        slot.busy = False
-        slot.handle_done.set()
+        slot.free()
     per = [statistics.median(s[i] - (s[i - 1] if i else 0.0) for s in samples) for i in range(n)]
     totals = []
     for _ in range(runs):

@@ -20,8 +20,10 @@ import numpy as np
 import vulkan as vk
 
 from gpuc.errors import BundleError, GpucError
-from gpuc.runtime import commands, cpu_ops
+from gpuc.runtime import commands, cpu_ops, iospec
 from gpuc.runtime.bundle import ARENA, GPU, HOST, JUMP, JUMP_IF_FALSE, WEIGHTS
+from gpuc.runtime.device import MemoryKind
+from gpuc.runtime.slots import RunHandle
 
 MAX_STEPS_PER_RUN = 50_000_000          # a WHILE that never ends is reported, not hung on forever
 
@@ -54,9 +56,8 @@ class Program:
         touched = sorted({t for s in b.steps if s.kind in (HOST, JUMP_IF_FALSE) for t in s.inputs + s.outputs
                           if t >= 0 and b.tensors[t].memory == ARENA})
         size = max((b.tensors[t].offset + b.tensors[t].nbytes for t in touched), default=4)
-        self.xbuf, xmem, xsize = m._buffer(max(size, 4), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                                           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, host_visible=True)
-        mapped = vk.vkMapMemory(m.dev, xmem, 0, xsize, 0)
+        self.xbuf, mapped = m.resources.mapped(max(size, 4), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                                               | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT, MemoryKind.HOST)
         self.views = {}
         for t in touched:
             ti = b.tensors[t]
@@ -78,7 +79,7 @@ class Program:
             else:
                 k += 1
         self.gpu = {k: self._record_gpu(s) for k, s in enumerate(self.steps) if s.kind == GPU and s.count}
-        self.slot_cmds = {id(sl): (self._record_io(sl, True), self._record_io(sl, False)) for sl in m._slots}
+        self.slot_cmds = {id(sl): (self._record_io(sl, True), self._record_io(sl, False)) for sl in m.slots}
 
     def _is_target(self, k):
         return any(s.kind in (JUMP, JUMP_IF_FALSE) and s.target == k for s in self.steps)
@@ -110,44 +111,42 @@ class Program:
         self.up[k] = self._copy_cmd(self._regions(writes), False) if writes else None
 
     def _copy_cmd(self, regions, down):
-        m = self.m
-        cmd = commands.begin(m)
+        arena = self.m.arenas.arena()
+        cmd = self.m.recorder.begin()
         if down:
             commands.barrier(cmd, commands.C | commands.T, commands.T, vk.VK_ACCESS_SHADER_WRITE_BIT
                              | vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
             if regions:
-                vk.vkCmdCopyBuffer(cmd, m._arena, self.xbuf, len(regions), regions)
+                vk.vkCmdCopyBuffer(cmd, arena, self.xbuf, len(regions), regions)
             commands.barrier(cmd, commands.T, commands.H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         else:
             commands.wait_all(cmd)          # earlier readers of these arena bytes are done
             if regions:
-                vk.vkCmdCopyBuffer(cmd, self.xbuf, m._arena, len(regions), regions)
+                vk.vkCmdCopyBuffer(cmd, self.xbuf, arena, len(regions), regions)
             commands.barrier(cmd, commands.T, commands.C | commands.T, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                              commands.RW | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
         vk.vkEndCommandBuffer(cmd)
         return cmd
 
     def _record_gpu(self, s):
-        cmd = commands.begin(self.m)
+        cmd = self.m.recorder.begin()
         commands.wait_all(cmd)
-        commands.dispatches(cmd, self.m, 1, None, s.first, s.count)
+        self.m.recorder.dispatches(cmd, 1, None, s.first, s.count)
         vk.vkEndCommandBuffer(cmd)
         return cmd
 
     def _record_io(self, slot, inputs: bool):
-        m = self.m
-        cmd = commands.begin(m)
+        rec = self.m.recorder
+        cmd = rec.begin()
         if inputs:
             commands.wait_all(cmd)
-            for _, regions in commands.item_regions(m, m._in_specs, 1, True).items():
-                vk.vkCmdCopyBuffer(cmd, slot.in_buf, m._arena, len(regions), regions)
+            rec.copy_in(cmd, slot.in_buf)
             commands.barrier(cmd, commands.T, commands.C | commands.T, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                              commands.RW | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
         else:
             commands.barrier(cmd, commands.C | commands.T, commands.T, vk.VK_ACCESS_SHADER_WRITE_BIT
                              | vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
-            for _, regions in commands.item_regions(m, m._out_specs, 1, False).items():
-                vk.vkCmdCopyBuffer(cmd, m._arena, slot.out_buf, len(regions), regions)
+            rec.copy_out(cmd, slot.out_buf)
             commands.barrier(cmd, commands.T, commands.H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         vk.vkEndCommandBuffer(cmd)
         return cmd
@@ -217,20 +216,15 @@ class Program:
 
 def run_async(model, inputs, keep_on_device=False):
     """A program run: synchronous; returns a completed RunHandle."""
-    from gpuc.runtime import batch
-    from gpuc.runtime.executor import RunHandle
-    if keep_on_device or batch.has_device_tensors(inputs):
+    if keep_on_device or iospec.has_device_tensors(inputs):
         raise GpucError("keep_on_device / DeviceTensor inputs need a bundle that runs fully on the GPU; "
                         "this one has host (CPU) steps")
-    arrays = model._normalize(inputs)
-    slot = model._acquire()
+    arrays, _ = iospec.normalize(model.inputs, inputs)
+    slot = model.slots.acquire()
     try:
-        for view, a in zip(slot.in_views, arrays):
-            view[...] = a
-        model._program.run(slot)
-        outs = [v.copy() for v in slot.out_views]
+        slot.write_inputs(arrays)
+        model.program.run(slot)
+        outs = slot.read_outputs()
     finally:
-        slot.busy = False
-    h = RunHandle(model, slot)
-    h._outs = outs
-    return h
+        slot.free()
+    return RunHandle.completed(outs)

@@ -78,3 +78,53 @@ def test_older_format_version_asks_for_a_rebuild():
 def test_inconsistent_tables_are_refused(change):
     with pytest.raises(BundleError, match="corrupt bundle"):
         B.read_bundle(B.write_bundle(sample(**change)))
+
+
+def test_one_flatbuffer_reader_for_bundles_and_models():
+    """runtime/flatbuf.py reads bundles and (through compiler/frontend/fbreader.py) TFLite models;
+    a defect names its field, raised as FlatbufferError there and ModelFormatError for a model."""
+    from gpuc.compiler.frontend import fbreader
+    from gpuc.errors import ModelFormatError
+    from gpuc.runtime import flatbuf
+    assert issubclass(fbreader.Reader, flatbuf.Reader) and fbreader.Table is flatbuf.Table
+    payload = bytearray(B.read_header(B.write_bundle(sample()))["payload"])
+    r = flatbuf.Reader(payload, B.BUNDLE_SCHEMA).root("Payload")
+    assert r["model_name"] == "m" and len(r["tensors"]) == 3 and r["tensors"][1]["offset"] == 256
+    vec = r["tensors"].start                      # first element's uoffset: point it past the end
+    payload[vec:vec + 4] = (len(payload)).to_bytes(4, "little")
+    with pytest.raises(flatbuf.FlatbufferError, match=r"tensors\[0\]: offset points outside"):
+        flatbuf.read(payload, B.BUNDLE_SCHEMA, "Payload")
+    with pytest.raises(ModelFormatError, match=r"invalid model: tensors\[0\]: offset points outside"):
+        fbreader.Reader(payload, B.BUNDLE_SCHEMA).root("Payload")["tensors"][0]
+
+
+def test_schema_comes_from_bundle_fbs():
+    """BUNDLE_SCHEMA, FILE_ID and the Memory / StepKind values are read from bundle.fbs: a field
+    added there is written and read back with no second copy to update."""
+    import pathlib
+    from gpuc.runtime import flatbuf
+    fbs = flatbuf.parse_fbs((pathlib.Path(B.__file__).parent / "bundle.fbs").read_text())
+    assert B.BUNDLE_SCHEMA == fbs.tables and fbs.root_type == "Bundle" and B.FILE_ID == b"GPUB"
+    assert B.BUNDLE_SCHEMA["TensorInfo"]["offset"] == (4, "Q", 0)
+    assert B.BUNDLE_SCHEMA["Payload"]["tensors"] == (2, "[table:TensorInfo]", None)
+    assert (B.ARENA, B.WEIGHTS, B.GPU, B.HOST, B.JUMP_IF_FALSE, B.JUMP) == (0, 1, 0, 1, 2, 3)
+
+
+def test_parse_fbs():
+    from gpuc.runtime import flatbuf
+    s = flatbuf.parse_fbs('''
+        // comment: table Ignored { x: int; }
+        file_identifier "ABCD";
+        enum Color : ubyte { Red = 1, Green, Blue = 7 }
+        table T { a: int = -3; b: Color = Green; c: [Color]; d: string; e: U; f: [U]; g: bool = true;
+                  h: double = 0.5; }
+        table U { x: ulong; }
+        root_type T;''')
+    assert s.file_identifier == "ABCD" and s.root_type == "T" and s.enums == {"Color": {"Red": 1, "Green": 2, "Blue": 7}}
+    assert s.tables["T"] == {"a": (0, "i", -3), "b": (1, "B", 2), "c": (2, "[B]", None), "d": (3, "str", None),
+                             "e": (4, "table:U", None), "f": (5, "[table:U]", None), "g": (6, "?", True),
+                             "h": (7, "d", 0.5)}
+    assert s.tables["U"] == {"x": (0, "Q", 0)}
+    for bad in ("struct S { x: int; }", "table T { x: int (id: 3); }", "table T { x: Nope; }"):
+        with pytest.raises(ValueError):
+            flatbuf.parse_fbs(bad)

@@ -260,13 +260,24 @@ def test_changed_source_misses(model, tmp_path, monkeypatch):
     ["compile", "m.tflite"], ["compile", "-o", "x"], ["compile", "m", "-o", "x", "--no-cache"],
     ["compile", "m", "-o", "x", "--help"], ["compile", "--help"], ["--help"], ["run", "x.bundle"],
     ["compile", "m", "-o", "x", "--precision", "fp64"], ["compile", "m", "-o", "x", "--max-batch", "2x"],
-    ["compile", "m", "-o", "x", "--max-batch", "+2"], ["compile", "m", "-o", "x", "-o", "y"],
+    ["compile", "m", "-o", "x", "--max-batch", "+2"], ["compile", "m", "-o", "x", "--max-batch", "0"],
+    ["compile", "m", "-o", "x", "--max-batch", "4097"], ["compile", "m", "-o", "x", "-o", "y"],
     ["compile", "m", "-ox"], ["compile", "m", "n", "-o", "x"], ["compile", "m", "-o", "x", "--"],
     ["compile", "m", "-o", "x", "--disable-pass"], ["compile", "m", "-o", "-q"], ["compile", "m", "-o", ""],
     ["compile", "m", "-o", "x", "-q", "--quiet"], ["compile", "m", "-o", "x", "--bogus"], [],
 ])
 def test_parser_leaves_what_it_does_not_fully_understand_to_click(argv):
     assert parse_compile(argv) is None
+
+
+def test_cli_and_fast_path_share_the_compile_options():
+    """gpuc/cli.py builds `gpuc compile`'s click options from gpuc.launch.COMPILE_OPTIONS."""
+    from gpuc.cli import compile_cmd
+    from gpuc.launch import COMPILE_OPTIONS
+    click_opts = {p.name: p for p in compile_cmd.params if p.param_type_name == "option"}
+    assert set(click_opts) == {o.dest for o in COMPILE_OPTIONS}
+    for o in COMPILE_OPTIONS:
+        assert tuple(click_opts[o.dest].opts) == o.names and click_opts[o.dest].multiple == o.multiple
 
 
 def test_parser_understands_the_documented_forms():

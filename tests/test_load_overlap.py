@@ -41,7 +41,7 @@ def run_with(monkeypatch, bundle, **env):
         monkeypatch.setenv(k, v)
     x = rnd((2, 16), 3)
     with gpuc.load(bundle) as m:
-        return m.run([x])[0], len(m._pipelines)
+        return m.run([x])[0], len(m.pipelines)
 
 
 @pytest.mark.parametrize("threads", ["2", "3", "8"])
@@ -97,11 +97,11 @@ def test_failed_pipeline_group_frees_the_others_and_raises(monkeypatch, bundle):
 
 
 def test_failed_upload_thread_reports_its_error(monkeypatch, bundle):
-    from gpuc.runtime.executor import LoadedModel
+    from gpuc.runtime.arenas import Arenas
 
     def boom(self):
         raise DeviceError("creating a buffer: out of device memory; try a smaller model or batch")
-    monkeypatch.setattr(LoadedModel, "_upload_weights", boom)
+    monkeypatch.setattr(Arenas, "upload_weights", boom)
     with pytest.raises(DeviceError, match="creating a buffer"):
         gpuc.load(bundle)
 

@@ -148,5 +148,60 @@ def test_upload_memory_kinds_give_the_same_result(monkeypatch, kind):
     mb.op("MUL", [x, mb.const("c", c)], [y])
     mb.output(y)
     with gpuc.load(gpuc.compile(mb.finish(), cache=False)) as m:
-        assert m._weights_direct == (kind == "device" and m.device.bar_fits(m.bundle.weights.nbytes))
+        assert m.arenas.weights_direct == (kind == "device" and m.device.bar_fits(m.bundle.weights.nbytes))
         np.testing.assert_array_equal(m.run([a])[0], a * c)
+
+
+def test_buffer_takes_a_memory_kind():
+    """Device.buffer(size, usage, kind) -> (buffer, memory, size); a kind is a MemoryKind, nothing else."""
+    import vulkan as vk
+    from gpuc.runtime.device import MemoryKind, shared_device
+    d = shared_device()
+    for kind in MemoryKind:
+        buf, mem, size = d.buffer(100, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, kind)
+        assert size == 256
+        vk.vkDestroyBuffer(d.device, buf, None)
+        vk.vkFreeMemory(d.device, mem, None)
+    with pytest.raises(TypeError, match="MemoryKind"):
+        d.buffer(100, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, True)
+
+
+class _Limits:
+    def __init__(self, real, **override):
+        self._real, self._override = real, override
+
+    def __getattr__(self, name):
+        return self._override[name] if name in self._override else getattr(self._real, name)
+
+
+def test_device_offset_alignment_is_checked_at_load(monkeypatch):
+    """Tensor offsets are multiples of the bundle format's OFFSET_ALIGN; a device asking for more
+    is refused at load, naming both numbers."""
+    from gpuc.runtime.device import shared_device
+    d = shared_device()
+    assert B.OFFSET_ALIGN % d.limits.minStorageBufferOffsetAlignment == 0
+    monkeypatch.setattr(d, "limits", _Limits(d.limits, minStorageBufferOffsetAlignment=512))
+    with pytest.raises(DeviceError, match=r"aligned to 512 bytes \(minStorageBufferOffsetAlignment\).* 256 bytes"):
+        gpuc.load(add_model())
+
+
+def test_bundle_offsets_must_be_aligned():
+    b = B.read_bundle(add_model())
+    assert all(t.offset % B.OFFSET_ALIGN == 0 for t in b.tensors)
+    b.tensors[b.outputs[0]].offset += 4
+    b.arena_bytes += 256
+    with pytest.raises(gpuc.errors.BundleError, match="offset .* is not a multiple of 256"):
+        B.read_bundle(B.write_bundle(b))
+
+
+def test_a_closed_model_leaves_the_device_alone(monkeypatch):
+    """close() again, or the garbage collector's __del__ (in whatever thread it runs), must not wait
+    on the device: that would race with another thread's queue submit."""
+    from gpuc.runtime import resources
+    m = gpuc.load(add_model())
+    m.close()
+    calls = []
+    monkeypatch.setattr(resources.vk, "vkDeviceWaitIdle", lambda d: calls.append(d))
+    m.close()
+    m.__del__()
+    assert not calls

@@ -1,0 +1,111 @@
+"""A model's inputs and outputs: IOSpec, their staging layout, and input normalisation (the one
+place a run's inputs are ordered, checked and cast, for every run path)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuc.errors import GpucError
+from gpuc.runtime.bundle import OFFSET_ALIGN
+from gpuc.runtime.device_tensor import DeviceTensor
+
+
+@dataclass
+class IOSpec:
+    name: str
+    shape: tuple
+    dtype: np.dtype
+    quant: dict | None
+    tensor: int          # bundle tensor index
+    staging: int         # offset in the staging buffer
+
+
+def layout(bundle, indices, items=1):
+    """(specs, staging bytes): each tensor's `items` batch items stacked (item i at staging + i * nbytes)."""
+    specs, off = [], 0
+    for i in indices:
+        t = bundle.tensors[i]
+        specs.append(IOSpec(t.name, tuple(t.shape), np.dtype(t.dtype), t.quant, i, off))
+        off += (t.nbytes * items + OFFSET_ALIGN - 1) // OFFSET_ALIGN * OFFSET_ALIGN
+    return specs, off
+
+
+def views(mapped, specs, items=1):
+    """numpy views of mapped staging memory: one item of each tensor, or (items > 1) all of them
+    stacked along axis 0."""
+    if items == 1:
+        return [np.frombuffer(mapped, s.dtype, int(np.prod(s.shape, dtype=np.int64)), s.staging).reshape(s.shape)
+                for s in specs]
+    return [np.frombuffer(mapped, s.dtype, items * int(np.prod(s.shape, dtype=np.int64)), s.staging)
+            .reshape((items,) + s.shape[1:]) for s in specs]
+
+
+def item_shape(spec, b, batched):
+    return (b,) + spec.shape[1:] if batched else spec.shape
+
+
+def has_device_tensors(inputs) -> bool:
+    if isinstance(inputs, dict):
+        inputs = inputs.values()
+    elif not isinstance(inputs, (list, tuple)):
+        inputs = [inputs]
+    return any(isinstance(x, DeviceTensor) for x in inputs)
+
+
+def ordered(specs, inputs) -> list:
+    """Inputs as a list in model order (from a list, a dict name -> value, or one value)."""
+    if isinstance(inputs, (np.ndarray, DeviceTensor)) or np.isscalar(inputs):
+        inputs = [inputs]
+    if isinstance(inputs, dict):
+        names = [s.name for s in specs]
+        unknown = [k for k in inputs if k not in names]
+        if unknown:
+            raise GpucError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise GpucError(f"missing input(s) {missing}")
+        inputs = [inputs[n] for n in names]
+    inputs = list(inputs)
+    if len(inputs) != len(specs):
+        raise GpucError(f"model takes {len(specs)} input(s) ({[s.name for s in specs]}), got {len(inputs)}")
+    return inputs
+
+
+def _batch_size(specs, shapes, n) -> int:
+    b = None
+    for s, shape in zip(specs, shapes):
+        if len(shape) == len(s.shape) and shape[1:] == s.shape[1:]:
+            if not 1 <= shape[0] <= n:
+                raise GpucError(f"input {s.name!r}: batch {shape[0]} is outside 1..{n} "
+                                f"(the bundle was compiled with --max-batch {n})")
+            if b is not None and shape[0] != b:
+                raise GpucError(f"inputs disagree on the batch size ({b} and {shape[0]} at {s.name!r})")
+            b = shape[0]
+    return b or 1
+
+
+def normalize(specs, inputs, max_batch: int = 1, device=None):
+    """(values in model order: arrays cast to the input dtype, or DeviceTensors of `device`; the
+    batch size b).  With max_batch > 1 an input holds 1..max_batch items along axis 0."""
+    vals = ordered(specs, inputs)
+    batched = max_batch > 1
+    b = _batch_size(specs, [tuple(v.shape) if isinstance(v, DeviceTensor) else np.shape(v) for v in vals],
+                    max_batch) if batched else 1
+    out = []
+    for s, v in zip(specs, vals):
+        dt = isinstance(v, DeviceTensor)
+        if not dt:
+            v = np.asarray(v)
+        want = item_shape(s, b, batched)
+        if tuple(v.shape) != want:
+            more = f" (batch 1..{max_batch} along axis 0)" if batched else ""
+            raise GpucError(f"input {s.name!r}: expected shape {list(want)}{more}, got {list(v.shape)}")
+        if dt:
+            v.check_usable(device, s)
+        elif v.dtype != s.dtype:
+            if not np.can_cast(v.dtype, s.dtype, casting="same_kind"):
+                raise GpucError(f"input {s.name!r}: expected dtype {s.dtype}, got {v.dtype}")
+            v = v.astype(s.dtype)
+        out.append(v)
+    return out, b

@@ -1,0 +1,208 @@
+"""Run slots: up to N runs of a model in flight, each with its own staging memory, fence and
+command buffers (Slot); Slots hands them out, submits and waits, and keeps the GPU time of the last
+completed run; RunHandle is what run_async returns."""
+from __future__ import annotations
+
+import threading
+
+import vulkan as vk
+
+from gpuc.errors import GpucError
+from gpuc.runtime import commands, iospec
+from gpuc.runtime.device import MemoryKind
+
+_SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+
+
+class Slot:
+    """One in-flight run's staging buffers (staging_bytes: input and output sizes, iospec.layout) with
+    numpy views of them (in_views/out_views: one batch item; in_rows/out_rows: all `items` items
+    along axis 0), its fence, timestamp pool (or None) and command buffers."""
+
+    def __init__(self, res, inputs, outputs, staging_bytes: tuple, items: int = 1, timestamps: bool = False):
+        self._res = res
+        self.in_buf, in_map = res.mapped(staging_bytes[0], _SRC, MemoryKind.UPLOAD)
+        self.out_buf, out_map = res.mapped(staging_bytes[1], _DST, MemoryKind.HOST)
+        self.in_views, self.out_views = iospec.views(in_map, inputs), iospec.views(out_map, outputs)
+        self.in_rows, self.out_rows = iospec.views(in_map, inputs, items), iospec.views(out_map, outputs, items)
+        self.pool = res.query_pool(2) if timestamps else None
+        self.fence = res.fence()
+        self.cmd = None               # a whole batch-1 run (LoadedModel records it)
+        self.cmds = {}                # batch size -> a whole run of that many items (runtime/batch.py)
+        self.pre = self.post = None   # copies in / out of device-tensor runs (runtime/batch.py)
+        self.bodies = {}              # batch size -> the dispatches only (runtime/batch.py)
+        self._cmd_pool = None
+        self.busy, self.seq, self.handle = False, 0, None
+        self.handle_done = threading.Event()
+        self.handle_done.set()
+
+    def command_pool(self):
+        """The slot's own command pool, made on first use with the pre/post command buffers (a pool is
+        externally synchronised, and a slot serves one run at a time)."""
+        if self._cmd_pool is None:
+            pool = self._res.command_pool()
+            self.pre, self.post = self._res.command_buffer(pool), self._res.command_buffer(pool)
+            self._cmd_pool = pool
+        return self._cmd_pool
+
+    def write_inputs(self, arrays) -> None:
+        for view, a in zip(self.in_views, arrays):
+            view[...] = a
+
+    def read_outputs(self) -> list:
+        return [v.copy() for v in self.out_views]
+
+    def free(self) -> None:
+        """No run holds the slot any more."""
+        self.handle = None
+        self.busy = False
+        self.handle_done.set()
+
+
+class Slots:
+    """A model's slots: which run holds each, submission order, and the GPU time of the last
+    completed run (read lazily from its timestamp queries: a run pays no read-back unless asked)."""
+
+    def __init__(self, device, slots: list):
+        self.device = device
+        self._slots = slots
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._open = True
+        self._last_gpu_ms = None     # GPU time of the last completed run
+        self._timed = None           # the slot whose timestamps hold it, until read
+
+    def __len__(self):
+        return len(self._slots)
+
+    def __iter__(self):
+        return iter(self._slots)
+
+    def __getitem__(self, i) -> Slot:
+        return self._slots[i]
+
+    def check_open(self) -> None:
+        if not self._open:
+            raise GpucError("model is closed")
+
+    def close(self) -> None:
+        with self._lock:
+            self._open = False
+
+    def acquire(self) -> Slot:
+        """A free slot, marked busy: the oldest run is completed first when every slot has one."""
+        while True:
+            with self._lock:
+                self.check_open()
+                free = [sl for sl in self._slots if not sl.busy]
+                if free:
+                    free[0].busy = True
+                    return free[0]
+                oldest = min(self._slots, key=lambda sl: sl.seq)
+            h = oldest.handle
+            if h is not None:
+                h.wait()                     # completes it: its outputs stay with its handle
+            else:
+                oldest.handle_done.wait()
+
+    def take(self, i: int) -> Slot:
+        """Slot i, marked busy (run_in_place); an error if a run holds it."""
+        with self._lock:
+            self.check_open()
+            sl = self._slots[i]
+            if sl.busy:
+                raise GpucError(f"slot {i} has a run in flight; wait for it first")
+            sl.busy = True
+        return sl
+
+    def reserve_all(self) -> None:
+        """Wait for the runs in flight (their outputs stay with their handles), then mark every slot
+        busy: no run starts until release_all()."""
+        while True:
+            with self._lock:
+                self.check_open()
+                busy = [sl for sl in self._slots if sl.busy]
+                if not busy:
+                    for sl in self._slots:
+                        sl.busy = True
+                    return
+            h = busy[0].handle
+            if h is not None:
+                h.wait()
+            else:                               # being submitted, or a run_in_place: poll
+                busy[0].handle_done.wait(0.001)
+
+    def release_all(self) -> None:
+        for sl in self._slots:
+            sl.busy = False
+
+    def submit(self, slot: Slot, cmds=None) -> None:
+        """Submit slot.cmd, or `cmds` (a list runs in order), signalling the slot's fence."""
+        if self._timed is slot:              # its timestamps are about to be reset: keep the last run's time
+            self.last_gpu_ms
+        with self._lock:
+            self._seq += 1
+            slot.seq = self._seq
+            slot.handle_done.clear()
+        self.device.submit(slot.cmd if cmds is None else cmds, slot.fence)
+
+    def wait(self, slot: Slot, mode: str = "passive") -> None:
+        self.device.wait(slot.fence, active=(mode == "active"))
+
+    def completed(self, slot: Slot) -> None:
+        """The run in `slot` has completed: its timestamps (if any) hold the last GPU time."""
+        if slot.pool is not None:
+            self._timed = slot
+
+    @property
+    def last_gpu_ms(self):
+        sl = self._timed
+        if sl is not None:
+            self._timed = None
+            self._last_gpu_ms = commands.read_ms(self.device, sl.pool, 2)[-1]
+        return self._last_gpu_ms
+
+    @last_gpu_ms.setter
+    def last_gpu_ms(self, value):
+        self._timed, self._last_gpu_ms = None, value
+
+
+class RunHandle:
+    """Returned by run_async: done() polls, wait() blocks and returns the outputs (once).
+    collect() gives the outputs (default: a copy of the slot's output staging) and cleanup() runs
+    once the run is over, whatever happened (runtime/batch.py: device tensors)."""
+
+    def __init__(self, slots: Slots, slot: Slot, collect=None, cleanup=None):
+        self._slots, self._slot, self._outs = slots, slot, None
+        self._collect, self._cleanup = collect, cleanup
+        self.device_outputs = None              # keep_on_device: the DeviceTensors, before the run completes
+        self._lock = threading.Lock()           # one thread completes the run; others get its outputs
+
+    @classmethod
+    def completed(cls, outputs) -> "RunHandle":
+        """A handle of a run that is already over (synchronous runs: runtime/program.py)."""
+        h = cls(None, None)
+        h._outs = outputs
+        return h
+
+    def done(self) -> bool:
+        if self._outs is not None:
+            return True
+        return vk.vkGetFenceStatus(self._slots.device.device, self._slot.fence) == vk.VK_SUCCESS
+
+    def wait(self, mode: str = "passive"):
+        with self._lock:
+            return self._complete(mode)
+
+    def _complete(self, mode):
+        if self._outs is None:
+            sl = self._slot
+            try:
+                self._slots.wait(sl, mode)
+                self._outs = self._collect() if self._collect else sl.read_outputs()
+                self._slots.completed(sl)
+            finally:
+                if self._cleanup:
+                    self._cleanup()
+                sl.free()
+        return self._outs

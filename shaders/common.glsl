@@ -32,22 +32,33 @@ float gpuc_max_skip(float acc, float v) { return v > acc ? v : acc; }
 // +-inf to +-FLT_MAX (NaN stays NaN): LiteRT's builtin clamp to [lowest, max].
 float gpuc_finite(float v) { return abs(v) > 3.40282347e38 ? sign(v) * 3.40282347e38 : v; }
 
-// Fused activations follow LiteRT's default (XNNPACK) kernels: the range of NONE and the open end of
-// RELU are +-inf, so +-inf pass through (LiteRT's builtin kernels clamp them to +-FLT_MAX instead,
-// which makes later sums depend on their order), and NaN stays NaN.  gpuc_finite (code 7) is that
-// +-FLT_MAX clamp, for the ops both interpreters clamp, and before a fake quantization.
-// Epilogue activations (codes are gpuc's, not TFLite's enum):
-// 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic, 6 hard swish, 7 finite (+-inf to
-// +-FLT_MAX: an ignored fused TANH / SIGN_BIT, compiler/ops/util.py ACT_FINITE).  `code` is always a constant,
-// so the compiler folds the branches away.
+// Activations: the one formula of each activation op of compiler/ew_table.py, which the op's own
+// kernel (unary_math.comp), a fused chain (ew_fused.comp) and every epilogue (gpuc_apply) call.
+// As epilogues they follow LiteRT's default (XNNPACK) kernels: the range of a fused NONE and the open
+// end of RELU are +-inf, so +-inf pass through (LiteRT's builtin kernels clamp them to +-FLT_MAX
+// instead, which makes later sums depend on their order), and NaN stays NaN.
+float ew_relu(float v) { return gpuc_max(v, 0.0); }
+float ew_relu_n1_to_1(float v) { return gpuc_clamp(v, -1.0, 1.0); }
+float ew_relu6(float v) { return gpuc_clamp(v, 0.0, 6.0); }
+float ew_tanh(float v) { return tanh(gpuc_clamp(v, -10.0, 10.0)); }
+float ew_logistic(float v) { return 1.0 / (1.0 + exp(-v)); }
+float ew_hard_swish(float v) { return v * gpuc_clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+// int32 results (binary_math's integer ADD / SUB / MUL / DIV epilogue)
+int ew_relu(int v) { return max(v, 0); }
+int ew_relu_n1_to_1(int v) { return clamp(v, -1, 1); }
+int ew_relu6(int v) { return clamp(v, 0, 6); }
+
+// Epilogue activations: `code` (the ACT / ACT2 defines, always a constant, so the compiler folds the
+// branches away) is an activation code of compiler/ew_table.py: 0 none, an activation op's code, or
+// ACT_FINITE (gpuc_finite: the +-FLT_MAX clamp both LiteRT interpreters apply for a fused TANH /
+// SIGN_BIT they ignore, compiler/ops/util.py).  The renderer (codegen/glsl.py) defines the cases from
+// the table: GPUC_ACT_CASES `if (code == 1) return ew_relu(v); ...`, GPUC_IACT_CASES for int32.
 float gpuc_apply(float v, int code) {
-    if (code == 1) return gpuc_max(v, 0.0);
-    if (code == 2) return gpuc_clamp(v, -1.0, 1.0);
-    if (code == 3) return gpuc_clamp(v, 0.0, 6.0);
-    if (code == 4) return tanh(gpuc_clamp(v, -10.0, 10.0));
-    if (code == 5) return 1.0 / (1.0 + exp(-v));
-    if (code == 6) return v * gpuc_clamp(v + 3.0, 0.0, 6.0) / 6.0;          // hard swish
-    if (code == 7) return gpuc_finite(v);
+    GPUC_ACT_CASES
+    return v;
+}
+int gpuc_apply(int v, int code) {
+    GPUC_IACT_CASES
     return v;
 }
 

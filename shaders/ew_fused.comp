@@ -1,9 +1,9 @@
 // @storage16
 // A fused chain (or small DAG) of float elementwise ops (passes/ew_fusion.py, ops/ew_fused.py): one
 // invocation computes the whole expression for one output element, so the intermediates never
-// reach memory.  The per-op formulas are ew_math.glsl's (the same functions unary_math / binary_math
-// call) and common.glsl's gpuc_apply / gpuc_finite / gpuc_fq_to (unary, binary, fused activations,
-// fake quant), so every step rounds exactly as the unfused kernels do.
+// reach memory.  The per-op formulas are ew_math.glsl's and common.glsl's (the functions of
+// compiler/ew_table.py, which unary_math / binary_math call too), with gpuc_apply (fused activations)
+// and gpuc_fq_to (fake quant), so every step rounds exactly as the unfused kernels do.
 // Defines: NIN (1..7 inputs x0..x6), EW_BCAST (0: every input has the output's shape; 1: RANK,
 // OUT_SHAPE[], I<k>_STRIDES[] with 0 on broadcast dims), EW_BODY (statements computing float locals
 // from the loaded inputs v0..v<NIN-1>), EW_RESULT (the output expression), EW_ROUND16 (EW_R16(v)

@@ -1,7 +1,8 @@
-// Float elementwise math with LiteRT semantics: one function per op.  The single home of these
-// formulas: unary_math.comp, binary_math.comp (float path) and ew_fused.comp (fused elementwise
-// chains, passes/ew_fusion.py) all call them.  The renderer pastes this file where a template
-// has the line "// @include ew_math.glsl".
+// Elementwise math with LiteRT semantics: the function of each op of compiler/ew_table.py (the row's
+// `glsl`; the activations' are in common.glsl), a float overload and, for the ops with int32 in their
+// dtypes, an int one.  The single home of these formulas: unary_math.comp, binary_math.comp and
+// ew_fused.comp (fused elementwise chains, passes/ew_fusion.py) all call them.  The renderer pastes
+// this file where a template has the line "// @include ew_math.glsl".
 #define EW_NAN uintBitsToFloat(0x7fc00000u)
 #define EW_INF uintBitsToFloat(0x7f800000u)
 #define EW_FLT_MAX uintBitsToFloat(0x7f7fffffu)
@@ -94,13 +95,13 @@ float ew_sign(float v) {
     return m == 0u ? 0.0 : (ew_signbit(v) ? -1.0 : 1.0);
 }
 float ew_elu(float v) { return v < 0.0 ? ew_expm1(v) : v; }
-float ew_hard_swish(float v) { return v * gpuc_clamp(v + 3.0, 0.0, 6.0) / 6.0; }
 float ew_gelu_tanh(float v) {
     // 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)): no cancellation for negative v
     float u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
     return v / (1.0 + exp(-2.0 * u));
 }
 float ew_gelu_erf(float v) { return 0.5 * v * ew_erfc(-0.7071067811865476 * v); }
+float ew_gelu(float v, bool approximate) { return approximate ? ew_gelu_tanh(v) : ew_gelu_erf(v); }
 float ew_leaky_relu(float v, float alpha) { return v > 0.0 ? v : v * alpha; }
 float ew_relu_0_to_1(float v) { return gpuc_clamp(v, 0.0, 1.0); }
 
@@ -182,6 +183,70 @@ float ew_squared_difference(float a, float b) { float d = a - b; return d * d; }
 float ew_maximum(float a, float b) { return a > b ? a : b; }
 float ew_minimum(float a, float b) { return a < b ? a : b; }
 float ew_prelu(float a, float b) { return a >= 0.0 ? a : a * b; }
+
+// ---- int32 overloads (LiteRT on x86; see compiler/ops/math.py) ----
+const int EW_INT_MIN = int(0x80000000u);
+const int EW_INT_MAX = 0x7fffffff;
+
+uint ew_uabs(int v) { return v < 0 ? uint(-v) : uint(v); }   // |INT_MIN| = 2^31 as uint
+
+int ew_abs(int v) { return v < 0 ? -v : v; }                 // INT_MIN wraps to itself, as in LiteRT
+int ew_neg(int v) { return -v; }
+int ew_sign(int v) { return v > 0 ? 1 : (v < 0 ? -1 : 0); }
+int ew_add(int a, int b) { return a + b; }                   // +, -, * wrap
+int ew_sub(int a, int b) { return a - b; }
+int ew_mul(int a, int b) { return a * b; }
+
+// C++ truncating division; LiteRT gives INT_MAX for INT_MIN / -1 (and rejects division by 0).
+int ew_div(int a, int b) {
+    if (b == 0) return 0;
+    if (a == EW_INT_MIN && b == -1) return EW_INT_MAX;
+    int q = int(ew_uabs(a) / ew_uabs(b));
+    return (a < 0) != (b < 0) ? -q : q;
+}
+
+// floor(double(a) / double(b)) cast to int32 (INT_MIN / -1 -> INT_MIN, as the x86 conversion does).
+int ew_floor_div(int a, int b) {
+    if (b == 0) return 0;
+    uint ua = ew_uabs(a), ub = ew_uabs(b);
+    uint q = ua / ub;
+    if ((a < 0) != (b < 0)) return -int(q) - ((ua - q * ub) != 0u ? 1 : 0);
+    return int(q);
+}
+
+// C++ % (truncated), then moved to the divisor's sign.
+int ew_floor_mod(int a, int b) {
+    if (b == 0) return 0;
+    int r = int(ew_uabs(a) % ew_uabs(b));
+    if (a < 0) r = -r;
+    return (r != 0 && ((b < 0) != (r < 0))) ? r + b : r;
+}
+
+// LiteRT: std::pow in double, cast to int32 (out of range -> INT_MIN, as the x86 conversion does).
+// A negative exponent is an error in LiteRT; we return what the double computation would give.
+int ew_pow(int x, int e) {
+    if (e < 0) {
+        if (x == 1) return 1;
+        if (x == -1) return (e & 1) != 0 ? -1 : 1;
+        return x == 0 ? EW_INT_MIN : 0;
+    }
+    uint ux = ew_uabs(x), m = 1u;
+    bool big = false;
+    if (ux <= 1u) {
+        m = (e == 0 || ux == 1u) ? 1u : 0u;
+    } else {
+        for (int i = 0; i < e; ++i) {          // ux >= 2: at most 32 steps before overflow
+            if (m > 0x80000000u / ux) { big = true; break; }
+            m *= ux;
+        }
+    }
+    if (big || m >= 0x80000000u) return EW_INT_MIN;
+    return (x < 0 && (e & 1) != 0) ? -int(m) : int(m);
+}
+
+int ew_squared_difference(int a, int b) { int d = a - b; return d * d; }
+int ew_maximum(int a, int b) { return a > b ? a : b; }
+int ew_minimum(int a, int b) { return a < b ? a : b; }
 
 // ---- fused expressions (ew_fused.comp, reduce.comp PROLOGUE) ----
 // ew_keep: a value the optimizer cannot see through (XOR with a runtime zero: the dispatch grid is

@@ -384,12 +384,12 @@ def test_fp16_rounding_of_intermediates_matches_a_float16_store():
 def random_graph(seed):
     """A random DAG of elementwise ops over x [2,3,5] and broadcast operands (some tensors reused,
     sometimes an intermediate also a graph output)."""
-    from gpuc.compiler.ops.ew_fused import BINARY_FUNCS
+    from gpuc.compiler.ew_table import TABLE
     rng = np.random.default_rng(seed)
     unary = ["ABS", "NEG", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN",
              "ELU", "HARD_SWISH", "GELU", "LEAKY_RELU", "RELU_0_TO_1", "LOGISTIC", "RELU", "RELU6", "TANH",
              "RELU_N1_TO_1"]
-    binary = sorted(set(BINARY_FUNCS) - {"PRELU"})
+    binary = sorted(r.name for r in TABLE.values() if r.arity == 2 and r.fusible and r.name != "PRELU")
     shape = [2, 3, 5]
     mb = ModelBuilder()
     full, small = [mb.input("x", shape)], []

@@ -24,7 +24,7 @@ def _has_extension(code: bytes) -> bool:
 
 
 def test_kernels_declare_the_mode():
-    k = Kernel("unary", [("out_", 0), ("x", 1)], 8, dict(FN=2), "RELU")
+    k = Kernel("unary_math", [("out_", 0), ("x", 1)], 8, dict(EW_EXPR="ew_relu(v0)"), "RELU")
     for dt, widths in (("float32", {32}), ("float16", {16, 32})):
         code = kernel_spirv(k, {0: dt, 1: dt})
         assert spirv.nan_preserve_widths(code) == widths

@@ -13,9 +13,9 @@ RNG = np.random.default_rng(3)
 def test_share_in_place_takes_only_safe_pairs():
     # 0: a = conv(x); 1: b = exp(a); 2: c = add(b, a2) where a2 stays live; 3: d = gemm(res=c, x=c)
     ks = [Kernel("gemm", [("out_", 1), ("x", 0), ("w", 9)], 1), Kernel("unary_math", [("out_", 2), ("x", 1)], 1),
-          Kernel("binary", [("out_", 3), ("a", 2), ("b", 5)], 1),
+          Kernel("binary_math", [("out_", 3), ("a", 2), ("b", 5)], 1),
           Kernel("gemm", [("out_", 4), ("x", 3), ("w", 9), ("res", 3)], 1),
-          Kernel("binary", [("out_", 6), ("a", 5), ("b", 4)], 1)]
+          Kernel("binary_math", [("out_", 6), ("a", 5), ("b", 4)], 1)]
     life = {0: (-1, 0), 1: (0, 1), 2: (1, 2), 3: (2, 3), 4: (3, 4), 5: (-1, 4), 6: (4, 5)}
     nbytes = {t: 1024 for t in life}
     dtypes = {t: "float32" for t in life}
@@ -29,7 +29,7 @@ def test_share_in_place_takes_only_safe_pairs():
 
 
 def test_share_in_place_needs_equal_bytes_and_dtype():
-    ks = [Kernel("unary", [("out_", 1), ("x", 0)], 1), Kernel("unary", [("out_", 2), ("x", 1)], 1)]
+    ks = [Kernel("unary_math", [("out_", 1), ("x", 0)], 1), Kernel("unary_math", [("out_", 2), ("x", 1)], 1)]
     life = {0: (-1, 0), 1: (0, 1), 2: (1, 2)}
     assert share_in_place(ks, dict(life), {0: 64, 1: 64, 2: 64}, {0: "float32", 1: "float16", 2: "float16"},
                           [(1, 0), (2, 1)], keep={0}) == {2: 1}

@@ -8,6 +8,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.glslang import compile_glsl
 from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ew_table import act_glsl
 from gpuc.runtime import spirv
 
 GLSL_TYPE = {"float32": "float", "float16": "float16_t", "int32": "int", "uint32": "uint", "bool": "uint"}
@@ -17,6 +18,8 @@ STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/wri
 
 
 INCLUDE_MARK = "// @include "          # a template line "// @include NAME.glsl" is replaced by that file
+# the cases of common.glsl's gpuc_apply, from the activation codes of compiler/ew_table.py
+ACT_CASES = [f"#define GPUC_ACT_CASES {act_glsl('float32')}", f"#define GPUC_IACT_CASES {act_glsl('int32')}"]
 
 
 @lru_cache(maxsize=None)
@@ -81,6 +84,7 @@ def render(k: Kernel, dtypes: dict) -> str:
         lines.append(f"#define {name}_S {ty}")                    # storage type (ST narrows to it)
         lines.append(f"#define {name}_A {ARITH_TYPE.get(ty, ty)}")  # arithmetic type (LD widens to it)
     lines += consts
+    lines += ACT_CASES
     lines.append(template_source("common.glsl"))
     lines.append(template_source(k.template + ".comp"))
     return "\n".join(lines) + "\n"

@@ -10,8 +10,7 @@ import itertools
 
 from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.codegen.kernel import Kernel
-
-ACTS = [0, 1, 2, 3, 4, 5, 6, 7]
+from gpuc.compiler.ew_table import ACTS
 _FQ = dict(FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127)
 _GEOM = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1)
 _GEMM = dict(_GEOM, **_FQ, FQM=1, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8,
@@ -30,9 +29,6 @@ VARIANTS = {
                         "ACT2": [0, 1], "FQ": [0, 1]},
                   ["out_", "x", "w", "bias", "res"], {},
                   lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ())),
-    "binary": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1], **_FQ),
-               {"OP": [0, 1, 2], "ACT": ACTS, "SAME_SHAPE": [0, 1], "FQ": [0, 1]}, ["out_", "a", "b"]),
-    "unary": (dict(_FQ), {"FN": [0, 1, 2, 3, 4, 5], "FQ": [0, 1]}, ["out_", "x"]),
     "copy_nd": (dict(_ND, **_FQ), {"CONTIGUOUS": [0, 1], "ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"]),
     "pad": (dict(RANK=2, OUT_SHAPE=[4, 5], IN_SHAPE=[2, 3], IN_STRIDES=[3, 1], PAD_LO=[1, 1], PAD_VALUE=0.5),
             {}, ["out_", "x"]),

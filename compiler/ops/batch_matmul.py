@@ -12,8 +12,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.conv import _float_const, gemm_kernel
-from gpuc.compiler.ops.elementwise import broadcast_strides
-from gpuc.compiler.ops.util import checked, size
+from gpuc.compiler.ops.util import broadcast_strides, checked, size
 
 MAX_RANK = 5
 

@@ -1,17 +1,17 @@
 """FUSED_ELEMENTWISE: a chain (or small DAG) of float elementwise ops computed by one dispatch
 (shaders/ew_fused.comp).  Never in a model: the `fuse_elementwise` pass (passes/ew_fusion.py) makes it
-from ADD SUB MUL DIV POW SQUARED_DIFFERENCE MAXIMUM MINIMUM FLOOR_DIV FLOOR_MOD PRELU, the unary
-math ops and the activations whose intermediates have a single consumer.
+from the fusible ops of compiler/ew_table.py (and CAST) whose intermediates have a single consumer.
 
-attrs["steps"]: one dict per fused op in program order: {"op", "args": [ref, ...], "act", "alpha",
-"approximate", "fq", "r16"}; a ref is ("x", k) (input k of the node: binding x<k>, broadcast to the
-output shape), ("c", value) (a scalar constant, inlined as an exact float literal) or ("t", j) (the
-result of step j).  The last step is the output.  Intermediates and constants pass through ew_keep
-(opaque to the optimizer), so nothing is contracted or specialised across ops; an operand repeated in
-one step goes through ew_keep2 the second time (no x - x -> 0).  Each step's GLSL is the formula of the op's own
-kernel (ew_math.glsl functions, common.glsl gpuc_apply / gpuc_finite / gpuc_fq_to); "fq": the step's
-output had a fake-quant grid (rounded there, as the unfused kernel did); "r16": under --precision
-fp16 the unfused program stored the step's output as float16 (rounded there the same way).
+attrs["steps"]: one dict per fused op in program order: {"op", "args": [ref, ...], "act", the op's
+parameters ("alpha", "approximate": its ew_table row's `params`), "fq", "r16"}; a ref is ("x", k)
+(input k of the node: binding x<k>, broadcast to the output shape), ("c", value) (a scalar constant,
+inlined as an exact float literal) or ("t", j) (the result of step j).  The last step is the output.
+Intermediates and constants pass through ew_keep (opaque to the optimizer), so nothing is contracted
+or specialised across ops; an operand repeated in one step goes through ew_keep2 the second time (no
+x - x -> 0).  Each step's GLSL is the formula of the op's own kernel (the row's ew_math.glsl /
+common.glsl function, gpuc_apply, gpuc_fq_to); "fq": the step's output had a fake-quant grid (rounded
+there, as the unfused kernel did); "r16": under --precision fp16 the unfused program stored the
+step's output as float16 (rounded there the same way).
 """
 from __future__ import annotations
 
@@ -19,32 +19,20 @@ import numpy as np
 
 from gpuc.compiler.codegen.glsl import _literal
 from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ew_table import FUSIBLE, TABLE
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.elementwise import broadcast_strides
-from gpuc.compiler.ops.util import checked, size
+from gpuc.compiler.ops.math import call
+from gpuc.compiler.ops.util import broadcast_strides, checked, size
 
 MAX_INPUTS = 7
 
-# op -> GLSL function of ew_math.glsl (unary_math.comp / binary_math.comp call the same ones)
-UNARY_FUNCS = {"ABS": "ew_abs", "NEG": "ew_neg", "SQUARE": "ew_square", "SQRT": "ew_sqrt", "RSQRT": "ew_rsqrt",
-               "EXP": "ew_exp", "LOG": "ew_log", "SIN": "ew_sin", "COS": "ew_cos", "FLOOR": "ew_floor",
-               "CEIL": "ew_ceil", "ROUND": "ew_round", "SIGN": "ew_sign", "ELU": "ew_elu",
-               "HARD_SWISH": "ew_hard_swish", "RELU_0_TO_1": "ew_relu_0_to_1"}
-# the activation ops of unary.comp: exactly common.glsl's gpuc_apply codes (no +-FLT_MAX clamp)
-ACT_FUNCS = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "LOGISTIC": 5}
-BINARY_FUNCS = {"ADD": "ew_add", "SUB": "ew_sub", "MUL": "ew_mul", "DIV": "ew_div", "POW": "ew_pow",
-                "SQUARED_DIFFERENCE": "ew_squared_difference", "MAXIMUM": "ew_maximum",
-                "MINIMUM": "ew_minimum", "FLOOR_DIV": "ew_floor_div", "FLOOR_MOD": "ew_floor_mod",
-                "PRELU": "ew_prelu"}
-# binary ops whose kernels apply the fused-activation epilogue (clamp to the activation's range)
-WITH_ACT = ("ADD", "SUB", "MUL", "DIV")
-# CAST int32 -> float32 (or float32 -> float32): the input binding is int32 and the load converts it,
-# as cast.comp does (float(int), round to nearest even)
-OPS = set(UNARY_FUNCS) | set(ACT_FUNCS) | set(BINARY_FUNCS) | {"GELU", "LEAKY_RELU", "CAST"}
+# the fusible ops of compiler/ew_table.py, and CAST int32 -> float32 (or float32 -> float32): the input
+# binding is int32 and the load converts it, as cast.comp does (float(int), round to nearest even)
+OPS = FUSIBLE | {"CAST"}
 
 
-def _arity(op: str) -> int:
-    return 2 if op in BINARY_FUNCS else 1
+def arity(op: str) -> int:
+    return 1 if op == "CAST" else TABLE[op].arity
 
 
 def _ref(r) -> str:
@@ -68,20 +56,12 @@ def _args(refs) -> list:
 def step_expr(s: dict, args: list) -> str:
     """GLSL for one step, from the GLSL of its arguments."""
     op = s["op"]
-    if op in BINARY_FUNCS:
-        e = f"{BINARY_FUNCS[op]}({args[0]}, {args[1]})"
-        if op in WITH_ACT:
-            e = f"gpuc_apply({e}, {int(s.get('act', 0))})"
-    elif op in ACT_FUNCS:
-        e = f"gpuc_apply({args[0]}, {ACT_FUNCS[op]})"
-    elif op == "CAST":
+    if op == "CAST":
         e = f"({args[0]})"
-    elif op == "GELU":
-        e = f"{'ew_gelu_tanh' if s.get('approximate') else 'ew_gelu_erf'}({args[0]})"
-    elif op == "LEAKY_RELU":
-        e = f"ew_leaky_relu({args[0]}, {_literal(float(np.float32(s.get('alpha', 0.0))))})"
     else:
-        e = f"{UNARY_FUNCS[op]}({args[0]})"
+        e = call(op, args, s)
+        if TABLE[op].fused_act:
+            e = f"gpuc_apply({e}, {int(s.get('act', 0))})"
     if s.get("fq") is not None:
         scale, zp, lo, hi = s["fq"]
         e = f"gpuc_fq_to({e}, {_literal(float(scale))}, {_literal(float(zp))}, " \
@@ -107,8 +87,8 @@ def _steps_reason(node, graph) -> str | None:
         if s.get("op") not in OPS:
             return f"step {j}: op {s.get('op')!r} cannot be fused"
         args = s.get("args", [])
-        if len(args) != _arity(s["op"]):
-            return f"step {j}: {s['op']} needs {_arity(s['op'])} operands"
+        if len(args) != arity(s["op"]):
+            return f"step {j}: {s['op']} needs {arity(s['op'])} operands"
         for kind, v in args:
             if kind == "x" and not 0 <= int(v) < len(node.inputs) or kind == "t" and not 0 <= int(v) < j \
                     or kind == "c" and not np.isfinite(v) or kind not in ("x", "t", "c"):
@@ -159,7 +139,7 @@ def _sample_steps() -> list:
     """Every op once, chained on input 0 (for `make shaders`)."""
     steps, prev = [], ("x", 0)
     for op in sorted(OPS):
-        args = [prev] + ([("c", 0.5)] if op in BINARY_FUNCS else [])
+        args = [prev] + [("c", 0.5)] * (arity(op) - 1)
         steps.append(dict(op=op, args=args, act=3, alpha=0.2, approximate=op == "GELU",
                           fq=(0.02, 3, -128, 127) if op == "ADD" else None, r16=op == "MUL"))
         prev = ("t", len(steps) - 1)

@@ -1,10 +1,10 @@
-"""Elementwise math with LiteRT semantics (shaders/unary_math.comp, shaders/binary_math.comp).
+"""The elementwise ops of compiler/ew_table.py, with LiteRT semantics: one lowering for every row
+(shaders/unary_math.comp, shaders/binary_math.comp; each op's formula: its function in
+shaders/ew_math.glsl, or common.glsl for the activations).
 
-Unary (float32): ABS NEG SQUARE SQRT RSQRT EXP LOG SIN COS FLOOR CEIL ROUND SIGN ELU HARD_SWISH GELU
-LEAKY_RELU RELU_0_TO_1; int32 too for ABS NEG SIGN (the int32 unary ops LiteRT has).
-Binary with numpy broadcasting (float32 and int32): DIV POW SQUARED_DIFFERENCE MAXIMUM MINIMUM
-FLOOR_DIV FLOOR_MOD, PRELU (float32), and the int32 forms of ADD SUB MUL (float32 ADD/SUB/MUL stay
-with elementwise.py: this module wraps their registry entries and only takes the int32 case).
+Unary ops keep the shape; binary ops broadcast (numpy rules).  Dtypes: each row's (float32, and
+int32 for ABS NEG SIGN ADD SUB MUL DIV POW SQUARED_DIFFERENCE MAXIMUM MINIMUM FLOOR_DIV FLOOR_MOD);
+ADD SUB MUL DIV apply their fused activation.
 
 Integer semantics follow LiteRT on x86: ADD/SUB/MUL/SQUARED_DIFFERENCE wrap, DIV truncates
 (INT_MIN / -1 -> INT_MAX), FLOOR_DIV is floor(double(a) / double(b)) converted back (INT_MIN / -1 ->
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler.codegen.glsl import _literal
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import REGISTRY, register
-from gpuc.compiler.ops.elementwise import broadcast_strides
-from gpuc.compiler.ops.util import ACT_FINITE, act_code, check_act, checked, size
+from gpuc.compiler.ew_table import ACT_NAME, ACT_NONE, ACTS, INT_ACTS, TABLE
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.util import act_code, broadcast_strides, check_act, checked, size
 
 # dtype -> kind code used by the typed templates (1-byte kinds are packed 4 per 32-bit word)
 KIND = {"float32": 0, "int32": 1, "bool": 2, "uint8": 3, "int8": 4}
@@ -85,75 +86,56 @@ def dtype_reason(tensors, allowed) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------
-# unary
+# the ops of compiler/ew_table.py
 
-UNARY_FN = {"ABS": 0, "NEG": 1, "SQUARE": 2, "SQRT": 3, "RSQRT": 4, "EXP": 5, "LOG": 6, "SIN": 7, "COS": 8,
-            "FLOOR": 9, "CEIL": 10, "ROUND": 11, "SIGN": 12, "ELU": 13, "HARD_SWISH": 14, "GELU": 15,
-            "LEAKY_RELU": 17, "RELU_0_TO_1": 18}
-INT_UNARY = ("ABS", "NEG", "SIGN")
+def _param(typ, v):
+    return bool(v) if typ is bool else float(np.float32(v or 0.0))
 
 
-@checked
-def _check_unary(node, graph):
-    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-    allowed = ("float32", "int32") if node.op in INT_UNARY else ("float32",)
-    bad = dtype_reason([x, y], allowed)
-    if bad:
-        return bad
-    if x.dtype != y.dtype:
-        return f"input dtype {x.dtype} differs from output dtype {y.dtype}"
-    if tuple(x.shape) != tuple(y.shape):
-        return f"input shape {list(x.shape)} differs from output shape {list(y.shape)}"
-    return None
+def params(node) -> dict:
+    """The node's values of its op's GLSL parameters (ew_table row `params`: float32 or bool)."""
+    return {name: _param(typ, node.attrs.get(name)) for name, typ in TABLE[node.op].params}
 
 
-def _unary(node, graph):
-    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-    fn = UNARY_FN[node.op]
-    if node.op == "GELU" and not node.attrs.get("approximate", False):
-        fn = 16
-    defines = dict(FN=fn, IS_INT=int(y.dtype == "int32"))
-    if node.op == "LEAKY_RELU":
-        defines["ALPHA"] = float(np.float32(node.attrs.get("alpha", 0.0) or 0.0))
-    return [Kernel("unary_math", [("out_", y.id), ("x", x.id)], size(y.shape), defines, node.label())]
+def call(op: str, args, values: dict) -> str:
+    """GLSL of op's function (ew_table row `glsl`) on the GLSL operands `args`, then its parameters
+    from `values` (a node's params() or a fused step; absent: false / 0.0)."""
+    extra = [("true" if v else "false") if typ is bool else _literal(v)
+             for name, typ in TABLE[op].params for v in [_param(typ, values.get(name))]]
+    return f"{TABLE[op].glsl}({', '.join(list(args) + extra)})"
 
 
-register(*INT_UNARY, check=_check_unary, dtypes=("float32", "int32"), inputs=(1, 1),
-         summary="elementwise; float32 and int32")(_unary)
-register(*(op for op in UNARY_FN if op not in INT_UNARY), check=_check_unary, inputs=(1, 1),
-         summary="elementwise math (GELU: tanh or erf form; LEAKY_RELU: alpha)")(_unary)
-
-
-# ------------------------------------------------------------------------------------------------
-# binary
-
-BINARY_OP = {"ADD": 0, "SUB": 1, "MUL": 2, "DIV": 3, "POW": 4, "SQUARED_DIFFERENCE": 5, "MAXIMUM": 6,
-             "MINIMUM": 7, "FLOOR_DIV": 8, "FLOOR_MOD": 9, "PRELU": 10}
 # LiteRT fails the invocation on a zero divisor for these (op -> dtypes)
 _ZERO_DIVISOR = {"DIV": ("int32",), "FLOOR_DIV": ("int32", "float32"), "FLOOR_MOD": ("int32",)}
 
 
 @checked
-def _check_binary_math(node, graph):
-    a, b, y = (graph.t(i) for i in (*node.inputs, node.outputs[0]))
-    allowed = ("float32",) if node.op == "PRELU" else ("float32", "int32")
-    bad = dtype_reason([a, b, y], allowed)
+def _check(node, graph):
+    row = TABLE[node.op]
+    ins, y = [graph.t(i) for i in node.inputs], graph.t(node.outputs[0])
+    bad = dtype_reason(ins + [y], row.dtypes)
     if bad:
         return bad
+    if row.arity == 1:
+        x = ins[0]
+        if x.dtype != y.dtype:
+            return f"input dtype {x.dtype} differs from output dtype {y.dtype}"
+        if x.size != y.size:
+            return f"input has {x.size} elements, output {y.size}"
+        return None
+    a, b = ins
     if not a.dtype == b.dtype == y.dtype:
         return f"mixed dtypes: {a.dtype} and {b.dtype} -> {y.dtype}"
-    if node.op == "PRELU":
-        if tuple(a.shape) != tuple(y.shape):
-            return f"output shape {list(y.shape)} differs from the input's {list(a.shape)}"
+    if node.op == "PRELU" and tuple(a.shape) != tuple(y.shape):
+        return f"output shape {list(y.shape)} differs from the input's {list(a.shape)}"
     bad = broadcast_reason([a.shape, b.shape], y.shape)
     if bad:
         return bad
-    if y.dtype == "int32":
+    if row.fused_act and y.dtype == "int32":
         code = act_code(node)
-        if code not in (0, 1, 2, 3, ACT_FINITE):       # (ACT_FINITE: an ignored TANH, nothing to clamp)
-            name = {1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "LOGISTIC"}.get(code, code)
-            return f"fused activation {name} on int32 not supported"
-    else:
+        if code not in INT_ACTS:
+            return f"fused activation {ACT_NAME.get(code, code)} on int32 not supported"
+    elif row.fused_act:
         bad = check_act(node, graph)
         if bad:
             return bad
@@ -165,53 +147,49 @@ def _check_binary_math(node, graph):
     return None
 
 
-def _binary(node, graph):
-    a, b, y = (graph.t(i) for i in (*node.inputs, node.outputs[0]))
-    same = tuple(a.shape) == tuple(b.shape) == tuple(y.shape)
-    defines = dict(OP=BINARY_OP[node.op], IS_INT=int(y.dtype == "int32"), ACT=act_code(node), SAME_SHAPE=int(same),
+def lower(node, graph):
+    row = TABLE[node.op]
+    ins, y = [graph.t(i) for i in node.inputs], graph.t(node.outputs[0])
+    defines = dict(EW_EXPR=call(node.op, [f"v{k}" for k in range(row.arity)], params(node)),
+                   IS_INT=int(y.dtype == "int32"))
+    if row.arity == 1:
+        return [Kernel("unary_math", [("out_", y.id), ("x", ins[0].id)], size(y.shape), defines, node.label())]
+    a, b = ins
+    defines.update(ACT=act_code(node) if row.fused_act else ACT_NONE,
+                   SAME_SHAPE=int(tuple(a.shape) == tuple(b.shape) == tuple(y.shape)),
                    **geometry([a.shape, b.shape], y.shape, ["A", "B"]))
-    binds = [("out_", y.id), ("a", a.id), ("b", b.id)]
-    return [Kernel("binary_math", binds, size(y.shape), defines, node.label())]
+    return [Kernel("binary_math", [("out_", y.id), ("a", a.id), ("b", b.id)], size(y.shape), defines, node.label())]
 
 
-register("DIV", "POW", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "FLOOR_DIV", "FLOOR_MOD",
-         check=_check_binary_math, dtypes=("float32", "int32"), inputs=(2, 2),
-         summary="numpy broadcasting, float32 and int32 (DIV: fused activation)")(_binary)
-register("PRELU", check=_check_binary_math, inputs=(2, 2), summary="alpha broadcast against the input")(_binary)
+def _summary(row) -> str:
+    return ", ".join(["elementwise" if row.arity == 1 else "numpy broadcasting", " and ".join(row.dtypes)]
+                     + ["fused activation"] * row.fused_act + [f"attribute {n}" for n, _ in row.params])
 
 
-# ADD / SUB / MUL: elementwise.py lowers float32; the int32 case is added here around its entries
-# (importing broadcast_strides above has loaded elementwise.py, so its entries are registered).
-_ARITH_BASE = {op: REGISTRY[op] for op in ("ADD", "SUB", "MUL")}
+for _row in TABLE.values():
+    register(_row.name, check=_check, dtypes=_row.dtypes, inputs=(_row.arity, _row.arity),
+             summary=_summary(_row))(lower)
 
 
-def _int_case(node, graph) -> bool:
-    return any(graph.t(t).dtype == "int32" for t in list(node.inputs) + list(node.outputs) if t >= 0)
+def _samples(arity: int, dtype: str) -> list:
+    """EW_EXPR of every op of `arity` computing in `dtype` (for `make shaders`)."""
+    return [call(r.name, [f"v{k}" for k in range(arity)], {"alpha": 0.2})
+            for r in TABLE.values() if r.arity == arity and dtype in r.dtypes]
 
 
-@checked
-def _check_arith(node, graph):
-    if _int_case(node, graph):
-        return _check_binary_math(node, graph)
-    base = _ARITH_BASE[node.op]
-    return base.check(node, graph) if base.check else None
-
-
-def _arith(node, graph):
-    if _int_case(node, graph):
-        return _binary(node, graph)
-    return _ARITH_BASE[node.op].lower(node, graph)
-
-
-for _op, _base in _ARITH_BASE.items():
-    register(_op, check=_check_arith, dtypes=_base.dtypes | {"int32"}, max_version=_base.max_version,
-             summary=f"{_base.summary}; int32 wraps on overflow", inputs=_base.inputs, outputs=_base.outputs,
-             optional=_base.optional)(_arith)
-
-
-_BCAST = dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1])
-VARIANTS = {
-    "unary_math": (dict(ALPHA=0.2), {"FN": list(range(19)), "IS_INT": [0, 1]}, ["out_", "x"]),
-    "binary_math": (_BCAST, {"OP": list(range(11)), "IS_INT": [0, 1], "ACT": [0, 1, 2, 3, 4, 5, 7],
-                             "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
+_FQ = dict(FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128, FQ_MAX=127)
+_BCAST = dict(RANK=3, OUT_SHAPE=[2, 3, 4], A_STRIDES=[12, 4, 1], B_STRIDES=[0, 0, 1], **_FQ)
+_FLOAT_ACT = next(r.name for r in TABLE.values() if r.fused_act and "float32" in r.dtypes)
+_INT_ACT = next(r.name for r in TABLE.values() if r.fused_act and "int32" in r.dtypes)
+VARIANTS = {   # every op once per dtype; the epilogue switches (ACT, FQ) with one op (and a copy)
+    "unary_math": ({}, {"EW_EXPR": _samples(1, "float32")}, ["out_", "x"]),
+    "unary_math:copy": (_FQ, {"ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"]),
+    "unary_math:int": ({}, {"EW_EXPR": _samples(1, "int32"), "IS_INT": [1]}, ["out_", "x"]),
+    "binary_math": (_BCAST, {"EW_EXPR": _samples(2, "float32"), "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
+    "binary_math:act": (_BCAST, {"EW_EXPR": [call(_FLOAT_ACT, ["v0", "v1"], {})], "ACT": ACTS, "FQ": [0, 1]},
+                        ["out_", "a", "b"]),
+    "binary_math:int": (_BCAST, {"EW_EXPR": _samples(2, "int32"), "IS_INT": [1], "SAME_SHAPE": [0, 1]},
+                        ["out_", "a", "b"]),
+    "binary_math:int_act": (_BCAST, {"EW_EXPR": [call(_INT_ACT, ["v0", "v1"], {})], "IS_INT": [1], "ACT": INT_ACTS},
+                            ["out_", "a", "b"]),
 }

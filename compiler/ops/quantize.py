@@ -1,4 +1,4 @@
-"""QUANTIZE / DEQUANTIZE at run time (shaders/quantize.comp, shaders/unary.comp).
+"""QUANTIZE / DEQUANTIZE at run time (shaders/quantize.comp, shaders/unary_math.comp).
 
 After passes/quant.py simulate_quantization, quantized activations are float32 tensors carrying a
 fake-quant grid, so inside the model:
@@ -46,7 +46,7 @@ def lower_quantize(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     if x.dtype == "float32" and y.dtype == "float32":
         # a copy; lower_graph rounds it to y's grid when y is fake-quantized
-        return [Kernel("unary", [("out_", y.id), ("x", x.id)], size(y.shape), dict(FN=0), node.label())]
+        return [Kernel("unary_math", [("out_", y.id), ("x", x.id)], size(y.shape), {}, node.label())]
     q = x if node.op == "DEQUANTIZE" else y
     lo, hi = QRANGE[q.dtype]
     defines = dict(TO_BYTES=int(node.op == "QUANTIZE"), KIND=KIND[q.dtype], N=y.size,

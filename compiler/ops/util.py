@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler.ew_table import ACT, ACT_FINITE, ACT_NONE
 from gpuc.compiler.ir import Graph, Node
 
+# TFLite's ActivationFunctionType, read from a model's fused_activation_function only: gpuc's kernels
+# take the activation codes of compiler/ew_table.py (act_code translates)
 ACT_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 PADDING_SAME, PADDING_VALID = 0, 1
 
@@ -17,14 +20,21 @@ def strides(shape) -> list[int]:
     return out[::-1]
 
 
+def broadcast_strides(in_shape, out_shape):
+    """Element strides of `in_shape` aligned to `out_shape`, 0 on broadcast dims."""
+    r = len(out_shape)
+    shape = [1] * (r - len(in_shape)) + list(in_shape)
+    st = strides(shape)
+    return [0 if shape[d] == 1 and out_shape[d] != 1 else st[d] for d in range(r)]
+
+
 # LiteRT's float kernels differ in what they do with a fused TANH / SIGN_BIT: conv, depthwise,
 # pooling and ADD/SUB/MUL compute their clamp range with CalculateActivationRange, which gives
 # [-FLT_MAX, FLT_MAX] (the activation is ignored, XNNPACK leaves such ops to the builtin kernels);
 # FULLY_CONNECTED rejects them.  We follow: IGNORED_ACTS become ACT_FINITE for the first group
 # (+-inf clamped to +-FLT_MAX, NaN kept), and FC reports them unsupported.  A fused NONE leaves +-inf
 # as they are, as XNNPACK, LiteRT's default, does (its builtin kernels clamp them too).
-IGNORED_ACTS = (4, 5)
-ACT_FINITE = 7
+IGNORED_ACTS = (4, 5)           # (TFLite's enum)
 
 
 def fused_act(node: Node) -> int:
@@ -32,12 +42,17 @@ def fused_act(node: Node) -> int:
 
 
 def act_code(node: Node, ignore=IGNORED_ACTS) -> int:
-    """Our ACT define (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 logistic, 7 finite) for the node's
-    epilogue: its own fused activation, or the one a fusion pass put in node.epilogue.act."""
+    """The ACT define (an activation code of compiler/ew_table.py) for the node's epilogue: its own
+    fused activation (TFLite's enum translated: those in `ignore`, SIGN_BIT, which has no formula,
+    and unknown codes, which the op's check rejects, become ACT_FINITE), or the code a fusion pass
+    put in node.epilogue.act."""
     if node.epilogue.act is not None:
         return node.epilogue.act
     a = fused_act(node)
-    return ACT_FINITE if a in ignore else a
+    name = ACT_NAMES.get(a)
+    if a in ignore or name not in ACT and name != "NONE":
+        return ACT_FINITE
+    return ACT.get(name, ACT_NONE)
 
 
 def epilogue(node: Node, binds: list, ignore=IGNORED_ACTS) -> dict:

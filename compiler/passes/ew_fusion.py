@@ -6,8 +6,8 @@ or a variable, has no views, and has the group's output shape (so every intermed
 per output element; inputs from outside the group may broadcast).  The members' inputs from outside
 become the fused node's inputs (at most MAX_INPUTS); scalar float constants are inlined as exact
 literals.  Semantics stay identical:
-- every step uses its op's own formula (ew_math.glsl / gpuc_apply / gpuc_finite, the functions the
-  unfused kernels call), with the node's fused activation exactly as its kernel applies it;
+- every step uses its op's own formula (its ew_table row's ew_math.glsl / common.glsl function: the
+  one the unfused kernel calls), with the node's fused activation exactly as its kernel applies it;
 - a fake-quantized intermediate (passes/quant.py) is rounded to its grid where its kernel rounded it;
 - under --precision fp16 (this pass runs after plan_fp16_storage) an intermediate the unfused
   program would have stored as float16 is rounded to float16 in registers, exactly as that store and
@@ -23,7 +23,9 @@ import numpy as np
 from gpuc.compiler import ops
 from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops.ew_fused import ACT_FUNCS, BINARY_FUNCS, MAX_INPUTS, OPS
+from gpuc.compiler.ew_table import TABLE
+from gpuc.compiler.ops.ew_fused import MAX_INPUTS, OPS, arity
+from gpuc.compiler.ops.math import params
 from gpuc.compiler.ops.util import act_code
 
 FUSED_OP = "FUSED_ELEMENTWISE"
@@ -35,20 +37,16 @@ REDUCE_OPS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD")
 def template_of(node: Node) -> str:
     """The template the op's own lowering uses (float32); a fused node: its last op's."""
     op = node.attrs["fused"][-1] if node.op == FUSED_OP else node.op
-    if op in ("ADD", "SUB", "MUL"):
-        return "binary"
     if op == "CAST":
         return "cast"
     if op in REDUCE_OPS:
         return "reduce"
-    if op in ACT_FUNCS:
-        return "unary"
-    return "binary_math" if op in BINARY_FUNCS else "unary_math"
+    return "binary_math" if TABLE[op].arity == 2 else "unary_math"
 
 
 def _fusible(graph: Graph, node: Node) -> bool:
     if node.op not in OPS or len(node.outputs) != 1 or any(i < 0 for i in node.inputs) \
-            or len(node.inputs) != (2 if node.op in BINARY_FUNCS else 1):
+            or len(node.inputs) != arity(node.op):
         return False
     ts = [graph.t(i) for i in list(node.inputs) + list(node.outputs)]
     y = ts[-1]
@@ -58,7 +56,7 @@ def _fusible(graph: Graph, node: Node) -> bool:
         ts = ts[1:]
     if any(t.dtype != "float32" for t in ts) or y.size == 0 or any(t.is_variable for t in ts):
         return False            # (variables: state another node may write between a member and the root)
-    if node.op not in BINARY_FUNCS and tuple(ts[0].shape) != tuple(y.shape):
+    if arity(node.op) == 1 and tuple(ts[0].shape) != tuple(y.shape):
         return False
     if node.op == "PRELU" and tuple(ts[0].shape) != tuple(y.shape):
         return False
@@ -66,13 +64,11 @@ def _fusible(graph: Graph, node: Node) -> bool:
 
 
 def _step(node: Node) -> dict:
-    s = dict(op=node.op)
-    if node.op in ("ADD", "SUB", "MUL", "DIV"):
+    if node.op == "CAST":
+        return dict(op="CAST")
+    s = dict(op=node.op, **params(node))
+    if TABLE[node.op].fused_act:
         s["act"] = act_code(node)
-    if node.op == "LEAKY_RELU":
-        s["alpha"] = float(np.float32(node.attrs.get("alpha", 0.0) or 0.0))
-    if node.op == "GELU":
-        s["approximate"] = bool(node.attrs.get("approximate", False))
     return s
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler import ops
+from gpuc.compiler import ew_table, ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code
 
 EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
-ACT_OPS = {"RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "LOGISTIC": 5, "HARD_SWISH": 6}
-ACT_HOSTS = EPILOGUE_OPS | {"ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D"}
+ACT_OPS = ew_table.ACT            # activation op -> its code
+ACT_HOSTS = EPILOGUE_OPS | ew_table.ACT_HOSTS | {"AVERAGE_POOL_2D", "MAX_POOL_2D"}
 
 
 def _hw_pads(data):
@@ -71,7 +71,8 @@ def fuse_residual_add(graph: Graph) -> None:
 
 
 def fuse_activation(graph: Graph) -> None:
-    """RELU/RELU6/RELU_N1_TO_1/TANH/LOGISTIC after a producer with a free activation slot."""
+    """An activation op (RELU, RELU6, TANH ...: ew_table rows with a code) after a producer with a free
+    activation slot."""
     users, prod = graph.consumers(), graph.producers()
     for node in list(graph.nodes):
         if node.op not in ACT_OPS or len(node.inputs) != 1 or len(node.outputs) != 1 or node.inputs[0] < 0:

@@ -12,15 +12,13 @@ and both have the same bytes and storage dtype; the output then lives in the inp
 """
 from __future__ import annotations
 
+from gpuc.compiler.ew_table import IN_PLACE
 from gpuc.compiler.ir import Graph
 
 # ops computing out[i] from in[i] (inputs of the output's shape) - the binding name does not matter
-ELEMENTWISE = frozenset({"ADD", "SUB", "MUL", "DIV", "POW", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM",
-                         "FLOOR_DIV", "FLOOR_MOD", "PRELU", "ABS", "NEG", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG",
-                         "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN", "ELU", "HARD_SWISH", "GELU", "LEAKY_RELU",
-                         "RELU_0_TO_1", "LOGISTIC", "RELU", "RELU6", "TANH", "RELU_N1_TO_1", "FUSED_ELEMENTWISE"})
+ELEMENTWISE = IN_PLACE | {"FUSED_ELEMENTWISE"}
 # templates and the bindings of theirs that may alias the output (None: any input of the output's shape)
-SAFE_BINDINGS = {"unary": None, "unary_math": None, "binary": None, "binary_math": None, "ew_fused": None,
+SAFE_BINDINGS = {"unary_math": None, "binary_math": None, "ew_fused": None,
                  "gemm": ("res",), "depthwise": ("res",), "transpose_conv": ("res",)}
 
 

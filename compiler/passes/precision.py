@@ -27,18 +27,17 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.glsl import supports_storage16
+from gpuc.compiler.ew_table import BOUNDED_ACTS, FP16_BOUNDED, FP16_UNSAFE
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ops.util import act_code
 
 FP16_MAX = 65504.0
 
-# ops whose output can overflow fp16 although their inputs fit
-UNSAFE = frozenset({"SUM", "REDUCE_PROD", "EXP", "POW", "SQUARE", "SQUARED_DIFFERENCE", "DIV", "RSQRT",
-                    "FLOOR_DIV", "CUMSUM"})
+# ops whose output can overflow fp16 although their inputs fit (elementwise ops: their ew_table row)
+UNSAFE = FP16_UNSAFE | {"SUM", "REDUCE_PROD", "CUMSUM"}
 # ops whose output range is bounded whatever their input (stop the propagation of pinning)
-BOUNDED = frozenset({"LOGISTIC", "TANH", "SOFTMAX", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "SIN", "COS",
-                     "SIGN", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL",
-                     "ARG_MAX", "ARG_MIN", "LOG_SOFTMAX", "LOG", "L2_NORMALIZATION"})
+BOUNDED = FP16_BOUNDED | {"SOFTMAX", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL",
+                          "ARG_MAX", "ARG_MIN", "LOG_SOFTMAX", "L2_NORMALIZATION"}
 
 
 def _bounded(node) -> bool:
@@ -46,7 +45,7 @@ def _bounded(node) -> bool:
     activation (relu_n1_to_1, relu6, tanh, logistic) that is the last step of its epilogue."""
     if node.op in BOUNDED:
         return True
-    return node.epilogue.residual is None and act_code(node) in (2, 3, 4, 5)
+    return node.epilogue.residual is None and act_code(node) in BOUNDED_ACTS
 
 
 def plan_fp16_storage(graph: Graph) -> None:

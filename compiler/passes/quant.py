@@ -115,8 +115,7 @@ def simulate_quantization(graph: Graph) -> None:
 
 
 # templates whose every output write goes through gpuc_act (shaders/common.glsl applies FQ there)
-FQ_TEMPLATES = {"gemm", "depthwise", "binary", "binary_math", "pool2d", "transpose_conv", "copy_nd", "unary",
-                "ew_fused"}
+FQ_TEMPLATES = {"gemm", "depthwise", "binary_math", "pool2d", "transpose_conv", "copy_nd", "unary_math", "ew_fused"}
 
 
 def _fq_defines(prefix: str, fq) -> dict:
@@ -154,6 +153,6 @@ def apply_fake_quant(node, graph: Graph, ks: list) -> list:
         tmp = graph.add_tensor(f"{t.name}#prequant", t.shape, "float32")
         for k in ks:
             k.bindings = [(name, tmp if st(tid) == st(o) else tid) for name, tid in k.bindings]
-        extra.append(Kernel("unary", [("out_", o), ("x", tmp)], t.size, dict(FN=0, **_fq_defines("FQ", fq_of(o))),
-                            node.label()))
+        extra.append(Kernel("unary_math", [("out_", o), ("x", tmp)], t.size, _fq_defines("FQ", fq_of(o)),
+                            node.label()))                      # (a copy, rounded by gpuc_act)
     return ks + extra

@@ -2,9 +2,8 @@
 (shaders/unary_math.comp, shaders/binary_math.comp; each op's formula: its function in
 shaders/ew_math.glsl, or common.glsl for the activations).
 
-Unary ops keep the shape; binary ops broadcast (numpy rules).  Dtypes: each row's (float32, and
-int32 for ABS NEG SIGN ADD SUB MUL DIV POW SQUARED_DIFFERENCE MAXIMUM MINIMUM FLOOR_DIV FLOOR_MOD);
-ADD SUB MUL DIV apply their fused activation.
+Unary ops keep the shape; binary ops broadcast (numpy rules); the dtypes and the fused activation
+are the row's.
 
 Integer semantics follow LiteRT on x86: ADD/SUB/MUL/SQUARED_DIFFERENCE wrap, DIV truncates
 (INT_MIN / -1 -> INT_MAX), FLOOR_DIV is floor(double(a) / double(b)) converted back (INT_MIN / -1 ->

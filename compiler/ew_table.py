@@ -28,7 +28,8 @@ UNSAFE, BOUNDED, NEUTRAL = "unsafe", "bounded", "neutral"
 class Ew:
     """The facts of one elementwise op (no field has a default: each row decides every one)."""
     name: str              # the TFLite builtin
-    arity: int             # operands: 1 (unary) or 2 (binary, numpy broadcasting)
+    arity: int             # operands: 1 (unary) or 2 (binary)
+    broadcast: bool        # binary: the operands broadcast (numpy rules) as in LiteRT; else equal shapes
     glsl: str              # its function in shaders/ew_math.glsl (activations: common.glsl), the one
     #                        formula of the op: an overload per dtype it computes in
     params: tuple          # node attributes passed to that function after the operands: (name, type)
@@ -45,42 +46,42 @@ class Ew:
 
 
 _ALPHA, _APPROX = (("alpha", float),), (("approximate", bool),)
-# name  arity  glsl  params  dtypes  act  act_dtypes  fused_act  act_host  in_place  fp16  fusible
+# name  arity  broadcast  glsl  params  dtypes  act  act_dtypes  fused_act  act_host  in_place  fp16  fusible
 TABLE = {r.name: r for r in [
-    Ew("ABS", 1, "ew_abs", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("NEG", 1, "ew_neg", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("SQUARE", 1, "ew_square", (), F32, None, (), False, False, True, UNSAFE, True),
-    Ew("SQRT", 1, "ew_sqrt", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("RSQRT", 1, "ew_rsqrt", (), F32, None, (), False, False, True, UNSAFE, True),
-    Ew("EXP", 1, "ew_exp", (), F32, None, (), False, False, True, UNSAFE, True),
-    Ew("LOG", 1, "ew_log", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("SIN", 1, "ew_sin", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("COS", 1, "ew_cos", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("FLOOR", 1, "ew_floor", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("CEIL", 1, "ew_ceil", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("ROUND", 1, "ew_round", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("SIGN", 1, "ew_sign", (), FI, None, (), False, False, True, BOUNDED, True),
-    Ew("ELU", 1, "ew_elu", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("GELU", 1, "ew_gelu", _APPROX, F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("LEAKY_RELU", 1, "ew_leaky_relu", _ALPHA, F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("RELU_0_TO_1", 1, "ew_relu_0_to_1", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("RELU", 1, "ew_relu", (), F32, 1, FI, False, False, True, NEUTRAL, True),
-    Ew("RELU_N1_TO_1", 1, "ew_relu_n1_to_1", (), F32, 2, FI, False, False, True, BOUNDED, True),
-    Ew("RELU6", 1, "ew_relu6", (), F32, 3, FI, False, False, True, BOUNDED, True),
-    Ew("TANH", 1, "ew_tanh", (), F32, 4, F32, False, False, True, BOUNDED, True),
-    Ew("LOGISTIC", 1, "ew_logistic", (), F32, 5, F32, False, False, True, BOUNDED, True),
-    Ew("HARD_SWISH", 1, "ew_hard_swish", (), F32, 6, F32, False, False, True, NEUTRAL, True),
-    Ew("ADD", 2, "ew_add", (), FI, None, (), True, True, True, NEUTRAL, True),
-    Ew("SUB", 2, "ew_sub", (), FI, None, (), True, True, True, NEUTRAL, True),
-    Ew("MUL", 2, "ew_mul", (), FI, None, (), True, True, True, NEUTRAL, True),
-    Ew("DIV", 2, "ew_div", (), FI, None, (), True, False, True, UNSAFE, True),
-    Ew("POW", 2, "ew_pow", (), FI, None, (), False, False, True, UNSAFE, True),
-    Ew("SQUARED_DIFFERENCE", 2, "ew_squared_difference", (), FI, None, (), False, False, True, UNSAFE, True),
-    Ew("MAXIMUM", 2, "ew_maximum", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("MINIMUM", 2, "ew_minimum", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("FLOOR_DIV", 2, "ew_floor_div", (), FI, None, (), False, False, True, UNSAFE, True),
-    Ew("FLOOR_MOD", 2, "ew_floor_mod", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("PRELU", 2, "ew_prelu", (), F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("ABS", 1, False, "ew_abs", (), FI, None, (), False, False, True, NEUTRAL, True),
+    Ew("NEG", 1, False, "ew_neg", (), FI, None, (), False, False, True, NEUTRAL, True),
+    Ew("SQUARE", 1, False, "ew_square", (), F32, None, (), False, False, True, UNSAFE, True),
+    Ew("SQRT", 1, False, "ew_sqrt", (), F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("RSQRT", 1, False, "ew_rsqrt", (), F32, None, (), False, False, True, UNSAFE, True),
+    Ew("EXP", 1, False, "ew_exp", (), F32, None, (), False, False, True, UNSAFE, True),
+    Ew("LOG", 1, False, "ew_log", (), F32, None, (), False, False, True, BOUNDED, True),
+    Ew("SIN", 1, False, "ew_sin", (), F32, None, (), False, False, True, BOUNDED, True),
+    Ew("COS", 1, False, "ew_cos", (), F32, None, (), False, False, True, BOUNDED, True),
+    Ew("FLOOR", 1, False, "ew_floor", (), F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("CEIL", 1, False, "ew_ceil", (), F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("ROUND", 1, False, "ew_round", (), F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("SIGN", 1, False, "ew_sign", (), FI, None, (), False, False, True, BOUNDED, True),
+    Ew("ELU", 1, False, "ew_elu", (), F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("GELU", 1, False, "ew_gelu", _APPROX, F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("LEAKY_RELU", 1, False, "ew_leaky_relu", _ALPHA, F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("RELU_0_TO_1", 1, False, "ew_relu_0_to_1", (), F32, None, (), False, False, True, BOUNDED, True),
+    Ew("RELU", 1, False, "ew_relu", (), F32, 1, FI, False, False, True, NEUTRAL, True),
+    Ew("RELU_N1_TO_1", 1, False, "ew_relu_n1_to_1", (), F32, 2, FI, False, False, True, BOUNDED, True),
+    Ew("RELU6", 1, False, "ew_relu6", (), F32, 3, FI, False, False, True, BOUNDED, True),
+    Ew("TANH", 1, False, "ew_tanh", (), F32, 4, F32, False, False, True, BOUNDED, True),
+    Ew("LOGISTIC", 1, False, "ew_logistic", (), F32, 5, F32, False, False, True, BOUNDED, True),
+    Ew("HARD_SWISH", 1, False, "ew_hard_swish", (), F32, 6, F32, False, False, True, NEUTRAL, True),
+    Ew("ADD", 2, True, "ew_add", (), FI, None, (), True, True, True, NEUTRAL, True),
+    Ew("SUB", 2, True, "ew_sub", (), FI, None, (), True, True, True, NEUTRAL, True),
+    Ew("MUL", 2, True, "ew_mul", (), FI, None, (), True, True, True, NEUTRAL, True),
+    Ew("DIV", 2, True, "ew_div", (), FI, None, (), True, False, True, UNSAFE, True),
+    Ew("POW", 2, True, "ew_pow", (), FI, None, (), False, False, True, UNSAFE, True),
+    Ew("SQUARED_DIFFERENCE", 2, True, "ew_squared_difference", (), FI, None, (), False, False, True, UNSAFE, True),
+    Ew("MAXIMUM", 2, True, "ew_maximum", (), FI, None, (), False, False, True, NEUTRAL, True),
+    Ew("MINIMUM", 2, True, "ew_minimum", (), FI, None, (), False, False, True, NEUTRAL, True),
+    Ew("FLOOR_DIV", 2, True, "ew_floor_div", (), FI, None, (), False, False, True, UNSAFE, True),
+    Ew("FLOOR_MOD", 2, True, "ew_floor_mod", (), FI, None, (), False, False, True, NEUTRAL, True),
+    Ew("PRELU", 2, True, "ew_prelu", (), F32, None, (), False, False, True, NEUTRAL, True),
 ]}
 
 # ---- activation codes: the one numbering of fused activations (TFLite's enum is only read, ops/util.py)

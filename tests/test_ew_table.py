@@ -29,13 +29,14 @@ def test_every_field_is_a_decision():
     for f in dataclasses.fields(Ew):
         assert f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING, f.name
     with pytest.raises(TypeError):
-        Ew("X", 1, "ew_x", (), ("float32",), None, (), False, False, True, "neutral")      # no `fusible`
+        Ew("X", 1, False, "ew_x", (), ("float32",), None, (), False, False, True, "neutral")      # no `fusible`
 
 
 @pytest.mark.parametrize("op", list(TABLE))
 def test_row_facts(op):
     r = TABLE[op]
     assert r.name == op and r.arity in (1, 2)
+    assert isinstance(r.broadcast, bool) and (not r.broadcast or r.arity == 2)
     assert r.dtypes and set(r.dtypes) <= {"float32", "int32"}
     assert all(isinstance(n, str) and t in (float, bool) for n, t in r.params)
     assert r.fp16 in (ew_table.UNSAFE, ew_table.BOUNDED, ew_table.NEUTRAL)

@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
+from gpuc.compiler.ew_table import TABLE  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from litert_ref import assert_equals_either, run_litert  # noqa: E402
 
@@ -216,6 +217,9 @@ def test_binary(gpu, op_dtype, shapes):
     if op == "PRELU":
         sa = np.broadcast_shapes(sa, sb)          # LiteRT: PRELU's output shape is the input's
     a, b = _operands(op, dt, sa, sb, seed=len(shapes))
+    if not TABLE[op].broadcast and tuple(sa) != tuple(sb):
+        check_rejected(*one_op(op, [a, b], dt), "does not broadcast")      # (LiteRT: equal shapes only)
+        return
     check(gpu, *one_op(op, [a, Const(b) if b_const else b], dt))
 
 

@@ -2,8 +2,8 @@
 (shaders/unary_math.comp, shaders/binary_math.comp; each op's formula: its function in
 shaders/ew_math.glsl, or common.glsl for the activations).
 
-Unary ops keep the shape; binary ops broadcast (numpy rules); the dtypes and the fused activation
-are the row's.
+Unary ops keep the shape; binary ops broadcast (numpy rules) where LiteRT does; the dtypes and the
+fused activation are the row's.
 
 Integer semantics follow LiteRT on x86: ADD/SUB/MUL/SQUARED_DIFFERENCE wrap, DIV truncates
 (INT_MIN / -1 -> INT_MAX), FLOOR_DIV is floor(double(a) / double(b)) converted back (INT_MIN / -1 ->
@@ -127,6 +127,8 @@ def _check(node, graph):
         return f"mixed dtypes: {a.dtype} and {b.dtype} -> {y.dtype}"
     if node.op == "PRELU" and tuple(a.shape) != tuple(y.shape):
         return f"output shape {list(y.shape)} differs from the input's {list(a.shape)}"
+    if not row.broadcast and not tuple(a.shape) == tuple(b.shape) == tuple(y.shape):
+        return f"operand shapes {list(a.shape)} and {list(b.shape)} differ (LiteRT's {node.op} does not broadcast)"
     bad = broadcast_reason([a.shape, b.shape], y.shape)
     if bad:
         return bad
@@ -161,7 +163,7 @@ def lower(node, graph):
 
 
 def _summary(row) -> str:
-    return ", ".join(["elementwise" if row.arity == 1 else "numpy broadcasting", " and ".join(row.dtypes)]
+    return ", ".join(["numpy broadcasting" if row.broadcast else "elementwise", " and ".join(row.dtypes)]
                      + ["fused activation"] * row.fused_act + [f"attribute {n}" for n, _ in row.params])
 
 

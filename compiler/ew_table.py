@@ -82,6 +82,9 @@ TABLE = {r.name: r for r in [
     Ew("FLOOR_DIV", 2, True, "ew_floor_div", (), FI, None, (), False, False, True, UNSAFE, True),
     Ew("FLOOR_MOD", 2, True, "ew_floor_mod", (), FI, None, (), False, False, True, NEUTRAL, True),
     Ew("PRELU", 2, True, "ew_prelu", (), F32, None, (), False, False, True, NEUTRAL, True),
+    Ew("ATAN2", 2, False, "ew_atan2", (), F32, None, (), False, False, True, BOUNDED, True),
+    Ew("BITWISE_XOR", 2, True, "ew_bitwise_xor", (), I32, None, (), False, False, True, NEUTRAL, False),
+    Ew("RIGHT_SHIFT", 2, True, "ew_right_shift", (), I32, None, (), False, False, True, NEUTRAL, False),
 ]}
 
 # ---- activation codes: the one numbering of fused activations (TFLite's enum is only read, ops/util.py)

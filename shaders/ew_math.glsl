@@ -184,6 +184,26 @@ float ew_maximum(float a, float b) { return a > b ? a : b; }
 float ew_minimum(float a, float b) { return a < b ? a : b; }
 float ew_prelu(float a, float b) { return a >= 0.0 ? a : a * b; }
 
+// std::atan2(y, x) with C's zeros, infinities and NaN: atan of the smaller over the larger magnitude
+// (cephes atanf on [0, 1], about 2 ulp), moved to the quadrant; denormals by their bits.
+float ew_atan2(float y, float x) {
+    if (isnan(x) || isnan(y)) return EW_NAN;
+    float ax = abs(x), ay = abs(y), t;
+    if (ew_is_den(x) && ew_is_den(y)) { ax = ew_den_m(x); ay = ew_den_m(y); }      // both scaled by 2^149
+    if (!ew_nonzero(y)) t = 0.0;
+    else if (!ew_nonzero(x)) t = 1.5707963267948966;
+    else if (isinf(ax) && isinf(ay)) t = 0.7853981633974483;
+    else {
+        float r = min(ax, ay) / max(ax, ay), base = 0.0;
+        if (r > 0.41421356237309503) { base = 0.7853981633974483; r = (r - 1.0) / (r + 1.0); }
+        float z = r * r;
+        t = base + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * r + r);
+        if (ay > ax) t = 1.5707963267948966 - t;
+    }
+    if (ew_signbit(x)) t = 3.141592653589793 - t;
+    return ew_signbit(y) ? -t : t;
+}
+
 // ---- int32 overloads (LiteRT on x86; see compiler/ops/math.py) ----
 const int EW_INT_MIN = int(0x80000000u);
 const int EW_INT_MAX = 0x7fffffff;
@@ -247,6 +267,8 @@ int ew_pow(int x, int e) {
 int ew_squared_difference(int a, int b) { int d = a - b; return d * d; }
 int ew_maximum(int a, int b) { return a > b ? a : b; }
 int ew_minimum(int a, int b) { return a < b ? a : b; }
+int ew_bitwise_xor(int a, int b) { return a ^ b; }
+int ew_right_shift(int a, int b) { return a >> clamp(b, 0, 31); }   // arithmetic; LiteRT clamps the shift
 
 // ---- fused expressions (ew_fused.comp, reduce.comp PROLOGUE) ----
 // ew_keep: a value the optimizer cannot see through (XOR with a runtime zero: the dispatch grid is

@@ -198,7 +198,8 @@ def _operands(op, dtype, sa, sb, seed):
 
 
 BINARY = [(op, dt) for op in ("DIV", "POW", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "FLOOR_DIV", "FLOOR_MOD")
-          for dt in ("float32", "int32")] + [("PRELU", "float32")] + [(op, "int32") for op in ("ADD", "SUB", "MUL")]
+          for dt in ("float32", "int32")] + [("PRELU", "float32")] + [(op, "int32") for op in ("ADD", "SUB", "MUL")] + [
+    ("ATAN2", "float32"), ("BITWISE_XOR", "int32"), ("RIGHT_SHIFT", "int32")]
 
 SHAPES = {  # name -> (a shape, b shape, b constant)
     "same-2x3x4": ((2, 3, 4), (2, 3, 4), False),

@@ -7,7 +7,10 @@ cannot skip validation.
 from __future__ import annotations
 
 import itertools
+import sys
+from importlib import resources
 
+from gpuc.compiler import ops  # noqa: F401  (imports every op module: their VARIANTS)
 from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACTS
@@ -47,8 +50,6 @@ VARIANTS = {
 
 def collected() -> dict:
     """VARIANTS above plus any `VARIANTS` dict an op module defines (same format)."""
-    import sys
-    from gpuc.compiler import ops  # noqa: F401  (imports every op module)
     out = dict(VARIANTS)
     for name, mod in list(sys.modules.items()):
         if name.startswith("gpuc.compiler.ops.") and isinstance(getattr(mod, "VARIANTS", None), dict):
@@ -80,5 +81,4 @@ def all_variants():
 
 
 def templates_on_disk() -> set:
-    from importlib import resources
     return {p.name[:-5] for p in resources.files("gpuc.shaders").iterdir() if p.name.endswith(".comp")}

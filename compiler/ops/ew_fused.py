@@ -20,8 +20,10 @@ import numpy as np
 from gpuc.compiler.codegen.glsl import _literal
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import FUSIBLE, TABLE
-from gpuc.compiler.ops import register
+from gpuc.compiler.ir import Node
+from gpuc.compiler.ops import REGISTRY, register
 from gpuc.compiler.ops.math import call
+from gpuc.compiler.ops.reduce import _axes
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
 
 MAX_INPUTS = 7
@@ -163,7 +165,6 @@ VARIANTS = {
 # value), "reduce" (the op), "x" (the tensor the prologue replaces: its shape is the reduced shape).
 
 def _reduce_node(node):
-    from gpuc.compiler.ir import Node
     return Node(node.attrs["reduce"], [node.attrs["x"], node.inputs[-1]], list(node.outputs),
                 attrs={k: v for k, v in node.attrs.items() if k not in ("steps", "reduce", "x", "fused")},
                 index=node.index)
@@ -171,7 +172,6 @@ def _reduce_node(node):
 
 @checked
 def _check_reduce(node, graph):
-    from gpuc.compiler.ops import REGISTRY
     if node.attrs.get("reduce") not in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"):
         return f"cannot fuse a prologue into {node.attrs.get('reduce')!r}"
     x = graph.t(node.attrs["x"])
@@ -197,8 +197,6 @@ class _Inputs:
 @register("FUSED_REDUCE", check=_check_reduce, inputs=(2, MAX_INPUTS + 1),
           summary="internal: a reduction computing its input with a fused elementwise prologue (fuse_reduce_prologue)")
 def lower_fused_reduce(node, graph):
-    from gpuc.compiler.ops import REGISTRY
-    from gpuc.compiler.ops.reduce import _axes
     rn = _reduce_node(node)
     ks = REGISTRY[rn.op].lower(rn, graph)
     x = graph.t(node.attrs["x"])

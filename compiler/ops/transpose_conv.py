@@ -23,7 +23,7 @@ import struct
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.codegen.variants import ACTS
+from gpuc.compiler.ew_table import ACTS
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, check_act, checked, const_input, epilogue, size
 

@@ -1,7 +1,7 @@
 # One device-tool call on the H100 for issue 19: special values through every shared float model
 # (fp32, fp16) against LiteRT outputs saved beforehand, and an A/B of MobileNetV2 batch 1 against the
 # tree before the change (.ab_old: `git archive <rev> | tar -x -C .ab_old`).
-# carry: [.gl, .whl, .models, .ab_old]    Save the references first, here:
+# carry: [.gl, .whl, .models, .ab_old]    AB_MODELS: the models timed (default MobileNetV2)    Save the references first, here:
 #   python benchmarks/nonfinite_models.py --models-dir .models --save-refs .models/nfrefs NAME...
 source benchmarks/device_setup.sh || exit 1
 nvidia-smi -L
@@ -18,7 +18,9 @@ for d in .ab_old/compiler .ab_old/runtime .ab_old/shaders; do ln -sfn "$PWD/$d" 
 for round in 1 2 3; do
   for tree in old new; do
     if [ $tree = old ]; then pp=/tmp/site:$PWD/.ab_old; else pp=/tmp/site:$PWD; fi
-    PYTHONPATH=$pp GPUC_CACHE_DIR=/tmp/cache-$tree python3 benchmarks/run_model.py $M/mobilenet_v2_224_f32.tflite \
-      --ref-dir $M/ref --runs 500 --json | sed "s/^/$tree round $round: /"
+    for m in ${AB_MODELS:-mobilenet_v2_224_f32}; do
+      PYTHONPATH=$pp GPUC_CACHE_DIR=/tmp/cache-$tree python3 benchmarks/run_model.py $M/$m.tflite \
+        --ref-dir $M/ref --runs 500 --json | sed "s/^/$tree round $round: /"
+    done
   done
 done

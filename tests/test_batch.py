@@ -12,8 +12,8 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.errors import BundleError, GpucError, UnsupportedError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
-from test_passes import block_model  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.models import block_model  # noqa: E402
 
 
 def rows(shape, n, seed):
@@ -143,7 +143,7 @@ def test_cli_max_batch(tmp_path):
 
 
 def test_state_is_per_item(gpu):
-    from test_lstm import lstm_model
+    from helpers.models import lstm_model
     data, shape = lstm_model(b=1, t=2, i=3, c=4)
     x1, x2 = rows(shape, 3, 1), rows(shape, 3, 2)
     refs = []
@@ -160,7 +160,7 @@ def test_state_is_per_item(gpu):
 
 
 def test_model_with_host_steps_refuses_max_batch(gpu):
-    from test_cpu_fallback import mixed_model
+    from helpers.models import mixed_model
     model = mixed_model()
     with pytest.raises(UnsupportedError, match=r"--max-batch 2: the program has \d+ host \(CPU\) or control-flow"):
         gpuc.compile(model, max_batch=2, cache=False)

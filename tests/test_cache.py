@@ -6,8 +6,8 @@ import pytest
 
 import gpuc
 from gpuc.compiler import last_compile
-from tflite_builder import ModelBuilder
-from test_builder import rnd
+from helpers.builder import ModelBuilder
+from helpers.data import rnd
 
 pytest.importorskip("vulkan")
 

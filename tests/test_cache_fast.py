@@ -13,7 +13,7 @@ import pytest
 import gpuc
 from gpuc.compiler import cache, last_compile, normalize_options
 from gpuc.launch import parse_compile
-from tflite_builder import ModelBuilder
+from helpers.builder import ModelBuilder
 
 HEAVY = ("json", "click", "numpy", "gpuc.cli", "gpuc.runtime.bundle", "gpuc.runtime.flatbuf", "gpuc.compiler.driver",
          "pathlib", "tempfile", "dataclasses", "importlib.resources", "flatbuffers")

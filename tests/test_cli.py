@@ -88,8 +88,7 @@ def test_inspect_model_lists_support(models_dir):
 
 def test_unsupported_model_names_the_op(tmp_path):
     """An op with neither a GPU nor a CPU kernel is a compile error naming it."""
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from tflite_builder import ModelBuilder
+    from helpers.builder import ModelBuilder
     mb = ModelBuilder()
     x = mb.input("x", [2, 3])
     y = mb.tensor("y", [2, 3])

@@ -8,8 +8,8 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder, with_subgraphs  # noqa: E402
+from helpers.builder import ModelBuilder, with_subgraphs  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 
 def while_model(limit=5, shape=(2, 3), ishape=(1,), cpu_body=False, swap=False, grow=False):
@@ -205,7 +205,7 @@ def test_while_body_updates_a_resource_variable(gpu):
     ib.op("VAR_HANDLE", [], [ih], container="", shared_name="acc")
     ib.op("ASSIGN_VARIABLE", [ih, ib.const("one", np.ones(shape, np.float32))], [])
     model = with_subgraphs(mb, cb, bb, ib)
-    from test_variables import litert_stream
+    from helpers.litert import litert_stream
     xs = [np.array([[1, 2], [3, 4]], np.float32), np.array([[0.5, -1], [2, 0]], np.float32)]
     refs = litert_stream(model, xs)
     m = gpu.load(model)

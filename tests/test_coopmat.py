@@ -25,9 +25,8 @@ from gpuc.errors import BundleError, DeviceError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
 from gpuc.runtime.capabilities import missing  # noqa: E402
 from gpuc.runtime.variants import resolve  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 TOL16 = 2e-2
 

@@ -10,8 +10,9 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.errors import BundleError, UnsupportedError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.models import mixed_model  # noqa: E402
 
 
 def rnd(shape, dtype="float32", seed=0, lo=-4, hi=4):
@@ -102,31 +103,6 @@ def test_cpu_op_matches_litert(gpu, name, capfd):
             np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
         else:
             np.testing.assert_array_equal(o, r)
-
-
-def mixed_model():
-    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS, TOPK_V2) -> GPU (MUL, LOGISTIC), and a GPU branch alongside."""
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 4, 8])
-    a = mb.tensor("a", [1, 4, 8])
-    mb.op("ADD", [x, mb.const("c", np.full([1, 4, 8], 0.25, np.float32))], [a])
-    f = mb.tensor("f", [1, 4, 5], "complex64")
-    mb.op("RFFT2D", [a, mb.const("n", np.array([4, 8], np.int32))], [f])
-    mag = mb.tensor("mag", [1, 4, 5])
-    mb.op("COMPLEX_ABS", [f], [mag])
-    g = mb.tensor("g", [1, 4, 8])
-    mb.op("MUL", [a, a], [g])                       # GPU work independent of the CPU ops
-    v = mb.tensor("v", [1, 4, 2])
-    i = mb.tensor("i", [1, 4, 2], "int32")
-    mb.op("TOPK_V2", [mag, mb.const("k", np.array(2, np.int32))], [v, i])
-    y = mb.tensor("y", [1, 4, 2])
-    mb.op("MUL", [v, mb.const("s", np.full([1, 4, 2], 0.5, np.float32))], [y])
-    z = mb.tensor("z", [1, 4, 2])
-    mb.op("LOGISTIC", [y], [z])
-    mb.output(z)
-    mb.output(i)
-    mb.output(g)
-    return mb.finish()
 
 
 def test_mixed_gpu_cpu_gpu(gpu):

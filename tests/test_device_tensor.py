@@ -12,9 +12,9 @@ import gpuc  # noqa: E402
 from gpuc.errors import GpucError  # noqa: E402
 from gpuc.runtime.device import Device  # noqa: E402
 from gpuc.runtime.device_tensor import DeviceTensor  # noqa: E402
-from test_builder import rnd  # noqa: E402
-from test_passes import block_model  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.data import rnd  # noqa: E402
+from helpers.models import block_model  # noqa: E402
 
 
 def head_model():
@@ -213,7 +213,7 @@ def test_models_loaded_without_a_device_share_one():
 
 
 def test_readme_device_example_runs(models_dir, tmp_path):
-    from test_readme import run_readme_block
+    from helpers.repo import run_readme_block
     r = run_readme_block("readme-example-device", models_dir, tmp_path)
     assert r.returncode == 0, r.stderr
     assert "(1, 10) float32" in r.stdout

@@ -10,8 +10,9 @@ import gpuc  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.models import UNARY_CHAINS, chain_model, hard_swish_model, layer_norm_model  # noqa: E402
 
 RNG = np.random.default_rng(11)
 OFF = ["fuse_elementwise"]
@@ -43,23 +44,6 @@ def close_to_litert(outs, model, inputs, rtol=1e-5):
             assert np.abs(o.astype(np.int64) - r.astype(np.int64)).max() <= 1
 
 
-def hard_swish_model(shape=(1, 4, 4, 3), div=False):
-    """MediaPipe's x * relu6(x + 3) / 6 (or * 1/6)."""
-    mb = ModelBuilder()
-    x = mb.input("x", list(shape))
-    t1 = mb.tensor("t1", list(shape))
-    mb.op("ADD", [x, mb.const("three", np.array([3.0], np.float32))], [t1], fused_activation_function="RELU6")
-    t2 = mb.tensor("t2", list(shape))
-    mb.op("MUL", [x, t1], [t2])
-    y = mb.tensor("y", list(shape))
-    if div:
-        mb.op("DIV", [t2, mb.const("six", np.array(6.0, np.float32))], [y])
-    else:
-        mb.op("MUL", [t2, mb.const("sixth", np.array([1 / 6], np.float32))], [y])
-    mb.output(y)
-    return mb.finish()
-
-
 @pytest.mark.parametrize("div", [False, True])
 def test_hard_swish_graph_is_one_dispatch(div):
     model = hard_swish_model(div=div)
@@ -80,65 +64,13 @@ def test_pass_builds_one_node_with_inlined_constants():
     assert n.attrs["steps"][0]["act"] == 3          # the ADD's fused RELU6
 
 
-def layer_norm_model(shape=(2, 3, 8)):
-    """mean / squared difference / mean / +eps / rsqrt / (x-mean)*inv*gamma+beta, with broadcasting."""
-    mb = ModelBuilder()
-    red = list(shape[:-1]) + [1]
-    x = mb.input("x", list(shape))
-    ax = mb.const("axis", np.array([-1], np.int32))
-    mean = mb.tensor("mean", red)
-    mb.op("MEAN", [x, ax], [mean], keep_dims=True)
-    sq = mb.tensor("sq", list(shape))
-    mb.op("SQUARED_DIFFERENCE", [x, mean], [sq])
-    var = mb.tensor("var", red)
-    mb.op("MEAN", [sq, ax], [var], keep_dims=True)
-    ve = mb.tensor("ve", red)
-    mb.op("ADD", [var, mb.const("eps", np.array([1e-3], np.float32))], [ve])
-    inv = mb.tensor("inv", red)
-    mb.op("RSQRT", [ve], [inv])
-    d = mb.tensor("d", list(shape))
-    mb.op("SUB", [x, mean], [d])
-    n1 = mb.tensor("n1", list(shape))
-    mb.op("MUL", [d, inv], [n1])
-    n2 = mb.tensor("n2", list(shape))
-    mb.op("MUL", [n1, mb.const("gamma", RNG.uniform(0.5, 2, shape[-1:]).astype(np.float32))], [n2])
-    y = mb.tensor("y", list(shape))
-    mb.op("ADD", [n2, mb.const("beta", RNG.uniform(-1, 1, shape[-1:]).astype(np.float32))], [y])
-    mb.output(y)
-    return mb.finish()
-
-
 def test_layer_norm_chains_with_broadcasting():
-    model = layer_norm_model()
+    model = layer_norm_model(rng=RNG)
     x = RNG.normal(0, 3, (2, 3, 8)).astype(np.float32)
     outs, d_on, d_off = on_off(model, [x])
     # MEAN, SQUARED_DIFFERENCE+MEAN (fuse_reduce_prologue, on in both), ADD+RSQRT, SUB+MUL+MUL+ADD
     assert (d_on, d_off) == (4, 8)
     close_to_litert(outs, model, [x], rtol=1e-4)
-
-
-def chain_model(ops, shape=(2, 5, 7), bshape=(7,)):
-    """x -> op1 -> op2 ...; binary ops take a runtime input of shape bshape (broadcast)."""
-    mb = ModelBuilder()
-    x = mb.input("x", list(shape))
-    b = mb.input("b", list(bshape))
-    cur = x
-    for i, (op, opts) in enumerate(ops):
-        t = mb.tensor(f"t{i}", list(shape))
-        binary = op in ("ADD", "SUB", "MUL", "DIV", "POW", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM",
-                        "FLOOR_DIV", "FLOOR_MOD", "PRELU")
-        mb.op(op, [cur, b] if binary else [cur], [t], **opts)
-        cur = t
-    mb.output(cur)
-    return mb.finish()
-
-
-UNARY_CHAINS = [
-    [("ABS", {}), ("SQRT", {}), ("LOG", {}), ("NEG", {}), ("EXP", {}), ("RSQRT", {})],
-    [("SIN", {}), ("SQUARE", {}), ("COS", {}), ("FLOOR", {}), ("CEIL", {}), ("ROUND", {}), ("SIGN", {})],
-    [("ELU", {}), ("HARD_SWISH", {}), ("GELU", {"approximate": True}), ("GELU", {}), ("LEAKY_RELU", {"alpha": 0.3}),
-     ("RELU_0_TO_1", {}), ("LOGISTIC", {}), ("TANH", {}), ("RELU", {}), ("RELU6", {}), ("RELU_N1_TO_1", {})],
-]
 
 
 @pytest.mark.parametrize("chain", range(len(UNARY_CHAINS)))
@@ -221,7 +153,7 @@ def test_fp16_storage_rounds_where_the_unfused_program_stored_fp16():
     import os
     if os.environ.get("GPUC_DISABLE_FP16"):
         pytest.skip("fp16 storage disabled")
-    model = layer_norm_model((2, 4, 16))
+    model = layer_norm_model((2, 4, 16), rng=RNG)
     x = RNG.normal(0, 3, (2, 4, 16)).astype(np.float32)
     outs, d_on, d_off = on_off(model, [x], precision="fp16")
     assert d_on < d_off
@@ -323,7 +255,7 @@ def test_layer_norm_variance_prologue_under_fp16():
     import os
     if os.environ.get("GPUC_DISABLE_FP16"):
         pytest.skip("fp16 storage disabled")
-    model = layer_norm_model((2, 4, 16))
+    model = layer_norm_model((2, 4, 16), rng=RNG)
     x = RNG.normal(0, 3, (2, 4, 16)).astype(np.float32)
     g = load_tflite(model).main
     run_passes(g)

@@ -14,7 +14,7 @@ from gpuc.compiler.ops import math as ew_ops
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import cpu_ops
 from gpuc.runtime.bundle import read_bundle
-from tflite_builder import ModelBuilder
+from helpers.builder import ModelBuilder
 
 GLSL = "\n".join(resources.files("gpuc.shaders").joinpath(f).read_text() for f in ("common.glsl", "ew_math.glsl"))
 # elementwise ops of the CPU kernels (runtime/cpu_ops.py) that are not table rows, and where they live

@@ -10,6 +10,7 @@ from gpuc.compiler.codegen.glslang import compile_glsl, spirv_val
 from gpuc.compiler.codegen.glsl import kernel_spirv
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.runtime import spirv
+from helpers.repo import ROOT
 
 SRC = """#version 450
 #extension GL_EXT_shader_16bit_storage : require
@@ -58,8 +59,8 @@ def test_device_without_float_controls_runs_nan_model():
     (the NaN-keeping code does not rely on the mode)."""
     pytest.importorskip("vulkan")
     script = (
-        "import numpy as np, gpuc, sys; sys.path.insert(0, 'tests')\n"
-        "from test_ops_math import one_op\n"
+        f"import numpy as np, gpuc, sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+        "from helpers.ops import one_op\n"
         "m, f = one_op('RELU', [np.float32([np.nan, -1, 2])], 'float32')\n"
         "d = gpuc.open_device(); assert d.nan_preserve_widths == set(), d.nan_preserve_widths\n"
         "with gpuc.load(gpuc.compile(m, cache=False), device=d) as g: print(g.run(f)[0].tolist())\n"

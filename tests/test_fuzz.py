@@ -1,8 +1,9 @@
 """A bounded fuzz run inside `make test` (`make fuzz` runs 10,000 cases)."""
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from helpers.repo import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
 
 import fuzz  # noqa: E402
 

@@ -41,8 +41,8 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 
 def build(model, **opts):

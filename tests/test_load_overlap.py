@@ -7,8 +7,8 @@ import pytest
 import gpuc
 from gpuc.errors import BundleError, DeviceError
 from gpuc.runtime import overlap, pipelines
-from test_builder import rnd
-from tflite_builder import ModelBuilder
+from helpers.builder import ModelBuilder
+from helpers.data import rnd
 
 pytest.importorskip("vulkan")
 

@@ -8,54 +8,8 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
-from litert_ref import make_interpreter  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
-
-
-def lstm_model(b=2, t=4, i=5, c=6, o=None, cifg=False, peephole=False, proj=False, proj_bias=True,
-               time_major=False, act=4, cell_clip=0.0, proj_clip=0.0, state=None, seed=0, layer_norm=False,
-               state_buffer=True):
-    """state: (h [b,o], c [b,c]) initial values, stored as the variable tensors' buffers when state_buffer."""
-    rng = np.random.default_rng(seed)
-    o = o if o is not None else (c if not proj else c - 2)
-    w = lambda *s: rng.uniform(-0.5, 0.5, s).astype(np.float32)  # noqa: E731
-    mb = ModelBuilder()
-    x = mb.input("x", (t, b, i) if time_major else (b, t, i))
-    ins = [x]
-    ins += [-1 if (cifg and g == 0) else mb.const(f"wx{g}", w(c, i)) for g in range(4)]
-    ins += [-1 if (cifg and g == 0) else mb.const(f"wh{g}", w(c, o)) for g in range(4)]
-    ins += [-1 if (not peephole or (cifg and g == 0)) else mb.const(f"p{g}", w(c)) for g in range(3)]
-    ins += [-1 if (cifg and g == 0) else mb.const(f"b{g}", w(c)) for g in range(4)]
-    ins += [mb.const("pw", w(o, c)) if proj else -1, mb.const("pb", w(o)) if proj and proj_bias else -1]
-    hv, cv = state if state is not None else (None, None)
-    h0 = mb.tensor("h_state", (b, o), data=hv if state_buffer else None)
-    c0 = mb.tensor("c_state", (b, c), data=cv if state_buffer else None)
-    for s in (h0, c0):
-        mb.tensors[s]["is_variable"] = True
-    ins += [h0, c0]
-    ins += [mb.const(f"ln{g}", w(c)) if layer_norm else -1 for g in range(4)]
-    y = mb.tensor("y", (t, b, o) if time_major else (b, t, o))
-    mb.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], fused_activation_function=act, cell_clip=cell_clip,
-          proj_clip=proj_clip, time_major=time_major)
-    mb.output(y)
-    return mb.finish(), tuple(mb.tensors[x]["shape"])
-
-
-def litert_runs(data, xs, state=None):
-    """One interpreter, invoked once per input: its outputs (state carries over like LiteRT's).
-    state: {tensor name: initial value} set before the first invoke."""
-    it = make_interpreter(data)
-    it.allocate_tensors()
-    for d in it.get_tensor_details():
-        if state and d["name"] in state:
-            it.set_tensor(d["index"], state[d["name"]])
-    ind, outd = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    outs = []
-    for x in xs:
-        it.set_tensor(ind, x)
-        it.invoke()
-        outs.append(np.array(it.get_tensor(outd)))
-    return outs
+from helpers.litert import litert_runs  # noqa: E402
+from helpers.models import lstm_model  # noqa: E402
 
 
 def assert_close(got, ref, tol=1e-4):

@@ -14,9 +14,10 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.compiler.ew_table import TABLE  # noqa: E402
-from litert_ref import run_litert_both  # noqa: E402
-from test_builder import CASES  # noqa: E402
-from test_ops_math import BINARY, UNARY_VARIANTS, Const, frand, one_op  # noqa: E402
+from helpers.catalogue import BINARY, CASES, UNARY_VARIANTS  # noqa: E402
+from helpers.data import rnd  # noqa: E402
+from helpers.litert import run_litert_both  # noqa: E402
+from helpers.ops import Const, one_op  # noqa: E402
 
 SPECIALS = {"nan": np.nan, "posinf": np.inf, "neginf": -np.inf, "negzero": -0.0}
 
@@ -107,7 +108,7 @@ def test_catalogue(gpu, name):
 @pytest.mark.parametrize("variant", UNARY_VARIANTS, ids=lambda v: v[0] + "".join(f"-{k}={x}" for k, x in v[1].items()))
 def test_unary(gpu, variant):
     op, opts = variant
-    check_specials(gpu, *one_op(op, [frand((2, 3, 5), 1, -4, 4)], "float32", **opts))
+    check_specials(gpu, *one_op(op, [rnd((2, 3, 5), 1, -4, 4)], "float32", **opts))
 
 
 @pytest.mark.parametrize("op", [o for o, dt in BINARY if dt == "float32"])
@@ -115,35 +116,35 @@ def test_unary(gpu, variant):
 def test_binary(gpu, op, bcast):
     if bcast and not TABLE[op].broadcast:
         pytest.skip(f"LiteRT's {op} needs equal shapes")
-    a = frand((2, 3, 4), 2, 0.25, 3)
-    b = frand((3, 1) if bcast else (2, 3, 4), 3, 0.25, 3)
+    a = rnd((2, 3, 4), 2, 0.25, 3)
+    b = rnd((3, 1) if bcast else (2, 3, 4), 3, 0.25, 3)
     if op == "PRELU":
-        b = frand((4,), 3, -0.5, 1.5)
+        b = rnd((4,), 3, -0.5, 1.5)
     check_specials(gpu, *one_op(op, [a, b], "float32"))
 
 
 @pytest.mark.parametrize("op", ["MAXIMUM", "MINIMUM", "DIV", "SQUARED_DIFFERENCE"])
 def test_binary_constant_operand(gpu, op):
-    check_specials(gpu, *one_op(op, [frand((3, 4), 4, -2, 2), Const(frand((4,), 5, 0.5, 2))], "float32"))
+    check_specials(gpu, *one_op(op, [rnd((3, 4), 4, -2, 2), Const(rnd((4,), 5, 0.5, 2))], "float32"))
 
 
 @pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV"])
 @pytest.mark.parametrize("act", ["RELU", "RELU6", "RELU_N1_TO_1"])
 def test_binary_fused_activation(gpu, op, act):
-    check_specials(gpu, *one_op(op, [frand((2, 6), 6, -3, 3), frand((2, 6), 7, 0.5, 3)], "float32",
+    check_specials(gpu, *one_op(op, [rnd((2, 6), 6, -3, 3), rnd((2, 6), 7, 0.5, 3)], "float32",
                                 fused_activation_function=act))
 
 
 @pytest.mark.parametrize("op", ["LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"])
 def test_compare(gpu, op):
-    a = frand((3, 5), 8, -2, 2)
+    a = rnd((3, 5), 8, -2, 2)
     check_specials(gpu, *one_op(op, [a, a[::-1].copy()], "bool"))
 
 
 def test_select(gpu):
     cond = np.random.default_rng(9).integers(0, 2, (3, 5)).astype(bool)
     for op in ("SELECT", "SELECT_V2"):
-        check_specials(gpu, *one_op(op, [cond, frand((3, 5), 10), frand((3, 5), 11)], "float32"))
+        check_specials(gpu, *one_op(op, [cond, rnd((3, 5), 10), rnd((3, 5), 11)], "float32"))
 
 
 @pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
@@ -151,7 +152,7 @@ def test_select(gpu):
 def test_arg(gpu, op, axis):
     """Special values past the first of each line (LiteRT's answer for a NaN first depends on which of
     its vector paths runs)."""
-    x = frand((4, 6), 12, -3, 3)
+    x = rnd((4, 6), 12, -3, 3)
     shape = [6] if axis == 0 else [4]
     at = (lambda size, i: {9, 16}) if axis == 1 else (lambda size, i: {13, 20})
     check_specials(gpu, *one_op(op, [x, Const(np.int32([axis]))], "int32", out_shape=shape, output_type="INT32"),
@@ -160,17 +161,17 @@ def test_arg(gpu, op, axis):
 
 @pytest.mark.parametrize("dtype", ["int32", "uint8", "int8", "int16", "bool"])
 def test_cast(gpu, dtype):
-    check_specials(gpu, *one_op("CAST", [frand((3, 4), 13, -300, 300)], dtype))
+    check_specials(gpu, *one_op("CAST", [rnd((3, 4), 13, -300, 300)], dtype))
 
 
 def test_quantize(gpu):
-    from tflite_builder import ModelBuilder
+    from helpers.builder import ModelBuilder
     mb = ModelBuilder()
     x = mb.input("x", [3, 4])
     y = mb.tensor("y", [3, 4], "int8", quant=(0.05, 3))
     mb.op("QUANTIZE", [x], [y])
     mb.output(y)
-    check_specials(gpu, mb.finish(), [frand((3, 4), 14, -4, 4)])
+    check_specials(gpu, mb.finish(), [rnd((3, 4), 14, -4, 4)])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -180,24 +181,24 @@ def test_quantize(gpu):
 @pytest.mark.parametrize("shape", [(3, 7), (2, 300)])
 def test_row_ops(gpu, op, shape):
     opts = {"beta": 1.0} if op == "SOFTMAX" else {}
-    check_specials(gpu, *one_op(op, [frand(shape, 15, -3, 3)], "float32", **opts))
+    check_specials(gpu, *one_op(op, [rnd(shape, 15, -3, 3)], "float32", **opts))
 
 
 @pytest.mark.parametrize("op", ["RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"])
 def test_resize(gpu, op):
-    x = frand((1, 4, 5, 3), 16)
+    x = rnd((1, 4, 5, 3), 16)
     check_specials(gpu, *one_op(op, [x, Const(np.int32([7, 9]))], "float32", out_shape=(1, 7, 9, 3),
                                 align_corners=False, half_pixel_centers=False))
 
 
 @pytest.mark.parametrize("const_b", [False, True])
 def test_batch_matmul(gpu, const_b):
-    a, b = frand((2, 3, 6), 17), frand((2, 6, 5), 18)
+    a, b = rnd((2, 3, 6), 17), rnd((2, 6, 5), 18)
     check_specials(gpu, *one_op("BATCH_MATMUL", [a, Const(b) if const_b else b], "float32", out_shape=(2, 3, 5)))
 
 
 def test_cumsum(gpu):
-    check_specials(gpu, *one_op("CUMSUM", [frand((3, 5), 19), Const(np.int32(1))], "float32"))
+    check_specials(gpu, *one_op("CUMSUM", [rnd((3, 5), 19), Const(np.int32(1))], "float32"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -216,16 +217,16 @@ def test_catalogue_fp16(gpu, name):
 
 @pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6"])
 def test_transpose_conv(gpu, act):
-    w, b = frand((4, 3, 3, 2), 20), frand((4,), 21)
-    check_specials(gpu, *one_op("TRANSPOSE_CONV", [Const(np.int32([1, 7, 9, 4])), Const(w), frand((1, 3, 4, 2), 22),
+    w, b = rnd((4, 3, 3, 2), 20), rnd((4,), 21)
+    check_specials(gpu, *one_op("TRANSPOSE_CONV", [Const(np.int32([1, 7, 9, 4])), Const(w), rnd((1, 3, 4, 2), 22),
                                                   Const(b)], "float32", out_shape=(1, 7, 9, 4), padding="VALID",
                                 stride_h=2, stride_w=2, fused_activation_function=act))
 
 
 @pytest.mark.parametrize("act", ["NONE", "RELU"])
 def test_conv3d(gpu, act):
-    x, w = frand((1, 3, 4, 4, 2), 23), frand((2, 2, 2, 2, 3), 24)
-    check_specials(gpu, *one_op("CONV_3D", [x, Const(w), Const(frand((3,), 25))], "float32", out_shape=(1, 3, 4, 4, 3),
+    x, w = rnd((1, 3, 4, 4, 2), 23), rnd((2, 2, 2, 2, 3), 24)
+    check_specials(gpu, *one_op("CONV_3D", [x, Const(w), Const(rnd((3,), 25))], "float32", out_shape=(1, 3, 4, 4, 3),
                                 padding="SAME", stride_d=1, stride_h=1, stride_w=1, dilation_dfactor=1,
                                 dilation_hfactor=1, dilation_wfactor=1, fused_activation_function=act))
 
@@ -234,10 +235,10 @@ def test_conv3d(gpu, act):
                          ids=["tanh", "clips-proj", "relu-peephole"])
 def test_lstm(gpu, kw):
     """A state-carrying op: each special value on a fresh load (a NaN would stay in the state)."""
-    from test_lstm import lstm_model
+    from helpers.models import lstm_model
     model, shape = lstm_model(**kw)
     for name in SPECIALS:
-        check_specials(gpu, model, [frand(shape, 26)], specials=(name,))
+        check_specials(gpu, model, [rnd(shape, 26)], specials=(name,))
 
 
 MOVEMENT = {
@@ -254,15 +255,15 @@ MOVEMENT = {
 @pytest.mark.parametrize("name", list(MOVEMENT))
 def test_movement(gpu, name):
     op, args, shape, opts = MOVEMENT[name]
-    check_specials(gpu, *one_op(op, args(frand((3, 4, 5), 27)), "float32", out_shape=shape, **opts))
+    check_specials(gpu, *one_op(op, args(rnd((3, 4, 5), 27)), "float32", out_shape=shape, **opts))
 
 
 def test_fused_chains(gpu):
     """FUSED_ELEMENTWISE kernels (passes/ew_fusion.py): long unary chains, hard swish, a LayerNorm."""
-    from test_ew_fusion import UNARY_CHAINS, chain_model, hard_swish_model, layer_norm_model
+    from helpers.models import UNARY_CHAINS, chain_model, hard_swish_model, layer_norm_model
     for chain in UNARY_CHAINS:
-        check_specials(gpu, chain_model(chain), [frand((2, 5, 7), 28, 0.1, 2), frand((7,), 29)])
+        check_specials(gpu, chain_model(chain), [rnd((2, 5, 7), 28, 0.1, 2), rnd((7,), 29)])
     check_specials(gpu, chain_model([("ADD", {}), ("MUL", {}), ("TANH", {}), ("SUB", {}), ("RELU6", {})]),
-                   [frand((2, 5, 7), 30), frand((7,), 31)])
-    check_specials(gpu, hard_swish_model(), [frand((1, 4, 4, 3), 32, -5, 5)])
-    check_specials(gpu, layer_norm_model(), [frand((2, 3, 8), 33, -3, 3)])
+                   [rnd((2, 5, 7), 30), rnd((7,), 31)])
+    check_specials(gpu, hard_swish_model(), [rnd((1, 4, 4, 3), 32, -5, 5)])
+    check_specials(gpu, layer_norm_model(), [rnd((2, 3, 8), 33, -3, 3)])

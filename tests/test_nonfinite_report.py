@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from gpuc.cli import _summary, main
 from gpuc.verify import compare
-from tflite_builder import ModelBuilder
+from helpers.builder import ModelBuilder
 
 SPECIAL = np.array([[0, np.nan, np.inf, -np.inf, 4, 5, np.inf, 7]], np.float32)
 

@@ -1,60 +1,20 @@
 """Per-op correctness of gpuc (compile + Vulkan runtime) against LiteRT's builtin CPU kernels.
 
-The models are the tiny configurations catalogued in tests/test_builder.py (`CASES`), written with
-tests/tflite_builder.py; test_builder.py proves each of them loads and runs in LiteRT with the
-declared output shapes.  Where LiteRT rejects a valid configuration (CONV_2D / DEPTHWISE_CONV_2D
+The models are the tiny configurations catalogued in tests/helpers/catalogue.py (`CASES`), written
+with tests/helpers/builder.py; test_model_builder.py proves each of them loads and runs in LiteRT with
+the declared output shapes.  Where LiteRT rejects a valid configuration (CONV_2D / DEPTHWISE_CONV_2D
 without a bias, fused activation on CONCATENATION) the case carries an equivalent reference model.
 All shapes are small so a CPU Vulkan driver (lavapipe) runs the whole module quickly.
 """
-import numpy as np
 import pytest
 
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from test_builder import CASES, build, rnd  # noqa: E402
-
-
-class GpuRunner:
-    """Compiles and runs models on one Vulkan device, created lazily on first use."""
-
-    def __init__(self):
-        self._device = None
-
-    @property
-    def device(self):
-        if self._device is None:
-            from gpuc.runtime.device import Device
-            self._device = Device()
-        return self._device
-
-    def load(self, model: bytes):
-        bundle = gpuc.compile(model)
-        assert isinstance(bundle, (bytes, bytearray)) and len(bundle) > 0
-        return gpuc.load(bytes(bundle), device=self.device)
-
-    def run(self, model: bytes, inputs):
-        m = self.load(model)
-        try:
-            return m.run(inputs)
-        finally:
-            m.close()
-
-    def close(self):
-        if self._device is not None:
-            self._device.close()
-            self._device = None
-
-
-def assert_close(outs, refs, shapes, dtypes):
-    assert len(outs) == len(refs) == len(shapes)
-    for i, (o, r, shape, dt) in enumerate(zip(outs, refs, shapes, dtypes)):
-        assert isinstance(o, np.ndarray), f"output {i}"
-        assert o.dtype == np.dtype(dt), f"output {i}: dtype {o.dtype}, expected {dt}"
-        assert o.shape == tuple(shape) == r.shape, f"output {i}: shape {o.shape}, expected {tuple(shape)}"
-        np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(r).max(initial=0.0))),
-                                   err_msg=f"output {i}")
+from helpers.catalogue import CASES, build  # noqa: E402
+from helpers.data import rnd  # noqa: E402
+from helpers.ops import assert_close  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-from op_support import gpu_reason  # noqa: E402
-from test_ops_math import Const, check, one_op  # noqa: E402
+from helpers.op_support import gpu_reason  # noqa: E402
+from helpers.ops import Const, check, one_op  # noqa: E402
 
 
 def _arg(op, x, axis, out_dtype, axis_dtype=np.int32):

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from op_support import gpu_reason  # noqa: E402
-from test_ops_math import Const, check, one_op  # noqa: E402
+from helpers.op_support import gpu_reason  # noqa: E402
+from helpers.ops import Const, check, one_op  # noqa: E402
 
 
 def _mm(a_shape, b_shape, adj_x=False, adj_y=False, const_a=False, const_b=False, seed=0):

@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-from litert_ref import run_litert  # noqa: E402
-
-from test_ops_math import I32_MAX, I32_MIN, Const, check, check_rejected, frand, irand, one_op  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.data import I32_MAX, I32_MIN, irand, rnd  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.ops import Const, check, check_rejected, one_op  # noqa: E402
 
 
 def brand(shape, seed):
@@ -105,7 +105,7 @@ def test_chained_bool_ops(gpu):
     mb.op("SELECT_V2", [both, x, y], [out])
     mb.output(out)
     mb.output(both)
-    check(gpu, mb.finish(), [frand((3, 7), 1), frand((3, 7), 2), brand((7,), 3)])
+    check(gpu, mb.finish(), [rnd((3, 7), 1), rnd((3, 7), 2), brand((7,), 3)])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ def test_select(gpu, dtype, case):
 
 def test_select_v1_bad_condition_rejected():
     """LiteRT's SELECT (v1) needs the condition's shape, or a rank-1 row selector; gpuc reports it too."""
-    check_rejected(*one_op("SELECT", [brand((2, 1), 1), frand((2, 3), 2), frand((2, 3), 3)], "float32",
+    check_rejected(*one_op("SELECT", [brand((2, 1), 1), rnd((2, 3), 2), rnd((2, 3), 3)], "float32",
                            out_shape=(2, 3)), "condition shape")
 
 
@@ -152,7 +152,7 @@ def cast_input(dtype, shape, seed):
     if dtype == "float32":
         edge = [-300.5, -200.7, -128.5, -3.7, -1.0, -0.5, -0.0, 0.5, 127.9, 128.5, 255.9, 256.2, 300.7, 3e9, -3e9,
                 1e-30, 16777217.0]
-        v = np.concatenate([np.float32(edge), frand((max(n - len(edge), 0),), seed, -400, 400)])[:n]
+        v = np.concatenate([np.float32(edge), rnd((max(n - len(edge), 0),), seed, -400, 400)])[:n]
         return v.astype(np.float32).reshape(shape)
     if dtype == "int32":
         edge = [-300, -129, -128, -1, 0, 127, 128, 255, 256, 300, I32_MAX, I32_MIN, 16777217, 1]

@@ -11,10 +11,9 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.inspect import inspect_bundle  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from test_builder import rnd, seed_of  # noqa: E402
-
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.data import rnd, seed_of  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 
 ACT = {"NONE": lambda v: v, "RELU": lambda v: np.maximum(v, 0), "RELU6": lambda v: np.clip(v, 0, 6)}

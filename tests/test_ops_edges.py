@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import gpuc
-from litert_ref import assert_equals_either, run_litert
-from tflite_builder import ModelBuilder
+from helpers.builder import ModelBuilder
+from helpers.litert import assert_equals_either, run_litert
 
 pytest.importorskip("vulkan")
 

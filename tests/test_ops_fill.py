@@ -9,10 +9,10 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from op_support import gpu_reason  # noqa: E402
-from test_ops_math import Const, assert_matches, check, one_op  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.op_support import gpu_reason  # noqa: E402
+from helpers.ops import Const, assert_matches, check, one_op  # noqa: E402
 
 
 def _dispatch_ops(model: bytes) -> list[str]:

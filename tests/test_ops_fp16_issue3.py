@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-from litert_ref import run_litert  # noqa: E402
-from test_precision import assert_close16, dtype_of, run16  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.precision import assert_close16, dtype_of, run16  # noqa: E402
 
 
 def test_fp16_conv3d_chain(gpu):

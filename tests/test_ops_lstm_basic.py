@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-from op_support import gpu_reason  # noqa: E402
-from test_lstm import litert_runs  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import litert_runs  # noqa: E402
+from helpers.op_support import gpu_reason  # noqa: E402
 
 
 def lstm_step_model(b=2, i=5, c=6, o=None, cifg=False, peephole=False, proj=False, act=4, cell_clip=0.0,

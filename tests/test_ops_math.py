@@ -12,79 +12,11 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-import gpuc  # noqa: E402
 from gpuc.compiler.ew_table import TABLE  # noqa: E402
-from gpuc.errors import UnsupportedError  # noqa: E402
-from litert_ref import assert_equals_either, run_litert  # noqa: E402
-
-from tflite_builder import ModelBuilder  # noqa: E402
-
-I32_MIN, I32_MAX = -2**31, 2**31 - 1
-
-
-# ---------------------------------------------------------------------------------------------------
-# shared helpers (also used by test_ops_compare.py)
-
-class Const:
-    """Marks an operand that is a constant of the model (not a runtime input)."""
-
-    def __init__(self, value):
-        self.value = np.asarray(value)
-
-
-def one_op(op: str, operands, out_dtype: str, out_shape=None, **options):
-    """A single-op model.  operands: arrays (runtime inputs) or Const(...).  The output shape
-    defaults to the numpy broadcast of the operand shapes.  Returns (model bytes, runtime inputs)."""
-    mb = ModelBuilder()
-    ids, feeds = [], []
-    for i, v in enumerate(operands):
-        if isinstance(v, Const):
-            ids.append(mb.const(f"c{i}", v.value))
-        else:
-            v = np.array(v)                   # (keeps 0-d arrays 0-d, unlike ascontiguousarray)
-            ids.append(mb.input(f"x{i}", v.shape, v.dtype.name))
-            feeds.append(v)
-    shapes = [(v.value if isinstance(v, Const) else np.asarray(v)).shape for v in operands]
-    y = mb.tensor("y", np.broadcast_shapes(*shapes) if out_shape is None else out_shape, out_dtype)
-    mb.op(op, ids, [y], **options)
-    mb.output(y)
-    return mb.finish(), feeds
-
-
-def assert_matches(outs, refs):
-    assert len(outs) == len(refs)
-    for i, (o, r) in enumerate(zip(outs, refs)):
-        assert o.dtype == r.dtype, f"output {i}: dtype {o.dtype}, LiteRT {r.dtype}"
-        assert o.shape == r.shape, f"output {i}: shape {o.shape}, LiteRT {r.shape}"
-        if r.dtype.kind == "f":
-            finite = np.abs(r[np.isfinite(r)])
-            np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-5 * max(1.0, float(finite.max(initial=0.0))),
-                                       err_msg=f"output {i}")
-        else:
-            np.testing.assert_array_equal(o, r, err_msg=f"output {i}")
-
-
-def check(gpu, model: bytes, feeds):
-    """Run on LiteRT and on gpuc; compare."""
-    refs = run_litert(model, [f.copy() for f in feeds])
-    assert_matches(gpu.run(model, [f.copy() for f in feeds]), refs)
-    return refs
-
-
-def check_rejected(model: bytes, feeds, match: str):
-    """LiteRT fails on the model, and gpuc reports it unsupported at compile time."""
-    with pytest.raises(Exception):
-        run_litert(model, feeds)
-    with pytest.raises(UnsupportedError, match=match):
-        gpuc.compile(model)
-
-
-def frand(shape, seed, lo=-1.0, hi=1.0):
-    return np.random.default_rng(seed).uniform(lo, hi, tuple(shape)).astype(np.float32)
-
-
-def irand(shape, seed, lo=-100, hi=100):
-    return np.random.default_rng(seed).integers(lo, hi, tuple(shape), endpoint=True).astype(np.int32)
+from helpers.catalogue import BINARY, UNARY_VARIANTS  # noqa: E402
+from helpers.data import I32_MAX, I32_MIN, irand, rnd  # noqa: E402
+from helpers.litert import assert_equals_either  # noqa: E402
+from helpers.ops import Const, check, check_rejected, one_op  # noqa: E402
 
 
 def nonzero(a, fill=1):
@@ -99,33 +31,25 @@ def nonzero(a, fill=1):
 def _unary_input(op, shape, seed):
     """A NaN-free input for `op`, with its edge values in the first elements."""
     if op in ("SQRT", "RSQRT", "LOG"):
-        x = frand(shape, seed, 0.01, 10.0)
+        x = rnd(shape, seed, 0.01, 10.0)
         edge = [0.0, -0.0, 1.0, 4.0] if op != "SQRT" else [0.0, -0.0, 2.0, 1e-30]
     elif op == "EXP":
-        x, edge = frand(shape, seed, -10.0, 10.0), [0.0, -87.0, 80.0, 1e-3]
+        x, edge = rnd(shape, seed, -10.0, 10.0), [0.0, -87.0, 80.0, 1e-3]
     elif op in ("SIN", "COS"):
-        x, edge = frand(shape, seed, -20.0, 20.0), [0.0, np.pi / 2, -np.pi, 1e-4]
+        x, edge = rnd(shape, seed, -20.0, 20.0), [0.0, np.pi / 2, -np.pi, 1e-4]
     elif op == "ROUND":
-        x, edge = frand(shape, seed, -6.0, 6.0), [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.4999999, 2.4999998]
+        x, edge = rnd(shape, seed, -6.0, 6.0), [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.4999999, 2.4999998]
     elif op in ("ELU", "GELU"):
-        x, edge = frand(shape, seed, -8.0, 6.0), [0.0, -1e-3, 1e-3, -6.0, -3.0]
+        x, edge = rnd(shape, seed, -8.0, 6.0), [0.0, -1e-3, 1e-3, -6.0, -3.0]
     elif op == "HARD_SWISH":
-        x, edge = frand(shape, seed, -5.0, 5.0), [-3.0, 3.0, 0.0, -2.9]
+        x, edge = rnd(shape, seed, -5.0, 5.0), [-3.0, 3.0, 0.0, -2.9]
     elif op == "RELU_0_TO_1":
-        x, edge = frand(shape, seed, -1.5, 2.0), [0.0, 1.0, -0.0, 0.5]
+        x, edge = rnd(shape, seed, -1.5, 2.0), [0.0, 1.0, -0.0, 0.5]
     else:
-        x, edge = frand(shape, seed, -4.0, 4.0), [0.0, -0.0, 1.0, -2.0]
+        x, edge = rnd(shape, seed, -4.0, 4.0), [0.0, -0.0, 1.0, -2.0]
     flat = x.reshape(-1)
     flat[:min(len(edge), flat.size)] = np.asarray(edge[:flat.size], np.float32)
     return x
-
-
-UNARY_F32 = ["ABS", "NEG", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND",
-             "SIGN", "ELU", "HARD_SWISH", "RELU_0_TO_1"]
-UNARY_VARIANTS = [(op, {}) for op in UNARY_F32] + [
-    ("GELU", dict(approximate=False)), ("GELU", dict(approximate=True)),
-    ("LEAKY_RELU", dict(alpha=0.2)), ("LEAKY_RELU", dict(alpha=1.5)), ("LEAKY_RELU", dict(alpha=-0.3)),
-]
 
 
 def _vid(v):
@@ -188,18 +112,14 @@ def _operands(op, dtype, sa, sb, seed):
         a, b = irand(sa, seed, -50, 50), irand(sb, seed + 1, -9, 9)
         return a, nonzero(b, 3)
     if op == "POW":
-        return frand(sa, seed, 0.1, 3.0), frand(sb, seed + 1, -2.5, 2.5)
+        return rnd(sa, seed, 0.1, 3.0), rnd(sb, seed + 1, -2.5, 2.5)
     if op == "PRELU":
-        return frand(sa, seed, -3, 3), frand(sb, seed + 1, -0.5, 1.5)
+        return rnd(sa, seed, -3, 3), rnd(sb, seed + 1, -0.5, 1.5)
     if op in ("DIV", "FLOOR_DIV", "FLOOR_MOD"):
-        b = frand(sb, seed + 1, 0.25, 3.0) * np.where(irand(sb, seed + 2, 0, 1) > 0, 1, -1).astype(np.float32)
-        return frand(sa, seed, -10, 10), b
-    return frand(sa, seed, -5, 5), frand(sb, seed + 1, -5, 5)
+        b = rnd(sb, seed + 1, 0.25, 3.0) * np.where(irand(sb, seed + 2, 0, 1) > 0, 1, -1).astype(np.float32)
+        return rnd(sa, seed, -10, 10), b
+    return rnd(sa, seed, -5, 5), rnd(sb, seed + 1, -5, 5)
 
-
-BINARY = [(op, dt) for op in ("DIV", "POW", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "FLOOR_DIV", "FLOOR_MOD")
-          for dt in ("float32", "int32")] + [("PRELU", "float32")] + [(op, "int32") for op in ("ADD", "SUB", "MUL")] + [
-    ("ATAN2", "float32"), ("BITWISE_XOR", "int32"), ("RIGHT_SHIFT", "int32")]
 
 SHAPES = {  # name -> (a shape, b shape, b constant)
     "same-2x3x4": ((2, 3, 4), (2, 3, 4), False),
@@ -231,7 +151,7 @@ def test_binary_const_first_operand(gpu):
 
 
 def test_binary_rank6_broadcast(gpu):
-    a, b = frand((1, 2, 1, 2, 1, 3), 1, 0.5, 2), frand((2, 1, 2, 1, 3, 1), 2, -2, 2)
+    a, b = rnd((1, 2, 1, 2, 1, 3), 1, 0.5, 2), rnd((2, 1, 2, 1, 3, 1), 2, -2, 2)
     check(gpu, *one_op("POW", [a, b], "float32"))
     check(gpu, *one_op("FLOOR_DIV", [irand(a.shape, 3), nonzero(irand(b.shape, 4, -5, 5))], "int32"))
 
@@ -247,7 +167,7 @@ def test_fused_activation(gpu, op_dtype, act):
     if dt == "int32":
         a, b = irand((3, 5), 7, -20, 20), nonzero(irand((5,), 8, -4, 4))
     else:
-        a, b = frand((3, 5), 7, -20, 20), frand((5,), 8, 0.5, 4) * np.float32([1, -1, 1, -1, 1])
+        a, b = rnd((3, 5), 7, -20, 20), rnd((5,), 8, 0.5, 4) * np.float32([1, -1, 1, -1, 1])
     check(gpu, *one_op(op, [a, b], dt, fused_activation_function=act))
 
 

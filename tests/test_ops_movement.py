@@ -1,6 +1,6 @@
 """Data-movement ops (compiler/ops/movement.py, compiler/ops/gather.py) against LiteRT, exactly.
 
-Every case is a one-op model written with tests/tflite_builder.py and run by LiteRT's builtin CPU
+Every case is a one-op model written with tests/helpers/builder.py and run by LiteRT's builtin CPU
 kernels; gpuc's outputs must be bit-identical (data movement does no arithmetic).  Configurations
 LiteRT rejects (rank-5 SPACE_TO_BATCH_ND, non-contiguous REVERSE_V2 axes, out-of-range indices)
 are compared with numpy's TF semantics instead, or must be reported unsupported by gpuc.
@@ -16,8 +16,8 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.compiler.ops.movement import strided_slice_dims  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 F, I = "float32", "int32"
 

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-from op_support import gpu_reason  # noqa: E402
-from test_ops_math import check, one_op  # noqa: E402
+from helpers.op_support import gpu_reason  # noqa: E402
+from helpers.ops import check, one_op  # noqa: E402
 
 SHAPES = [(5,), (2, 5), (3, 4, 7), (2, 1, 2, 3), (2, 100), (1, 600)]
 

@@ -11,8 +11,8 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.compiler.ops.conv import POOL_WG_MIN  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 RNG = np.random.default_rng(11)
 

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-from litert_ref import run_litert  # noqa: E402
-from op_support import gpu_reason  # noqa: E402
-from test_ops_math import Const, assert_matches, one_op  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.op_support import gpu_reason  # noqa: E402
+from helpers.ops import Const, assert_matches, one_op  # noqa: E402
 
 OPS = ["BATCH_MATMUL", "CONV_3D", "CUMSUM", "ARG_MAX", "ARG_MIN", "LOG_SOFTMAX", "L2_NORMALIZATION"]
 

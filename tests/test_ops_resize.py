@@ -9,10 +9,10 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from test_builder import rnd, seed_of  # noqa: E402
-from test_ops import assert_close  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.data import rnd, seed_of  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.ops import assert_close  # noqa: E402
 
 
 def resize_model(op, in_shape, size, align_corners, half_pixel, const_size=True):

@@ -10,10 +10,11 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from test_builder import np_act, rnd, seed_of  # noqa: E402
-from test_ops import assert_close  # noqa: E402
-from tflite_builder import ModelBuilder, write_root  # noqa: E402
+from helpers.builder import ModelBuilder, write_root  # noqa: E402
+from helpers.catalogue import np_act  # noqa: E402
+from helpers.data import rnd, seed_of  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.ops import assert_close  # noqa: E402
 
 CUSTOM = "Convolution2DTransposeBias"
 

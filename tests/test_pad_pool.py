@@ -9,8 +9,8 @@ import gpuc  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 RNG = np.random.default_rng(5)
 

@@ -6,35 +6,12 @@ import gpuc
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.passes import pass_names, run_passes
 from gpuc.runtime.bundle import read_bundle
-from litert_ref import run_litert
-from tflite_builder import ModelBuilder
-from test_builder import rnd
+from helpers.builder import ModelBuilder
+from helpers.data import rnd
+from helpers.litert import run_litert
+from helpers.models import block_model
 
 pytest.importorskip("vulkan")
-
-
-def block_model():
-    """conv -> relu6 op; 1x1 conv (no act) + residual add (fused relu); reshape; FC -> logistic op."""
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 6, 6, 4])
-    c1 = mb.tensor("c1", [1, 6, 6, 4])
-    mb.op("CONV_2D", [x, mb.const("w1", rnd((4, 3, 3, 4), 1)), mb.const("b1", rnd((4,), 2))], [c1],
-          padding="SAME", stride_h=1, stride_w=1)
-    r1 = mb.tensor("r1", [1, 6, 6, 4])
-    mb.op("RELU6", [c1], [r1])
-    c2 = mb.tensor("c2", [1, 6, 6, 4])
-    mb.op("CONV_2D", [r1, mb.const("w2", rnd((4, 1, 1, 4), 3)), mb.const("b2", rnd((4,), 4))], [c2],
-          padding="VALID", stride_h=1, stride_w=1)
-    a = mb.tensor("a", [1, 6, 6, 4])
-    mb.op("ADD", [x, c2], [a], fused_activation_function="RELU")
-    f = mb.tensor("f", [1, 144])
-    mb.op("RESHAPE", [a, mb.const("shape", np.array([1, 144], np.int32))], [f], new_shape=[1, 144])
-    g = mb.tensor("g", [1, 3])
-    mb.op("FULLY_CONNECTED", [f, mb.const("w3", rnd((3, 144), 5, -0.1, 0.1)), mb.const("b3", rnd((3,), 6))], [g])
-    y = mb.tensor("y", [1, 3])
-    mb.op("LOGISTIC", [g], [y])
-    mb.output(y)
-    return mb.finish()
 
 
 def test_pipeline_fuses_and_views():

@@ -13,29 +13,9 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-
-from tflite_builder import ModelBuilder  # noqa: E402
-
-TOL16 = 2e-2
-
-
-def run16(gpu, model, xs, **opts):
-    bundle = gpuc.compile(model, precision="fp16", **opts)
-    with gpuc.load(bundle, device=gpu.device) as m:
-        return m.run(xs), read_bundle(bundle)
-
-
-def dtype_of(b, name):
-    (t,) = [t for t in b.tensors if t.name == name]
-    return t.dtype
-
-
-def assert_close16(outs, refs):
-    for o, r in zip(outs, refs):
-        assert o.dtype == np.float32 and np.isfinite(o).all()
-        err = float(np.abs(o.astype(np.float64) - r).max())
-        assert err <= TOL16 * float(np.abs(r).max()), (err, float(np.abs(r).max()))
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.precision import assert_close16, dtype_of, run16  # noqa: E402
 
 
 def cnn_model():

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import gpuc
-from test_passes import block_model
+from helpers.models import block_model
 
 
 def test_profile_lists_every_dispatch(tmp_path):

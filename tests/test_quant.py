@@ -6,8 +6,8 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 RNG = np.random.default_rng(7)
 I8 = "int8"

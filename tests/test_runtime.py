@@ -10,8 +10,8 @@ import pytest
 import gpuc
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import bundle as B
-from test_builder import rnd
-from tflite_builder import ModelBuilder
+from helpers.builder import ModelBuilder
+from helpers.data import rnd
 
 pytest.importorskip("vulkan")
 

@@ -12,9 +12,8 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
-from litert_ref import run_litert  # noqa: E402
-
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 
 
 def reduce_model():

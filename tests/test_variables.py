@@ -10,12 +10,11 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
-from litert_ref import make_interpreter  # noqa: E402
-from tflite_builder import ModelBuilder, with_subgraphs  # noqa: E402
+from helpers.builder import ModelBuilder, with_subgraphs  # noqa: E402
+from helpers.litert import litert_stream  # noqa: E402
+from helpers.repo import ROOT, shared_models_dir  # noqa: E402
 
-from conftest import shared_models_dir  # noqa: E402  (GPUC_SHARED_MODELS, else ../shared/models)
-
-MODELS = str(shared_models_dir() or os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models"))
+MODELS = str(shared_models_dir() or ROOT.parent / "shared" / "models")
 
 
 def accumulator(init=(1.0, -2.0, 3.0, 0.5), read_twice=False, dtype="float32"):
@@ -48,18 +47,6 @@ def accumulator(init=(1.0, -2.0, 3.0, 0.5), read_twice=False, dtype="float32"):
         ib.op("VAR_HANDLE", [], [h3], container="", shared_name="other")
         ib.op("ASSIGN_VARIABLE", [h3, ib.const("init2", np.asarray(init, dtype))], [])
     return with_subgraphs(mb, ib)
-
-
-def litert_stream(data, xs):
-    it = make_interpreter(data)
-    it.allocate_tensors()
-    ins, outs = it.get_input_details(), it.get_output_details()
-    res = []
-    for x in xs:
-        it.set_tensor(ins[0]["index"], x)
-        it.invoke()
-        res.append([np.array(it.get_tensor(o["index"])) for o in outs])
-    return res
 
 
 def check_stream(gpu, data, xs):

@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from test_builder import rnd
-from tflite_builder import ModelBuilder
+from helpers.builder import ModelBuilder
+from helpers.data import rnd
 
 pytest.importorskip("vulkan")
 pytest.importorskip("ai_edge_litert")

@@ -1,5 +1,6 @@
 """Reference outputs from LiteRT's CPU interpreter, with plain builtin kernels (no default delegates);
-`run_litert_both` also runs the default interpreter (XNNPACK), for behaviour where the two differ."""
+`run_litert_both` also runs the default interpreter (XNNPACK), for behaviour where the two differ;
+`litert_stream` / `litert_runs` invoke one interpreter once per input (state carries over)."""
 from __future__ import annotations
 
 import numpy as np
@@ -63,3 +64,26 @@ def assert_equals_either(outs: list[np.ndarray], model_bytes: bytes, inputs: lis
     for k, o in enumerate(outs):
         if not any(np.array_equal(o, r[k], equal_nan=o.dtype.kind == "f") for r in refs):
             raise AssertionError(f"output {k}: {o} is neither interpreter's: {[r[k] for r in refs]}")
+
+
+def litert_stream(model_bytes: bytes, xs, state=None) -> list[list[np.ndarray]]:
+    """One interpreter, invoked once per input (fed to the first model input), so that variables and
+    LSTM state carry over as in LiteRT: each invoke's outputs.  state: {tensor name: initial value}
+    set before the first invoke."""
+    it = make_interpreter(model_bytes)
+    it.allocate_tensors()
+    for d in it.get_tensor_details():
+        if state and d["name"] in state:
+            it.set_tensor(d["index"], state[d["name"]])
+    ind, outs = it.get_input_details()[0]["index"], it.get_output_details()
+    res = []
+    for x in xs:
+        it.set_tensor(ind, x)
+        it.invoke()
+        res.append([np.array(it.get_tensor(o["index"])) for o in outs])
+    return res
+
+
+def litert_runs(model_bytes: bytes, xs, state=None) -> list[np.ndarray]:
+    """litert_stream's first output of each invoke."""
+    return [outs[0] for outs in litert_stream(model_bytes, xs, state)]

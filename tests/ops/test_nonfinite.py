@@ -82,8 +82,8 @@ def check_specials(gpu, model: bytes, feeds, ref_model=None, post=None, precisio
 
 
 # ---------------------------------------------------------------------------------------------------
-# the single-op catalogue of test_ops (conv, depthwise, fully connected with every fused activation,
-# ADD/SUB/MUL, reductions, pooling, softmax, concatenation, pad, reshape, activations, a fused chain)
+# the single-op catalogue of helpers/catalogue.py (conv, depthwise, fully connected with every fused
+# activation, ADD/SUB/MUL, reductions, pooling, softmax, concatenation, pad, reshape, activations, a fused chain)
 
 def not_last(size: int, i: int) -> set:
     return spread(size, i) - {size - 1}

@@ -1,10 +1,8 @@
 """TFLite frontend: real models against the manifest / refs / LiteRT, synthetic models for every
 validation rule, and seeded fuzzing (every mutated file loads or raises ModelFormatError)."""
 import json
-import os
 import random
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,20 +11,13 @@ from gpuc.compiler.frontend.fbreader import SCALAR_DTYPES
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.frontend.tflite_schema import ENUMS, TABLES
 from gpuc.errors import GpucError, ModelFormatError
+from helpers.repo import shared_models_dir
 
 OPS = ENUMS["BuiltinOperator"]
 OPTS = ENUMS["BuiltinOptions"]
 
 
-def _models_dir():
-    for p in (Path(__file__).resolve().parents[2] / "shared" / "models",
-              Path(os.environ.get("GPUC_SHARED_MODELS", "/nonexistent"))):
-        if (p / "manifest.json").is_file():
-            return p
-    return None
-
-
-MODELS = _models_dir()
+MODELS = shared_models_dir()
 needs_models = pytest.mark.skipif(MODELS is None, reason="shared models not found (set GPUC_SHARED_MODELS)")
 
 

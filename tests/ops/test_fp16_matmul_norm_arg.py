@@ -1,6 +1,6 @@
 """`--precision fp16` through the issue-3 templates (batch_matmul incl. CONV_3D, row_norm, arg_reduce carry
 `// @storage16`): their intermediate tensors are stored as float16 and the results stay within
-test_precision's fp16 tolerance of LiteRT's float32 kernels."""
+the fp16 tolerance (helpers/precision.py) of LiteRT's float32 kernels."""
 from __future__ import annotations
 
 import numpy as np

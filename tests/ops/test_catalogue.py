@@ -1,8 +1,8 @@
 """Per-op correctness of gpuc (compile + Vulkan runtime) against LiteRT's builtin CPU kernels.
 
 The models are the tiny configurations catalogued in tests/helpers/catalogue.py (`CASES`), written
-with tests/helpers/builder.py; test_model_builder.py proves each of them loads and runs in LiteRT with
-the declared output shapes.  Where LiteRT rejects a valid configuration (CONV_2D / DEPTHWISE_CONV_2D
+with tests/helpers/builder.py; tests/compiler/test_model_builder.py proves each of them loads and runs
+in LiteRT with the declared output shapes.  Where LiteRT rejects a valid configuration (CONV_2D / DEPTHWISE_CONV_2D
 without a bias, fused activation on CONCATENATION) the case carries an equivalent reference model.
 All shapes are small so a CPU Vulkan driver (lavapipe) runs the whole module quickly.
 """

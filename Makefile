@@ -20,10 +20,10 @@ unit:
 
 # the runtime-facing tests once more with VK_LAYER_KHRONOS_validation: any message fails a test
 validate:
-	GPUC_VALIDATION=1 $(PYTHON) -m pytest -q tests/test_ops.py tests/test_models.py tests/test_passes.py tests/test_cache.py tests/test_runtime.py tests/test_batch.py tests/test_device_tensor.py tests/test_precision.py \
-	  tests/test_ops_random_configs.py tests/test_ops_fp16_issue3.py tests/test_ops_lstm_basic.py \
-	  tests/test_cpu_fallback.py tests/test_control_flow.py tests/test_variables.py tests/test_coopmat.py tests/test_subgroup_reduce.py \
-	  tests/test_load_overlap.py tests/test_nonfinite.py
+	GPUC_VALIDATION=1 $(PYTHON) -m pytest -q \
+	  tests/ops/test_catalogue.py tests/ops/test_random_configs.py tests/ops/test_fp16_matmul_norm_arg.py tests/ops/test_lstm_cell.py tests/ops/test_subgroup_reduce.py tests/ops/test_nonfinite.py \
+	  tests/compiler/test_passes.py tests/compiler/test_compile_cache.py tests/compiler/test_precision.py \
+	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_load_overlap.py
 
 # long fuzz run (make test runs a short one): mutated models through the whole compiler, and bundle bit flips
 FUZZ_CASES ?= 10000

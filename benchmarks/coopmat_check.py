@@ -30,7 +30,7 @@ from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops.gemm_coopmat import REQUIRES, worthwhile  # noqa: E402
 from gpuc.runtime.capabilities import missing  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
 
 TOL = 1e-2
 

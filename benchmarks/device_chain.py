@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
 from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 

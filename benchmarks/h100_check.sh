@@ -29,7 +29,7 @@ echo "== harness =="; python3 benchmarks/harness.py $M --runs 100 --precision fp
 echo "== kernels =="; python3 benchmarks/kernel_bench.py $M/mobilenet_v2_224_f32.tflite --runs 100 2>&1 | head -30
 echo "== async overlap =="; python3 benchmarks/async_overlap.py /tmp/m.bundle --runs 200 --cpu-ms 0.3
 echo "== validation-layer test run =="
-GPUC_VALIDATION=1 python3 -m pytest -q -p no:cacheprovider tests/test_ops.py tests/test_models.py tests/test_runtime.py \
-  tests/test_passes.py tests/test_profile.py tests/test_ops_conv_fast.py tests/test_ops_edges.py \
-  tests/test_precision.py tests/test_dynamic_range.py 2>&1 | tail -4
+GPUC_VALIDATION=1 python3 -m pytest -q -p no:cacheprovider tests/ops/test_catalogue.py tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py \
+  tests/compiler/test_passes.py tests/cli/test_profile.py tests/ops/test_gemm_depthwise_tiles.py tests/ops/test_edges.py \
+  tests/compiler/test_precision.py tests/ops/test_dynamic_range.py 2>&1 | tail -4
 echo "== soak =="; python3 benchmarks/soak.py /tmp/m.bundle --runs 10000

@@ -21,5 +21,5 @@ for m in $M/*.tflite; do
 done
 echo "== tests under the validation layer =="
 for f in .gl/vulkan-validationlayers*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
-GPUC_VALIDATION=1 python3 -m pytest -q -p no:cacheprovider tests/test_load_overlap.py tests/test_runtime.py \
-  tests/test_cache.py tests/test_cache_fast.py tests/test_models.py tests/test_cli.py 2>&1 | tail -4
+GPUC_VALIDATION=1 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_load_overlap.py tests/runtime/test_misuse_and_faults.py \
+  tests/compiler/test_compile_cache.py tests/cli/test_launch_fast_path.py tests/runtime/test_models.py tests/cli/test_cli.py 2>&1 | tail -4

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import gpuc  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
 
 
 def conv_model(ci, h=224, co=32):

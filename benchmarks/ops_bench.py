@@ -16,8 +16,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import gpuc  # noqa: E402
-from litert_ref import make_interpreter  # noqa: E402
-from tflite_builder import ModelBuilder  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import make_interpreter  # noqa: E402
 from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 

@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from tflite_builder import ModelBuilder, with_subgraphs  # noqa: E402
+from helpers.builder import ModelBuilder, with_subgraphs  # noqa: E402
 
 
 def chain(n: int, cpu: bool) -> bytes:

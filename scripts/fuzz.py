@@ -27,7 +27,7 @@ INTERESTING = [0, 1, 0xFF, 0x7F, 0x80, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0xFFF
 
 def seeds() -> list[bytes]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from tflite_builder import ModelBuilder
+    from helpers.builder import ModelBuilder
     out = []
     mb = ModelBuilder()
     x = mb.input("x", [1, 5, 5, 3])

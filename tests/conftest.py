@@ -1,16 +1,8 @@
-import os
 from pathlib import Path
 
 import pytest
 
-
-def shared_models_dir() -> Path | None:
-    env = os.environ.get("GPUC_SHARED_MODELS")
-    for p in ([Path(env)] if env else []) + [Path(__file__).resolve().parents[2] / "shared" / "models",
-                                            Path(__file__).resolve().parents[1] / "shared" / "models"]:
-        if (p / "manifest.json").is_file():
-            return p
-    return None
+from helpers.repo import shared_models_dir
 
 
 @pytest.fixture(scope="session")
@@ -36,9 +28,9 @@ def no_validation_messages():
 
 @pytest.fixture(scope="session")
 def gpu():
-    """One Vulkan device for every op test module (tests/test_ops.py: GpuRunner)."""
+    """One Vulkan device for every op test module (helpers/runner.py: GpuRunner)."""
     pytest.importorskip("vulkan")
-    from test_ops import GpuRunner
+    from helpers.runner import GpuRunner
     r = GpuRunner()
     yield r
     r.close()

@@ -1,0 +1,158 @@
+"""Small models that several test modules use: a conv block (block_model), a GPU -> CPU -> GPU model
+(mixed_model), a sequence LSTM (lstm_model), elementwise chains (chain_model, UNARY_CHAINS,
+hard_swish_model, layer_norm_model)."""
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.builder import ModelBuilder
+from helpers.data import rnd
+
+
+def block_model():
+    """conv -> relu6 op; 1x1 conv (no act) + residual add (fused relu); reshape; FC -> logistic op."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 6, 6, 4])
+    c1 = mb.tensor("c1", [1, 6, 6, 4])
+    mb.op("CONV_2D", [x, mb.const("w1", rnd((4, 3, 3, 4), 1)), mb.const("b1", rnd((4,), 2))], [c1],
+          padding="SAME", stride_h=1, stride_w=1)
+    r1 = mb.tensor("r1", [1, 6, 6, 4])
+    mb.op("RELU6", [c1], [r1])
+    c2 = mb.tensor("c2", [1, 6, 6, 4])
+    mb.op("CONV_2D", [r1, mb.const("w2", rnd((4, 1, 1, 4), 3)), mb.const("b2", rnd((4,), 4))], [c2],
+          padding="VALID", stride_h=1, stride_w=1)
+    a = mb.tensor("a", [1, 6, 6, 4])
+    mb.op("ADD", [x, c2], [a], fused_activation_function="RELU")
+    f = mb.tensor("f", [1, 144])
+    mb.op("RESHAPE", [a, mb.const("shape", np.array([1, 144], np.int32))], [f], new_shape=[1, 144])
+    g = mb.tensor("g", [1, 3])
+    mb.op("FULLY_CONNECTED", [f, mb.const("w3", rnd((3, 144), 5, -0.1, 0.1)), mb.const("b3", rnd((3,), 6))], [g])
+    y = mb.tensor("y", [1, 3])
+    mb.op("LOGISTIC", [g], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+def mixed_model():
+    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS, TOPK_V2) -> GPU (MUL, LOGISTIC), and a GPU branch alongside."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4, 8])
+    a = mb.tensor("a", [1, 4, 8])
+    mb.op("ADD", [x, mb.const("c", np.full([1, 4, 8], 0.25, np.float32))], [a])
+    f = mb.tensor("f", [1, 4, 5], "complex64")
+    mb.op("RFFT2D", [a, mb.const("n", np.array([4, 8], np.int32))], [f])
+    mag = mb.tensor("mag", [1, 4, 5])
+    mb.op("COMPLEX_ABS", [f], [mag])
+    g = mb.tensor("g", [1, 4, 8])
+    mb.op("MUL", [a, a], [g])                       # GPU work independent of the CPU ops
+    v = mb.tensor("v", [1, 4, 2])
+    i = mb.tensor("i", [1, 4, 2], "int32")
+    mb.op("TOPK_V2", [mag, mb.const("k", np.array(2, np.int32))], [v, i])
+    y = mb.tensor("y", [1, 4, 2])
+    mb.op("MUL", [v, mb.const("s", np.full([1, 4, 2], 0.5, np.float32))], [y])
+    z = mb.tensor("z", [1, 4, 2])
+    mb.op("LOGISTIC", [y], [z])
+    mb.output(z)
+    mb.output(i)
+    mb.output(g)
+    return mb.finish()
+
+
+def lstm_model(b=2, t=4, i=5, c=6, o=None, cifg=False, peephole=False, proj=False, proj_bias=True,
+               time_major=False, act=4, cell_clip=0.0, proj_clip=0.0, state=None, seed=0, layer_norm=False,
+               state_buffer=True):
+    """state: (h [b,o], c [b,c]) initial values, stored as the variable tensors' buffers when state_buffer."""
+    rng = np.random.default_rng(seed)
+    o = o if o is not None else (c if not proj else c - 2)
+    w = lambda *s: rng.uniform(-0.5, 0.5, s).astype(np.float32)  # noqa: E731
+    mb = ModelBuilder()
+    x = mb.input("x", (t, b, i) if time_major else (b, t, i))
+    ins = [x]
+    ins += [-1 if (cifg and g == 0) else mb.const(f"wx{g}", w(c, i)) for g in range(4)]
+    ins += [-1 if (cifg and g == 0) else mb.const(f"wh{g}", w(c, o)) for g in range(4)]
+    ins += [-1 if (not peephole or (cifg and g == 0)) else mb.const(f"p{g}", w(c)) for g in range(3)]
+    ins += [-1 if (cifg and g == 0) else mb.const(f"b{g}", w(c)) for g in range(4)]
+    ins += [mb.const("pw", w(o, c)) if proj else -1, mb.const("pb", w(o)) if proj and proj_bias else -1]
+    hv, cv = state if state is not None else (None, None)
+    h0 = mb.tensor("h_state", (b, o), data=hv if state_buffer else None)
+    c0 = mb.tensor("c_state", (b, c), data=cv if state_buffer else None)
+    for s in (h0, c0):
+        mb.tensors[s]["is_variable"] = True
+    ins += [h0, c0]
+    ins += [mb.const(f"ln{g}", w(c)) if layer_norm else -1 for g in range(4)]
+    y = mb.tensor("y", (t, b, o) if time_major else (b, t, o))
+    mb.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], fused_activation_function=act, cell_clip=cell_clip,
+          proj_clip=proj_clip, time_major=time_major)
+    mb.output(y)
+    return mb.finish(), tuple(mb.tensors[x]["shape"])
+
+
+def hard_swish_model(shape=(1, 4, 4, 3), div=False):
+    """MediaPipe's x * relu6(x + 3) / 6 (or * 1/6)."""
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape))
+    t1 = mb.tensor("t1", list(shape))
+    mb.op("ADD", [x, mb.const("three", np.array([3.0], np.float32))], [t1], fused_activation_function="RELU6")
+    t2 = mb.tensor("t2", list(shape))
+    mb.op("MUL", [x, t1], [t2])
+    y = mb.tensor("y", list(shape))
+    if div:
+        mb.op("DIV", [t2, mb.const("six", np.array(6.0, np.float32))], [y])
+    else:
+        mb.op("MUL", [t2, mb.const("sixth", np.array([1 / 6], np.float32))], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+def layer_norm_model(shape=(2, 3, 8), rng=None):
+    """mean / squared difference / mean / +eps / rsqrt / (x-mean)*inv*gamma+beta, with broadcasting;
+    gamma and beta drawn from `rng` (default: a fresh generator seeded 11)."""
+    rng = np.random.default_rng(11) if rng is None else rng
+    mb = ModelBuilder()
+    red = list(shape[:-1]) + [1]
+    x = mb.input("x", list(shape))
+    ax = mb.const("axis", np.array([-1], np.int32))
+    mean = mb.tensor("mean", red)
+    mb.op("MEAN", [x, ax], [mean], keep_dims=True)
+    sq = mb.tensor("sq", list(shape))
+    mb.op("SQUARED_DIFFERENCE", [x, mean], [sq])
+    var = mb.tensor("var", red)
+    mb.op("MEAN", [sq, ax], [var], keep_dims=True)
+    ve = mb.tensor("ve", red)
+    mb.op("ADD", [var, mb.const("eps", np.array([1e-3], np.float32))], [ve])
+    inv = mb.tensor("inv", red)
+    mb.op("RSQRT", [ve], [inv])
+    d = mb.tensor("d", list(shape))
+    mb.op("SUB", [x, mean], [d])
+    n1 = mb.tensor("n1", list(shape))
+    mb.op("MUL", [d, inv], [n1])
+    n2 = mb.tensor("n2", list(shape))
+    mb.op("MUL", [n1, mb.const("gamma", rng.uniform(0.5, 2, shape[-1:]).astype(np.float32))], [n2])
+    y = mb.tensor("y", list(shape))
+    mb.op("ADD", [n2, mb.const("beta", rng.uniform(-1, 1, shape[-1:]).astype(np.float32))], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+def chain_model(ops, shape=(2, 5, 7), bshape=(7,)):
+    """x -> op1 -> op2 ...; binary ops take a runtime input of shape bshape (broadcast)."""
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape))
+    b = mb.input("b", list(bshape))
+    cur = x
+    for i, (op, opts) in enumerate(ops):
+        t = mb.tensor(f"t{i}", list(shape))
+        binary = op in ("ADD", "SUB", "MUL", "DIV", "POW", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM",
+                        "FLOOR_DIV", "FLOOR_MOD", "PRELU")
+        mb.op(op, [cur, b] if binary else [cur], [t], **opts)
+        cur = t
+    mb.output(cur)
+    return mb.finish()
+
+
+UNARY_CHAINS = [
+    [("ABS", {}), ("SQRT", {}), ("LOG", {}), ("NEG", {}), ("EXP", {}), ("RSQRT", {})],
+    [("SIN", {}), ("SQUARE", {}), ("COS", {}), ("FLOOR", {}), ("CEIL", {}), ("ROUND", {}), ("SIGN", {})],
+    [("ELU", {}), ("HARD_SWISH", {}), ("GELU", {"approximate": True}), ("GELU", {}), ("LEAKY_RELU", {"alpha": 0.3}),
+     ("RELU_0_TO_1", {}), ("LOGISTIC", {}), ("TANH", {}), ("RELU", {}), ("RELU6", {}), ("RELU_N1_TO_1", {})],
+]

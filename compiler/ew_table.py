@@ -6,10 +6,10 @@ passes/ew_fusion.py), the activation codes of every epilogue (the ACT / ACT2 def
 gpuc_apply, whose cases codegen/glsl.py renders with act_glsl), the activations fuse_activation folds
 (passes/fusion.py), the in-place ops (passes/inplace.py), the fp16 classes (passes/precision.py) and
 the shader variants `make shaders` compiles.  Every field of a row is required:
-tests/test_ew_table.py fails on a row whose facts do not check out.
+tests/compiler/test_ew_table.py fails on a row whose facts do not check out.
 
 Adding an elementwise op: one row here, its GLSL function in shaders/ew_math.glsl (an int overload
-for int32), a test parameter in tests/test_ops_math.py.
+for int32), a test parameter in tests/helpers/catalogue.py (BINARY or UNARY_VARIANTS).
 
 It sits beside the IR rather than in ops/ (whose package imports every op module) and imports
 nothing of gpuc: codegen/glsl.py reads it too.

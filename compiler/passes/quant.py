@@ -64,7 +64,7 @@ def simulate_quantization(graph: Graph) -> None:
     # (int8 weights, float activations: FULLY_CONNECTED / CONV_2D / DEPTHWISE_CONV_2D / BATCH_MATMUL /
     # EMBEDDING_LOOKUP ...): gpuc computes with the dequantized weights in float, as LiteRT's
     # float-dequantized reference does, where LiteRT's hybrid kernels also quantize the float input on the fly
-    # (see tests/test_dynamic_range.py for the tolerance)
+    # (see tests/ops/test_dynamic_range.py for the tolerance)
     for n in graph.nodes:
         if n.op in RAW_OPS:
             continue

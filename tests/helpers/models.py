@@ -1,4 +1,5 @@
-"""Small models that several test modules use: a conv block (block_model), a GPU -> CPU -> GPU model
+"""Small models that several test modules use: a conv block (block_model, and its two halves
+head_model / tail_model), a GPU -> CPU -> GPU model
 (mixed_model), a sequence LSTM (lstm_model), elementwise chains (chain_model, UNARY_CHAINS,
 hard_swish_model, layer_norm_model)."""
 from __future__ import annotations
@@ -9,15 +10,18 @@ from helpers.builder import ModelBuilder
 from helpers.data import rnd
 
 
-def block_model():
-    """conv -> relu6 op; 1x1 conv (no act) + residual add (fused relu); reshape; FC -> logistic op."""
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 6, 6, 4])
+def _block_head(mb, x):
+    """conv 3x3 -> relu6 op: r1."""
     c1 = mb.tensor("c1", [1, 6, 6, 4])
     mb.op("CONV_2D", [x, mb.const("w1", rnd((4, 3, 3, 4), 1)), mb.const("b1", rnd((4,), 2))], [c1],
           padding="SAME", stride_h=1, stride_w=1)
     r1 = mb.tensor("r1", [1, 6, 6, 4])
     mb.op("RELU6", [c1], [r1])
+    return r1
+
+
+def _block_tail(mb, r1, x):
+    """1x1 conv (no act) + residual x (fused relu); reshape; FC -> logistic op: y."""
     c2 = mb.tensor("c2", [1, 6, 6, 4])
     mb.op("CONV_2D", [r1, mb.const("w2", rnd((4, 1, 1, 4), 3)), mb.const("b2", rnd((4,), 4))], [c2],
           padding="VALID", stride_h=1, stride_w=1)
@@ -29,7 +33,29 @@ def block_model():
     mb.op("FULLY_CONNECTED", [f, mb.const("w3", rnd((3, 144), 5, -0.1, 0.1)), mb.const("b3", rnd((3,), 6))], [g])
     y = mb.tensor("y", [1, 3])
     mb.op("LOGISTIC", [g], [y])
-    mb.output(y)
+    return y
+
+
+def block_model():
+    """conv -> relu6 op; 1x1 conv (no act) + residual add (fused relu); reshape; FC -> logistic op."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 6, 6, 4])
+    mb.output(_block_tail(mb, _block_head(mb, x), x))
+    return mb.finish()
+
+
+def head_model():
+    """block_model's first half: x -> conv 3x3 -> relu6 -> r1."""
+    mb = ModelBuilder()
+    mb.output(_block_head(mb, mb.input("x", [1, 6, 6, 4])))
+    return mb.finish()
+
+
+def tail_model():
+    """block_model's second half: (r1, x) -> 1x1 conv + residual x -> reshape -> FC -> logistic."""
+    mb = ModelBuilder()
+    r1 = mb.input("r1", [1, 6, 6, 4])
+    mb.output(_block_tail(mb, r1, mb.input("x", [1, 6, 6, 4])))
     return mb.finish()
 
 

@@ -12,42 +12,7 @@ import gpuc  # noqa: E402
 from gpuc.errors import GpucError  # noqa: E402
 from gpuc.runtime.device import Device  # noqa: E402
 from gpuc.runtime.device_tensor import DeviceTensor  # noqa: E402
-from helpers.builder import ModelBuilder  # noqa: E402
-from helpers.data import rnd  # noqa: E402
-from helpers.models import block_model  # noqa: E402
-
-
-def head_model():
-    """block_model's first half: x -> conv 3x3 -> relu6 -> r1."""
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 6, 6, 4])
-    c1 = mb.tensor("c1", [1, 6, 6, 4])
-    mb.op("CONV_2D", [x, mb.const("w1", rnd((4, 3, 3, 4), 1)), mb.const("b1", rnd((4,), 2))], [c1],
-          padding="SAME", stride_h=1, stride_w=1)
-    r1 = mb.tensor("r1", [1, 6, 6, 4])
-    mb.op("RELU6", [c1], [r1])
-    mb.output(r1)
-    return mb.finish()
-
-
-def tail_model():
-    """block_model's second half: (r1, x) -> 1x1 conv + residual x -> reshape -> FC -> logistic."""
-    mb = ModelBuilder()
-    r1 = mb.input("r1", [1, 6, 6, 4])
-    x = mb.input("x", [1, 6, 6, 4])
-    c2 = mb.tensor("c2", [1, 6, 6, 4])
-    mb.op("CONV_2D", [r1, mb.const("w2", rnd((4, 1, 1, 4), 3)), mb.const("b2", rnd((4,), 4))], [c2],
-          padding="VALID", stride_h=1, stride_w=1)
-    a = mb.tensor("a", [1, 6, 6, 4])
-    mb.op("ADD", [x, c2], [a], fused_activation_function="RELU")
-    f = mb.tensor("f", [1, 144])
-    mb.op("RESHAPE", [a, mb.const("shape", np.array([1, 144], np.int32))], [f], new_shape=[1, 144])
-    g = mb.tensor("g", [1, 3])
-    mb.op("FULLY_CONNECTED", [f, mb.const("w3", rnd((3, 144), 5, -0.1, 0.1)), mb.const("b3", rnd((3,), 6))], [g])
-    y = mb.tensor("y", [1, 3])
-    mb.op("LOGISTIC", [g], [y])
-    mb.output(y)
-    return mb.finish()
+from helpers.models import block_model, head_model, tail_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
-from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_residual_add, reshape_as_view
+from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_add_epilogue, reshape_as_view
 from gpuc.compiler.passes.inplace import plan_in_place
 from gpuc.compiler.passes.precision import plan_fp16_storage
 from gpuc.compiler.passes.quant import simulate_quantization
@@ -25,7 +25,7 @@ def eliminate_dead_nodes(graph: Graph) -> None:
     graph.nodes = keep[::-1]
 
 
-PIPELINE = [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape_as_view, fold_pad, fuse_residual_add,
+PIPELINE = [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape_as_view, fold_pad, fuse_add_epilogue,
             fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, plan_in_place]
 
 

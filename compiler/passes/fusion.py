@@ -41,7 +41,7 @@ def _absorb(graph: Graph, producer: Node, consumer: Node) -> None:
     graph.nodes.remove(consumer)
 
 
-def fuse_residual_add(graph: Graph) -> None:
+def fuse_add_epilogue(graph: Graph) -> None:
     """ADD(conv(x), r) with equal shapes -> conv with a residual epilogue."""
     changed = True
     while changed:

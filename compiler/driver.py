@@ -12,6 +12,7 @@ import numpy as np
 import xxhash
 
 from gpuc import __version__
+from gpuc.compiler import schedule
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
@@ -129,13 +130,30 @@ def program_stats(steps: list) -> dict:
             "cpu_ops": [s.label for s in steps if s.kind == B.HOST]}
 
 
+def _scheduled(graph: Graph, kernels: list, used: list, state: list, mem):
+    """(program, memory plan) with the fewest barriers among program order and the level orders
+    (compiler/schedule.py), within schedule.ARENA_SLACK / ARENA_SLACK_BYTES of program order's arena."""
+    ordered = schedule.by_levels(graph, kernels)
+    limit = max(mem.arena_bytes * schedule.ARENA_SLACK, mem.arena_bytes + schedule.ARENA_SLACK_BYTES)
+    best = (schedule.barriers(graph, kernels, mem.offsets), mem.arena_bytes, 0, kernels, mem)
+    for rank, group_end in enumerate((None, schedule.group_ends(graph, ordered)), 1):
+        m = plan_memory(graph, ordered, used, state, group_end)
+        if m.arena_bytes <= limit:
+            best = min(best, (schedule.barriers(graph, ordered, m.offsets), m.arena_bytes, rank, ordered, m),
+                       key=lambda c: c[:3])
+    return best[3], best[4]
+
+
 def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str, stats: dict) -> bytes:
     """The bundle of a lowered program: memory plan, weights, program, stats (added to `stats`)."""
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
     used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
     state_pairs = variable_state(graph, used)
     used += [c for _, c in state_pairs]
-    mem = plan_memory(graph, kernels, used, [t for t, _ in state_pairs])
+    state = [t for t, _ in state_pairs]
+    mem = plan_memory(graph, kernels, used, state)
+    if "schedule_dispatches" not in options.get("disable_passes", ()):
+        kernels, mem = _scheduled(graph, kernels, used, state, mem)
     weights, woff = pack_weights(graph, [t for t in used if graph.t(t).is_const])
     index = {t: i for i, t in enumerate(used)}
     prog = emit_program(kernels, index, {t: graph.t(t).dtype for t in used})

@@ -141,15 +141,19 @@ class MemoryPlan:
     in_place: int               # outputs living in their input's bytes
 
 
-def plan_memory(graph: Graph, program: list, tensors: list, persistent: list) -> MemoryPlan:
+def plan_memory(graph: Graph, program: list, tensors: list, persistent: list, group_end: list | None = None) -> MemoryPlan:
     """Arena offsets for the runtime tensors among `tensors` (their storage roots), in the order of
-    `program` (kernels, host steps, jumps); `persistent` tensors (variables) live for the whole program."""
+    `program` (kernels, host steps, jumps); `persistent` tensors (variables) live for the whole program.
+    group_end: per program item the last item of its group (schedule.group_ends): a tensor lives to
+    the end of the group of its last use."""
     st = graph.storage
     roots = [t for t in tensors if not graph.t(t).is_const and st(t) == t]
     nbytes = {t: graph.t(t).nbytes for t in tensors}
     uses = [_Use(k.template if k.kind == GPU else None, [(n, st(t)) for n, t in k.bindings]) for k in program]
     life = lifetimes(uses, set(roots), [st(t) for t in graph.inputs] + persistent,
                      [st(t) for t in graph.outputs] + persistent)
+    if group_end:
+        life = {t: (lo, group_end[hi] if 0 <= hi < len(group_end) else hi) for t, (lo, hi) in life.items()}
     shared = share_in_place(uses, life, nbytes, {t: graph.t(t).dtype for t in tensors},
                             [(st(o), st(i)) for o, i in graph.in_place],
                             {st(t) for t in graph.inputs + graph.outputs} | set(persistent))

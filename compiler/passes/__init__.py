@@ -29,8 +29,12 @@ PIPELINE = [fold_constants, simulate_quantization, eliminate_dead_nodes, reshape
             fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, plan_in_place]
 
 
+# steps over the lowered program rather than the graph, skippable by the same --disable-pass
+PROGRAM_PASSES = ["schedule_dispatches"]      # compiler/schedule.py, applied by driver.build_bundle
+
+
 def pass_names() -> list[str]:
-    return [p.__name__ for p in PIPELINE]
+    return [p.__name__ for p in PIPELINE] + PROGRAM_PASSES
 
 
 def run_passes(graph: Graph, disabled=()) -> None:

@@ -1,5 +1,7 @@
-"""A/B of the barrier plan (runtime/commands.py): each model loaded twice in one process, with every
-barrier (GPUC_ALL_BARRIERS=1) and with only the ones that matter, timed in interleaved rounds.
+"""A/B/C of barriers and dispatch order, each model loaded three times in one process and timed in
+interleaved rounds: `all`, program order with a barrier between every two dispatches (as before
+issue 15); `needed`, program order with only the barriers that matter (runtime/commands.py);
+`scheduled`, independent dispatches side by side (compiler/schedule.py) with only those barriers.
 
     python benchmarks/barriers_ab.py MODEL.tflite ... [--runs 200] [--rounds 3] [--json OUT]
 """
@@ -45,20 +47,22 @@ def main():
     a = ap.parse_args()
     rows = []
     for path in a.models:
-        bundle = gpuc.compile(path)
-        ms = {flag: load(bundle, flag) for flag in (True, False)}
-        xs = [np.random.default_rng(0).uniform(-1, 1, s.shape).astype(s.dtype) for s in ms[True].inputs]
-        outs = [ms[flag].run(xs) for flag in (True, False)]
-        same = all(np.array_equal(p, q, equal_nan=True) for p, q in zip(*outs))
-        n = len(ms[True].bundle.dispatches)
-        barriers = {flag: sum(ms[flag].recorder.barriers_before(0, n)) for flag in ms}
-        times = {True: [], False: []}
+        program_order = gpuc.compile(path, disable_passes=["schedule_dispatches"])
+        ms = {"all": load(program_order, True), "needed": load(program_order, False),
+              "scheduled": load(gpuc.compile(path), False)}
+        xs = [np.random.default_rng(0).uniform(-1, 1, s.shape).astype(s.dtype) for s in ms["all"].inputs]
+        outs = [m.run(xs) for m in ms.values()]
+        same = all(np.array_equal(p, q, equal_nan=True) for o in outs[1:] for p, q in zip(outs[0], o))
+        n = len(ms["all"].bundle.dispatches)
+        times = {k: [] for k in ms}
         for _ in range(a.rounds):
-            for flag in (True, False):
-                times[flag].append(median_ms(ms[flag], xs, a.runs))
-        row = dict(model=path.stem, dispatches=n, barriers_all=barriers[True], barriers=barriers[False],
-                   ms_all=[round(t, 4) for t in times[True]], ms=[round(t, 4) for t in times[False]],
-                   ratio=round(statistics.median(times[False]) / statistics.median(times[True]), 4), same_outputs=same)
+            for k, m in ms.items():
+                times[k].append(median_ms(m, xs, a.runs))
+        row = dict(model=path.stem, dispatches=n, same_outputs=same,
+                   **{f"barriers_{k}": sum(m.recorder.barriers_before(0, n)) for k, m in ms.items()},
+                   **{f"ms_{k}": [round(t, 4) for t in v] for k, v in times.items()},
+                   **{f"ratio_{k}": round(statistics.median(times[k]) / statistics.median(times["all"]), 4)
+                      for k in ("needed", "scheduled")})
         rows.append(row)
         print(json.dumps(row), flush=True)
         for m in ms.values():

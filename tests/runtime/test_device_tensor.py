@@ -177,8 +177,9 @@ def test_models_loaded_without_a_device_share_one():
     r.close()
 
 
-def test_readme_device_example_runs(models_dir, tmp_path):
-    from helpers.repo import run_readme_block
-    r = run_readme_block("readme-example-device", models_dir, tmp_path)
+def test_readme_device_example_runs(tmp_path):
+    from helpers.repo import require_demo_packages, run_readme_block
+    require_demo_packages()
+    r = run_readme_block("readme-example-device", tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "(1, 10) float32" in r.stdout
+    assert "(1, 896, 16) float32" in r.stdout

@@ -3,7 +3,7 @@ PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers
 
-.PHONY: setup test shaders unit validate fuzz clean
+.PHONY: setup test shaders unit validate fuzz clean wheels
 
 setup:
 	$(SUDO) apt-get update -q
@@ -31,6 +31,10 @@ fuzz:
 	$(PYTHON) scripts/fuzz.py --cases $(FUZZ_CASES)
 
 test: shaders unit validate
+
+# the two distributions: gpuc (compiler and runtime) and gpuc-runtime (the runtime alone), into dist/
+wheels:
+	$(PYTHON) scripts/build_wheels.py --out dist
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

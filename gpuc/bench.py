@@ -79,7 +79,7 @@ def _spawn(bundle, runs, device, env_extra, show=False) -> dict:
 
 def bench(bundle: str, runs: int = 100, device=None) -> dict:
     """The figures; on a terminal (gpuc.progress reporting on) each process's stage and the runs show."""
-    show = progress._current is not None
+    show = progress.active()
     progress.stage("load in a fresh process, no pipeline cache")
     cold = _spawn(bundle, 0, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="0"))
     progress.stage("load in a fresh process, writing the pipeline cache")

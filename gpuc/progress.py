@@ -26,6 +26,11 @@ class _Null:
         self.close()
 
 
+def active() -> bool:
+    """True while a reporter is on (the work may then show more, e.g. a subprocess's own bar)."""
+    return _current is not None
+
+
 def stage(label: str) -> None:
     """A stage of the work starts (it ends where the next one starts, or the work ends)."""
     if _current is not None:

@@ -152,6 +152,7 @@ class Device:
     def __init__(self, select=None):
         t0 = time.perf_counter()
         self._late = set()          # fences of runs that timed out and may still be executing (wait, settle)
+        self.hung = False           # such a run went on past a settle(): close() waits for nothing more
         self.instance, self._unhook = _instance()
         t_instance = time.perf_counter()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
@@ -382,13 +383,18 @@ class Device:
             f"the GPU did not finish within {describe_timeout(timeout_s)} (hung or far too slow); allow longer "
             f"with --timeout SECONDS, {TIMEOUT_ENV} or gpuc.load(..., timeout_s=...) (0: no limit)")
 
-    def settle(self, timeout_s: float = CLOSE_GRACE_S) -> bool:
-        """Wait up to `timeout_s` for the runs that timed out; True when none is left executing."""
+    def settle(self, timeout_s: float | None = None) -> bool:
+        """Wait up to `timeout_s` (default CLOSE_GRACE_S) for the runs that timed out; True when none is
+        left executing (else the device counts as hung, and later settles wait no more)."""
+        timeout_s = CLOSE_GRACE_S if timeout_s is None else timeout_s
+        if self.hung and self._late:
+            timeout_s = 0.0
         deadline = time.perf_counter() + timeout_s
         for fence in list(self._late):
             left = min(max(0.0, deadline - time.perf_counter()), 1e9)
             r = vk.lib.vkWaitForFences(self.device, 1, vk.ffi.new("VkFence*", fence), vk.VK_TRUE, int(left * 1e9))
             if r == vk.VK_TIMEOUT:
+                self.hung = True
                 return False
             self._late.discard(fence)          # signalled (or lost with the device: nothing runs)
         return True
@@ -435,9 +441,11 @@ class Device:
         self.close()
 
     def close(self):
+        reported = self.hung                         # a model's close() said so already
         if getattr(self, "device", None) is not None and self._late and not self.settle():
-            print(f"gpuc: warning: device {self.name!r} still runs work that timed out {CLOSE_GRACE_S:g} s after "
-                  "close(); left to the process's exit", file=sys.stderr)
+            if not reported:
+                print(f"gpuc: warning: device {self.name!r} still runs work that timed out {CLOSE_GRACE_S:g} s "
+                      "later; it is left to the process's exit", file=sys.stderr)
             self.device = self.instance = None        # not destroyed under running work; nothing uses it again
             return
         if getattr(self, "device", None) is not None:

@@ -75,7 +75,7 @@ class Resources:
             return
         if self.device._late and not self.device.settle():
             print(f"gpuc: warning: a run that timed out still executes {CLOSE_GRACE_S:g} s later; its model's "
-                  "Vulkan objects are left to the process's exit", file=sys.stderr)
+                  "Vulkan objects, and the device, are left to the process's exit", file=sys.stderr)
             return
         self.device.forget(self._fences)
         vk.vkDeviceWaitIdle(self.dev)

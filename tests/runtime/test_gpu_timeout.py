@@ -104,6 +104,37 @@ def test_close_right_after_a_timeout(heavy, capfd):
         m2.run([x])
 
 
+LEFT_TO_EXIT = """
+import sys, time, numpy as np, gpuc
+from gpuc.errors import GpuTimeoutError
+from gpuc.runtime import device as D
+D.CLOSE_GRACE_S = 0.01                   # the run outlives the grace: it stands for a GPU that hangs
+dev = gpuc.open_device()
+m = gpuc.load(sys.argv[1], device=dev, timeout_s=0.01)
+try:
+    m.run([np.load(sys.argv[2])])
+except GpuTimeoutError as e:
+    print("timed out", file=sys.stderr)
+t0 = time.perf_counter()
+m.close()
+dev.close()
+print(f"{time.perf_counter() - t0:.3f}", dev.hung, dev.device is None)     # close()'s seconds, hung, left
+"""
+
+
+def test_a_run_that_never_ends_is_left_to_the_process_exit(heavy):
+    """A run that times out and then outlives close()'s grace (a hung GPU): nothing is destroyed under
+    it, close() returns, one warning says so, and the process exits normally."""
+    bundle, xpath = heavy[0], heavy[1]
+    r = subprocess.run([sys.executable, "-c", LEFT_TO_EXIT, str(bundle), str(xpath)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    closed, hung, gone = r.stdout.split()
+    assert float(closed) < 0.5 and hung == "True" and gone == "True"
+    warnings = [ln for ln in r.stderr.splitlines() if "warning" in ln]
+    assert len(warnings) == 1 and "left to the process's exit" in warnings[0], r.stderr
+
+
 def gpuc_cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "gpuc", *map(str, args)], capture_output=True, text=True, env=env)
 

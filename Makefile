@@ -3,7 +3,7 @@ PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers
 
-.PHONY: setup test shaders unit validate fuzz clean demo
+.PHONY: setup test shaders unit validate fuzz clean demo wheels
 
 setup:
 	$(SUDO) apt-get update -q
@@ -26,7 +26,7 @@ validate:
 	GPUC_VALIDATION=1 $(SYNCVAL) $(PYTHON) -m pytest -q \
 	  tests/ops/test_catalogue.py tests/ops/test_random_configs.py tests/ops/test_fp16_matmul_norm_arg.py tests/ops/test_lstm_cell.py tests/ops/test_subgroup_reduce.py tests/ops/test_nonfinite.py \
 	  tests/compiler/test_passes.py tests/compiler/test_compile_cache.py tests/compiler/test_precision.py \
-	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_load_overlap.py tests/runtime/test_barriers.py
+	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_load_overlap.py tests/runtime/test_barriers.py tests/runtime/test_gpu_timeout.py
 
 # long fuzz run (make test runs a short one): mutated models through the whole compiler, and bundle bit flips
 FUZZ_CASES ?= 10000
@@ -38,6 +38,9 @@ test: shaders unit validate
 # a real face detector on a real photo: detections printed, gpuc vs LiteRT CPU time, build/face_demo.png (gpuc/demo.py)
 demo:
 	$(PYTHON) -m gpuc.demo --out build/face_demo.png --save-input build/face_input.npy
+# the two distributions: gpuc (compiler and runtime) and gpuc-runtime (the runtime alone), into dist/
+wheels:
+	$(PYTHON) scripts/build_wheels.py --out dist
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

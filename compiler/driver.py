@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from gpuc import __version__
+from gpuc import __version__, progress
 from gpuc.compiler import schedule
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
@@ -80,7 +80,7 @@ def emit_program(program: list, index: dict, dtypes: dict) -> Program:
     """Shaders (GLSL -> SPIR-V, one per distinct source), dispatches, kernel variants and program
     steps for the lowered `program`; index: tensor -> bundle tensor index."""
     out = Program()
-    shader_index, label_at, jumps = {}, {}, []
+    shader_index, label_at, jumps, pending = {}, {}, [], []
     steps = out.steps
 
     def shader_of(k, variant=""):
@@ -88,7 +88,8 @@ def emit_program(program: list, index: dict, dtypes: dict) -> Program:
         if src not in shader_index:
             shader_index[src] = len(out.shaders)
             name = k.template + (f"+{variant}" if variant else "")
-            out.shaders.append(B.Shader(name, glsl.kernel_spirv(k, dtypes, f"{name} for {k.label}"), len(k.bindings)))
+            out.shaders.append(B.Shader(name, b"", len(k.bindings)))
+            pending.append((out.shaders[-1], k, src))        # compiled below, once all are known (N of M)
         return shader_index[src]
 
     for k in program:
@@ -118,6 +119,10 @@ def emit_program(program: list, index: dict, dtypes: dict) -> Program:
                                               v.name))
     for j, target in jumps:
         steps[j].target = label_at[id(target)]
+    with progress.counter("compiling shaders", len(pending)) as bar:
+        for shader, k, src in pending:
+            shader.spirv = glsl.source_spirv(src, k, dtypes, f"{shader.name} for {k.label}")
+            bar.advance()
     if all(s.kind == B.GPU for s in steps):
         out.steps = []
     return out
@@ -151,9 +156,11 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     state_pairs = variable_state(graph, used)
     used += [c for _, c in state_pairs]
     state = [t for t, _ in state_pairs]
+    progress.stage("planning memory")
     mem = plan_memory(graph, kernels, used, state)
     if "schedule_dispatches" not in options.get("disable_passes", ()):
         kernels, mem = _scheduled(graph, kernels, used, state, mem)
+    progress.stage("packing weights")
     weights, woff = pack_weights(graph, [t for t in used if graph.t(t).is_const])
     index = {t: i for i, t in enumerate(used)}
     prog = emit_program(kernels, index, {t: graph.t(t).dtype for t in used})
@@ -166,6 +173,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,
                  variants=prog.variants)
+    progress.stage("writing the bundle")
     return B.write_bundle(b)
 
 
@@ -187,6 +195,7 @@ def attach_fallback(bundle_bytes: bytes, data: bytes, name: str, opts: dict) -> 
     """Embed the fp32 program of the same model in an fp16 bundle: a device without 16-bit storage
     buffers loads that one instead (one warning).  The fallback is a complete, separately verified
     bundle, so the runtime needs no conversion code and runs exactly what `--precision fp32` runs."""
+    progress.stage("the fp32 fallback")
     fallback = compile_bytes(data, name, dict(opts, precision="fp32"))
     b = B.read_bundle(bundle_bytes)
     b.fallback = fallback

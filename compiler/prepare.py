@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from gpuc import progress
 from gpuc.compiler import DEFAULT_OPTIONS, MODEL_BYTES_TYPES, ops, partition
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.control_flow import CONTROL_OPS, check_subgraph, lower_control
@@ -171,11 +172,14 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     graph.  options: precision and disable_passes as in compile (gpuc.compiler.normalize_options);
     warn: print each CPU-fallback warning; expose_intermediates: every node output becomes a graph output."""
     opts = dict(DEFAULT_OPTIONS, **(options or {}))
+    progress.stage("importing the model")
     model = load_tflite(bytes(source)) if isinstance(source, MODEL_BYTES_TYPES) else source
     graph = model.main
     n_tensors = len(graph.tensors)
     graph.precision = opts["precision"]
+    progress.stage(f"running passes ({len(graph.nodes)} ops)")
     front = prepare_graph(model, graph, opts["disable_passes"], warn=warn, expose_intermediates=expose_intermediates)
+    progress.stage("lowering")
     lowering = Lowering(model, opts["disable_passes"], warn)
     program = lower_graph(graph, front.cpu, lowering)
     return Prepared(model, graph, front, program, lowering, n_tensors)

@@ -6,10 +6,12 @@ imports the compiler (glslang) on first use.
 __version__ = "0.1.0"
 
 
-def load(bundle, device=None):
-    """Load a compiled bundle (path or bytes) onto a Vulkan device; returns a LoadedModel."""
+def load(bundle, device=None, timeout_s=None):
+    """Load a compiled bundle (path or bytes) onto a Vulkan device; returns a LoadedModel.
+    timeout_s: how long one run may take on the GPU before GpuTimeoutError (0: no limit); default
+    GPUC_GPU_TIMEOUT_S, else 60 s on a GPU and no limit on a CPU implementation (lavapipe)."""
     from gpuc.runtime import load as _load
-    return _load(bundle, device=device)
+    return _load(bundle, device=device, timeout_s=timeout_s)
 
 
 def prewarm(device=None):
@@ -34,5 +36,21 @@ def to_device(array, device, name: str = "tensor"):
 
 def compile(model, output=None, **options):  # noqa: A001 - public API name
     """Compile a .tflite model (path or bytes). Returns bundle bytes, or writes `output`."""
+    require_compiler("gpuc.compile")
     from gpuc.compiler import compile_model
     return compile_model(model, output=output, **options)
+
+
+def has_compiler() -> bool:
+    """False in the runtime-only install (the gpuc-runtime distribution), which loads and runs bundles."""
+    import importlib.util
+    return importlib.util.find_spec("gpuc.compiler") is not None
+
+
+def require_compiler(what: str) -> None:
+    """Raise CompilerMissing (exit 2 in the CLI) naming what to install, where the compiler is absent."""
+    if not has_compiler():
+        from gpuc.errors import CompilerMissing
+        raise CompilerMissing(f"{what} needs the compiler, and this is the runtime-only install (gpuc-runtime), "
+                              "which loads and runs bundles; for the compiler install gpuc in its place: "
+                              "pip uninstall gpuc-runtime && pip install gpuc")

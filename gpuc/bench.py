@@ -16,6 +16,11 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
+
+from gpuc import progress
+from gpuc.errors import GpucError, GpuTimeoutError
+from gpuc.progress import Terminal
 
 DRIVER_CACHES_OFF = {"__GL_SHADER_DISK_CACHE": "0", "MESA_SHADER_CACHE_DISABLE": "true"}
 
@@ -38,17 +43,13 @@ def worker(bundle: str, runs: int, device, progress: bool) -> dict:
     m.run(xs)
     t_first = time.perf_counter() - t0
     times = []
-    it = range(runs)
-    if progress:
-        import click
-        bar = click.progressbar(it, label="running", file=sys.stderr)
-        it = bar.__enter__()
-    for _ in it:
-        t0 = time.perf_counter()
-        m.run(xs)
-        times.append(time.perf_counter() - t0)
-    if progress:
-        bar.__exit__(None, None, None)
+    with (Terminal().counter(f"{runs} timed runs", runs) if progress else nullcontext()) as bar:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            m.run(xs)
+            times.append(time.perf_counter() - t0)
+            if bar is not None:
+                bar.advance()
     info = m.device.describe()
     out = {"import_ms": t_import * 1e3, "load_ms": t_load * 1e3, "device_ms": t_dev * 1e3, "first_run_ms": t_first * 1e3,
            "pipeline_cache": m.load_info.get("pipeline_cache"), "load_steps_ms": m.load_info.get("steps_ms"),
@@ -63,22 +64,28 @@ def worker(bundle: str, runs: int, device, progress: bool) -> dict:
     return out
 
 
-def _spawn(bundle, runs, device, env_extra, progress=False) -> dict:
+def _spawn(bundle, runs, device, env_extra, show=False) -> dict:
+    """worker() in a fresh process (show: its progress bar on our stderr, a terminal)."""
     env = dict(os.environ, **env_extra)
     cmd = [sys.executable, "-m", "gpuc.bench", bundle, str(runs), "" if device is None else str(device),
-           "1" if progress else "0"]
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True)
+           "1" if show else "0"]
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None if show else subprocess.PIPE, text=True)
     if r.returncode != 0:
-        from gpuc.errors import GpucError
         err = (r.stderr or "").strip().splitlines()
-        raise GpucError(f"benchmark process failed: {err[-1] if err else r.returncode}")
+        cls = GpuTimeoutError if r.returncode == GpuTimeoutError.exit_code else GpucError
+        raise cls(f"benchmark process failed: {err[-1] if err else f'exit code {r.returncode} (see above)'}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def bench(bundle: str, runs: int = 100, device=None, progress: bool = False) -> dict:
+def bench(bundle: str, runs: int = 100, device=None) -> dict:
+    """The figures; on a terminal (gpuc.progress reporting on) each process's stage and the runs show."""
+    show = progress.active()
+    progress.stage("load in a fresh process, no pipeline cache")
     cold = _spawn(bundle, 0, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="0"))
+    progress.stage("load in a fresh process, writing the pipeline cache")
     _spawn(bundle, 0, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="1"))        # writes the cache
-    warm = _spawn(bundle, runs, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="1"), progress)
+    progress.stage(f"load with the pipeline cache, a first run and {runs} timed runs")
+    warm = _spawn(bundle, runs, device, dict(DRIVER_CACHES_OFF, GPUC_PIPELINE_CACHE="1"), show)
     r = {"bundle": os.path.basename(bundle), "device": warm["device"], "driver_version": warm["driver_version"],
          "import_ms": warm["import_ms"],
          "load_cold_ms": cold["load_ms"], "load_warm_ms": warm["load_ms"],
@@ -95,4 +102,8 @@ def bench(bundle: str, runs: int = 100, device=None, progress: bool = False) -> 
 
 if __name__ == "__main__":
     b, n, dev, prog = sys.argv[1], int(sys.argv[2]), sys.argv[3] or None, sys.argv[4] == "1"
-    print(json.dumps(worker(b, n, dev, prog)))
+    try:
+        print(json.dumps(worker(b, n, dev, prog)))
+    except GpucError as e:                      # one line for _spawn, and the CLI's exit code
+        print(f"gpuc: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        sys.exit(e.exit_code)

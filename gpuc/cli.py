@@ -1,7 +1,9 @@
 """The `gpuc` command line: compile, run, inspect, devices.
 
-Exit codes: 0 ok; 2 bad input or unsupported model (one-line message); 1 internal error.
+Exit codes: 0 ok; 2 bad input or unsupported model (one-line message); 1 internal error; 3 verify
+found a mismatch; 4 the GPU did not finish a run within its timeout (--timeout).
 Set GPUC_DEBUG=1 to see tracebacks of internal errors.
+On a terminal, long work shows its progress on stderr (gpuc/progress.py); pipes and --json get none.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import time
 
 import click
 
-from gpuc import __version__
+from gpuc import __version__, progress, require_compiler
 from gpuc.errors import GpucError
 from gpuc.launch import COMPILE_OPTIONS, compile_summary
 
@@ -74,16 +76,29 @@ def _click_options(options):
     return decorate
 
 
+def _timeout_option(fn):
+    """--timeout SECONDS: sets GPUC_GPU_TIMEOUT_S for the command (and the processes it starts)."""
+    def apply(ctx, param, value):
+        if value is not None:
+            os.environ["GPUC_GPU_TIMEOUT_S"] = repr(float(value))
+    return click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+                        expose_value=False, callback=apply,
+                        help="how long one run may take on the GPU before it fails (exit 4); 0: no limit "
+                             "[default: GPUC_GPU_TIMEOUT_S, else 60 s on a GPU, no limit on a CPU device]")(fn)
+
+
 @main.command("compile")
 @click.argument("model", type=click.Path(dir_okay=False))
 @_click_options(COMPILE_OPTIONS)
 @guarded
 def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, quiet):
     """Compile MODEL (.tflite) into a bundle."""
+    require_compiler("gpuc compile")
     from gpuc.compiler import compile_model, last_compile
     t0 = time.perf_counter()
-    data = compile_model(model, output=output, cache=not no_cache, precision=precision,
-                         disable_passes=list(disable_passes), max_batch=max_batch)
+    with progress.reporting(progress.terminal(not quiet)):       # stages on stderr, on a terminal only
+        data = compile_model(model, output=output, cache=not no_cache, precision=precision,
+                             disable_passes=list(disable_passes), max_batch=max_batch)
     dt = time.perf_counter() - t0
     if not quiet:
         for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",
@@ -142,6 +157,7 @@ def _summary(name, a):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="save outputs to this .npz")
 @click.option("--device", default=None, help="Vulkan device index or name substring (default: GPUC_DEVICE, "
                                                "else the first discrete GPU)")
+@_timeout_option
 @guarded
 def run_cmd(bundle, inputs, output, device):
     """Run BUNDLE on inputs and print a summary of the outputs."""
@@ -174,7 +190,7 @@ def run_cmd(bundle, inputs, output, device):
 def inspect_cmd(path, as_json):
     """Show a model's ops and whether gpuc supports them, or a bundle's contents."""
     from gpuc.inspect import inspect_path
-    report, text = inspect_path(path)
+    report, text = inspect_path(path)           # a .tflite model needs the compiler (gpuc.inspect)
     click.echo(json.dumps(report, indent=1) if as_json else text)
 
 
@@ -186,9 +202,11 @@ def inspect_cmd(path, as_json):
 @click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True,
               help="compile precision (fp16 is judged with tolerance 2e-2 * max|ref|)")
 @click.option("--json", "as_json", is_flag=True)
+@_timeout_option
 @guarded
 def verify_cmd(model, inputs, per_op, device, precision, as_json):
     """Compile MODEL, run it with gpuc and with LiteRT's CPU interpreter, and compare."""
+    require_compiler("gpuc verify")
     import numpy as np
     from gpuc.verify import verify
     xs = None
@@ -197,7 +215,8 @@ def verify_cmd(model, inputs, per_op, device, precision, as_json):
             xs = [np.load(p, allow_pickle=False) for p in inputs]
         except (OSError, ValueError) as e:
             raise GpucError(f"cannot read input: {e}") from None
-    r = verify(model, xs, per_op=per_op, device=device, precision=precision)
+    with progress.reporting(progress.terminal(not as_json)):
+        r = verify(model, xs, per_op=per_op, device=device, precision=precision)
     if as_json:
         click.echo(json.dumps(r))
     else:
@@ -252,6 +271,7 @@ def _first_nonfinite_lines(r):
 @click.option("--device", default=None)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--csv", "as_csv", is_flag=True)
+@_timeout_option
 @guarded
 def profile_cmd(bundle, inputs, runs, device, as_json, as_csv):
     """Time every dispatch with GPU timestamps; a table sorted by time."""
@@ -286,13 +306,15 @@ def profile_cmd(bundle, inputs, runs, device, as_json, as_csv):
 @click.option("--runs", default=100, show_default=True, help="timed run() calls")
 @click.option("--device", default=None, help="Vulkan device index or name substring")
 @click.option("--json", "as_json", is_flag=True)
+@_timeout_option
 @guarded
 def bench_cmd(bundle, runs, device, as_json):
     """Time loading (cold and with the pipeline cache, each in a fresh process) and running BUNDLE."""
     from gpuc.bench import bench
     from gpuc.runtime import load
     load(bundle, device=device).close()          # fail fast, in this process, on a bad bundle or device
-    r = bench(bundle, runs, device, progress=not as_json and runs >= 50 and sys.stderr.isatty())
+    with progress.reporting(progress.terminal(not as_json)):     # its stages and runs, on a terminal only
+        r = bench(bundle, runs, device)
     if as_json:
         click.echo(json.dumps(r))
     else:
@@ -321,6 +343,7 @@ def cache_info():
 @guarded
 def cache_list():
     """Cached bundles, least recently used first."""
+    require_compiler("gpuc cache list")
     from gpuc.compiler.cache import list_entries
     for e in list_entries():
         click.echo(f"{e['key']}  {e['bytes']:>12} B  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e['last_used']))}")
@@ -330,6 +353,7 @@ def cache_list():
 @guarded
 def cache_clear():
     """Remove every cached bundle and pipeline cache."""
+    require_compiler("gpuc cache clear")
     from gpuc.compiler.cache import clear
     click.echo(f"removed {clear()} entries")
 
@@ -339,6 +363,7 @@ def cache_clear():
 @guarded
 def ops_cmd(as_json):
     """List the ops gpuc runs on the GPU (the registry), with dtypes and notes."""
+    require_compiler("gpuc ops")
     from gpuc.compiler.ops import REGISTRY
     from gpuc.compiler.passes.fold import FOLDABLE
     rows = [{"op": d.name, "dtypes": sorted(d.dtypes), "summary": d.summary} for d in

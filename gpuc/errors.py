@@ -1,7 +1,8 @@
 """Errors shared by the compiler and the runtime.
 
 `GpucError` (and subclasses) mean "the user's input is bad or unsupported": the CLI prints the
-one-line message and exits with code 2.  Anything else escaping is an internal error (exit 1).
+one-line message and exits with code 2 (GpuTimeoutError: 4).  Anything else escaping is an internal
+error (exit 1).
 """
 
 
@@ -29,3 +30,15 @@ class ShaderCompileError(Exception):
 
 class DeviceError(GpucError):
     """No usable Vulkan device, out of device memory, device lost."""
+
+
+class GpuTimeoutError(DeviceError):
+    """The GPU did not finish a run within the model's timeout (runtime/device.py: gpu_timeout_s).
+    The run stays in flight: the model waits for it before reusing what it uses, and close() waits
+    for it (or, should it never end, leaves its objects to the process's exit)."""
+
+    exit_code = 4
+
+
+class CompilerMissing(GpucError):
+    """The compiler is not installed (the runtime-only distribution, gpuc-runtime)."""

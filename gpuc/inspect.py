@@ -159,4 +159,6 @@ def inspect_path(path: str):
     if data[4:8] == b"GPUB":
         return inspect_bundle(data)
     import os
+    from gpuc import require_compiler
+    require_compiler("gpuc inspect of a model")
     return inspect_model(data, os.path.basename(path))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc import nonfinite
+from gpuc import nonfinite, progress
 from gpuc.errors import GpucError
 
 TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2}
@@ -89,15 +89,19 @@ def verify(model_path, inputs=None, per_op=False, device=None, precision="fp32")
     data, name = read_model_bytes(model_path)
     tol = TOLERANCE[precision]
     report = {"model": name, "tolerance": tol}
-    with gpuc.load(gpuc.compile(data, precision=precision), device=device) as m:
+    bundle = gpuc.compile(data, precision=precision)
+    with gpuc.load(bundle, device=device) as m:
         xs = inputs if inputs is not None else random_inputs(m.inputs)
+        progress.stage(f"running on {m.device.name}")
         outs = m.run(xs)
         names = [s.name for s in m.outputs]
         fp16 = precision == "fp16" and getattr(m.device, "fp16_storage", False)     # else the fp32 fallback ran
+    progress.stage("running LiteRT (the reference)")
     refs = _output_refs(data, xs)
     report["outputs"] = [_output_row(n, o, [r[k] for r in refs], tol) for k, (n, o) in enumerate(zip(names, outs))]
     report["pass"] = all(r["pass"] for r in report["outputs"])
     if per_op:
+        progress.stage("per-op: every intermediate tensor, gpuc and LiteRT")
         report["per_op"] = _per_op(data, xs, device, fp16, PER_OP_TOLERANCE[precision])
         report["first_divergent_op"] = next((r["op"] for r in report["per_op"] if not r["pass"]), None)
         report["first_nonfinite_op"] = _first_nonfinite(report["per_op"])

@@ -18,9 +18,11 @@ def read_bundle_file(bundle):
         raise GpucError(f"cannot read bundle {os.fspath(bundle)!r}: {e.strerror}") from None
 
 
-def load(bundle, device=None):
+def load(bundle, device=None, timeout_s=None):
     """Load a bundle (path or bytes) and return a ready-to-run LoadedModel.  In a process that has
-    no device open yet, the driver's start-up runs in a thread while the bundle is read and checked."""
+    no device open yet, the driver's start-up runs in a thread while the bundle is read and checked.
+    timeout_s: how long a run may take on the GPU (LoadedModel.timeout_s; 0: no limit; None: the
+    default, GPUC_GPU_TIMEOUT_S, else 60 s on a GPU and no limit on a CPU implementation)."""
     from gpuc.runtime.bundle import read_bundle
     from gpuc.runtime.device import Device
     from gpuc.runtime.executor import LoadedModel
@@ -35,7 +37,7 @@ def load(bundle, device=None):
     t1 = time.perf_counter()
     dev = opener.result() if opener is not None else device
     t2 = time.perf_counter()
-    m = LoadedModel(b, device=dev)
+    m = LoadedModel(b, device=dev, timeout_s=timeout_s)
     m.load_info["steps_ms"] = {"bundle": round((t1 - t0) * 1e3, 3), "device_wait": round((t2 - t1) * 1e3, 3),
                                **m.load_info["steps_ms"]}
     return m

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import atexit
 import enum
+import math
 import os
+import sys
 import threading
 import time
 import weakref
 
 import vulkan as vk
 
-from gpuc.errors import DeviceError
+from gpuc.errors import DeviceError, GpuTimeoutError, GpucError
 from gpuc.runtime import capabilities, overlap, validation
 
 class MemoryKind(enum.Enum):
@@ -29,6 +31,34 @@ _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0, vk.VK_PHYSICAL_DEVICE_
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
               vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: 4}
 _TYPE_NAME = {0: "discrete GPU", 1: "integrated GPU", 2: "virtual GPU", 3: "CPU", 4: "other"}
+
+# How long a run may keep the GPU before it fails with GpuTimeoutError (math.inf: no limit).  The
+# default fits the device: a GPU that takes a minute over one submission has hung (or been given far
+# too much), while a CPU implementation (lavapipe) runs a big model for minutes and must not be cut off.
+TIMEOUT_ENV = "GPUC_GPU_TIMEOUT_S"
+GPU_TIMEOUT_S = 60.0
+CPU_TIMEOUT_S = math.inf
+CLOSE_GRACE_S = 10.0        # close(): how long to wait for runs that timed out before leaving them be
+_WAIT_SLICE_NS = 500_000_000    # a passive wait returns to Python this often (Ctrl-C is seen)
+
+
+def parse_timeout(value, what: str = "timeout") -> float | None:
+    """Seconds (> 0), or math.inf for 0 / "none" / "inf" (no limit); None / "" -> None (the default)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str) and value.strip().lower() in ("none", "inf", "off"):
+        return math.inf
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        t = math.nan
+    if isinstance(value, bool) or not t >= 0:
+        raise GpucError(f"{what} must be a number of seconds (0: no limit), not {value!r}")
+    return math.inf if t == 0 else t
+
+
+def describe_timeout(t: float) -> str:
+    return "no limit" if t == math.inf else f"{t:g} s"
 
 
 def _vk_call(what, fn, *args):
@@ -51,9 +81,10 @@ def shared_device(select=None) -> "Device":
     first use and kept open until exit: models loaded without an explicit device share it (one
     VkInstance and VkDevice per process, as drivers expect; a second load skips the driver's start-up,
     ~150 ms on the H100).  The GPUC_* environment (GPUC_DEVICE, GPUC_DISABLE_FP16, GPUC_VALIDATION...)
-    is part of the key, so a changed setting gets a device of its own."""
+    is part of the key, so a changed setting gets a device of its own (not GPUC_GPU_TIMEOUT_S: a
+    setting of the models, read when they load)."""
     key = (None if select is None else str(select),) + tuple(sorted(
-        (k, v) for k, v in os.environ.items() if k.startswith("GPUC_")))
+        (k, v) for k, v in os.environ.items() if k.startswith("GPUC_") and k != TIMEOUT_ENV))
     with _SHARED_LOCK:
         d = _SHARED.get(key)
         if d is None or d.device is None:          # first use, or closed by its user
@@ -120,6 +151,8 @@ class Device:
 
     def __init__(self, select=None):
         t0 = time.perf_counter()
+        self._late = set()          # fences of runs that timed out and may still be executing (wait, settle)
+        self.hung = False           # such a run went on past a settle(): close() waits for nothing more
         self.instance, self._unhook = _instance()
         t_instance = time.perf_counter()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
@@ -299,8 +332,25 @@ class Device:
         with self.lock:
             _check("submitting work", vk.lib.vkQueueSubmit(self.queue, 1, info[0], fence))
 
-    def wait(self, fence, active=False, timeout_s=60.0):
-        """Wait for `fence` and reset it.  active=True spins on vkGetFenceStatus (no sleep)."""
+    @property
+    def is_cpu(self) -> bool:
+        """A CPU implementation of Vulkan (lavapipe, SwiftShader)."""
+        return self.props.deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_CPU
+
+    def default_timeout_s(self) -> float:
+        """GPUC_GPU_TIMEOUT_S where set, else 60 s on a GPU and no limit on a CPU implementation."""
+        t = parse_timeout(os.environ.get(TIMEOUT_ENV), TIMEOUT_ENV)
+        if t is not None:
+            return t
+        return CPU_TIMEOUT_S if self.is_cpu else GPU_TIMEOUT_S
+
+    def wait(self, fence, active=False, timeout_s=None):
+        """Wait for `fence` and reset it.  active=True spins on vkGetFenceStatus (no sleep).
+        timeout_s: seconds (math.inf: no limit; None: default_timeout_s()).  Past it GpuTimeoutError;
+        the fence is left as it is (signalled later by the run), and recorded as late until a wait
+        sees it signalled."""
+        if timeout_s is None:
+            timeout_s = self.default_timeout_s()
         if active:
             deadline = time.perf_counter() + timeout_s
             while True:
@@ -310,14 +360,48 @@ class Device:
                 if st != vk.VK_NOT_READY:
                     _vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE, 0)
                 if time.perf_counter() > deadline:
-                    raise DeviceError(f"the GPU did not finish within {timeout_s:.0f} s (hung or far too slow)")
+                    self._timed_out(fence, timeout_s)
         else:
             f = vk.ffi.new("VkFence*", fence)
-            r = vk.lib.vkWaitForFences(self.device, 1, f, vk.VK_TRUE, int(timeout_s * 1e9))
-            if r == vk.VK_TIMEOUT:
-                raise DeviceError(f"the GPU did not finish within {timeout_s:.0f} s (hung or far too slow)")
+            deadline = time.perf_counter() + timeout_s
+            while True:          # in slices: a long wait (no limit on a CPU device) still sees Ctrl-C
+                left = deadline - time.perf_counter()
+                ns = _WAIT_SLICE_NS if left > _WAIT_SLICE_NS * 1e-9 else max(0, int(left * 1e9))
+                r = vk.lib.vkWaitForFences(self.device, 1, f, vk.VK_TRUE, ns)
+                if r != vk.VK_TIMEOUT:
+                    break
+                if left <= 0 or time.perf_counter() >= deadline:
+                    self._timed_out(fence, timeout_s)
             _check("waiting for the GPU", r)
+        if self._late:
+            self._late.discard(fence)
         _check("resetting a fence", vk.lib.vkResetFences(self.device, 1, vk.ffi.new("VkFence*", fence)))
+
+    def _timed_out(self, fence, timeout_s):
+        self._late.add(fence)
+        raise GpuTimeoutError(
+            f"the GPU did not finish within {describe_timeout(timeout_s)} (hung or far too slow); allow longer "
+            f"with --timeout SECONDS, {TIMEOUT_ENV} or gpuc.load(..., timeout_s=...) (0: no limit)")
+
+    def settle(self, timeout_s: float | None = None) -> bool:
+        """Wait up to `timeout_s` (default CLOSE_GRACE_S) for the runs that timed out; True when none is
+        left executing (else the device counts as hung, and later settles wait no more)."""
+        timeout_s = CLOSE_GRACE_S if timeout_s is None else timeout_s
+        if self.hung and self._late:
+            timeout_s = 0.0
+        deadline = time.perf_counter() + timeout_s
+        for fence in list(self._late):
+            left = min(max(0.0, deadline - time.perf_counter()), 1e9)
+            r = vk.lib.vkWaitForFences(self.device, 1, vk.ffi.new("VkFence*", fence), vk.VK_TRUE, int(left * 1e9))
+            if r == vk.VK_TIMEOUT:
+                self.hung = True
+                return False
+            self._late.discard(fence)          # signalled (or lost with the device: nothing runs)
+        return True
+
+    def forget(self, fences) -> None:
+        """These fences are about to be destroyed (their runs are over)."""
+        self._late.difference_update(fences)
 
     def submit_and_wait(self, cmd, fence):
         self.submit(cmd, fence)
@@ -339,9 +423,16 @@ class Device:
         fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
         try:
             self.submit_and_wait(cmd, fence)
-        finally:
-            vk.vkDestroyFence(self.device, fence, None)
-            vk.vkFreeCommandBuffers(self.device, self.cmd_pool, 1, [cmd])
+        except GpuTimeoutError:
+            raise                       # still executing: its fence and command buffer stay (close() settles)
+        except BaseException:
+            self._free_one_shot(cmd, fence)
+            raise
+        self._free_one_shot(cmd, fence)
+
+    def _free_one_shot(self, cmd, fence):
+        vk.vkDestroyFence(self.device, fence, None)
+        vk.vkFreeCommandBuffers(self.device, self.cmd_pool, 1, [cmd])
 
     def __enter__(self):
         return self
@@ -350,6 +441,13 @@ class Device:
         self.close()
 
     def close(self):
+        reported = self.hung                         # a model's close() said so already
+        if getattr(self, "device", None) is not None and self._late and not self.settle():
+            if not reported:
+                print(f"gpuc: warning: device {self.name!r} still runs work that timed out {CLOSE_GRACE_S:g} s "
+                      "later; it is left to the process's exit", file=sys.stderr)
+            self.device = self.instance = None        # not destroyed under running work; nothing uses it again
+            return
         if getattr(self, "device", None) is not None:
             vk.vkDeviceWaitIdle(self.device)
             for t in list(getattr(self, "tensors", ())):

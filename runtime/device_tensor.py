@@ -16,7 +16,7 @@ import threading
 import numpy as np
 import vulkan as vk
 
-from gpuc.errors import GpucError
+from gpuc.errors import GpucError, GpuTimeoutError
 from gpuc.runtime.device import MemoryKind
 
 _USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
@@ -189,6 +189,8 @@ class DeviceTensor:
             for h in handles:
                 try:
                     h.wait()
+                except GpuTimeoutError:
+                    raise               # the run still uses the buffer: the tensor stays open
                 except Exception:  # noqa: BLE001 - its own caller sees the error
                     with self._cv:
                         self._handles.discard(h)

@@ -24,7 +24,7 @@ from gpuc.runtime import batch, commands, iospec, program
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
-from gpuc.runtime.device import Device, shared_device
+from gpuc.runtime.device import Device, parse_timeout, shared_device
 from gpuc.runtime.iospec import IOSpec  # noqa: F401 - re-exported
 from gpuc.runtime.overlap import Background
 from gpuc.runtime.pipelines import Pipelines
@@ -43,8 +43,9 @@ def check_alignment(device) -> None:
 
 
 class LoadedModel:
-    def __init__(self, bundle: Bundle, device=None, slots: int = 2):
+    def __init__(self, bundle: Bundle, device=None, slots: int = 2, timeout_s=None):
         self.bundle = bundle
+        self._timeout = parse_timeout(timeout_s, "timeout_s")     # None: the device's default
         self.n_slots = max(1, int(slots))
         self.resources = self.arenas = self.pipelines = self.descriptors = self.recorder = None
         self.slots = self.program = None
@@ -93,6 +94,19 @@ class LoadedModel:
             raise
         slot.handle = RunHandle(slots, slot)
         return slot.handle
+
+    @property
+    def timeout_s(self) -> float:
+        """Seconds a run may take on the GPU before it fails with GpuTimeoutError (math.inf: no
+        limit).  Set at load (gpuc.load(..., timeout_s=...), else GPUC_GPU_TIMEOUT_S, else 60 s on a
+        GPU and no limit on a CPU implementation such as lavapipe); may be changed (0: no limit)."""
+        return self.slots.timeout_s
+
+    @timeout_s.setter
+    def timeout_s(self, value):
+        t = parse_timeout(value, "timeout_s")
+        self._check_open()
+        self.slots.timeout_s = self.device.default_timeout_s() if t is None else t
 
     @property
     def last_gpu_ms(self):
@@ -179,7 +193,7 @@ class LoadedModel:
         self.arenas = Arenas(res, b, self.max_batch)
         self.timestamps = commands.timestamps_supported(d)
         self.slots = Slots(d, [Slot(res, self._inputs, self._outputs, (in_bytes, out_bytes), self.max_batch,
-                                    self.timestamps) for _ in range(self.n_slots)])
+                                    self.timestamps) for _ in range(self.n_slots)], self._timeout)
         self._mark("buffers")
         # the weight upload (a host copy, then a GPU copy) runs beside pipeline creation and recording
         upload = Background(self.arenas.upload, name="gpuc-upload")

@@ -23,7 +23,7 @@ def profile(model, inputs, runs: int = 10) -> dict:
         samples = []
         for _ in range(runs + 1):
             model.device.submit(cmd, slot.fence)
-            model.device.wait(slot.fence)
+            model.slots.wait(slot)
             samples.append(commands.read_ms(model.device, pool, n + 1))
         samples = samples[1:]                       # the first run warms caches
     finally:

@@ -196,7 +196,7 @@ class Program:
                         pending.append(self.down[k])
                     if pending:
                         dev.submit(pending, slot.fence)
-                        dev.wait(slot.fence, active=(mode == "active"))
+                        m.slots.wait(slot, mode)
                         pending = []
                     if s.kind == JUMP_IF_FALSE:
                         cond = self.views[s.inputs[0]].reshape(-1)
@@ -210,7 +210,7 @@ class Program:
                     k = end
             pending.append(cout)
             dev.submit(pending, slot.fence)
-            dev.wait(slot.fence, active=(mode == "active"))
+            m.slots.wait(slot, mode)
         m.last_gpu_ms = None
 
 

@@ -1,9 +1,11 @@
 """Resources: every Vulkan object one LoadedModel creates, freed together, newest first, by close()."""
 from __future__ import annotations
 
+import sys
+
 import vulkan as vk
 
-from gpuc.runtime.device import MemoryKind
+from gpuc.runtime.device import CLOSE_GRACE_S, MemoryKind
 
 
 class Resources:
@@ -14,6 +16,7 @@ class Resources:
         self.device = device
         self.dev = device.device
         self._objs = []          # (destroy_fn, handle) in creation order
+        self._fences = []
 
     def keep(self, destroy, handle):
         """Free `handle` with destroy(dev, handle, None) at close(); returns the handle."""
@@ -51,7 +54,9 @@ class Resources:
         return self.keep(vk.vkDestroyQueryPool, vk.vkCreateQueryPool(self.dev, info, None))
 
     def fence(self):
-        return self.keep(vk.vkDestroyFence, vk.vkCreateFence(self.dev, vk.VkFenceCreateInfo(), None))
+        f = self.keep(vk.vkDestroyFence, vk.vkCreateFence(self.dev, vk.VkFenceCreateInfo(), None))
+        self._fences.append(f)
+        return f
 
     def descriptor_pool(self, n_sets: int, n_buffers: int):
         """A pool for `n_sets` descriptor sets holding `n_buffers` storage-buffer descriptors in all."""
@@ -62,10 +67,17 @@ class Resources:
     def close(self) -> None:
         """Wait for the device to go idle, then free everything, newest first.  Idempotent: a second
         call (e.g. from LoadedModel.__del__ after close(), in whatever thread collects it) touches
-        neither the device nor its queue."""
+        neither the device nor its queue.  A run that timed out (GpuTimeoutError) is waited for up to
+        CLOSE_GRACE_S more; should it still be executing, nothing is destroyed under it: the objects
+        are left to the process's exit (or the device's close)."""
         objs, self._objs = self._objs, []
         if not objs or getattr(self.device, "device", None) is None:    # closed already, or the device first
             return
+        if self.device._late and not self.device.settle():
+            print(f"gpuc: warning: a run that timed out still executes {CLOSE_GRACE_S:g} s later; its model's "
+                  "Vulkan objects, and the device, are left to the process's exit", file=sys.stderr)
+            return
+        self.device.forget(self._fences)
         vk.vkDeviceWaitIdle(self.dev)
         for destroy, h in reversed(objs):
             destroy(self.dev, h, None)

@@ -7,7 +7,7 @@ import threading
 
 import vulkan as vk
 
-from gpuc.errors import GpucError
+from gpuc.errors import GpucError, GpuTimeoutError
 from gpuc.runtime import commands, iospec
 from gpuc.runtime.device import MemoryKind
 
@@ -33,6 +33,7 @@ class Slot:
         self.bodies = {}              # batch size -> the dispatches only (runtime/batch.py)
         self._cmd_pool = None
         self.busy, self.seq, self.handle = False, 0, None
+        self.late = False             # its last run timed out and may still execute (Slots.wait)
         self.handle_done = threading.Event()
         self.handle_done.set()
 
@@ -63,8 +64,9 @@ class Slots:
     """A model's slots: which run holds each, submission order, and the GPU time of the last
     completed run (read lazily from its timestamp queries: a run pays no read-back unless asked)."""
 
-    def __init__(self, device, slots: list):
+    def __init__(self, device, slots: list, timeout_s: float | None = None):
         self.device = device
+        self.timeout_s = device.default_timeout_s() if timeout_s is None else timeout_s   # per wait
         self._slots = slots
         self._lock = threading.Lock()
         self._seq = 0
@@ -97,7 +99,7 @@ class Slots:
                 free = [sl for sl in self._slots if not sl.busy]
                 if free:
                     free[0].busy = True
-                    return free[0]
+                    return self._settled(free[0])
                 oldest = min(self._slots, key=lambda sl: sl.seq)
             h = oldest.handle
             if h is not None:
@@ -113,7 +115,17 @@ class Slots:
             if sl.busy:
                 raise GpucError(f"slot {i} has a run in flight; wait for it first")
             sl.busy = True
-        return sl
+        return self._settled(sl)
+
+    def _settled(self, slot: Slot) -> Slot:
+        """`slot` (marked busy), once a run of it that timed out is over (GpuTimeoutError again if not)."""
+        if slot.late:
+            try:
+                self.wait(slot)
+            except BaseException:
+                slot.busy = False
+                raise
+        return slot
 
     def reserve_all(self) -> None:
         """Wait for the runs in flight (their outputs stay with their handles), then mark every slot
@@ -125,12 +137,19 @@ class Slots:
                 if not busy:
                     for sl in self._slots:
                         sl.busy = True
-                    return
+                    break
             h = busy[0].handle
             if h is not None:
                 h.wait()
             else:                               # being submitted, or a run_in_place: poll
                 busy[0].handle_done.wait(0.001)
+        try:
+            for sl in self._slots:
+                if sl.late:
+                    self.wait(sl)
+        except BaseException:
+            self.release_all()
+            raise
 
     def release_all(self) -> None:
         for sl in self._slots:
@@ -147,7 +166,14 @@ class Slots:
         self.device.submit(slot.cmd if cmds is None else cmds, slot.fence)
 
     def wait(self, slot: Slot, mode: str = "passive") -> None:
-        self.device.wait(slot.fence, active=(mode == "active"))
+        """Wait for the run in `slot` (at most timeout_s: then GpuTimeoutError).  A wait that fails
+        leaves the slot `late`: whoever takes it next waits for that run first."""
+        try:
+            self.device.wait(slot.fence, active=(mode == "active"), timeout_s=self.timeout_s)
+        except BaseException:           # timed out, interrupted (Ctrl-C), device lost: the run may go on
+            slot.late = True
+            raise
+        slot.late = False
 
     def completed(self, slot: Slot) -> None:
         """The run in `slot` has completed: its timestamps (if any) hold the last GPU time."""
@@ -168,7 +194,9 @@ class Slots:
 
 
 class RunHandle:
-    """Returned by run_async: done() polls, wait() blocks and returns the outputs (once).
+    """Returned by run_async: done() polls, wait() blocks and returns the outputs (once).  A wait
+    that times out (GpuTimeoutError) leaves the run in flight with its handle: wait() may be called
+    again, and a run that needs its slot waits for it.
     collect() gives the outputs (default: a copy of the slot's output staging) and cleanup() runs
     once the run is over, whatever happened (runtime/batch.py: device tensors)."""
 
@@ -199,6 +227,14 @@ class RunHandle:
             sl = self._slot
             try:
                 self._slots.wait(sl, mode)
+            except GpuTimeoutError:
+                raise                       # still in flight: the slot, its inputs and outputs stay with it
+            except BaseException:
+                if self._cleanup:
+                    self._cleanup()
+                sl.free()
+                raise
+            try:
                 self._outs = self._collect() if self._collect else sl.read_outputs()
                 self._slots.completed(sl)
             finally:

@@ -100,5 +100,10 @@ def kernel_spirv(k: Kernel, dtypes: dict, name: str | None = None) -> bytes:
     """SPIR-V of kernel `k`, declaring SignedZeroInfNanPreserve for its float widths, so that no driver
     may assume its floats are never NaN or Inf (the runtime takes the mode out again for a device that
     lacks it: runtime/spirv.py)."""
-    code = compile_glsl(render(k, dtypes), name=name or k.label)
+    return source_spirv(render(k, dtypes), k, dtypes, name)
+
+
+def source_spirv(source: str, k: Kernel, dtypes: dict, name: str | None = None) -> bytes:
+    """kernel_spirv of kernel `k` whose GLSL (render(k, dtypes)) is `source`."""
+    code = compile_glsl(source, name=name or k.label)
     return spirv.declare_nan_preserve(code, float_widths(k, dtypes))

@@ -1,7 +1,7 @@
 """Small models that several test modules use: a conv block (block_model, and its two halves
 head_model / tail_model), a GPU -> CPU -> GPU model
 (mixed_model), a sequence LSTM (lstm_model), elementwise chains (chain_model, UNARY_CHAINS,
-hard_swish_model, layer_norm_model)."""
+hard_swish_model, layer_norm_model), a deliberately slow one (heavy_model)."""
 from __future__ import annotations
 
 import numpy as np
@@ -182,3 +182,18 @@ UNARY_CHAINS = [
     [("ELU", {}), ("HARD_SWISH", {}), ("GELU", {"approximate": True}), ("GELU", {}), ("LEAKY_RELU", {"alpha": 0.3}),
      ("RELU_0_TO_1", {}), ("LOGISTIC", {}), ("TANH", {}), ("RELU", {}), ("RELU6", {}), ("RELU_N1_TO_1", {})],
 ]
+
+
+def heavy_model(m=768, k=768, layers=4):
+    """A deliberately slow model for timeouts: `layers` FULLY_CONNECTED [m, k] x [k, k] sharing one
+    weight matrix (a small bundle), 2*m*k*k*layers flops in one submission (768, 768, 4: 3.6 GFLOP,
+    about 1 s on lavapipe with 2 cores)."""
+    mb = ModelBuilder()
+    x = mb.input("x", [m, k])
+    w = mb.const("w", np.random.default_rng(0).uniform(-1, 1, (k, k)).astype(np.float32) / np.float32(np.sqrt(k)))
+    for i in range(layers):
+        y = mb.tensor(f"y{i}", [m, k])
+        mb.op("FULLY_CONNECTED", [x, w, -1], [y])
+        x = y
+    mb.output(x)
+    return mb.finish()

@@ -38,6 +38,7 @@ test: shaders unit validate
 # a real face detector on a real photo: detections printed, gpuc vs LiteRT CPU time, build/face_demo.png (gpuc/demo.py)
 demo:
 	$(PYTHON) -m gpuc.demo --out build/face_demo.png --save-input build/face_input.npy
+
 # the two distributions: gpuc (compiler and runtime) and gpuc-runtime (the runtime alone), into dist/
 wheels:
 	$(PYTHON) scripts/build_wheels.py --out dist

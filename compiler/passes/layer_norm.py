@@ -121,6 +121,7 @@ class _Matcher:
         self.sq_row = tuple(x.shape[i] for i in big[:len(big) - len(red)])
         self.sq_full = self.sq_row + self.nd
         self.x = m1.inputs[0]
+        self.xs = {self.x}                          # x and its views (RESHAPE / SQUEEZE / EXPAND_DIMS)
         self.eps = None
         self.vals = {self.x: ("full", {X: 1.0})}     # tensor -> (kind, polynomial)
 
@@ -263,14 +264,18 @@ def _try(graph: Graph, m1: Node) -> bool:
     region = []
     for node in graph.nodes[start:]:
         ins = [i for i in node.inputs if i >= 0]
-        if not any(i in mt.vals and i != mt.x for i in ins) and node is not m1:
+        if not any(i in mt.vals and i not in mt.xs for i in ins) and node is not m1 \
+                and not (node.op in RESHAPES and ins[:1] and ins[0] in mt.xs):
             continue
         try:
             p = mt.step(node)
         except _NoMatch:
             continue
         mt.vals[node.outputs[0]] = (mt.kind_of(node.outputs[0]), p)
-        region.append(node)
+        if node.op in RESHAPES and node.inputs[0] in mt.xs:
+            mt.xs.add(node.outputs[0])          # a view of x: read like x, left in place (not part of the chain)
+        else:
+            region.append(node)
     outputs = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}
     for y_node in reversed(region):
         y = y_node.outputs[0]
@@ -285,7 +290,7 @@ def _try(graph: Graph, m1: Node) -> bool:
             if id(n) in need:
                 continue
             need[id(n)] = n
-            stack += [prod[i] for i in n.inputs if i in mt.vals and i != mt.x]
+            stack += [prod[i] for i in n.inputs if i in mt.vals and i not in mt.xs]
         if any(o != y and (o in outputs or any(id(u) not in need for u in users.get(o, [])))
                for n in need.values() for o in n.outputs):
             continue

@@ -57,6 +57,8 @@ VARIANTS = [
     dict(shape=(1, 4, 768), keep_dims=False),
     dict(shape=(3, 3000), out="keras"),
     dict(shape=(2, 2, 2, 7)),
+    dict(x_view=True, keep_dims=False),         # the chain reads x through a RESHAPE
+    dict(x_view=True, out="xinv"),
 ]
 
 

@@ -161,11 +161,12 @@ def layer_norm_model(shape=(2, 3, 8), rng=None):
 
 
 def ln_model(shape=(2, 3, 8), rng=None, axes=(-1,), keep_dims=True, var="sqdiff", eps="scalar", inv="rsqrt", out="dinv",
-             gamma=True, beta=True, gamma_shape=None, second_use=None):
+             gamma=True, beta=True, gamma_shape=None, second_use=None, x_view=False):
     """A LayerNorm chain over `axes` (the trailing ones), in the forms converters emit.
     var: sqdiff | mul | square | pow;  eps: scalar | vec1 | bcast;  inv: rsqrt | sqrt_div | pow;
     out: dinv ((x-mean)*inv*gamma+beta) | xinv (x*inv + (0 - mean*inv), litert-torch) |
-    keras (inv *= gamma; x*inv + (beta - mean*inv)).  second_use: an intermediate also made an output."""
+    keras (inv *= gamma; x*inv + (beta - mean*inv)).  second_use: an intermediate also made an output.
+    x_view: the elementwise ops read x through a RESHAPE to [1, *shape] (the MEAN reads x)."""
     rng = np.random.default_rng(15) if rng is None else rng
     mb = ModelBuilder()
     rank = len(shape)
@@ -187,6 +188,9 @@ def ln_model(shape=(2, 3, 8), rng=None, axes=(-1,), keep_dims=True, var="sqdiff"
                                       new_shape=keep)
 
     mean = op("MEAN", [x, ax], red, keep_dims=keep_dims)
+    if x_view:
+        shape = (1,) + tuple(shape)
+        x = op("RESHAPE", [x, mb.const("xs", np.array(shape, np.int32))], shape, new_shape=list(shape))
     if var == "sqdiff":
         sq = op("SQUARED_DIFFERENCE", [x, kd(mean)], shape)
         d = None

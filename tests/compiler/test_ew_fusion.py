@@ -24,10 +24,11 @@ def run(model, inputs, **opts):
         return [np.array(o) for o in m.run(inputs)], len(read_bundle(b).dispatches)
 
 
-def on_off(model, inputs, **opts):
-    """Outputs and dispatch counts with the pass on and off; asserts bit-identical outputs."""
-    on, d_on = run(model, inputs, **opts)
-    off, d_off = run(model, inputs, disable_passes=OFF, **opts)
+def on_off(model, inputs, also_off=(), **opts):
+    """Outputs and dispatch counts with the pass on and off (passes `also_off` off in both); asserts
+    bit-identical outputs."""
+    on, d_on = run(model, inputs, disable_passes=list(also_off), **opts)
+    off, d_off = run(model, inputs, disable_passes=OFF + list(also_off), **opts)
     for a, b in zip(on, off):
         np.testing.assert_array_equal(a, b)      # NaN positions must agree too
     return on, d_on, d_off
@@ -67,7 +68,7 @@ def test_pass_builds_one_node_with_inlined_constants():
 def test_layer_norm_chains_with_broadcasting():
     model = layer_norm_model(rng=RNG)
     x = RNG.normal(0, 3, (2, 3, 8)).astype(np.float32)
-    outs, d_on, d_off = on_off(model, [x])
+    outs, d_on, d_off = on_off(model, [x], also_off=["fuse_layer_norm"])    # (one LAYER_NORM: test_layer_norm.py)
     # MEAN, SQUARED_DIFFERENCE+MEAN (fuse_reduce_prologue, on in both), ADD+RSQRT, SUB+MUL+MUL+ADD
     assert (d_on, d_off) == (4, 8)
     close_to_litert(outs, model, [x], rtol=1e-4)
@@ -155,7 +156,7 @@ def test_fp16_storage_rounds_where_the_unfused_program_stored_fp16():
         pytest.skip("fp16 storage disabled")
     model = layer_norm_model((2, 4, 16), rng=RNG)
     x = RNG.normal(0, 3, (2, 4, 16)).astype(np.float32)
-    outs, d_on, d_off = on_off(model, [x], precision="fp16")
+    outs, d_on, d_off = on_off(model, [x], also_off=["fuse_layer_norm"], precision="fp16")
     assert d_on < d_off
     hs = hard_swish_model((1, 6, 6, 8))
     x = RNG.uniform(-5, 5, (1, 6, 6, 8)).astype(np.float32)
@@ -258,10 +259,11 @@ def test_layer_norm_variance_prologue_under_fp16():
     model = layer_norm_model((2, 4, 16), rng=RNG)
     x = RNG.normal(0, 3, (2, 4, 16)).astype(np.float32)
     g = load_tflite(model).main
-    run_passes(g)
+    run_passes(g, disabled=["fuse_layer_norm"])      # (else one LAYER_NORM: test_layer_norm.py)
     assert [n.op for n in g.nodes] == ["MEAN", "FUSED_REDUCE", "FUSED_ELEMENTWISE", "FUSED_ELEMENTWISE"]
-    on, _ = run(model, [x], precision="fp16")
-    off, _ = run(model, [x], precision="fp16", disable_passes=["fuse_elementwise", "fuse_reduce_prologue"])
+    on, _ = run(model, [x], precision="fp16", disable_passes=["fuse_layer_norm"])
+    off, _ = run(model, [x], precision="fp16",
+                 disable_passes=["fuse_layer_norm", "fuse_elementwise", "fuse_reduce_prologue"])
     np.testing.assert_array_equal(on[0], off[0])
 
 

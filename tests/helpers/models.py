@@ -1,7 +1,7 @@
 """Small models that several test modules use: a conv block (block_model, and its two halves
 head_model / tail_model), a GPU -> CPU -> GPU model
 (mixed_model), a sequence LSTM (lstm_model), elementwise chains (chain_model, UNARY_CHAINS,
-hard_swish_model, layer_norm_model), a deliberately slow one (heavy_model)."""
+hard_swish_model, layer_norm_model, ln_model), a deliberately slow one (heavy_model)."""
 from __future__ import annotations
 
 import numpy as np
@@ -157,6 +157,83 @@ def layer_norm_model(shape=(2, 3, 8), rng=None):
     y = mb.tensor("y", list(shape))
     mb.op("ADD", [n2, mb.const("beta", rng.uniform(-1, 1, shape[-1:]).astype(np.float32))], [y])
     mb.output(y)
+    return mb.finish()
+
+
+def ln_model(shape=(2, 3, 8), rng=None, axes=(-1,), keep_dims=True, var="sqdiff", eps="scalar", inv="rsqrt", out="dinv",
+             gamma=True, beta=True, gamma_shape=None, second_use=None, x_view=False):
+    """A LayerNorm chain over `axes` (the trailing ones), in the forms converters emit.
+    var: sqdiff | mul | square | pow;  eps: scalar | vec1 | bcast;  inv: rsqrt | sqrt_div | pow;
+    out: dinv ((x-mean)*inv*gamma+beta) | xinv (x*inv + (0 - mean*inv), litert-torch) |
+    keras (inv *= gamma; x*inv + (beta - mean*inv)).  second_use: an intermediate also made an output.
+    x_view: the elementwise ops read x through a RESHAPE to [1, *shape] (the MEAN reads x)."""
+    rng = np.random.default_rng(15) if rng is None else rng
+    mb = ModelBuilder()
+    rank = len(shape)
+    norm = sorted(a % rank for a in axes)
+    keep = [1 if i in norm else d for i, d in enumerate(shape)]
+    red = keep if keep_dims else [d for i, d in enumerate(shape) if i not in norm]
+    nd = [shape[i] for i in range(rank) if i in norm or i > max(norm)]
+    x = mb.input("x", list(shape))
+    ax = mb.const("axes", np.array(list(axes), np.int32))
+    names = iter(range(100))
+
+    def op(name, ins, shp, **kw):
+        t = mb.tensor(f"t{next(names)}", list(shp))
+        mb.op(name, ins, [t], **kw)
+        return t
+
+    def kd(t):          # a row statistic in keep_dims shape (a RESHAPE when keep_dims is false)
+        return t if keep_dims else op("RESHAPE", [t, mb.const(f"s{next(names)}", np.array(keep, np.int32))], keep,
+                                      new_shape=keep)
+
+    mean = op("MEAN", [x, ax], red, keep_dims=keep_dims)
+    if x_view:
+        shape = (1,) + tuple(shape)
+        x = op("RESHAPE", [x, mb.const("xs", np.array(shape, np.int32))], shape, new_shape=list(shape))
+    if var == "sqdiff":
+        sq = op("SQUARED_DIFFERENCE", [x, kd(mean)], shape)
+        d = None
+    else:
+        d = op("SUB", [x, kd(mean)], shape)
+        sq = op("MUL", [d, d], shape) if var == "mul" else op("SQUARE", [d], shape) if var == "square" else \
+            op("POW", [d, mb.const("two", np.array(2.0, np.float32))], shape)
+    v = op("MEAN", [sq, ax], red, keep_dims=keep_dims)
+    e = {"scalar": np.array(1e-5, np.float32), "vec1": np.array([1e-3], np.float32),
+         "bcast": np.full(red, 1e-4, np.float32)}[eps]
+    ve = op("ADD", [v, mb.const("eps", e)], red)
+    if inv == "rsqrt":
+        iv = op("RSQRT", [ve], red)
+    elif inv == "pow":
+        iv = op("POW", [ve, mb.const("mhalf", np.array(-0.5, np.float32))], red)
+    else:
+        iv = None
+    g = mb.const("gamma", rng.uniform(0.5, 2, gamma_shape or nd).astype(np.float32)) if gamma else None
+    b = mb.const("beta", rng.uniform(-1, 1, nd).astype(np.float32)) if beta else None
+    if out == "dinv":
+        d = d if d is not None else op("SUB", [x, kd(mean)], shape)
+        y = op("MUL", [d, kd(iv)], shape) if iv is not None else op("DIV", [d, kd(op("SQRT", [ve], red))], shape)
+        if g is not None:
+            y = op("MUL", [y, g], shape)
+        if b is not None:
+            y = op("ADD", [y, b], shape)
+    elif out == "xinv":
+        a = op("MUL", [x, kd(iv)], shape)
+        mi = op("MUL", [mean, iv], red)
+        nmi = op("SUB", [mb.const("zero", np.array(0.0, np.float32)), mi], red)
+        y = op("ADD", [a, kd(nmi)], shape)
+        if g is not None:
+            y = op("MUL", [y, g], shape)
+        if b is not None:
+            y = op("ADD", [y, b], shape)
+    else:       # keras: inv = rsqrt(var + eps) * gamma; y = x * inv + (beta - mean * inv)
+        ig = op("MUL", [kd(iv), g], shape)
+        xi = op("MUL", [x, ig], shape)
+        mi = op("MUL", [kd(mean), ig], shape)
+        y = op("ADD", [xi, op("SUB", [b, mi], shape)], shape)
+    mb.output(y)
+    if second_use is not None:
+        mb.output({"mean": mean, "var": v, "inv": iv}[second_use])
     return mb.finish()
 
 

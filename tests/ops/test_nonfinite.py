@@ -267,3 +267,11 @@ def test_fused_chains(gpu):
                    [rnd((2, 5, 7), 30), rnd((7,), 31)])
     check_specials(gpu, hard_swish_model(), [rnd((1, 4, 4, 3), 32, -5, 5)])
     check_specials(gpu, layer_norm_model(), [rnd((2, 3, 8), 33, -3, 3)])
+
+
+def test_layer_norm(gpu):
+    """LAYER_NORM kernels (passes/layer_norm.py): short rows (one invocation each) and long rows (one
+    workgroup each), litert-torch's and Keras's forms; a special value makes its row NaN as the chain does."""
+    from helpers.models import ln_model
+    check_specials(gpu, ln_model(shape=(3, 7), out="xinv", keep_dims=False), [rnd((3, 7), 34, -3, 3)])
+    check_specials(gpu, ln_model(shape=(2, 3, 200), out="keras"), [rnd((2, 3, 200), 35, -3, 3)])

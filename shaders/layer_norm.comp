@@ -1,0 +1,56 @@
+// @storage16
+// LayerNorm over the last D elements of each row (passes/layer_norm.py, ops/layer_norm.py), as the
+// unfused chain computes it, statistics in fp32 (two passes over the row):
+//   mean = sum(x) / D;  var = sum((x - mean)^2) / D;  inv = rsqrt(var + EPS);
+//   out = ((x - mean) * inv) * gamma + beta          (HAS_GAMMA / HAS_BETA: per-element [D] constants)
+// A NaN or Inf in a row makes the whole row NaN, like the chain.
+// ROW_PER_GROUP=0: one invocation per row (short rows).  ROW_PER_GROUP=1: one workgroup per row,
+// reducing through shared memory; SUBGROUP=1 (the `subgroup` variant): subgroup arithmetic first.
+// Defines: D EPS HAS_GAMMA HAS_BETA ROW_PER_GROUP
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+// @include ew_math.glsl
+
+float ln_out(float v, float mean, float inv, int c) {
+    float r = (v - mean) * inv;
+#if HAS_GAMMA
+    r = r * LD(gamma, c);
+#endif
+#if HAS_BETA
+    r = r + LD(beta, c);
+#endif
+    return r;
+}
+
+#if ROW_PER_GROUP
+shared float red[gl_WorkGroupSize.x];
+// @include wg_reduce.glsl
+
+void main() {
+    uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (row * gl_WorkGroupSize.x >= TOTAL) return;      // whole workgroup leaves together
+    int b = int(row) * D;
+    int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
+    float s = 0.0;
+    for (int i = l; i < D; i += n) s += LD(x, b + i);
+    float mean = wg_reduce(s, false) / float(D);
+    float q = 0.0;
+    for (int i = l; i < D; i += n) { float d = LD(x, b + i) - mean; q += d * d; }
+    float inv = ew_rsqrt(wg_reduce(q, false) / float(D) + EPS);
+    for (int i = l; i < D; i += n) ST(out_, b + i, ln_out(LD(x, b + i), mean, inv, i));
+}
+#else
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    int b = int(gid) * D;
+    float s = 0.0;
+    for (int i = 0; i < D; ++i) s += LD(x, b + i);
+    float mean = s / float(D);
+    float q = 0.0;
+    for (int i = 0; i < D; ++i) { float d = LD(x, b + i) - mean; q += d * d; }
+    float inv = ew_rsqrt(q / float(D) + EPS);
+    for (int i = 0; i < D; ++i) ST(out_, b + i, ln_out(LD(x, b + i), mean, inv, i));
+}
+#endif

@@ -243,8 +243,12 @@ class ModelBuilder:
         self.outputs: list[int] = []
 
     # tensors
-    def tensor(self, name: str, shape, dtype="float32", quant=None, data: np.ndarray | None = None) -> int:
+    def tensor(self, name: str, shape, dtype="float32", quant=None, data: np.ndarray | None = None,
+               shape_signature=None) -> int:
+        """shape_signature: the model's declared shape with -1 for dynamic dimensions (default: none)."""
         t = {"name": name, "shape": np.asarray(list(shape), np.int32), "type": tensor_type(dtype)}
+        if shape_signature is not None:
+            t["shape_signature"] = np.asarray(list(shape_signature), np.int32)
         if data is not None:
             raw = np.ascontiguousarray(data)
             self.buffers.append({"data": raw.reshape(-1).view(np.uint8)})
@@ -260,8 +264,8 @@ class ModelBuilder:
         self.tensors.append(t)
         return len(self.tensors) - 1
 
-    def input(self, name: str, shape, dtype="float32", quant=None) -> int:
-        i = self.tensor(name, shape, dtype, quant)
+    def input(self, name: str, shape, dtype="float32", quant=None, shape_signature=None) -> int:
+        i = self.tensor(name, shape, dtype, quant, shape_signature=shape_signature)
         self.inputs.append(i)
         return i
 

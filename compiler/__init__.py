@@ -11,7 +11,7 @@ import os
 
 from gpuc.errors import GpucError, UnsupportedError
 
-DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1}
+DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1, "input_shapes": {}}
 MAX_BATCH_LIMIT = 4096
 
 
@@ -21,6 +21,11 @@ def normalize_options(options: dict) -> dict:
     if unknown:
         raise GpucError(f"unknown compile option(s): {sorted(unknown)}")
     opts["disable_passes"] = sorted(opts["disable_passes"])
+    if opts["input_shapes"]:
+        from gpuc.compiler.shapes import normalize_input_shapes   # (lazy: start-up time, see above)
+        opts["input_shapes"] = normalize_input_shapes(opts["input_shapes"])
+    else:
+        opts["input_shapes"] = {}
     mb = opts["max_batch"]
     if isinstance(mb, bool) or not isinstance(mb, int) or not 1 <= mb <= MAX_BATCH_LIMIT:
         raise GpucError(f"max_batch must be an integer in 1..{MAX_BATCH_LIMIT}, got {mb!r}")

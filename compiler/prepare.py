@@ -23,6 +23,7 @@ from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.passes import run_passes
 from gpuc.compiler.passes.quant import apply_fake_quant
 from gpuc.compiler.passes.variables import resolve_variables
+from gpuc.compiler.shapes import specialize
 from gpuc.errors import UnsupportedError
 
 
@@ -175,6 +176,7 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     progress.stage("importing the model")
     model = load_tflite(bytes(source)) if isinstance(source, MODEL_BYTES_TYPES) else source
     graph = model.main
+    specialize(graph, opts.get("input_shapes"))   # -1 dims take concrete shapes; shapes downstream recomputed
     n_tensors = len(graph.tensors)
     graph.precision = opts["precision"]
     progress.stage(f"running passes ({len(graph.nodes)} ops)")

@@ -76,7 +76,21 @@ def _value(graph: Graph, node: Node):
         return litert_range(x, ins[1].data, ins[2].data, out.dtype)
     if node.op == "DENSIFY":
         return np.ascontiguousarray(x)
-    return None
+    return _shape_value(graph, node, ins)
+
+
+MAX_FOLDED = 1 << 22            # elements: shape arithmetic and index tensors, not whole activations
+
+
+def _shape_value(graph: Graph, node: Node, ins):
+    """Ops compiler/shapes.py evaluates exactly (data movement, integer arithmetic) on constants."""
+    from gpuc.compiler.shapes import evaluate, exact
+    if not exact(node, ins):
+        return None
+    outs = evaluate(node, [None if t is None else t.data for t in ins], graph, need_values=[True] * len(ins))
+    if outs is None or len(outs) != 1 or outs[0].size > MAX_FOLDED:
+        return None
+    return np.ascontiguousarray(outs[0])
 
 
 def foldable(graph: Graph, node: Node) -> bool:

@@ -1,0 +1,315 @@
+"""Shape specialization at compile time (issue 16, build 1).
+
+A -1 in an input's `shape_signature` takes the concrete `shape` the model gives, or the shape named
+by `input_shapes` (`gpuc compile --input-shape NAME=1x144000`).  When an input's shape changes, the
+output shapes of the main graph are recomputed op by op, as LiteRT does after `resize_tensor_input`
+(`propagate`); an op whose output shape cannot be inferred here fails with a message naming it.
+Afterwards every shape of the main graph is static, so SHAPE and the arithmetic on it fold
+(passes/fold.py evaluates the same `evaluate` rules on constants).
+
+`evaluate(node, values, graph)` runs one op on numpy values: for each input either its constant
+value or, for a runtime tensor, a zero-stride placeholder of its shape (`placeholder`).  It returns
+the output arrays, or None when there is no rule for the op.  A result is a true value only when
+every input was a constant and the op is in EXACT (see `exact`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.ir import Graph, Node
+from gpuc.errors import GpucError
+
+MAX_DIMS = 8
+
+
+# --- the option ----------------------------------------------------------------------------------
+
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """'NAME=1x144000' -> (NAME, (1, 144000)); NAME may contain ':' and '=' (the last '=' splits)."""
+    name, sep, dims = str(text).rpartition("=")
+    if not sep or not name:
+        raise GpucError(f"--input-shape {text!r}: expected NAME=DIMS, e.g. input=1x144000")
+    return name, check_shape(name, dims.split("x") if dims else [])
+
+
+def check_shape(name: str, dims) -> tuple[int, ...]:
+    try:
+        out = tuple(int(d) for d in dims)
+    except (TypeError, ValueError):
+        raise GpucError(f"input shape of {name!r}: {dims!r} is not a list of integers") from None
+    if not out or len(out) > MAX_DIMS or any(d < 1 or d > 1 << 31 for d in out):
+        raise GpucError(f"input shape of {name!r}: {list(out)} must have 1..{MAX_DIMS} dimensions, each >= 1")
+    return out
+
+
+def normalize_input_shapes(value) -> dict:
+    """The option's value (a dict name -> shape, or NAME=DIMS strings) as {name: [dims]}, sorted."""
+    if not value:
+        return {}
+    if isinstance(value, dict):
+        items = [(str(k), check_shape(str(k), v if not isinstance(v, str) else v.split("x")))
+                 for k, v in value.items()]
+    else:
+        items = [parse_input_shape(v) for v in ([value] if isinstance(value, str) else value)]
+    out = {}
+    for k, v in items:
+        if k in out and tuple(out[k]) != v:
+            raise GpucError(f"input shape of {k!r} given twice ({list(out[k])} and {list(v)})")
+        out[k] = list(v)
+    return dict(sorted(out.items()))
+
+
+# --- specialization ------------------------------------------------------------------------------
+
+def specialize(graph: Graph, input_shapes: dict | None = None) -> None:
+    """Give the main graph's inputs their shapes (input_shapes, else the model's), recompute the
+    shapes downstream when one changed, and make every shape of the graph static."""
+    input_shapes = input_shapes or {}
+    by_name = {graph.t(i).name: i for i in graph.inputs}
+    unknown = sorted(set(input_shapes) - set(by_name))
+    if unknown:
+        raise GpucError(f"--input-shape names {', '.join(map(repr, unknown))}, not an input of the model "
+                        f"(inputs: {', '.join(map(repr, by_name))})")
+    changed = False
+    for name, shape in input_shapes.items():
+        t = graph.t(by_name[name])
+        shape = tuple(int(d) for d in shape)
+        sig = t.shape_signature or t.shape
+        if len(shape) != len(sig):
+            raise GpucError(f"--input-shape {name}: {list(shape)} has rank {len(shape)}, the input has rank "
+                            f"{len(sig)} (signature {list(sig)})")
+        fixed = [d for d, (want, s) in enumerate(zip(shape, sig)) if s >= 0 and want != s]
+        if fixed:
+            raise GpucError(f"--input-shape {name}: {list(shape)} changes dimension {fixed[0]}, which the model "
+                            f"fixes (signature {list(sig)}; only -1 dimensions may change)")
+        changed |= shape != t.shape
+        t.shape = shape
+    if changed:
+        propagate(graph)
+    for t in graph.tensors:
+        t.shape_signature = None
+
+
+def placeholder(shape, dtype) -> np.ndarray:
+    """A read-only array of `shape` that takes no memory (stands for a runtime tensor)."""
+    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
+
+
+def propagate(graph: Graph) -> None:
+    """Recompute every node's output shapes from its inputs' (in topological order)."""
+    known: dict[int, np.ndarray] = {t.id: t.data for t in graph.tensors if t.is_const and not t.is_variable}
+    changed = set(graph.inputs)
+    for node in graph.nodes:
+        ins = [None if i < 0 else graph.t(i) for i in node.inputs]
+        vals = [None if t is None else known.get(t.id, placeholder(t.shape, t.dtype)) for t in ins]
+        touched = any(i in changed for i in node.inputs if i >= 0)
+        consts = all(i < 0 or i in known for i in node.inputs)
+        if not touched:
+            if consts and exact(node, ins):            # (a constant chain a changed op may read)
+                try:
+                    outs = evaluate(node, vals, graph, need_values=[True] * len(vals))
+                except (ValueError, IndexError, TypeError, KeyError):
+                    outs = None
+                for o, v in zip(node.outputs, outs or ()):
+                    if o >= 0 and tuple(v.shape) == graph.t(o).shape:
+                        known[o] = np.asarray(v).astype(graph.t(o).dtype)
+            continue
+        try:
+            outs = evaluate(node, vals, graph, need_values=[i in known for i in node.inputs])
+        except (ValueError, IndexError, TypeError, KeyError) as e:
+            raise GpucError(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
+                from None
+        if outs is None:
+            raise GpucError(f"{node.label()}: gpuc cannot infer this op's output shape when an input shape "
+                            f"changes (--input-shape); its input {ins[0].name if ins else '?'!r} now has shape "
+                            f"{list(ins[0].shape) if ins else []}")
+        exact_values = exact(node, ins) and (consts or node.op == "SHAPE")    # (a shape is known)
+        for o, v in zip(node.outputs, outs):
+            if o < 0:
+                continue
+            t = graph.t(o)
+            if tuple(v.shape) != tuple(t.shape):
+                t.shape = tuple(int(d) for d in v.shape)
+            changed.add(o)
+            if exact_values:
+                known[o] = np.asarray(v).astype(t.dtype)
+
+
+# --- the rules -----------------------------------------------------------------------------------
+
+BINARY = {
+    "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
+    "FLOOR_DIV": lambda a, b: np.floor_divide(a, b) if a.dtype.kind in "iu" else np.floor(a / b),
+    "FLOOR_MOD": lambda a, b: np.mod(a, b),
+    "DIV": lambda a, b: (np.trunc(a.astype(np.float64) / b).astype(a.dtype) if a.dtype.kind in "iu" else a / b),
+    "LESS": np.less, "LESS_EQUAL": np.less_equal, "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal,
+    "EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "LOGICAL_AND": np.logical_and, "LOGICAL_OR": np.logical_or,
+    "SQUARED_DIFFERENCE": lambda a, b: (a - b) * (a - b), "POW": np.power,
+}
+UNARY_EXACT = {"NEG": np.negative, "ABS": np.abs, "LOGICAL_NOT": np.logical_not, "IDENTITY": lambda x: x}
+UNARY_SHAPE = ("EXP", "LOG", "SQRT", "RSQRT", "TANH", "LOGISTIC", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1",
+               "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE", "DEQUANTIZE",
+               "GELU", "ELU", "SIGN", "SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION", "PRELU")
+MOVEMENT = ("SHAPE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "STRIDED_SLICE", "SLICE", "GATHER", "PACK", "UNPACK",
+            "CONCATENATION", "TILE", "BROADCAST_TO", "TRANSPOSE", "PAD", "PADV2", "FILL", "ZEROS_LIKE", "ONES_LIKE",
+            "CAST", "RANGE", "REVERSE_V2")
+REDUCE = {"SUM": np.sum, "REDUCE_PROD": np.prod, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min, "MEAN": None,
+          "REDUCE_ANY": np.any, "REDUCE_ALL": np.all}
+
+
+def exact(node: Node, ins) -> bool:
+    """Whether `evaluate` gives LiteRT's exact values for `node` on constant inputs: data movement of
+    unquantized tensors, and integer / bool arithmetic without a fused activation."""
+    if any(t is not None and t.quant is not None for t in ins):
+        return False
+    if node.op in MOVEMENT:
+        return True
+    if node.op in BINARY or node.op in UNARY_EXACT or node.op in ("SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN"):
+        return all(t is None or t.dtype.startswith(("int", "uint", "bool")) for t in ins) \
+            and not node.attrs.get("fused_activation_function")
+    return False
+
+
+def _ints(v, what: str) -> list[int]:
+    if v is None:
+        raise ValueError(f"missing {what}")
+    v = np.asarray(v)
+    if v.dtype.kind not in "iu":
+        raise ValueError(f"{what} has dtype {v.dtype}")
+    return [int(a) for a in v.reshape(-1)]
+
+
+def _axis(a: int, rank: int) -> int:
+    if not -rank <= a < max(rank, 1):
+        raise ValueError(f"axis {a} out of range for rank {rank}")
+    return a + rank if a < 0 else a
+
+
+def _reshape_target(node, vals, x) -> list[int]:
+    if len(vals) > 1 and vals[1] is not None:
+        shape = _ints(vals[1], "new shape")
+    else:
+        shape = [int(d) for d in node.attrs.get("new_shape") or []]
+    if shape.count(-1) > 1:
+        raise ValueError(f"new shape {shape} has more than one -1")
+    if -1 in shape:
+        rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if rest == 0 or x.size % rest:
+            raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
+        shape[shape.index(-1)] = x.size // rest
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
+    return shape
+
+
+def _strided_slice(node, vals, x):
+    from gpuc.compiler.ops.movement import strided_slice_dims
+    a = node.attrs
+    plan, out = strided_slice_dims(x.shape, _ints(vals[1], "begin"), _ints(vals[2], "end"), _ints(vals[3], "strides"),
+                                   int(a.get("begin_mask", 0) or 0), int(a.get("end_mask", 0) or 0),
+                                   int(a.get("ellipsis_mask", 0) or 0), int(a.get("new_axis_mask", 0) or 0),
+                                   int(a.get("shrink_axis_mask", 0) or 0), bool(a.get("offset", False)))
+    idx = [np.arange(n) for n in x.shape]
+    for d, start, count, step in plan:
+        if d is not None:
+            idx[d] = start + np.arange(count) * step
+    if x.ndim == 0:
+        return np.asarray(x).reshape(out)
+    return np.asarray(x[np.ix_(*idx)]).reshape(out)
+
+
+def evaluate(node: Node, vals: list, graph: Graph, need_values=None):
+    """The op on numpy values (constants, or placeholders of runtime tensors): its outputs, or None
+    without a rule.  Raises ValueError (and friends) where the op is malformed for these inputs."""
+    from gpuc.compiler.ops.compare import litert_cast
+    from gpuc.compiler.passes.fold import litert_range
+    op, a = node.op, node.attrs
+    x = vals[0] if vals else None
+    out_t = [graph.t(o) if o >= 0 else None for o in node.outputs]
+    dt = out_t[0].dtype if out_t and out_t[0] is not None else "float32"
+    if op in BINARY:
+        with np.errstate(all="ignore"):
+            if op in ("FLOOR_DIV", "FLOOR_MOD", "DIV") and vals[1].dtype.kind in "iu" and (np.asarray(vals[1]) == 0).any() \
+                    and need_values and all(need_values):
+                raise ValueError(f"{op} by zero")
+            b = vals[1]
+            if b.dtype.kind in "iu" and op in ("FLOOR_DIV", "FLOOR_MOD", "DIV"):
+                b = np.where(b == 0, 1, b)
+            return [np.asarray(BINARY[op](x, b))]
+    if op in UNARY_EXACT:
+        return [np.asarray(UNARY_EXACT[op](x))]
+    if op in UNARY_SHAPE:
+        return [placeholder(x.shape, dt)]
+    if op == "SHAPE":
+        return [np.asarray(x.shape, dt)]
+    if op == "CAST":
+        return [litert_cast(np.asarray(x), dt)]
+    if op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+        if op == "SQUEEZE":
+            dims = [_axis(int(d), x.ndim) for d in a.get("squeeze_dims") or []]
+            shape = [n for d, n in enumerate(x.shape) if (d not in dims if dims else n != 1)]
+        elif op == "EXPAND_DIMS":
+            ax = _ints(vals[1], "axis")[0]
+            ax = ax + x.ndim + 1 if ax < 0 else ax
+            shape = list(x.shape[:ax]) + [1] + list(x.shape[ax:])
+        else:
+            shape = _reshape_target(node, vals, x)
+        return [np.asarray(x).reshape(shape)]
+    if op == "STRIDED_SLICE":
+        return [_strided_slice(node, vals, x)]
+    if op == "SLICE":
+        begin, size = _ints(vals[1], "begin"), _ints(vals[2], "size")
+        sl = tuple(slice(b, n if s == -1 else b + s) for b, s, n in zip(begin, size, x.shape))
+        return [np.asarray(x[sl])]
+    if op == "GATHER":
+        ax = _axis(int(a.get("axis", 0) or 0), x.ndim)
+        if int(a.get("batch_dims", 0) or 0):
+            return None
+        idx = np.asarray(vals[1]).astype(np.int64)
+        if ((idx < 0) | (idx >= x.shape[ax])).any() and need_values and need_values[1]:
+            raise ValueError(f"GATHER index out of range for axis size {x.shape[ax]}")
+        return [np.take(x, np.clip(idx, 0, max(x.shape[ax] - 1, 0)), axis=ax)]
+    if op == "PACK":
+        ax = int(a.get("axis", 0) or 0)
+        return [np.stack([np.asarray(v) for v in vals], axis=ax)]
+    if op == "UNPACK":
+        ax = _axis(int(a.get("axis", 0) or 0), x.ndim)
+        return [np.take(x, i, axis=ax) for i in range(x.shape[ax])]
+    if op == "CONCATENATION":
+        if a.get("fused_activation_function"):
+            return None
+        return [np.concatenate([np.asarray(v) for v in vals], axis=int(a.get("axis", 0) or 0))]
+    if op == "TILE":
+        return [np.tile(np.asarray(x), _ints(vals[1], "multiples"))]
+    if op == "BROADCAST_TO":
+        return [np.broadcast_to(x, _ints(vals[1], "shape"))]
+    if op == "TRANSPOSE":
+        return [np.transpose(x, _ints(vals[1], "perm"))]
+    if op == "REVERSE_V2":
+        return [np.flip(x, [_axis(d, x.ndim) for d in _ints(vals[1], "axis")])]
+    if op in ("PAD", "PADV2"):
+        p = np.asarray(_ints(vals[1], "paddings")).reshape(-1, 2)
+        c = np.asarray(vals[2]).reshape(-1)[0] if len(vals) > 2 and vals[2] is not None else 0
+        return [np.pad(np.asarray(x), p, constant_values=c)]
+    if op == "FILL":
+        return [np.full(_ints(x, "dims"), np.asarray(vals[1]).reshape(-1)[0], dt)]
+    if op in ("ZEROS_LIKE", "ONES_LIKE"):
+        return [np.full(x.shape, 0 if op == "ZEROS_LIKE" else 1, dt)]
+    if op == "RANGE":
+        if need_values is not None and not all(need_values):
+            raise ValueError("RANGE needs constant start, limit and delta")
+        return [litert_range(x, vals[1], vals[2], dt)]
+    if op in REDUCE:
+        axes = tuple(_axis(d, x.ndim) for d in _ints(vals[1], "axes"))
+        keep = bool(a.get("keep_dims", False))
+        f = REDUCE[op] or np.mean
+        if not all(need_values or [False]):
+            shape = [1 if d in axes else n for d, n in enumerate(x.shape) if keep or d not in axes]
+            return [placeholder(shape, dt)]
+        return [np.asarray(f(x, axis=axes, keepdims=keep))]
+    if op == "FULLY_CONNECTED":
+        n = graph.t(node.inputs[1]).shape[0]
+        k = graph.t(node.inputs[1]).shape[-1]
+        shape = list(x.shape[:-1]) + [n] if a.get("keep_num_dims") else [x.size // k, n]
+        return [placeholder(shape, dt)]
+    return None

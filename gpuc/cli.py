@@ -91,14 +91,15 @@ def _timeout_option(fn):
 @click.argument("model", type=click.Path(dir_okay=False))
 @_click_options(COMPILE_OPTIONS)
 @guarded
-def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, quiet):
+def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, quiet):
     """Compile MODEL (.tflite) into a bundle."""
     require_compiler("gpuc compile")
     from gpuc.compiler import compile_model, last_compile
     t0 = time.perf_counter()
     with progress.reporting(progress.terminal(not quiet)):       # stages on stderr, on a terminal only
         data = compile_model(model, output=output, cache=not no_cache, precision=precision,
-                             disable_passes=list(disable_passes), max_batch=max_batch)
+                             disable_passes=list(disable_passes), max_batch=max_batch,
+                             input_shapes=list(input_shapes))
     dt = time.perf_counter() - t0
     if not quiet:
         for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",

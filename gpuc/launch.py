@@ -33,6 +33,9 @@ COMPILE_OPTIONS = (
            fast=False),
     Option(("--max-batch",), "max_batch", "the bundle runs any batch 1..N (items stacked on axis 0 of the batch-1 I/O)",
            default=1, int_range=(1, 4096)),
+    Option(("--input-shape",), "input_shapes", "give an input a concrete shape, e.g. serving_default_x:0=1x144000 "
+           "(-1 dims of its signature only; shapes downstream are recomputed and shape arithmetic folds; repeatable)",
+           multiple=True, metavar="NAME=DIMS", fast=False),
     Option(("-q", "--quiet"), "quiet", "print nothing on success", flag=True),
 )
 _BY_NAME = {name: o for o in COMPILE_OPTIONS for name in o.names}

@@ -171,12 +171,8 @@ def exact(node: Node, ins) -> bool:
 
 
 def _ints(v, what: str) -> list[int]:
-    if v is None:
-        raise ValueError(f"missing {what}")
-    v = np.asarray(v)
-    if v.dtype.kind not in "iu":
-        raise ValueError(f"{what} has dtype {v.dtype}")
-    return [int(a) for a in v.reshape(-1)]
+    from gpuc.compiler.ops.movement import int_values
+    return int_values(v, what)
 
 
 def _axis(a: int, rank: int) -> int:

@@ -26,7 +26,11 @@ DTYPES = ("float32", "int32")
 
 def ints(node, graph, i: int, what: str) -> list[int]:
     """A constant integer input as a flat list of python ints."""
-    v = const_input(node, graph, i, what)
+    return int_values(const_input(node, graph, i, what), what)
+
+
+def int_values(v, what: str) -> list[int]:
+    """An integer array as a flat list of python ints (ValueError when missing or not integers)."""
     if v is None:
         raise ValueError(f"missing {what} input")
     v = np.asarray(v)

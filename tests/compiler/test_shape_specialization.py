@@ -101,3 +101,11 @@ def test_colon_names_parse():
     o = normalize_options({"input_shapes": ["serving_default_x:0=1x144000"]})
     assert o["input_shapes"] == {"serving_default_x:0": [1, 144000]}
     json.dumps(o)
+
+
+def test_input_shapes_enter_the_cache_key():
+    from gpuc.compiler.cache import model_key
+    model = audio_frontend()
+    keys = {model_key(model, normalize_options(o)) for o in
+            ({}, {"input_shapes": {IN_NAME: (1, 2000)}}, {"input_shapes": [f"{IN_NAME}=1x3000"]})}
+    assert len(keys) == 3

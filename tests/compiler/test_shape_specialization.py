@@ -10,6 +10,7 @@ import gpuc
 from gpuc.compiler import normalize_options
 from gpuc.compiler.prepare import prepare
 from gpuc.errors import GpucError
+from gpuc.runtime.bundle import read_bundle
 from helpers.audio import FL, HOP, IN_NAME, audio_frontend
 from helpers.builder import ModelBuilder
 from helpers.litert import run_litert
@@ -55,11 +56,13 @@ def test_frontend_matches_litert(n):
     x = signal(n, n)
     shapes = None if n == 1000 else {IN_NAME: (1, n)}
     bundle = gpuc.compile(model, cache=False, input_shapes=shapes)
-    from gpuc.runtime.bundle import read_bundle
     stats = read_bundle(bundle).stats
     assert stats["cpu_nodes"] == 0 and stats["host_round_trips"] == 0
     ref = run_litert(model, [x.copy()])           # resized to [1, n] where n differs (resize_tensor_input)
-    assert_matches(run_bundle(bundle, [x]), ref)
+    out = run_bundle(bundle, [x])
+    assert_matches(out, ref)
+    for o, r in zip(out, ref):                    # the bound: 1e-5 relative to max|ref|
+        assert np.abs(o.astype(np.float64) - r).max() <= 1e-5 * np.abs(r).max()
 
 
 def test_bad_input_shapes():

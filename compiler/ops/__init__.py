@@ -15,6 +15,9 @@ from typing import Callable
 from gpuc.compiler.ir import Graph, Node
 
 
+ANY_COUNT = 1 << 20           # inputs/outputs of ops TFLite sets no count limit for (CONCATENATION, PACK ...)
+
+
 @dataclass
 class OpDef:
     name: str
@@ -23,7 +26,7 @@ class OpDef:
     dtypes: frozenset = frozenset({"float32"})   # dtypes of non-constant tensors this lowering handles
     max_version: int = 99
     summary: str = ""
-    inputs: tuple = (1, 99)          # allowed number of inputs (min, max)
+    inputs: tuple = (1, 99)          # allowed number of inputs (min, max); ANY_COUNT: as many as TFLite allows
     outputs: tuple = (1, 1)          # allowed number of outputs
     optional: tuple = ()             # input positions that may be -1 (absent)
 

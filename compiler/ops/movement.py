@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
 
@@ -275,7 +275,7 @@ def _split(node, graph, x, axis, sizes):
     return kernels
 
 
-@register_plan("SPLIT", inputs=(2, 2), outputs=(1, 999), summary="equal splits on a constant axis (negative too)")
+@register_plan("SPLIT", inputs=(2, 2), outputs=(1, ANY_COUNT), summary="equal splits on a constant axis (negative too)")
 def plan_split(node, graph, emit):
     x = graph.t(node.inputs[1])
     same_dtype(graph, node, (1,))
@@ -289,7 +289,7 @@ def plan_split(node, graph, emit):
     return _split(node, graph, x, axis, [x.shape[axis] // k] * k)
 
 
-@register_plan("SPLIT_V", inputs=(3, 3), outputs=(1, 999),
+@register_plan("SPLIT_V", inputs=(3, 3), outputs=(1, ANY_COUNT),
                summary="constant size_splits (one -1 allowed) on a constant axis")
 def plan_split_v(node, graph, emit):
     x = graph.t(node.inputs[0])
@@ -308,7 +308,7 @@ def plan_split_v(node, graph, emit):
     return _split(node, graph, x, axis, sizes)
 
 
-@register_plan("PACK", inputs=(1, 999), summary="any axis (negative too), any count")
+@register_plan("PACK", inputs=(1, ANY_COUNT), summary="any axis (negative too), any count")
 def plan_pack(node, graph, emit):
     same_dtype(graph, node, tuple(range(len(node.inputs))))
     x, y = io_tensors(node, graph)
@@ -324,7 +324,7 @@ def plan_pack(node, graph, emit):
             for k in copy(tid, y.id, x.shape, strides(x.shape), dst, 0, i * ys[axis], label=node.label())]
 
 
-@register_plan("UNPACK", outputs=(1, 999), summary="any axis (negative too)")
+@register_plan("UNPACK", outputs=(1, ANY_COUNT), summary="any axis (negative too)")
 def plan_unpack(node, graph, emit):
     same_dtype(graph, node)
     x = graph.t(node.inputs[0])

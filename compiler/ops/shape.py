@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.util import act_code, check_act, checked, const_input, norm_axis, size, strides
 
 
@@ -82,7 +82,8 @@ def _check_concat(node, graph):
     return check_act(node, graph, allowed=(0, 1, 2, 3, 4))
 
 
-@register("CONCATENATION", check=_check_concat, dtypes=("float32", "int32"), summary="any axis, fused activation")
+@register("CONCATENATION", check=_check_concat, dtypes=("float32", "int32"), inputs=(1, ANY_COUNT),
+          summary="any axis, any input count, fused activation")
 def lower_concat(node, graph):
     y = graph.t(node.outputs[0])
     axis = norm_axis(int(node.attrs.get("axis", 0)), len(y.shape))

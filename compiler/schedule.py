@@ -1,5 +1,5 @@
 """Dispatch order: independent kernels side by side, so that the runtime's barrier plan
-(runtime/commands.py: a barrier only before a dispatch that touches what the ones since the last
+(runtime/hazards.py: a barrier only before a dispatch that touches what the ones since the last
 barrier wrote, or writes what they read) lets them run together.
 
 `by_levels` gives every GPU kernel of a run between host steps, labels and jumps a level: one more
@@ -17,6 +17,7 @@ order.
 from __future__ import annotations
 
 from gpuc.compiler.ir import GPU, Graph
+from gpuc.runtime import hazards
 
 ARENA_SLACK, ARENA_SLACK_BYTES = 1.05, 1 << 20      # the arena may grow by 5% or 1 MiB
 
@@ -82,23 +83,15 @@ def by_levels(graph: Graph, program: list) -> list:
 
 
 def barriers(graph: Graph, program: list, offsets: dict) -> int:
-    """The barriers the runtime's plan (runtime/commands.py) puts into `program` with arena `offsets`
-    (storage -> byte offset): a GPU kernel waits when it touches bytes written since the last barrier,
-    or writes bytes read since then; host steps, labels and jumps start afresh."""
+    """The barriers the runtime's plan (runtime/hazards.py) puts into `program` with arena `offsets`
+    (storage -> byte offset); host steps, labels and jumps start afresh."""
     def spans(ts):
         return [(offsets[t], offsets[t] + max(4, graph.t(t).nbytes)) for t in ts if t in offsets]
 
-    count, pending_r, pending_w, first = 0, [], [], True
-    for item in program:
-        if item.kind != GPU:
-            pending_r, pending_w, first = [], [], True
+    count, run = 0, []
+    for item in program + [None]:
+        if item is not None and item.kind == GPU:
+            run.append(tuple(spans(ts) for ts in _access(graph, item)))
             continue
-        reads, writes = (spans(ts) for ts in _access(graph, item))
-        if not first and (_overlap(reads + writes, pending_w) or _overlap(writes, pending_r)):
-            count, pending_r, pending_w = count + 1, [], []
-        pending_r, pending_w, first = pending_r + reads, pending_w + writes, False
+        count, run = count + sum(hazards.plan(run)), []
     return count
-
-
-def _overlap(ranges, others) -> bool:
-    return any(a < d and c < b for a, b in ranges for c, d in others)

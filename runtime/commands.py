@@ -2,11 +2,9 @@
 output copies; optional timestamp queries (around the whole run, or after every dispatch for
 profiling).  Barriers and timestamp reading are plain functions.
 
-Only the barriers that matter: a dispatch waits for the ones before it (a compute-to-compute barrier)
-only when it reads or writes arena bytes that a dispatch since the last barrier wrote, or writes bytes
-one of them read.  Which bindings a shader writes comes from its SPIR-V (runtime/spirv.py: every
-binding not `readonly`), the bytes from the tensor table; weights are never written.  Independent
-neighbours (the copies of a CONCATENATION, the branches of a block) then run together.
+Only the barriers that matter (runtime/hazards.py): a dispatch waits for the ones before it (a
+compute-to-compute barrier) only on a read-after-write, write-after-write or write-after-read of arena
+bytes, so independent neighbours (the branches of a block) run together.
 GPUC_ALL_BARRIERS=1 puts a barrier between every two dispatches (A/B timing, debugging).
 """
 from __future__ import annotations
@@ -15,8 +13,7 @@ import os
 
 import vulkan as vk
 
-from gpuc.runtime import spirv
-from gpuc.runtime.bundle import ARENA
+from gpuc.runtime import hazards
 
 T, C, H = vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT
 RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
@@ -65,21 +62,12 @@ class Recorder:
         self.pipelines, self.descriptors = pipelines, descriptors
         self.inputs, self.outputs = inputs, outputs
         self.pool = res.command_pool()      # the model's own: models sharing a Device never share a pool
-        self.access = _arena_access(bundle)
+        self.access = hazards.arena_access(bundle)
         self.all_barriers = os.environ.get("GPUC_ALL_BARRIERS", "") not in ("", "0")
 
     def barriers_before(self, first: int, last: int) -> list[bool]:
         """For dispatches [first, last): whether each waits for the ones before it (the first: no)."""
-        need, pending_w, pending_r = [], [], []
-        for i in range(first, last):
-            reads, writes = self.access[i]
-            hazard = self.all_barriers or _overlap(reads + writes, pending_w) or _overlap(writes, pending_r)
-            if i > first and hazard:
-                pending_w, pending_r = [], []
-            need.append(i > first and hazard)
-            pending_w += writes
-            pending_r += reads
-        return need
+        return hazards.plan(self.access[first:last], self.all_barriers)
 
     def alloc(self, cmd_pool=None):
         """A primary command buffer from `cmd_pool` (default: the model's pool)."""
@@ -168,23 +156,3 @@ class Recorder:
         vk.vkEndCommandBuffer(cmd)
         return cmd
 
-
-def _arena_access(bundle) -> list:
-    """Per dispatch: ([arena byte ranges it reads], [ranges it writes]) as (start, end) pairs."""
-    written = {}
-    out = []
-    for d in bundle.dispatches:
-        sh = bundle.shaders[d.shader]
-        if d.shader not in written:
-            written[d.shader] = spirv.written_bindings(sh.spirv, sh.bindings)
-        reads, writes = [], []
-        for slot, ti in enumerate(d.bindings):
-            t = bundle.tensors[ti]
-            if t.memory == ARENA:
-                (writes if slot in written[d.shader] else reads).append((t.offset, t.offset + max(4, t.nbytes)))
-        out.append((reads, writes))
-    return out
-
-
-def _overlap(ranges, others) -> bool:
-    return any(a < d and c < b for a, b in ranges for c, d in others)

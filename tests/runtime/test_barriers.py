@@ -1,4 +1,4 @@
-"""Only the barriers that matter (runtime/commands.py): a dispatch waits for the ones before it only
+"""Only the barriers that matter (runtime/hazards.py): a dispatch waits for the ones before it only
 on a read-after-write, write-after-write or write-after-read of arena bytes.  `make validate` runs
 its tests under the validation layer's synchronization validation, which reports every missing
 barrier; the last test here proves that check can fail."""
@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.runtime import spirv
+from gpuc.runtime import hazards, spirv
 from gpuc.runtime.bundle import read_bundle
-from gpuc.runtime.commands import Recorder, _arena_access
 from helpers.builder import ModelBuilder
 from helpers.data import rnd
 
@@ -33,12 +32,6 @@ def branches_model():
     return mb.finish()
 
 
-def _barriers(bundle) -> list:
-    r = Recorder.__new__(Recorder)          # the barrier plan needs only the bundle
-    r.access, r.all_barriers = _arena_access(bundle), False
-    return r.barriers_before(0, len(bundle.dispatches))
-
-
 def test_written_bindings_are_the_outputs():
     b = read_bundle(gpuc.compile(branches_model(), cache=False))
     for d in b.dispatches:
@@ -51,7 +44,7 @@ def test_independent_dispatches_share_a_barrier():
     b = read_bundle(gpuc.compile(branches_model(), cache=False))
     labels = [d.label for d in b.dispatches]
     assert len(labels) == 3 and labels[2].startswith("MUL"), labels
-    assert _barriers(b) == [False, False, True]        # FC b runs beside FC a; MUL waits for both
+    assert hazards.plan(hazards.arena_access(b)) == [False, False, True]        # FC b runs beside FC a; MUL waits for both
 
 
 def test_results_and_all_barriers_switch(monkeypatch):

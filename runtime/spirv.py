@@ -37,11 +37,16 @@ def _is_float_controls(words, i, n) -> bool:
     return text.split(b"\0", 1)[0] == FLOAT_CONTROLS
 
 
+def _nan_modes(words, insts) -> list:
+    """(instruction index, float width) of each SignedZeroInfNanPreserve execution mode."""
+    return [(i, words[i + 3]) for i, n, op in insts
+            if op == OP_EXECUTION_MODE and n == 4 and words[i + 2] == MODE_NAN_PRESERVE]
+
+
 def nan_preserve_widths(code: bytes) -> set:
-    """The float widths `code` declares SignedZeroInfNanPreserve for."""
-    words = struct.unpack(f"<{len(code) // 4}I", code)
-    return {words[i + 3] for i, n, op in _instructions(words)
-            if op == OP_EXECUTION_MODE and n == 4 and words[i + 2] == MODE_NAN_PRESERVE}
+    """The float widths `code` declares SignedZeroInfNanPreserve for (none for a malformed module)."""
+    parsed = _words(code)
+    return {w for _, w in _nan_modes(*parsed)} if parsed else set()
 
 
 def adapt(code: bytes, widths: set) -> bytes:
@@ -50,8 +55,7 @@ def adapt(code: bytes, widths: set) -> bytes:
     if parsed is None:
         return code
     words, insts = parsed
-    modes = [(i, words[i + 3]) for i, n, op in insts if op == OP_EXECUTION_MODE and n == 4
-             and words[i + 2] == MODE_NAN_PRESERVE]
+    modes = _nan_modes(words, insts)
     drop = {i for i, w in modes if w not in widths}
     if not drop:
         return code
@@ -89,7 +93,7 @@ def declare_nan_preserve(code: bytes, widths: set) -> bytes:
     if parsed is None:
         raise ValueError("not a SPIR-V module")
     words, insts = parsed
-    have = nan_preserve_widths(code)
+    have = {w for _, w in _nan_modes(words, insts)}
     todo = sorted(w for w in widths if w not in have)
     if not todo:
         return code

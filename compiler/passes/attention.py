@@ -253,7 +253,7 @@ def _score_chain(ctx: _Ctx, cur: int, m: int):
         raise _NoMatch
     a, b = p.inputs
     for chain_in, other in ([(a, b)] if p.op in ("DIV", "SUB") else [(a, b), (b, a)]):
-        if g.t(chain_in).shape != out.shape or other == chain_in:
+        if g.t(chain_in).size != out.size or other == chain_in:      # the chain side never broadcasts
             continue
         if p.op in ("MUL", "DIV"):
             c = _scalar(g, other)

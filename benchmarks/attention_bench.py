@@ -4,7 +4,10 @@ builder models, one process: dispatches, median GPU time of a plain run (timesta
 buffer), median run() wall time, the largest difference from a float64 reference (relative to max|ref|),
 and PyTorch's scaled_dot_product_attention (fp32, CUDA events) where torch and CUDA are there.
 
-    python benchmarks/attention_bench.py [--runs 200] [--json OUT]
+    python benchmarks/attention_bench.py [--runs 200] [--json OUT] [--models MODEL.tflite ...]
+
+--models: whole models compiled with and without fuse_attention (dispatches, median GPU time, and the
+largest difference between the two outputs relative to max|unfused|).
 """
 from __future__ import annotations
 
@@ -74,7 +77,33 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--models", nargs="*", type=Path, default=[])
+    ap.add_argument("--skip-shapes", action="store_true")
     a = ap.parse_args()
+    rows = [] if a.skip_shapes else shape_rows(a)
+    rows += [model_row(p, a.runs) for p in a.models]
+    if a.json:
+        a.json.write_text(json.dumps(dict(date=time.strftime("%Y-%m-%d"), rows=rows), indent=1))
+
+
+def model_row(path, runs):
+    rng = np.random.default_rng(0)
+    row, outs = dict(model=path.stem), {}
+    for label, opts in (("fused", {}), ("unfused", dict(disable_passes=["fuse_attention"]))):
+        bundle = gpuc.compile(str(path), **opts)
+        with gpuc.load(bundle) as m:
+            xs = [rng.uniform(-1, 1, i.shape).astype(i.dtype) for i in m.inputs] if not outs else xs  # noqa: F821
+            outs[label] = np.asarray(m.run(xs)[0], np.float64)
+            gpu_us, wall_us = timed(m, xs, runs)
+            row[label] = dict(dispatches=len(read_bundle(bundle).dispatches), gpu_us=gpu_us, wall_us=wall_us,
+                              device=m.device.name)
+    row["diff"] = float(np.abs(outs["fused"] - outs["unfused"]).max() / np.abs(outs["unfused"]).max())
+    print(f"{path.stem}: fused {row['fused']['dispatches']} disp {row['fused']['gpu_us']:.1f} us | unfused "
+          f"{row['unfused']['dispatches']} disp {row['unfused']['gpu_us']:.1f} us | diff {row['diff']:.1e}", flush=True)
+    return row
+
+
+def shape_rows(a):
     rows = []
     rng = np.random.default_rng(0)
     for name, b, h, n, d, mask in SHAPES:
@@ -104,8 +133,7 @@ def main():
               f"{u['dispatches']} disp {u['gpu_us']:.1f} us (err {u['err']:.1e}) | x{row['speedup_gpu']:.2f} | "
               f"fp16 {row['fused_fp16']['gpu_us']:.1f} us (err {row['fused_fp16']['err']:.1e}) | "
               f"torch sdpa {row['torch_sdpa_fp32_us']}", flush=True)
-    if a.json:
-        a.json.write_text(json.dumps(dict(date=time.strftime("%Y-%m-%d"), rows=rows), indent=1))
+    return rows
 
 
 if __name__ == "__main__":

@@ -10,13 +10,15 @@
 // the softmax's (x - max) * BETA form) and turns the tile into probabilities, then every invocation
 // rescales its RQ x CV output block (columns tx + TX * u) and adds P * V, V staged VK keys at a time.
 // Operands are read through strided views of their sources: the offset of batch b is
-// sum(((b / T[3t]) % T[3t + 1]) * T[3t + 2]) over the view's terms (Q_T, K_T, V_T), rows and
-// channels through single strides; a bias's row offset uses the same terms over the flat row b*N+i.
+// X_OFF + sum(((b / T[3t]) % T[3t + 1]) * T[3t + 2]) over the view's terms (Q_T, K_T, V_T), rows and
+// channels through single strides; a bias's row offset uses the same terms over the flat row b*N+i;
+// the output is written through such a view too (O_T, O_SR, O_SC: e.g. a head merge).
 // Q_STEPS / K_STEPS: scalar MUL / DIV absorbed from the operand's chain.
 // NaN / Inf as the unfused ops: a NaN or +Inf score makes its row NaN, -Inf scores weigh 0 and a row
 // of -Inf only is NaN (max, exp and 0 / 0 as SOFTMAX computes them), a NaN in V reaches its column.
 // Defines: N M D DV NBATCH QBLOCKS NWG BETA RQ BQ CK BK CV DC QCHUNKS VK SKV_SIZE
-//          Q_T[] Q_NT Q_SR Q_SC Q_CFAST K_T[] K_NT K_SJ K_SC K_CFAST V_T[] V_NT V_SJ V_SC V_CFAST
+//          Q_T[] Q_NT Q_SR Q_SC Q_CFAST Q_OFF K_T[] K_NT K_SJ K_SC K_CFAST K_OFF
+//          V_T[] V_NT V_SJ V_SC V_CFAST V_OFF O_T[] O_NT O_SR O_SC
 //          SC[] Q_STEPS K_STEPS SCORE_STEPS NBIAS B_T[] B_FIRST[] B_NT[] B_SJ[]
 // @include ew_math.glsl
 #define TX 8
@@ -92,6 +94,11 @@ void main() {
     VIEW_OFF(qoff, Q_T, Q_NT, b)
     VIEW_OFF(koff, K_T, K_NT, b)
     VIEW_OFF(voff, V_T, V_NT, b)
+    qoff += Q_OFF;
+    koff += K_OFF;
+    voff += V_OFF;
+    int ooff;
+    VIEW_OFF(ooff, O_T, O_NT, b)
     tid = int(gl_LocalInvocationIndex);
     int tx = tid % TX, ty = tid / TX;
     int bo[NBIASX][RQ];                          // bias offsets of this invocation's rows
@@ -189,7 +196,7 @@ void main() {
         float inv = sAl[ty + TY * a];
         for (int u = 0; u < CV; ++u) {
             int c = tx + TX * u;
-            if (c < DV) ST(out_, (b * N + i) * DV + c, acc[a][u] * inv);
+            if (c < DV) ST(out_, ooff + i * O_SR + c * O_SC, acc[a][u] * inv);
         }
     }
 }

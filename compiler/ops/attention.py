@@ -2,7 +2,8 @@
 bias / mask ADDs, SOFTMAX and BATCH_MATMUL(P, V).  Inputs: q, k, v (the tensors the operands are
 read from, through the strided views in attrs q / k / v), then up to 3 bias tensors; attrs n, m, d, dv,
 batch, beta, steps (the score chain in order: MUL / DIV by a value, ADD / SUB of bias i read at
-row terms + j * sj).  One dispatch (shaders/attention.comp): a workgroup per BQ query rows of one
+row terms + j * sj), q / k / v / o (views: batch terms, row and column strides, offset, scalar steps;
+o: where the output is written, e.g. through a head merge).  One dispatch (shaders/attention.comp): a workgroup per BQ query rows of one
 batch, K / V tiles of BK keys staged in shared memory, online softmax with fp32 statistics."""
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ VARIANTS = {
     "attention": (dict(N=5, M=7, D=20, DV=6, NBATCH=2, QBLOCKS=1, NWG=2, BETA=1.0, RQ=1, BQ=16, CK=1, BK=8, CV=1,
                        DC=16, VK=8, SKV_SIZE=144, Q_T=[1, 2, 100], Q_NT=1, Q_SR=20, Q_SC=1, K_T=[1, 2, 140], K_NT=1,
                        K_SJ=20, K_SC=1, V_T=[1, 2, 42], V_NT=1, V_SJ=6, V_SC=1, SC=[0.5, 2.0],
+                       Q_OFF=0, K_OFF=0, V_OFF=0, O_T=[1, 2, 30], O_NT=1, O_SR=6, O_SC=1,
                        Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 5, 7],
                        B_FIRST=[0], B_NT=[1], B_SJ=[1],
                        SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));"),
@@ -91,7 +93,7 @@ def lower_attention(node, graph):
     bq = TY * rq
     qblocks = -(-n // bq)
     consts: list[float] = []
-    q, k, v = a["q"], a["k"], a["v"]
+    q, k, v, o = a["q"], a["k"], a["v"], a["o"]
     biases = [s for s in a["steps"] if s["op"] in ("ADD", "SUB")]
     b_first, acc = [], 0
     for s in biases:
@@ -103,6 +105,8 @@ def lower_attention(node, graph):
         Q_T=_terms(q["terms"]), Q_NT=len(q["terms"]), Q_SR=q["sr"], Q_SC=q["sc"], Q_CFAST=int(q["sc"] == 1),
         K_T=_terms(k["terms"]), K_NT=len(k["terms"]), K_SJ=k["sr"], K_SC=k["sc"], K_CFAST=int(k["sc"] == 1),
         V_T=_terms(v["terms"]), V_NT=len(v["terms"]), V_SJ=v["sr"], V_SC=v["sc"], V_CFAST=int(v["sc"] == 1),
+        Q_OFF=q["off"], K_OFF=k["off"], V_OFF=v["off"],
+        O_T=_terms(o["terms"]), O_NT=len(o["terms"]), O_SR=o["sr"], O_SC=o["sc"],
         Q_STEPS=_steps_glsl(q["steps"], consts), K_STEPS=_steps_glsl(k["steps"], consts),
         SCORE_STEPS=_steps_glsl(a["steps"], consts),
         NBIAS=len(biases), B_T=[x for s in biases for x in _terms(s["terms"])[:3 * len(s["terms"])]] or [0],

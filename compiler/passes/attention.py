@@ -61,6 +61,7 @@ class _View:
     dim boundary falls inside it), TRANSPOSE permutes the dims."""
 
     def __init__(self, shape):
+        self.off = 0
         st, dims = 1, []
         for d in reversed(shape):
             dims.append([(int(d), st)] if d != 1 else [])
@@ -69,6 +70,17 @@ class _View:
 
     def transpose(self, perm):
         self.dims = [self.dims[p] for p in perm]
+
+    def select(self, axis, start, count, step=1):
+        """Elements start, start + step, ... (count of them) of dim `axis` (a SLICE / split)."""
+        full = int(np.prod([s for s, _ in self.dims[axis]], dtype=np.int64)) if self.dims[axis] else 1
+        if start == 0 and count == full and step == 1:
+            return
+        if step < 1 or count < 1 or start < 0 or start + (count - 1) * step >= full:
+            raise _NoMatch
+        t = self.stride(axis)
+        self.off += start * t
+        self.dims[axis] = [(count, t * step)] if count > 1 else []
 
     def reshape(self, shape):
         atoms = [a for d in self.dims for a in d]
@@ -173,61 +185,151 @@ class _Ctx:
 
 
 def _data_input(g: Graph, node: Node) -> int:
-    """The tensor input of an operand-chain node (a MUL's scalar may come first)."""
+    """The tensor input of an operand-chain node (a MUL's scalar may come first, SPLIT's axis does)."""
     if node.op == "MUL" and _scalar(g, node.inputs[0]) is not None and _scalar(g, node.inputs[1]) is None:
+        return node.inputs[1]
+    if node.op == "SPLIT":
         return node.inputs[1]
     return node.inputs[0]
 
 
+def _ints(g: Graph, tid: int):
+    t = g.t(tid)
+    if not t.is_const or np.asarray(t.data).dtype.kind not in "iu":
+        raise _NoMatch
+    return [int(x) for x in np.asarray(t.data).reshape(-1)]
+
+
+def _const_inputs(g: Graph, node: Node) -> bool:
+    return all(g.t(i).is_const for i in node.inputs if i >= 0 and i != _data_input(g, node))
+
+
+def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
+    """`v` (the view of node's data input) becomes the view of its output `out`."""
+    x, y = g.t(_data_input(g, node)), g.t(out)
+    r = len(x.shape)
+    op = node.op
+    if op == "TRANSPOSE":
+        perm = [p % r if r else 0 for p in _ints(g, node.inputs[1])]
+        if sorted(perm) != list(range(r)):
+            raise _NoMatch
+        v.transpose(perm)
+    elif op == "SLICE":
+        begin, size = _ints(g, node.inputs[1]), _ints(g, node.inputs[2])
+        if len(begin) != r or len(size) != r:
+            raise _NoMatch
+        for a, (b0, n) in enumerate(zip(begin, size)):
+            v.select(a, b0, x.shape[a] - b0 if n == -1 else n)
+    elif op == "STRIDED_SLICE":
+        from gpuc.compiler.ops.movement import strided_slice_dims
+        at = node.attrs
+        try:
+            plan, _ = strided_slice_dims(x.shape, _ints(g, node.inputs[1]), _ints(g, node.inputs[2]),
+                                         _ints(g, node.inputs[3]), *(int(at.get(k, 0) or 0) for k in (
+                                             "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                             "shrink_axis_mask")), bool(at.get("offset", False)))
+        except ValueError:
+            raise _NoMatch from None
+        if any(d is not None and d != i - sum(p[0] is None for p in plan[:i]) for i, (d, *_r) in enumerate(plan)):
+            raise _NoMatch
+        for d, start, count, step in plan:
+            if d is not None:
+                v.select(d, start, count, step)
+        v.reshape(y.shape)
+    elif op in ("SPLIT", "SPLIT_V", "UNPACK"):
+        k = node.outputs.index(out)
+        if op == "UNPACK":
+            axis = int(node.attrs.get("axis", 0)) % r
+            start, count = k, 1
+        else:
+            axis = _ints(g, node.inputs[0 if op == "SPLIT" else 2])[0] % r
+            count = int(y.shape[axis])
+            start = k * count if op == "SPLIT" else sum(int(g.t(o).shape[axis]) for o in node.outputs[:k])
+        v.select(axis, start, count)
+        v.reshape(y.shape)
+    elif op in VIEWS:
+        v.reshape(y.shape)
+    else:                                                # MUL / DIV by a scalar
+        c = _scalar(g, node.inputs[1])
+        steps.append((op, c if c is not None else _scalar(g, node.inputs[0])))
+    if [int(np.prod([s for s, _ in d], dtype=np.int64)) if d else 1 for d in v.dims] != [int(d) for d in y.shape]:
+        raise _NoMatch
+
+
+MOVES = VIEWS + ("TRANSPOSE", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK")
+
+
 def _operand(ctx: _Ctx, tid: int, row_axis: int, col_axis: int, batch_shape):
-    """How the kernel reads matmul operand `tid`: (source tensor, batch terms, row stride, column
-    stride, scalar steps [(op, value)], absorbed nodes).  Absorbs the longest chain of single-use views
-    and scalar MUL / DIV ending in `tid` whose composed view is strided."""
+    """How the kernel reads matmul operand `tid`: dict(src, off, terms, sr, sc, steps) and the nodes
+    read through.  Follows the longest chain of data movement (views, TRANSPOSE, slices and splits
+    with constant parameters) and multiplications / divisions by a scalar constant ending in `tid`
+    whose composed view is strided; intermediates may have other consumers (those nodes stay)."""
     g, chain, cur = ctx.g, [], tid
-    while ctx.single_use(cur) and cur in ctx.prod:
+    while cur in ctx.prod and len(chain) < 16:
         p = ctx.prod[cur]
-        if len(p.outputs) != 1 or not p.inputs or any(i < 0 for i in p.inputs) \
-                or not _f32(g.t(_data_input(g, p))):
+        if not p.inputs or any(i < 0 for i in p.inputs) or not _f32(g.t(_data_input(g, p))) \
+                or not _f32(g.t(cur)):
             break
-        if p.op in VIEWS:
+        if p.op in MOVES and _const_inputs(g, p):
             pass
-        elif p.op == "TRANSPOSE":
-            if len(p.inputs) < 2 or not g.t(p.inputs[1]).is_const:
-                break
         elif p.op in ("MUL", "DIV") and len(p.inputs) == 2 and _act_free(p) \
-                and g.t(p.inputs[0]).shape == g.t(cur).shape and _scalar(g, p.inputs[1]) is not None:
-            pass
-        elif p.op == "MUL" and len(p.inputs) == 2 and _act_free(p) and p.inputs[1] >= 0 \
-                and g.t(p.inputs[1]).shape == g.t(cur).shape and _scalar(g, p.inputs[0]) is not None:
+                and g.t(_data_input(g, p)).shape == g.t(cur).shape \
+                and _scalar(g, p.inputs[1] if _data_input(g, p) == p.inputs[0] else p.inputs[0]) is not None \
+                and (p.op == "MUL" or _data_input(g, p) == p.inputs[0]):
             pass
         else:
             break
-        chain.append(p)
+        chain.append((p, cur))
         cur = _data_input(g, p)
     chain.reverse()                                      # source first
     for start in range(len(chain) + 1):
-        nodes = chain[start:]
-        src = _data_input(g, nodes[0]) if nodes else tid
+        links = chain[start:]
+        src = _data_input(g, links[0][0]) if links else tid
         try:
             v, steps = _View(g.t(src).shape), []
-            for n in nodes:
-                if n.op == "TRANSPOSE":
-                    r = len(v.dims)
-                    perm = [int(x) % r if r else 0 for x in np.asarray(g.t(n.inputs[1]).data).reshape(-1)]
+            for node, out in links:
+                _apply(g, v, node, out, steps)
+            r = len(v.dims)
+            return dict(src=src, off=v.off, terms=v.batch_terms(batch_shape), sr=v.stride(row_axis % r),
+                        sc=v.stride(col_axis % r), steps=steps), [n for n, _ in links]
+        except _NoMatch:
+            continue
+    raise _NoMatch
+
+
+def _output(ctx: _Ctx, y: int, batch_shape):
+    """Where the kernel writes: the tensor made from `y` by single-use RESHAPE / TRANSPOSE (a head
+    merge), as dict(dst, terms, sr, sc) with the nodes written through, the longest chain that gives a
+    strided view; `y` itself when none."""
+    g, chain, cur = ctx.g, [], y
+    while ctx.single_use(cur):
+        u = ctx.users[cur][0]
+        if u.op not in VIEWS + ("TRANSPOSE",) or u.inputs[0] != cur or len(u.outputs) != 1 \
+                or not _const_inputs(g, u) or not _f32(g.t(u.outputs[0])):
+            break
+        chain.append(u)
+        cur = u.outputs[0]
+    for stop in range(len(chain), -1, -1):
+        nodes = chain[:stop]
+        dst = nodes[-1].outputs[0] if nodes else y
+        try:
+            v = _View(g.t(dst).shape)
+            for node in reversed(nodes):                 # from the written tensor back to y
+                x = g.t(node.inputs[0])
+                if node.op == "TRANSPOSE":
+                    r = len(x.shape)
+                    perm = [p % r if r else 0 for p in _ints(g, node.inputs[1])]
                     if sorted(perm) != list(range(r)):
                         raise _NoMatch
-                    v.transpose(perm)
-                elif n.op in VIEWS:
-                    v.reshape(g.t(n.outputs[0]).shape)
+                    inv = [perm.index(i) for i in range(r)]
+                    v.transpose(inv)
                 else:
-                    c = _scalar(g, n.inputs[1]) if _scalar(g, n.inputs[1]) is not None else _scalar(g, n.inputs[0])
-                    steps.append((n.op, c))
+                    v.reshape(x.shape)
                 if [int(np.prod([s for s, _ in d], dtype=np.int64)) if d else 1 for d in v.dims] \
-                        != [int(d) for d in g.t(n.outputs[0]).shape]:
+                        != [int(d) for d in x.shape]:
                     raise _NoMatch
             r = len(v.dims)
-            return dict(src=src, terms=v.batch_terms(batch_shape), sr=v.stride(row_axis % r),
-                        sc=v.stride(col_axis % r), steps=steps), nodes
+            return dict(dst=dst, terms=v.batch_terms(batch_shape), sr=v.stride(r - 2), sc=v.stride(r - 1)), nodes
         except _NoMatch:
             continue
     raise _NoMatch
@@ -338,14 +440,16 @@ def _match(graph: Graph, sm: Node):
     q, q_nodes = _operand(ctx, mm1.inputs[0], -1 if adj_x else -2, -2 if adj_x else -1, batch1)
     k, k_nodes = _operand(ctx, mm1.inputs[1], -2 if adj_y else -1, -1 if adj_y else -2, batch1)
     v, v_nodes = _operand(ctx, mm2.inputs[1], -1 if adj_v else -2, -2 if adj_v else -1, batch2)
+    o, o_nodes = _output(ctx, mm2.outputs[0], batch2)
     biases = [s[1] for s in steps if s[0] in ("ADD", "SUB")]
     if len(biases) > MAX_BIAS:
         raise _NoMatch
-    absorbed = [mm1, *score_nodes, sm, *p_nodes, mm2]
+    read = []
     for ns in (q_nodes, k_nodes, v_nodes):
-        absorbed += [nd for nd in ns if all(nd is not a for a in absorbed)]
-    return dict(n=n, m=m, d=d, dv=dv, batch=nb, beta=beta, q=q, k=k, v=v, steps=steps, biases=biases,
-                y=mm2.outputs[0], at=mm2, nodes=absorbed)
+        read += [nd for nd in ns if all(nd is not a for a in read)]
+    return dict(n=n, m=m, d=d, dv=dv, batch=nb, beta=beta, q=q, k=k, v=v, o=o, steps=steps, biases=biases,
+                at=o_nodes[-1] if o_nodes else mm2, nodes=[mm1, *score_nodes, sm, *p_nodes, mm2, *o_nodes],
+                read=read)
 
 
 def fuse_attention(graph: Graph) -> None:
@@ -364,14 +468,29 @@ def fuse_attention(graph: Graph) -> None:
                 bi += 1
             else:
                 steps.append(dict(op=s[0], value=s[1]))
-        at = plan["at"]
         attrs = dict(n=plan["n"], m=plan["m"], d=plan["d"], dv=plan["dv"], batch=plan["batch"], beta=plan["beta"],
                      steps=steps, fused=[nd.op for nd in graph.nodes if any(nd is a for a in plan["nodes"])])
-        for name in ("q", "k", "v"):
+        for name in ("q", "k", "v", "o"):
             o = plan[name]
-            attrs[name] = dict(terms=o["terms"], sr=o["sr"], sc=o["sc"], steps=o["steps"])
-        fused = Node(ATTN_OP, [plan["q"]["src"], plan["k"]["src"], plan["v"]["src"], *plan["biases"]], [plan["y"]],
-                     attrs=attrs, index=at.index)
-        graph.nodes[next(i for i, nd in enumerate(graph.nodes) if nd is at)] = fused
-        gone = {id(nd) for nd in plan["nodes"] if nd is not at}
+            attrs[name] = dict(off=o.get("off", 0), terms=o["terms"], sr=o["sr"], sc=o["sc"], steps=o.get("steps", []))
+        fused = Node(ATTN_OP, [plan["q"]["src"], plan["k"]["src"], plan["v"]["src"], *plan["biases"]],
+                     [plan["o"]["dst"]], attrs=attrs, index=plan["at"].index)
+        graph.nodes[next(i for i, nd in enumerate(graph.nodes) if nd is plan["at"])] = fused
+        gone = {id(nd) for nd in plan["nodes"] if nd is not plan["at"]}
         graph.nodes = [nd for nd in graph.nodes if id(nd) not in gone]
+        _drop_dead(graph, plan["read"])
+
+
+def _drop_dead(graph: Graph, nodes) -> None:
+    """Remove those of `nodes` (data movement and scalar products the fused node reads through) whose
+    outputs nothing reads any more."""
+    keep_out = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}
+    todo = list(nodes)
+    while todo:
+        users = graph.consumers()
+        dead = [nd for nd in todo if any(nd is x for x in graph.nodes)
+                and not any(o in keep_out or users.get(o) for o in nd.outputs)]
+        if not dead:
+            return
+        graph.nodes = [nd for nd in graph.nodes if all(nd is not x for x in dead)]
+        todo = [nd for nd in todo if all(nd is not x for x in dead)]

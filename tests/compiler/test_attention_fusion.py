@@ -59,6 +59,9 @@ VARIANTS = [
     dict(flat=True, k_form="transpose", mask="heads"),        # litert-torch's 3-D products with RESHAPEs
     dict(v_form="adj_y"),                                     # V transposed through the second adj_y
     dict(q_form="heads", n=9, d=8, k_form="transpose"),       # Q, K, V sliced out of one qkv tensor
+    dict(q_form="heads", split="strided", out_form="merge"),  # ... by STRIDED_SLICE, heads merged after
+    dict(q_form="heads", split="split", scale="q"),           # ... by SPLIT
+    dict(q_form="heads", split="unpack", mask="heads"),       # ... by UNPACK
     dict(out_form="merge", mask="heads"),                     # the heads merged back after the product
     dict(b=1, h=1, n=1, m=1, d=5),                            # one query, one key
     dict(b=1, h=2, n=1, m=40, d=32),                          # decode-like: one query row
@@ -75,6 +78,8 @@ def test_variant_is_one_dispatch_and_matches_litert(kw):
     ops = ops_after_passes(model)
     assert ops.count("ATTENTION") == 1
     assert not {"SOFTMAX", "BATCH_MATMUL"} & set(ops)
+    if kw.get("q_form") == "heads" or kw.get("k_form") == "transpose" or kw.get("out_form") == "merge":
+        assert ops == ["ATTENTION"]         # head split, K's transpose, head merge: read / written through
     xs = inputs_for(shapes, kw.get("mask"))
     outs, n = run(model, xs)
     assert n == 1 + sum(op != "ATTENTION" for op in ops)

@@ -8,7 +8,7 @@ from helpers.builder import ModelBuilder
 
 
 def attention_model(b=2, h=3, n=5, m=None, d=8, dv=None, *, k_form="adj_y", scale="after", scale_value=None,
-                    mask=None, v_form="plain", q_form="plain", out_form="plain", flat=False, beta=1.0,
+                    mask=None, v_form="plain", q_form="plain", split="slice", out_form="plain", flat=False, beta=1.0,
                     expose=None, seed=0):
     """One attention over Q [b, h, n, d] (inputs, or made from one token tensor for q_form="heads").
 
@@ -22,7 +22,9 @@ def attention_model(b=2, h=3, n=5, m=None, d=8, dv=None, *, k_form="adj_y", scal
             [1, 1, n, m] causal mask of -inf), "sub" (SUB of a runtime [1, 1, 1, m] input).
     v_form: "plain" (V [b, h, m, dv]) or "adj_y" (V [b, h, dv, m], adj_y on the second product).
     q_form: "plain" or "heads": Q, K and V sliced as heads out of one [b, n, h * 3 * d] input
-            (RESHAPE + TRANSPOSE head split, as a fused qkv projection; m = n, dv = d).
+            (RESHAPE + TRANSPOSE head split, as a fused qkv projection; m = n, dv = d), taken apart by
+            split= "slice" (SLICE + RESHAPE), "strided" (STRIDED_SLICE shrinking the axis), "split"
+            (SPLIT + RESHAPE) or "unpack" (UNPACK).
     out_form: "plain" or "merge" (the output TRANSPOSE + RESHAPE back to [b, n, h * dv]).
     flat:   the scores reshaped to [b * h, n, m] around the chain (litert-torch's 3-D products).
     expose: None, "scores", "probs" or "scaled": that intermediate is also a model output.
@@ -50,11 +52,25 @@ def attention_model(b=2, h=3, n=5, m=None, d=8, dv=None, *, k_form="adj_y", scal
         x5 = op("qkv5", "RESHAPE", [x, mb.const("s5", np.array([b, n, 3, h, d], np.int32))], (b, n, 3, h, d))
         t5 = op("qkvT", "TRANSPOSE", [x5, mb.const("p5", np.array([2, 0, 3, 1, 4], np.int32))], (3, b, h, n, d))
         parts = []
+        if split in ("split", "unpack"):
+            outs = [mb.tensor(f"{nm}s", [1, b, h, n, d] if split == "split" else [b, h, n, d]) for nm in "qkv"]
+            if split == "split":
+                mb.op("SPLIT", [mb.const("ax", np.array([0], np.int32)), t5], outs, num_splits=3)
+            else:
+                mb.op("UNPACK", [t5], outs, num=3, axis=0)
         for i, nm in enumerate("qkv"):
-            s = op(f"{nm}s", "SLICE", [t5, mb.const(f"b{nm}", np.array([i, 0, 0, 0, 0], np.int32)),
-                                        mb.const(f"z{nm}", np.array([1, b, h, n, d], np.int32))], (1, b, h, n, d))
-            parts.append(op(f"{nm}4", "RESHAPE", [s, mb.const(f"r{nm}", np.array([b, h, n, d], np.int32))],
-                            (b, h, n, d)))
+            if split == "slice":
+                s = op(f"{nm}s", "SLICE", [t5, mb.const(f"b{nm}", np.array([i, 0, 0, 0, 0], np.int32)),
+                                            mb.const(f"z{nm}", np.array([1, b, h, n, d], np.int32))], (1, b, h, n, d))
+            elif split == "strided":
+                s = op(f"{nm}s", "STRIDED_SLICE", [t5, mb.const(f"b{nm}", np.array([i, 0, 0, 0, 0], np.int32)),
+                                                    mb.const(f"e{nm}", np.array([i + 1, 0, 0, 0, 0], np.int32)),
+                                                    mb.const(f"t{nm}", np.array([1, 1, 1, 1, 1], np.int32))],
+                       (b, h, n, d), begin_mask=30, end_mask=30, shrink_axis_mask=1)
+            else:
+                s = outs[i]
+            parts.append(s if split in ("strided", "unpack") else
+                         op(f"{nm}4", "RESHAPE", [s, mb.const(f"r{nm}", np.array([b, h, n, d], np.int32))], (b, h, n, d)))
         Q, K, V = parts
         k_in_shape = (b, h, m, d)
     else:

@@ -6,8 +6,8 @@
 // without storing s: one workgroup per BQ query rows of one batch; keys in tiles of BK; per tile,
 // Q and K are staged in shared memory DC channels at a time (QCHUNKS == 1: Q once, all of D), each
 // invocation computes an RQ x CK block of scores (rows ty + TY * a, keys tx + TX * t), the scores go
-// to shared memory, one invocation per row updates the running max and sum (online softmax, fp32,
-// the softmax's (x - max) * BETA form) and turns the tile into probabilities, then every invocation
+// to shared memory, PARTS invocations per row update the running max and sum (online softmax, fp32,
+// the softmax's (x - max) * BETA form) and turn the tile into probabilities, then every invocation
 // rescales its RQ x CV output block (columns tx + TX * u) and adds P * V, V staged VK keys at a time.
 // Operands are read through strided views of their sources: the offset of batch b is
 // X_OFF + sum(((b / T[3t]) % T[3t + 1]) * T[3t + 2]) over the view's terms (Q_T, K_T, V_T), rows and
@@ -29,11 +29,14 @@
 #define SV_LD (DV + 1)
 #define SS_LD (BK + 1)
 #define NBIASX (NBIAS > 0 ? NBIAS : 1)
+#define PARTS (NT / BQ)
+#define PCOLS (BK / PARTS)
 
 shared float sQ[DC * SQ_LD];
 shared float sKV[SKV_SIZE];         // a K chunk [DC][SK_LD], then a V chunk [VK][SV_LD]
 shared float sS[BQ * SS_LD];        // scores, then probabilities, of the tile
-shared float sAl[BQ];               // per row: the tile's rescale factor, at the end the sum
+shared float sAl[BQ];               // per row: the tile's rescale factor, at the end 1 / sum
+shared float sRed[NT];              // the row statistics' partial max / sum
 
 #define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
 
@@ -114,7 +117,8 @@ void main() {
     float acc[RQ][CV];
     for (int a = 0; a < RQ; ++a)
         for (int u = 0; u < CV; ++u) acc[a][u] = 0.0;
-    float m_run = -EW_INF, l_run = 0.0;          // invocation tid < BQ: row tid's statistics
+    int srow = tid / PARTS, part = tid % PARTS;  // the statistics of row srow: every part keeps them
+    float m_run = -EW_INF, l_run = 0.0;
 #if QCHUNKS == 1
     load_q(qoff, i0, 0);
 #endif
@@ -149,28 +153,33 @@ void main() {
             }
         }
         barrier();
-        if (tid < BQ) {
-            int jn = min(BK, M - j0), o = tid * SS_LD;
+        {                                        // PARTS invocations per row, PCOLS keys each
+            int jn = min(BK, M - j0), o = srow * SS_LD, j1 = part * PCOLS;
             float mt = -EW_INF;
-            for (int jj = 0; jj < jn; ++jj) mt = max(mt, sS[o + jj]);
-            float mn = max(m_run, mt), al = 1.0;
+            for (int jj = j1; jj < min(j1 + PCOLS, jn); ++jj) mt = max(mt, sS[o + jj]);
+            sRed[tid] = mt;
+            barrier();
+            for (int p = 0; p < PARTS; ++p) mt = max(mt, sRed[srow * PARTS + p]);
+            float mn = max(m_run, mt), al = 1.0, ls = 0.0;
             if (mn == -EW_INF) {                 // nothing but -inf so far: weights 0, nothing to rescale
-                for (int jj = 0; jj < BK; ++jj) sS[o + jj] = 0.0;
+                for (int jj = j1; jj < j1 + PCOLS; ++jj) sS[o + jj] = 0.0;
             } else {
                 al = exp((m_run - mn) * BETA);
-                float ls = 0.0;
-                for (int jj = 0; jj < jn; ++jj) {
-                    float p = exp((sS[o + jj] - mn) * BETA);
+                for (int jj = j1; jj < j1 + PCOLS; ++jj) {
+                    float p = jj < jn ? exp((sS[o + jj] - mn) * BETA) : 0.0;
                     sS[o + jj] = p;
                     ls += p;
                 }
-                for (int jj = jn; jj < BK; ++jj) sS[o + jj] = 0.0;
-                l_run = l_run * al + ls;
                 m_run = mn;
             }
-            sAl[tid] = al;
+            barrier();
+            sRed[tid] = ls;
+            if (part == 0) sAl[srow] = al;
+            barrier();
+            ls = 0.0;
+            for (int p = 0; p < PARTS; ++p) ls += sRed[srow * PARTS + p];
+            l_run = l_run * al + ls;
         }
-        barrier();
         for (int a = 0; a < RQ; ++a) {
             float al = sAl[ty + TY * a];
             for (int u = 0; u < CV; ++u) acc[a][u] *= al;
@@ -188,7 +197,7 @@ void main() {
             barrier();
         }
     }
-    if (tid < BQ) sAl[tid] = l_run > 0.0 ? 1.0 / l_run : EW_NAN;    // NaN sum, or a row of -inf only
+    if (part == 0) sAl[srow] = l_run > 0.0 ? 1.0 / l_run : EW_NAN;    // NaN sum, or a row of -inf only
     barrier();
     for (int a = 0; a < RQ; ++a) {
         int i = i0 + ty + TY * a;

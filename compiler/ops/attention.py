@@ -14,6 +14,7 @@ from gpuc.compiler.ops.util import checked
 TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
 SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/conv.py WG_SMEM)
 MAX_ACC = 64                 # output accumulators per invocation (RQ * CV)
+FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before rows per group grow
 
 VARIANTS = {
     "attention": (dict(N=5, M=7, D=20, DV=6, NBATCH=2, QBLOCKS=1, NWG=2, BETA=1.0, RQ=1, BQ=16, CK=1, BK=8, CV=1,
@@ -28,7 +29,7 @@ VARIANTS = {
 }
 
 
-def plan_tiles(n: int, m: int, d: int, dv: int):
+def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20):
     """(RQ, CK, CV, DC, VK, SKV_SIZE) for attention.comp, or None when no tiling fits.  BQ = 16 * RQ
     query rows and BK = 8 * CK keys per tile; CV value columns per invocation; Q and K are staged DC
     channels at a time (all of D at once, Q loaded once, where it fits); V VK keys at a time."""
@@ -36,8 +37,8 @@ def plan_tiles(n: int, m: int, d: int, dv: int):
     if cv > MAX_ACC:
         return None
     rq = 1 if n <= 16 else 2 if n <= 32 else 4
-    while rq > 1 and rq * cv > MAX_ACC:
-        rq //= 2
+    while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
+        rq //= 2                                 # fewer rows per workgroup: more workgroups in flight
     ck = 1 if m <= 8 else 2 if m <= 16 else 4
     bq, bk = TY * rq, TX * ck
     ss = bq * (bk + 1) + bq
@@ -60,7 +61,7 @@ def _check(node, graph):
     a = node.attrs
     if len(node.inputs) != 3 + sum(s["op"] in ("ADD", "SUB") for s in a["steps"]):
         return "inputs do not match the score steps"
-    if plan_tiles(a["n"], a["m"], a["d"], a["dv"]) is None:
+    if plan_tiles(a["n"], a["m"], a["d"], a["dv"], a["batch"]) is None:
         return f"head sizes {a['d']} / {a['dv']} do not fit one workgroup"
     y = graph.t(node.outputs[0])
     if y.size != a["batch"] * a["n"] * a["dv"]:
@@ -89,7 +90,7 @@ def lower_attention(node, graph):
     y = graph.t(node.outputs[0])
     if y.size == 0:
         return []
-    rq, ck, cv, dc, vk, skv = plan_tiles(n, m, d, dv)
+    rq, ck, cv, dc, vk, skv = plan_tiles(n, m, d, dv, nb)
     bq = TY * rq
     qblocks = -(-n // bq)
     consts: list[float] = []

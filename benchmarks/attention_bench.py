@@ -79,6 +79,8 @@ def main():
     ap.add_argument("--json", type=Path)
     ap.add_argument("--models", nargs="*", type=Path, default=[])
     ap.add_argument("--skip-shapes", action="store_true")
+    ap.add_argument("--fill-groups", nargs="*", type=int, default=[],
+                    help="also time the fused kernel with these ops/attention.py FILL_GROUPS values")
     a = ap.parse_args()
     rows = [] if a.skip_shapes else shape_rows(a)
     rows += [model_row(p, a.runs) for p in a.models]
@@ -92,7 +94,8 @@ def model_row(path, runs):
     for label, opts in (("fused", {}), ("unfused", dict(disable_passes=["fuse_attention"]))):
         bundle = gpuc.compile(str(path), **opts)
         with gpuc.load(bundle) as m:
-            xs = [rng.uniform(-1, 1, i.shape).astype(i.dtype) for i in m.inputs] if not outs else xs  # noqa: F821
+            if not outs:
+                xs = [rng.uniform(-1, 1, i.shape).astype(i.dtype) for i in m.inputs]
             outs[label] = np.asarray(m.run(xs)[0], np.float64)
             gpu_us, wall_us = timed(m, xs, runs)
             row[label] = dict(dispatches=len(read_bundle(bundle).dispatches), gpu_us=gpu_us, wall_us=wall_us,
@@ -125,6 +128,14 @@ def shape_rows(a):
                 gpu_us, wall_us = timed(m, xs, a.runs)
                 row[label] = dict(dispatches=len(read_bundle(bundle).dispatches), gpu_us=gpu_us, wall_us=wall_us,
                                   err=float(np.abs(out - ref).max() / np.abs(ref).max()), device=m.device.name)
+        for fill in a.fill_groups:
+            from gpuc.compiler.ops import attention as attn_op
+            keep, attn_op.FILL_GROUPS = attn_op.FILL_GROUPS, fill
+            try:
+                with gpuc.load(gpuc.compile(model, cache=False)) as m:
+                    row[f"fused_fill{fill}_us"] = timed(m, xs, a.runs)[0]
+            finally:
+                attn_op.FILL_GROUPS = keep
         row["torch_sdpa_fp32_us"] = torch_us(xs[0], xs[1], xs[2], bias, float(scale), a.runs)
         f, u = row["fused"], row["unfused"]
         row["speedup_gpu"] = u["gpu_us"] / f["gpu_us"] if f["gpu_us"] and u["gpu_us"] else None
@@ -132,7 +143,8 @@ def shape_rows(a):
         print(f"{name}: fused {f['dispatches']} disp {f['gpu_us']:.1f} us (err {f['err']:.1e}) | unfused "
               f"{u['dispatches']} disp {u['gpu_us']:.1f} us (err {u['err']:.1e}) | x{row['speedup_gpu']:.2f} | "
               f"fp16 {row['fused_fp16']['gpu_us']:.1f} us (err {row['fused_fp16']['err']:.1e}) | "
-              f"torch sdpa {row['torch_sdpa_fp32_us']}", flush=True)
+              f"torch sdpa {row['torch_sdpa_fp32_us']} | "
+              + " ".join(f"{k} {v:.1f}" for k, v in row.items() if k.startswith("fused_fill")), flush=True)
     return rows
 
 

@@ -223,7 +223,6 @@ def gpuc_batch_rows(path, stack, batches, runs, device, refs, base, precision="f
                          "load_ms": load, "images_per_s": b / (ip["median_ms"] * 1e-3), "max_rel_err": err,
                          "note": f"one --max-batch {n} bundle"})
         else:
-            print(f"{base['model']} batch {b}: {why}", flush=True)
             rows.append({**base, "system": system + "-in-place", "batch": b, "note": why})
     m.close()
     return rows
@@ -370,6 +369,12 @@ def main(argv=None):
     print(HEADER)
     for r in rows:
         print(format_row(r))
+    missing = sorted({(r["system"], r["batch"]) for r in rows if r["system"].endswith("-in-place") and "median_ms" not in r
+                      and "run_in_place not supported" in r.get("note", "")})
+    if missing:
+        print(f"\nNOTE: no like-for-like gpuc row (run_in_place) for {', '.join(f'{s} at batch {b}' for s, b in missing)}: "
+              "the --max-batch bundle's input_view does not have the batch's shape (the rows' notes say which), so "
+              "run_in_place cannot run that batch; those batches have only run() rows (numpy in and out)")
     lines = ratios.table(rows)
     if lines:
         print()

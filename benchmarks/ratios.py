@@ -31,6 +31,10 @@ def cell(ratio: dict, system: str) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
+def ms(row) -> str:
+    return "-" if row is None else f"{row['median_ms']:.3f}"
+
+
 def table(rows: list) -> list[str]:
     """Lines of the gpuc-vs-torch table: one per timed torch row that has a ratio."""
     peers = [r for r in rows if r.get("throughput_ratio")]
@@ -45,6 +49,6 @@ def table(rows: list) -> list[str]:
         key = (r["model"], r.get("batch", 1))
         run, ip = timed.get(key + (gpuc,)), timed.get(key + (gpuc + IN_PLACE,))
         lines.append(f"{r['model']:<32} {r.get('batch', 1):>5} {r['system']:<11} {r['median_ms']:>9.3f} {gpuc:<10} "
-                     f"{run['median_ms'] if run else float('nan'):>9.3f} {cell(r['throughput_ratio'], gpuc):>6} "
-                     f"{ip['median_ms'] if ip else float('nan'):>11.3f} {cell(r['throughput_ratio'], gpuc + IN_PLACE):>6}")
+                     f"{ms(run):>9} {cell(r['throughput_ratio'], gpuc):>6} "
+                     f"{ms(ip):>11} {cell(r['throughput_ratio'], gpuc + IN_PLACE):>6}")
     return lines

@@ -169,6 +169,8 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
                  arena_lower_bound_bytes=mem.lower_bound_bytes, naive_bytes=mem.naive_bytes,
                  weights_bytes=int(weights.nbytes), views=len(graph.aliases),
                  in_place=mem.in_place)
+    if graph.items > 1:                       # runtime/batch.py: one arena, every dispatch covers the items
+        options = dict(options, batch_native=True)
     b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,

@@ -44,11 +44,14 @@ def merged(shape, n: int) -> tuple:
 class Plan:
     """How one node can run: `merged_ok` (unchanged on the merged form), `prep` (edits that make it
     run on the prepended form; None: it cannot), `rank` (prepended: runtime inputs padded with 1s to
-    this rank, for broadcasting ops), `any_form` (a reshape: reads either form, writes merged)."""
+    this rank, for broadcasting ops), `any_form` (a reshape: reads either form, writes merged),
+    `merged_prep` / `merged_out` (edits for the merged form, and the form its outputs then have)."""
     merged_ok: bool
     prep: Callable | None = None
     rank: int | None = None
     any_form: bool = False
+    merged_prep: Callable | None = None
+    merged_out: str = "m"
 
 
 class Rewrite:
@@ -132,7 +135,9 @@ class Rewrite:
                 if pad or self.form.get(t, "m") != "p":
                     self.views.setdefault(id(node), []).append((k, (n,) + pad + s))
         elif plan.merged_ok:
-            form = "m"
+            if plan.merged_prep is not None:
+                plan.merged_prep(self, node)
+            form = plan.merged_out
             for k, t in ins:
                 if self.form.get(t, "m") != "m":
                     self.views.setdefault(id(node), []).append((k, merged(self.shape(t), n)))
@@ -296,8 +301,22 @@ def _axis_input(k: int, what: str, data_k: int = 0):
         def prep(rw, node):
             rw.set_input_const(node, k, np.asarray([a + 1 for a in norm]).reshape(axes.shape), c.dtype)
         outs_ok = all(len(rw.shape(t)) > 0 for t in node.outputs if t >= 0)
+        if 0 in norm and rank > 1 and rw.shape(node.inputs[data_k])[0] == 1 and "keep_dims" in REDUCE_ATTR.get(
+                node.op, ()) and len(set(norm)) > 1:
+            # a reduction over a size-1 axis 0 and others: on the merged form axis 0 is the items' axis,
+            # so it reduces over the others; without keep_dims its output is then the prepended form
+            rest = sorted(set(norm) - {0})
+
+            def merged_prep(rw, node):
+                rw.set_input_const(node, k, np.asarray(rest, axes.dtype), c.dtype)
+            return Plan(True, prep, merged_prep=merged_prep,
+                        merged_out="m" if node.attrs.get("keep_dims") else "p")
         return Plan(0 not in norm and rank > 0 and outs_ok, prep)
     return rule
+
+
+REDUCE_ATTR = {op: ("keep_dims",) for op in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD",
+                                             "REDUCE_ANY", "REDUCE_ALL")}
 
 
 def rule_slice(rw: Rewrite, node: Node) -> Plan:
@@ -413,9 +432,10 @@ LSTM_OPS = {"LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM"}
 MERGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_BILINEAR",
          "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "CONV_3D", "FULLY_CONNECTED",
          "LOCAL_RESPONSE_NORMALIZATION", "CUSTOM:Convolution2DTransposeBias")
+VARIABLE_OPS = ("READ_VARIABLE", "ASSIGN_VARIABLE")     # the variable's value in its own (merged) form
 UNARY = ("ABS", "CEIL", "COS", "ELU", "EXP", "FLOOR", "GELU", "HARD_SWISH", "LEAKY_RELU", "LOG", "LOGICAL_NOT",
          "LOGISTIC", "NEG", "RELU", "RELU6", "RELU_0_TO_1", "RELU_N1_TO_1", "ROUND", "RSQRT", "SIGN", "SIN", "SQRT",
-         "SQUARE", "TANH", "CAST", "QUANTIZE", "DEQUANTIZE", "ZEROS_LIKE", "READ_VARIABLE", "ASSIGN_VARIABLE")
+         "SQUARE", "TANH", "CAST", "QUANTIZE", "DEQUANTIZE", "ZEROS_LIKE")
 ELEMENTWISE = ("ADD", "SUB", "MUL", "DIV", "POW", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
                "FLOOR_MOD", "ATAN2", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
                "LOGICAL_AND", "LOGICAL_OR", "BITWISE_XOR", "RIGHT_SHIFT", "SELECT_V2", "PRELU", "SELECT")
@@ -433,6 +453,7 @@ RULES = {
     **{op: rule_merge for op in MERGE},
     **{op: rule_unary for op in UNARY},
     **{op: rule_lstm for op in LSTM_OPS},
+    **{op: lambda rw, node: Plan(True) for op in VARIABLE_OPS},
     **{op: rule_elementwise for op in ELEMENTWISE},
     "TRANSPOSE_CONV": rule_transpose_conv,
     "L2_NORMALIZATION": rule_softmax, "SOFTMAX": rule_softmax, "LOG_SOFTMAX": rule_softmax,

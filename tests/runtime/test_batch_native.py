@@ -155,13 +155,15 @@ def reductions():
     r1 = n.op("SUM", [a, n.c(np.array([0], I32))], (6, 8), keep_dims=False)
     r2 = n.op("REDUCE_MAX", [a, n.c(np.array([0, 2], I32))], (1, 6, 1), keep_dims=True)
     r3 = n.op("MEAN", [a, n.c(np.array([-1], I32))], (4, 6), keep_dims=False)
+    r4 = n.op("MEAN", [n.x, n.c(np.array([0, 3], I32))], (4, 6), keep_dims=False)    # size-1 axis 0 and another
+    r5 = n.op("SUM", [n.x, n.c(np.array([0, -1], I32))], (1, 4, 6, 1), keep_dims=True)
     am = n.op("CAST", [n.op("ARG_MAX", [a, n.c(np.array([0], I32))], (6, 8), "int32", output_type=2)], (6, 8))
     cs = n.op("CUMSUM", [a, n.c(np.array(0, I32))], (4, 6, 8))
     rv = n.op("REVERSE_V2", [a, n.c(np.array([0], I32))], (4, 6, 8))
     sm = n.op("SOFTMAX", [n.reshape(n.x, (192,))], (192,), beta=1.0)
     ls = n.op("LOG_SOFTMAX", [a], (4, 6, 8))
     l2 = n.op("L2_NORMALIZATION", [a], (4, 6, 8))
-    for t, k in ((g1, 144), (g2, 64), (r1, 48), (r2, 6), (r3, 24), (am, 48), (cs, 192), (rv, 192), (sm, 192),
+    for t, k in ((g1, 144), (g2, 64), (r1, 48), (r2, 6), (r3, 24), (r4, 24), (r5, 24), (am, 48), (cs, 192), (rv, 192), (sm, 192),
                  (ls, 192), (l2, 192)):
         n.keep(t, k)
     return n.finish()

@@ -105,6 +105,7 @@ class Graph:
     memo: LoweringMemo = field(default_factory=LoweringMemo)
     items: int = 1              # --max-batch N: items each dispatch computes (passes/batching.py; 1: one)
     batch_refusal: str | None = None    # why the graph could not be made batch-native (items then 1)
+    unbatched: set = field(default_factory=set)     # batch-native: runtime tensors the items share (from constants)
 
     def storage(self, tid: int) -> int:
         """The tensor whose memory `tid` uses (follows view aliases)."""

@@ -53,6 +53,18 @@ def wait_all(cmd):
             vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | RW)
 
 
+def item_groups(groups: tuple, inner: int, b: int, n: int) -> tuple:
+    """The grid of a batch-native dispatch run for b of its n items: with an item-major grid in units of
+    `inner` workgroups (Dispatch.item_inner > 0), the first ceil(b * G / (n * inner)) * inner of its G
+    workgroups (flat index x + y * gx, as the shaders compute it); else the whole grid."""
+    if not inner or b >= n:
+        return tuple(groups)
+    total = int(groups[0]) * int(groups[1]) * int(groups[2])
+    g = min(total, -(-b * total // (n * inner)) * inner)
+    gx = min(g, int(groups[0]))
+    return gx, -(-g // gx), 1
+
+
 class Recorder:
     """Records a model's command buffers (freed with the model): copies between staging and the
     arenas, and the dispatches with their barriers."""
@@ -64,6 +76,7 @@ class Recorder:
         self.pool = res.command_pool()      # the model's own: models sharing a Device never share a pool
         self.access = hazards.arena_access(bundle)
         self.native = iospec.batch_native(bundle)      # one arena; each dispatch covers every item
+        self.max_items = bundle.options.get("max_batch", 1)
         self.all_barriers = os.environ.get("GPUC_ALL_BARRIERS", "") not in ("", "0")
 
     def barriers_before(self, first: int, last: int) -> list[bool]:
@@ -139,9 +152,13 @@ class Recorder:
             if need[i - first]:
                 barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
             pipes.bind(cmd, disp.shader, disp.push_constants)
-            for item in range(1 if self.native else items):    # batch-native: one dispatch, every item
-                pipes.bind_set(cmd, disp.shader, sets.set(item, i))
-                vk.lib.vkCmdDispatch(cmd, *disp.groups)
+            if self.native:                 # one dispatch computes the items (a prefix of its grid for b < N)
+                pipes.bind_set(cmd, disp.shader, sets.set(0, i))
+                vk.lib.vkCmdDispatch(cmd, *item_groups(disp.groups, disp.item_inner, items, self.max_items))
+            else:
+                for item in range(items):
+                    pipes.bind_set(cmd, disp.shader, sets.set(item, i))
+                    vk.lib.vkCmdDispatch(cmd, *disp.groups)
             if pool is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, i + 1)
 

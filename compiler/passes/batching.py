@@ -64,10 +64,12 @@ class Rewrite:
         self.form: dict[int, str] = {}       # runtime tensor -> "m" (merged) or "p" (prepended)
         self.views: dict[int, list] = {}     # id(node) -> [(input k, view shape)] read through a RESHAPE
         self.out_views: dict[int, list] = {}     # id(node) -> [output k]: a graph output written prepended
+        self.shared: set[int] = set()        # runtime tensors computed from constants only: one copy for all items
 
     # -- queries on the batch-1 graph ----------------------------------------------------------
     def runtime(self, tid: int) -> bool:
-        return tid >= 0 and (self.graph.t(tid).is_variable or not self.graph.t(tid).is_const)
+        """A per-item tensor (an input, variable or anything computed from them)."""
+        return tid >= 0 and tid not in self.shared and (self.graph.t(tid).is_variable or not self.graph.t(tid).is_const)
 
     def shape(self, tid: int) -> tuple:
         return tuple(self.graph.t(tid).shape)
@@ -152,7 +154,8 @@ class Rewrite:
     # -- apply -------------------------------------------------------------------------------------
     def apply(self) -> None:
         g, n = self.graph, self.n
-        runtime = [t for t in g.tensors if t.is_variable or not t.is_const]
+        runtime = [t for t in g.tensors if (t.is_variable or not t.is_const) and t.id not in self.shared]
+        g.unbatched = set(self.shared)
         for e in self.edits:
             e()
         nodes = []
@@ -484,6 +487,7 @@ def plan(graph: Graph, n: int) -> Rewrite:
                              "axis 0 and needs batch dimension 1 on every input and output)")
             if graph.t(tid).is_const:
                 raise Refuse(f"{kind} {graph.t(tid).name!r} is a constant")
+    outputs = set(graph.outputs)
     for t in graph.tensors:
         if (t.is_variable or not t.is_const) and t.quant is not None and t.quant.per_channel:
             raise Refuse(f"tensor {t.name!r} is quantized per channel at run time")
@@ -492,7 +496,10 @@ def plan(graph: Graph, n: int) -> Rewrite:
         if rule is None:
             raise Refuse(f"{node.label()}: no batch rule for {node.op}")
         if not any(rw.runtime(t) for t in node.inputs) and not any(graph.t(t).is_variable for t in node.outputs):
-            raise Refuse(f"{node.label()}: computes a runtime tensor from constants only")
+            if outputs & set(node.outputs):
+                raise Refuse(f"{node.label()}: a model output computed from constants only")
+            rw.shared.update(t for t in node.outputs if t >= 0)     # the same for every item: computed once
+            continue
         rw.place(node, rule(rw, node))
     return rw
 

@@ -84,7 +84,11 @@ def broadcast():
     e = n.op("SUB", [d, n.c(rnd((8,), 9))], (4, 6, 8))
     s = n.op("SQUARED_DIFFERENCE", [n.reshape(a, (24, 8)), n.reshape(m, (8,))], (24, 8))
     q = n.op("LOGISTIC", [n.op("MAXIMUM", [n.x, n.c(np.float32(0.1))], (1, 4, 6, 8))], (1, 4, 6, 8))
-    for t, k in ((e, 192), (s, 192), (q, 192)):
+    # a tensor computed at run time from constants only (Swin's shifted-window mask): one copy for all items
+    mask = n.op("SELECT_V2", [n.c(np.arange(32).reshape(4, 1, 8) % 3 == 0), n.c(rnd((4, 1, 8), 16)),
+                              n.c(np.float32(-100.0))], (4, 1, 8))
+    w = n.op("ADD", [a, mask], (4, 6, 8))
+    for t, k in ((e, 192), (s, 192), (q, 192), (w, 192)):
         n.keep(t, k)
     return n.finish()
 

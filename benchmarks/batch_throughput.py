@@ -36,7 +36,8 @@ def timed(fn, runs: int) -> float:
 
 def litert(path: str, x: np.ndarray) -> np.ndarray:
     from ai_edge_litert.interpreter import Interpreter
-    it = Interpreter(model_path=path, num_threads=16)
+    # one thread: XNNPACK's idle workers spin for a while after invoke and would slow the next timings
+    it = Interpreter(model_path=path, num_threads=1)
     it.allocate_tensors()
     it.set_tensor(it.get_input_details()[0]["index"], x)
     it.invoke()

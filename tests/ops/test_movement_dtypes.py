@@ -36,9 +36,9 @@ class M:
     def __init__(self, dtype):
         self.mb, self.dtype, self.feeds = ModelBuilder(), dtype, []
 
-    def x(self, shape, dtype=None):
+    def x(self, shape, dtype=None, data=None):
         dtype = dtype or self.dtype
-        self.feeds.append(values(shape, dtype, len(self.feeds)))
+        self.feeds.append(values(shape, dtype, len(self.feeds)) if data is None else np.asarray(data, dtype))
         return self.mb.input(f"x{len(self.feeds)}", shape, dtype)
 
     def c(self, v, dtype="int32"):
@@ -62,6 +62,12 @@ def _gather_axis1(d):
     return m.op("GATHER", [m.x([2, 5]), m.c([4, 0, 1])], [[2, 3]], axis=1)
 
 
+def _gather_runtime64(d):
+    """Indices computed at run time, int64 (bound as word pairs)."""
+    m = M(d)
+    return m.op("GATHER", [m.x([5, 3]), m.x([4], "int64", [4, 0, 2, 4])], [[4, 3]], axis=0)
+
+
 def _fill(d):
     """FILL of a value known at run time (LiteRT's Python API takes no 0-d input: a [1] input RESHAPEd)."""
     m = M(d)
@@ -76,10 +82,13 @@ CASES = {
     "TILE": lambda d: (m := M(d)).op("TILE", [m.x([2, 3]), m.c([2, 3])], [[4, 9]]),
     "GATHER": _gather,
     "GATHER:axis1": _gather_axis1,
+    "GATHER:runtime64": _gather_runtime64,
     "GATHER_ND": lambda d: (m := M(d)).op("GATHER_ND", [m.x([3, 5]), m.c([[2, 1], [0, 4], [1, 3]])], [[3]]),
     "CONCATENATION": lambda d: (m := M(d)).op("CONCATENATION", [m.x([2, 3]), m.x([2, 2]), m.x([2, 1])], [[2, 6]],
                                               axis=1),
     "CONCATENATION:axis0": lambda d: (m := M(d)).op("CONCATENATION", [m.x([1, 3]), m.x([2, 3])], [[3, 3]], axis=0),
+    "CONCATENATION:big": lambda d: (m := M(d)).op("CONCATENATION", [m.x([3, 67]), m.x([3, 1]), m.x([3, 130])],
+                                                  [[3, 198]], axis=1),
     "PACK": lambda d: (m := M(d)).op("PACK", [m.x([3]), m.x([3]), m.x([3])], [[3, 3]], axis=1, values_count=3),
     "UNPACK": lambda d: (m := M(d)).op("UNPACK", [m.x([3, 5])], [[3]] * 5, axis=1, num=5),
     "SPLIT": lambda d: (m := M(d)).op("SPLIT", [m.c([1]), m.x([2, 9])], [[2, 3]] * 3, num_splits=3),
@@ -89,6 +98,8 @@ CASES = {
     "STRIDED_SLICE": lambda d: (m := M(d)).op("STRIDED_SLICE", [m.x([3, 7]), m.c([0, 6]), m.c([3, 0]),
                                                                 m.c([2, -2])], [[2, 3]]),
     "TRANSPOSE": lambda d: (m := M(d)).op("TRANSPOSE", [m.x([2, 3, 5]), m.c([2, 0, 1])], [[5, 2, 3]]),
+    "TRANSPOSE:big": lambda d: (m := M(d)).op("TRANSPOSE", [m.x([9, 53]), m.c([1, 0])], [[53, 9]]),
+    "SLICE:big": lambda d: (m := M(d)).op("SLICE", [m.x([301]), m.c([3]), m.c([295])], [[295]]),
     "RESHAPE": lambda d: (m := M(d)).op("RESHAPE", [m.x([3, 5]), m.c([5, 3])], [[5, 3]], new_shape=[5, 3]),
     "SQUEEZE": lambda d: (m := M(d)).op("SQUEEZE", [m.x([1, 3, 1, 5])], [[3, 5]], squeeze_dims=[0, 2]),
     "EXPAND_DIMS": lambda d: (m := M(d)).op("EXPAND_DIMS", [m.x([3, 5]), m.c([1])], [[3, 1, 5]]),
@@ -116,6 +127,8 @@ CASES = {
 # The dtypes (of ALL) LiteRT's builtin kernels take, where not all of them (probed with the cases above:
 # each other dtype fails LiteRT's Prepare or Invoke)
 LITERT = {
+    "CONCATENATION:big": lambda d: (m := M(d)).op("CONCATENATION", [m.x([3, 67]), m.x([3, 1]), m.x([3, 130])],
+                                                  [[3, 198]], axis=1),
     "PACK": ("int8", "uint8", "int16", "int32", "int64", "float32"),
     "UNPACK": ("bool", "int8", "uint8", "int16", "int32", "float16", "float32"),
     "SPLIT": ("int8", "uint8", "int16", "int32", "int64", "float32"),
@@ -124,7 +137,7 @@ LITERT = {
     "DEPTH_TO_SPACE": ("int8", "uint8", "int32", "int64", "float32"),
     "ZEROS_LIKE": ("int32", "int64", "float32"),
 }
-# variants of an op's case: a few dtypes (one per element width) are enough
+# variants of an op's case: a few dtypes (each element width) are enough
 VARIANT_DTYPES = ("bool", "int16", "int64", "float16")
 
 
@@ -158,3 +171,58 @@ def test_movement_dtype(gpu, case, dtype):
     for o, r in zip(outs, refs):
         assert o.dtype == r.dtype and o.shape == r.shape, (o.dtype, o.shape, r.dtype, r.shape)
         assert o.tobytes() == r.tobytes(), f"{case} {dtype}:\n{o}\nLiteRT:\n{r}"
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_reshape_copy(gpu, dtype):
+    """RESHAPE as a copy kernel (reshape_as_view off; by default it is a view, no dispatch)."""
+    model, feeds = CASES["RESHAPE"](dtype)
+    bundle = gpuc.compile(model, disable_passes=["reshape_as_view"])
+    b = read_bundle(bundle)
+    assert b.stats["cpu_nodes"] == 0 and [d.label.split()[0] for d in b.dispatches] == ["RESHAPE"]
+    m = gpuc.load(bytes(bundle), device=gpu.device)
+    try:
+        out, = m.run([f.copy() for f in feeds])
+    finally:
+        m.close()
+    ref, = run_litert(model, [f.copy() for f in feeds])
+    assert out.dtype == ref.dtype and out.shape == ref.shape and out.tobytes() == ref.tobytes()
+
+
+def _attention_mask(s=13, heads=4):
+    """A DistilBERT-style mask: EQUAL(mask, 0) -> bool [1, s], RESHAPE [1, 1, 1, s], BROADCAST_TO
+    [1, heads, s, s], SELECT_V2 between a large negative value and the attention scores."""
+    mb = ModelBuilder()
+    mask = mb.input("mask", [1, s], "int32")
+    scores = mb.input("scores", [1, heads, s, s], "float32")
+    b = mb.tensor("is_pad", [1, s], "bool")
+    mb.op("EQUAL", [mask, mb.const("zero", np.array(0, np.int32))], [b])
+    b4 = mb.tensor("is_pad4", [1, 1, 1, s], "bool")
+    mb.op("RESHAPE", [b, mb.const("shape4", np.array([1, 1, 1, s], np.int32))], [b4])
+    full = mb.tensor("is_pad_full", [1, heads, s, s], "bool")
+    mb.op("BROADCAST_TO", [b4, mb.const("to", np.array([1, heads, s, s], np.int32))], [full], version=2)
+    y = mb.tensor("masked", [1, heads, s, s], "float32")
+    mb.op("SELECT_V2", [full, mb.const("neg", np.array(-1e9, np.float32)), scores], [y])
+    mb.output(y)
+    mb.output(full)
+    g = np.random.default_rng(5)
+    return mb.finish(), [(g.uniform(0, 1, [1, s]) < 0.6).astype(np.int32),
+                         g.uniform(-3, 3, [1, heads, s, s]).astype(np.float32)]
+
+
+def test_bool_mask_broadcast_on_gpu(gpu):
+    """The BROADCAST_TO of a bool attention mask runs on the GPU (it was a CPU node: a host round trip
+    per run)."""
+    model, feeds = _attention_mask()
+    bundle = gpuc.compile(model)
+    b = read_bundle(bundle)
+    assert b.stats["cpu_nodes"] == 0 and b.stats["host_round_trips"] == 0
+    assert any(d.label.startswith("BROADCAST_TO") for d in b.dispatches)
+    m = gpuc.load(bytes(bundle), device=gpu.device)
+    try:
+        outs = m.run([f.copy() for f in feeds])
+    finally:
+        m.close()
+    refs = run_litert(model, [f.copy() for f in feeds])
+    for o, r in zip(outs, refs):
+        assert o.dtype == r.dtype and o.shape == r.shape and o.tobytes() == r.tobytes()

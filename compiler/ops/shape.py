@@ -93,7 +93,7 @@ def _check_concat(node, graph):
             return f"input shape {list(s)} does not fit output {list(y.shape)} on axis {axis}"
         total += s[axis]
         if graph.t(i).dtype != y.dtype:
-            return f"input {graph.t(i).name!r} has dtype {graph.t(i).dtype}, the output {y.dtype}"
+            return f"input {graph.t(i).name!r} is {graph.t(i).dtype}, the output {y.dtype}"
     if total != y.shape[axis]:
         return "input sizes along the axis do not add up to the output's"
     if y.dtype != "float32" and node.attrs.get("fused_activation_function", 0):

@@ -290,3 +290,18 @@ def test_catalogue_case_batch_native(name):
     with gpuc.load(gpuc.compile(model)) as single, gpuc.load(bn) as batched:
         for b in (N, 2):
             _check_items(single, batched, _inputs(model, b, 7 * b), b)
+
+
+def test_in_place_batch():
+    """input_view / run_in_place / output_view take a batch of a --max-batch bundle: the first b items."""
+    model = MODELS["nhwc"]()
+    with gpuc.load(gpuc.compile(model, max_batch=N)) as m:
+        xs = _inputs(model, 2, 3)
+        want = m.run(xs)
+        v = m.input_view(0, batch=2)
+        assert v.shape == xs[0].shape
+        v[...] = xs[0]
+        m.run_in_place(batch=2)
+        np.testing.assert_array_equal(m.output_view(0, batch=2), want[0])
+        with pytest.raises(gpuc.errors.GpucError, match="outside 1..3"):
+            m.run_in_place(batch=4)

@@ -13,42 +13,43 @@ from gpuc.compiler.ops.util import checked
 
 TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
 SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/conv.py WG_SMEM)
-MAX_ACC = 64                 # output accumulators per invocation (RQ * 4 * CV4)
-FILL_GROUPS = 132            # workgroups worth having in flight (one per SM of an H100) before rows per group grow
+MAX_ACC = 64                 # output accumulators per invocation (RQ * CV)
+FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before rows per group grow
 
 VARIANTS = {
-    "attention": (dict(N=5, M=7, D=20, DV=6, NBATCH=2, QBLOCKS=1, NWG=2, BETA=1.0, RQ=1, CV4=1, VW=8,
-                       DC=16, VK=8, SKV_SIZE=128, Q_T=[1, 2, 100], Q_NT=1, Q_SR=20, Q_SC=1, K_T=[1, 2, 140], K_NT=1,
+    "attention": (dict(N=5, M=7, D=20, DV=6, NBATCH=2, QBLOCKS=1, NWG=2, BETA=1.0, RQ=1, BQ=16, CK=1, BK=8, CV=1,
+                       DC=16, VK=8, SKV_SIZE=144, Q_T=[1, 2, 100], Q_NT=1, Q_SR=20, Q_SC=1, K_T=[1, 2, 140], K_NT=1,
                        K_SJ=20, K_SC=1, V_T=[1, 2, 42], V_NT=1, V_SJ=6, V_SC=1, SC=[0.5, 2.0],
                        Q_OFF=0, K_OFF=0, V_OFF=0, O_T=[1, 2, 30], O_NT=1, O_SR=6, O_SC=1,
                        Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 5, 7],
                        B_FIRST=[0], B_NT=[1], B_SJ=[1],
                        SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));"),
-                  {"QCHUNKS": [1, 2], "RQ": [1, 2, 4], "Q_CFAST": [0, 1], "K_CFAST": [0, 1], "V_CFAST": [0, 1]},
+                  {"QCHUNKS": [1, 2], "Q_CFAST": [0, 1], "K_CFAST": [0, 1], "V_CFAST": [0, 1]},
                   ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=TX * TY)),
 }
 
 
 def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20):
-    """(RQ, CV4, DC, VK, SKV_SIZE) for attention.comp, or None when no tiling fits: BQ = 16 * RQ query
-    rows per workgroup (fewer while that leaves SMs idle), CV4 vec4 output columns per invocation; Q
-    and K staged DC channels at a time (all of D at once, Q loaded once, where it fits); V VK keys at
-    a time.  Shared memory in floats: DC * BQ (Q) + BK * BQ (P) + 4 * SKV_SIZE (K / V) + BQ + NT."""
-    cv4 = -(-dv // (4 * TX))
-    if 4 * cv4 > MAX_ACC:
+    """(RQ, CK, CV, DC, VK, SKV_SIZE) for attention.comp, or None when no tiling fits.  BQ = 16 * RQ
+    query rows and BK = 8 * CK keys per tile; CV value columns per invocation; Q and K are staged DC
+    channels at a time (all of D at once, Q loaded once, where it fits); V VK keys at a time."""
+    cv = -(-dv // TX)
+    if cv > MAX_ACC:
         return None
     rq = 1 if n <= 16 else 2 if n <= 32 else 4
-    while rq > 1 and (4 * rq * cv4 > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
+    while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
         rq //= 2                                 # fewer rows per workgroup: more workgroups in flight
-    bq, bk, vw = TY * rq, 4 * TX, TX * cv4
-    fixed = bk * bq + bq + TX * TY
+    ck = 1 if m <= 8 else 2 if m <= 16 else 4
+    bq, bk = TY * rq, TX * ck
+    ss = bq * (bk + 1) + bq
     for dc in [d] + [c for c in (64, 32, 16, 8) if c < d]:
+        sq = dc * (bq + 1)
         vk = bk
-        while vk > 1 and dc * bq + fixed + 4 * max(dc * TX, vk * vw) > SMEM_FLOATS:
+        while vk > 1 and sq + ss + max(dc * (bk + 1), vk * (dv + 1) + TX) > SMEM_FLOATS:
             vk //= 2
-        skv = max(dc * TX, vk * vw)
-        if dc * bq + fixed + 4 * skv <= SMEM_FLOATS:
-            return rq, cv4, dc, vk, skv
+        skv = max(dc * (bk + 1), vk * (dv + 1) + TX)
+        if sq + ss + skv <= SMEM_FLOATS:
+            return rq, ck, cv, dc, vk, skv
     return None
 
 
@@ -89,7 +90,7 @@ def lower_attention(node, graph):
     y = graph.t(node.outputs[0])
     if y.size == 0:
         return []
-    rq, cv4, dc, vk, skv = plan_tiles(n, m, d, dv, nb)
+    rq, ck, cv, dc, vk, skv = plan_tiles(n, m, d, dv, nb)
     bq = TY * rq
     qblocks = -(-n // bq)
     consts: list[float] = []
@@ -101,7 +102,7 @@ def lower_attention(node, graph):
         acc += len(s["terms"])
     defines = dict(
         N=n, M=m, D=d, DV=dv, NBATCH=nb, QBLOCKS=qblocks, NWG=nb * qblocks, BETA=float(a["beta"]),
-        RQ=rq, CV4=cv4, VW=TX * cv4, DC=dc, QCHUNKS=-(-d // dc), VK=vk, SKV_SIZE=skv,
+        RQ=rq, BQ=bq, CK=ck, BK=TX * ck, CV=cv, DC=dc, QCHUNKS=-(-d // dc), VK=vk, SKV_SIZE=skv,
         Q_T=_terms(q["terms"]), Q_NT=len(q["terms"]), Q_SR=q["sr"], Q_SC=q["sc"], Q_CFAST=int(q["sc"] == 1),
         K_T=_terms(k["terms"]), K_NT=len(k["terms"]), K_SJ=k["sr"], K_SC=k["sc"], K_CFAST=int(k["sc"] == 1),
         V_T=_terms(v["terms"]), V_NT=len(v["terms"]), V_SJ=v["sr"], V_SC=v["sc"], V_CFAST=int(v["sc"] == 1),

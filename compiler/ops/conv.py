@@ -249,7 +249,8 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
     defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=px, CG=cg, OXB=oxb, VEC=int(vec),
                    HAS_BIAS=int(bias is not None), **epilogue(node, binds))
     vec4 = ("out_", "x", "w", "bias", "res") if vec else ()
-    return Kernel("depthwise", binds, geo["N"] * geo["OH"] * oxb * cg, defines, node.label(), vec4=vec4)
+    return apply_chain(Kernel("depthwise", binds, geo["N"] * geo["OH"] * oxb * cg, defines, node.label(), vec4=vec4),
+                       node, graph)        # a fused elementwise chain last (ops/epi_chain.py)
 
 
 @register("CONV_2D", "DEPTHWISE_CONV_2D", check=_check_conv, inputs=(2, 3), optional=(2,), summary="NHWC conv, groups, dilation, SAME/VALID")

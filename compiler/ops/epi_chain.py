@@ -1,5 +1,6 @@
 """A fused elementwise chain in a GEMM-like kernel's epilogue (Node.epilogue.chain, made by
-passes/gemm_epilogue.py; shaders/epi_chain.glsl, called last by gemm.comp and batch_matmul.comp).
+passes/gemm_epilogue.py; shaders/epi_chain.glsl, called last by gemm.comp, depthwise.comp and
+batch_matmul.comp).
 
 The chain is ops/ew_fused.py's step list with operand ("x", 0) the kernel's own result v (after
 bias, activation and residual) and ("x", k) chain input k - 1, bound as e<k> and read at the element
@@ -96,10 +97,12 @@ def _sample(nin: int) -> dict:
 _EBIND = [f"e{k}" for k in range(1, MAX_INPUTS)]
 _GEMM = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, GM=9, GN=6, GK=36, GROUPS=2,
              LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8, TM=2, TN=2, TILES_M=2, TILES_N=1, NWG=4, VEC_A=0, B_T=1)
+_DW = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, CI=4, CO=8, MULT=2, CG=2, OXB=1,
+           HAS_BIAS=1)
 _CM = dict(_GEMM, COOPMAT=1, CM_WM=2, CM_WN=1, CM_TM=1, CM_TN=2, CM_SG=32, BM=32, BN=32, BK=32, KS=1, TM=1, TN=1,
            TILES_M=1, TILES_N=1, NWG=2)
-# `make shaders`: gemm.comp (plain and cooperative-matrix paths) and batch_matmul.comp with a chain of
-# 1 and 7 operands (every input binding used once)
+# `make shaders`: gemm.comp (plain and cooperative-matrix paths), depthwise.comp (and batch_matmul.comp,
+# ops/batch_matmul.py) with a chain of 1 and 7 operands (every input binding used once)
 VARIANTS = {}
 for _n in (1, MAX_INPUTS):
     VARIANTS[f"gemm:chain{_n}"] = (
@@ -111,3 +114,7 @@ for _n in (1, MAX_INPUTS):
         dict(_CM, **_sample(_n)), {"IM2COL": [0, 1], "RESIDUAL": [0, 1], "CM_EMULATE": [0, 1]},
         ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {"x": "float16", "w": "float16"},
         lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"]))
+    VARIANTS[f"depthwise:chain{_n}"] = (
+        dict(_DW, **_sample(_n)), {"VEC": [0, 1], "PX": [1, 3], "RESIDUAL": [0, 1], "EPI_R16": [0, 1]},
+        ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {},
+        lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ()))

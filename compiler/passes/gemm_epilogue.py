@@ -1,5 +1,5 @@
-"""fuse_gemm_epilogue: a GEMM-like node (FULLY_CONNECTED, CONV_2D, BATCH_MATMUL: the gemm and
-batch_matmul templates) absorbs the elementwise work that alone reads its result, as a chain computed
+"""fuse_gemm_epilogue: a GEMM-like node (FULLY_CONNECTED, CONV_2D, BATCH_MATMUL, DEPTHWISE_CONV_2D: the
+gemm, batch_matmul and depthwise templates) absorbs the elementwise work that alone reads its result, as a chain computed
 per output element in its epilogue (Node.epilogue.chain; ops/epi_chain.py, shaders/epi_chain.glsl).
 So GELU in any form (the builtin, approximate or not, or decomposed into MUL / ADD / TANH / POW ...
 steps), a constant bias or positional ADD, a scale, a residual or mask ADD and any activation after
@@ -9,8 +9,8 @@ Runs after fuse_elementwise and fuse_reduce_prologue, so the consumer is one ele
 FUSED_ELEMENTWISE chain or a single fusible op of compiler/ew_table.py.  Fused when all of these hold:
 - the producer's result (with its RESHAPE / SQUEEZE / EXPAND_DIMS views) is read by that one node
   only, and none of them is a graph output or a variable;
-- the consumer reads it with the shape of its own output (one value per output element; the element
-  count is the producer's, so a view's linear index is the producer's);
+- the consumer reads it with as many elements as its own output has (one value per output element,
+  so a view's linear index, or [8, 49, 49] broadcast to [1, 8, 49, 49], is the producer's);
 - every tensor involved is float32 without fake quantization (quantized programs keep their steps);
 - the chain's other inputs are float32 tensors that broadcast to their step's shape (at most
   MAX_CHAIN_INPUTS), scalar constants are inlined as in FUSED_ELEMENTWISE;
@@ -32,7 +32,7 @@ from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.epi_chain import chain_reason
 from gpuc.compiler.passes.ew_fusion import FUSED_OP, _external, _fusible, _step
 
-HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL"}
+HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL", "DEPTHWISE_CONV_2D"}
 
 
 def _consumer_steps(graph: Graph, c: Node):
@@ -76,8 +76,8 @@ def _try(graph: Graph, p: Node, readers: dict, prod: dict) -> bool:
     y = graph.t(c.outputs[0])
     if not _plain(graph, y.id) or y.size != graph.t(tid).size or any(s.get("fq") is not None for s in steps):
         return False
-    if any(i in views and tuple(graph.t(i).shape) != tuple(y.shape) for i in ext):
-        return False                         # read broadcast, or as another shape: not one value per element
+    if any(i in views and graph.t(i).size != y.size for i in ext):
+        return False                         # read broadcast: not one value per output element
     if any(i not in views and not _plain(graph, i) and not graph.t(i).is_const for i in ext):
         return False
     ep, pinned = p.epilogue, graph.fp32_pinned
@@ -102,7 +102,8 @@ def _try(graph: Graph, p: Node, readers: dict, prod: dict) -> bool:
     if chain_reason(graph, graph.t(tid).size, chain, inputs) is not None:
         return False
     # the producer must run after every chain input is made: else it moves to the consumer's place
-    late = any(i in prod and _index(graph.nodes, prod[i]) > _index(graph.nodes, p) for i, _ in inputs)
+    late = any(_index(graph.nodes, prod[st]) > _index(graph.nodes, p) for i, _ in inputs
+               for st in [graph.storage(i)] if st in prod)      # (a view: its base's producer)
     if late and any(i >= 0 and graph.t(i).is_variable for i in p.inputs):
         return False
     saved = (ep.chain, ep.chain_inputs, ep.chain_r16, list(p.outputs))

@@ -315,21 +315,48 @@ def test_chain_grows_across_views():
     close_to_litert(outs, model, xs)
 
 
-def test_producer_moves_to_a_chain_input_made_after_it():
-    """ADD(matmul, softmax(z)) with the SOFTMAX after the matmul in the model: the matmul runs later."""
+@pytest.mark.parametrize("view", [False, True])
+def test_producer_moves_to_a_chain_input_made_after_it(view):
+    """ADD(matmul, softmax(z)) with the SOFTMAX after the matmul in the model (view: read through a
+    RESHAPE, as Swin's shifted-window mask is): the matmul runs after it."""
     mb = ModelBuilder()
-    a, b, z = mb.input("a", [3, 4, 5]), mb.input("b", [3, 5, 6]), mb.input("z", [3, 4, 6])
+    a, b = mb.input("a", [3, 4, 5]), mb.input("b", [3, 5, 6])
+    z = mb.input("z", [3, 24] if view else [3, 4, 6])
     y = mb.tensor("y", [3, 4, 6])
     mb.op("BATCH_MATMUL", [a, b], [y])
-    sz = mb.tensor("sz", [3, 4, 6])
+    sz = mb.tensor("sz", [3, 24] if view else [3, 4, 6])
     mb.op("SOFTMAX", [z], [sz], beta=1.0)
+    if view:
+        v = mb.tensor("v", [3, 4, 6])
+        mb.op("RESHAPE", [sz, mb.const("sh", np.array([3, 4, 6], np.int32))], [v])
+        sz = v
     o = mb.tensor("o", [3, 4, 6])
     mb.op("ADD", [y, sz], [o])
     mb.output(o)
-    model, xs = mb.finish(), [rand(3, 4, 5), rand(3, 5, 6), rand(3, 4, 6)]
+    model, xs = mb.finish(), [rand(3, 4, 5), rand(3, 5, 6), rand(3, 24) if view else rand(3, 4, 6)]
     assert fused_ops(model) == ["SOFTMAX", "BATCH_MATMUL"]
     outs, d_on, d_off = on_off(model, xs)
     assert (d_on, d_off) == (2, 3)
+    close_to_litert(outs, model, xs)
+
+
+def test_residual_view_made_after_the_conv():
+    """fuse_add_epilogue: a residual read through a RESHAPE of a tensor made after the conv is not
+    folded into the conv (which would read it before it is written)."""
+    mb = ModelBuilder()
+    x, z = mb.input("x", [1, 3, 3, 4]), mb.input("z", [9, 4])
+    a = mb.tensor("a", [1, 3, 3, 4])
+    mb.op("CONV_2D", [x, mb.const("w", rand(4, 1, 1, 4)), mb.const("b", rand(4))], [a], padding="VALID",
+          stride_h=1, stride_w=1)
+    sz = mb.tensor("sz", [9, 4])
+    mb.op("SOFTMAX", [z], [sz], beta=1.0)
+    v = mb.tensor("v", [1, 3, 3, 4])
+    mb.op("RESHAPE", [sz, mb.const("sh", np.array([1, 3, 3, 4], np.int32))], [v])
+    o = mb.tensor("o", [1, 3, 3, 4])
+    mb.op("ADD", [a, v], [o])
+    mb.output(o)
+    model, xs = mb.finish(), [rand(1, 3, 3, 4), rand(9, 4)]
+    outs, _, _ = on_off(model, xs)
     close_to_litert(outs, model, xs)
 
 
@@ -423,36 +450,32 @@ def test_refused_quantized():
     assert np.abs(outs[0].astype(np.int32) - ref.astype(np.int32)).max() <= 1
 
 
-def test_depthwise_is_no_host():
-    """DEPTHWISE_CONV_2D has its own epilogue template: a GELU after it stays a dispatch."""
+@pytest.mark.parametrize("ci,mult", [(4, 1), (6, 1), (3, 2)])
+@pytest.mark.parametrize("tail", ["gelu_exact", "silu", "bias_gelu"])
+def test_depthwise_tail_is_one_dispatch(ci, mult, tail):
+    """DEPTHWISE_CONV_2D's vec4 path (CO % 4 == 0, multiplier 1) and scalar path."""
+    co = ci * mult
     mb = ModelBuilder()
-    x = mb.input("x", [1, 5, 5, 4])
-    a = mb.tensor("a", [1, 5, 5, 4])
-    mb.op("DEPTHWISE_CONV_2D", [x, mb.const("w", rand(1, 3, 3, 4)), mb.const("b", rand(4))], [a], padding="SAME",
-          stride_h=1, stride_w=1, depth_multiplier=1)
-    mb.output(gelu(False)(Tail(mb, [1, 5, 5, 4]), a))
-    assert fused_ops(mb.finish()) == ["DEPTHWISE_CONV_2D", "GELU"]
+    x = mb.input("x", [1, 5, 5, ci])
+    a = mb.tensor("a", [1, 5, 5, co])
+    mb.op("DEPTHWISE_CONV_2D", [x, mb.const("w", rand(1, 3, 3, co)), mb.const("b", rand(co))], [a], padding="SAME",
+          stride_h=1, stride_w=1, depth_multiplier=mult)
+    mb.output(TAILS[tail](Tail(mb, [1, 5, 5, co]), a))
+    model, xs = mb.finish(), [rand(1, 5, 5, ci)]
+    assert fused_ops(model) == ["DEPTHWISE_CONV_2D"]
+    outs, d_on, d_off = on_off(model, xs)
+    assert (d_on, d_off) == (1, 2)
+    close_to_litert(outs, model, xs)
 
 
-def test_shared_value_read_outside_its_group_stays():
-    """fuse_elementwise: z = x / sqrt(2) read by three steps of one chain joins it (the erf form); read
-    by a SOFTMAX too, it stays its own kernel and the chain after the FC stops at it."""
-    for outside in (False, True):
-        mb = ModelBuilder()
-        x = mb.input("x", [4, 8])
-        a = mb.tensor("a", [4, 12])
-        mb.op("FULLY_CONNECTED", [x, mb.const("w", rand(12, 8, lo=-0.5, hi=0.5)), mb.const("b", rand(12))], [a])
-        tl = Tail(mb, [4, 12])
-        z = tl.op("DIV", [a, 1.4142135623730951])
-        mb.output(tl.op("MUL", [tl.op("ABS", [z]), tl.op("MUL", [z, tl.op("SIGN", [z])])]))
-        if outside:
-            mb.output(tl.op("SOFTMAX", [z], beta=1.0))
-        model, xs = mb.finish(), [rand(4, 8)]
-        ops = fused_ops(model)
-        assert ops == (["FULLY_CONNECTED", "FUSED_ELEMENTWISE", "SOFTMAX"] if outside else ["FULLY_CONNECTED"])
-        outs, d_on, d_off = on_off(model, xs)
-        assert d_on == len(ops)
-        close_to_litert(outs, model, xs)
+def test_pool_is_no_host():
+    """A producer without an epilogue chain (pooling): the GELU after it stays a dispatch."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4, 4, 4])
+    a = mb.tensor("a", [1, 2, 2, 4])
+    mb.op("AVERAGE_POOL_2D", [x], [a], padding="VALID", stride_h=2, stride_w=2, filter_height=2, filter_width=2)
+    mb.output(gelu(False)(Tail(mb, [1, 2, 2, 4]), a))
+    assert fused_ops(mb.finish()) == ["AVERAGE_POOL_2D", "GELU"]
 
 
 # ---- pieces ---------------------------------------------------------------------------------------------

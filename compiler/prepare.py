@@ -164,7 +164,9 @@ class Prepared:
     def stats(self) -> dict:
         """The bundle's front-half stats: ops, gpu_nodes, warnings (when any)."""
         warnings = self.front.warnings + self.lowering.warnings
-        return {"ops": self.front.ops, "gpu_nodes": self.lowering.gpu_nodes,
+        batch = ({"batch": "native"} if self.graph.items > 1 else
+                 {"batch": "replicated", "batch_refusal": self.graph.batch_refusal} if self.graph.batch_refusal else {})
+        return {"ops": self.front.ops, "gpu_nodes": self.lowering.gpu_nodes, **batch,
                 **({"warnings": warnings} if warnings else {})}
 
 
@@ -179,6 +181,7 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     specialize(graph, opts.get("input_shapes"))   # -1 dims take concrete shapes; shapes downstream recomputed
     n_tensors = len(graph.tensors)
     graph.precision = opts["precision"]
+    graph.items = int(opts.get("max_batch", 1))    # passes/batching.py: one program for the N items
     progress.stage(f"running passes ({len(graph.nodes)} ops)")
     front = prepare_graph(model, graph, opts["disable_passes"], warn=warn, expose_intermediates=expose_intermediates)
     progress.stage("lowering")

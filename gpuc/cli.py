@@ -291,7 +291,8 @@ def profile_cmd(bundle, inputs, runs, device, as_json, as_csv):
             click.echo(f"{x['index']},\"{x['op']}\",{x['shader']},{x['us']:.3f},{x['raw_us']:.3f},{x['percent']:.2f},"
                        f"{x['gb_per_s'] or ''},{x['gflop_per_s'] or ''}")
         return
-    click.echo(f"device {r['device']}: {r['dispatches']} dispatches, sum {r['sum_dispatch_ms']:.3f} ms; "
+    batch = f" for {r['items']} items ({r['recorded_dispatches']} recorded)" if r["items"] > 1 else ""
+    click.echo(f"device {r['device']}: {r['dispatches']} dispatches{batch}, sum {r['sum_dispatch_ms']:.3f} ms; "
                f"GPU time of a plain run {r['run_gpu_ms']:.3f} ms (raw timestamp sum {r['raw_sum_dispatch_ms']:.3f} ms, "
                f"{r['probe_us']:.2f} us per timestamp taken off each row)")
     click.echo(f"{'#':>4} {'us':>9} {'%':>6} {'GB/s':>8} {'GFLOP/s':>9}  shader / op / shapes")

@@ -187,10 +187,10 @@ class LoadedModel:
         b, d = self.bundle, self.device
         check_alignment(d)
         self.resources = res = Resources(d)
-        self.max_batch = batch.max_batch(b)         # > 1: one arena per batch item, weights shared
+        self.max_batch = batch.max_batch(b)         # > 1: batch-native, or one arena per item (runtime/batch.py)
         self._inputs, in_bytes = iospec.layout(b, b.inputs, self.max_batch)
         self._outputs, out_bytes = iospec.layout(b, b.outputs, self.max_batch)
-        self.arenas = Arenas(res, b, self.max_batch)
+        self.arenas = Arenas(res, b, batch.arena_count(b))
         self.timestamps = commands.timestamps_supported(d)
         self.slots = Slots(d, [Slot(res, self._inputs, self._outputs, (in_bytes, out_bytes), self.max_batch,
                                     self.timestamps) for _ in range(self.n_slots)], self._timeout)

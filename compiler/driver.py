@@ -173,7 +173,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
                  weights_bytes=int(weights.nbytes), views=len(graph.aliases),
                  in_place=mem.in_place)
     if graph.items > 1:                       # runtime/batch.py: one arena, every dispatch covers the items
-        options = dict(options, batch_native=True)
+        options = dict(options, batch_native=True, max_batch=graph.items)     # (--dynamic: the batch bound)
     b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,

@@ -91,7 +91,7 @@ def _timeout_option(fn):
 @click.argument("model", type=click.Path(dir_okay=False))
 @_click_options(COMPILE_OPTIONS)
 @guarded
-def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, quiet):
+def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, dynamic, quiet):
     """Compile MODEL (.tflite) into a bundle."""
     require_compiler("gpuc compile")
     from gpuc.compiler import compile_model, last_compile
@@ -99,11 +99,12 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, i
     with progress.reporting(progress.terminal(not quiet)):       # stages on stderr, on a terminal only
         data = compile_model(model, output=output, cache=not no_cache, precision=precision,
                              disable_passes=list(disable_passes), max_batch=max_batch,
-                             input_shapes=list(input_shapes))
+                             input_shapes=list(input_shapes), dynamic=list(dynamic))
     dt = time.perf_counter() - t0
     if not quiet:
+        bound = max([max_batch] + [int(str(d).rpartition("<=")[2]) for d in dynamic if str(d).rpartition("<=")[2].isdigit()])
         for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",
-                                    max_batch):
+                                    bound):
             click.echo(line)
 
 

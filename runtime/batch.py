@@ -63,6 +63,11 @@ def io_problem(bundle) -> str | None:
     return None
 
 
+def batch_command(model, slot, b):
+    """The cached command buffer of a whole b-item run through slot's staging (run_in_place)."""
+    return _batch_cmd(model, slot, b)
+
+
 def _batch_cmd(model, slot, b):
     """The cached host-I/O command buffer for b items."""
     if b == 1:

@@ -268,3 +268,40 @@ def test_refused_op_falls_back_to_replication():
     assert stats.get("batch") == "replicated" and "SPACE_TO_BATCH_ND" in stats.get("batch_refusal", "")
     with gpuc.load(gpuc.compile(model)) as single, gpuc.load(bn) as batched:
         _check_items(single, batched, _inputs(model, N, 5), N)
+
+
+def _catalogue_batchable():
+    from helpers.catalogue import CASES
+    out = []
+    for name, make in CASES.items():
+        c = make()
+        if all(x.shape and x.shape[0] == 1 for x in c.inputs) and all(s and s[0] == 1 for s in c.out_shapes):
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("name", _catalogue_batchable())
+def test_catalogue_case_batch_native(name):
+    """Every single-op case of the op catalogue with batch-1 I/O, batch-native, item by item."""
+    from helpers.catalogue import CASES
+    model = CASES[name]().model
+    bn = gpuc.compile(model, max_batch=N)
+    assert read_bundle(bn).stats.get("batch") == "native", read_bundle(bn).stats.get("batch_refusal")
+    with gpuc.load(gpuc.compile(model)) as single, gpuc.load(bn) as batched:
+        for b in (N, 2):
+            _check_items(single, batched, _inputs(model, b, 7 * b), b)
+
+
+def test_in_place_batch():
+    """input_view / run_in_place / output_view take a batch of a --max-batch bundle: the first b items."""
+    model = MODELS["nhwc"]()
+    with gpuc.load(gpuc.compile(model, max_batch=N)) as m:
+        xs = _inputs(model, 2, 3)
+        want = m.run(xs)
+        v = m.input_view(0, batch=2)
+        assert v.shape == xs[0].shape
+        v[...] = xs[0]
+        m.run_in_place(batch=2)
+        np.testing.assert_array_equal(m.output_view(0, batch=2), want[0])
+        with pytest.raises(gpuc.errors.GpucError, match="outside 1..3"):
+            m.run_in_place(batch=4)

@@ -22,8 +22,11 @@ def profile(model, inputs, runs: int = 10) -> dict:
     try:
         pool = model.resources.query_pool(n + 1)
         cmd = model.recorder.record(slot, pool, every_dispatch=True, items=items, cmd_pool=slot.command_pool())
-        for view, a in zip(slot.in_rows, arrays):
-            view[:items] = a
+        if model.max_batch > 1:
+            for rows, a in zip(slot.in_rows, arrays):
+                rows[:items] = a
+        else:
+            slot.write_inputs(arrays)
         samples = []
         for _ in range(runs + 1):
             model.device.submit(cmd, slot.fence)

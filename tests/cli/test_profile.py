@@ -61,3 +61,20 @@ def test_profile_takes_a_batch_of_a_max_batch_bundle(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["items"] == 5 and rep["dispatches"] == rep["recorded_dispatches"] == len(rep["rows"]) == 3
+
+
+def test_profile_of_an_input_with_a_leading_dim_above_one(tmp_path):
+    """A batch-1 bundle whose input is [8, 8] (no --max-batch): the input is one item, whatever axis 0 is."""
+    import numpy as np
+    from helpers.builder import ModelBuilder
+    mb = ModelBuilder()
+    x = mb.input("x", (8, 8))
+    y = mb.tensor("y", (8, 4))
+    mb.op("FULLY_CONNECTED", [x, mb.const("w", np.ones((4, 8), np.float32)), -1], [y])
+    mb.output(y)
+    from gpuc.runtime.profile import profile
+    with gpuc.load(gpuc.compile(mb.finish(), cache=False)) as m:
+        if not m.timestamps:
+            return
+        r = profile(m, [np.ones((8, 8), np.float32)], runs=1)
+    assert r["items"] == 1 and r["dispatches"] == 1

@@ -44,16 +44,44 @@
 #endif
 #define BKT BK
 #define NT (CM_WM * CM_WN * CM_SG)   // == local_size_x
+// Shared: A as [BM][SA_LD] halves, then B as [BK][SB_LD] (B_T=0) or [BN][SB_LD] (B_T=1: column-major,
+// as the runtime weights are laid out), all in f16vec4 units (rows padded by 8 halves: 16-byte
+// aligned rows whose 8-row groups fall on distinct banks).
 #define SA_LD (BK + 8)
+#if B_T
+#define SB_LD (BK + 8)
+#define SB_SIZE (BN * SB_LD)
+#else
 #define SB_LD (BN + 8)
-shared float16_t smem_a[BM * SA_LD];
-shared float16_t smem_b[BK * SB_LD];
+#define SB_SIZE (BK * SB_LD)
+#endif
+#define SB_OFF (BM * SA_LD)
+shared f16vec4 smem_h[(SB_OFF + SB_SIZE) / 4];
 shared float smem_c[CM_WM * CM_WN * 256];
 #else
 #define BMT (BM / TM)
 #define BNT (BN / TN)
 #define BKT (BK * KS)
 #define NT (BMT * BNT * KS)          // == local_size_x
+#if TM % 4 == 0 && TN % 4 == 0 && KS == 1
+#define TILE4 1
+#else
+#define TILE4 0
+#endif
+#if TILE4
+// TILE4 (register blocks made of 4-row x 4-column quads, KS = 1): shared memory holds two buffers
+// (the next K chunk is stored into one while the other is read: one barrier per chunk), each A as
+// [BK][BM+4] and B as [BK][BN+4], read as vec4: thread (ty, tx) owns rows q*BM/(TM/4) + ty*4 + 0..3
+// and columns p*BN/(TN/4) + tx*4 + 0..3.  The +4 pads keep the transposing stores conflict-free.
+#define SA_STRIDE (BM + 4)
+#define SB_STRIDE (BN + 4)
+#define SB_OFF (BK * SA_STRIDE)
+#define SBUF (SB_OFF + BK * SB_STRIDE)
+#define SA_ROW(kr) ((kr) * SA_STRIDE)
+#define SB_ROW(kr) (SB_OFF + (kr) * SB_STRIDE)
+shared vec4 smem4[SBUF / 2];
+#define SMEM_ST(i, v) smem4[(i) >> 2][(i) & 3] = (v)
+#else
 // Shared layout: per K-slice, A as [BK][BM+1] then B as [BK][BN].  Slices are padded so that the
 // slices sharing a warp (KS > 1 with fewer than 32 invocations per slice) read distinct banks.
 #define SA_STRIDE (BM + 1)
@@ -69,9 +97,16 @@ shared float smem_c[CM_WM * CM_WN * 256];
 #define SMEM_SIZE SMEM_AB
 #endif
 shared float smem[SMEM_SIZE];
+#define SMEM_ST(i, v) smem[i] = (v)
+#endif
 #endif
 
-#if VEC_A
+// Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied).
+// COOPMAT: A and B move as raw f16vec4 groups of 4 consecutive k (A, B_T=1) or n (B_T=0).
+#if COOPMAT
+#define A_W (BKT / 4)
+#define AVEC f16vec4
+#elif VEC_A
 #define A_W (BKT / 4)
 #define AVEC vec4
 #else
@@ -81,7 +116,14 @@ shared float smem[SMEM_SIZE];
 #define A_N (A_W * BM)
 #define A_PER ((A_N + NT - 1) / NT)
 
-#if B_T
+#if COOPMAT && B_T
+#define B_N (BKT / 4 * BN)
+#define BVEC f16vec4
+#elif COOPMAT
+#define B_W (BN / 4)
+#define B_N (B_W * BKT)
+#define BVEC f16vec4
+#elif B_T
 #define B_N (BKT * BN)
 #define BVEC float
 #else
@@ -120,16 +162,37 @@ void init_a(int m0, int g) {
     }
 }
 
+#if COOPMAT && !VEC_A
+// One element A[row i][k] (zero outside the matrix / the padded image), raw float16.
+float16_t a_elem(int i, int k) {
+    if (k >= GK) return float16_t(0.0);
+#if IM2COL
+    int ci = k % CIG;
+    int t = k / CIG;
+    int iy = a_iy[i] + (t / KW) * DH;
+    int ix = a_ix[i] + (t % KW) * DW;
+    if (iy < 0 || iy >= H || ix < 0 || ix >= W) return float16_t(0.0);
+    return x[a_base[i] + (iy * W + ix) * LDA + ci];
+#else
+    return x[a_base[i] + k];
+#endif
+}
+#endif
+
 void load_a(int kb) {
     int tid = int(gl_LocalInvocationIndex);
     for (int i = 0; i < A_PER; ++i) {
         int e = tid + i * NT;
-#if VEC_A
+#if VEC_A || COOPMAT
         int k = kb + (e % A_W) * 4;
 #else
         int k = kb + e % A_W;
 #endif
         AVEC v = AVEC(0.0);
+#if COOPMAT && !VEC_A
+        if (a_base[i] >= 0)
+            v = f16vec4(a_elem(i, k), a_elem(i, k + 1), a_elem(i, k + 2), a_elem(i, k + 3));
+#else
         if (a_base[i] >= 0 && k < GK) {
 #if IM2COL
             int ci = k % CIG;
@@ -138,56 +201,64 @@ void load_a(int kb) {
             int ix = a_ix[i] + (t % KW) * DW;
             if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
                 int addr = a_base[i] + (iy * W + ix) * LDA + ci;
-#if VEC_A
+#if COOPMAT
+                v = x[addr >> 2];
+#elif VEC_A
                 v = LD(x, addr >> 2);
 #else
                 v = LD(x, addr);
 #endif
             }
-#else
-#if VEC_A
+#elif COOPMAT
+            v = x[(a_base[i] + k) >> 2];
+#elif VEC_A
             v = LD(x, (a_base[i] + k) >> 2);
 #else
             v = LD(x, a_base[i] + k);
 #endif
-#endif
         }
+#endif
         ra[i] = v;
     }
 }
 
-void store_a() {
+void store_a(int buf) {
     int tid = int(gl_LocalInvocationIndex);
     for (int i = 0; i < A_PER; ++i) {
         int e = tid + i * NT;
         if (e < A_N) {
             int row = e / A_W;
-#if COOPMAT && VEC_A
-            int o = row * SA_LD + (e % A_W) * 4;
-            smem_a[o] = float16_t(ra[i].x);
-            smem_a[o + 1] = float16_t(ra[i].y);
-            smem_a[o + 2] = float16_t(ra[i].z);
-            smem_a[o + 3] = float16_t(ra[i].w);
-#elif COOPMAT
-            smem_a[row * SA_LD + e % A_W] = float16_t(ra[i]);
+#if COOPMAT
+            smem_h[(row * SA_LD + (e % A_W) * 4) >> 2] = ra[i];
 #elif VEC_A
             int kr = (e % A_W) * 4;
-            smem[SA_ROW(kr) + row] = ra[i].x;
-            smem[SA_ROW(kr + 1) + row] = ra[i].y;
-            smem[SA_ROW(kr + 2) + row] = ra[i].z;
-            smem[SA_ROW(kr + 3) + row] = ra[i].w;
+            SMEM_ST(buf + SA_ROW(kr) + row, ra[i].x);
+            SMEM_ST(buf + SA_ROW(kr + 1) + row, ra[i].y);
+            SMEM_ST(buf + SA_ROW(kr + 2) + row, ra[i].z);
+            SMEM_ST(buf + SA_ROW(kr + 3) + row, ra[i].w);
 #else
-            smem[SA_ROW(e % A_W) + row] = ra[i];
+            SMEM_ST(buf + SA_ROW(e % A_W) + row, ra[i]);
 #endif
         }
     }
 }
 
+#if COOPMAT && B_T
+float16_t b_elem(int n, int k, int g) {
+    return k < GK ? w[(g * GN + n) * GK + k] : float16_t(0.0);
+}
+#endif
+
 void load_b(int kb, int n0, int g) {
     int tid = int(gl_LocalInvocationIndex);
     for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
-#if B_T
+#if COOPMAT && B_T
+        int k = kb + (e % (BKT / 4)) * 4;
+        int n = n0 + e / (BKT / 4);
+        f16vec4 v = f16vec4(0.0);
+        if (e < B_N && n < GN) v = f16vec4(b_elem(n, k, g), b_elem(n, k + 1, g), b_elem(n, k + 2, g), b_elem(n, k + 3, g));
+#elif B_T
         int k = kb + e % BKT;
         int n = n0 + e / BKT;
         float v = 0.0;
@@ -195,28 +266,30 @@ void load_b(int kb, int n0, int g) {
 #else
         int k = kb + e / B_W;
         int n = n0 + (e % B_W) * 4;
-        vec4 v = vec4(0.0);
+        BVEC v = BVEC(0.0);
+#if COOPMAT
+        if (e < B_N && k < GK && n < GNP) v = w[((g * GK + k) * GNP + n) >> 2];
+#else
         if (e < B_N && k < GK && n < GNP) v = LD(w, ((g * GK + k) * GNP + n) >> 2);
+#endif
 #endif
         rb[i] = v;
     }
 }
 
-void store_b() {
+void store_b(int buf) {
     int tid = int(gl_LocalInvocationIndex);
     for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
         if (e < B_N) {
 #if COOPMAT && B_T
-            smem_b[(e % BKT) * SB_LD + e / BKT] = float16_t(rb[i]);
+            smem_h[(SB_OFF + (e / (BKT / 4)) * SB_LD + (e % (BKT / 4)) * 4) >> 2] = rb[i];
 #elif COOPMAT
-            int o = (e / B_W) * SB_LD + (e % B_W) * 4;
-            smem_b[o] = float16_t(rb[i].x);
-            smem_b[o + 1] = float16_t(rb[i].y);
-            smem_b[o + 2] = float16_t(rb[i].z);
-            smem_b[o + 3] = float16_t(rb[i].w);
+            smem_h[(SB_OFF + (e / B_W) * SB_LD + (e % B_W) * 4) >> 2] = rb[i];
 #elif B_T
-            smem[SB_ROW(e % BKT) + e / BKT] = rb[i];
+            SMEM_ST(buf + SB_ROW(e % BKT) + e / BKT, rb[i]);
+#elif TILE4
+            smem4[(buf + SB_ROW(e / B_W) + (e % B_W) * 4) >> 2] = rb[i];
 #else
             int o = SB_ROW(e / B_W) + (e % B_W) * 4;
             smem[o] = rb[i].x;
@@ -243,18 +316,21 @@ void finish(int m, int n, int g, float v) {
     }
 }
 
+// Workgroup order: the m-tile varies slowest (wg = (tm * GROUPS + g) * TILES_N + tn), so the first
+// k * GROUPS * TILES_N workgroups compute exactly the first k * BM rows.
+#define TILE_OF_WG(wg, tm, g, tn) { tn = (wg) % TILES_N; int t_ = (wg) / TILES_N; g = t_ % GROUPS; tm = t_ / GROUPS; }
+
 #if COOPMAT
 #ifndef CM_EMULATE
 #define CM_EMULATE 0
 #endif
 #define CM_ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define SM_HALF(i) smem_h[(i) >> 2][(i) & 3]
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
-    int tn = wg % TILES_N;
-    int t = wg / TILES_N;
-    int tm = t % TILES_M;
-    int g = t / TILES_M;
+    int tm, g, tn;
+    TILE_OF_WG(wg, tm, g, tn);
     int m0 = tm * BM, n0 = tn * BN;
 #if CM_EMULATE
     int sg = int(gl_LocalInvocationIndex) / CM_SG, lane = int(gl_LocalInvocationIndex) % CM_SG;
@@ -274,8 +350,8 @@ void main() {
     load_a(0);
     load_b(0, n0, g);
     for (int kb = 0; kb < GK; kb += BKT) {
-        store_a();
-        store_b();
+        store_a(0);
+        store_b(0);
         barrier();
         if (kb + BKT < GK) {                     // prefetch the next chunk while this one is used
             load_a(kb + BKT);
@@ -288,19 +364,30 @@ void main() {
                     for (int q = 0; q < 256 / CM_SG; ++q) {
                         int e = lane + q * CM_SG;
                         int ao = ((wm * CM_TM + i) * 16 + e / 16) * SA_LD + kk;
-                        int bo = kk * SB_LD + (wn * CM_TN + j) * 16 + e % 16;
-                        for (int u = 0; u < 16; ++u)
-                            acc[i][j][q] += float(smem_a[ao + u]) * float(smem_b[bo + u * SB_LD]);
+                        int nn = (wn * CM_TN + j) * 16 + e % 16;
+                        for (int u = 0; u < 16; ++u) {
+#if B_T
+                            int bo = SB_OFF + nn * SB_LD + kk + u;
+#else
+                            int bo = SB_OFF + (kk + u) * SB_LD + nn;
+#endif
+                            acc[i][j][q] += float(SM_HALF(ao + u)) * float(SM_HALF(bo));
+                        }
                     }
 #else
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[CM_TM];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[CM_TN];
             for (int i = 0; i < CM_TM; ++i)
-                coopMatLoad(fa[i], smem_a, ((wm * CM_TM + i) * 16) * SA_LD + kk, SA_LD,
+                coopMatLoad(fa[i], smem_h, (((wm * CM_TM + i) * 16) * SA_LD + kk) >> 2, SA_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
             for (int j = 0; j < CM_TN; ++j)
-                coopMatLoad(fb[j], smem_b, kk * SB_LD + (wn * CM_TN + j) * 16, SB_LD,
+#if B_T
+                coopMatLoad(fb[j], smem_h, (SB_OFF + (wn * CM_TN + j) * 16 * SB_LD + kk) >> 2, SB_LD / 4,
+                            gl_CooperativeMatrixLayoutColumnMajor);
+#else
+                coopMatLoad(fb[j], smem_h, (SB_OFF + kk * SB_LD + (wn * CM_TN + j) * 16) >> 2, SB_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
+#endif
             for (int i = 0; i < CM_TM; ++i)
                 for (int j = 0; j < CM_TN; ++j) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
 #endif
@@ -327,14 +414,73 @@ void main() {
 #endif
         }
 }
+#elif TILE4
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int tm, g, tn;
+    TILE_OF_WG(wg, tm, g, tn);
+    int m0 = tm * BM, n0 = tn * BN;
+    int tid = int(gl_LocalInvocationIndex);
+    int tx = tid % BNT, ty = tid / BNT;
+
+    vec4 acc[TM][TN / 4];
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN / 4; ++j) acc[i][j] = vec4(0.0);
+
+    init_a(m0, g);
+    load_a(0);
+    load_b(0, n0, g);
+    store_a(0);
+    store_b(0);
+    barrier();
+    int buf = 0;
+    for (int kb = 0; kb < GK; kb += BK) {
+        bool more = kb + BK < GK;
+        if (more) {                              // prefetch the next chunk while this one is used
+            load_a(kb + BK);
+            load_b(kb + BK, n0, g);
+        }
+        for (int kk = 0; kk < BK; ++kk) {
+            int ka = (buf + kk * SA_STRIDE + ty * 4) >> 2;
+            int kb4 = (buf + SB_OFF + kk * SB_STRIDE + tx * 4) >> 2;
+            vec4 a[TM / 4], b[TN / 4];
+            for (int q = 0; q < TM / 4; ++q) a[q] = smem4[ka + q * BMT];
+            for (int p = 0; p < TN / 4; ++p) b[p] = smem4[kb4 + p * BNT];
+            for (int q = 0; q < TM / 4; ++q)
+                for (int p = 0; p < TN / 4; ++p) {
+                    acc[q * 4][p] += a[q].x * b[p];
+                    acc[q * 4 + 1][p] += a[q].y * b[p];
+                    acc[q * 4 + 2][p] += a[q].z * b[p];
+                    acc[q * 4 + 3][p] += a[q].w * b[p];
+                }
+        }
+        if (more) {
+            buf = SBUF - buf;
+            store_a(buf);
+            store_b(buf);
+        }
+        barrier();
+    }
+    for (int q = 0; q < TM / 4; ++q)
+        for (int r = 0; r < 4; ++r) {
+            int m = m0 + q * BMT * 4 + ty * 4 + r;
+            for (int p = 0; p < TN / 4; ++p) {
+                int n = n0 + p * BNT * 4 + tx * 4;
+                vec4 v = acc[q * 4 + r][p];
+                finish(m, n, g, v.x);
+                finish(m, n + 1, g, v.y);
+                finish(m, n + 2, g, v.z);
+                finish(m, n + 3, g, v.w);
+            }
+        }
+}
 #else
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
-    int tn = wg % TILES_N;
-    int t = wg / TILES_N;
-    int tm = t % TILES_M;
-    int g = t / TILES_M;
+    int tm, g, tn;
+    TILE_OF_WG(wg, tm, g, tn);
     int m0 = tm * BM, n0 = tn * BN;
     int tid = int(gl_LocalInvocationIndex);
     int s = tid / (BMT * BNT);
@@ -349,8 +495,8 @@ void main() {
     load_a(0);
     load_b(0, n0, g);
     for (int kb = 0; kb < GK; kb += BKT) {
-        store_a();
-        store_b();
+        store_a(0);
+        store_b(0);
         barrier();
         if (kb + BKT < GK) {                     // prefetch the next chunk while this one is used
             load_a(kb + BKT);

@@ -101,8 +101,15 @@ class GemmPlan:
     def threads(self) -> int:
         return (self.BM // self.TM) * (self.BN // self.TN) * self.KS
 
+    @property
+    def tile4(self) -> bool:
+        """gemm.comp's TILE4 path: vec4 register quads, double-buffered shared memory."""
+        return self.TM % 4 == 0 and self.TN % 4 == 0 and self.KS == 1
+
     def smem_floats(self) -> int:
-        """Shared floats of gemm.comp's layout (SMEM_SIZE there)."""
+        """Shared floats of gemm.comp's layout (SMEM_SIZE there; TILE4: two [BK][BM+4] + [BK][BN+4] buffers)."""
+        if self.tile4:
+            return 2 * self.BK * (self.BM + 4 + self.BN + 4)
         bmt, bnt = self.BM // self.TM, self.BN // self.TN
         sa = self.BK * (self.BM + 1)
         sb = self.BK * self.BN
@@ -121,7 +128,8 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     la = -(-bkt * p.BM // va // T)
     lb = -(-bkt * p.BN // vb // T)
     load_instr = la * (6 + va + (10 if im2col else 0)) + lb * (4 + vb)
-    iter_instr = load_instr + p.BK * (p.TM * p.TN + p.TM + p.TN) + 6
+    reads = (p.TM + p.TN) / 4 if p.tile4 else p.TM + p.TN      # TILE4: vec4 shared reads
+    iter_instr = load_instr + p.BK * (p.TM * p.TN + reads) + 6
     regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
     nwg = -(-M // p.BM) * -(-N // p.BN) * G
     per_sm = min(SM_THREADS // T, SM_WGS, SM_REGS // (regs * T), SM_SMEM // smem)
@@ -131,7 +139,7 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     waves = -(-nwg // (GPU_SMS * per_sm))
     warps_per_sched = resident * (-(-T // 32)) / 4
     iters = -(-K // bkt)
-    iter_cycles = max(iter_instr * max(warps_per_sched, 2.0), GLOBAL_LATENCY) + 60
+    iter_cycles = max(iter_instr * max(warps_per_sched, 2.0), GLOBAL_LATENCY) + (30 if p.tile4 else 60)
     tail = p.TM * p.TN * 8 * max(warps_per_sched, 1.0)
     if p.KS > 1:
         tail += (p.TM * p.TN + -(-p.BM * p.BN // T) * (p.KS + 8)) * max(warps_per_sched, 2.0) + 60

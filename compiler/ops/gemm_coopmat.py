@@ -50,7 +50,9 @@ class CoopPlan:
         return self.WM * self.WN * CM_SG
 
     def smem_bytes(self) -> int:
-        return 2 * self.BM * (self.BK + 8) + 2 * self.BK * (self.BN + 8) + 4 * self.WM * self.WN * 256
+        """gemm.comp's COOPMAT layout: A [BM][BK+8], B [BK][BN+8] (or [BN][BK+8] for B_T), halves; C staging."""
+        b = max(self.BK * (self.BN + 8), self.BN * (self.BK + 8))
+        return 2 * self.BM * (self.BK + 8) + 2 * b + 4 * self.WM * self.WN * 256
 
 
 def coop_cost(p: CoopPlan, M: int, N: int, K: int, G: int) -> float:
@@ -71,13 +73,16 @@ def coop_cost(p: CoopPlan, M: int, N: int, K: int, G: int) -> float:
     return max(waves * (kiters * chunk + epi), traffic / 2500) + 1500
 
 
+MAX_FRAGS = 16               # accumulator tiles per subgroup (4x4: 128 fp32 registers per invocation)
+
+
 @lru_cache(maxsize=4096)
 def plan_coopmat(M: int, N: int, K: int, G: int = 1) -> CoopPlan:
     best, best_cost = None, float("inf")
     for wm, wn in ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4)):
         for tm in (1, 2, 4):
             for tn in (1, 2, 4):
-                if tm * tn > 8:
+                if tm * tn > MAX_FRAGS:
                     continue
                 for bk in (16, 32):
                     p = CoopPlan(wm, wn, tm, tn, bk)

@@ -30,6 +30,7 @@
 // CM_EMULATE=1 (tests only, GPUC_TEST_COOPMAT_EMULATE): the same tiling, staging and epilogue with
 // the cooperative-matrix operations done per invocation (CM_SG invocations stand for a subgroup, each
 // owning 256 / CM_SG elements of a tile), so devices without the extension can check everything else.
+#extension GL_EXT_control_flow_attributes : enable
 #ifndef COOPMAT
 #define COOPMAT 0
 #endif
@@ -143,7 +144,7 @@ int a_ix[A_PER];
 
 void init_a(int m0, int g) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < A_PER; ++i) {
+    [[unroll]] for (int i = 0; i < A_PER; ++i) {
         int row = (tid + i * NT) / A_W;
         int m = m0 + row;
         a_base[i] = -1;
@@ -181,7 +182,7 @@ float16_t a_elem(int i, int k) {
 
 void load_a(int kb) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < A_PER; ++i) {
+    [[unroll]] for (int i = 0; i < A_PER; ++i) {
         int e = tid + i * NT;
 #if VEC_A || COOPMAT
         int k = kb + (e % A_W) * 4;
@@ -224,7 +225,7 @@ void load_a(int kb) {
 
 void store_a(int buf) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < A_PER; ++i) {
+    [[unroll]] for (int i = 0; i < A_PER; ++i) {
         int e = tid + i * NT;
         if (e < A_N) {
             int row = e / A_W;
@@ -251,7 +252,7 @@ float16_t b_elem(int n, int k, int g) {
 
 void load_b(int kb, int n0, int g) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < B_PER; ++i) {
+    [[unroll]] for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
 #if COOPMAT && B_T
         int k = kb + (e % (BKT / 4)) * 4;
@@ -279,7 +280,7 @@ void load_b(int kb, int n0, int g) {
 
 void store_b(int buf) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < B_PER; ++i) {
+    [[unroll]] for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
         if (e < B_N) {
 #if COOPMAT && B_T
@@ -335,14 +336,14 @@ void main() {
 #if CM_EMULATE
     int sg = int(gl_LocalInvocationIndex) / CM_SG, lane = int(gl_LocalInvocationIndex) % CM_SG;
     float acc[CM_TM][CM_TN][256 / CM_SG];
-    for (int i = 0; i < CM_TM; ++i)
-        for (int j = 0; j < CM_TN; ++j)
+    [[unroll]] for (int i = 0; i < CM_TM; ++i)
+        [[unroll]] for (int j = 0; j < CM_TN; ++j)
             for (int q = 0; q < 256 / CM_SG; ++q) acc[i][j][q] = 0.0;
 #else
     int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
     CM_ACC acc[CM_TM][CM_TN];
-    for (int i = 0; i < CM_TM; ++i)
-        for (int j = 0; j < CM_TN; ++j) acc[i][j] = CM_ACC(0.0);
+    [[unroll]] for (int i = 0; i < CM_TM; ++i)
+        [[unroll]] for (int j = 0; j < CM_TN; ++j) acc[i][j] = CM_ACC(0.0);
 #endif
     int wm = sg / CM_WN, wn = sg % CM_WN;
 
@@ -357,7 +358,7 @@ void main() {
             load_a(kb + BKT);
             load_b(kb + BKT, n0, g);
         }
-        for (int kk = 0; kk < BK; kk += 16) {
+        [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
 #if CM_EMULATE
             for (int i = 0; i < CM_TM; ++i)
                 for (int j = 0; j < CM_TN; ++j)
@@ -377,10 +378,10 @@ void main() {
 #else
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[CM_TM];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[CM_TN];
-            for (int i = 0; i < CM_TM; ++i)
+            [[unroll]] for (int i = 0; i < CM_TM; ++i)
                 coopMatLoad(fa[i], smem_h, (((wm * CM_TM + i) * 16) * SA_LD + kk) >> 2, SA_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
-            for (int j = 0; j < CM_TN; ++j)
+            [[unroll]] for (int j = 0; j < CM_TN; ++j)
 #if B_T
                 coopMatLoad(fb[j], smem_h, (SB_OFF + (wn * CM_TN + j) * 16 * SB_LD + kk) >> 2, SB_LD / 4,
                             gl_CooperativeMatrixLayoutColumnMajor);
@@ -388,14 +389,14 @@ void main() {
                 coopMatLoad(fb[j], smem_h, (SB_OFF + kk * SB_LD + (wn * CM_TN + j) * 16) >> 2, SB_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
 #endif
-            for (int i = 0; i < CM_TM; ++i)
-                for (int j = 0; j < CM_TN; ++j) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
+            [[unroll]] for (int i = 0; i < CM_TM; ++i)
+                [[unroll]] for (int j = 0; j < CM_TN; ++j) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
 #endif
         }
         barrier();
     }
-    for (int i = 0; i < CM_TM; ++i)
-        for (int j = 0; j < CM_TN; ++j) {
+    [[unroll]] for (int i = 0; i < CM_TM; ++i)
+        [[unroll]] for (int j = 0; j < CM_TN; ++j) {
 #if CM_EMULATE
             for (int q = 0; q < 256 / CM_SG; ++q) smem_c[sg * 256 + lane + q * CM_SG] = acc[i][j][q];
             barrier();
@@ -425,8 +426,8 @@ void main() {
     int tx = tid % BNT, ty = tid / BNT;
 
     vec4 acc[TM][TN / 4];
-    for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN / 4; ++j) acc[i][j] = vec4(0.0);
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN / 4; ++j) acc[i][j] = vec4(0.0);
 
     init_a(m0, g);
     load_a(0);
@@ -441,14 +442,14 @@ void main() {
             load_a(kb + BK);
             load_b(kb + BK, n0, g);
         }
-        for (int kk = 0; kk < BK; ++kk) {
+        [[unroll]] for (int kk = 0; kk < BK; ++kk) {
             int ka = (buf + kk * SA_STRIDE + ty * 4) >> 2;
             int kb4 = (buf + SB_OFF + kk * SB_STRIDE + tx * 4) >> 2;
             vec4 a[TM / 4], b[TN / 4];
-            for (int q = 0; q < TM / 4; ++q) a[q] = smem4[ka + q * BMT];
-            for (int p = 0; p < TN / 4; ++p) b[p] = smem4[kb4 + p * BNT];
-            for (int q = 0; q < TM / 4; ++q)
-                for (int p = 0; p < TN / 4; ++p) {
+            [[unroll]] for (int q = 0; q < TM / 4; ++q) a[q] = smem4[ka + q * BMT];
+            [[unroll]] for (int p = 0; p < TN / 4; ++p) b[p] = smem4[kb4 + p * BNT];
+            [[unroll]] for (int q = 0; q < TM / 4; ++q)
+                [[unroll]] for (int p = 0; p < TN / 4; ++p) {
                     acc[q * 4][p] += a[q].x * b[p];
                     acc[q * 4 + 1][p] += a[q].y * b[p];
                     acc[q * 4 + 2][p] += a[q].z * b[p];
@@ -462,10 +463,10 @@ void main() {
         }
         barrier();
     }
-    for (int q = 0; q < TM / 4; ++q)
-        for (int r = 0; r < 4; ++r) {
+    [[unroll]] for (int q = 0; q < TM / 4; ++q)
+        [[unroll]] for (int r = 0; r < 4; ++r) {
             int m = m0 + q * BMT * 4 + ty * 4 + r;
-            for (int p = 0; p < TN / 4; ++p) {
+            [[unroll]] for (int p = 0; p < TN / 4; ++p) {
                 int n = n0 + p * BNT * 4 + tx * 4;
                 vec4 v = acc[q * 4 + r][p];
                 finish(m, n, g, v.x);
@@ -488,8 +489,8 @@ void main() {
     int tx = r % BNT, ty = r / BNT;
 
     float acc[TM][TN];
-    for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
     init_a(m0, g);
     load_a(0);
@@ -502,20 +503,20 @@ void main() {
             load_a(kb + BKT);
             load_b(kb + BKT, n0, g);
         }
-        for (int kk = 0; kk < BK; ++kk) {
+        [[unroll]] for (int kk = 0; kk < BK; ++kk) {
             int ka = s * SA_SLICE + kk * SA_STRIDE + ty;
             int kb2 = SB_OFF + s * SB_SLICE + kk * BN + tx;
             float a[TM], b[TN];
-            for (int i = 0; i < TM; ++i) a[i] = smem[ka + i * BMT];
-            for (int j = 0; j < TN; ++j) b[j] = smem[kb2 + j * BNT];
-            for (int i = 0; i < TM; ++i)
-                for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+            [[unroll]] for (int i = 0; i < TM; ++i) a[i] = smem[ka + i * BMT];
+            [[unroll]] for (int j = 0; j < TN; ++j) b[j] = smem[kb2 + j * BNT];
+            [[unroll]] for (int i = 0; i < TM; ++i)
+                [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
         }
         barrier();
     }
 #if KS > 1
-    for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) smem[s * (BM * BN) + (ty + i * BMT) * BN + tx + j * BNT] = acc[i][j];
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) smem[s * (BM * BN) + (ty + i * BMT) * BN + tx + j * BNT] = acc[i][j];
     barrier();
     for (int e = tid; e < BM * BN; e += NT) {
         float v = 0.0;
@@ -523,8 +524,8 @@ void main() {
         finish(m0 + e / BN, n0 + e % BN, g, v);
     }
 #else
-    for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) finish(m0 + ty + i * BMT, n0 + tx + j * BNT, g, acc[i][j]);
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) finish(m0 + ty + i * BMT, n0 + tx + j * BNT, g, acc[i][j]);
 #endif
 }
 #endif

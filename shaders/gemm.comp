@@ -57,17 +57,23 @@
 #define SB_SIZE (BK * SB_LD)
 #endif
 #define SB_OFF (BM * SA_LD)
-shared f16vec4 smem_h[(SB_OFF + SB_SIZE) / 4];
+#ifndef CM_STAGES
+#define CM_STAGES 1
+#endif
+// CM_STAGES = 2: two such buffers (the next chunk is stored into one while the other is multiplied).
+#define CM_STAGE (SB_OFF + SB_SIZE)
+shared f16vec4 smem_h[CM_STAGES * CM_STAGE / 4];
 shared float smem_c[CM_WM * CM_WN * 256];
 #else
 #define BMT (BM / TM)
 #define BNT (BN / TN)
 #define BKT (BK * KS)
 #define NT (BMT * BNT * KS)          // == local_size_x
-#if TM % 4 == 0 && TN % 4 == 0 && KS == 1
-#define TILE4 1
-#else
+#ifndef TILE4
 #define TILE4 0
+#endif
+#if TILE4 && (TM % 4 != 0 || TN % 4 != 0 || KS != 1)
+#error TILE4 needs TM and TN multiples of 4 and KS = 1
 #endif
 #if TILE4
 // TILE4 (register blocks made of 4-row x 4-column quads, KS = 1): shared memory holds two buffers
@@ -80,8 +86,9 @@ shared float smem_c[CM_WM * CM_WN * 256];
 #define SBUF (SB_OFF + BK * SB_STRIDE)
 #define SA_ROW(kr) ((kr) * SA_STRIDE)
 #define SB_ROW(kr) (SB_OFF + (kr) * SB_STRIDE)
-shared vec4 smem4[SBUF / 2];
-#define SMEM_ST(i, v) smem4[(i) >> 2][(i) & 3] = (v)
+shared float smem[2 * SBUF];
+#define SMEM_ST(i, v) smem[i] = (v)
+#define SMEM_LD4(i) vec4(smem[i], smem[(i) + 1], smem[(i) + 2], smem[(i) + 3])
 #else
 // Shared layout: per K-slice, A as [BK][BM+1] then B as [BK][BN].  Slices are padded so that the
 // slices sharing a warp (KS > 1 with fewer than 32 invocations per slice) read distinct banks.
@@ -230,7 +237,7 @@ void store_a(int buf) {
         if (e < A_N) {
             int row = e / A_W;
 #if COOPMAT
-            smem_h[(row * SA_LD + (e % A_W) * 4) >> 2] = ra[i];
+            smem_h[(buf + row * SA_LD + (e % A_W) * 4) >> 2] = ra[i];
 #elif VEC_A
             int kr = (e % A_W) * 4;
             SMEM_ST(buf + SA_ROW(kr) + row, ra[i].x);
@@ -284,15 +291,13 @@ void store_b(int buf) {
         int e = tid + i * NT;
         if (e < B_N) {
 #if COOPMAT && B_T
-            smem_h[(SB_OFF + (e / (BKT / 4)) * SB_LD + (e % (BKT / 4)) * 4) >> 2] = rb[i];
+            smem_h[(buf + SB_OFF + (e / (BKT / 4)) * SB_LD + (e % (BKT / 4)) * 4) >> 2] = rb[i];
 #elif COOPMAT
-            smem_h[(SB_OFF + (e / B_W) * SB_LD + (e % B_W) * 4) >> 2] = rb[i];
+            smem_h[(buf + SB_OFF + (e / B_W) * SB_LD + (e % B_W) * 4) >> 2] = rb[i];
 #elif B_T
             SMEM_ST(buf + SB_ROW(e % BKT) + e / BKT, rb[i]);
-#elif TILE4
-            smem4[(buf + SB_ROW(e / B_W) + (e % B_W) * 4) >> 2] = rb[i];
 #else
-            int o = SB_ROW(e / B_W) + (e % B_W) * 4;
+            int o = buf + SB_ROW(e / B_W) + (e % B_W) * 4;
             smem[o] = rb[i].x;
             smem[o + 1] = rb[i].y;
             smem[o + 2] = rb[i].z;
@@ -350,11 +355,20 @@ void main() {
     init_a(m0, g);
     load_a(0);
     load_b(0, n0, g);
+    int buf = 0;                                 // shared offset (halves) of the stage being multiplied
+#if CM_STAGES == 2
+    store_a(0);
+    store_b(0);
+    barrier();
+#endif
     for (int kb = 0; kb < GK; kb += BKT) {
+        bool more = kb + BKT < GK;
+#if CM_STAGES == 1
         store_a(0);
         store_b(0);
         barrier();
-        if (kb + BKT < GK) {                     // prefetch the next chunk while this one is used
+#endif
+        if (more) {                              // prefetch the next chunk while this one is used
             load_a(kb + BKT);
             load_b(kb + BKT, n0, g);
         }
@@ -364,13 +378,13 @@ void main() {
                 for (int j = 0; j < CM_TN; ++j)
                     for (int q = 0; q < 256 / CM_SG; ++q) {
                         int e = lane + q * CM_SG;
-                        int ao = ((wm * CM_TM + i) * 16 + e / 16) * SA_LD + kk;
+                        int ao = buf + ((wm * CM_TM + i) * 16 + e / 16) * SA_LD + kk;
                         int nn = (wn * CM_TN + j) * 16 + e % 16;
                         for (int u = 0; u < 16; ++u) {
 #if B_T
-                            int bo = SB_OFF + nn * SB_LD + kk + u;
+                            int bo = buf + SB_OFF + nn * SB_LD + kk + u;
 #else
-                            int bo = SB_OFF + (kk + u) * SB_LD + nn;
+                            int bo = buf + SB_OFF + (kk + u) * SB_LD + nn;
 #endif
                             acc[i][j][q] += float(SM_HALF(ao + u)) * float(SM_HALF(bo));
                         }
@@ -379,20 +393,27 @@ void main() {
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[CM_TM];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[CM_TN];
             [[unroll]] for (int i = 0; i < CM_TM; ++i)
-                coopMatLoad(fa[i], smem_h, (((wm * CM_TM + i) * 16) * SA_LD + kk) >> 2, SA_LD / 4,
+                coopMatLoad(fa[i], smem_h, (buf + ((wm * CM_TM + i) * 16) * SA_LD + kk) >> 2, SA_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
             [[unroll]] for (int j = 0; j < CM_TN; ++j)
 #if B_T
-                coopMatLoad(fb[j], smem_h, (SB_OFF + (wn * CM_TN + j) * 16 * SB_LD + kk) >> 2, SB_LD / 4,
+                coopMatLoad(fb[j], smem_h, (buf + SB_OFF + (wn * CM_TN + j) * 16 * SB_LD + kk) >> 2, SB_LD / 4,
                             gl_CooperativeMatrixLayoutColumnMajor);
 #else
-                coopMatLoad(fb[j], smem_h, (SB_OFF + kk * SB_LD + (wn * CM_TN + j) * 16) >> 2, SB_LD / 4,
+                coopMatLoad(fb[j], smem_h, (buf + SB_OFF + kk * SB_LD + (wn * CM_TN + j) * 16) >> 2, SB_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
 #endif
             [[unroll]] for (int i = 0; i < CM_TM; ++i)
                 [[unroll]] for (int j = 0; j < CM_TN; ++j) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
 #endif
         }
+#if CM_STAGES == 2
+        if (more) {
+            buf = CM_STAGE - buf;
+            store_a(buf);
+            store_b(buf);
+        }
+#endif
         barrier();
     }
     [[unroll]] for (int i = 0; i < CM_TM; ++i)
@@ -443,11 +464,11 @@ void main() {
             load_b(kb + BK, n0, g);
         }
         [[unroll]] for (int kk = 0; kk < BK; ++kk) {
-            int ka = (buf + kk * SA_STRIDE + ty * 4) >> 2;
-            int kb4 = (buf + SB_OFF + kk * SB_STRIDE + tx * 4) >> 2;
+            int ka = buf + kk * SA_STRIDE + ty * 4;
+            int kb4 = buf + SB_OFF + kk * SB_STRIDE + tx * 4;
             vec4 a[TM / 4], b[TN / 4];
-            [[unroll]] for (int q = 0; q < TM / 4; ++q) a[q] = smem4[ka + q * BMT];
-            [[unroll]] for (int p = 0; p < TN / 4; ++p) b[p] = smem4[kb4 + p * BNT];
+            [[unroll]] for (int q = 0; q < TM / 4; ++q) a[q] = SMEM_LD4(ka + q * BMT * 4);
+            [[unroll]] for (int p = 0; p < TN / 4; ++p) b[p] = SMEM_LD4(kb4 + p * BNT * 4);
             [[unroll]] for (int q = 0; q < TM / 4; ++q)
                 [[unroll]] for (int p = 0; p < TN / 4; ++p) {
                     acc[q * 4][p] += a[q].x * b[p];

@@ -8,7 +8,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
+from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
@@ -96,6 +96,7 @@ class GemmPlan:
     TM: int
     TN: int
     KS: int
+    V4: bool = True           # take gemm.comp's TILE4 path where the register block allows it
 
     @property
     def threads(self) -> int:
@@ -104,7 +105,7 @@ class GemmPlan:
     @property
     def tile4(self) -> bool:
         """gemm.comp's TILE4 path: vec4 register quads, double-buffered shared memory."""
-        return self.TM % 4 == 0 and self.TN % 4 == 0 and self.KS == 1
+        return self.V4 and self.TM % 4 == 0 and self.TN % 4 == 0 and self.KS == 1
 
     def smem_floats(self) -> int:
         """Shared floats of gemm.comp's layout (SMEM_SIZE there; TILE4: two [BK][BM+4] + [BK][BN+4] buffers)."""
@@ -220,7 +221,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
     nwg = tiles_m * tiles_n * G
     defines = dict(GM=M, GN=GN, GK=GK, GROUPS=G, LDA=lda, LDC=ldc, GNP=gnp, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
-                   TN=p.TN, KS=p.KS, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
+                   TN=p.TN, KS=p.KS, TILE4=int(p.tile4), TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
                    B_T=int(b_t), IM2COL=int(im2col), HAS_BIAS=int(bias is not None),
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if im2col:
@@ -228,7 +229,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
-        k.variants += [v for v in [coopmat_variant(M, GN, GK)] if v is not None]
+        k.variants += coopmat_variants(M, GN, GK, G)
     return k
 
 

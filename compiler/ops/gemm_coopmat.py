@@ -25,7 +25,8 @@ from gpuc.compiler.codegen.kernel import KernelVariant
 CM = 16                       # M = N = K of the cooperative matrix shape
 CM_SG = 32                    # subgroup size the workgroup layout assumes (NVIDIA)
 REQUIRES = {"cooperative_matrix": [CM, CM, CM, "float16", "float16", "float32", "float32"], "subgroup_size": CM_SG}
-WG_SMEM = 32 * 1024
+WG_SMEM = 32 * 1024           # shared memory per workgroup every Vulkan device allows
+BIG_SMEM = 48 * 1024          # what NVIDIA (and most desktop GPUs) allow: variants requiring `shared_memory`
 GPU_SMS, SM_SMEM, SM_THREADS = 132, 228 * 1024, 2048
 
 
@@ -36,6 +37,7 @@ class CoopPlan:
     TM: int
     TN: int
     BK: int
+    ST: int = 1               # shared-memory stages (2: double-buffered, one barrier per K chunk)
 
     @property
     def BM(self) -> int:
@@ -52,12 +54,12 @@ class CoopPlan:
     def smem_bytes(self) -> int:
         """gemm.comp's COOPMAT layout: A [BM][BK+8], B [BK][BN+8] (or [BN][BK+8] for B_T), halves; C staging."""
         b = max(self.BK * (self.BN + 8), self.BN * (self.BK + 8))
-        return 2 * self.BM * (self.BK + 8) + 2 * b + 4 * self.WM * self.WN * 256
+        return self.ST * (2 * self.BM * (self.BK + 8) + 2 * b) + 4 * self.WM * self.WN * 256
 
 
-def coop_cost(p: CoopPlan, M: int, N: int, K: int, G: int) -> float:
+def coop_cost(p: CoopPlan, M: int, N: int, K: int, G: int, smem_limit: int = WG_SMEM) -> float:
     smem = p.smem_bytes()
-    if smem > WG_SMEM:
+    if smem > smem_limit:
         return float("inf")
     tiles = -(-M // p.BM) * -(-N // p.BN) * G
     per_sm = max(1, min(SM_SMEM // smem, SM_THREADS // p.threads, 16))
@@ -67,7 +69,8 @@ def coop_cost(p: CoopPlan, M: int, N: int, K: int, G: int) -> float:
     # per K chunk: global->shared staging (elements per invocation) + fragment loads + mma per subgroup
     stage = (p.BM + p.BN) * p.BK / p.threads * 4
     mma = (p.TM * p.TN * 8 + (p.TM + p.TN) * 6) * (p.BK // CM)
-    chunk = max(stage + mma * max(1.0, per_sm * nw / 16), 300) + 40
+    work = stage + mma * max(1.0, per_sm * nw / 16)
+    chunk = (max(work, 300) + 40) if p.ST == 2 else work + 300 / per_sm + 40
     epi = p.TM * p.TN * (256 // CM_SG) * 12
     traffic = 2 * G * (M * K * -(-N // p.BN) + K * N * -(-M // p.BM)) + 4 * M * N * G
     return max(waves * (kiters * chunk + epi), traffic / 2500) + 1500
@@ -77,33 +80,35 @@ MAX_FRAGS = 16               # accumulator tiles per subgroup (4x4: 128 fp32 reg
 
 
 @lru_cache(maxsize=4096)
-def plan_coopmat(M: int, N: int, K: int, G: int = 1) -> CoopPlan:
+def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) -> CoopPlan:
     best, best_cost = None, float("inf")
     for wm, wn in ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4)):
         for tm in (1, 2, 4):
             for tn in (1, 2, 4):
                 if tm * tn > MAX_FRAGS:
                     continue
-                for bk in (16, 32):
-                    p = CoopPlan(wm, wn, tm, tn, bk)
-                    c = coop_cost(p, M, N, K, G)
-                    if c < best_cost * 0.999:
-                        best, best_cost = p, c
+                for bk in (16, 32, 64):
+                    for st in (1, 2):
+                        p = CoopPlan(wm, wn, tm, tn, bk, st)
+                        c = coop_cost(p, M, N, K, G, smem_limit)
+                        if c < best_cost * 0.999:
+                            best, best_cost = p, c
     return best
 
 
-def coopmat_kernel(k):
-    """The COOPMAT=1 kernel for the plain gemm kernel `k` (same bindings, epilogue defines).
+def coopmat_kernel(k, smem_limit: int = WG_SMEM):
+    """The COOPMAT=1 kernel for the plain gemm kernel `k` (same bindings, epilogue defines), tiled
+    for `smem_limit` bytes of shared memory per workgroup.
     GPUC_TEST_COOPMAT_EMULATE=1 (tests): the emulated path (CM_EMULATE) under the requirements
     EMULATED_REQUIRES, so that lavapipe runs and checks the variant's tiling and epilogue."""
     d = dict(k.defines)
     if os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0"):
         d["CM_EMULATE"] = 1
-    p = plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"])
+    p = plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     nwg = tiles_m * tiles_n * d["GROUPS"]
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
-                   BK=p.BK, KS=1, TM=1, TN=1, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
+                   BK=p.BK, CM_STAGES=p.ST, KS=1, TM=1, TN=1, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
     return dataclasses.replace(k, defines=defines, invocations=nwg * p.threads, local_x=p.threads, variants=[])
 
 
@@ -124,13 +129,22 @@ def worthwhile(M: int, N: int, K: int) -> bool:
     return min(M, N, K) >= MIN_DIM and M * N * K >= MIN_MACS
 
 
-def coopmat_variant(M: int, N: int, K: int) -> KernelVariant | None:
-    """The variant a fp16 gemm kernel of this (per-group) shape carries, or None
-    (under GPUC_TEST_COOPMAT_EMULATE: the emulated one, for every shape)."""
-    emulate = os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0")
-    if not emulate and not worthwhile(M, N, K):
-        return None
-    return KernelVariant("coopmat", EMULATED_REQUIRES if emulate else REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))
+def coopmat_variants(M: int, N: int, K: int, G: int = 1) -> list:
+    """The variants a fp16 gemm kernel of this (per-group) shape carries, best first: tiled for
+    BIG_SMEM bytes of shared memory where that plan needs more than the portable WG_SMEM (requiring
+    the device to allow it), then tiled for WG_SMEM; none where tensor cores do not pay
+    (under GPUC_TEST_COOPMAT_EMULATE: the emulated WG_SMEM one, for every shape)."""
+    if os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0"):
+        return [KernelVariant("coopmat", EMULATED_REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))]
+    if not worthwhile(M, N, K):
+        return []
+    out = []
+    big = plan_coopmat(M, N, K, G, BIG_SMEM)
+    if big.smem_bytes() > WG_SMEM:
+        out.append(KernelVariant("coopmat", dict(REQUIRES, shared_memory=BIG_SMEM),
+                                 lambda k: coopmat_kernel(k, BIG_SMEM), f16_bindings=("x", "w")))
+    out.append(KernelVariant("coopmat", REQUIRES, coopmat_kernel, f16_bindings=("x", "w")))
+    return out
 
 _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, FQ_SCALE=0.0235, FQ_ZP=-5,
           FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127, FQM=1,
@@ -139,7 +153,7 @@ _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, F
 # `make shaders`: the coopmat path of gemm.comp, with A and B stored as float16 (the only way it is used)
 VARIANTS = {
     "gemm:coopmat": (_G, {"IM2COL": [0, 1], "VEC_A": [0, 1], "B_T": [0, 1], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1],
-                          "ACT": [0, 3], "FQ": [0, 1], "CM_EMULATE": [0, 1]},
+                          "ACT": [0, 3], "FQ": [0, 1], "CM_EMULATE": [0, 1], "CM_STAGES": [1, 2]},
                      ["out_", "x", "w", "bias", "res"], {"x": "float16", "w": "float16"},
                      lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"],
                                     vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),

@@ -69,27 +69,6 @@ shared float smem_c[CM_WM * CM_WN * 256];
 #define BNT (BN / TN)
 #define BKT (BK * KS)
 #define NT (BMT * BNT * KS)          // == local_size_x
-#ifndef TILE4
-#define TILE4 0
-#endif
-#if TILE4 && (TM % 4 != 0 || TN % 4 != 0 || KS != 1)
-#error TILE4 needs TM and TN multiples of 4 and KS = 1
-#endif
-#if TILE4
-// TILE4 (register blocks made of 4-row x 4-column quads, KS = 1): shared memory holds two buffers
-// (the next K chunk is stored into one while the other is read: one barrier per chunk), each A as
-// [BK][BM+4] and B as [BK][BN+4], read as vec4: thread (ty, tx) owns rows q*BM/(TM/4) + ty*4 + 0..3
-// and columns p*BN/(TN/4) + tx*4 + 0..3.  The +4 pads keep the transposing stores conflict-free.
-#define SA_STRIDE (BM + 4)
-#define SB_STRIDE (BN + 4)
-#define SB_OFF (BK * SA_STRIDE)
-#define SBUF (SB_OFF + BK * SB_STRIDE)
-#define SA_ROW(kr) ((kr) * SA_STRIDE)
-#define SB_ROW(kr) (SB_OFF + (kr) * SB_STRIDE)
-shared float smem[2 * SBUF];
-#define SMEM_ST(i, v) smem[i] = (v)
-#define SMEM_LD4(i) vec4(smem[i], smem[(i) + 1], smem[(i) + 2], smem[(i) + 3])
-#else
 // Shared layout: per K-slice, A as [BK][BM+1] then B as [BK][BN].  Slices are padded so that the
 // slices sharing a warp (KS > 1 with fewer than 32 invocations per slice) read distinct banks.
 #define SA_STRIDE (BM + 1)
@@ -106,7 +85,6 @@ shared float smem[2 * SBUF];
 #endif
 shared float smem[SMEM_SIZE];
 #define SMEM_ST(i, v) smem[i] = (v)
-#endif
 #endif
 
 // Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied).
@@ -434,67 +412,6 @@ void main() {
             subgroupMemoryBarrierShared();
             subgroupBarrier();
 #endif
-        }
-}
-#elif TILE4
-void main() {
-    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
-    if (wg >= NWG) return;                       // whole workgroup: uniform
-    int tm, g, tn;
-    TILE_OF_WG(wg, tm, g, tn);
-    int m0 = tm * BM, n0 = tn * BN;
-    int tid = int(gl_LocalInvocationIndex);
-    int tx = tid % BNT, ty = tid / BNT;
-
-    vec4 acc[TM][TN / 4];
-    [[unroll]] for (int i = 0; i < TM; ++i)
-        [[unroll]] for (int j = 0; j < TN / 4; ++j) acc[i][j] = vec4(0.0);
-
-    init_a(m0, g);
-    load_a(0);
-    load_b(0, n0, g);
-    store_a(0);
-    store_b(0);
-    barrier();
-    int buf = 0;
-    for (int kb = 0; kb < GK; kb += BK) {
-        bool more = kb + BK < GK;
-        if (more) {                              // prefetch the next chunk while this one is used
-            load_a(kb + BK);
-            load_b(kb + BK, n0, g);
-        }
-        [[unroll]] for (int kk = 0; kk < BK; ++kk) {
-            int ka = buf + kk * SA_STRIDE + ty * 4;
-            int kb4 = buf + SB_OFF + kk * SB_STRIDE + tx * 4;
-            vec4 a[TM / 4], b[TN / 4];
-            [[unroll]] for (int q = 0; q < TM / 4; ++q) a[q] = SMEM_LD4(ka + q * BMT * 4);
-            [[unroll]] for (int p = 0; p < TN / 4; ++p) b[p] = SMEM_LD4(kb4 + p * BNT * 4);
-            [[unroll]] for (int q = 0; q < TM / 4; ++q)
-                [[unroll]] for (int p = 0; p < TN / 4; ++p) {
-                    acc[q * 4][p] += a[q].x * b[p];
-                    acc[q * 4 + 1][p] += a[q].y * b[p];
-                    acc[q * 4 + 2][p] += a[q].z * b[p];
-                    acc[q * 4 + 3][p] += a[q].w * b[p];
-                }
-        }
-        if (more) {
-            buf = SBUF - buf;
-            store_a(buf);
-            store_b(buf);
-        }
-        barrier();
-    }
-    [[unroll]] for (int q = 0; q < TM / 4; ++q)
-        [[unroll]] for (int r = 0; r < 4; ++r) {
-            int m = m0 + q * BMT * 4 + ty * 4 + r;
-            [[unroll]] for (int p = 0; p < TN / 4; ++p) {
-                int n = n0 + p * BNT * 4 + tx * 4;
-                vec4 v = acc[q * 4 + r][p];
-                finish(m, n, g, v.x);
-                finish(m, n + 1, g, v.y);
-                finish(m, n + 2, g, v.z);
-                finish(m, n + 3, g, v.w);
-            }
         }
 }
 #else

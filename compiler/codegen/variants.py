@@ -28,13 +28,6 @@ VARIANTS = {
              ["out_", "x", "w", "bias", "res"], {},
              lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]) * d["KS"],
                             vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),
-    # the TILE4 register-block path (TM, TN multiples of 4, KS = 1: vec4 shared reads, double buffer)
-    "gemm:tile4": (dict(_GEMM, BM=16, BN=8, TM=8, TN=4, KS=1, TILE4=1),
-                   {"IM2COL": [0, 1], "VEC_A": [0, 1], "B_T": [0, 1], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1],
-                    "ACT": [0, 3], "FQ": [0, 1]},
-                   ["out_", "x", "w", "bias", "res"], {},
-                   lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]),
-                                  vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),
     "depthwise": (_DW, {"VEC": [0, 1], "PX": [1, 3], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 3, 5],
                         "ACT2": [0, 1], "FQ": [0, 1]},
                   ["out_", "x", "w", "bias", "res"], {},

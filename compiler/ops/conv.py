@@ -96,21 +96,13 @@ class GemmPlan:
     TM: int
     TN: int
     KS: int
-    V4: bool = True           # take gemm.comp's TILE4 path where the register block allows it
 
     @property
     def threads(self) -> int:
         return (self.BM // self.TM) * (self.BN // self.TN) * self.KS
 
-    @property
-    def tile4(self) -> bool:
-        """gemm.comp's TILE4 path: vec4 register quads, double-buffered shared memory."""
-        return self.V4 and self.TM % 4 == 0 and self.TN % 4 == 0 and self.KS == 1
-
     def smem_floats(self) -> int:
-        """Shared floats of gemm.comp's layout (SMEM_SIZE there; TILE4: two [BK][BM+4] + [BK][BN+4] buffers)."""
-        if self.tile4:
-            return 2 * self.BK * (self.BM + 4 + self.BN + 4)
+        """Shared floats of gemm.comp's layout (SMEM_SIZE there)."""
         bmt, bnt = self.BM // self.TM, self.BN // self.TN
         sa = self.BK * (self.BM + 1)
         sb = self.BK * self.BN
@@ -129,8 +121,7 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     la = -(-bkt * p.BM // va // T)
     lb = -(-bkt * p.BN // vb // T)
     load_instr = la * (6 + va + (10 if im2col else 0)) + lb * (4 + vb)
-    reads = (p.TM + p.TN) / 4 if p.tile4 else p.TM + p.TN      # TILE4: vec4 shared reads
-    iter_instr = load_instr + p.BK * (p.TM * p.TN + reads) + 6
+    iter_instr = load_instr + p.BK * (p.TM * p.TN + p.TM + p.TN) + 6
     regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
     nwg = -(-M // p.BM) * -(-N // p.BN) * G
     per_sm = min(SM_THREADS // T, SM_WGS, SM_REGS // (regs * T), SM_SMEM // smem)
@@ -140,7 +131,7 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     waves = -(-nwg // (GPU_SMS * per_sm))
     warps_per_sched = resident * (-(-T // 32)) / 4
     iters = -(-K // bkt)
-    iter_cycles = max(iter_instr * max(warps_per_sched, 2.0), GLOBAL_LATENCY) + (30 if p.tile4 else 60)
+    iter_cycles = max(iter_instr * max(warps_per_sched, 2.0), GLOBAL_LATENCY) + 60
     tail = p.TM * p.TN * 8 * max(warps_per_sched, 1.0)
     if p.KS > 1:
         tail += (p.TM * p.TN + -(-p.BM * p.BN // T) * (p.KS + 8)) * max(warps_per_sched, 2.0) + 60
@@ -221,7 +212,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
     nwg = tiles_m * tiles_n * G
     defines = dict(GM=M, GN=GN, GK=GK, GROUPS=G, LDA=lda, LDC=ldc, GNP=gnp, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
-                   TN=p.TN, KS=p.KS, TILE4=int(p.tile4), TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
+                   TN=p.TN, KS=p.KS, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
                    B_T=int(b_t), IM2COL=int(im2col), HAS_BIAS=int(bias is not None),
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if im2col:
@@ -229,7 +220,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
-        k.variants += coopmat_variants(M, GN, GK, G)
+        k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)
     return k
 
 

@@ -57,42 +57,40 @@ class CoopPlan:
         return self.ST * (2 * self.BM * (self.BK + 8) + 2 * b) + 4 * self.WM * self.WN * 256
 
 
-def coop_cost(p: CoopPlan, M: int, N: int, K: int, G: int, smem_limit: int = WG_SMEM) -> float:
-    smem = p.smem_bytes()
-    if smem > smem_limit:
-        return float("inf")
+# The tile families, each with the throughput it reached on the H100 on a large GEMM (TFLOP/s,
+# benchmarks/gemm_speed.py --sweep, 2026-11-24) and how many workgroups an SM holds at once (by
+# registers: a 4x4 block of accumulators is 128 fp32 registers per invocation).  (WM, WN, TM, TN, BK).
+FAMILIES = [((4, 2, 4, 4, 16), 128, 1),      # 256 x 128, 8 subgroups of 64 x 64
+            ((2, 4, 4, 4, 16), 130, 1),      # 128 x 256
+            ((4, 2, 2, 4, 32), 90, 1),       # 128 x 128
+            ((4, 2, 2, 2, 32), 55, 2),       # 128 x 64, 8 subgroups of 32 x 32
+            ((2, 4, 2, 2, 32), 55, 2),       # 64 x 128
+            ((2, 2, 2, 2, 32), 35, 4),       # 64 x 64, 4 subgroups
+            ((2, 2, 1, 1, 32), 15, 8)]       # 32 x 32
+
+
+def coop_cost(p: CoopPlan, rate: float, resident: int, M: int, N: int, K: int, G: int) -> float:
+    """Relative time: waves of `resident` tiles per SM, each tile BM x BN x K at the family's rate,
+    times the padding fraction once more (padded tiles also stage and gather for nothing: on the
+    H100 a 64-wide N ran 1.6x faster in 128 x 64 tiles than in half-empty 256 x 128 ones)."""
     tiles = -(-M // p.BM) * -(-N // p.BN) * G
-    per_sm = max(1, min(SM_SMEM // smem, SM_THREADS // p.threads, 16))
-    waves = -(-tiles // (GPU_SMS * per_sm))
-    kiters = -(-K // p.BK)
-    nw = p.WM * p.WN
-    # per K chunk: global->shared staging (elements per invocation) + fragment loads + mma per subgroup
-    stage = (p.BM + p.BN) * p.BK / p.threads * 4
-    mma = (p.TM * p.TN * 8 + (p.TM + p.TN) * 6) * (p.BK // CM)
-    work = stage + mma * max(1.0, per_sm * nw / 16)
-    chunk = (max(work, 300) + 40) if p.ST == 2 else work + 300 / per_sm + 40
-    epi = p.TM * p.TN * (256 // CM_SG) * 12
-    traffic = 2 * G * (M * K * -(-N // p.BN) + K * N * -(-M // p.BM)) + 4 * M * N * G
-    return max(waves * (kiters * chunk + epi), traffic / 2500) + 1500
-
-
-MAX_FRAGS = 16               # accumulator tiles per subgroup (4x4: 128 fp32 registers per invocation)
+    waves = -(-tiles // (GPU_SMS * resident))
+    pad = (-(-M // p.BM) * p.BM * -(-N // p.BN) * p.BN) / (M * N)
+    return waves * resident * p.BM * p.BN * K / rate * pad
 
 
 @lru_cache(maxsize=4096)
 def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) -> CoopPlan:
+    """The cheapest family (coop_cost) whose tiles fit `smem_limit`: double-buffered (ST=2) where that
+    fits, else one buffer."""
     best, best_cost = None, float("inf")
-    for wm, wn in ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4)):
-        for tm in (1, 2, 4):
-            for tn in (1, 2, 4):
-                if tm * tn > MAX_FRAGS:
-                    continue
-                for bk in (16, 32, 64):
-                    for st in (1, 2):
-                        p = CoopPlan(wm, wn, tm, tn, bk, st)
-                        c = coop_cost(p, M, N, K, G, smem_limit)
-                        if c < best_cost * 0.999:
-                            best, best_cost = p, c
+    for (wm, wn, tm, tn, bk), rate, resident in FAMILIES:
+        for p in (CoopPlan(wm, wn, tm, tn, bk, 2), CoopPlan(wm, wn, tm, tn, bk, 1), CoopPlan(wm, wn, tm, tn, 16, 1)):
+            if p.smem_bytes() <= smem_limit:
+                c = coop_cost(p, rate * (1.0 if p.ST == 2 else 0.9), resident, M, N, K, G)
+                if c < best_cost * 0.999:
+                    best, best_cost = p, c
+                break
     return best
 
 
@@ -115,28 +113,34 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM):
 EMULATED_REQUIRES = {"fp16_storage": True}
 
 
-# Measured on the H100 (benchmarks/coopmat_check.py, 2026-11-23): the variant lost on every
-# MobileNetV2 gemm (0.21x..1.14x; M*N*K <= 19M: too little work per dispatch to pay for staging the
-# tiles), and won 1.7x at 1024^3 and 15x at 2048^3 / 4096^3.
-MIN_DIM = 64
-MIN_MACS = 1 << 28
+# Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, 2026-11-24, before the
+# tile families above): the variant won on ResNet-50's batch-1 layers down to 3136 x 64 x 256 and
+# 49 x 2048 x 512 (up to 2x) and lost where few 64 x 64 tiles exist (196 x 256 x 1024: 16 tiles,
+# 0.8x; 49 x 512 x 2048: 8 tiles, 0.7x) and on the 7x7 stem with CI = 3 (scalar gathers, 0.7x).
+MIN_DIM = 32
+MIN_MACS = 1 << 22
+MIN_TILES = 24
 
 
-def worthwhile(M: int, N: int, K: int) -> bool:
+def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
     """Tensor cores pay only where a 16x16x16 block is mostly real work (a matrix-vector product or a
     sliver of N or K stays on the plain kernel, which reads the same bytes without padding every row
-    to 16) and where the GEMM is big enough to amortise staging fp16 tiles in shared memory."""
-    return min(M, N, K) >= MIN_DIM and M * N * K >= MIN_MACS
+    to 16), where the GEMM is big enough to amortise staging fp16 tiles in shared memory, and where
+    it has enough 64 x 64 tiles to fill the GPU (the plain kernel splits K over a workgroup; this
+    one does not).  `gather`: im2col loads element by element (CI % 4 != 0): the plain kernel won.
+    Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, ResNet-50 layers)."""
+    tiles = -(-M // 64) * -(-N // 64) * G
+    return min(M, N, K) >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES and not gather
 
 
-def coopmat_variants(M: int, N: int, K: int, G: int = 1) -> list:
+def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> list:
     """The variants a fp16 gemm kernel of this (per-group) shape carries, best first: tiled for
     BIG_SMEM bytes of shared memory where that plan needs more than the portable WG_SMEM (requiring
     the device to allow it), then tiled for WG_SMEM; none where tensor cores do not pay
     (under GPUC_TEST_COOPMAT_EMULATE: the emulated WG_SMEM one, for every shape)."""
     if os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0"):
         return [KernelVariant("coopmat", EMULATED_REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))]
-    if not worthwhile(M, N, K):
+    if not worthwhile(M, N, K, G, gather):
         return []
     out = []
     big = plan_coopmat(M, N, K, G, BIG_SMEM)

@@ -116,10 +116,13 @@ EMULATED_REQUIRES = {"fp16_storage": True}
 # Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, 2026-11-24, before the
 # tile families above): the variant won on ResNet-50's batch-1 layers down to 3136 x 64 x 256 and
 # 49 x 2048 x 512 (up to 2x) and lost where few 64 x 64 tiles exist (196 x 256 x 1024: 16 tiles,
-# 0.8x; 49 x 512 x 2048: 8 tiles, 0.7x) and on the 7x7 stem with CI = 3 (scalar gathers, 0.7x).
+# 0.8x; 49 x 512 x 2048: 8 tiles, 0.7x) and on the 7x7 stem with CI = 3 (scalar gathers, 0.7x);
+# 3136 x 64 x 64 and 256^3 tied.  MobileNetV2's batch-1 gemms (K <= 16, < 24 tiles or < 2^24 MACs; the
+# old variant lost on every one, benchmarks/coopmat_check.py 2026-11-23) keep the plain kernel.
 MIN_DIM = 32
-MIN_MACS = 1 << 22
+MIN_MACS = 1 << 24
 MIN_TILES = 24
+SKIP_GATHER = True
 
 
 def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
@@ -130,7 +133,7 @@ def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool
     one does not).  `gather`: im2col loads element by element (CI % 4 != 0): the plain kernel won.
     Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, ResNet-50 layers)."""
     tiles = -(-M // 64) * -(-N // 64) * G
-    return min(M, N, K) >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES and not gather
+    return min(M, N, K) >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES and not (gather and SKIP_GATHER)
 
 
 def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> list:

@@ -14,16 +14,21 @@
 // KS > 1 (split-K inside the workgroup) sums the slices through shared memory before the epilogue.
 // Register blocks are strided (row ty + i*BM/TM, column tx + j*BN/TN) so that shared reads are
 // conflict-free and global stores coalesce.  Every edge (M, N, K) is bounds-checked.
-// Epilogue per output: + bias[col], ACT, then RESIDUAL: ACT2(v + res[same index]).
+// Epilogue per output: + bias[col], ACT, then RESIDUAL: ACT2(v + res[same index]), then EPI_CHAIN:
+// a fused elementwise chain (epi_chain.glsl: GELU, bias / residual ADD, scaling ... with inputs e1..).
+//
+// Workgroups: wg = (tm * GROUPS + g) * TILES_N + tn (row tile slowest, so a prefix of the grid computes
+// exactly the first rows: batch-native dispatches of b <= max items).
 //
 // Defines: GM GN GK GROUPS LDA LDC BM BN BK TM TN KS TILES_M TILES_N NWG VEC_A B_T GNP
-//          HAS_BIAS ACT RESIDUAL ACT2; IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
+//          HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (epi_chain.glsl); IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
 //
 // COOPMAT=1 (the `coopmat` variant of --precision fp16, used where the device has
 // VK_KHR_cooperative_matrix 16x16x16 fp16*fp16+fp32 at subgroup scope and subgroup size CM_SG): the
-// same global loads (prefetched, bounds-checked), but A and B are staged in shared memory as float16
-// (A as [BM][BK], B as [BK][BN], rows padded by 8 halves) and multiplied with cooperative matrices
-// into fp32 accumulators.  CM_WM x CM_WN subgroups of CM_SG invocations; each owns CM_TM x CM_TN
+// same tiling of the loads (prefetched, bounds-checked), but A and B move as raw f16vec4 and are
+// staged in shared memory as float16 (A as [BM][BK], B as [BK][BN] or, for runtime weights, [BN][BK],
+// rows padded by 8 halves; CM_STAGES = 2: double-buffered, one barrier per K chunk) and multiplied
+// with cooperative matrices into fp32 accumulators.  CM_WM x CM_WN subgroups of CM_SG invocations; each owns CM_TM x CM_TN
 // 16x16 accumulator tiles (BM = CM_WM*CM_TM*16, BN = CM_WN*CM_TN*16, KS = 1).  The epilogue stores
 // one accumulator tile at a time to the subgroup's shared staging area and runs `finish` on it, so
 // bias, activations, residual and fake-quant are exactly the plain path's.
@@ -285,6 +290,7 @@ void store_b(int buf) {
     }
 }
 
+// @include epi_chain.glsl
 void finish(int m, int n, int g, float v) {
     if (m < GM && n < GN) {
         int col = g * GN + n;
@@ -295,6 +301,9 @@ void finish(int m, int n, int g, float v) {
         int o = m * LDC + col;
 #if RESIDUAL
         v = gpuc_apply(v + LD(res, o), ACT2);
+#endif
+#if EPI_CHAIN
+        v = epi_chain(o, v);                     // a fused elementwise chain (epi_chain.glsl)
 #endif
         ST(out_, o, v);
     }

@@ -86,34 +86,36 @@ def same_pads(size: int, k: int, s: int) -> tuple[int, int]:
 
 
 def conv_model(spec: dict, rng):
-    """(tflite bytes, NHWC input, weights [CO, KH, KW, CI], bias, output shape): ADD(x, x) -> CONV_2D."""
+    """(tflite bytes, NHWC input, weights [CO, KH, KW, CI], bias, output shape): ADD(x, x) -> CONV_2D.
+    The batch is stacked along the height ([1, batch*H, W, C]: the same GEMM, M = batch*OH*OW, and a
+    one-item input, which runtime/profile.py takes whatever the bundle's batch semantics)."""
     n, hw, ci, co, k, s = spec["batch"], spec["hw"], spec["ci"], spec["co"], spec["k"], spec["s"]
     mb = ModelBuilder()
-    x = mb.input("x", [n, hw, hw, ci])
-    x2 = mb.tensor("x2", [n, hw, hw, ci])
+    x = mb.input("x", [1, n * hw, hw, ci])
+    x2 = mb.tensor("x2", [1, n * hw, hw, ci])
     mb.op("ADD", [x, x], [x2])
     w = rng.normal(0, 1 / np.sqrt(k * k * ci), (co, k, k, ci)).astype(np.float32)
     b = rng.normal(0, 0.1, co).astype(np.float32)
     same = k > 1
     ohw = -(-hw // s) if same else (hw - 1) // s + 1
-    y = mb.tensor("y", [n, ohw, ohw, co])
+    y = mb.tensor("y", [1, n * ohw, ohw, co])
     mb.op("CONV_2D", [x2, mb.const("w", w), mb.const("b", b)], [y], padding="SAME" if same else "VALID",
           stride_h=s, stride_w=s)
     mb.output(y)
-    xs = rng.uniform(-1, 1, (n, hw, hw, ci)).astype(np.float32)
+    xs = rng.uniform(-1, 1, (1, n * hw, hw, ci)).astype(np.float32)
     return mb.finish(), xs, w, b, [n, ohw, ohw, co]
 
 
 def fc_model(s: int, rng):
     mb = ModelBuilder()
-    x = mb.input("x", [s, s])
-    x2 = mb.tensor("x2", [s, s])
+    x = mb.input("x", [1, s, s])                     # rows = s (a one-item input, as conv_model's)
+    x2 = mb.tensor("x2", [1, s, s])
     mb.op("ADD", [x, x], [x2])
     w = rng.normal(0, 1 / np.sqrt(s), (s, s)).astype(np.float32)
     y = mb.tensor("y", [s, s])
     mb.op("FULLY_CONNECTED", [x2, mb.const("w", w), -1], [y])
     mb.output(y)
-    return mb.finish(), rng.uniform(-1, 1, (s, s)).astype(np.float32), w
+    return mb.finish(), rng.uniform(-1, 1, (1, s, s)).astype(np.float32), w
 
 
 def gpuc_time(data: bytes, xs, dev, mode: str, runs: int):
@@ -150,8 +152,9 @@ def torch_conv(spec, xs2, w, b, runs):
     k, s = spec["k"], spec["s"]
     x = torch.from_numpy(xs2).cuda().permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
     if k > 1:
-        pt, pb = same_pads(spec["hw"], k, s)
-        x = F.pad(x, (pt, pb, pt, pb)).contiguous(memory_format=torch.channels_last)
+        pt, pb = same_pads(spec["hw"] * spec["batch"], k, s)
+        pl, pr = same_pads(spec["hw"], k, s)
+        x = F.pad(x, (pl, pr, pt, pb)).contiguous(memory_format=torch.channels_last)
     wt = torch.from_numpy(w).cuda().permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
     bt = torch.from_numpy(b).cuda()
     ref = F.conv2d(x, wt, bt, stride=s).permute(0, 2, 3, 1).float().cpu().numpy()
@@ -221,7 +224,7 @@ def main() -> int:
         row = dict(name=f"square {s}", M=s, N=s, K=s, n=1)
         ref = None
         if HAVE_TORCH:
-            a = torch.from_numpy(2 * xs).cuda()
+            a = torch.from_numpy(2 * xs[0]).cuda()
             bt = torch.from_numpy(w).cuda().t().contiguous()
             ref = (a @ bt).cpu().numpy()
             row["torch_fp32_us"] = cuda_us(lambda: torch.matmul(a, bt), args.runs)

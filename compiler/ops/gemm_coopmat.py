@@ -10,9 +10,10 @@ Only A/B already stored as fp16 qualify, so no value is rounded that fp16 storag
 already; sums are fp32 as in the plain path.  Any M/N/K: edges are zero-filled on load and masked
 on store, exactly as in the plain path.
 
-The tile (subgroups CM_WM x CM_WN, 16x16 tiles per subgroup CM_TM x CM_TN, K chunk BK) is picked
-by a rough model of an H100-like GPU (conv.py's constants): enough workgroups to fill the SMs,
-little padding waste, larger per-subgroup blocks to amortise fragment loads.
+The tile (subgroups CM_WM x CM_WN, 16x16 tiles per subgroup CM_TM x CM_TN, K chunk BK, shared stages
+CM_STAGES) is one of FAMILIES, picked per shape by coop_cost from the throughput each family reached
+on the H100 (waves of tiles, padding); a plan that needs more than the portable 32 KiB of shared
+memory becomes a variant requiring `shared_memory`, with a 32 KiB plan after it.
 """
 from __future__ import annotations
 

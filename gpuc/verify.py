@@ -143,7 +143,7 @@ def _first_nonfinite(rows) -> dict | None:
 
 
 # fusions would hide intermediates
-PER_OP_DISABLED = ["eliminate_dead_nodes", "fuse_layer_norm", "fuse_activation", "fuse_add_epilogue",
+PER_OP_DISABLED = ["eliminate_dead_nodes", "fuse_layer_norm", "fuse_attention", "fuse_activation", "fuse_add_epilogue",
                    "reshape_as_view", "fuse_elementwise", "fuse_reduce_prologue", "fuse_gemm_epilogue"]
 
 

@@ -5,6 +5,7 @@ Each pass takes the graph and mutates it in place.  `gpuc compile --disable-pass
 from __future__ import annotations
 
 from gpuc.compiler.ir import Graph
+from gpuc.compiler.passes.attention import fuse_attention
 from gpuc.compiler.passes.batching import batch_items
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
@@ -37,9 +38,9 @@ def batch_native(graph: Graph) -> None:
             graph.items = 1
 
 
-PIPELINE = [fold_constants, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, reshape_as_view, fold_pad, fuse_add_epilogue,
-            fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue,
-            plan_in_place]
+PIPELINE = [fold_constants, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fuse_attention,
+            reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation, plan_fp16_storage, fold_pad_pool,
+            fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
 
 
 # steps over the lowered program rather than the graph, skippable by the same --disable-pass

@@ -381,6 +381,18 @@ def _score_chain(ctx: _Ctx, cur: int, m: int):
     raise _NoMatch
 
 
+# Measured on the H100 (benchmarks/results/attention-h100-2026-11-24.md, GPU us of one attention, fused vs
+# unfused): 49 keys x head dim 32 3.7x faster, 197 x 64 1.35x, 1500 x 64 1.0x, but 577 x 80 0.77x and
+# 1024 x 128 0.40x: with long key sequences and wide heads, the kernel (K/V tiles of 32 keys, no tensor
+# cores) loses to the two tiled products.  Those stay unfused until it has double-buffered tiles.
+LONG_KEYS, WIDE_HEAD = 512, 64
+
+
+def worthwhile(keys: int, head_dim: int) -> bool:
+    """Whether the fused kernel beats the unfused chain for this many keys and this head dimension."""
+    return keys < LONG_KEYS or head_dim <= WIDE_HEAD
+
+
 def _match(graph: Graph, sm: Node):
     ctx = _Ctx(graph)
     g = graph
@@ -433,6 +445,8 @@ def _match(graph: Graph, sm: Node):
     d = int(qa.shape[-2] if adj_x else qa.shape[-1])
     if (ka.shape[-1] if adj_y else ka.shape[-2]) != d or (ka.shape[-2] if adj_y else ka.shape[-1]) != m \
             or (qa.shape[-1] if adj_x else qa.shape[-2]) != n or d < 1:
+        raise _NoMatch
+    if not worthwhile(m, d):
         raise _NoMatch
     va = g.t(mm2.inputs[1])
     adj_v = bool(mm2.attrs.get("adj_y", False))

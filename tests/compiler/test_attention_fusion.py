@@ -211,3 +211,13 @@ def test_nan_inf_as_the_unfused_ops():
     fin = np.isfinite(ref[rows])
     np.testing.assert_allclose(outs[0][rows][fin], ref[rows][fin], rtol=0,
                                atol=1e-5 * float(np.abs(ref[rows][fin]).max()))
+
+
+def test_long_keys_and_wide_heads_stay_unfused():
+    """Where the H100 measured the fused kernel slower (>= 512 keys with a head wider than 64), the chain
+    stays unfused; 512 keys at head dim 64 and 511 keys at head dim 80 fuse."""
+    from gpuc.compiler.passes.attention import worthwhile
+    assert worthwhile(511, 80) and worthwhile(512, 64) and not worthwhile(512, 80)
+    for m, d, fused in ((520, 80, False), (520, 64, True), (40, 80, True)):
+        model, _ = attention_model(b=1, h=1, n=2, m=m, d=d)
+        assert ("ATTENTION" in ops_after_passes(model)) == fused, (m, d)

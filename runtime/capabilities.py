@@ -18,6 +18,8 @@ Requirement vocabulary (a JSON object; every key must hold):
                                                      an M x N x K subgroup-scope entry with those
                                                      A, B, C and result component types
   {"fp16_storage": true}                             16-bit storage buffers
+  {"shared_memory": 49152}                           at least that many bytes of shared memory per
+                                                     workgroup (maxComputeSharedMemorySize)
 `missing(requires, device)` names the first unmet key (None when all hold).
 
 GPUC_DISABLE_COOPMAT=1 / GPUC_DISABLE_SUBGROUP_OPS=1 act as a device without them (tests, A/B timing).
@@ -148,6 +150,10 @@ def _missing(requires: dict, dev) -> str | None:
                 m, n, k, a, b, c, r = want_t
                 return (f"no VK_KHR_cooperative_matrix {m}x{n}x{k} {a}*{b}+{c}->{r} (subgroup scope)"
                         if getattr(dev, "coopmat", []) else "no VK_KHR_cooperative_matrix")
+        elif key == "shared_memory":
+            have = int(getattr(getattr(dev, "limits", None), "maxComputeSharedMemorySize", 0) or 0)
+            if have < int(want):
+                return f"{have} bytes of shared memory per workgroup, not {int(want)}"
         elif key == "fp16_storage":
             if want and not getattr(dev, "fp16_storage", False):
                 return "no 16-bit storage buffers"

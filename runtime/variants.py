@@ -44,7 +44,7 @@ def resolve(bundle, device, spec: str | None = None):
         return bundle
     modes = _modes(os.environ.get("GPUC_VARIANTS") if spec is None else spec)
     dispatches = list(bundle.dispatches)
-    chosen = {}
+    chosen, unmet = {}, {}
     for v in bundle.variants:
         mode = modes.get(v.name, modes.get("*", "auto"))
         if mode == "off" or v.dispatch in chosen:
@@ -55,9 +55,12 @@ def resolve(bundle, device, spec: str | None = None):
             dispatches[v.dispatch] = dataclasses.replace(d, shader=v.shader, groups=tuple(v.groups),
                                                          item_inner=v.item_inner)
             chosen[v.dispatch] = v.name
-        elif mode == "force":
-            raise DeviceError(f"GPUC_VARIANTS forces the {v.name!r} kernels, but device {device.name!r} has {why} "
-                              f"(dispatch {v.dispatch}: {bundle.dispatches[v.dispatch].label})")
+        elif mode == "force":                    # an error unless a later variant of that name fits
+            unmet.setdefault((v.dispatch, v.name), why)
+    for (i, name), why in unmet.items():
+        if chosen.get(i) != name:
+            raise DeviceError(f"GPUC_VARIANTS forces the {name!r} kernels, but device {device.name!r} has {why} "
+                              f"(dispatch {i}: {bundle.dispatches[i].label})")
     used = sorted({d.shader for d in dispatches})
     new_index = {old: i for i, old in enumerate(used)}
     dispatches = [dataclasses.replace(d, shader=new_index[d.shader]) for d in dispatches]

@@ -17,20 +17,25 @@
 // Epilogue per output: + bias[col], ACT, then RESIDUAL: ACT2(v + res[same index]), then EPI_CHAIN:
 // a fused elementwise chain (epi_chain.glsl: GELU, bias / residual ADD, scaling ... with inputs e1..).
 //
+// Workgroups: wg = (tm * GROUPS + g) * TILES_N + tn (row tile slowest, so a prefix of the grid computes
+// exactly the first rows: batch-native dispatches of b <= max items).
+//
 // Defines: GM GN GK GROUPS LDA LDC BM BN BK TM TN KS TILES_M TILES_N NWG VEC_A B_T GNP
 //          HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (epi_chain.glsl); IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
 //
 // COOPMAT=1 (the `coopmat` variant of --precision fp16, used where the device has
 // VK_KHR_cooperative_matrix 16x16x16 fp16*fp16+fp32 at subgroup scope and subgroup size CM_SG): the
-// same global loads (prefetched, bounds-checked), but A and B are staged in shared memory as float16
-// (A as [BM][BK], B as [BK][BN], rows padded by 8 halves) and multiplied with cooperative matrices
-// into fp32 accumulators.  CM_WM x CM_WN subgroups of CM_SG invocations; each owns CM_TM x CM_TN
+// same tiling of the loads (prefetched, bounds-checked), but A and B move as raw f16vec4 and are
+// staged in shared memory as float16 (A as [BM][BK], B as [BK][BN] or, for runtime weights, [BN][BK],
+// rows padded by 8 halves; CM_STAGES = 2: double-buffered, one barrier per K chunk) and multiplied
+// with cooperative matrices into fp32 accumulators.  CM_WM x CM_WN subgroups of CM_SG invocations; each owns CM_TM x CM_TN
 // 16x16 accumulator tiles (BM = CM_WM*CM_TM*16, BN = CM_WN*CM_TN*16, KS = 1).  The epilogue stores
 // one accumulator tile at a time to the subgroup's shared staging area and runs `finish` on it, so
 // bias, activations, residual and fake-quant are exactly the plain path's.
 // CM_EMULATE=1 (tests only, GPUC_TEST_COOPMAT_EMULATE): the same tiling, staging and epilogue with
 // the cooperative-matrix operations done per invocation (CM_SG invocations stand for a subgroup, each
 // owning 256 / CM_SG elements of a tile), so devices without the extension can check everything else.
+#extension GL_EXT_control_flow_attributes : enable
 #ifndef COOPMAT
 #define COOPMAT 0
 #endif
@@ -45,10 +50,24 @@
 #endif
 #define BKT BK
 #define NT (CM_WM * CM_WN * CM_SG)   // == local_size_x
+// Shared: A as [BM][SA_LD] halves, then B as [BK][SB_LD] (B_T=0) or [BN][SB_LD] (B_T=1: column-major,
+// as the runtime weights are laid out), all in f16vec4 units (rows padded by 8 halves: 16-byte
+// aligned rows whose 8-row groups fall on distinct banks).
 #define SA_LD (BK + 8)
+#if B_T
+#define SB_LD (BK + 8)
+#define SB_SIZE (BN * SB_LD)
+#else
 #define SB_LD (BN + 8)
-shared float16_t smem_a[BM * SA_LD];
-shared float16_t smem_b[BK * SB_LD];
+#define SB_SIZE (BK * SB_LD)
+#endif
+#define SB_OFF (BM * SA_LD)
+#ifndef CM_STAGES
+#define CM_STAGES 1
+#endif
+// CM_STAGES = 2: two such buffers (the next chunk is stored into one while the other is multiplied).
+#define CM_STAGE (SB_OFF + SB_SIZE)
+shared f16vec4 smem_h[CM_STAGES * CM_STAGE / 4];
 shared float smem_c[CM_WM * CM_WN * 256];
 #else
 #define BMT (BM / TM)
@@ -70,9 +89,15 @@ shared float smem_c[CM_WM * CM_WN * 256];
 #define SMEM_SIZE SMEM_AB
 #endif
 shared float smem[SMEM_SIZE];
+#define SMEM_ST(i, v) smem[i] = (v)
 #endif
 
-#if VEC_A
+// Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied).
+// COOPMAT: A and B move as raw f16vec4 groups of 4 consecutive k (A, B_T=1) or n (B_T=0).
+#if COOPMAT
+#define A_W (BKT / 4)
+#define AVEC f16vec4
+#elif VEC_A
 #define A_W (BKT / 4)
 #define AVEC vec4
 #else
@@ -82,7 +107,14 @@ shared float smem[SMEM_SIZE];
 #define A_N (A_W * BM)
 #define A_PER ((A_N + NT - 1) / NT)
 
-#if B_T
+#if COOPMAT && B_T
+#define B_N (BKT / 4 * BN)
+#define BVEC f16vec4
+#elif COOPMAT
+#define B_W (BN / 4)
+#define B_N (B_W * BKT)
+#define BVEC f16vec4
+#elif B_T
 #define B_N (BKT * BN)
 #define BVEC float
 #else
@@ -102,7 +134,7 @@ int a_ix[A_PER];
 
 void init_a(int m0, int g) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < A_PER; ++i) {
+    [[unroll]] for (int i = 0; i < A_PER; ++i) {
         int row = (tid + i * NT) / A_W;
         int m = m0 + row;
         a_base[i] = -1;
@@ -121,16 +153,37 @@ void init_a(int m0, int g) {
     }
 }
 
+#if COOPMAT && !VEC_A
+// One element A[row i][k] (zero outside the matrix / the padded image), raw float16.
+float16_t a_elem(int i, int k) {
+    if (k >= GK) return float16_t(0.0);
+#if IM2COL
+    int ci = k % CIG;
+    int t = k / CIG;
+    int iy = a_iy[i] + (t / KW) * DH;
+    int ix = a_ix[i] + (t % KW) * DW;
+    if (iy < 0 || iy >= H || ix < 0 || ix >= W) return float16_t(0.0);
+    return x[a_base[i] + (iy * W + ix) * LDA + ci];
+#else
+    return x[a_base[i] + k];
+#endif
+}
+#endif
+
 void load_a(int kb) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < A_PER; ++i) {
+    [[unroll]] for (int i = 0; i < A_PER; ++i) {
         int e = tid + i * NT;
-#if VEC_A
+#if VEC_A || COOPMAT
         int k = kb + (e % A_W) * 4;
 #else
         int k = kb + e % A_W;
 #endif
         AVEC v = AVEC(0.0);
+#if COOPMAT && !VEC_A
+        if (a_base[i] >= 0)
+            v = f16vec4(a_elem(i, k), a_elem(i, k + 1), a_elem(i, k + 2), a_elem(i, k + 3));
+#else
         if (a_base[i] >= 0 && k < GK) {
 #if IM2COL
             int ci = k % CIG;
@@ -139,56 +192,64 @@ void load_a(int kb) {
             int ix = a_ix[i] + (t % KW) * DW;
             if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
                 int addr = a_base[i] + (iy * W + ix) * LDA + ci;
-#if VEC_A
+#if COOPMAT
+                v = x[addr >> 2];
+#elif VEC_A
                 v = LD(x, addr >> 2);
 #else
                 v = LD(x, addr);
 #endif
             }
-#else
-#if VEC_A
+#elif COOPMAT
+            v = x[(a_base[i] + k) >> 2];
+#elif VEC_A
             v = LD(x, (a_base[i] + k) >> 2);
 #else
             v = LD(x, a_base[i] + k);
 #endif
-#endif
         }
+#endif
         ra[i] = v;
     }
 }
 
-void store_a() {
+void store_a(int buf) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < A_PER; ++i) {
+    [[unroll]] for (int i = 0; i < A_PER; ++i) {
         int e = tid + i * NT;
         if (e < A_N) {
             int row = e / A_W;
-#if COOPMAT && VEC_A
-            int o = row * SA_LD + (e % A_W) * 4;
-            smem_a[o] = float16_t(ra[i].x);
-            smem_a[o + 1] = float16_t(ra[i].y);
-            smem_a[o + 2] = float16_t(ra[i].z);
-            smem_a[o + 3] = float16_t(ra[i].w);
-#elif COOPMAT
-            smem_a[row * SA_LD + e % A_W] = float16_t(ra[i]);
+#if COOPMAT
+            smem_h[(buf + row * SA_LD + (e % A_W) * 4) >> 2] = ra[i];
 #elif VEC_A
             int kr = (e % A_W) * 4;
-            smem[SA_ROW(kr) + row] = ra[i].x;
-            smem[SA_ROW(kr + 1) + row] = ra[i].y;
-            smem[SA_ROW(kr + 2) + row] = ra[i].z;
-            smem[SA_ROW(kr + 3) + row] = ra[i].w;
+            SMEM_ST(buf + SA_ROW(kr) + row, ra[i].x);
+            SMEM_ST(buf + SA_ROW(kr + 1) + row, ra[i].y);
+            SMEM_ST(buf + SA_ROW(kr + 2) + row, ra[i].z);
+            SMEM_ST(buf + SA_ROW(kr + 3) + row, ra[i].w);
 #else
-            smem[SA_ROW(e % A_W) + row] = ra[i];
+            SMEM_ST(buf + SA_ROW(e % A_W) + row, ra[i]);
 #endif
         }
     }
 }
 
+#if COOPMAT && B_T
+float16_t b_elem(int n, int k, int g) {
+    return k < GK ? w[(g * GN + n) * GK + k] : float16_t(0.0);
+}
+#endif
+
 void load_b(int kb, int n0, int g) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < B_PER; ++i) {
+    [[unroll]] for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
-#if B_T
+#if COOPMAT && B_T
+        int k = kb + (e % (BKT / 4)) * 4;
+        int n = n0 + e / (BKT / 4);
+        f16vec4 v = f16vec4(0.0);
+        if (e < B_N && n < GN) v = f16vec4(b_elem(n, k, g), b_elem(n, k + 1, g), b_elem(n, k + 2, g), b_elem(n, k + 3, g));
+#elif B_T
         int k = kb + e % BKT;
         int n = n0 + e / BKT;
         float v = 0.0;
@@ -196,30 +257,30 @@ void load_b(int kb, int n0, int g) {
 #else
         int k = kb + e / B_W;
         int n = n0 + (e % B_W) * 4;
-        vec4 v = vec4(0.0);
+        BVEC v = BVEC(0.0);
+#if COOPMAT
+        if (e < B_N && k < GK && n < GNP) v = w[((g * GK + k) * GNP + n) >> 2];
+#else
         if (e < B_N && k < GK && n < GNP) v = LD(w, ((g * GK + k) * GNP + n) >> 2);
+#endif
 #endif
         rb[i] = v;
     }
 }
 
-void store_b() {
+void store_b(int buf) {
     int tid = int(gl_LocalInvocationIndex);
-    for (int i = 0; i < B_PER; ++i) {
+    [[unroll]] for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
         if (e < B_N) {
 #if COOPMAT && B_T
-            smem_b[(e % BKT) * SB_LD + e / BKT] = float16_t(rb[i]);
+            smem_h[(buf + SB_OFF + (e / (BKT / 4)) * SB_LD + (e % (BKT / 4)) * 4) >> 2] = rb[i];
 #elif COOPMAT
-            int o = (e / B_W) * SB_LD + (e % B_W) * 4;
-            smem_b[o] = float16_t(rb[i].x);
-            smem_b[o + 1] = float16_t(rb[i].y);
-            smem_b[o + 2] = float16_t(rb[i].z);
-            smem_b[o + 3] = float16_t(rb[i].w);
+            smem_h[(buf + SB_OFF + (e / B_W) * SB_LD + (e % B_W) * 4) >> 2] = rb[i];
 #elif B_T
-            smem[SB_ROW(e % BKT) + e / BKT] = rb[i];
+            SMEM_ST(buf + SB_ROW(e % BKT) + e / BKT, rb[i]);
 #else
-            int o = SB_ROW(e / B_W) + (e % B_W) * 4;
+            int o = buf + SB_ROW(e / B_W) + (e % B_W) * 4;
             smem[o] = rb[i].x;
             smem[o + 1] = rb[i].y;
             smem[o + 2] = rb[i].z;
@@ -248,72 +309,102 @@ void finish(int m, int n, int g, float v) {
     }
 }
 
+// Workgroup order: the m-tile varies slowest (wg = (tm * GROUPS + g) * TILES_N + tn), so the first
+// k * GROUPS * TILES_N workgroups compute exactly the first k * BM rows.
+#define TILE_OF_WG(wg, tm, g, tn) { tn = (wg) % TILES_N; int t_ = (wg) / TILES_N; g = t_ % GROUPS; tm = t_ / GROUPS; }
+
 #if COOPMAT
 #ifndef CM_EMULATE
 #define CM_EMULATE 0
 #endif
 #define CM_ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define SM_HALF(i) smem_h[(i) >> 2][(i) & 3]
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
-    int tn = wg % TILES_N;
-    int t = wg / TILES_N;
-    int tm = t % TILES_M;
-    int g = t / TILES_M;
+    int tm, g, tn;
+    TILE_OF_WG(wg, tm, g, tn);
     int m0 = tm * BM, n0 = tn * BN;
 #if CM_EMULATE
     int sg = int(gl_LocalInvocationIndex) / CM_SG, lane = int(gl_LocalInvocationIndex) % CM_SG;
     float acc[CM_TM][CM_TN][256 / CM_SG];
-    for (int i = 0; i < CM_TM; ++i)
-        for (int j = 0; j < CM_TN; ++j)
+    [[unroll]] for (int i = 0; i < CM_TM; ++i)
+        [[unroll]] for (int j = 0; j < CM_TN; ++j)
             for (int q = 0; q < 256 / CM_SG; ++q) acc[i][j][q] = 0.0;
 #else
     int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
     CM_ACC acc[CM_TM][CM_TN];
-    for (int i = 0; i < CM_TM; ++i)
-        for (int j = 0; j < CM_TN; ++j) acc[i][j] = CM_ACC(0.0);
+    [[unroll]] for (int i = 0; i < CM_TM; ++i)
+        [[unroll]] for (int j = 0; j < CM_TN; ++j) acc[i][j] = CM_ACC(0.0);
 #endif
     int wm = sg / CM_WN, wn = sg % CM_WN;
 
     init_a(m0, g);
     load_a(0);
     load_b(0, n0, g);
+    int buf = 0;                                 // shared offset (halves) of the stage being multiplied
+#if CM_STAGES == 2
+    store_a(0);
+    store_b(0);
+    barrier();
+#endif
     for (int kb = 0; kb < GK; kb += BKT) {
-        store_a();
-        store_b();
+        bool more = kb + BKT < GK;
+#if CM_STAGES == 1
+        store_a(0);
+        store_b(0);
         barrier();
-        if (kb + BKT < GK) {                     // prefetch the next chunk while this one is used
+#endif
+        if (more) {                              // prefetch the next chunk while this one is used
             load_a(kb + BKT);
             load_b(kb + BKT, n0, g);
         }
-        for (int kk = 0; kk < BK; kk += 16) {
+        [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
 #if CM_EMULATE
             for (int i = 0; i < CM_TM; ++i)
                 for (int j = 0; j < CM_TN; ++j)
                     for (int q = 0; q < 256 / CM_SG; ++q) {
                         int e = lane + q * CM_SG;
-                        int ao = ((wm * CM_TM + i) * 16 + e / 16) * SA_LD + kk;
-                        int bo = kk * SB_LD + (wn * CM_TN + j) * 16 + e % 16;
-                        for (int u = 0; u < 16; ++u)
-                            acc[i][j][q] += float(smem_a[ao + u]) * float(smem_b[bo + u * SB_LD]);
+                        int ao = buf + ((wm * CM_TM + i) * 16 + e / 16) * SA_LD + kk;
+                        int nn = (wn * CM_TN + j) * 16 + e % 16;
+                        for (int u = 0; u < 16; ++u) {
+#if B_T
+                            int bo = buf + SB_OFF + nn * SB_LD + kk + u;
+#else
+                            int bo = buf + SB_OFF + (kk + u) * SB_LD + nn;
+#endif
+                            acc[i][j][q] += float(SM_HALF(ao + u)) * float(SM_HALF(bo));
+                        }
                     }
 #else
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[CM_TM];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[CM_TN];
-            for (int i = 0; i < CM_TM; ++i)
-                coopMatLoad(fa[i], smem_a, ((wm * CM_TM + i) * 16) * SA_LD + kk, SA_LD,
+            [[unroll]] for (int i = 0; i < CM_TM; ++i)
+                coopMatLoad(fa[i], smem_h, (buf + ((wm * CM_TM + i) * 16) * SA_LD + kk) >> 2, SA_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
-            for (int j = 0; j < CM_TN; ++j)
-                coopMatLoad(fb[j], smem_b, kk * SB_LD + (wn * CM_TN + j) * 16, SB_LD,
+            [[unroll]] for (int j = 0; j < CM_TN; ++j)
+#if B_T
+                coopMatLoad(fb[j], smem_h, (buf + SB_OFF + (wn * CM_TN + j) * 16 * SB_LD + kk) >> 2, SB_LD / 4,
+                            gl_CooperativeMatrixLayoutColumnMajor);
+#else
+                coopMatLoad(fb[j], smem_h, (buf + SB_OFF + kk * SB_LD + (wn * CM_TN + j) * 16) >> 2, SB_LD / 4,
                             gl_CooperativeMatrixLayoutRowMajor);
-            for (int i = 0; i < CM_TM; ++i)
-                for (int j = 0; j < CM_TN; ++j) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
+#endif
+            [[unroll]] for (int i = 0; i < CM_TM; ++i)
+                [[unroll]] for (int j = 0; j < CM_TN; ++j) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
 #endif
         }
+#if CM_STAGES == 2
+        if (more) {
+            buf = CM_STAGE - buf;
+            store_a(buf);
+            store_b(buf);
+        }
+#endif
         barrier();
     }
-    for (int i = 0; i < CM_TM; ++i)
-        for (int j = 0; j < CM_TN; ++j) {
+    [[unroll]] for (int i = 0; i < CM_TM; ++i)
+        [[unroll]] for (int j = 0; j < CM_TN; ++j) {
 #if CM_EMULATE
             for (int q = 0; q < 256 / CM_SG; ++q) smem_c[sg * 256 + lane + q * CM_SG] = acc[i][j][q];
             barrier();
@@ -336,10 +427,8 @@ void main() {
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
-    int tn = wg % TILES_N;
-    int t = wg / TILES_N;
-    int tm = t % TILES_M;
-    int g = t / TILES_M;
+    int tm, g, tn;
+    TILE_OF_WG(wg, tm, g, tn);
     int m0 = tm * BM, n0 = tn * BN;
     int tid = int(gl_LocalInvocationIndex);
     int s = tid / (BMT * BNT);
@@ -347,34 +436,34 @@ void main() {
     int tx = r % BNT, ty = r / BNT;
 
     float acc[TM][TN];
-    for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
     init_a(m0, g);
     load_a(0);
     load_b(0, n0, g);
     for (int kb = 0; kb < GK; kb += BKT) {
-        store_a();
-        store_b();
+        store_a(0);
+        store_b(0);
         barrier();
         if (kb + BKT < GK) {                     // prefetch the next chunk while this one is used
             load_a(kb + BKT);
             load_b(kb + BKT, n0, g);
         }
-        for (int kk = 0; kk < BK; ++kk) {
+        [[unroll]] for (int kk = 0; kk < BK; ++kk) {
             int ka = s * SA_SLICE + kk * SA_STRIDE + ty;
             int kb2 = SB_OFF + s * SB_SLICE + kk * BN + tx;
             float a[TM], b[TN];
-            for (int i = 0; i < TM; ++i) a[i] = smem[ka + i * BMT];
-            for (int j = 0; j < TN; ++j) b[j] = smem[kb2 + j * BNT];
-            for (int i = 0; i < TM; ++i)
-                for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+            [[unroll]] for (int i = 0; i < TM; ++i) a[i] = smem[ka + i * BMT];
+            [[unroll]] for (int j = 0; j < TN; ++j) b[j] = smem[kb2 + j * BNT];
+            [[unroll]] for (int i = 0; i < TM; ++i)
+                [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
         }
         barrier();
     }
 #if KS > 1
-    for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) smem[s * (BM * BN) + (ty + i * BMT) * BN + tx + j * BNT] = acc[i][j];
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) smem[s * (BM * BN) + (ty + i * BMT) * BN + tx + j * BNT] = acc[i][j];
     barrier();
     for (int e = tid; e < BM * BN; e += NT) {
         float v = 0.0;
@@ -382,8 +471,8 @@ void main() {
         finish(m0 + e / BN, n0 + e % BN, g, v);
     }
 #else
-    for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) finish(m0 + ty + i * BMT, n0 + tx + j * BNT, g, acc[i][j]);
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) finish(m0 + ty + i * BMT, n0 + tx + j * BNT, g, acc[i][j]);
 #endif
 }
 #endif

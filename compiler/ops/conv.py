@@ -9,7 +9,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.epi_chain import apply_chain
-from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
+from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
@@ -219,13 +219,13 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
-    # the flat workgroup index is (group, row tile, column tile): with one group, item-major in units of a
-    # row of tiles (rows m = item-major pixels or FC rows)
+    # the flat workgroup index is (row tile, group, column tile): item-major in units of a row of tiles
+    # (rows m = item-major pixels or FC rows)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
-               item_inner=tiles_n if G == 1 else 0)
+               item_inner=tiles_n * G)
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
-        k.variants += [v for v in [coopmat_variant(M, GN, GK)] if v is not None]
+        k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)
     return k
 
 

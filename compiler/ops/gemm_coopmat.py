@@ -10,9 +10,10 @@ Only A/B already stored as fp16 qualify, so no value is rounded that fp16 storag
 already; sums are fp32 as in the plain path.  Any M/N/K: edges are zero-filled on load and masked
 on store, exactly as in the plain path.
 
-The tile (subgroups CM_WM x CM_WN, 16x16 tiles per subgroup CM_TM x CM_TN, K chunk BK) is picked
-by a rough model of an H100-like GPU (conv.py's constants): enough workgroups to fill the SMs,
-little padding waste, larger per-subgroup blocks to amortise fragment loads.
+The tile (subgroups CM_WM x CM_WN, 16x16 tiles per subgroup CM_TM x CM_TN, K chunk BK, shared stages
+CM_STAGES) is one of FAMILIES, picked per shape by coop_cost from the throughput each family reached
+on the H100 (waves of tiles, padding); a plan that needs more than the portable 32 KiB of shared
+memory becomes a variant requiring `shared_memory`, with a 32 KiB plan after it.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from gpuc.compiler.codegen.kernel import KernelVariant
 CM = 16                       # M = N = K of the cooperative matrix shape
 CM_SG = 32                    # subgroup size the workgroup layout assumes (NVIDIA)
 REQUIRES = {"cooperative_matrix": [CM, CM, CM, "float16", "float16", "float32", "float32"], "subgroup_size": CM_SG}
-WG_SMEM = 32 * 1024
+WG_SMEM = 32 * 1024           # shared memory per workgroup every Vulkan device allows
+BIG_SMEM = 48 * 1024          # what NVIDIA (and most desktop GPUs) allow: variants requiring `shared_memory`
 GPU_SMS, SM_SMEM, SM_THREADS = 132, 228 * 1024, 2048
 
 
@@ -36,6 +38,7 @@ class CoopPlan:
     TM: int
     TN: int
     BK: int
+    ST: int = 1               # shared-memory stages (2: double-buffered, one barrier per K chunk)
 
     @property
     def BM(self) -> int:
@@ -50,83 +53,107 @@ class CoopPlan:
         return self.WM * self.WN * CM_SG
 
     def smem_bytes(self) -> int:
-        return 2 * self.BM * (self.BK + 8) + 2 * self.BK * (self.BN + 8) + 4 * self.WM * self.WN * 256
+        """gemm.comp's COOPMAT layout: A [BM][BK+8], B [BK][BN+8] (or [BN][BK+8] for B_T), halves; C staging."""
+        b = max(self.BK * (self.BN + 8), self.BN * (self.BK + 8))
+        return self.ST * (2 * self.BM * (self.BK + 8) + 2 * b) + 4 * self.WM * self.WN * 256
 
 
-def coop_cost(p: CoopPlan, M: int, N: int, K: int, G: int) -> float:
-    smem = p.smem_bytes()
-    if smem > WG_SMEM:
-        return float("inf")
+# The tile families, each with the throughput it reached on the H100 on a large GEMM (TFLOP/s,
+# benchmarks/gemm_speed.py --sweep, 2026-11-24) and how many workgroups an SM holds at once (by
+# registers: a 4x4 block of accumulators is 128 fp32 registers per invocation).  (WM, WN, TM, TN, BK).
+FAMILIES = [((4, 2, 4, 4, 16), 128, 1),      # 256 x 128, 8 subgroups of 64 x 64
+            ((2, 4, 4, 4, 16), 130, 1),      # 128 x 256
+            ((4, 2, 2, 4, 32), 90, 1),       # 128 x 128
+            ((4, 2, 2, 2, 32), 55, 2),       # 128 x 64, 8 subgroups of 32 x 32
+            ((2, 4, 2, 2, 32), 55, 2),       # 64 x 128
+            ((2, 2, 2, 2, 32), 35, 4),       # 64 x 64, 4 subgroups
+            ((2, 2, 1, 1, 32), 15, 8)]       # 32 x 32
+
+
+def coop_cost(p: CoopPlan, rate: float, resident: int, M: int, N: int, K: int, G: int) -> float:
+    """Relative time: waves of `resident` tiles per SM, each tile BM x BN x K at the family's rate,
+    times the padding fraction once more (padded tiles also stage and gather for nothing: on the
+    H100 a 64-wide N ran 1.6x faster in 128 x 64 tiles than in half-empty 256 x 128 ones)."""
     tiles = -(-M // p.BM) * -(-N // p.BN) * G
-    per_sm = max(1, min(SM_SMEM // smem, SM_THREADS // p.threads, 16))
-    waves = -(-tiles // (GPU_SMS * per_sm))
-    kiters = -(-K // p.BK)
-    nw = p.WM * p.WN
-    # per K chunk: global->shared staging (elements per invocation) + fragment loads + mma per subgroup
-    stage = (p.BM + p.BN) * p.BK / p.threads * 4
-    mma = (p.TM * p.TN * 8 + (p.TM + p.TN) * 6) * (p.BK // CM)
-    chunk = max(stage + mma * max(1.0, per_sm * nw / 16), 300) + 40
-    epi = p.TM * p.TN * (256 // CM_SG) * 12
-    traffic = 2 * G * (M * K * -(-N // p.BN) + K * N * -(-M // p.BM)) + 4 * M * N * G
-    return max(waves * (kiters * chunk + epi), traffic / 2500) + 1500
+    waves = -(-tiles // (GPU_SMS * resident))
+    pad = (-(-M // p.BM) * p.BM * -(-N // p.BN) * p.BN) / (M * N)
+    return waves * resident * p.BM * p.BN * K / rate * pad
 
 
 @lru_cache(maxsize=4096)
-def plan_coopmat(M: int, N: int, K: int, G: int = 1) -> CoopPlan:
+def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) -> CoopPlan:
+    """The cheapest family (coop_cost) whose tiles fit `smem_limit`: double-buffered (ST=2) where that
+    fits, else one buffer."""
     best, best_cost = None, float("inf")
-    for wm, wn in ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4)):
-        for tm in (1, 2, 4):
-            for tn in (1, 2, 4):
-                if tm * tn > 8:
-                    continue
-                for bk in (16, 32):
-                    p = CoopPlan(wm, wn, tm, tn, bk)
-                    c = coop_cost(p, M, N, K, G)
-                    if c < best_cost * 0.999:
-                        best, best_cost = p, c
+    for (wm, wn, tm, tn, bk), rate, resident in FAMILIES:
+        for p in (CoopPlan(wm, wn, tm, tn, bk, 2), CoopPlan(wm, wn, tm, tn, bk, 1), CoopPlan(wm, wn, tm, tn, 16, 1)):
+            if p.smem_bytes() <= smem_limit:
+                c = coop_cost(p, rate * (1.0 if p.ST == 2 else 0.9), resident, M, N, K, G)
+                if c < best_cost * 0.999:
+                    best, best_cost = p, c
+                break
     return best
 
 
-def coopmat_kernel(k):
-    """The COOPMAT=1 kernel for the plain gemm kernel `k` (same bindings, epilogue defines).
+def coopmat_kernel(k, smem_limit: int = WG_SMEM):
+    """The COOPMAT=1 kernel for the plain gemm kernel `k` (same bindings, epilogue defines), tiled
+    for `smem_limit` bytes of shared memory per workgroup.
     GPUC_TEST_COOPMAT_EMULATE=1 (tests): the emulated path (CM_EMULATE) under the requirements
     EMULATED_REQUIRES, so that lavapipe runs and checks the variant's tiling and epilogue."""
     d = dict(k.defines)
     if os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0"):
         d["CM_EMULATE"] = 1
-    p = plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"])
+    p = plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     nwg = tiles_m * tiles_n * d["GROUPS"]
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
-                   BK=p.BK, KS=1, TM=1, TN=1, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
+                   BK=p.BK, CM_STAGES=p.ST, KS=1, TM=1, TN=1, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
     return dataclasses.replace(k, defines=defines, invocations=nwg * p.threads, local_x=p.threads, variants=[],
-                               item_inner=tiles_n if d["GROUPS"] == 1 else 0)
+                               item_inner=tiles_n * d["GROUPS"])
 
 
 EMULATED_REQUIRES = {"fp16_storage": True}
 
 
-# Measured on the H100 (benchmarks/coopmat_check.py, 2026-11-23): the variant lost on every
-# MobileNetV2 gemm (0.21x..1.14x; M*N*K <= 19M: too little work per dispatch to pay for staging the
-# tiles), and won 1.7x at 1024^3 and 15x at 2048^3 / 4096^3.
-MIN_DIM = 64
-MIN_MACS = 1 << 28
+# Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, 2026-11-24, before the
+# tile families above): the variant won on ResNet-50's batch-1 layers down to 3136 x 64 x 256 and
+# 49 x 2048 x 512 (up to 2x) and lost where few 64 x 64 tiles exist (196 x 256 x 1024: 16 tiles,
+# 0.8x; 49 x 512 x 2048: 8 tiles, 0.7x) and on the 7x7 stem with CI = 3 (scalar gathers, 0.7x);
+# 3136 x 64 x 64 and 256^3 tied.  MobileNetV2's batch-1 gemms (K <= 16, < 24 tiles or < 2^24 MACs; the
+# old variant lost on every one, benchmarks/coopmat_check.py 2026-11-23) keep the plain kernel.
+MIN_DIM = 32
+MIN_MACS = 1 << 24
+MIN_TILES = 24
+SKIP_GATHER = True
 
 
-def worthwhile(M: int, N: int, K: int) -> bool:
+def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
     """Tensor cores pay only where a 16x16x16 block is mostly real work (a matrix-vector product or a
     sliver of N or K stays on the plain kernel, which reads the same bytes without padding every row
-    to 16) and where the GEMM is big enough to amortise staging fp16 tiles in shared memory."""
-    return min(M, N, K) >= MIN_DIM and M * N * K >= MIN_MACS
+    to 16), where the GEMM is big enough to amortise staging fp16 tiles in shared memory, and where
+    it has enough 64 x 64 tiles to fill the GPU (the plain kernel splits K over a workgroup; this
+    one does not).  `gather`: im2col loads element by element (CI % 4 != 0): the plain kernel won.
+    Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, ResNet-50 layers)."""
+    tiles = -(-M // 64) * -(-N // 64) * G
+    return min(M, N, K) >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES and not (gather and SKIP_GATHER)
 
 
-def coopmat_variant(M: int, N: int, K: int) -> KernelVariant | None:
-    """The variant a fp16 gemm kernel of this (per-group) shape carries, or None
-    (under GPUC_TEST_COOPMAT_EMULATE: the emulated one, for every shape)."""
-    emulate = os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0")
-    if not emulate and not worthwhile(M, N, K):
-        return None
-    return KernelVariant("coopmat", EMULATED_REQUIRES if emulate else REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))
+def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> list:
+    """The variants a fp16 gemm kernel of this (per-group) shape carries, best first: tiled for
+    BIG_SMEM bytes of shared memory where that plan needs more than the portable WG_SMEM (requiring
+    the device to allow it), then tiled for WG_SMEM; none where tensor cores do not pay
+    (under GPUC_TEST_COOPMAT_EMULATE: the emulated WG_SMEM one, for every shape)."""
+    if os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0"):
+        return [KernelVariant("coopmat", EMULATED_REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))]
+    if not worthwhile(M, N, K, G, gather):
+        return []
+    out = []
+    big = plan_coopmat(M, N, K, G, BIG_SMEM)
+    if big.smem_bytes() > WG_SMEM:
+        out.append(KernelVariant("coopmat", dict(REQUIRES, shared_memory=BIG_SMEM),
+                                 lambda k: coopmat_kernel(k, BIG_SMEM), f16_bindings=("x", "w")))
+    out.append(KernelVariant("coopmat", REQUIRES, coopmat_kernel, f16_bindings=("x", "w")))
+    return out
 
 _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, FQ_SCALE=0.0235, FQ_ZP=-5,
           FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127, FQM=1,
@@ -135,7 +162,7 @@ _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, F
 # `make shaders`: the coopmat path of gemm.comp, with A and B stored as float16 (the only way it is used)
 VARIANTS = {
     "gemm:coopmat": (_G, {"IM2COL": [0, 1], "VEC_A": [0, 1], "B_T": [0, 1], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1],
-                          "ACT": [0, 3], "FQ": [0, 1], "CM_EMULATE": [0, 1]},
+                          "ACT": [0, 3], "FQ": [0, 1], "CM_EMULATE": [0, 1], "CM_STAGES": [1, 2]},
                      ["out_", "x", "w", "bias", "res"], {"x": "float16", "w": "float16"},
                      lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"],
                                     vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),

@@ -20,7 +20,7 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
-from gpuc.compiler.ops.gemm_coopmat import REQUIRES, plan_coopmat  # noqa: E402
+from gpuc.compiler.ops.gemm_coopmat import BIG_SMEM, REQUIRES, plan_coopmat  # noqa: E402
 from gpuc.errors import BundleError, DeviceError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
 from gpuc.runtime.capabilities import missing  # noqa: E402
@@ -71,19 +71,24 @@ def _close(outs, refs):
 
 @pytest.fixture
 def small_gemms_qualify(monkeypatch):
-    """The structural rule only (min 16 per dimension), without the H100-measured size threshold,
+    """The structural rule only (min 16 per dimension), without the H100-measured size / gather rules,
     so the tiny test model's gemms carry the variant."""
     from gpuc.compiler.ops import gemm_coopmat
     monkeypatch.setattr(gemm_coopmat, "MIN_DIM", 16)
     monkeypatch.setattr(gemm_coopmat, "MIN_MACS", 0)
+    monkeypatch.setattr(gemm_coopmat, "MIN_TILES", 0)
+    monkeypatch.setattr(gemm_coopmat, "SKIP_GATHER", False)
 
 
 def test_size_threshold_from_h100_measurements():
     from gpuc.compiler.ops.gemm_coopmat import worthwhile
     for M, N, K in ((12544, 96, 16), (196, 576, 96), (49, 960, 160), (49, 1280, 320), (1, 1000, 1280)):
         assert not worthwhile(M, N, K)          # every MobileNetV2 gemm: slower with the variant there
-    for M, N, K in ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)):
-        assert worthwhile(M, N, K)
+    for M, N, K in ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (3136, 64, 256), (49, 2048, 512)):
+        assert worthwhile(M, N, K)              # ResNet-50 batch-1 layers: faster with the variant
+    for M, N, K in ((196, 256, 1024), (49, 512, 2048)):
+        assert not worthwhile(M, N, K)          # too few 64 x 64 tiles: the plain kernel splits K
+    assert not worthwhile(12544, 64, 147, gather=True)
 
 
 def test_fp16_bundle_carries_coopmat_variants(model, small_gemms_qualify):
@@ -91,8 +96,13 @@ def test_fp16_bundle_carries_coopmat_variants(model, small_gemms_qualify):
     b = B.read_bundle(compile_model(m, cache=False, precision="fp16"))
     vs = [v for v in b.variants if v.name == "coopmat"]
     # the three gemms fed by fp16 activations; the first conv reads the fp32 graph input: no variant
-    assert [b.dispatches[v.dispatch].label.split()[0] for v in vs] == ["CONV_2D", "CONV_2D", "FULLY_CONNECTED"]
-    assert all(v.requires == REQUIRES and b.shaders[v.shader].name == "gemm+coopmat" for v in vs)
+    # (a dispatch may carry two: tiled for 48 KiB of shared memory, requiring it, then for 32 KiB)
+    assert [b.dispatches[i].label.split()[0] for i in sorted({v.dispatch for v in vs})] == \
+        ["CONV_2D", "CONV_2D", "FULLY_CONNECTED"]
+    big = dict(REQUIRES, shared_memory=BIG_SMEM)
+    assert all(v.requires in (REQUIRES, big) and b.shaders[v.shader].name == "gemm+coopmat" for v in vs)
+    for i in {v.dispatch for v in vs}:                  # the portable one last, always there
+        assert [v.requires for v in vs if v.dispatch == i][-1] == REQUIRES
     assert all(b.shaders[b.dispatches[v.dispatch].shader].name == "gemm" for v in vs)
     fb = B.read_bundle(b.fallback)                       # the fp32 fallback: no fp16, no coopmat
     assert not fb.variants

@@ -32,6 +32,7 @@ class Kernel:
     rw: tuple = ()                       # binding names declared read-write (no memory qualifier)
     variants: list = field(default_factory=list)   # KernelVariant: hardware paths chosen at load by the runtime
     flops: int = 0                       # the node's estimated work, on its first kernel (profiles)
+    resolve: object = None               # (graph, arena offsets, view) -> Kernel: finished after memory planning (ops/gather_copy.py)
     kind: ClassVar[str] = GPU            # a program item (compiler/ir.py)
 
     def groups(self) -> tuple[int, int, int]:

@@ -10,6 +10,7 @@ from gpuc.compiler.passes.fold import fold_constants
 from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_add_epilogue, reshape_as_view
 from gpuc.compiler.passes.inplace import plan_in_place
 from gpuc.compiler.passes.layer_norm import fuse_layer_norm
+from gpuc.compiler.passes.movement_fold import fold_movement
 from gpuc.compiler.passes.precision import plan_fp16_storage
 from gpuc.compiler.passes.quant import simulate_quantization
 from gpuc.errors import GpucError
@@ -26,7 +27,7 @@ def eliminate_dead_nodes(graph: Graph) -> None:
     graph.nodes = keep[::-1]
 
 
-PIPELINE = [fold_constants, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, reshape_as_view, fold_pad, fuse_add_epilogue,
+PIPELINE = [fold_constants, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue,
             fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, plan_in_place]
 
 

@@ -23,6 +23,17 @@ from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.util import checked, size
 
 MAX_SOURCES = 7
+_REGS = dict(NREG=2, RANK=2, TABLE=0, IS_INT=0, R_START=[0, 6], R_SRC=[0, -1], R_FILL="uint[](0u, 2147483648u)",
+             R_SOFF=[0, 0], R_DOFF=[0, 6], R_SHAPE=[2, 3, 1, 4], R_SST=[3, 1, 0, 0], R_DST=[3, 1, 4, 1])
+_SRCS = [f"s{i}" for i in range(MAX_SOURCES)]
+VARIANTS = {       # make shaders: one source, all seven, a region table, int32 data
+    "gather_copy": (dict(_REGS, NSRC=1), {}, ["out_", "s0"]),
+    "gather_copy:7": (dict(_REGS, NSRC=7), {}, ["out_"] + _SRCS),
+    "gather_copy:table": (dict(NSRC=2, NREG=40, RANK=3, TABLE=1, REG_WORDS=14, IS_INT=0), {},
+                          ["out_", "s0", "s1", "tab"], {"tab": "int32"}),
+    "gather_copy:int": (dict(_REGS, NSRC=3, IS_INT=1), {}, ["out_", "s0", "s1", "s2"],
+                        {n: "int32" for n in ("out_", "s0", "s1", "s2")}),
+}
 CONST_REGIONS = 32
 ARENA_VIEW = "gpuc:arena"        # name of the whole-arena tensors (one per storage dtype)
 

@@ -140,22 +140,32 @@ def _reshape_split(p: Piece, cur_shape, x: int, shape) -> list[Piece]:
     for j, n in enumerate(cur_shape):
         if not any(g.dim == j for g in p.digits):
             continue
-        cuts = sorted({c for d in range(1, len(shape)) if xs[d - 1] % cur[j] == 0
-                       for c in range(xs[d - 1] // cur[j], n, xs[d - 1] // cur[j])})
-        if cuts:
-            parts = [q for part in parts for q, _ in _split(part, j, cuts)]
+        periods = [q for q in {xs[d - 1] // cur[j] for d in range(1, len(shape)) if xs[d - 1] % cur[j] == 0}
+                   if 1 < q < n]
+        nxt = []
+        for part in parts:                 # a partial block at each end, whole blocks in between
+            lo, hi = _range(part, j)
+            cuts = sorted({c for q in periods for c in (-(-lo // q) * q, (hi + 1) // q * q) if lo < c <= hi})
+            nxt += [q for q, _ in _split(part, j, cuts)] if cuts else [part]
+        parts = nxt
         if len(parts) > MAX_PIECES:
             raise _Stop
     return [_reshape(q, cur_shape, x, shape) for q in parts]
 
 
+def _range(p: Piece, d: int) -> tuple[int, int]:
+    """Lowest and highest coordinate of the piece on dim d."""
+    lo = hi = p.base[d]
+    for g in p.digits:
+        if g.dim == d:
+            lo, hi = lo + min(0, g.a * (g.n - 1)), hi + max(0, g.a * (g.n - 1))
+    return lo, hi
+
+
 def _check_box(p: Piece, shape) -> None:
     """Every coordinate the piece reaches lies inside `shape` (else the mixed radix carried)."""
     for d, n in enumerate(shape):
-        lo = hi = p.base[d]
-        for g in p.digits:
-            if g.dim == d:
-                lo, hi = lo + min(0, g.a * (g.n - 1)), hi + max(0, g.a * (g.n - 1))
+        lo, hi = _range(p, d)
         if lo < 0 or hi >= n:
             raise _Stop
 

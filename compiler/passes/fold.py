@@ -79,7 +79,7 @@ def _value(graph: Graph, node: Node):
         return np.ascontiguousarray(x)
     if node.op in ("SELECT", "SELECT_V2") and len(ins) == 3 and out.size <= MAX_FOLDED:
         return _select(x, ins[1].data, ins[2].data, out, node.op)
-    if node.op in FLOAT_EXACT and len(ins) == 2 and out.size <= MAX_FOLDED:
+    if node.op in FLOAT_EXACT and len(ins) == 2 and x.dtype == np.float32 and out.size <= MAX_FOLDED:
         return _float_exact(node, x, ins[1].data, out)
     return _shape_value(graph, node, ins)
 

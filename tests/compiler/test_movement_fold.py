@@ -242,3 +242,140 @@ def test_disable_pass_keeps_the_chain(gpu):
     n_on = len(read_bundle(gpuc.compile(model)).dispatches)
     n_off = len(read_bundle(gpuc.compile(model, disable_passes=["fold_movement"])).dispatches)
     assert n_on == 1 and n_off == 5          # SLICE, SLICE, CONCATENATION (2 copies), TRANSPOSE
+
+
+def random_chain(seed):
+    """A random chain of 2..6 movement ops on a random small tensor (every op kind the pass folds)."""
+    from gpuc.compiler.ops.movement import strided_slice_dims
+    rng = np.random.default_rng(seed)
+    shape = [int(v) for v in rng.integers(1, 6, rng.integers(2, 5))]
+    net = Net([shape])
+    x = net.inputs[0]
+    for _ in range(rng.integers(2, 7)):
+        s = net.shapes[x]
+        r = len(s)
+        kind = rng.choice(["TRANSPOSE", "RESHAPE", "SLICE", "STRIDED_SLICE", "REVERSE_V2", "ROLL", "PAD", "TILE",
+                           "GATHER", "PACK", "SPLIT"])
+        if kind == "TRANSPOSE":
+            perm = [int(p) for p in rng.permutation(r)]
+            x = net.op("TRANSPOSE", x, [s[p] for p in perm], consts=[perm])
+        elif kind == "RESHAPE":
+            n, new = size_of(s), []
+            while n > 1 and len(new) < 4:
+                f = [d for d in range(2, n + 1) if n % d == 0]
+                d = int(rng.choice(f))
+                new.append(d)
+                n //= d
+            new = new or [1]
+            x = net.op("RESHAPE", x, new, consts=[new])
+        elif kind == "SLICE":
+            b = [int(rng.integers(0, n)) for n in s]
+            z = [int(rng.integers(1, n - bb + 1)) for n, bb in zip(s, b)]
+            x = net.op("SLICE", x, z, consts=[b, z])
+        elif kind == "STRIDED_SLICE":
+            st = [int(rng.choice([-2, -1, 1, 2, 3])) for _ in s]
+            b = [int(rng.integers(-n, n)) for n in s]
+            e = [int(rng.integers(-n - 1, n + 1)) for n in s]
+            em = int(rng.integers(0, 1 << r))
+            try:
+                _, out = strided_slice_dims(s, b, e, st, 0, em)
+            except ValueError:
+                continue
+            if 0 in out:
+                continue
+            x = net.op("STRIDED_SLICE", x, out, consts=[b, e, st], end_mask=em)
+        elif kind == "REVERSE_V2":
+            x = net.op("REVERSE_V2", x, s, consts=[[int(rng.integers(0, r))]])
+        elif kind == "ROLL":
+            x = roll(net, x, int(rng.integers(1, 7)), int(rng.integers(0, r)))
+        elif kind == "PAD":
+            p = [[int(rng.integers(0, 3)), int(rng.integers(0, 3))] for _ in s]
+            x = net.op("PAD", x, [n + a + b for n, (a, b) in zip(s, p)], consts=[p])
+        elif kind == "TILE":
+            m = [int(rng.integers(1, 3)) for _ in s]
+            x = net.op("TILE", x, [n * k for n, k in zip(s, m)], consts=[m])
+        elif kind == "GATHER":
+            ax = int(rng.integers(0, r))
+            idx = [int(v) for v in rng.integers(0, s[ax], rng.integers(1, 6))]
+            if rng.integers(0, 3) == 0:
+                idx = list(range(s[ax]))[::-1]
+            x = net.op("GATHER", x, s[:ax] + [len(idx)] + s[ax + 1:], consts=[idx], axis=ax)
+        elif kind == "PACK":
+            ax = int(rng.integers(0, r + 1))
+            x = net.op("PACK", [x, x], s[:ax] + [2] + s[ax:], values_count=2, axis=ax)
+        elif kind == "SPLIT":
+            ax = [d for d in range(r) if s[d] % 2 == 0]
+            if not ax:
+                continue
+            a = int(rng.choice(ax))
+            outs = net.op("SPLIT", [net.const(np.int32(a)), x], [s[:a] + [s[a] // 2] + s[a + 1:]] * 2, outputs=2,
+                          num_splits=2)
+            x = outs[int(rng.integers(0, 2))]
+    return net.finish(x), [special(shape, seed)]
+
+
+def size_of(s):
+    return int(np.prod(s))
+
+
+def run_with(gpu, model, xs, disabled=()):
+    m = gpuc.load(gpuc.compile(model, disable_passes=list(disabled)), device=gpu.device)
+    try:
+        return m.run([x.copy() for x in xs])
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_chains_bit_exact(gpu, seed):
+    """Random movement chains: folded, unfolded and LiteRT agree bit for bit."""
+    model, xs = random_chain(seed)
+    refs = [r.tobytes() for r in run_litert(model, [x.copy() for x in xs])]
+    assert [o.tobytes() for o in run_with(gpu, model, xs)] == refs
+    assert [o.tobytes() for o in run_with(gpu, model, xs, ["fold_movement"])] == refs
+
+
+def test_random_chains_mostly_fold():
+    folded = sum("GATHER_COPY" in fused_ops(random_chain(seed)[0]) for seed in range(40))
+    assert folded >= 25, folded
+
+
+def test_constant_attention_mask_folds(gpu):
+    """Swin's shifted-window mask as converters write it, all from constants: SUB of window ids,
+    NOT_EQUAL, SELECT_V2, EQUAL, SELECT_V2, then ADDed to runtime scores: only the ADD is left."""
+    net = Net([[4, 6, 6]])
+    ids = np.array([0, 0, 1, 1, 2, 2], np.float32)
+    a = net.mb.const("ida", np.tile(ids, (4, 1)).reshape(4, 1, 6))
+    b = net.mb.const("idb", np.tile(ids, (4, 1)).reshape(4, 6, 1))
+    d = net.op("SUB", [a, b], [4, 6, 6])
+    ne = net.mb.tensor("ne", [4, 6, 6], "bool")
+    net.mb.op("NOT_EQUAL", [d, net.mb.const("z", np.float32(0))], [ne])
+    m1 = net.op("SELECT_V2", [ne, net.mb.const("big", np.float32(-100.0)), d], [4, 6, 6])
+    eq = net.mb.tensor("eq", [4, 6, 6], "bool")
+    net.mb.op("EQUAL", [m1, net.mb.const("z2", np.float32(0))], [eq])
+    m2 = net.op("SELECT_V2", [eq, net.mb.const("nz", np.float32(-0.0)), m1], [4, 6, 6])
+    y = net.op("ADD", [net.inputs[0], m2], [4, 6, 6])
+    model = net.finish(y)
+    assert fused_ops(model) == ["ADD"]
+    x = special([4, 6, 6], 11)
+    x[np.isinf(x)] = 1.0               # (LiteRT's builtin ADD clamps +-inf to +-FLT_MAX, gpuc as XNNPACK)
+    check(gpu, model, [x])
+
+
+def test_many_sources_with_max_batch(gpu):
+    """The whole-arena binding of a 20-input PACK under --max-batch: each item reads its own arena."""
+    mb = ModelBuilder()
+    xs = [mb.input(f"x{i}", [1, 3]) for i in range(20)]
+    y = mb.tensor("y", [1, 20, 3])
+    mb.op("PACK", xs, [y], axis=1, values_count=20)
+    mb.output(y)
+    model = mb.finish()
+    m = gpuc.load(gpuc.compile(model, max_batch=3), device=gpu.device)
+    try:
+        feeds = [special([2, 3], i) for i in range(20)]
+        out = m.run(feeds)[0]
+    finally:
+        m.close()
+    for item in range(2):
+        ref = run_litert(model, [f[item:item + 1] for f in feeds])[0]
+        assert out[item:item + 1].tobytes() == ref.tobytes()

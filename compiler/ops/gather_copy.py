@@ -9,7 +9,8 @@ own binding.  More sources (CONCATENATION / PACK of 1000 inputs) are still one d
 all live in the arena: the kernel then binds the whole arena once per storage dtype (one view for
 float32 and one for float16 tensors under --precision fp16) and reads each source at its arena
 offset, which only the memory plan knows, so the kernel is finished by `resolve` after planning
-(driver.build_bundle calls `resolve_arena`).  Constant sources beyond MAX_SOURCES: one dispatch per
+(driver.build_bundle calls `resolve_arena`); an arena beyond MAX_VIEW_BYTES, which not every
+device can bind whole, gets one dispatch per MAX_SOURCES sources instead.  Constant sources beyond MAX_SOURCES: one dispatch per
 MAX_SOURCES sources.  Regions live in constant arrays of the shader up to CONST_REGIONS, else in a
 table (an int32 constant, one binding).
 """
@@ -36,6 +37,7 @@ VARIANTS = {       # make shaders: one source, all seven, a region table, int32 
 }
 CONST_REGIONS = 32
 ARENA_VIEW = "gpuc:arena"        # name of the whole-arena tensors (one per storage dtype)
+MAX_VIEW_BYTES = 1 << 27         # Vulkan's guaranteed maxStorageBufferRange (lavapipe's limit too)
 
 
 def _merge(reg):
@@ -74,14 +76,19 @@ def lower_gather_copy(node, graph):
     if not any(graph.t(srcs[i]).is_const for i in used):
         k = Kernel("gather_copy", [("out_", y)] + [(f"s{j}", srcs[i]) for j, i in enumerate(used)],
                    sum(size(r[2]) for r in regs), {}, node.label())
-        k.resolve = lambda graph, offsets, view, regs=regs, srcs=srcs, k=k: _arena_kernel(graph, k, regs, srcs,
-                                                                                          offsets, view)
+        k.resolve = lambda graph, offsets, view, regs=regs, srcs=srcs, k=k: _arena_kernels(graph, k, regs, srcs,
+                                                                                           offsets, view)
         return [k]
+    return _grouped(graph, y, regs, srcs, used, node.label())
+
+
+def _grouped(graph: Graph, y: int, regs: list, srcs: list, used: list, label: str) -> list[Kernel]:
+    """One dispatch per MAX_SOURCES sources (the fills go with the first)."""
     kernels, fills = [], [r for r in regs if r[0] < 0]
     for g in range(0, len(used), MAX_SOURCES):
         part = used[g:g + MAX_SOURCES]
         mine = [_renumber(r, part) for r in regs if r[0] in part] + (fills if g == 0 else [])
-        kernels.append(_kernel(graph, y, [srcs[i] for i in part], mine, node.label()))
+        kernels.append(_kernel(graph, y, [srcs[i] for i in part], mine, label))
     return kernels
 
 
@@ -116,9 +123,15 @@ def _kernel(graph: Graph, y: int, sources: list, regs: list, label: str) -> Kern
     return Kernel("gather_copy", binds, int(sum(size(r[2]) for r in pad)), defines, label)
 
 
-def _arena_kernel(graph: Graph, k: Kernel, regs: list, srcs: list, offsets: dict, view) -> Kernel:
+def _arena_kernels(graph: Graph, k: Kernel, regs: list, srcs: list, offsets: dict, view) -> list[Kernel]:
     """The dispatch of a many-source kernel once the arena is planned: each source read through the
-    whole-arena view of its storage dtype, at its arena offset."""
+    whole-arena view of its storage dtype, at its arena offset (view returns None for an arena larger
+    than every Vulkan device can bind: then one dispatch per MAX_SOURCES sources)."""
+    if view("float32") is None:
+        used = list(dict.fromkeys(r[0] for r in regs if r[0] >= 0))
+        ks = _grouped(graph, k.bindings[0][1], regs, srcs, used, k.label)
+        ks[0].flops = k.flops
+        return ks
     views, out = [], []
     for s, f, sh, a, so, b, do in regs:
         if s < 0:
@@ -132,7 +145,7 @@ def _arena_kernel(graph: Graph, k: Kernel, regs: list, srcs: list, offsets: dict
         out.append((views.index(v), f, sh, a, so + offsets[t] // item, b, do))
     kr = _kernel(graph, k.bindings[0][1], views, out, k.label)
     kr.flops = k.flops
-    return kr
+    return [kr]
 
 
 def resolve_arena(graph: Graph, program: list, offsets: dict, arena_bytes: int) -> tuple[list, list]:
@@ -141,6 +154,8 @@ def resolve_arena(graph: Graph, program: list, offsets: dict, arena_bytes: int) 
     views: dict = {}
 
     def view(dtype):
+        if arena_bytes > MAX_VIEW_BYTES:
+            return None
         if dtype not in views:
             item = np.dtype(dtype).itemsize
             views[dtype] = graph.add_tensor(f"{ARENA_VIEW}:{dtype}", (arena_bytes // item,), dtype)
@@ -149,7 +164,9 @@ def resolve_arena(graph: Graph, program: list, offsets: dict, arena_bytes: int) 
     out, added = [], []
     for k in program:
         if k.kind == GPU and k.resolve is not None:
-            k = k.resolve(graph, offsets, view)
-            added += [t for _, t in k.bindings[1:]]
+            ks = k.resolve(graph, offsets, view)
+            added += [t for kr in ks for _, t in kr.bindings[1:]]
+            out += ks
+            continue
         out.append(k)
     return out, list(dict.fromkeys(added))

@@ -390,7 +390,7 @@ def _movable(graph: Graph, node: Node) -> bool:
     return ops.unsupported_reason(node, graph) is None
 
 
-def _chain(graph: Graph, root: Node, prod: dict, users: dict, stops: set) -> list[Node]:
+def _chain(graph: Graph, root: Node, prod: dict, users: dict, stops: set, movable) -> list[Node]:
     """The nodes of root's chain (see the module docstring), root first."""
     inside = {id(root): root}
     grew = True
@@ -400,9 +400,8 @@ def _chain(graph: Graph, root: Node, prod: dict, users: dict, stops: set) -> lis
             for t in n.inputs:
                 m = prod.get(t)
                 if (t < 0 or m is None or id(m) in inside or t in stops or t in graph.outputs
-                        or not _movable(graph, m) or not (all(id(u) in inside for u in users.get(t, ()))
-                                                          or all(_movable(graph, u) and _cost(graph, u)
-                                                                 for u in users.get(t, ())))):
+                        or not movable(m) or not (all(id(u) in inside for u in users.get(t, ()))
+                                                  or all(movable(u) and _cost(graph, u) for u in users.get(t, ())))):
                     continue
                 inside[id(m)] = m
                 grew = True
@@ -455,13 +454,19 @@ def fold_movement(graph: Graph) -> None:
     users, prod = graph.consumers(), graph.producers()
     absorbed, shared = set(), set()
     new_nodes: dict = {}
+    memo: dict = {}
+
+    def movable(n):
+        if id(n) not in memo:
+            memo[id(n)] = _movable(graph, n)
+        return memo[id(n)]
     for root in reversed(list(graph.nodes)):
-        if id(root) in absorbed or id(root) in shared or len(root.outputs) != 1 or not _movable(graph, root):
+        if id(root) in absorbed or id(root) in shared or len(root.outputs) != 1 or not movable(root):
             continue
         y = root.outputs[0]
         stops: set = set()
         while True:
-            chain = _chain(graph, root, prod, users, stops)
+            chain = _chain(graph, root, prod, users, stops, movable)
             try:
                 pieces = _pieces(graph, y, chain, prod)
                 break
@@ -482,7 +487,7 @@ def fold_movement(graph: Graph) -> None:
         shared |= {id(n) for n in chain} - {id(n) for n in mine} - {id(root)}
         new_nodes[id(root)] = Node(OP, sources, [y], index=root.index,
                                    attrs=dict(regions=regions(graph, pieces, sources),
-                                              fused=[n.op for n in graph.nodes if id(n) in {id(c) for c in chain}]))
+                                              fused=[n.op for n in graph.nodes if id(n) in inside]))
     if not new_nodes:
         return
     graph.nodes = [new_nodes.get(id(n), n) for n in graph.nodes if id(n) not in absorbed or id(n) in new_nodes]

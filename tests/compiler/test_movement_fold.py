@@ -379,3 +379,23 @@ def test_many_sources_with_max_batch(gpu):
     for item in range(2):
         ref = run_litert(model, [f[item:item + 1] for f in feeds])[0]
         assert out[item:item + 1].tobytes() == ref.tobytes()
+
+
+def test_arena_too_large_to_bind_whole(gpu, monkeypatch):
+    """An arena beyond what every device can bind whole: one dispatch per 7 sources instead."""
+    from gpuc.compiler.ops import gather_copy
+    monkeypatch.setattr(gather_copy, "MAX_VIEW_BYTES", 0)
+    mb = ModelBuilder()
+    xs = [mb.input(f"x{i}", [2, 3]) for i in range(20)]
+    y = mb.tensor("y", [2, 20, 3])
+    mb.op("PACK", xs, [y], axis=1, values_count=20)
+    mb.output(y)
+    model = mb.finish()
+    bundle = gpuc.compile(model, cache=False)
+    assert len(read_bundle(bundle).dispatches) == 3
+    feeds = [special([2, 3], i) for i in range(20)]
+    m = gpuc.load(bundle, device=gpu.device)
+    try:
+        assert m.run(feeds)[0].tobytes() == run_litert(model, feeds)[0].tobytes()
+    finally:
+        m.close()

@@ -399,3 +399,24 @@ def test_arena_too_large_to_bind_whole(gpu, monkeypatch):
         assert m.run(feeds)[0].tobytes() == run_litert(model, feeds)[0].tobytes()
     finally:
         m.close()
+
+
+def test_fp16_storage_same_as_unfolded(gpu):
+    """Under --precision fp16 the chain's source and output are stored as float16: the folded program
+    gives the unfolded one's bytes."""
+    net = Net([[1, 8, 8, 3]])
+    a = net.op("RELU", net.inputs[0], [1, 8, 8, 3])
+    y = window_partition(net, roll(net, roll(net, a, 3, 1), 3, 2), 4)
+    z = net.op("RELU", y, net.shapes[y])
+    model = net.finish(z)
+    xs = [special([1, 8, 8, 3], 12)]
+    outs = []
+    for disabled in ([], ["fold_movement"]):
+        bundle = gpuc.compile(model, precision="fp16", disable_passes=disabled)
+        assert read_bundle(bundle).stats.get("fp16_tensors", 0) >= 2
+        m = gpuc.load(bundle, device=gpu.device)
+        try:
+            outs.append(m.run([x.copy() for x in xs])[0].tobytes())
+        finally:
+            m.close()
+    assert outs[0] == outs[1]

@@ -10,8 +10,8 @@ all live in the arena: the kernel then binds the whole arena once per storage dt
 float32 and one for float16 tensors under --precision fp16) and reads each source at its arena
 offset, which only the memory plan knows, so the kernel is finished by `resolve` after planning
 (driver.build_bundle calls `resolve_arena`); an arena beyond MAX_VIEW_BYTES, which not every
-device can bind whole, gets one dispatch per MAX_SOURCES sources instead.  Constant sources beyond MAX_SOURCES: one dispatch per
-MAX_SOURCES sources.  Regions live in constant arrays of the shader up to CONST_REGIONS, else in a
+device can bind whole, and constant sources beyond MAX_SOURCES get one dispatch per MAX_SOURCES
+sources instead.  Regions live in constant arrays of the shader up to CONST_REGIONS, else in a
 table (an int32 constant, one binding).
 """
 from __future__ import annotations

@@ -7,10 +7,11 @@ REVERSE_V2, CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V, PAD / PADV2 (constant),
 and GATHER with constant indices (rank <= 1, batch_dims 0).  Found by structure: starting from a
 movement op whose output is not consumed by another movement op, the chain grows backwards through
 producers that are movement ops the GPU runs, over tensors that are not graph outputs, variables,
-quantized or fake-quantized and whose every consumer is already in the chain, or is a movement op
-that copies (not a RESHAPE view: a tensor read by several chains, such as SPLIT's outputs or the TRANSPOSE that q, k and v are
-sliced from, is read through by each, and its node goes once nothing else reads it).  The chain is folded
-when that saves dispatches (a lone TRANSPOSE or SLICE stays as it is; RESHAPEs alone are views).
+quantized or fake-quantized and whose consumers are all in the chain, or are all movement ops that
+copy (not RESHAPE views): a tensor read by several chains, such as SPLIT's outputs or the TRANSPOSE
+that q, k and v are sliced from, is read through by each, and its node goes once nothing else reads
+it.  A chain is folded where that saves dispatches (a lone TRANSPOSE or SLICE stays; RESHAPEs alone
+are views).
 
 The index map.  The output is described by *pieces*, each a box of output elements walked by
 `digits`: a digit is (count n, output stride, tensor dim, coefficient a), so that the piece's
@@ -19,7 +20,8 @@ tensor at coordinates base + sum over digits of a_i * k_i on dim_i.  Pulling a p
 op rewrites (tensor, base, dims, coefficients) into the op's input: per-dim affine maps (transpose,
 slices, reverse, unpack, split, broadcast) rewrite them in place; RESHAPE re-expresses every digit
 in the input's mixed radix (a digit that crosses a dimension of the input splits in two where the
-dimension divides it); CONCATENATION / PACK / PAD / TILE / GATHER split a piece where it crosses the
+dimension divides it; where it does not, the piece is first cut at the input's block boundaries,
+leaving a partial block at each end and the whole blocks between in one piece); CONCATENATION / PACK / PAD / TILE / GATHER split a piece where it crosses the
 boundary between two inputs (or between the padding and the input) along the digits of that dim,
 outermost digit first.  A piece that reaches a tensor outside the chain is a strided copy region
 (shape, source strides and offset, output strides and offset) of the GATHER_COPY node; a piece in
@@ -361,7 +363,8 @@ def _tile_digits(p: Piece, d: int, n: int) -> Piece:
     if len(on) == 1 and on[0].a == 1 and p.base[d] % n == 0 and on[0].n % n == 0 and on[0].n > n:
         g = on[0]
         i = p.digits.index(g)
-        digits = list(p.digits[:i]) + [Digit(g.n // n, g.dst * n, -1, 0), Digit(n, g.dst, d, 1)] + list(p.digits[i + 1:])
+        digits = list(p.digits)
+        digits[i:i + 1] = [Digit(g.n // n, g.dst * n, -1, 0), Digit(n, g.dst, d, 1)]
         base = tuple(0 if e == d else b for e, b in enumerate(p.base))
         return Piece(_norm(digits), p.dst_off, p.tensor, base)
     return p

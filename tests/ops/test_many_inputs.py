@@ -66,4 +66,5 @@ def test_many_inputs_fp16_and_axis0(gpu, n):
             out = m.run(feeds)
         finally:
             m.close()
-        np.testing.assert_allclose(out[0], ref[0], rtol=0 if precision == "fp32" else 1e-3, atol=1e-3 if precision == "fp16" else 0)
+        tol = dict(rtol=0, atol=0) if precision == "fp32" else dict(rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(out[0], ref[0], **tol)

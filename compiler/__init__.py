@@ -11,7 +11,7 @@ import os
 
 from gpuc.errors import GpucError, UnsupportedError
 
-DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1, "input_shapes": {}}
+DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1, "input_shapes": {}, "dynamic": []}
 MAX_BATCH_LIMIT = 4096
 
 
@@ -26,6 +26,11 @@ def normalize_options(options: dict) -> dict:
         opts["input_shapes"] = normalize_input_shapes(opts["input_shapes"])
     else:
         opts["input_shapes"] = {}
+    if opts["dynamic"]:
+        from gpuc.compiler.shapes import normalize_dynamic       # (lazy: start-up time, see above)
+        opts["dynamic"] = normalize_dynamic(opts["dynamic"])
+    else:
+        opts["dynamic"] = []
     mb = opts["max_batch"]
     if isinstance(mb, bool) or not isinstance(mb, int) or not 1 <= mb <= MAX_BATCH_LIMIT:
         raise GpucError(f"max_batch must be an integer in 1..{MAX_BATCH_LIMIT}, got {mb!r}")

@@ -77,9 +77,11 @@ class Program:
     steps: list = field(default_factory=list)       # empty: GPU only (one command buffer, no program)
 
 
-def emit_program(program: list, index: dict, dtypes: dict) -> Program:
+def emit_program(program: list, index: dict, dtypes: dict, items: int = 1, unbatched=frozenset()) -> Program:
     """Shaders (GLSL -> SPIR-V, one per distinct source), dispatches, kernel variants and program
-    steps for the lowered `program`; index: tensor -> bundle tensor index."""
+    steps for the lowered `program`; index: tensor -> bundle tensor index; items: the batch-native
+    item count (> 1: each dispatch whose output holds the items, not in `unbatched`, records its
+    item-major grid unit)."""
     out = Program()
     shader_index, label_at, jumps, pending = {}, {}, [], []
     steps = out.steps
@@ -111,13 +113,14 @@ def emit_program(program: list, index: dict, dtypes: dict) -> Program:
             steps[-1].count += 1
         else:
             steps.append(B.Step(B.GPU, first=len(out.dispatches), count=1))
+        per_item = items > 1 and k.bindings[0][1] not in unbatched     # its output holds the items
         out.dispatches.append(B.Dispatch(shader_of(k), [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
-                                         k.flops))
+                                         k.flops, k.item_unit() if per_item else 0))
         for v in k.variants:                 # hardware paths of this dispatch, chosen at load (runtime/variants.py)
             if all(dtypes[t] == "float16" for n, t in k.bindings if n in v.f16_bindings):
                 vk = v.make(k)
                 out.variants.append(B.Variant(len(out.dispatches) - 1, shader_of(vk, v.name), vk.groups(), v.requires,
-                                              v.name))
+                                              v.name, vk.item_unit() if per_item else 0))
     for j, target in jumps:
         steps[j].target = label_at[id(target)]
     with progress.counter("compiling shaders", len(pending)) as bar:
@@ -166,12 +169,14 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     progress.stage("packing weights")
     weights, woff = pack_weights(graph, [t for t in used if graph.t(t).is_const])
     index = {t: i for i, t in enumerate(used)}
-    prog = emit_program(kernels, index, {t: graph.t(t).dtype for t in used})
+    prog = emit_program(kernels, index, {t: graph.t(t).dtype for t in used}, graph.items, graph.unbatched)
     stats.update(program_stats(prog.steps))
     stats.update(dispatches=len(prog.dispatches), shaders=len(prog.shaders), arena_bytes=mem.arena_bytes,
                  arena_lower_bound_bytes=mem.lower_bound_bytes, naive_bytes=mem.naive_bytes,
                  weights_bytes=int(weights.nbytes), views=len(graph.aliases),
                  in_place=mem.in_place)
+    if graph.items > 1:                       # runtime/batch.py: one arena, every dispatch covers the items
+        options = dict(options, batch_native=True, max_batch=graph.items)     # (--dynamic: the batch bound)
     b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,

@@ -103,6 +103,9 @@ class Graph:
     in_place: list = field(default_factory=list)   # (output, input) pairs that may share memory (passes/inplace.py)
     var_keys: dict[int, tuple] = field(default_factory=dict)  # a WHILE / IF subgraph's variable tensor -> its key
     memo: LoweringMemo = field(default_factory=LoweringMemo)
+    items: int = 1              # --max-batch N: items each dispatch computes (passes/batching.py; 1: one)
+    batch_refusal: str | None = None    # why the graph could not be made batch-native (items then 1)
+    unbatched: set = field(default_factory=set)     # batch-native: runtime tensors the items share (from constants)
 
     def storage(self, tid: int) -> int:
         """The tensor whose memory `tid` uses (follows view aliases)."""

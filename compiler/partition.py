@@ -64,7 +64,8 @@ def _trial(node: Node, ins, outs) -> str | None:
     return None
 
 
-GPU_DTYPES = ("float32", "int32", "bool", "int8", "uint8")     # what GPU kernels take at all (int64 indices aside)
+# what GPU kernels take at all, beyond data movement (compiler/ops/elements.py: every dtype) and int64 indices
+GPU_DTYPES = ("float32", "int32", "bool", "int8", "uint8")
 
 
 def capability_limit(node: Node, reason: str, graph: Graph) -> bool:
@@ -74,6 +75,8 @@ def capability_limit(node: Node, reason: str, graph: Graph) -> bool:
     kernel handles (int64 values, float16, int16, complex ...) always means the CPU."""
     if node.op not in ops.REGISTRY:
         return True
+    if reason.startswith(ops.LITERT_REJECTS):      # LiteRT fails the model too: no answer to give
+        return False
     if reason.startswith("version ") or " has dtype " in reason or reason.startswith("quantized tensor"):
         return True
     return any(t >= 0 and not graph.t(t).is_const and graph.t(t).dtype not in GPU_DTYPES

@@ -23,8 +23,8 @@ from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.passes import run_passes
 from gpuc.compiler.passes.quant import apply_fake_quant
 from gpuc.compiler.passes.variables import resolve_variables
-from gpuc.compiler.shapes import specialize
-from gpuc.errors import UnsupportedError
+from gpuc.compiler.shapes import dynamic_items, specialize
+from gpuc.errors import GpucError, UnsupportedError
 
 
 @dataclass
@@ -164,7 +164,9 @@ class Prepared:
     def stats(self) -> dict:
         """The bundle's front-half stats: ops, gpu_nodes, warnings (when any)."""
         warnings = self.front.warnings + self.lowering.warnings
-        return {"ops": self.front.ops, "gpu_nodes": self.lowering.gpu_nodes,
+        batch = ({"batch": "native"} if self.graph.items > 1 else
+                 {"batch": "replicated", "batch_refusal": self.graph.batch_refusal} if self.graph.batch_refusal else {})
+        return {"ops": self.front.ops, "gpu_nodes": self.lowering.gpu_nodes, **batch,
                 **({"warnings": warnings} if warnings else {})}
 
 
@@ -179,8 +181,14 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     specialize(graph, opts.get("input_shapes"))   # -1 dims take concrete shapes; shapes downstream recomputed
     n_tensors = len(graph.tensors)
     graph.precision = opts["precision"]
+    dynamic = dynamic_items(graph, opts.get("dynamic"))     # --dynamic on the batch axis: its bound
+    if dynamic > 1 and opts.get("max_batch", 1) not in (1, dynamic):
+        raise GpucError(f"--dynamic bounds the batch by {dynamic}, --max-batch by {opts['max_batch']}: give one")
+    graph.items = max(int(opts.get("max_batch", 1)), dynamic)    # passes/batching.py: one program for the items
     progress.stage(f"running passes ({len(graph.nodes)} ops)")
     front = prepare_graph(model, graph, opts["disable_passes"], warn=warn, expose_intermediates=expose_intermediates)
+    if dynamic > 1 and graph.batch_refusal:
+        raise UnsupportedError(f"--dynamic {', '.join(opts['dynamic'])}: {graph.batch_refusal}")
     progress.stage("lowering")
     lowering = Lowering(model, opts["disable_passes"], warn)
     program = lower_graph(graph, front.cpu, lowering)

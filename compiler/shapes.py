@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.errors import GpucError
+from gpuc.errors import GpucError, UnsupportedError
 
 MAX_DIMS = 8
 
@@ -57,6 +57,69 @@ def normalize_input_shapes(value) -> dict:
             raise GpucError(f"input shape of {k!r} given twice ({list(out[k])} and {list(v)})")
         out[k] = list(v)
     return dict(sorted(out.items()))
+
+
+# --- bounded dynamic dims (--dynamic NAME:AXIS<=MAX) ---------------------------------------------------
+
+def parse_dynamic(text: str) -> tuple[str, int, int]:
+    """'NAME:AXIS<=MAX' -> (NAME, AXIS, MAX); NAME may contain ':' (the last ':' splits off the axis)."""
+    spec, sep, mx = str(text).rpartition("<=")
+    name, colon, axis = spec.rpartition(":")
+    try:
+        axis_i, max_i = int(axis), int(mx)
+    except ValueError:
+        axis_i = max_i = None
+    if not sep or not colon or not name or axis_i is None or max_i is None:
+        raise GpucError(f"--dynamic {text!r}: expected NAME:AXIS<=MAX, e.g. serving_default_x:0<=8 "
+                        "(the last ':' separates the axis)")
+    if not 1 <= max_i <= 4096:
+        raise GpucError(f"--dynamic {text!r}: the bound {max_i} must be in 1..4096")
+    return name, axis_i, max_i
+
+
+def normalize_dynamic(value) -> list:
+    """The option's value (NAME:AXIS<=MAX strings) checked and sorted."""
+    items = [value] if isinstance(value, str) else list(value or [])
+    out = {}
+    for v in items:
+        name, axis, mx = parse_dynamic(v)
+        if (name, axis) in out and out[(name, axis)] != mx:
+            raise GpucError(f"--dynamic {name}:{axis} given twice, with bounds {out[(name, axis)]} and {mx}")
+        out[(name, axis)] = mx
+    return [f"{n}:{a}<={m}" for (n, a), m in sorted(out.items())]
+
+
+def dynamic_items(graph: Graph, specs) -> int:
+    """The item count a --dynamic request makes the program batch-native for (1: none).  The batch axis
+    (axis 0 of every input, each of size 1 in the model) is the dimension gpuc bounds today: each
+    dispatch then covers 1..MAX items (compiler/passes/batching.py); any other axis is refused here."""
+    if not specs:
+        return 1
+    by_name = {graph.t(i).name: i for i in graph.inputs}
+    bounds = {}
+    for text in specs:
+        name, axis, mx = parse_dynamic(text)
+        if name not in by_name:
+            raise GpucError(f"--dynamic names {name!r}, not an input of the model (inputs: "
+                            f"{', '.join(map(repr, by_name))})")
+        t = graph.t(by_name[name])
+        rank = len(t.shape)
+        if not -rank <= axis < rank:
+            raise GpucError(f"--dynamic {text}: axis {axis} is out of range for input {name!r} of shape {list(t.shape)}")
+        if axis % rank != 0:
+            raise UnsupportedError(f"--dynamic {text}: only the batch axis (0) of an input can be dynamic so far; "
+                                   f"axis {axis % rank} of {name!r} (shape {list(t.shape)}) would need sizes at run "
+                                   "time in every kernel, which gpuc does not do yet (use --input-shape to compile "
+                                   "for one size)")
+        if t.shape[0] != 1:
+            raise UnsupportedError(f"--dynamic {text}: input {name!r} has shape {list(t.shape)}; a dynamic batch "
+                                   "axis needs size 1 in the model")
+        bounds[name] = mx
+    if set(bounds) != set(by_name) or len(set(bounds.values())) != 1:
+        raise UnsupportedError("--dynamic on the batch axis: every input must be named, with the same bound "
+                               f"(got {', '.join(f'{k}<={v}' for k, v in bounds.items())}; inputs: "
+                               f"{', '.join(map(repr, by_name))})")
+    return next(iter(bounds.values()))
 
 
 # --- specialization ------------------------------------------------------------------------------

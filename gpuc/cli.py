@@ -91,7 +91,7 @@ def _timeout_option(fn):
 @click.argument("model", type=click.Path(dir_okay=False))
 @_click_options(COMPILE_OPTIONS)
 @guarded
-def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, quiet):
+def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, dynamic, quiet):
     """Compile MODEL (.tflite) into a bundle."""
     require_compiler("gpuc compile")
     from gpuc.compiler import compile_model, last_compile
@@ -99,11 +99,12 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, i
     with progress.reporting(progress.terminal(not quiet)):       # stages on stderr, on a terminal only
         data = compile_model(model, output=output, cache=not no_cache, precision=precision,
                              disable_passes=list(disable_passes), max_batch=max_batch,
-                             input_shapes=list(input_shapes))
+                             input_shapes=list(input_shapes), dynamic=list(dynamic))
     dt = time.perf_counter() - t0
     if not quiet:
+        bound = max([max_batch] + [int(str(d).rpartition("<=")[2]) for d in dynamic if str(d).rpartition("<=")[2].isdigit()])
         for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",
-                                    max_batch):
+                                    bound):
             click.echo(line)
 
 
@@ -291,7 +292,8 @@ def profile_cmd(bundle, inputs, runs, device, as_json, as_csv):
             click.echo(f"{x['index']},\"{x['op']}\",{x['shader']},{x['us']:.3f},{x['raw_us']:.3f},{x['percent']:.2f},"
                        f"{x['gb_per_s'] or ''},{x['gflop_per_s'] or ''}")
         return
-    click.echo(f"device {r['device']}: {r['dispatches']} dispatches, sum {r['sum_dispatch_ms']:.3f} ms; "
+    batch = f" for {r['items']} items ({r['recorded_dispatches']} recorded)" if r["items"] > 1 else ""
+    click.echo(f"device {r['device']}: {r['dispatches']} dispatches{batch}, sum {r['sum_dispatch_ms']:.3f} ms; "
                f"GPU time of a plain run {r['run_gpu_ms']:.3f} ms (raw timestamp sum {r['raw_sum_dispatch_ms']:.3f} ms, "
                f"{r['probe_us']:.2f} us per timestamp taken off each row)")
     click.echo(f"{'#':>4} {'us':>9} {'%':>6} {'GB/s':>8} {'GFLOP/s':>9}  shader / op / shapes")

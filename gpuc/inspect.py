@@ -49,7 +49,10 @@ def inspect_bundle(data: bytes):
              f"fingerprint {b.fingerprint[:16]}",
              f"dispatches {len(b.dispatches)}, shaders {len(b.shaders)}, arena {b.arena_bytes} B, "
              f"weights {b.weights.nbytes} B"
-             + (f"; batch 1..{b.options['max_batch']} (one arena per item)" if b.options.get("max_batch", 1) > 1 else "")]
+             + ((f"; batch 1..{b.options['max_batch']} (batch-native: each dispatch computes the items)"
+                 if b.options.get("batch_native") else
+                 f"; batch 1..{b.options['max_batch']} (one arena per item: {b.stats.get('batch_refusal')})")
+                if b.options.get("max_batch", 1) > 1 else "")]
     fb = " (fp32 fallback program included)" if b.fallback else ""
     lines.append(f"precision {rep['precision']}{fb}; tensors: "
                  + ", ".join(f"{n} {p}" for p, n in sorted(by_prec.items())))

@@ -36,6 +36,9 @@ COMPILE_OPTIONS = (
     Option(("--input-shape",), "input_shapes", "give an input a concrete shape, e.g. serving_default_x:0=1x144000 "
            "(-1 dims of its signature only; shapes downstream are recomputed and shape arithmetic folds; repeatable)",
            multiple=True, metavar="NAME=DIMS", fast=False),
+    Option(("--dynamic",), "dynamic", "bound a dynamic dimension: NAME:AXIS<=MAX (the last ':' splits off the "
+           "axis; today the batch axis 0 of every input: the bundle then runs any batch 1..MAX; repeatable)",
+           multiple=True, metavar="NAME:AXIS<=MAX", fast=False),
     Option(("-q", "--quiet"), "quiet", "print nothing on success", flag=True),
 )
 _BY_NAME = {name: o for o in COMPILE_OPTIONS for name in o.names}

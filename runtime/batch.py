@@ -1,7 +1,10 @@
 """Bounded batch and the general run path (batched runs, device-tensor inputs and outputs).
 
-A bundle compiled with `--max-batch N` is the batch-1 program plus `max_batch = N` in its options.
-The runtime replicates it: N arenas (weights shared), one descriptor set per dispatch per item,
+A bundle compiled with `--max-batch N` is batch-native where the compiler could rewrite the graph
+(compiler/passes/batching.py; options `batch_native`): one arena whose tensors hold the N items, and
+each dispatch computes every item, so a run of b <= N items is the batch-1 dispatch count.  Otherwise
+it is the batch-1 program plus `max_batch = N` in its options, and the runtime replicates it: N arenas
+(weights shared), one descriptor set per dispatch per item,
 and for a batch of b items a command buffer (cached per slot and b) that runs the b items'
 dispatches layer by layer - one barrier per layer, the items of a layer independent.  Every I/O
 tensor of such a bundle has batch dimension 1; runs stack items along axis 0, so a run with inputs
@@ -22,6 +25,11 @@ from gpuc.runtime.device_tensor import DeviceTensor
 from gpuc.runtime.slots import RunHandle
 
 LIMIT = 4096
+
+
+def arena_count(bundle) -> int:
+    """Arenas a bundle needs: one per batch item when the batch-1 program is replicated, else one."""
+    return 1 if iospec.batch_native(bundle) else max_batch(bundle)
 
 
 def max_batch(bundle) -> int:
@@ -45,13 +53,19 @@ def io_problem(bundle) -> str | None:
     if host_steps(bundle):
         return (f"the program has {host_steps(bundle)} host (CPU) or control-flow step(s); batching "
                 "needs a program that runs fully on the GPU")
+    lead = bundle.options.get("max_batch", 1) if iospec.batch_native(bundle) else 1
     for kind, idx in (("input", bundle.inputs), ("output", bundle.outputs)):
         for i in idx:
             t = bundle.tensors[i]
-            if not t.shape or t.shape[0] != 1:
+            if not t.shape or t.shape[0] != lead:
                 return (f"{kind} {t.name!r} has shape {list(t.shape)} (batching stacks items along axis 0 "
                         "and needs batch dimension 1 on every input and output)")
     return None
+
+
+def batch_command(model, slot, b):
+    """The cached command buffer of a whole b-item run through slot's staging (run_in_place)."""
+    return _batch_cmd(model, slot, b)
 
 
 def _batch_cmd(model, slot, b):

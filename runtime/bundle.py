@@ -63,6 +63,7 @@ class Dispatch:
     push_constants: bytes = b""
     label: str = ""
     flops: int = 0                # arithmetic work estimate, for `gpuc profile`
+    item_inner: int = 0           # batch-native: the grid's item-major unit (0: whole grid for any b)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Variant:
     groups: tuple
     requires: dict
     name: str = ""
+    item_inner: int = 0           # as Dispatch.item_inner, for this variant's grid
 
 
 GPU, HOST, JUMP_IF_FALSE, JUMP = (_FBS.enums["StepKind"][k] for k in ("Gpu", "Host", "JumpIfFalse", "Jump"))
@@ -141,7 +143,8 @@ def write_bundle(b: Bundle) -> bytes:
                      "bindings": s.bindings, "push_bytes": s.push_bytes} for s in b.shaders],
         "dispatches": [{"shader": d.shader, "bindings": d.bindings,
                         "push_constants": np.frombuffer(d.push_constants, np.uint8),
-                        "groups": list(d.groups), "label": d.label, "flops": d.flops} for d in b.dispatches],
+                        "groups": list(d.groups), "label": d.label, "flops": d.flops,
+                        "item_inner": d.item_inner} for d in b.dispatches],
         "arena_bytes": b.arena_bytes, "weights": b.weights,
         "state_init": [int(x) for pair in b.state_init for x in pair] or None,   # absent when stateless
         "fallback": np.frombuffer(b.fallback, np.uint8) if b.fallback else None,
@@ -149,7 +152,8 @@ def write_bundle(b: Bundle) -> bytes:
                    "inputs": s.inputs, "outputs": s.outputs, "target": s.target, "label": s.label or None}
                   for s in b.steps] or None,
         "variants": [{"dispatch": v.dispatch, "shader": v.shader, "groups": list(v.groups),
-                      "requires": json.dumps(v.requires, sort_keys=True), "name": v.name or None}
+                      "requires": json.dumps(v.requires, sort_keys=True), "name": v.name or None,
+                      "item_inner": v.item_inner}
                      for v in b.variants] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
@@ -228,7 +232,7 @@ def _from_payload(p, head, options, stats) -> Bundle:
         shaders=[Shader(s["name"] or "", bytes(_arr(s["spirv"])), s["bindings"], s["push_bytes"], s["entry"] or "main")
                  for s in p["shaders"] or []],
         dispatches=[Dispatch(d["shader"], [int(x) for x in _arr(d["bindings"])], tuple(int(x) for x in _arr(d["groups"])),
-                             bytes(_arr(d["push_constants"])), d["label"] or "", d["flops"])
+                             bytes(_arr(d["push_constants"])), d["label"] or "", d["flops"], d["item_inner"] or 0)
                     for d in p["dispatches"] or []],
         arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
         compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",
@@ -238,7 +242,8 @@ def _from_payload(p, head, options, stats) -> Bundle:
                     [int(x) for x in _arr(s["inputs"])], [int(x) for x in _arr(s["outputs"])], s["target"],
                     s["label"] or "") for s in p["steps"] or []],
         variants=[Variant(v["dispatch"], v["shader"], tuple(int(x) for x in _arr(v["groups"])),
-                          json.loads(v["requires"] or "{}"), v["name"] or "") for v in p["variants"] or []])
+                          json.loads(v["requires"] or "{}"), v["name"] or "", v["item_inner"] or 0)
+                  for v in p["variants"] or []])
     validate(b)
     return b
 

@@ -13,7 +13,7 @@ import os
 
 import vulkan as vk
 
-from gpuc.runtime import hazards
+from gpuc.runtime import hazards, iospec
 
 T, C, H = vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT
 RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
@@ -53,6 +53,18 @@ def wait_all(cmd):
             vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | RW)
 
 
+def item_groups(groups: tuple, inner: int, b: int, n: int) -> tuple:
+    """The grid of a batch-native dispatch run for b of its n items: with an item-major grid in units of
+    `inner` workgroups (Dispatch.item_inner > 0), the first ceil(b * G / (n * inner)) * inner of its G
+    workgroups (flat index x + y * gx, as the shaders compute it); else the whole grid."""
+    if not inner or b >= n:
+        return tuple(groups)
+    total = int(groups[0]) * int(groups[1]) * int(groups[2])
+    g = min(total, -(-b * total // (n * inner)) * inner)
+    gx = min(g, int(groups[0]))
+    return gx, -(-g // gx), 1
+
+
 class Recorder:
     """Records a model's command buffers (freed with the model): copies between staging and the
     arenas, and the dispatches with their barriers."""
@@ -63,6 +75,8 @@ class Recorder:
         self.inputs, self.outputs = inputs, outputs
         self.pool = res.command_pool()      # the model's own: models sharing a Device never share a pool
         self.access = hazards.arena_access(bundle)
+        self.native = iospec.batch_native(bundle)      # one arena; each dispatch covers every item
+        self.max_items = bundle.options.get("max_batch", 1)
         self.all_barriers = os.environ.get("GPUC_ALL_BARRIERS", "") not in ("", "0")
 
     def barriers_before(self, first: int, last: int) -> list[bool]:
@@ -80,8 +94,18 @@ class Recorder:
         return cmd
 
     def item_regions(self, specs, items, to_arena: bool):
-        """{item: [VkBufferCopy]} between staging (items stacked along axis 0) and item's arena."""
+        """{arena: [VkBufferCopy]} between staging (items stacked along axis 0) and the arenas: item i's
+        own arena, or (batch-native) the first `items` items of each tensor in the one arena."""
         b, out = self.bundle, {}
+        if self.native:
+            regs = []
+            for s in specs:
+                t = b.tensors[s.tensor]
+                n = iospec.item_bytes(b, t) * items
+                if n:
+                    regs.append(vk.VkBufferCopy(srcOffset=s.staging if to_arena else t.offset,
+                                                dstOffset=t.offset if to_arena else s.staging, size=n))
+            return {0: regs} if regs else {}
         for i in range(items):
             regs = []
             for s in specs:
@@ -108,11 +132,13 @@ class Recorder:
         """Copy one I/O tensor of batch item `item` between its arena and item i of `buffer` (a
         device tensor holding the items packed)."""
         t = self.bundle.tensors[tensor]
-        if t.nbytes:
-            at = t.offset
-            regions = [vk.VkBufferCopy(srcOffset=item * t.nbytes if to_arena else at,
-                                       dstOffset=at if to_arena else item * t.nbytes, size=t.nbytes)]
-            src, dst = (buffer, self.arenas.arena(item)) if to_arena else (self.arenas.arena(item), buffer)
+        n = iospec.item_bytes(self.bundle, t)
+        if n:
+            at = t.offset + (item * n if self.native else 0)
+            regions = [vk.VkBufferCopy(srcOffset=item * n if to_arena else at,
+                                       dstOffset=at if to_arena else item * n, size=n)]
+            arena = self.arenas.arena(0 if self.native else item)
+            src, dst = (buffer, arena) if to_arena else (arena, buffer)
             vk.vkCmdCopyBuffer(cmd, src, dst, 1, regions)
 
     def dispatches(self, cmd, items=1, pool=None, first=0, count=None) -> None:
@@ -126,9 +152,13 @@ class Recorder:
             if need[i - first]:
                 barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
             pipes.bind(cmd, disp.shader, disp.push_constants)
-            for item in range(items):
-                pipes.bind_set(cmd, disp.shader, sets.set(item, i))
-                vk.lib.vkCmdDispatch(cmd, *disp.groups)
+            if self.native:                 # one dispatch computes the items (a prefix of its grid for b < N)
+                pipes.bind_set(cmd, disp.shader, sets.set(0, i))
+                vk.lib.vkCmdDispatch(cmd, *item_groups(disp.groups, disp.item_inner, items, self.max_items))
+            else:
+                for item in range(items):
+                    pipes.bind_set(cmd, disp.shader, sets.set(item, i))
+                    vk.lib.vkCmdDispatch(cmd, *disp.groups)
             if pool is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, i + 1)
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import time
 
 from gpuc.errors import DeviceError, GpucError
-from gpuc.runtime import batch, commands, iospec, program
+from gpuc.runtime import batch as batch_runs
+from gpuc.runtime import commands, iospec, program
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -82,7 +83,7 @@ class LoadedModel:
         if self.program is not None:                      # host (CPU) steps / control flow: synchronous
             return program.run_async(self, inputs, keep_on_device)
         if keep_on_device or self.max_batch > 1 or iospec.has_device_tensors(inputs):
-            return batch.run_async(self, inputs, keep_on_device)
+            return batch_runs.run_async(self, inputs, keep_on_device)
         arrays, _ = iospec.normalize(self._inputs, inputs)
         slots = self.slots
         slot = slots.acquire()
@@ -133,25 +134,39 @@ class LoadedModel:
         finally:
             self.slots.release_all()
 
-    def input_view(self, i: int = 0, slot: int = 0):
-        """numpy array backed by the mapped input staging memory of `slot` (write it, then run_in_place)."""
+    def input_view(self, i: int = 0, slot: int = 0, batch: int | None = None):
+        """numpy array backed by the mapped input staging memory of `slot` (write it, then run_in_place);
+        with a --max-batch bundle and `batch` b: the first b items, stacked along axis 0."""
         self._check_open()
-        return self.slots[slot].in_views[i]
+        return self._rows(self.slots[slot].in_rows, self.slots[slot].in_views, i, batch)
 
-    def output_view(self, i: int = 0, slot: int = 0):
+    def output_view(self, i: int = 0, slot: int = 0, batch: int | None = None):
         """numpy array backed by the mapped output staging memory (valid after run_in_place)."""
         self._check_open()
-        return self.slots[slot].out_views[i]
+        return self._rows(self.slots[slot].out_rows, self.slots[slot].out_views, i, batch)
 
-    def run_in_place(self, slot: int = 0, wait: str = "passive") -> None:
-        """Run on whatever input_view(..., slot) holds; results land in output_view(..., slot)."""
+    def _rows(self, rows, views, i, batch):
+        if batch is None:
+            return views[i]
+        if not 1 <= int(batch) <= self.max_batch:
+            raise GpucError(f"batch {batch} is outside 1..{self.max_batch} (the bundle's --max-batch)")
+        return rows[i][:int(batch)]
+
+    def run_in_place(self, slot: int = 0, wait: str = "passive", batch: int | None = None) -> None:
+        """Run on whatever input_view(..., slot) holds; results land in output_view(..., slot).  With a
+        --max-batch bundle, `batch` b runs the first b items of input_view(..., batch=b)."""
         self._check_open()
+        b = 1 if batch is None else int(batch)
+        if not 1 <= b <= self.max_batch:
+            raise GpucError(f"batch {batch} is outside 1..{self.max_batch} (the bundle's --max-batch)")
+        if b > 1 and self.program is not None:
+            raise GpucError("run_in_place of a batch needs a bundle without host (CPU) steps")
         sl = self.slots.take(slot)
         try:
             if self.program is not None:
                 self.program.run(sl, wait)
             else:
-                self.slots.submit(sl)
+                self.slots.submit(sl, [batch_runs.batch_command(self, sl, b)] if b > 1 else None)
                 self.slots.wait(sl, wait)
         finally:
             sl.free()
@@ -187,10 +202,10 @@ class LoadedModel:
         b, d = self.bundle, self.device
         check_alignment(d)
         self.resources = res = Resources(d)
-        self.max_batch = batch.max_batch(b)         # > 1: one arena per batch item, weights shared
+        self.max_batch = batch_runs.max_batch(b)         # > 1: batch-native, or one arena per item (runtime/batch.py)
         self._inputs, in_bytes = iospec.layout(b, b.inputs, self.max_batch)
         self._outputs, out_bytes = iospec.layout(b, b.outputs, self.max_batch)
-        self.arenas = Arenas(res, b, self.max_batch)
+        self.arenas = Arenas(res, b, batch_runs.arena_count(b))
         self.timestamps = commands.timestamps_supported(d)
         self.slots = Slots(d, [Slot(res, self._inputs, self._outputs, (in_bytes, out_bytes), self.max_batch,
                                     self.timestamps) for _ in range(self.n_slots)], self._timeout)

@@ -21,13 +21,30 @@ class IOSpec:
     staging: int         # offset in the staging buffer
 
 
+def batch_native(bundle) -> bool:
+    """A --max-batch bundle whose dispatches each compute every item (compiler/passes/batching.py): its
+    I/O tensors hold max_batch items along axis 0 of one arena.  Else (max_batch > 1) the runtime
+    replicates the batch-1 program, one arena per item (runtime/batch.py)."""
+    return bool(bundle.options.get("batch_native")) and bundle.options.get("max_batch", 1) > 1
+
+
+def item_bytes(bundle, t) -> int:
+    """Bytes of one batch item of I/O tensor `t` (a TensorInfo)."""
+    return t.nbytes // bundle.options["max_batch"] if batch_native(bundle) else t.nbytes
+
+
+def item_shape_of(bundle, t) -> tuple:
+    """The shape of one batch item of I/O tensor `t` (a batch-native bundle stores all the items)."""
+    return (1,) + tuple(t.shape[1:]) if batch_native(bundle) else tuple(t.shape)
+
+
 def layout(bundle, indices, items=1):
-    """(specs, staging bytes): each tensor's `items` batch items stacked (item i at staging + i * nbytes)."""
+    """(specs, staging bytes): each tensor's `items` batch items stacked (item i at staging + i * item bytes)."""
     specs, off = [], 0
     for i in indices:
         t = bundle.tensors[i]
-        specs.append(IOSpec(t.name, tuple(t.shape), np.dtype(t.dtype), t.quant, i, off))
-        off += (t.nbytes * items + OFFSET_ALIGN - 1) // OFFSET_ALIGN * OFFSET_ALIGN
+        specs.append(IOSpec(t.name, item_shape_of(bundle, t), np.dtype(t.dtype), t.quant, i, off))
+        off += (item_bytes(bundle, t) * items + OFFSET_ALIGN - 1) // OFFSET_ALIGN * OFFSET_ALIGN
     return specs, off
 
 

@@ -8,18 +8,22 @@ from gpuc.runtime import commands, iospec
 
 
 def profile(model, inputs, runs: int = 10) -> dict:
+    """Per-dispatch GPU time of a run on `inputs` (with a --max-batch bundle: 1..max_batch items along
+    axis 0; a batch-native bundle records one dispatch per layer for any batch, a replicated one one
+    per item, and each row is then the layer's time for all the items)."""
     if not model.timestamps:
         raise GpucError(f"device {model.device.name!r} has no timestamp queries; cannot profile")
     b = model.bundle
     if model.program is not None:
         raise GpucError("gpuc profile times GPU-only bundles; this one has host (CPU) steps or control flow")
     n = len(b.dispatches)
-    arrays, _ = iospec.normalize(model.inputs, inputs)
+    arrays, items = iospec.normalize(model.inputs, inputs, model.max_batch)
     slot = model.slots.acquire()
     try:
         pool = model.resources.query_pool(n + 1)
-        cmd = model.recorder.record(slot, pool, every_dispatch=True)
-        slot.write_inputs(arrays)
+        cmd = model.recorder.record(slot, pool, every_dispatch=True, items=items, cmd_pool=slot.command_pool())
+        for view, a in zip(slot.in_rows, arrays):
+            view[:items] = a
         samples = []
         for _ in range(runs + 1):
             model.device.submit(cmd, slot.fence)
@@ -42,11 +46,14 @@ def profile(model, inputs, runs: int = 10) -> dict:
     fixed = [max(ms - probe, 0.0) for ms in per]
     rows = []
     total = sum(fixed) or 1e-12
+    # a batch-native bundle's tensors and work estimates hold max_batch items, a replicated one's one item
+    scale = items / model.max_batch if iospec.batch_native(b) else items
     for i, (d, ms, raw) in enumerate(zip(b.dispatches, fixed, per)):
-        nbytes = sum(b.tensors[t].nbytes for t in d.bindings)
+        nbytes = sum(b.tensors[t].nbytes for t in d.bindings) * scale
         rows.append({"index": i, "op": d.label, "shader": b.shaders[d.shader].name,
                      "shapes": [list(b.tensors[t].shape) for t in d.bindings], "us": ms * 1e3, "raw_us": raw * 1e3,
                      "percent": 100 * ms / total, "gb_per_s": nbytes / (ms * 1e-3) / 1e9 if ms > 0 else None,
-                     "gflop_per_s": d.flops / (ms * 1e-3) / 1e9 if ms > 0 and d.flops else None})
-    return {"device": model.device.name, "dispatches": n, "sum_dispatch_ms": sum(fixed), "raw_sum_dispatch_ms": raw_sum,
+                     "gflop_per_s": d.flops * scale / (ms * 1e-3) / 1e9 if ms > 0 and d.flops else None})
+    recorded = n if iospec.batch_native(b) or items == 1 else n * items
+    return {"device": model.device.name, "dispatches": n, "items": items, "recorded_dispatches": recorded, "sum_dispatch_ms": sum(fixed), "raw_sum_dispatch_ms": raw_sum,
             "probe_us": probe * 1e3, "run_gpu_ms": run_ms, "rows": sorted(rows, key=lambda r: -r["us"])}

@@ -52,7 +52,8 @@ def resolve(bundle, device, spec: str | None = None):
         why = missing(v.requires, device)
         if why is None:
             d = dispatches[v.dispatch]
-            dispatches[v.dispatch] = dataclasses.replace(d, shader=v.shader, groups=tuple(v.groups))
+            dispatches[v.dispatch] = dataclasses.replace(d, shader=v.shader, groups=tuple(v.groups),
+                                                         item_inner=v.item_inner)
             chosen[v.dispatch] = v.name
         elif mode == "force":
             raise DeviceError(f"GPUC_VARIANTS forces the {v.name!r} kernels, but device {device.name!r} has {why} "

@@ -3,7 +3,8 @@
 // ND 0: out[(bo * COORD + i) * INNER + j] = x[(bo * AXIS + idx[(bo / OUTER) * COORD + i]) * INNER + j]
 // ND 1: out[n * INNER + j] = x[sum_k idx[n * K + k] * X_STRIDES[k] + j], 0 <= idx[..k] < X_DIMS[k]
 // IDX64: the indices are int64, bound as (low, high) int pairs.
-// Defines: INNER COORD OUTER AXIS (ND 0) | K X_DIMS[] X_STRIDES[] (ND 1); ND IDX64
+// Defines: INNER COORD OUTER AXIS (ND 0) | K X_DIMS[] X_STRIDES[] (ND 1); ND IDX64; ELEM N (elem.glsl)
+// @include elem.glsl
 int gpuc_index(int k, int bound) {
 #if IDX64
     int lo = idx[2 * k], hi = idx[2 * k + 1];
@@ -14,10 +15,9 @@ int gpuc_index(int k, int bound) {
 #endif
 }
 
-void main() {
-    uint gid = gpuc_gid();
-    if (gid >= TOTAL) return;
-    int j = int(gid) % INNER, t = int(gid) / INNER;
+// the source element of output element e, or -1 (an index out of range)
+int gather_src(int e) {
+    int j = e % INNER, t = e / INNER;
 #if ND
     int src = j;
     bool ok = true;
@@ -32,5 +32,23 @@ void main() {
     bool ok = c >= 0;
     int src = (bo * AXIS + c) * INNER + j;
 #endif
-    out_[gid] = ok ? x[ok ? src : 0] : 0;     // never read out of bounds
+    return ok ? src : -1;
+}
+
+#if EL_PACKED
+uint el_value(int e) {
+    int src = gather_src(e);
+    return src >= 0 ? EL_GET(x, src) : 0u;
+}
+#endif
+
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+#if EL_PACKED
+    out_[gid] = el_word(int(gid) * EL_PER);
+#else
+    int src = gather_src(int(gid));
+    out_[gid] = src >= 0 ? x[max(src, 0)] : 0;     // never read out of bounds
+#endif
 }

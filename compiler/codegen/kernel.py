@@ -18,6 +18,12 @@ from gpuc.compiler.ir import GPU
 
 LOCAL_X = 64
 MAX_GROUPS = 65535
+# templates whose invocation i (or workgroup i, for a row per workgroup) computes output element (row)
+# i in flat order, reading only what that element's item holds: a prefix of their grid computes a
+# prefix of the items (batch-native runs of fewer items than max_batch, runtime/batch.py)
+ITEM_MAJOR = frozenset({"ew_fused", "binary_math", "unary_math", "copy_nd", "cast", "compare", "select", "gather",
+                        "pad", "mirror_pad", "tile", "softmax", "layer_norm", "row_norm", "pool2d", "depthwise",
+                        "resize", "quantize"})
 
 
 @dataclass
@@ -33,7 +39,16 @@ class Kernel:
     variants: list = field(default_factory=list)   # KernelVariant: hardware paths chosen at load by the runtime
     flops: int = 0                       # the node's estimated work, on its first kernel (profiles)
     resolve: object = None               # (graph, arena offsets, view) -> Kernel: finished after memory planning (ops/gather_copy.py)
+    # batch-native programs: k > 0 when workgroups [0, j*k) compute exactly the first items' outputs for
+    # every j (flat index item-major, in units of k); None: ITEM_MAJOR's 1 for the template, else 0
+    item_inner: int | None = None
     kind: ClassVar[str] = GPU            # a program item (compiler/ir.py)
+
+    def item_unit(self) -> int:
+        """Dispatch.item_inner for this kernel (0: a b-item run still dispatches the whole grid)."""
+        if self.item_inner is not None:
+            return self.item_inner
+        return 1 if self.template in ITEM_MAJOR else 0
 
     def groups(self) -> tuple[int, int, int]:
         g = max(1, -(-self.invocations // self.local_x))

@@ -16,6 +16,7 @@ from gpuc.compiler.ir import Graph, Node
 
 
 ANY_COUNT = 1 << 20           # inputs/outputs of ops TFLite sets no count limit for (CONCATENATION, PACK ...)
+LITERT_REJECTS = "LiteRT's kernel rejects"   # starts the reason for a dtype in OpDef.rejects (no CPU fallback)
 
 
 @dataclass
@@ -29,17 +30,18 @@ class OpDef:
     inputs: tuple = (1, 99)          # allowed number of inputs (min, max); ANY_COUNT: as many as TFLite allows
     outputs: tuple = (1, 1)          # allowed number of outputs
     optional: tuple = ()             # input positions that may be -1 (absent)
+    rejects: frozenset = frozenset()  # dtypes LiteRT's builtin kernel refuses for this op: an error, not the CPU
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
 def register(*names, check=None, dtypes=("float32",), max_version=99, summary="", inputs=(1, 99), outputs=(1, 1),
-             optional=()):
+             optional=(), rejects=()):
     def deco(fn):
         for n in names:
             REGISTRY[n] = OpDef(n, fn, check, frozenset(dtypes), max_version, summary, tuple(inputs), tuple(outputs),
-                                tuple(optional))
+                                tuple(optional), frozenset(rejects))
         return fn
     return deco
 
@@ -70,6 +72,8 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
         if tid < 0:
             continue
         t = graph.t(tid)
+        if not t.is_const and t.dtype in d.rejects:
+            return f"{LITERT_REJECTS} {t.dtype} tensors ({t.name!r}; it takes {', '.join(sorted(d.dtypes))})"
         if not t.is_const and t.dtype not in d.dtypes:
             return f"tensor {t.name!r} has dtype {t.dtype} (supported: {', '.join(sorted(d.dtypes))})"
         if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const \

@@ -107,4 +107,5 @@ def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a
                    B_BSTR=list(b_b), A_SM=a_sm, A_SK=a_sk, B_SK=b_sk, B_SN=b_sn, A_KFAST=int(a_sk == 1),
                    B_NFAST=int(b_sn == 1), BM=bm, BN=bn, BK=16, TM=tm, TN=tn, TILES_M=tiles_m, TILES_N=tiles_n,
                    NWG=nwg, **(extra or {}))
-    return Kernel("batch_matmul", binds, nwg * threads, defines, node.label(), local_x=threads)
+    # the flat workgroup index is (batch, row tile, column tile): item-major in units of a row of tiles
+    return Kernel("batch_matmul", binds, nwg * threads, defines, node.label(), local_x=threads, item_inner=tiles_n)

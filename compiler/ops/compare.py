@@ -7,7 +7,8 @@ writes such a tensor writes one whole word, so parallel invocations never share 
 * LESS LESS_EQUAL GREATER GREATER_EQUAL (float32, int32), EQUAL NOT_EQUAL (float32, int32, bool)
   -> bool, numpy broadcasting.  LOGICAL_AND LOGICAL_OR (broadcasting) LOGICAL_NOT on bool.
 * SELECT (condition of the same shape, or rank 1 selecting along dimension 0) and SELECT_V2
-  (condition, x and y broadcast together) for float32 int32 bool uint8 int8 values.
+  (condition, x and y broadcast together) for every dtype of data movement (elements.DTYPES: 1- and
+  2-byte values packed in words, int64 as word pairs).
 * CAST between float32 int32 bool uint8 int8 (not quantized), as LiteRT does it: float -> integer
   truncates and saturates (NaN -> the type's maximum), integer -> narrower integer wraps, -> bool is
   != 0.
@@ -18,6 +19,8 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.elements import DTYPES as SELECT_DTYPES
+from gpuc.compiler.ops.elements import width
 from gpuc.compiler.ops.math import BYTE_DTYPES, KIND, broadcast_reason, dtype_reason, geometry, words
 from gpuc.compiler.ops.util import checked
 from gpuc.runtime.cpu_ops import litert_cast  # noqa: F401 (numpy CAST, LiteRT's semantics: constant folding)
@@ -78,7 +81,7 @@ def _check_select(node, graph):
     out = graph.t(node.outputs[0])
     if c.dtype != "bool":
         return f"condition dtype {c.dtype} (expected bool)"
-    bad = dtype_reason([x, yv, out], VALUE_DTYPES)
+    bad = dtype_reason([x, yv, out], SELECT_DTYPES)
     if bad:
         return bad
     if not x.dtype == yv.dtype == out.dtype:
@@ -95,7 +98,7 @@ def _check_select(node, graph):
     return None
 
 
-@register("SELECT", "SELECT_V2", check=_check_select, dtypes=VALUE_DTYPES, inputs=(3, 3),
+@register("SELECT", "SELECT_V2", check=_check_select, dtypes=SELECT_DTYPES, inputs=(3, 3),
           summary="SELECT: same shape or rank-1 row condition; SELECT_V2: broadcasting")
 def lower_select(node, graph):
     c, x, yv = (graph.t(i) for i in node.inputs)
@@ -103,11 +106,15 @@ def lower_select(node, graph):
     geo = geometry([c.shape, x.shape, yv.shape], out.shape, ["C", "X", "Y"])
     if _row_select(node, graph):
         geo["C_STRIDES"] = [1] + [0] * (len(out.shape) - 1)
-    nbytes = out.dtype in BYTE_DTYPES
+    w, n = width(out.dtype), out.size
+    if w == 8:           # int64: (low, high) word pairs, a last dimension of 2 the condition does not see
+        geo = dict(RANK=geo["RANK"] + 1, OUT_SHAPE=geo["OUT_SHAPE"] + [2], C_STRIDES=geo["C_STRIDES"] + [0],
+                   X_STRIDES=[2 * s for s in geo["X_STRIDES"]] + [1], Y_STRIDES=[2 * s for s in geo["Y_STRIDES"]] + [1])
+        n = 2 * n
     binds = [("out_", words(graph, out.id)), ("cond", words(graph, c.id)), ("x", words(graph, x.id)),
              ("y", words(graph, yv.id))]
-    return [Kernel("select", binds, _words_of(out.size) if nbytes else out.size,
-                   dict(BYTES=int(nbytes), N=out.size, **geo), node.label())]
+    return [Kernel("select", binds, -(-n // (4 // w)) if w < 4 else n, dict(ELEM=min(w, 4), N=n, **geo),
+                   node.label())]
 
 
 @checked
@@ -137,7 +144,7 @@ VARIANTS = {
                 {"OP": list(range(9)), "KIND": [0, 1, 2], "SAME_SHAPE": [0, 1], "UNARY": [0, 1]},
                 ["out_", "a", "b"], {"out_": _U}),
     "select": (dict(N=22, RANK=3, OUT_SHAPE=[2, 3, 4], C_STRIDES=[1, 0, 0], X_STRIDES=[12, 4, 1],
-                    Y_STRIDES=[0, 4, 1]), {"BYTES": [0, 1]}, ["out_", "cond", "x", "y"], {"cond": _U}),
+                    Y_STRIDES=[0, 4, 1]), {"ELEM": [1, 2, 4]}, ["out_", "cond", "x", "y"], {"cond": _U}),
     "cast": (dict(N=22), {"IN_KIND": [0, 1, 2, 3, 4], "OUT_KIND": [0, 1, 2, 3, 4]}, ["out_", "x"],
              {"out_": "int32", "x": _U}),
 }

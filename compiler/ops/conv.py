@@ -218,7 +218,10 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
-    k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4)
+    # the flat workgroup index is (group, row tile, column tile): with one group, item-major in units of a
+    # row of tiles (rows m = item-major pixels or FC rows)
+    k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
+               item_inner=tiles_n if G == 1 else 0)
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
         k.variants += [v for v in [coopmat_variant(M, GN, GK)] if v is not None]
     return k

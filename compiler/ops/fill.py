@@ -1,5 +1,6 @@
-"""FILL and ZEROS_LIKE (shaders/fill.comp): float32, int32 and bool outputs.  (TFLite has no
-ONES_LIKE builtin: the converter emits FILL for tf.ones_like.)
+"""FILL and ZEROS_LIKE (shaders/fill.comp): FILL of every dtype of data movement (elements.DTYPES),
+ZEROS_LIKE of those LiteRT's kernel takes.  (TFLite has no ONES_LIKE builtin: the converter emits FILL
+for tf.ones_like.)
 
 FILL needs constant dims (static output shape); its value may be a constant or a runtime scalar.
 ZEROS_LIKE only uses the input's (static) shape.  With constant inputs both fold
@@ -10,14 +11,14 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.elements import DTYPES, element_bits, width
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, const_input
 
-DTYPES = ("float32", "int32", "int64", "bool")
 LIKE_DTYPES = ("float32", "int32", "int64")      # LiteRT's ZEROS_LIKE rejects others at run time
 
 VARIANTS = {
-    "fill": (dict(N=10, VALUE_BITS=1065353216, HI_BITS=-1), {"RUNTIME_VALUE": [0, 1], "BYTES": [0, 1], "I64": [0, 1]},
+    "fill": (dict(N=10, VALUE_BITS=1065353216, HI_BITS=-1), {"RUNTIME_VALUE": [0, 1], "ELEM": [1, 2, 4], "I64": [0, 1]},
              ["out_", "val"]),
 }
 
@@ -58,17 +59,16 @@ def fill_value(node, graph) -> np.ndarray | None:
 
 
 def _bits(value, dtype) -> tuple[int, int]:
-    """The value's (low, high) 32-bit words as int32 (high: int64 only; bool: 0 / 1)."""
-    if dtype == "bool":
-        return int(bool(value)), 0
-    w = np.array([value], dtype).view(np.int32)
-    return int(w[0]), int(w[1]) if w.size > 1 else 0
+    """The value's (low, high) 32-bit words as int32 (high: int64 only)."""
+    if width(dtype) != 4:
+        return element_bits(value, dtype)
+    return int(np.array([value], dtype).view(np.int32)[0]), 0
 
 
 @register("FILL", check=checked(lambda n, g: _plan(n, g) and None), inputs=(2, 2), dtypes=DTYPES,
-          summary="constant dims; constant or runtime value; float32/int32/int64/bool")
+          summary="constant dims; constant or runtime value; every dtype of data movement")
 @register("ZEROS_LIKE", check=checked(lambda n, g: _plan(n, g) and None), inputs=(1, 1), dtypes=LIKE_DTYPES,
-          summary="float32/int32/int64")
+          rejects=[d for d in DTYPES if d not in LIKE_DTYPES], summary="float32/int32/int64")
 def lower_fill(node, graph):
     y, v = _plan(node, graph)
     if y.size == 0:
@@ -81,6 +81,6 @@ def lower_fill(node, graph):
         binds.append(("val", words(graph, v.id)))
     elif v is not None:
         bits = _bits(np.asarray(v.data).reshape(-1)[0], y.dtype)
-    defines = dict(N=y.size, RUNTIME_VALUE=int(runtime), BYTES=int(y.dtype == "bool"), I64=int(y.dtype == "int64"),
+    defines = dict(N=y.size, RUNTIME_VALUE=int(runtime), ELEM=min(width(y.dtype), 4), I64=int(y.dtype == "int64"),
                    VALUE_BITS=bits[0], HI_BITS=bits[1])
     return [Kernel("fill", binds, graph.t(out).size, defines, node.label())]

@@ -14,7 +14,8 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.movement import DTYPES, copy, expect_shape, ints, io_tensors, register_plan, same_dtype
+from gpuc.compiler.ops.elements import DTYPES, adapt
+from gpuc.compiler.ops.movement import copy, expect_shape, ints, io_tensors, register_plan, same_dtype
 from gpuc.compiler.ops.util import checked, norm_axis, size, strides
 
 VARIANTS = {
@@ -49,7 +50,7 @@ def _bind_indices(graph, t) -> tuple[int, int]:
 
 
 def _values(node, graph, x_in: int):
-    """Params and output: same dtype, float32 or int32 (a quantized table would be hybrid)."""
+    """Params and output: the same dtype (a quantized table would be hybrid)."""
     x, y = graph.t(node.inputs[x_in]), graph.t(node.outputs[0])
     if x.dtype != y.dtype or y.dtype not in DTYPES:
         raise ValueError(f"params {x.dtype} -> output {y.dtype} not supported (same dtype, {', '.join(DTYPES)})")
@@ -68,7 +69,8 @@ def _gather_kernel(node, graph, x, y, idx_t, outer, coord, axis_size, inner):
     d = dict(ND=0, IDX64=is64, INNER=max(inner, 1), COORD=max(coord, 1), OUTER=max(outer, 1), AXIS=axis_size)
     if size(y.shape) == 0:
         return []
-    return [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())]
+    return adapt(graph, [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())],
+                 y.dtype)
 
 
 def _gather_plan(node, graph):
@@ -87,7 +89,7 @@ def _gather_plan(node, graph):
     return x, y, pos, size(x.shape[bd:axis]), size(pos.shape[bd:]), x.shape[axis], size(x.shape[axis + 1:])
 
 
-@register("GATHER", check=checked(lambda n, g: _gather_plan(n, g) and None), dtypes=DTYPES + ("int64",),
+@register("GATHER", check=checked(lambda n, g: _gather_plan(n, g) and None), dtypes=DTYPES,
           inputs=(2, 2), summary="any axis and batch_dims; int32/int64 indices, constant or runtime (out of range: 0)")
 def lower_gather(node, graph):
     x, y, pos, outer, coord, axis_size, inner = _gather_plan(node, graph)
@@ -106,7 +108,7 @@ def _embedding_plan(node, graph):
     return x, y, ids
 
 
-@register("EMBEDDING_LOOKUP", check=checked(lambda n, g: _embedding_plan(n, g) and None), dtypes=DTYPES,
+@register("EMBEDDING_LOOKUP", check=checked(lambda n, g: _embedding_plan(n, g) and None), dtypes=("float32", "int32"),
           inputs=(2, 2), summary="float32/int32 table, constant or runtime ids (out of range: 0)")
 def lower_embedding(node, graph):
     x, y, ids = _embedding_plan(node, graph)
@@ -131,7 +133,7 @@ def _gather_nd_plan(node, graph):
     return x, y, ind, k
 
 
-@register("GATHER_ND", check=checked(lambda n, g: _gather_nd_plan(n, g) and None), dtypes=DTYPES + ("int64",),
+@register("GATHER_ND", check=checked(lambda n, g: _gather_nd_plan(n, g) and None), dtypes=DTYPES,
           inputs=(2, 2), summary="int32/int64 indices, constant or runtime (out of range: 0)")
 def lower_gather_nd(node, graph):
     x, y, ind, k = _gather_nd_plan(node, graph)
@@ -140,7 +142,8 @@ def lower_gather_nd(node, graph):
     idx, is64 = _bind_indices(graph, ind)
     d = dict(ND=1, IDX64=is64, K=k, X_DIMS=list(x.shape[:k]), X_STRIDES=strides(x.shape)[:k],
              INNER=max(size(x.shape[k:]), 1))
-    return [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())]
+    return adapt(graph, [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())],
+                 y.dtype)
 
 
 def _mirror_plan(node, graph):
@@ -169,7 +172,7 @@ def lower_mirror_pad(node, graph):
         return []
     d = dict(RANK=max(len(y.shape), 1), OUT_SHAPE=list(y.shape) or [1], IN_SHAPE=list(x.shape) or [1],
              IN_STRIDES=strides(x.shape) or [1], PAD_LO=[a for a, _ in pads] or [0], OFFSET=offset)
-    return [Kernel("mirror_pad", [("out_", y.id), ("x", x.id)], y.size, d, node.label())]
+    return adapt(graph, [Kernel("mirror_pad", [("out_", y.id), ("x", x.id)], y.size, d, node.label())], y.dtype)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -99,7 +99,8 @@ def coopmat_kernel(k):
     nwg = tiles_m * tiles_n * d["GROUPS"]
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
                    BK=p.BK, KS=1, TM=1, TN=1, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
-    return dataclasses.replace(k, defines=defines, invocations=nwg * p.threads, local_x=p.threads, variants=[])
+    return dataclasses.replace(k, defines=defines, invocations=nwg * p.threads, local_x=p.threads, variants=[],
+                               item_inner=tiles_n if d["GROUPS"] == 1 else 0)
 
 
 EMULATED_REQUIRES = {"fp16_storage": True}

@@ -31,13 +31,14 @@ BYTE_DTYPES = ("bool", "uint8", "int8")
 
 
 def words(graph, tid: int) -> int:
-    """The tensor a shader binds for `tid`: itself for 4-byte dtypes; for 1-byte dtypes a uint32
-    tensor of ceil(n / 4) words over the same bytes (a view of runtime tensors, a zero-padded copy
-    of constants), so the descriptor range covers the whole last word.  Shaders that write such a
-    tensor write whole words; the padding bytes lie inside the tensor's 256-byte-aligned slot.
-    8-byte dtypes (int64) are viewed the same way, as 2 words per element (low, high)."""
+    """The tensor a shader binds for `tid`: itself for 4-byte dtypes; for 1- and 2-byte dtypes a
+    uint32 tensor of ceil(nbytes / 4) words over the same bytes (a view of runtime tensors, a
+    zero-padded copy of constants), so the descriptor range covers the whole last word.  Shaders that
+    write such a tensor write whole words (or single lanes atomically); the padding bytes lie inside
+    the tensor's 256-byte-aligned slot.  8-byte dtypes (int64) are viewed the same way, as 2 words per
+    element (low, high)."""
     t = graph.t(tid)
-    if t.dtype not in BYTE_DTYPES and np.dtype(t.dtype).itemsize != 8:
+    if np.dtype(t.dtype).itemsize == 4:
         return tid
     cache = graph.memo.word_views
     if tid not in cache:

@@ -15,10 +15,9 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import ANY_COUNT, register
+from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
-
-DTYPES = ("float32", "int32")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -72,16 +71,20 @@ def copy(src, dst, shape, src_strides, dst_strides, src_off=0, dst_off=0, label=
                         src_off, dst_off, label=label)]
 
 
-def register_plan(*names, summary="", inputs=(1, 1), outputs=(1, 1)):
-    """Register `plan` as both check (emit=False) and lowering (emit=True)."""
+def register_plan(*names, summary="", inputs=(1, 1), outputs=(1, 1), rejects=()):
+    """Register `plan` as both check (emit=False) and lowering (emit=True, its kernels adapted to the
+    moved dtype: elements.adapt).  rejects: the DTYPES LiteRT's kernel refuses."""
     def deco(plan):
         @checked
         def check(node, graph):
             plan(node, graph, False)
             return None
 
-        register(*names, check=check, dtypes=DTYPES, summary=summary, inputs=inputs,
-                 outputs=outputs)(lambda node, graph: plan(node, graph, True))
+        def lower(node, graph):
+            return adapt(graph, plan(node, graph, True), graph.t(node.outputs[0]).dtype)
+
+        register(*names, check=check, dtypes=[d for d in DTYPES if d not in rejects], summary=summary, inputs=inputs,
+                 outputs=outputs, rejects=rejects)(lower)
         return plan
     return deco
 
@@ -275,7 +278,8 @@ def _split(node, graph, x, axis, sizes):
     return kernels
 
 
-@register_plan("SPLIT", inputs=(2, 2), outputs=(1, ANY_COUNT), summary="equal splits on a constant axis (negative too)")
+@register_plan("SPLIT", inputs=(2, 2), outputs=(1, ANY_COUNT), summary="equal splits on a constant axis (negative too)",
+               rejects=("bool", "float16"))
 def plan_split(node, graph, emit):
     x = graph.t(node.inputs[1])
     same_dtype(graph, node, (1,))
@@ -290,7 +294,7 @@ def plan_split(node, graph, emit):
 
 
 @register_plan("SPLIT_V", inputs=(3, 3), outputs=(1, ANY_COUNT),
-               summary="constant size_splits (one -1 allowed) on a constant axis")
+               summary="constant size_splits (one -1 allowed) on a constant axis", rejects=("bool", "float16"))
 def plan_split_v(node, graph, emit):
     x = graph.t(node.inputs[0])
     same_dtype(graph, node)
@@ -308,7 +312,7 @@ def plan_split_v(node, graph, emit):
     return _split(node, graph, x, axis, sizes)
 
 
-@register_plan("PACK", inputs=(1, ANY_COUNT), summary="any axis (negative too), any count")
+@register_plan("PACK", inputs=(1, ANY_COUNT), summary="any axis (negative too), any count", rejects=("bool", "float16"))
 def plan_pack(node, graph, emit):
     same_dtype(graph, node, tuple(range(len(node.inputs))))
     x, y = io_tensors(node, graph)
@@ -324,7 +328,7 @@ def plan_pack(node, graph, emit):
             for k in copy(tid, y.id, x.shape, strides(x.shape), dst, 0, i * ys[axis], label=node.label())]
 
 
-@register_plan("UNPACK", outputs=(1, ANY_COUNT), summary="any axis (negative too)")
+@register_plan("UNPACK", outputs=(1, ANY_COUNT), summary="any axis (negative too)", rejects=("int64",))
 def plan_unpack(node, graph, emit):
     same_dtype(graph, node)
     x = graph.t(node.inputs[0])
@@ -354,7 +358,7 @@ def _block(node, x):
     return b
 
 
-@register_plan("DEPTH_TO_SPACE", summary="NHWC, any block_size")
+@register_plan("DEPTH_TO_SPACE", summary="NHWC, any block_size", rejects=("bool", "int16", "float16"))
 def plan_depth_to_space(node, graph, emit):
     same_dtype(graph, node)
     x, y = io_tensors(node, graph)
@@ -369,7 +373,7 @@ def plan_depth_to_space(node, graph, emit):
     return copy(x.id, y.id, [n, h, b, w, b, co], src, strides([n, h, b, w, b, co]), label=node.label())
 
 
-@register_plan("SPACE_TO_DEPTH", summary="NHWC, any block_size")
+@register_plan("SPACE_TO_DEPTH", summary="NHWC, any block_size", rejects=("bool", "int16", "float16"))
 def plan_space_to_depth(node, graph, emit):
     same_dtype(graph, node)
     x, y = io_tensors(node, graph)

@@ -10,6 +10,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.util import checked, const_input, size, strides
 
 VARIANTS = {
@@ -43,6 +44,8 @@ def _shapes(node, graph):
             raise ValueError(f"input {list(x.shape)} cannot be broadcast to {exp}")
     if list(y.shape) != exp:
         raise ValueError(f"output {list(y.shape)} differs from the expected {exp}")
+    if x.dtype != y.dtype:
+        raise ValueError(f"input dtype {x.dtype} differs from output dtype {y.dtype}")
     return xs, exp
 
 
@@ -52,11 +55,12 @@ def _check(node, graph):
     return None
 
 
-@register("TILE", "BROADCAST_TO", check=_check, inputs=(2, 2), dtypes=("float32", "int32"),
+@register("TILE", "BROADCAST_TO", check=_check, inputs=(2, 2), dtypes=DTYPES,
           summary="constant multiples / shape, any rank")
 def lower_tile(node, graph):
     xs, ys = _shapes(node, graph)
     if not size(ys):
         return []
     defines = dict(RANK=max(len(ys), 1), OUT_SHAPE=ys or [1], IN_SHAPE=xs or [1], IN_STRIDES=strides(xs) or [1])
-    return [Kernel("tile", [("out_", node.outputs[0]), ("x", node.inputs[0])], size(ys), defines, node.label())]
+    return adapt(graph, [Kernel("tile", [("out_", node.outputs[0]), ("x", node.inputs[0])], size(ys), defines,
+                                node.label())], graph.t(node.outputs[0]).dtype)

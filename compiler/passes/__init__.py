@@ -5,6 +5,7 @@ Each pass takes the graph and mutates it in place.  `gpuc compile --disable-pass
 from __future__ import annotations
 
 from gpuc.compiler.ir import Graph
+from gpuc.compiler.passes.batching import batch_items
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
 from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_add_epilogue, reshape_as_view
@@ -27,7 +28,17 @@ def eliminate_dead_nodes(graph: Graph) -> None:
     graph.nodes = keep[::-1]
 
 
-PIPELINE = [fold_constants, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue,
+def batch_native(graph: Graph) -> None:
+    """--max-batch N: every dispatch computes the N items (passes/batching.py); when the graph cannot be
+    rewritten, graph.batch_refusal says why and the runtime replicates the batch-1 program per item."""
+    if graph.items > 1:
+        graph.batch_refusal = batch_items(graph, graph.items)
+        if graph.batch_refusal is not None:
+            graph.items = 1
+
+
+PIPELINE = [fold_constants, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fold_movement,
+            reshape_as_view, fold_pad, fuse_add_epilogue,
             fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, plan_in_place]
 
 

@@ -46,3 +46,18 @@ def test_last_gpu_ms_follows_the_last_completed_run():
         m.run([x])
         first = m.last_gpu_ms
         assert first is not None and first > 0 and m.last_gpu_ms == first     # a second read: same value
+
+
+def test_profile_takes_a_batch_of_a_max_batch_bundle(tmp_path):
+    """A batch-native --max-batch bundle profiled on 5 items records as many dispatches as on one."""
+    import numpy as np
+    p = tmp_path / "m.bundle"
+    gpuc.compile(block_model(), output=p, cache=False, max_batch=8)
+    with gpuc.load(str(p)) as m:
+        shape = (5,) + tuple(m.inputs[0].shape[1:])
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    r = subprocess.run([sys.executable, "-m", "gpuc.cli", "profile", str(p), "--input", str(tmp_path / "x.npy"),
+                        "--runs", "2", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["items"] == 5 and rep["dispatches"] == rep["recorded_dispatches"] == len(rep["rows"]) == 3

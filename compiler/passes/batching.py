@@ -1,0 +1,515 @@
+"""Batch-native programs (`--max-batch N`): the batch-1 graph becomes one graph that computes N items
+in every dispatch, so the batch folds into each kernel's grid and GEMM M dimension.
+
+Every runtime (non-constant) tensor gets N items, item-major: item i's value is the i-th slice of
+its bytes.  Its batched shape is the *merged* form (N*s0, s1, ...) of its batch-1 shape s (rank kept;
+a scalar becomes (N,)), so axis 0 of every tensor carries the items.  Ops for which axis 0 is
+batch-like (convolutions, pooling, FC rows, elementwise ops on equal leading dims, softmax over the
+last axis, slices and concatenations along other axes, ...) run unchanged on the merged form; each
+item's result is the batch-1 result.  Other ops (a transpose that moves axis 0, a reduction or
+concatenation over axis 0, a broadcast between different leading dims, a strided slice, ...) run on
+the *prepended* form (N, *s), with their axis operands shifted by one (constants that must be per
+item are tiled).  Both forms are the same bytes, so each tensor keeps the form its producer wrote,
+and a consumer that needs the other form (or, broadcasting, a rank padded with 1s) reads it through
+a RESHAPE (a free view: passes/fusion.py reshape_as_view).  An op that can run in both forms takes
+the prepended one when an input already has it, so chains of such ops (elementwise chains that
+ew_fusion fuses) see no views between them, and the dispatch count stays the batch-1 count.
+
+An op that neither form covers (SPACE_TO_BATCH_ND, a time-major LSTM, control flow, ...) refuses
+the rewrite before anything changes: `batch_items` returns the reason, and the bundle replicates the
+batch-1 program per item instead (runtime/batch.py).  The rules are per op family in RULES.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from gpuc.compiler.ir import Graph, Node
+
+MAX_TILED_CONST_BYTES = 64 << 20     # a constant made per item (tiled N times) stays below this
+
+
+class Refuse(Exception):
+    """This graph cannot be made batch-native (the message says which op and why)."""
+
+
+def merged(shape, n: int) -> tuple:
+    shape = tuple(shape)
+    return (n * shape[0],) + shape[1:] if shape else (n,)
+
+
+@dataclass
+class Plan:
+    """How one node can run: `merged_ok` (unchanged on the merged form), `prep` (edits that make it
+    run on the prepended form; None: it cannot), `rank` (prepended: runtime inputs padded with 1s to
+    this rank, for broadcasting ops), `any_form` (a reshape: reads either form, writes merged),
+    `merged_prep` / `merged_out` (edits for the merged form, and the form its outputs then have)."""
+    merged_ok: bool
+    prep: Callable | None = None
+    rank: int | None = None
+    any_form: bool = False
+    merged_prep: Callable | None = None
+    merged_out: str = "m"
+
+
+class Rewrite:
+    """The planned rewrite of one graph: checks run first over every node (Refuse), the edits run only
+    when all passed (`apply`)."""
+
+    def __init__(self, graph: Graph, n: int):
+        self.graph, self.n = graph, n
+        self.edits = []             # thunks, run in order by apply()
+        self.form: dict[int, str] = {}       # runtime tensor -> "m" (merged) or "p" (prepended)
+        self.views: dict[int, list] = {}     # id(node) -> [(input k, view shape)] read through a RESHAPE
+        self.out_views: dict[int, list] = {}     # id(node) -> [output k]: a graph output written prepended
+        self.shared: set[int] = set()        # runtime tensors computed from constants only: one copy for all items
+
+    # -- queries on the batch-1 graph ----------------------------------------------------------
+    def runtime(self, tid: int) -> bool:
+        """A per-item tensor (an input, variable or anything computed from them)."""
+        return tid >= 0 and tid not in self.shared and (self.graph.t(tid).is_variable or not self.graph.t(tid).is_const)
+
+    def shape(self, tid: int) -> tuple:
+        return tuple(self.graph.t(tid).shape)
+
+    def const(self, node: Node, k: int, what: str) -> np.ndarray:
+        if k >= len(node.inputs) or node.inputs[k] < 0 or not self.graph.t(node.inputs[k]).is_const:
+            raise Refuse(f"{node.label()}: its {what} (input {k}) is not a constant")
+        return np.asarray(self.graph.t(node.inputs[k]).data)
+
+    # -- edits -----------------------------------------------------------------------------------
+    def set_input_const(self, node: Node, k: int, value, dtype=None) -> None:
+        g = self.graph
+        old = g.t(node.inputs[k]) if k < len(node.inputs) and node.inputs[k] >= 0 else None
+        arr = np.asarray(value, dtype or (old.dtype if old is not None else np.int32))
+
+        def edit():
+            tid = g.add_const(f"{old.name if old is not None else node.op}/batched", arr)
+            while len(node.inputs) <= k:
+                node.inputs.append(-1)
+            node.inputs[k] = tid
+        self.edits.append(edit)
+
+    def tile_consts(self, node: Node) -> None:
+        """Every constant input of `node` becomes per item: (N, *shape), N copies."""
+        g, n = self.graph, self.n
+        for k, tid in enumerate(node.inputs):
+            if tid < 0 or self.runtime(tid):
+                continue
+            t = g.t(tid)
+            if t.nbytes * n > MAX_TILED_CONST_BYTES:
+                raise Refuse(f"{node.label()}: constant {t.name!r} would be copied per item ({t.nbytes * n} bytes)")
+
+            def edit(k=k, t=t):
+                tid = g.add_const(f"{t.name}/per_item", np.broadcast_to(t.data, (n,) + tuple(t.shape)))
+                g.t(tid).quant = t.quant
+                node.inputs[k] = tid
+            self.edits.append(edit)
+
+    def set_attr(self, node: Node, key: str, value) -> None:
+        self.edits.append(lambda: node.attrs.__setitem__(key, value))
+
+    def become_reshape(self, node: Node) -> None:
+        """RESHAPE / SQUEEZE / EXPAND_DIMS: a RESHAPE to the merged output shape."""
+        target = merged(self.shape(node.outputs[0]), self.n)
+
+        def edit():
+            shape = self.graph.add_const(f"{node.op}/batched_shape", np.asarray(target, np.int32))
+            node.op, node.inputs, node.attrs = "RESHAPE", [node.inputs[0], shape], {"new_shape": list(target)}
+        self.edits.append(edit)
+
+    # -- planning ----------------------------------------------------------------------------------
+    def place(self, node: Node, plan: Plan) -> None:
+        """Choose the node's form, record the views its inputs need and its outputs' form."""
+        n = self.n
+        ins = [(k, t) for k, t in enumerate(node.inputs) if self.runtime(t)]
+        if plan.any_form:
+            self.become_reshape(node)
+            form = "m"
+        elif plan.prep is not None and (not plan.merged_ok or any(self.form.get(t) == "p" for _, t in ins)):
+            plan.prep(self, node)
+            form = "p"
+            for k, t in ins:
+                s = self.shape(t)
+                pad = (1,) * max(0, (plan.rank if plan.rank is not None else len(s)) - len(s))
+                if pad or self.form.get(t, "m") != "p":
+                    self.views.setdefault(id(node), []).append((k, (n,) + pad + s))
+        elif plan.merged_ok:
+            if plan.merged_prep is not None:
+                plan.merged_prep(self, node)
+            form = plan.merged_out
+            for k, t in ins:
+                if self.form.get(t, "m") != "m":
+                    self.views.setdefault(id(node), []).append((k, merged(self.shape(t), n)))
+        else:
+            raise Refuse(f"{node.label()}: cannot run on batched items")
+        for k, t in enumerate(node.outputs):
+            if t >= 0:
+                self.form[t] = form
+                if form == "p" and t in self.graph.outputs:
+                    self.out_views.setdefault(id(node), []).append(k)
+
+    # -- apply -------------------------------------------------------------------------------------
+    def apply(self) -> None:
+        g, n = self.graph, self.n
+        runtime = [t for t in g.tensors if (t.is_variable or not t.is_const) and t.id not in self.shared]
+        g.unbatched = set(self.shared)
+        for e in self.edits:
+            e()
+        nodes = []
+        for node in g.nodes:
+            for k, shape in self.views.get(id(node), []):
+                v = self._tensor(node.inputs[k], shape, "items")
+                nodes.append(_reshape_node(g, node.inputs[k], v, shape))
+                node.inputs[k] = v
+            nodes.append(node)
+            for k in self.out_views.get(id(node), []):
+                t = node.outputs[k]
+                v = self._tensor(t, (n,) + tuple(g.t(t).shape), "items")
+                node.outputs[k] = v
+                nodes.append(_reshape_node(g, v, t, merged(g.t(t).shape, n)))
+        g.nodes = nodes
+        for t in runtime:
+            if t.is_variable:              # state is per item: N copies of the initial value
+                for attr in ("data", "initial"):
+                    v = getattr(t, attr)
+                    if v is not None:
+                        v = np.asarray(v).reshape(t.shape or (1,))
+                        setattr(t, attr, np.ascontiguousarray(np.concatenate([v] * n, axis=0)))
+            p = self.form.get(t.id, "m") == "p" and t.id not in g.outputs
+            t.shape = (n,) + tuple(t.shape) if p else merged(t.shape, n)
+            t.shape_signature = None
+
+    def _tensor(self, tid: int, shape, suffix: str) -> int:
+        t = self.graph.t(tid)
+        return self.graph.add_tensor(f"{t.name}/{suffix}", shape, t.dtype, quant=t.quant)
+
+
+def _reshape_node(g: Graph, src: int, dst: int, shape) -> Node:
+    c = g.add_const(f"{g.t(dst).name}/shape", np.asarray(shape, np.int32))
+    return Node("RESHAPE", [src, c], [dst], {"new_shape": [int(d) for d in shape]})
+
+
+# --- rules: each returns the node's Plan -----------------------------------------------------------
+
+def _axis(a: int, rank: int) -> int:
+    return a % max(rank, 1) if -rank <= a < max(rank, 1) else a
+
+
+def _only_input0(rw: Rewrite, node: Node) -> None:
+    for k, tid in enumerate(node.inputs[1:], 1):
+        if rw.runtime(tid):
+            raise Refuse(f"{node.label()}: input {k} ({rw.graph.t(tid).name!r}) is computed at run time")
+
+
+def _no_prep(rw, node):
+    return None
+
+
+def rule_merge(rw: Rewrite, node: Node) -> Plan:
+    """Axis 0 is a batch axis of the op (NHWC images, FC rows): the merged form as it is."""
+    _only_input0(rw, node)
+    if any(len(rw.shape(t)) == 0 for t in node.inputs[:1] + node.outputs if t >= 0):
+        raise Refuse(f"{node.label()}: scalar operand")
+    return Plan(True)
+
+
+def rule_unary(rw: Rewrite, node: Node) -> Plan:
+    """Unary elementwise ops, variable reads and writes: either form."""
+    return Plan(True, _no_prep)
+
+
+def rule_lstm(rw: Rewrite, node: Node) -> Plan:
+    """Batch-major sequences and cells: items on axis 0 of the input and of the (variable) state."""
+    if node.attrs.get("time_major"):
+        raise Refuse(f"{node.label()}: a time-major sequence (items on axis 1)")
+    if any(len(rw.shape(t)) == 0 for t in node.inputs + node.outputs if rw.runtime(t)):
+        raise Refuse(f"{node.label()}: scalar operand")
+    return Plan(True)
+
+
+def rule_transpose_conv(rw: Rewrite, node: Node) -> Plan:
+    shape = rw.const(node, 0, "output shape")
+    for k in (1, 3):
+        if k < len(node.inputs) and rw.runtime(node.inputs[k]):
+            raise Refuse(f"{node.label()}: input {k} is computed at run time")
+    rw.set_input_const(node, 0, merged(shape.reshape(-1).tolist(), rw.n))
+    return Plan(True)
+
+
+def rule_elementwise(rw: Rewrite, node: Node) -> Plan:
+    """Broadcasting ops: merged when every runtime operand has the output's rank and leading dim and
+    every constant broadcasts along axis 0; prepended (operands padded to the output rank) always."""
+    o = rw.shape(node.outputs[0])
+    r = len(o)
+    ok = r > 0
+    for tid in node.inputs:
+        if tid < 0:
+            continue
+        s = rw.shape(tid)
+        ok = ok and ((len(s) == r and s[0] == o[0]) if rw.runtime(tid) else (len(s) < r or s[0] == 1))
+    if node.op == "SELECT" and len({rw.shape(t) for t in node.inputs}) > 1:
+        raise Refuse(f"{node.label()}: SELECT with a rank-1 condition selects along axis 0")
+    return Plan(ok, _no_prep, rank=r)
+
+
+def rule_reshape(rw: Rewrite, node: Node) -> Plan:
+    if len(node.inputs) > 1 and rw.runtime(node.inputs[1]):
+        raise Refuse(f"{node.label()}: the new shape is computed at run time")
+    return Plan(False, any_form=True)
+
+
+def rule_transpose(rw: Rewrite, node: Node) -> Plan:
+    perm = rw.const(node, 1, "permutation").reshape(-1).astype(np.int64)
+    p = [int(v) % max(perm.size, 1) for v in perm]
+
+    def prep(rw, node):
+        rw.set_input_const(node, 1, [0] + [v + 1 for v in p])
+    return Plan(bool(p) and p[0] == 0, prep)
+
+
+def _same_lead(rw: Rewrite, node: Node) -> bool:
+    lead = {rw.shape(t)[0] if rw.shape(t) else None for t in node.inputs + node.outputs if t >= 0}
+    return len(lead) == 1 and None not in lead
+
+
+def _axis_attr(name: str, rank_of):
+    """Ops with an axis attribute (CONCATENATION, PACK, UNPACK): merged unless the axis is 0 or an
+    operand is constant; prepended with the axis shifted (constant operands tiled)."""
+    def rule(rw: Rewrite, node: Node) -> Plan:
+        a = _axis(int(node.attrs.get(name, 0) or 0), rank_of(rw, node))
+        consts = any(t >= 0 and not rw.runtime(t) for t in node.inputs)
+
+        def prep(rw, node):
+            rw.tile_consts(node)
+            rw.set_attr(node, name, a + 1)
+        return Plan(a != 0 and not consts and _same_lead(rw, node), prep)
+    return rule
+
+
+def _axis_input(k: int, what: str, data_k: int = 0):
+    """Ops with a constant axis operand (reductions, SPLIT, SPLIT_V, CUMSUM, ARG_MAX, REVERSE_V2): merged
+    unless an axis is 0; prepended with the axes shifted."""
+    def rule(rw: Rewrite, node: Node) -> Plan:
+        axes = rw.const(node, k, what)
+        for j, tid in enumerate(node.inputs):
+            if j not in (k, data_k) and rw.runtime(tid):
+                raise Refuse(f"{node.label()}: input {j} is computed at run time")
+        rank = len(rw.shape(node.inputs[data_k]))
+        norm = [_axis(int(a), rank) for a in axes.reshape(-1)]
+        c = rw.graph.t(node.inputs[k])
+
+        def prep(rw, node):
+            rw.set_input_const(node, k, np.asarray([a + 1 for a in norm]).reshape(axes.shape), c.dtype)
+        outs_ok = all(len(rw.shape(t)) > 0 for t in node.outputs if t >= 0)
+        if 0 in norm and rank > 1 and rw.shape(node.inputs[data_k])[0] == 1 and "keep_dims" in REDUCE_ATTR.get(
+                node.op, ()) and len(set(norm)) > 1:
+            # a reduction over a size-1 axis 0 and others: on the merged form axis 0 is the items' axis,
+            # so it reduces over the others; without keep_dims its output is then the prepended form
+            rest = sorted(set(norm) - {0})
+
+            def merged_prep(rw, node):
+                rw.set_input_const(node, k, np.asarray(rest, axes.dtype), c.dtype)
+            return Plan(True, prep, merged_prep=merged_prep,
+                        merged_out="m" if node.attrs.get("keep_dims") else "p")
+        return Plan(0 not in norm and rank > 0 and outs_ok, prep)
+    return rule
+
+
+REDUCE_ATTR = {op: ("keep_dims",) for op in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD",
+                                             "REDUCE_ANY", "REDUCE_ALL")}
+
+
+def rule_slice(rw: Rewrite, node: Node) -> Plan:
+    begin = rw.const(node, 1, "begin").reshape(-1).astype(np.int64)
+    size = rw.const(node, 2, "size").reshape(-1).astype(np.int64)
+    s = rw.shape(node.inputs[0])
+
+    def prep(rw, node):
+        rw.set_input_const(node, 1, [0] + begin.tolist())
+        rw.set_input_const(node, 2, [-1] + size.tolist())
+    ok = bool(begin.size) and begin[0] == 0 and size[0] in (-1, s[0])
+    if ok and size[0] != -1:
+        rw.set_input_const(node, 2, [-1] + size[1:].tolist())    # (both forms: the whole item axis)
+        size = np.asarray([-1] + size[1:].tolist())
+    return Plan(ok, prep)
+
+
+def rule_strided_slice(rw: Rewrite, node: Node) -> Plan:
+    vals = [rw.const(node, k, what).reshape(-1).astype(np.int64).tolist()
+            for k, what in ((1, "begin"), (2, "end"), (3, "strides"))]
+
+    def prep(rw, node):
+        for k, v in zip((1, 2, 3), vals):
+            rw.set_input_const(node, k, [0 if k < 3 else 1] + v)
+        a = node.attrs
+        for m in ("begin_mask", "end_mask"):
+            rw.set_attr(node, m, (int(a.get(m, 0) or 0) << 1) | 1)
+        for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask"):
+            rw.set_attr(node, m, int(a.get(m, 0) or 0) << 1)
+    return Plan(False, prep)
+
+
+def rule_pad(rw: Rewrite, node: Node) -> Plan:
+    p = rw.const(node, 1, "paddings").astype(np.int64).reshape(-1, 2)
+    if len(node.inputs) > 2 and rw.runtime(node.inputs[2]):
+        raise Refuse(f"{node.label()}: its pad value is computed at run time")
+
+    def prep(rw, node):
+        rw.set_input_const(node, 1, np.concatenate([np.zeros((1, 2), np.int64), p]))
+    return Plan(bool(p.shape[0]) and not p[0].any(), prep)
+
+
+def rule_tile(rw: Rewrite, node: Node) -> Plan:
+    m = rw.const(node, 1, "multiples").reshape(-1).astype(np.int64)
+
+    def prep(rw, node):
+        rw.set_input_const(node, 1, [1] + m.tolist())
+    return Plan(bool(m.size) and m[0] == 1, prep)
+
+
+def rule_broadcast_to(rw: Rewrite, node: Node) -> Plan:
+    o = rw.shape(node.outputs[0])
+    rw.const(node, 1, "shape")
+
+    def prep(rw, node):
+        rw.set_input_const(node, 1, [rw.n] + list(o))
+    return Plan(False, prep, rank=len(o))
+
+
+def rule_gather(rw: Rewrite, node: Node) -> Plan:
+    params, idx = node.inputs[0], node.inputs[1]
+    a = _axis(int(node.attrs.get("axis", 0) or 0), len(rw.shape(params)))
+    bd = int(node.attrs.get("batch_dims", 0) or 0)
+
+    def prep(rw, node):
+        rw.set_attr(node, "axis", a + 1)
+        if rw.runtime(idx):
+            rw.set_attr(node, "batch_dims", (bd % max(len(rw.shape(idx)), 1) if bd < 0 else bd) + 1)
+    if rw.runtime(params) and rw.runtime(idx):
+        return Plan(False, prep)
+    if rw.runtime(params):
+        if bd:
+            raise Refuse(f"{node.label()}: batch_dims {bd} with constant indices")
+        return Plan(a != 0, prep)
+    if a != 0 or not rw.shape(idx):
+        raise Refuse(f"{node.label()}: runtime indices into axis {a} of a constant")
+    return Plan(True)
+
+
+def rule_gather_nd(rw: Rewrite, node: Node) -> Plan:
+    if rw.runtime(node.inputs[0]) or len(rw.shape(node.inputs[1])) < 2:
+        raise Refuse(f"{node.label()}: GATHER_ND of runtime params (or rank-1 indices)")
+    return Plan(True)
+
+
+def rule_batch_matmul(rw: Rewrite, node: Node) -> Plan:
+    """Merged when axis 0 is a batch axis of both operands (or, rank 2, the LHS rows against a constant
+    RHS); prepended, operands padded to the output rank, always."""
+    o = rw.shape(node.outputs[0])
+    r = len(o)
+    x, y = node.inputs[:2]
+    if r == 2:
+        ok = rw.runtime(x) and not rw.runtime(y) and not node.attrs.get("adj_x")
+    else:
+        ok = all((len(rw.shape(t)) == r and rw.shape(t)[0] == o[0]) if rw.runtime(t)
+                 else (len(rw.shape(t)) < r or rw.shape(t)[0] == 1) for t in (x, y))
+    return Plan(ok, _no_prep, rank=r)
+
+
+def rule_softmax(rw: Rewrite, node: Node) -> Plan:
+    """Over the last axis: either form for rank >= 2; a per-item row (N, C) for rank 1."""
+    _only_input0(rw, node)
+    return Plan(len(rw.shape(node.inputs[0])) >= 2, _no_prep)
+
+
+def rule_embedding(rw: Rewrite, node: Node) -> Plan:
+    if rw.runtime(node.inputs[1]) or not rw.shape(node.inputs[0]):
+        raise Refuse(f"{node.label()}: runtime lookup table or scalar ids")
+    return Plan(True)
+
+
+LSTM_OPS = {"LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM"}
+MERGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_BILINEAR",
+         "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "CONV_3D", "FULLY_CONNECTED",
+         "LOCAL_RESPONSE_NORMALIZATION", "CUSTOM:Convolution2DTransposeBias")
+VARIABLE_OPS = ("READ_VARIABLE", "ASSIGN_VARIABLE")     # the variable's value in its own (merged) form
+UNARY = ("ABS", "CEIL", "COS", "ELU", "EXP", "FLOOR", "GELU", "HARD_SWISH", "LEAKY_RELU", "LOG", "LOGICAL_NOT",
+         "LOGISTIC", "NEG", "RELU", "RELU6", "RELU_0_TO_1", "RELU_N1_TO_1", "ROUND", "RSQRT", "SIGN", "SIN", "SQRT",
+         "SQUARE", "TANH", "CAST", "QUANTIZE", "DEQUANTIZE", "ZEROS_LIKE")
+ELEMENTWISE = ("ADD", "SUB", "MUL", "DIV", "POW", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
+               "FLOOR_MOD", "ATAN2", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
+               "LOGICAL_AND", "LOGICAL_OR", "BITWISE_XOR", "RIGHT_SHIFT", "SELECT_V2", "PRELU", "SELECT")
+
+
+def _rank_in(rw, node):
+    return len(rw.shape(node.inputs[0]))
+
+
+def _rank_out(rw, node):
+    return len(rw.shape(node.outputs[0]))
+
+
+RULES = {
+    **{op: rule_merge for op in MERGE},
+    **{op: rule_unary for op in UNARY},
+    **{op: rule_lstm for op in LSTM_OPS},
+    **{op: lambda rw, node: Plan(True) for op in VARIABLE_OPS},
+    **{op: rule_elementwise for op in ELEMENTWISE},
+    "TRANSPOSE_CONV": rule_transpose_conv,
+    "L2_NORMALIZATION": rule_softmax, "SOFTMAX": rule_softmax, "LOG_SOFTMAX": rule_softmax,
+    "RESHAPE": rule_reshape, "SQUEEZE": rule_reshape, "EXPAND_DIMS": rule_reshape,
+    "TRANSPOSE": rule_transpose,
+    "CONCATENATION": _axis_attr("axis", _rank_out), "PACK": _axis_attr("axis", _rank_out),
+    "UNPACK": _axis_attr("axis", _rank_in),
+    **{op: _axis_input(1, "axes") for op in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD",
+                                             "REDUCE_ANY", "REDUCE_ALL", "REVERSE_V2")},
+    "ARG_MAX": _axis_input(1, "axis"), "ARG_MIN": _axis_input(1, "axis"), "CUMSUM": _axis_input(1, "axis"),
+    "SPLIT": _axis_input(0, "axis", data_k=1), "SPLIT_V": _axis_input(2, "axis"),
+    "SLICE": rule_slice, "STRIDED_SLICE": rule_strided_slice,
+    "PAD": rule_pad, "PADV2": rule_pad, "MIRROR_PAD": rule_pad,
+    "TILE": rule_tile, "BROADCAST_TO": rule_broadcast_to,
+    "GATHER": rule_gather, "GATHER_ND": rule_gather_nd, "EMBEDDING_LOOKUP": rule_embedding,
+    "BATCH_MATMUL": rule_batch_matmul,
+}
+
+
+def plan(graph: Graph, n: int) -> Rewrite:
+    """The rewrite of `graph` for n items; raises Refuse (nothing changed) when it cannot be made."""
+    rw = Rewrite(graph, n)
+    for kind, idx in (("input", graph.inputs), ("output", graph.outputs)):
+        for tid in idx:
+            s = rw.shape(tid)
+            if not s or s[0] != 1:
+                raise Refuse(f"{kind} {graph.t(tid).name!r} has shape {list(s)} (batching stacks items along "
+                             "axis 0 and needs batch dimension 1 on every input and output)")
+            if graph.t(tid).is_const:
+                raise Refuse(f"{kind} {graph.t(tid).name!r} is a constant")
+    outputs = set(graph.outputs)
+    for t in graph.tensors:
+        if (t.is_variable or not t.is_const) and t.quant is not None and t.quant.per_channel:
+            raise Refuse(f"tensor {t.name!r} is quantized per channel at run time")
+    for node in graph.nodes:
+        rule = RULES.get(node.op)
+        if rule is None:
+            raise Refuse(f"{node.label()}: no batch rule for {node.op}")
+        if not any(rw.runtime(t) for t in node.inputs) and not any(graph.t(t).is_variable for t in node.outputs):
+            if outputs & set(node.outputs):
+                raise Refuse(f"{node.label()}: a model output computed from constants only")
+            rw.shared.update(t for t in node.outputs if t >= 0)     # the same for every item: computed once
+            continue
+        rw.place(node, rule(rw, node))
+    return rw
+
+
+def batch_items(graph: Graph, n: int) -> str | None:
+    """Rewrite `graph` to compute n items per run (see the module doc); None when done, else why not
+    (the graph is then unchanged)."""
+    try:
+        rw = plan(graph, n)
+    except Refuse as e:
+        return str(e)
+    rw.apply()
+    return None

@@ -244,13 +244,27 @@ def test_disable_pass_keeps_the_chain(gpu):
     assert n_on == 1 and n_off == 5          # SLICE, SLICE, CONCATENATION (2 copies), TRANSPOSE
 
 
-def random_chain(seed):
-    """A random chain of 2..6 movement ops on a random small tensor (every op kind the pass folds)."""
-    from gpuc.compiler.ops.movement import strided_slice_dims
+def random_chain(seed, dtype="float32"):
+    """A random chain of 2..6 movement ops on a random small tensor (every op kind the pass folds);
+    odd seeds start from two inputs, each through its own chain, flattened and concatenated, then
+    more ops."""
     rng = np.random.default_rng(seed)
     shape = [int(v) for v in rng.integers(1, 6, rng.integers(2, 5))]
-    net = Net([shape])
-    x = net.inputs[0]
+    net = Net([shape, shape] if seed % 2 else [shape], dtype)
+    x = random_ops(net, rng, net.inputs[0])
+    if seed % 2:
+        y = random_ops(net, rng, net.inputs[1])
+        a, b = (net.op("RESHAPE", t, [size_of(net.shapes[t])], consts=[[size_of(net.shapes[t])]]) for t in (x, y))
+        x = net.op("CONCATENATION", [a, b], [size_of(net.shapes[a]) + size_of(net.shapes[b])], axis=0)
+        n = net.shapes[x][0]
+        f = [d for d in range(1, n + 1) if n % d == 0]
+        d = int(rng.choice(f))
+        x = random_ops(net, rng, net.op("RESHAPE", x, [d, n // d], consts=[[d, n // d]]))
+    return net.finish(x), [special(shape, seed + k, dtype) for k in range(len(net.inputs))]
+
+
+def random_ops(net, rng, x):
+    from gpuc.compiler.ops.movement import strided_slice_dims
     for _ in range(rng.integers(2, 7)):
         s = net.shapes[x]
         r = len(s)
@@ -266,7 +280,7 @@ def random_chain(seed):
                 d = int(rng.choice(f))
                 new.append(d)
                 n //= d
-            new = new or [1]
+            new = new + [n] if n > 1 or not new else new
             x = net.op("RESHAPE", x, new, consts=[new])
         elif kind == "SLICE":
             b = [int(rng.integers(0, n)) for n in s]
@@ -311,7 +325,7 @@ def random_chain(seed):
             outs = net.op("SPLIT", [net.const(np.int32(a)), x], [s[:a] + [s[a] // 2] + s[a + 1:]] * 2, outputs=2,
                           num_splits=2)
             x = outs[int(rng.integers(0, 2))]
-    return net.finish(x), [special(shape, seed)]
+    return x
 
 
 def size_of(s):
@@ -329,7 +343,7 @@ def run_with(gpu, model, xs, disabled=()):
 @pytest.mark.parametrize("seed", range(40))
 def test_random_chains_bit_exact(gpu, seed):
     """Random movement chains: folded, unfolded and LiteRT agree bit for bit."""
-    model, xs = random_chain(seed)
+    model, xs = random_chain(seed, "int32" if seed % 5 == 4 else "float32")
     refs = [r.tobytes() for r in run_litert(model, [x.copy() for x in xs])]
     assert [o.tobytes() for o in run_with(gpu, model, xs)] == refs
     assert [o.tobytes() for o in run_with(gpu, model, xs, ["fold_movement"])] == refs

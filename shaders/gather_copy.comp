@@ -6,10 +6,10 @@
 // are arena offsets), or a fill of the 32-bit pattern FILL (SRC = -1).  Invocation gid belongs to the
 // region r with START[r] <= gid < START[r + 1] (a binary search).  Values are moved without
 // arithmetic, so NaN payloads and -0.0 stay as they are.
-// Defines: NSRC, NREG, RANK, IS_INT, TABLE (0: constant arrays R_START[NREG + 1], R_SRC[], R_FILL
+// Defines: NSRC, NREG, RANK, IS_INT, ACT (an activation code, applied to every element), TABLE (0: constant arrays R_START[NREG + 1], R_SRC[], R_FILL
 // (a uint[] initializer), R_SOFF[], R_DOFF[], R_SHAPE[NREG * RANK], R_SST[], R_DST[]; 1: the same
 // fields in the int binding `tab`, REG_WORDS per region: start, src, fill, soff, doff, shape[RANK],
-// sst[RANK], dst[RANK], then START[NREG] = TOTAL).
+// sst[RANK], dst[RANK]).
 #if TABLE
 #define START(r) tab[(r) * REG_WORDS]
 #define F(r, k) tab[(r) * REG_WORDS + (k)]
@@ -72,6 +72,12 @@ void main() {
 #endif
 #if NSRC > 6
     else if (s == 6) v = LD(s6, si);
+#endif
+#if ACT
+    v = gpuc_apply(v, ACT);             // a CONCATENATION's fused activation
+#endif
+#ifdef GPUC_TEST_BROKEN
+    v += out__A(1);                     // test hook only (GPUC_TEST_BREAK_OP)
 #endif
     ST(out_, di, v);
 }

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ew_table import ACT
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.util import checked, size
@@ -28,11 +29,11 @@ _REGS = dict(NREG=2, RANK=2, TABLE=0, IS_INT=0, R_START=[0, 6], R_SRC=[0, -1], R
              R_SOFF=[0, 0], R_DOFF=[0, 6], R_SHAPE=[2, 3, 1, 4], R_SST=[3, 1, 0, 0], R_DST=[3, 1, 4, 1])
 _SRCS = [f"s{i}" for i in range(MAX_SOURCES)]
 VARIANTS = {       # make shaders: one source, all seven, a region table, int32 data
-    "gather_copy": (dict(_REGS, NSRC=1), {}, ["out_", "s0"]),
+    "gather_copy": (dict(_REGS, NSRC=1), {"ACT": [0, ACT["RELU"], ACT["TANH"]]}, ["out_", "s0"]),
     "gather_copy:7": (dict(_REGS, NSRC=7), {}, ["out_"] + _SRCS),
     "gather_copy:table": (dict(NSRC=2, NREG=40, RANK=3, TABLE=1, REG_WORDS=14, IS_INT=0), {},
                           ["out_", "s0", "s1", "tab"], {"tab": "int32"}),
-    "gather_copy:int": (dict(_REGS, NSRC=3, IS_INT=1), {}, ["out_", "s0", "s1", "s2"],
+    "gather_copy:int": (dict(_REGS, NSRC=3, IS_INT=1), {"ACT": [0, ACT["RELU6"]]}, ["out_", "s0", "s1", "s2"],
                         {n: "int32" for n in ("out_", "s0", "s1", "s2")}),
 }
 CONST_REGIONS = 32
@@ -67,28 +68,28 @@ def _check(node, graph):
 @register("GATHER_COPY", check=_check, dtypes=("float32", "int32"), inputs=(1, ANY_COUNT),
           summary="internal: a folded chain of data-movement ops, one dispatch (passes/movement_fold.py)")
 def lower_gather_copy(node, graph):
-    y = node.outputs[0]
+    y, act = node.outputs[0], int(node.attrs.get("act", 0))
     regs = [_merge(r) for r in node.attrs["regions"] if size(r[2])]
     srcs = list(node.inputs)
     used = list(dict.fromkeys(r[0] for r in regs if r[0] >= 0))
     if len(used) <= MAX_SOURCES:
-        return [_kernel(graph, y, [srcs[i] for i in used], [_renumber(r, used) for r in regs], node.label())]
+        return [_kernel(graph, y, [srcs[i] for i in used], [_renumber(r, used) for r in regs], node.label(), act)]
     if not any(graph.t(srcs[i]).is_const for i in used):
         k = Kernel("gather_copy", [("out_", y)] + [(f"s{j}", srcs[i]) for j, i in enumerate(used)],
-                   sum(size(r[2]) for r in regs), {}, node.label())
+                   sum(size(r[2]) for r in regs), {"ACT": act}, node.label())
         k.resolve = lambda graph, offsets, view, regs=regs, srcs=srcs, k=k: _arena_kernels(graph, k, regs, srcs,
                                                                                            offsets, view)
         return [k]
-    return _grouped(graph, y, regs, srcs, used, node.label())
+    return _grouped(graph, y, regs, srcs, used, node.label(), act)
 
 
-def _grouped(graph: Graph, y: int, regs: list, srcs: list, used: list, label: str) -> list[Kernel]:
+def _grouped(graph: Graph, y: int, regs: list, srcs: list, used: list, label: str, act: int) -> list[Kernel]:
     """One dispatch per MAX_SOURCES sources (the fills go with the first)."""
     kernels, fills = [], [r for r in regs if r[0] < 0]
     for g in range(0, len(used), MAX_SOURCES):
         part = used[g:g + MAX_SOURCES]
         mine = [_renumber(r, part) for r in regs if r[0] in part] + (fills if g == 0 else [])
-        kernels.append(_kernel(graph, y, [srcs[i] for i in part], mine, label))
+        kernels.append(_kernel(graph, y, [srcs[i] for i in part], mine, label, act))
     return kernels
 
 
@@ -96,14 +97,15 @@ def _renumber(reg, order):
     return (order.index(reg[0]) if reg[0] >= 0 else -1,) + tuple(reg[1:])
 
 
-def _kernel(graph: Graph, y: int, sources: list, regs: list, label: str) -> Kernel:
-    """A gather_copy dispatch over `regs` (source numbers index `sources`, bound s0, s1, ...)."""
+def _kernel(graph: Graph, y: int, sources: list, regs: list, label: str, act: int = 0) -> Kernel:
+    """A gather_copy dispatch over `regs` (source numbers index `sources`, bound s0, s1, ...); act:
+    the activation code of the chain's last op (a CONCATENATION's fused activation)."""
     regs = sorted(regs, key=lambda r: r[6])
     rank = max([len(r[2]) for r in regs] + [1])
     pad = [(s, f, [1] * (rank - len(sh)) + list(sh), [0] * (rank - len(sh)) + list(a), so,
             [0] * (rank - len(sh)) + list(b), do) for s, f, sh, a, so, b, do in regs]
     starts = np.cumsum([0] + [size(r[2]) for r in pad])[:-1]
-    defines = dict(NSRC=max(1, len(sources)), NREG=len(pad), RANK=rank,
+    defines = dict(NSRC=max(1, len(sources)), NREG=len(pad), RANK=rank, ACT=act,
                    IS_INT=int(graph.t(y).dtype.startswith("int")), TABLE=int(len(pad) > CONST_REGIONS))
     binds = [("out_", y)] + [(f"s{j}", t) for j, t in enumerate(sources)]
     if defines["TABLE"]:
@@ -129,7 +131,7 @@ def _arena_kernels(graph: Graph, k: Kernel, regs: list, srcs: list, offsets: dic
     than every Vulkan device can bind: then one dispatch per MAX_SOURCES sources)."""
     if view("float32") is None:
         used = list(dict.fromkeys(r[0] for r in regs if r[0] >= 0))
-        ks = _grouped(graph, k.bindings[0][1], regs, srcs, used, k.label)
+        ks = _grouped(graph, k.bindings[0][1], regs, srcs, used, k.label, k.defines["ACT"])
         ks[0].flops = k.flops
         return ks
     views, out = [], []
@@ -143,7 +145,7 @@ def _arena_kernels(graph: Graph, k: Kernel, regs: list, srcs: list, offsets: dic
             views.append(v)
         item = np.dtype(graph.t(srcs[s]).dtype).itemsize
         out.append((views.index(v), f, sh, a, so + offsets[t] // item, b, do))
-    kr = _kernel(graph, k.bindings[0][1], views, out, k.label)
+    kr = _kernel(graph, k.bindings[0][1], views, out, k.label, k.defines["ACT"])
     kr.flops = k.flops
     return [kr]
 

@@ -37,7 +37,7 @@ import numpy as np
 from gpuc.compiler import ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.movement import int_values, strided_slice_dims
-from gpuc.compiler.ops.util import norm_axis, size, strides
+from gpuc.compiler.ops.util import act_code, fused_act, norm_axis, size, strides
 
 OP = "GATHER_COPY"
 RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -382,8 +382,10 @@ def _cost(graph: Graph, node: Node) -> int:
     return 1
 
 
-def _movable(graph: Graph, node: Node) -> bool:
-    if node.op not in FOLDABLE or node.attrs.get("fused_activation_function", 0) not in (0, "NONE", None):
+def _movable(graph: Graph, node: Node, root: bool = False) -> bool:
+    """A movement op the pass may fold: the GPU runs it, float32 / int32, unquantized; a fused
+    activation (CONCATENATION's) only on the chain's last op."""
+    if node.op not in FOLDABLE or (fused_act(node) and not (root and node.op == "CONCATENATION")):
         return False
     ts = [graph.t(t) for t in list(node.outputs) + [node.inputs[0] if node.op != "SPLIT" else node.inputs[1]]]
     if node.op in ("CONCATENATION", "PACK"):
@@ -459,12 +461,12 @@ def fold_movement(graph: Graph) -> None:
     new_nodes: dict = {}
     memo: dict = {}
 
-    def movable(n):
-        if id(n) not in memo:
-            memo[id(n)] = _movable(graph, n)
-        return memo[id(n)]
+    def movable(n, root=False):
+        if (id(n), root) not in memo:
+            memo[id(n), root] = _movable(graph, n, root)
+        return memo[id(n), root]
     for root in reversed(list(graph.nodes)):
-        if id(root) in absorbed or id(root) in shared or len(root.outputs) != 1 or not movable(root):
+        if id(root) in absorbed or id(root) in shared or len(root.outputs) != 1 or not movable(root, True):
             continue
         y = root.outputs[0]
         stops: set = set()
@@ -489,7 +491,7 @@ def fold_movement(graph: Graph) -> None:
         absorbed |= {id(n) for n in mine} | {id(root)}
         shared |= {id(n) for n in chain} - {id(n) for n in mine} - {id(root)}
         new_nodes[id(root)] = Node(OP, sources, [y], index=root.index,
-                                   attrs=dict(regions=regions(graph, pieces, sources),
+                                   attrs=dict(regions=regions(graph, pieces, sources), act=act_code(root, ignore=()),
                                               fused=[n.op for n in graph.nodes if id(n) in inside]))
     if not new_nodes:
         return

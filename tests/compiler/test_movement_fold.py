@@ -434,3 +434,30 @@ def test_fp16_storage_same_as_unfolded(gpu):
         finally:
             m.close()
     assert outs[0] == outs[1]
+
+
+def concat_act_chain(act, explicit):
+    """TRANSPOSE x2 -> CONCATENATION with a fused `act` -> TRANSPOSE; explicit: the activation as
+    its own op after the CONCATENATION (LiteRT refuses a fused activation on float CONCATENATION)."""
+    net = Net([[2, 3, 4], [2, 3, 4]])
+    a = net.op("TRANSPOSE", net.inputs[0], [2, 4, 3], consts=[[0, 2, 1]])
+    b = net.op("TRANSPOSE", net.inputs[1], [2, 4, 3], consts=[[0, 2, 1]])
+    c = net.op("CONCATENATION", [a, b], [2, 8, 3], axis=1, fused_activation_function="NONE" if explicit else act)
+    if explicit:
+        c = net.op(act, c, [2, 8, 3])
+    return net.finish(net.op("TRANSPOSE", c, [3, 8, 2], consts=[[2, 1, 0]]))
+
+
+@pytest.mark.parametrize("act", ["RELU", "RELU6", "RELU_N1_TO_1"])
+def test_concat_activation_only_at_the_end(gpu, act):
+    """A CONCATENATION's fused activation: folded when it ends the chain, never read through."""
+    model = concat_act_chain(act, False)
+    assert fused_ops(model) == ["GATHER_COPY", "TRANSPOSE"]
+    assert len(read_bundle(gpuc.compile(model)).dispatches) == 2
+    xs = [special([2, 3, 4], 13) * 4, special([2, 3, 4], 14) * 4]
+    for x in xs:
+        x[~np.isfinite(x)] = 7.0
+    ref = run_litert(concat_act_chain(act, True), [x.copy() for x in xs])[0]
+    out = run_with(gpu, model, xs)[0]
+    np.testing.assert_array_equal(out, ref)            # (-0.0 == 0.0: the activations' sign of zero is theirs)
+    assert out.tobytes() == run_with(gpu, model, xs, ["fold_movement"])[0].tobytes()

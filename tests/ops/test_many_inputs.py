@@ -68,3 +68,28 @@ def test_many_inputs_fp16_and_axis0(gpu, n):
             m.close()
         tol = dict(rtol=0, atol=0) if precision == "fp32" else dict(rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(out[0], ref[0], **tol)
+
+
+def test_many_inputs_with_activation(gpu):
+    """CONCATENATION of 160 inputs with a fused RELU6: still one dispatch (LiteRT, which refuses a
+    fused activation on float CONCATENATION, runs the same with RELU6 as its own op)."""
+    models = []
+    for explicit in (False, True):
+        mb = ModelBuilder()
+        xs = [mb.input(f"x{i}", [1, 4]) for i in range(160)]
+        y = mb.tensor("y", [1, 640])
+        mb.op("CONCATENATION", xs, [y], axis=1, fused_activation_function="NONE" if explicit else "RELU6")
+        if explicit:
+            z = mb.tensor("z", [1, 640])
+            mb.op("RELU6", [y], [z])
+            y = z
+        mb.output(y)
+        models.append(mb.finish())
+    feeds = [rnd((1, 4), i) * 8 for i in range(160)]
+    bundle = gpuc.compile(models[0])
+    assert len(read_bundle(bundle).dispatches) == 1
+    m = gpuc.load(bundle, device=gpu.device)
+    try:
+        assert_matches(m.run(feeds), run_litert(models[1], feeds))
+    finally:
+        m.close()

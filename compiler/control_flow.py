@@ -62,7 +62,8 @@ def _merge(graph: Graph, sub: Graph, bind: dict, cpu: dict):
         res = n.epilogue.residual
         m = Node(n.op, [idmap[i] if i >= 0 else -1 for i in n.inputs], [idmap[o] for o in n.outputs],
                  copy.copy(n.attrs), n.version, n.index,
-                 dataclasses.replace(n.epilogue, residual=None if res is None else idmap[res]))
+                 dataclasses.replace(n.epilogue, residual=None if res is None else idmap[res],
+                                     chain_inputs=[(idmap[t], shape) for t, shape in n.epilogue.chain_inputs]))
         nodes.append(m)
         if id(n) in cpu:
             placed[id(m)] = cpu[id(n)]

@@ -59,7 +59,8 @@ class Tensor:
 @dataclass
 class Epilogue:
     """What passes fold into a node beyond its own attributes.  Templates with an epilogue (gemm,
-    depthwise, transpose_conv: ops/util.epilogue) compute v = act(acc + bias); v = act2(v + residual)."""
+    depthwise, transpose_conv: ops/util.epilogue) compute v = act(acc + bias); v = act2(v + residual);
+    gemm and batch_matmul then the elementwise `chain` (passes/gemm_epilogue.py, ops/epi_chain.py)."""
     act: int | None = None      # gpuc activation code replacing the node's own fused activation (fusion passes)
     residual: int | None = None     # tensor added after `act` (a fused ADD, passes/fusion.py)
     act2: int = 0               # activation after the residual add
@@ -67,6 +68,15 @@ class Epilogue:
     pad_value: float = 0.0      # that PAD's value (pools)
     fq_mid: tuple | None = None     # passes/quant.py: the node's own output grid, recorded before fusion
     fq_rs: int | None = None        # passes/quant.py: rounding mode of LiteRT's requantization (gemm kernels)
+    # passes/gemm_epilogue.py: elementwise steps applied to v last (ops/ew_fused.py's step format; operand
+    # ("x", 0) is v, ("x", k) is chain_inputs[k - 1]), each input with the shape it broadcasts to
+    chain: list | None = None
+    chain_inputs: list = field(default_factory=list)    # [(tensor, broadcast shape)]
+    chain_r16: bool = False     # round v to float16 first (the unfused program stored it so: --precision fp16)
+
+    def reads(self) -> list[int]:
+        """Tensors the epilogue reads beyond the node's inputs."""
+        return ([] if self.residual is None else [self.residual]) + [t for t, _ in self.chain_inputs]
 
 
 @dataclass
@@ -129,7 +139,7 @@ class Graph:
     def consumers(self) -> dict[int, list[Node]]:
         users: dict[int, list[Node]] = {}
         for n in self.nodes:
-            for i in n.inputs:
+            for i in list(n.inputs) + n.epilogue.reads():     # (a node reading a tensor twice: listed twice)
                 if i >= 0:
                     users.setdefault(i, []).append(n)
         return users

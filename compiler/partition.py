@@ -132,7 +132,7 @@ def cluster(graph: Graph, cpu: dict) -> None:
     deps = [set() for _ in nodes]
     last_touch, last_control = {}, None
     for k, n in enumerate(nodes):
-        for i in n.inputs:
+        for i in list(n.inputs) + n.epilogue.reads():
             if i >= 0 and st(i) in prod and prod[st(i)] < k:
                 deps[k].add(prod[st(i)])
         if n.op in CONTROL_OPS:              # its subgraphs may touch any variable: an ordering barrier

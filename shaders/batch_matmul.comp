@@ -9,9 +9,11 @@
 // IM2COL (CONV_3D as an implicit GEMM): A[m, k] is gathered from the NDHWC input `a` with
 // m = (n, oz, oy, ox) and k = (kd, kh, kw, ci) (zero outside the input: padding), B is the filter
 // [KD*KH*KW*CI][CO] as stored, and EPILOGUE adds bias[n] (HAS_BIAS) and the fused activation (range_act).
+// EPI_CHAIN: a fused elementwise chain on each output element last (epi_chain.glsl: scaling, bias /
+// mask / residual ADD, GELU ... with inputs e1..; passes/gemm_epilogue.py).
 // Defines: M N K NB OUT_BATCH[] A_BSTR[] B_BSTR[] A_SM A_SK B_SK B_SN A_KFAST B_NFAST
 //          BM BN BK TM TN TILES_M TILES_N NWG; IM2COL with D H W CI OD OH OW KH KW SD SH SW DD DH DW
-//          PF PT PL; EPILOGUE HAS_BIAS ACT
+//          PF PT PL; EPILOGUE HAS_BIAS ACT; EPI_CHAIN (epi_chain.glsl)
 #define BMT (BM / TM)
 #define BNT (BN / TN)
 #define NT (BMT * BNT)
@@ -50,6 +52,7 @@ float range_act(float v) {
 }
 #endif
 
+// @include epi_chain.glsl
 float epilogue(int n, float v) {
 #if EPILOGUE
 #if HAS_BIAS
@@ -114,7 +117,14 @@ void main() {
         int m = m0 + ty + i * BMT;
         for (int j = 0; j < TN; ++j) {
             int n = n0 + tx + j * BNT;
-            if (m < M && n < N) ST(out_, (bt * M + m) * N + n, epilogue(n, acc[i][j]));
+            if (m < M && n < N) {
+                int o = (bt * M + m) * N + n;
+                float v = epilogue(n, acc[i][j]);
+#if EPI_CHAIN
+                v = epi_chain(o, v);             // a fused elementwise chain (epi_chain.glsl)
+#endif
+                ST(out_, o, v);
+            }
         }
     }
 }

@@ -6,8 +6,9 @@
 // VEC=1 (CO % 4 == 0 and MULT == 1): x, w, bias, res and out_ are vec4 views; otherwise scalar
 // loads/stores with the channel bounds-checked (CO % 4 != 0, depth multiplier > 1).
 // Defines: N H W CI CO OH OW KH KW SH SW DH DW PT PL MULT PX CG (= ceil(CO/4)) OXB (= ceil(OW/PX))
-//          VEC HAS_BIAS ACT RESIDUAL ACT2.
+//          VEC HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (a fused elementwise chain last: epi_chain.glsl).
 #define SPAN ((PX - 1) * SW + (KW - 1) * DW + 1)
+// @include epi_chain.glsl
 
 vec4 act4(vec4 v) { return vec4(gpuc_act(v.x), gpuc_act(v.y), gpuc_act(v.z), gpuc_act(v.w)); }
 vec4 act24(vec4 v) {
@@ -76,6 +77,10 @@ void main() {
 #if RESIDUAL
         v = act24(v + LD(res, pix * CG + c4));
 #endif
+#if EPI_CHAIN
+        int o4 = (pix * CG + c4) * 4;            // a fused elementwise chain (epi_chain.glsl)
+        v = vec4(epi_chain(o4, v.x), epi_chain(o4 + 1, v.y), epi_chain(o4 + 2, v.z), epi_chain(o4 + 3, v.w));
+#endif
         ST(out_, pix * CG + c4, v);
 #else
         for (int c = 0; c < 4; ++c) {
@@ -88,6 +93,9 @@ void main() {
             s = gpuc_act(s);
 #if RESIDUAL
             s = gpuc_apply(s + LD(res, pix * CO + oc), ACT2);
+#endif
+#if EPI_CHAIN
+            s = epi_chain(pix * CO + oc, s);     // a fused elementwise chain (epi_chain.glsl)
 #endif
             ST(out_, pix * CO + oc, s);
         }

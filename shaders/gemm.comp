@@ -14,10 +14,11 @@
 // KS > 1 (split-K inside the workgroup) sums the slices through shared memory before the epilogue.
 // Register blocks are strided (row ty + i*BM/TM, column tx + j*BN/TN) so that shared reads are
 // conflict-free and global stores coalesce.  Every edge (M, N, K) is bounds-checked.
-// Epilogue per output: + bias[col], ACT, then RESIDUAL: ACT2(v + res[same index]).
+// Epilogue per output: + bias[col], ACT, then RESIDUAL: ACT2(v + res[same index]), then EPI_CHAIN:
+// a fused elementwise chain (epi_chain.glsl: GELU, bias / residual ADD, scaling ... with inputs e1..).
 //
 // Defines: GM GN GK GROUPS LDA LDC BM BN BK TM TN KS TILES_M TILES_N NWG VEC_A B_T GNP
-//          HAS_BIAS ACT RESIDUAL ACT2; IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
+//          HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (epi_chain.glsl); IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
 //
 // COOPMAT=1 (the `coopmat` variant of --precision fp16, used where the device has
 // VK_KHR_cooperative_matrix 16x16x16 fp16*fp16+fp32 at subgroup scope and subgroup size CM_SG): the
@@ -228,6 +229,7 @@ void store_b() {
     }
 }
 
+// @include epi_chain.glsl
 void finish(int m, int n, int g, float v) {
     if (m < GM && n < GN) {
         int col = g * GN + n;
@@ -238,6 +240,9 @@ void finish(int m, int n, int g, float v) {
         int o = m * LDC + col;
 #if RESIDUAL
         v = gpuc_apply(v + LD(res, o), ACT2);
+#endif
+#if EPI_CHAIN
+        v = epi_chain(o, v);                     // a fused elementwise chain (epi_chain.glsl)
 #endif
         ST(out_, o, v);
     }

@@ -4,7 +4,8 @@ constant or runtime operands.
 A constant RHS without batch (all its batch dims 1) and no adj_x is a FULLY_CONNECTED over the LHS
 rows: it goes through the tiled gemm (compiler/ops/conv.py gemm_kernel, weights re-laid out at
 compile time).  Everything else runs shaders/batch_matmul.comp, which reads both operands through
-strides (adjoint = swapped strides, broadcast batch dims = stride 0)."""
+strides (adjoint = swapped strides, broadcast batch dims = stride 0).  Either kernel computes a fused
+elementwise chain on its output last (Node.epilogue.chain: passes/gemm_epilogue.py, ops/epi_chain.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.conv import _float_const, gemm_kernel
+from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
 
 MAX_RANK = 5
@@ -25,6 +27,11 @@ VARIANTS = {
                       "HAS_BIAS": [0, 1], "ACT": [0, 1, 2, 3, 7]}, ["out_", "a", "b", "bias"], {},
                      lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]))),
 }
+for _n in (1, 7):       # a fused elementwise chain (ops/epi_chain.py) of 1 and 7 operands
+    VARIANTS[f"batch_matmul:chain{_n}"] = (dict(VARIANTS["batch_matmul"][0], **_sample(_n)),
+                                          {"A_KFAST": [0, 1], "B_NFAST": [0, 1], "EPI_R16": [0, 1]},
+                                          ["out_", "a", "b"] + _EBIND[:_n - 1], {},
+                                          VARIANTS["batch_matmul"][4])
 
 
 def _plan(node, graph):
@@ -92,8 +99,8 @@ def lower_batch_matmul(node, graph):
     b_b = [s * k * n for s in b_b]
     a_sm, a_sk = (1, m) if adj_x else (k, 1)
     b_sk, b_sn = (1, k) if adj_y else (n, 1)
-    return [matmul_kernel(node, [("out_", y.id), ("a", a_id), ("b", b_id)], m=m, n=n, k=k, batch=batch, a_b=a_b,
-                          b_b=b_b, a_sm=a_sm, a_sk=a_sk, b_sk=b_sk, b_sn=b_sn)]
+    return [apply_chain(matmul_kernel(node, [("out_", y.id), ("a", a_id), ("b", b_id)], m=m, n=n, k=k, batch=batch,
+                                      a_b=a_b, b_b=b_b, a_sm=a_sm, a_sk=a_sk, b_sk=b_sk, b_sn=b_sn), node, graph)]
 
 
 def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a_sk, b_sk, b_sn, extra=None) -> Kernel:

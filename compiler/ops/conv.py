@@ -8,6 +8,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variant
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
@@ -222,6 +223,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     # row of tiles (rows m = item-major pixels or FC rows)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
                item_inner=tiles_n if G == 1 else 0)
+    apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
         k.variants += [v for v in [coopmat_variant(M, GN, GK)] if v is not None]
     return k
@@ -250,7 +252,8 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
     defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=px, CG=cg, OXB=oxb, VEC=int(vec),
                    HAS_BIAS=int(bias is not None), **epilogue(node, binds))
     vec4 = ("out_", "x", "w", "bias", "res") if vec else ()
-    return Kernel("depthwise", binds, geo["N"] * geo["OH"] * oxb * cg, defines, node.label(), vec4=vec4)
+    return apply_chain(Kernel("depthwise", binds, geo["N"] * geo["OH"] * oxb * cg, defines, node.label(), vec4=vec4),
+                       node, graph)        # a fused elementwise chain last (ops/epi_chain.py)
 
 
 @register("CONV_2D", "DEPTHWISE_CONV_2D", check=_check_conv, inputs=(2, 3), optional=(2,), summary="NHWC conv, groups, dilation, SAME/VALID")

@@ -8,6 +8,7 @@ from gpuc.compiler.ir import Graph
 from gpuc.compiler.passes.batching import batch_items
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
+from gpuc.compiler.passes.gemm_epilogue import fuse_gemm_epilogue
 from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_add_epilogue, reshape_as_view
 from gpuc.compiler.passes.inplace import plan_in_place
 from gpuc.compiler.passes.layer_norm import fuse_layer_norm
@@ -38,8 +39,8 @@ def batch_native(graph: Graph) -> None:
 
 
 PIPELINE = [fold_constants, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fold_movement,
-            reshape_as_view, fold_pad, fuse_add_epilogue,
-            fuse_activation, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, plan_in_place]
+            reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation, plan_fp16_storage, fold_pad_pool,
+            fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
 
 
 # steps over the lowered program rather than the graph, skippable by the same --disable-pass

@@ -1,8 +1,8 @@
 """fuse_elementwise: chains (and small DAGs) of float elementwise ops become one FUSED_ELEMENTWISE
 node, computed by one dispatch per output element (ops/ew_fused.py, shaders/ew_fused.comp).
 
-A node joins its consumer's group when its output has that single consumer, is not a graph output
-or a variable, has no views, and has the group's output shape (so every intermediate is one value
+A node joins its consumer's group when its output has that single consumer (or all of its consumers
+are in one group), is not a graph output or a variable, has no views, and has the group's output shape (so every intermediate is one value
 per output element; inputs from outside the group may broadcast).  The members' inputs from outside
 become the fused node's inputs (at most MAX_INPUTS); scalar float constants are inlined as exact
 literals.  Semantics stay identical:
@@ -93,6 +93,26 @@ def _groups(graph: Graph) -> list[list[Node]]:
             del group[id(p)]
             members = cand
         group[id(node)] = sorted(members, key=graph.nodes.index)
+    # a value several members read (z*z, |z| and sign(z) of one z, as a decomposed erf has): its group
+    # joins theirs when all of its readers ended in one group (the value is computed once there)
+    where = {id(m): r for r, ms in group.items() for m in ms}
+    changed = True
+    while changed:
+        changed = False
+        for r, ms in list(group.items()):
+            tid = ms[-1].outputs[0]
+            owners = {where.get(id(u)) for u in users.get(tid, [])}
+            if len(owners) != 1 or None in owners or r in owners or tid in graph.outputs or tid in viewed:
+                continue
+            b = owners.pop()
+            cand = ms + group[b]
+            if tuple(graph.t(tid).shape) != tuple(graph.t(group[b][-1].outputs[0]).shape) \
+                    or len(_external(graph, cand)) > MAX_INPUTS:
+                continue
+            group[b] = sorted(cand, key=graph.nodes.index)
+            where.update({id(m): b for m in ms})
+            del group[r]
+            changed = True
     return [m for m in group.values() if len(m) > 1]
 
 
@@ -140,7 +160,7 @@ def fuse_elementwise(graph: Graph) -> None:
             o = m.outputs[0]
             if m is not root:
                 s["fq"] = graph.t(o).fake_quant
-                s["r16"] = _stored_fp16(graph, o, m, next(u for u in members if o in u.inputs))
+                s["r16"] = all(_stored_fp16(graph, o, m, u) for u in members if o in u.inputs)
             index[o] = len(steps)
             steps.append(s)
         fused = Node(FUSED_OP, ext, [root.outputs[0]], attrs={"steps": steps, "fused": [m.op for m in members]},

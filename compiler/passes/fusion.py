@@ -58,7 +58,7 @@ def fuse_add_epilogue(graph: Graph) -> None:
                 if (p is None or p.op not in EPILOGUE_OPS or p.epilogue.residual is not None
                         or not _single_use(graph, src, users) or graph.t(src).shape != y.shape
                         or graph.t(res).shape != y.shape or graph.t(res).is_const
-                        or graph.nodes.index(prod.get(res, p)) > graph.nodes.index(p)):
+                        or graph.nodes.index(prod.get(graph.storage(res), p)) > graph.nodes.index(p)):
                     continue
                 p.epilogue.act = act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
                 p.epilogue.residual = res

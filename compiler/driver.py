@@ -16,6 +16,7 @@ from gpuc.compiler import schedule
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
+from gpuc.compiler.ops.gather_copy import resolve_arena
 from gpuc.compiler.passes.precision import store_fp16
 from gpuc.compiler.passes.variables import initial_value
 from gpuc.compiler.prepare import prepare
@@ -163,6 +164,8 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     mem = plan_memory(graph, kernels, used, state)
     if "schedule_dispatches" not in options.get("disable_passes", ()):
         kernels, mem = _scheduled(graph, kernels, used, state, mem)
+    kernels, added = resolve_arena(graph, kernels, mem.offsets, mem.arena_bytes)   # kernels reading the arena whole
+    used += added
     progress.stage("packing weights")
     weights, woff = pack_weights(graph, [t for t in used if graph.t(t).is_const])
     index = {t: i for i, t in enumerate(used)}

@@ -38,6 +38,7 @@ class Kernel:
     rw: tuple = ()                       # binding names declared read-write (no memory qualifier)
     variants: list = field(default_factory=list)   # KernelVariant: hardware paths chosen at load by the runtime
     flops: int = 0                       # the node's estimated work, on its first kernel (profiles)
+    resolve: object = None               # (graph, arena offsets, view) -> Kernel: finished after memory planning (ops/gather_copy.py)
     # batch-native programs: k > 0 when workgroups [0, j*k) compute exactly the first items' outputs for
     # every j (flat index item-major, in units of k); None: ITEM_MAJOR's 1 for the template, else 0
     item_inner: int | None = None

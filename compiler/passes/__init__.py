@@ -13,6 +13,7 @@ from gpuc.compiler.passes.gemm_epilogue import fuse_gemm_epilogue
 from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_add_epilogue, reshape_as_view
 from gpuc.compiler.passes.inplace import plan_in_place
 from gpuc.compiler.passes.layer_norm import fuse_layer_norm
+from gpuc.compiler.passes.movement_fold import fold_movement
 from gpuc.compiler.passes.precision import plan_fp16_storage
 from gpuc.compiler.passes.quant import simulate_quantization
 from gpuc.errors import GpucError
@@ -39,7 +40,7 @@ def batch_native(graph: Graph) -> None:
 
 
 PIPELINE = [fold_constants, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fuse_attention,
-            reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation, plan_fp16_storage, fold_pad_pool,
+            fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation, plan_fp16_storage, fold_pad_pool,
             fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
 
 

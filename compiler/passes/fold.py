@@ -2,7 +2,8 @@
 
 DEQUANTIZE of constants (fp16 weights, int8/uint8 per-tensor or per-channel) becomes float32
 weights once, at compile time; RESHAPE/SQUEEZE/EXPAND_DIMS/TRANSPOSE/CAST of constants fold; SHAPE
-folds whenever the shape is static; FILL/ZEROS_LIKE/RANGE of constants fold, and so does
+folds whenever the shape is static; FILL/ZEROS_LIKE/RANGE/SELECT/SELECT_V2 of constants fold, float32
+ADD/SUB/MUL and comparisons of constants fold (one IEEE operation per element, as LiteRT), and so does
 DENSIFY (the importer already expanded the sparse constant it reads).  Folded nodes disappear; their
 outputs become constants.
 """
@@ -76,10 +77,41 @@ def _value(graph: Graph, node: Node):
         return litert_range(x, ins[1].data, ins[2].data, out.dtype)
     if node.op == "DENSIFY":
         return np.ascontiguousarray(x)
+    if node.op in ("SELECT", "SELECT_V2") and len(ins) == 3 and out.size <= MAX_FOLDED:
+        return _select(x, ins[1].data, ins[2].data, out, node.op)
+    if node.op in FLOAT_EXACT and len(ins) == 2 and x.dtype == np.float32 and out.size <= MAX_FOLDED:
+        return _float_exact(node, x, ins[1].data, out)
     return _shape_value(graph, node, ins)
 
 
 MAX_FOLDED = 1 << 22            # elements: shape arithmetic and index tensors, not whole activations
+
+# float32 ops of constants whose result is one IEEE operation per element, which numpy rounds as
+# LiteRT does (masks that converters build from constants: SUB of window ids, then EQUAL / NOT_EQUAL)
+FLOAT_EXACT = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "EQUAL": np.equal, "NOT_EQUAL": np.not_equal,
+               "LESS": np.less, "LESS_EQUAL": np.less_equal, "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal}
+
+
+def _float_exact(node, a, b, out):
+    """FLOAT_EXACT of float32 constants (None where subnormals appear: LiteRT may flush them)."""
+    if a.dtype != np.float32 or b.dtype != np.float32 or node.attrs.get("fused_activation_function"):
+        return None
+    with np.errstate(all="ignore"):
+        v = FLOAT_EXACT[node.op](a, b)
+    tiny = np.finfo(np.float32).tiny
+    if any(np.any((x != 0) & (np.abs(x) < tiny)) for x in (a, b, v) if x.dtype == np.float32):
+        return None
+    return np.ascontiguousarray(v) if tuple(v.shape) == tuple(out.shape) and v.dtype.name == out.dtype else None
+
+
+def _select(c, a, b, out, op):
+    """SELECT / SELECT_V2 of constants (a constant mask built from constants, as converters write
+    attention masks): elements picked, never computed, so the values stay bit-exact."""
+    c = np.asarray(c).astype(bool)
+    if op == "SELECT" and c.ndim == 1 and np.ndim(a) > 1:
+        c = c.reshape((-1,) + (1,) * (np.ndim(a) - 1))            # SELECT v1: a 1-D mask picks rows
+    v = np.where(c, a, b)
+    return np.ascontiguousarray(v) if tuple(v.shape) == tuple(out.shape) and v.dtype.name == out.dtype else None
 
 
 def _shape_value(graph: Graph, node: Node, ins):

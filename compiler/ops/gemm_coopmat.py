@@ -122,7 +122,9 @@ EMULATED_REQUIRES = {"fp16_storage": True}
 # 3136 x 64 x 64 and 256^3 tied.  MobileNetV2's batch-1 gemms (K <= 16, < 24 tiles or < 2^24 MACs; the
 # old variant lost on every one, benchmarks/coopmat_check.py 2026-11-23) keep the plain kernel.
 MIN_DIM = 32
-MIN_MACS = 1 << 24
+MIN_MACS = 1 << 27     # 2^24 put batch-1 ConvNeXt-T's FC layers (115M MACs each) on it: fp16 took 2.82 ms of GPU
+#                        time against fp32's 1.50 (H100, harness, 2026-11-24); every batch-32 ResNet-50 /
+#                        ConvNeXt layer (>= 1.6G MACs) keeps the tensor cores
 MIN_TILES = 24
 SKIP_GATHER = True
 

@@ -84,8 +84,11 @@ def test_size_threshold_from_h100_measurements():
     from gpuc.compiler.ops.gemm_coopmat import worthwhile
     for M, N, K in ((12544, 96, 16), (196, 576, 96), (49, 960, 160), (49, 1280, 320), (1, 1000, 1280)):
         assert not worthwhile(M, N, K)          # every MobileNetV2 gemm: slower with the variant there
-    for M, N, K in ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (3136, 64, 256), (49, 2048, 512)):
-        assert worthwhile(M, N, K)              # ResNet-50 batch-1 layers: faster with the variant
+    for M, N, K in ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (100352, 64, 256), (1568, 2048, 512),
+                    (100352, 384, 96)):
+        assert worthwhile(M, N, K)              # batch-32 ResNet-50 / ConvNeXt-T layers: faster with the variant
+    for M, N, K in ((3136, 64, 256), (49, 2048, 512), (3136, 384, 96), (49, 3072, 768)):
+        assert not worthwhile(M, N, K)          # batch-1 ResNet-50 / ConvNeXt-T: the whole networks ran slower
     for M, N, K in ((196, 256, 1024), (49, 512, 2048)):
         assert not worthwhile(M, N, K)          # too few 64 x 64 tiles: the plain kernel splits K
     assert not worthwhile(12544, 64, 147, gather=True)

@@ -29,7 +29,8 @@ from gpuc.runtime.profile import profile  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 SHAPES = [(3136, 384, 96), (3136, 96, 384), (784, 768, 192), (784, 192, 768), (196, 1536, 384),
-          (196, 384, 1536), (49, 3072, 768), (49, 768, 3072), (49, 2304, 768), (3136, 288, 96)]
+          (196, 384, 1536), (49, 3072, 768), (49, 768, 3072), (49, 2304, 768), (3136, 288, 96),
+          (784, 576, 192), (196, 1152, 384)]
 
 
 def fc_model(M, N, K, rng):
@@ -85,27 +86,46 @@ def main() -> int:
         rest = [p for _, p in cands[args.top:]]
         random.Random(M * 7 + N * 3 + K).shuffle(rest)
         pick += rest[:args.sample]
-        seen, rows = set(), []
-        t0 = time.time()
+        seen, plans = set(), []
         for p in pick:
-            if p in seen:
-                continue
-            seen.add(p)
+            if p not in seen:
+                seen.add(p)
+                plans.append(p)
+        t0 = time.time()
+        # compile and load every plan first, then time them back to back (a GPU left idle while the
+        # host compiles clocks down: per-plan compile-then-time runs read 3-5x slow)
+        loaded = {}
+        for p in plans:
             conv_mod.plan_gemm = lambda *a, p=p, **k: p
             try:
-                data = compile_model(model, cache=False, precision="fp32")
-                with gpuc.load(data, device=dev) as m:
-                    out = m.run([xs])[0].reshape(M, N)
-                    err = float(np.abs(out - ref).max() / np.abs(ref).max())
-                    profile(m, [xs], runs=3)
-                    r = profile(m, [xs], runs=args.runs)["rows"]
-                us = [q["us"] for q in r if q["shader"].startswith("gemm")][0]
+                m = gpuc.load(compile_model(model, cache=False, precision="fp32"), device=dev)
+                out = m.run([xs])[0].reshape(M, N)
+                loaded[p] = (m, float(np.abs(out - ref).max() / np.abs(ref).max()))
             except Exception as e:  # noqa: BLE001 - report and go on
-                us, err = None, str(e)[:80]
+                loaded[p] = (None, str(e)[:80])
             finally:
                 conv_mod.plan_gemm = orig
+        warm = [m for m, _ in loaded.values() if m is not None][0]
+        t1 = time.time()
+        while time.time() - t1 < 0.3:
+            warm.run([xs])
+        best = {}
+        for _ in range(2):
+            for p in plans:
+                m = loaded[p][0]
+                if m is None:
+                    continue
+                profile(m, [xs], runs=3)
+                r = profile(m, [xs], runs=args.runs)["rows"]
+                us = [q["us"] for q in r if q["shader"].startswith("gemm")][0]
+                best[p] = min(best.get(p, us), us)
+        rows = []
+        for p in plans:
+            m, err = loaded[p]
+            if m is not None:
+                m.close()
             rows.append(dict(plan=[p.BM, p.BN, p.BK, p.TM, p.TN, p.KS], auto=p == auto,
-                             cost=conv_mod.gemm_cost(p, M, N, K, 1, True, True, False), us=us, err=err,
+                             cost=conv_mod.gemm_cost(p, M, N, K, 1, True, True, False), us=best.get(p), err=err,
                              threads=p.threads, nwg=-(-M // p.BM) * -(-N // p.BN)))
         ok = sorted([r for r in rows if r["us"]], key=lambda r: r["us"])
         a = [r for r in rows if r["auto"]][0]

@@ -35,7 +35,9 @@ SHAPES = [(3136, 384, 96), (3136, 96, 384), (784, 768, 192), (784, 192, 768), (1
 
 def fc_model(M, N, K, rng):
     mb = ModelBuilder()
-    x = mb.input("x", [1, M, K])
+    x0 = mb.input("x", [1, M, K])
+    x = mb.tensor("x2", [1, M, K])        # the gemm reads a device-computed tensor, as in a network
+    mb.op("ADD", [x0, x0], [x])           # (the model input itself may sit in host-visible memory)
     w = rng.normal(0, 1 / np.sqrt(K), (N, K)).astype(np.float32)
     b = rng.normal(0, 1, (N,)).astype(np.float32)
     y = mb.tensor("y", [1, M, N])
@@ -79,7 +81,7 @@ def main() -> int:
     results = []
     for M, N, K in shapes:
         model, xs, w, b = fc_model(M, N, K, rng)
-        ref = xs.reshape(M, K) @ w.T + b
+        ref = (2 * xs).reshape(M, K) @ w.T + b
         cands = candidates(M, N, K)
         auto = orig(M, N, K, 1, True, True, False)
         pick = [auto] + [p for _, p in cands[:args.top]]

@@ -87,10 +87,11 @@ MAX_THREADS = 256
 GLOBAL_LATENCY = 600        # cycles: a K chunk's global loads are overlapped with the previous chunk
 LAUNCH_CYCLES = 1500        # fixed cost of a dispatch (first load, epilogue store, barrier with the next)
 L2_BYTES_PER_CYCLE = 2500   # tiles re-read A (once per column tile) and B (once per row tile) through L2
-REG_FACTOR = 2              # allocated / counted registers.  At 1 the model took 8x8 register blocks to fit
-#                             twice per SM as often as they do: on the H100 (2026-11-24 sweep of 12 batch-1
-#                             ConvNeXt/Swin FC shapes, 38 forced plans each) its picks summed to 998 us, with
-#                             2 to 795 us (the best measured plans: 698 us)
+REG_FACTOR = 2              # registers of KS > 1 plans / counted.  At 1 the model put 8x8 register blocks with
+#                             in-workgroup split-K on most batch-1 transformer GEMMs, 1.3-2x slower than 8x4 ones:
+#                             H100 sweep (2026-11-24) of 12 batch-1 ConvNeXt/Swin FC shapes, 38 forced plans
+#                             each: the model's picks summed to 998 us, 809 us with 2 (best measured: 698 us).
+#                             Applied to every plan it also cost batch-32 ResNet-50 15% (large KS=1 tiles).
 
 
 @dataclass(frozen=True)
@@ -127,9 +128,11 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     lb = -(-bkt * p.BN // vb // T)
     load_instr = la * (6 + va + (10 if im2col else 0)) + lb * (4 + vb)
     iter_instr = load_instr + p.BK * (p.TM * p.TN + p.TM + p.TN) + 6
-    # registers per invocation: the live values counted here, times REG_FACTOR (what the driver's
-    # compiler allocates for them; measured on the H100, benchmarks/gemm_plan_sweep.py)
-    regs = REG_FACTOR * (p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20)
+    # registers per invocation: the live values counted here; in-workgroup split-K plans (KS > 1) take
+    # REG_FACTOR times that (measured on the H100, benchmarks/gemm_plan_sweep.py)
+    regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
+    if p.KS > 1:
+        regs *= REG_FACTOR
     nwg = -(-M // p.BM) * -(-N // p.BN) * G
     per_sm = min(SM_THREADS // T, SM_WGS, SM_REGS // (regs * T), SM_SMEM // smem)
     if per_sm < 1:

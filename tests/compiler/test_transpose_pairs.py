@@ -1,0 +1,57 @@
+"""compose_transposes: TRANSPOSE(TRANSPOSE(x)) reads x with the composed permutation (a view when it is
+the identity); the first TRANSPOSE goes when nothing else reads it; results match LiteRT exactly."""
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.data import rnd  # noqa: E402
+from helpers.fusion import run_counted  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+
+I32 = np.int32
+
+
+def pair(p1, p2, extra_reader=False, expose_middle=False):
+    mb = ModelBuilder()
+    x = mb.input("x", (1, 3, 4, 5))
+    s1 = tuple((1, 3, 4, 5)[i] for i in p1)
+    t1 = mb.tensor("t1", s1)
+    mb.op("TRANSPOSE", [x, mb.const("p1", np.array(p1, I32))], [t1])
+    t2 = mb.tensor("t2", tuple(s1[i] for i in p2))
+    mb.op("TRANSPOSE", [t1, mb.const("p2", np.array(p2, I32))], [t2])
+    y = mb.tensor("y", tuple(s1[i] for i in p2))
+    mb.op("RELU", [t2], [y])
+    mb.output(y)
+    if extra_reader:
+        z = mb.tensor("z", s1)
+        mb.op("TANH", [t1], [z])
+        mb.output(z)
+    if expose_middle:
+        mb.output(t1)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("p1,p2,dispatches", [((0, 3, 1, 2), (0, 2, 3, 1), 1),    # NHWC -> NCHW -> NHWC: a view
+                                              ((0, 3, 1, 2), (0, 1, 3, 2), 2),    # composed into one TRANSPOSE
+                                              ((3, 2, 1, 0), (3, 2, 1, 0), 1)])
+def test_pair_composes(p1, p2, dispatches):
+    model = pair(p1, p2)
+    x = rnd((1, 3, 4, 5), 1, -2, 2)
+    outs, n = run_counted(model, [x])
+    assert n == dispatches
+    np.testing.assert_array_equal(outs[0], run_litert(model, [x])[0])
+    _, n_off = run_counted(model, [x], disable_passes=["compose_transposes"])
+    assert n_off == dispatches + 1 or (dispatches == 2 and n_off == 2)    # (fold_movement also makes one copy)
+
+
+@pytest.mark.parametrize("kw", [dict(extra_reader=True), dict(expose_middle=True)])
+def test_first_transpose_stays_where_something_else_reads_it(kw):
+    model = pair((0, 3, 1, 2), (0, 2, 3, 1), **kw)
+    x = rnd((1, 3, 4, 5), 2, -2, 2)
+    outs, n = run_counted(model, [x])
+    for o, r in zip(outs, run_litert(model, [x])):
+        np.testing.assert_allclose(o, r, rtol=1e-6, atol=1e-6)
+    _, n_off = run_counted(model, [x], disable_passes=["compose_transposes"])
+    assert n == n_off - 1          # the second TRANSPOSE became a view; the first stays

@@ -305,3 +305,25 @@ def test_in_place_batch():
         np.testing.assert_array_equal(m.output_view(0, batch=2), want[0])
         with pytest.raises(gpuc.errors.GpucError, match="outside 1..3"):
             m.run_in_place(batch=4)
+
+
+def test_batched_graph_with_a_cpu_op_is_replicated(monkeypatch):
+    """If an op of the batched graph can only run on the CPU (here: a GPU check made to refuse shapes
+    with a leading dim of 3), the bundle replicates the batch-1 program instead, and says why."""
+    from gpuc.compiler import ops
+    row = ops.REGISTRY["TANH"]
+    orig = row.check
+
+    def check(node, graph):
+        if graph.t(node.inputs[0]).shape[:1] == (N,):
+            return "test: no batched TANH"
+        return orig(node, graph) if orig else None
+    monkeypatch.setattr(row, "check", check)
+    mb = ModelBuilder()
+    x = mb.input("x", (1, 4))
+    y = mb.tensor("y", (1, 4))
+    mb.op("TANH", [x], [y])
+    mb.output(y)
+    model = mb.finish()
+    stats = read_bundle(gpuc.compile(model, max_batch=N, cache=False)).stats
+    assert stats["batch"] == "replicated" and "TANH" in stats["batch_refusal"], stats

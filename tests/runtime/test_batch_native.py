@@ -198,7 +198,18 @@ def embedding():
     return mb.finish()
 
 
-MODELS = {"nhwc": nhwc, "broadcast": broadcast, "transpose": transpose, "concat_split": concat_split,
+def softmax_chain():
+    """A softmax written out over a middle axis (one SOFTMAX dispatch with strided rows)."""
+    n = Net()
+    ax = n.c(np.array([2], I32))
+    m = n.op("REDUCE_MAX", [n.x, ax], (1, 4, 1, 8), keep_dims=True)
+    e = n.op("EXP", [n.op("SUB", [n.x, m], (1, 4, 6, 8))], (1, 4, 6, 8))
+    y = n.op("DIV", [e, n.op("SUM", [e, ax], (1, 4, 1, 8), keep_dims=True)], (1, 4, 6, 8))
+    n.keep(y, 192)
+    return n.finish()
+
+
+MODELS = {"softmax_chain": softmax_chain, "nhwc": nhwc, "broadcast": broadcast, "transpose": transpose, "concat_split": concat_split,
           "slices": slices, "pad_tile": pad_tile, "reductions": reductions, "matmul": matmul,
           "embedding": embedding, "layer_norm": lambda: layer_norm_model((1, 3, 8))}
 

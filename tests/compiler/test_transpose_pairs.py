@@ -55,3 +55,38 @@ def test_first_transpose_stays_where_something_else_reads_it(kw):
         np.testing.assert_allclose(o, r, rtol=1e-6, atol=1e-6)
     _, n_off = run_counted(model, [x], disable_passes=["compose_transposes"])
     assert n == n_off - 1          # the second TRANSPOSE became a view; the first stays
+
+
+def matmul_model(t_lhs=False, t_rhs=False, t_out=False, adj_y=False):
+    mb = ModelBuilder()
+    a = mb.input("a", (2, 4, 3) if t_lhs else (2, 3, 4))
+    b = mb.input("b", (2, 5, 4) if t_rhs != adj_y else (2, 4, 5))
+    for flag, name, shape in ((t_lhs, "a", (2, 3, 4)), (t_rhs, "b", (2, 4, 5) if not adj_y else (2, 5, 4))):
+        if flag:
+            t = mb.tensor(f"{name}T", shape)
+            mb.op("TRANSPOSE", [a if name == "a" else b, mb.const(f"p{name}", np.array([0, 2, 1], I32))], [t])
+            if name == "a":
+                a = t
+            else:
+                b = t
+    y = mb.tensor("y", (2, 3, 5))
+    mb.op("BATCH_MATMUL", [a, b], [y], adj_y=adj_y)
+    if t_out:
+        z = mb.tensor("z", (2, 5, 3))
+        mb.op("TRANSPOSE", [y, mb.const("po", np.array([0, 2, 1], I32))], [z])
+        y = z
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("kw", [dict(t_lhs=True), dict(t_rhs=True), dict(t_rhs=True, adj_y=True), dict(t_out=True),
+                                dict(t_lhs=True, t_rhs=True, t_out=True)])
+def test_transposes_fold_into_matmul_flags(kw):
+    model = matmul_model(**kw)
+    a = rnd((2, 4, 3) if kw.get("t_lhs") else (2, 3, 4), 5, -1, 1)
+    b = rnd((2, 5, 4) if kw.get("t_rhs", False) != kw.get("adj_y", False) else (2, 4, 5), 6, -1, 1)
+    outs, n = run_counted(model, [a, b])
+    assert n == 1
+    r = run_litert(model, [a, b])[0]
+    np.testing.assert_allclose(outs[0], r, rtol=1e-6, atol=1e-6)
+    assert run_counted(model, [a, b], disable_passes=["transpose_into_matmul"])[1] > 1

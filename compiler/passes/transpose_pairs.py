@@ -149,3 +149,52 @@ def transpose_into_matmul(graph: Graph) -> None:
             if _operand(graph, mm, 0, "adj_x", prod) or _operand(graph, mm, 1, "adj_y", prod) or _result(graph, mm, users):
                 changed = True
                 break
+
+
+ELEMENTWISE_BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
+
+
+def sink_transposes(graph: Graph) -> None:
+    """TRANSPOSE(P) of an elementwise binary op whose operand is TRANSPOSE(Q) with P after Q the identity:
+    the op reads that operand's source directly and the other operand through TRANSPOSE(P), and writes
+    the outer TRANSPOSE's result.  Three copies-or-ops become two (NCHW converters' residual ADDs:
+    ADD(x_nchw, TRANSPOSE(conv_nhwc)) -> TRANSPOSE back to NHWC).  Operands and result of one shape
+    (no broadcast), float, not quantized; the inner TRANSPOSE and the op read by nothing else."""
+    changed = True
+    while changed:
+        changed = False
+        prod, users = graph.producers(), graph.consumers()
+        for op in [n for n in graph.nodes if n.op in ELEMENTWISE_BINARY and len(n.inputs) == 2 and len(n.outputs) == 1]:
+            y = op.outputs[0]
+            outs = users.get(y, [])
+            if len(outs) != 1 or y in graph.outputs or min(op.inputs) < 0 or op.inputs[0] == op.inputs[1]:
+                continue
+            outer = outs[0]
+            p = _perm(graph, outer)
+            shapes = {tuple(graph.t(t).shape) for t in op.inputs + op.outputs}
+            if p is None or outer.inputs[0] != y or len(shapes) != 1 \
+                    or any(graph.t(t).dtype != "float32" or graph.t(t).quant is not None or graph.t(t).fake_quant
+                           for t in op.inputs + op.outputs + outer.outputs):
+                continue
+            for k in (0, 1):
+                inner = prod.get(op.inputs[k])
+                q = _perm(graph, inner) if inner is not None else None
+                if q is None or [q[v] for v in p] != list(range(len(p))) or len(users.get(op.inputs[k], [])) != 1 \
+                        or op.inputs[k] in graph.outputs:
+                    continue
+                other = op.inputs[1 - k]
+                z = outer.outputs[0]
+                t_other = graph.add_tensor(f"{graph.t(other).name}/transposed", graph.t(z).shape, graph.t(other).dtype)
+                perm_c = graph.add_const(f"{graph.t(z).name}/perm", np.asarray(p, np.int32))
+                new_t = Node("TRANSPOSE", [other, perm_c], [t_other], {}, index=outer.index)
+                ins = [None, None]
+                ins[k], ins[1 - k] = inner.inputs[0], t_other
+                op.inputs, op.outputs = ins, [z]
+                graph.nodes.remove(inner)
+                graph.nodes[next(i for i, n in enumerate(graph.nodes) if n is outer)] = new_t
+                graph.nodes.remove(op)
+                graph.nodes.insert(next(i for i, n in enumerate(graph.nodes) if n is new_t) + 1, op)
+                changed = True
+                break
+            if changed:
+                break

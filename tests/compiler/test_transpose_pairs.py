@@ -90,3 +90,43 @@ def test_transposes_fold_into_matmul_flags(kw):
     r = run_litert(model, [a, b])[0]
     np.testing.assert_allclose(outs[0], r, rtol=1e-6, atol=1e-6)
     assert run_counted(model, [a, b], disable_passes=["transpose_into_matmul"])[1] > 1
+
+
+def residual_model(op="ADD", extra_reader=False, broadcast=False):
+    """ADD(x_nchw, TRANSPOSE(relu_nhwc)) -> TRANSPOSE back to NHWC, as NCHW converters write a residual."""
+    mb = ModelBuilder()
+    a = mb.input("a", (1, 3, 1, 1) if broadcast else (1, 3, 4, 5))      # NCHW
+    h = mb.input("h", (1, 4, 5, 3))                                       # NHWC
+    r = mb.tensor("r", (1, 4, 5, 3))
+    mb.op("RELU", [h], [r])
+    t = mb.tensor("t", (1, 3, 4, 5))
+    mb.op("TRANSPOSE", [r, mb.const("p1", np.array([0, 3, 1, 2], I32))], [t])
+    s = mb.tensor("s", (1, 3, 4, 5))
+    mb.op(op, [a, t], [s])
+    y = mb.tensor("y", (1, 4, 5, 3))
+    mb.op("TRANSPOSE", [s, mb.const("p2", np.array([0, 2, 3, 1], I32))], [y])
+    mb.output(y)
+    if extra_reader:
+        mb.output(t)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+def test_transpose_sinks_through_a_residual(op):
+    model = residual_model(op)
+    a, h = rnd((1, 3, 4, 5), 7, -2, 2), rnd((1, 4, 5, 3), 8, -2, 2)
+    outs, n = run_counted(model, [a, h])
+    np.testing.assert_allclose(outs[0], run_litert(model, [a, h])[0], rtol=1e-6, atol=1e-6)
+    _, n_off = run_counted(model, [a, h], disable_passes=["sink_transposes"])
+    assert n < n_off
+
+
+@pytest.mark.parametrize("kw", [dict(extra_reader=True), dict(broadcast=True)])
+def test_transpose_does_not_sink(kw):
+    model = residual_model(**kw)
+    a = rnd((1, 3, 1, 1) if kw.get("broadcast") else (1, 3, 4, 5), 7, -2, 2)
+    h = rnd((1, 4, 5, 3), 8, -2, 2)
+    outs, n = run_counted(model, [a, h])
+    for o, r in zip(outs, run_litert(model, [a, h])):
+        np.testing.assert_allclose(o, r, rtol=1e-6, atol=1e-6)
+    assert n == run_counted(model, [a, h], disable_passes=["sink_transposes"])[1]

@@ -144,8 +144,9 @@ def _first_nonfinite(rows) -> dict | None:
 
 # fusions would hide intermediates
 PER_OP_DISABLED = ["eliminate_dead_nodes", "fuse_layer_norm", "fuse_softmax_chain", "fuse_attention",
-                   "sink_transposes", "compose_transposes", "transpose_into_matmul", "fold_movement", "fuse_activation", "fuse_add_epilogue", "reshape_as_view",
-                   "fuse_elementwise", "fuse_reduce_prologue", "fuse_gemm_epilogue"]
+                   "sink_transposes", "compose_transposes", "transpose_into_matmul", "fold_movement",
+                   "fuse_activation", "fuse_add_epilogue", "reshape_as_view", "fuse_elementwise",
+                   "fuse_reduce_prologue", "fuse_gemm_epilogue"]
 
 
 def _per_op(data, xs, device, fp16, tol):

@@ -107,6 +107,10 @@ def dynamic_items(graph: Graph, specs) -> int:
         if not -rank <= axis < rank:
             raise GpucError(f"--dynamic {text}: axis {axis} is out of range for input {name!r} of shape {list(t.shape)}")
         if axis % rank != 0:
+            blocker = _blocker(graph, by_name[name], axis % rank, mx)
+            if blocker:
+                raise UnsupportedError(f"--dynamic {text}: the size of axis {axis % rank} of {name!r} cannot change: "
+                                       f"{blocker}")
             raise UnsupportedError(f"--dynamic {text}: only the batch axis (0) of an input can be dynamic so far; "
                                    f"axis {axis % rank} of {name!r} (shape {list(t.shape)}) would need sizes at run "
                                    "time in every kernel, which gpuc does not do yet (use --input-shape to compile "
@@ -120,6 +124,23 @@ def dynamic_items(graph: Graph, specs) -> int:
                                f"(got {', '.join(f'{k}<={v}' for k, v in bounds.items())}; inputs: "
                                f"{', '.join(map(repr, by_name))})")
     return next(iter(bounds.values()))
+
+
+def _blocker(graph: Graph, tid: int, axis: int, bound: int) -> str | None:
+    """Why the graph cannot take another size on that axis (the op that fixes it, as propagating the
+    shapes of a copy at other sizes reports it), or None."""
+    import copy
+    here = graph.t(tid).shape[axis]
+    for n in dict.fromkeys(v for v in (bound, 1, bound - 1) if v >= 1 and v != here):
+        g = copy.deepcopy(graph)
+        shape = list(g.t(tid).shape)
+        shape[axis] = n
+        g.t(tid).shape = tuple(shape)
+        try:
+            propagate(g)
+        except GpucError as e:
+            return f"at size {n}, {e}"
+    return None
 
 
 # --- specialization ------------------------------------------------------------------------------

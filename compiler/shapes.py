@@ -22,6 +22,10 @@ from gpuc.errors import GpucError, UnsupportedError
 MAX_DIMS = 8
 
 
+class ShapeConflict(GpucError):
+    """An op's operands cannot take the propagated shapes (e.g. a RESHAPE's constant target)."""
+
+
 # --- the option ----------------------------------------------------------------------------------
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -138,8 +142,10 @@ def _blocker(graph: Graph, tid: int, axis: int, bound: int) -> str | None:
         g.t(tid).shape = tuple(shape)
         try:
             propagate(g)
-        except GpucError as e:
+        except ShapeConflict as e:
             return f"at size {n}, {e}"
+        except GpucError:            # an op without a shape rule here: nothing known against the size
+            return None
     return None
 
 
@@ -201,7 +207,7 @@ def propagate(graph: Graph) -> None:
         try:
             outs = evaluate(node, vals, graph, need_values=[i in known for i in node.inputs])
         except (ValueError, IndexError, TypeError, KeyError) as e:
-            raise GpucError(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
+            raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
                 from None
         if outs is None:
             raise GpucError(f"{node.label()}: gpuc cannot infer this op's output shape when an input shape "

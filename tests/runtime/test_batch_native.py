@@ -338,3 +338,16 @@ def test_batched_graph_with_a_cpu_op_is_replicated(monkeypatch):
     model = mb.finish()
     stats = read_bundle(gpuc.compile(model, max_batch=N, cache=False)).stats
     assert stats["batch"] == "replicated" and "TANH" in stats["batch_refusal"], stats
+
+
+def test_constant_computed_tensor_concatenated_per_item_is_replicated():
+    """A tensor computed at run time from constants only, concatenated along the items' axis, would have
+    to exist per item: the rewrite refuses (naming the op) and the bundle replicates."""
+    n = Net((1, 4))
+    c = n.op("SELECT_V2", [n.c(np.array([[True, False, True, False]])), n.c(rnd((1, 4), 3)),
+                           n.c(np.float32(2.0))], (1, 4))
+    cat = n.op("CONCATENATION", [n.x, c], (2, 4), axis=0)
+    n.keep(cat, 8)
+    model = n.finish()
+    stats = read_bundle(gpuc.compile(model, max_batch=N, disable_passes=["fold_constants"])).stats
+    assert stats.get("batch") == "replicated" and "CONCATENATION" in stats.get("batch_refusal", ""), stats

@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import gpuc  # noqa: E402
+from cuda_timing import cuda_us  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.attention_models import attention_model, attention_ref  # noqa: E402
 
@@ -56,18 +57,7 @@ def torch_us(q, k, v, bias, scale, runs):
         tq, tk, tv = (torch.from_numpy(a).cuda() for a in (q, k, v))
         tb = torch.from_numpy(bias).cuda() if bias is not None else None
         f = lambda: F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tb, scale=scale)  # noqa: E731
-        for _ in range(10):
-            f()
-        torch.cuda.synchronize()
-        t = []
-        for _ in range(runs):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            f()
-            b.record()
-            b.synchronize()
-            t.append(a.elapsed_time(b) * 1e3)
-        return statistics.median(t)
+        return cuda_us(f, runs, warm=10)
     except Exception as e:          # noqa: BLE001  (a missing or broken torch: no row)
         print("torch:", e, file=sys.stderr)
         return None

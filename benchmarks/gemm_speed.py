@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "tests"))
 
 import gpuc  # noqa: E402
+from cuda_timing import cuda_us  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm_mod  # noqa: E402
@@ -130,21 +130,6 @@ def gpuc_time(data: bytes, xs, dev, mode: str, runs: int):
             rows = profile(m, [xs], runs=runs)["rows"]
     gemm = [r for r in rows if r["shader"].startswith("gemm")]
     return out, (gemm[0]["us"] if gemm else None), (gemm[0]["shader"] if gemm else "?")
-
-
-def cuda_us(fn, runs: int) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
 
 
 def torch_conv(spec, xs2, w, b, runs):

@@ -20,7 +20,7 @@ from gpuc.compiler.ops.gather_copy import resolve_arena
 from gpuc.compiler.passes.precision import store_fp16
 from gpuc.compiler.passes.variables import initial_value
 from gpuc.compiler.prepare import prepare
-from gpuc.errors import UnsupportedError
+from gpuc.errors import GpucError, UnsupportedError
 from gpuc.runtime import bundle as B
 
 def fingerprint(data: bytes, options: dict) -> str:
@@ -185,12 +185,38 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     return B.write_bundle(b)
 
 
+def prepare_batched(data: bytes, opts: dict):
+    """prepare(), where a --max-batch program that the batch-native rewrite left with CPU steps, or that
+    failed to lower after it, is prepared again replicated (the batch-1 program per item, which the
+    runtime runs whenever that one is fully on the GPU); the stats say why.  --dynamic has no such
+    fallback: its errors name the op."""
+    if opts.get("max_batch", 1) <= 1 or "batch_native" in opts["disable_passes"]:
+        return prepare(data, opts)
+    try:
+        p = prepare(data, opts, warn=False)
+        why = None if p.graph.items <= 1 or not program_stats_of(p)["cpu_nodes"] else \
+            f"CPU step(s) on the batched graph: {', '.join(program_stats_of(p)['cpu_ops'][:3])}"
+    except GpucError as e:
+        why = f"the batched graph failed to lower: {e}"
+    if why is None:
+        return p
+    p = prepare(data, dict(opts, disable_passes=sorted(set(opts["disable_passes"]) | {"batch_native"})))
+    p.graph.batch_refusal = why
+    return p
+
+
+def program_stats_of(p) -> dict:
+    """cpu_nodes / cpu_ops of a prepared program (before emission)."""
+    hosts = [k for k in p.program if k.kind == HOST]
+    return {"cpu_nodes": len(hosts), "cpu_ops": [k.label for k in hosts]}
+
+
 def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     """Compile .tflite bytes with normalized options (see gpuc.compiler.normalize_options)."""
     if opts["precision"] not in ("fp32", "fp16"):
         raise UnsupportedError(f"precision {opts['precision']!r} not supported (fp32 or fp16)")
     fp = fingerprint(data, opts)
-    p = prepare(data, opts)
+    p = prepare_batched(data, opts)
     stats = p.stats()                        # warnings are printed again when the compile cache answers
     n16 = store_fp16(p.graph, p.program)     # --precision fp16: tensors stored as float16
     if n16:

@@ -185,6 +185,10 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     if dynamic > 1 and opts.get("max_batch", 1) not in (1, dynamic):
         raise GpucError(f"--dynamic bounds the batch by {dynamic}, --max-batch by {opts['max_batch']}: give one")
     graph.items = max(int(opts.get("max_batch", 1)), dynamic)    # passes/batching.py: one program for the items
+    if graph.items > 1 and "batch_native" in opts["disable_passes"]:
+        if dynamic > 1:
+            raise GpucError("--dynamic needs the batch_native pass (it is disabled)")
+        graph.items = 1                      # --max-batch replicates the batch-1 program per item
     progress.stage(f"running passes ({len(graph.nodes)} ops)")
     front = prepare_graph(model, graph, opts["disable_passes"], warn=warn, expose_intermediates=expose_intermediates)
     if dynamic > 1 and graph.batch_refusal:

@@ -22,6 +22,10 @@ from gpuc.errors import GpucError, UnsupportedError
 MAX_DIMS = 8
 
 
+class ShapeConflict(GpucError):
+    """An op's operands cannot take the propagated shapes (e.g. a RESHAPE's constant target)."""
+
+
 # --- the option ----------------------------------------------------------------------------------
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -107,6 +111,10 @@ def dynamic_items(graph: Graph, specs) -> int:
         if not -rank <= axis < rank:
             raise GpucError(f"--dynamic {text}: axis {axis} is out of range for input {name!r} of shape {list(t.shape)}")
         if axis % rank != 0:
+            blocker = _blocker(graph, by_name[name], axis % rank, mx)
+            if blocker:
+                raise UnsupportedError(f"--dynamic {text}: the size of axis {axis % rank} of {name!r} cannot change: "
+                                       f"{blocker}")
             raise UnsupportedError(f"--dynamic {text}: only the batch axis (0) of an input can be dynamic so far; "
                                    f"axis {axis % rank} of {name!r} (shape {list(t.shape)}) would need sizes at run "
                                    "time in every kernel, which gpuc does not do yet (use --input-shape to compile "
@@ -120,6 +128,25 @@ def dynamic_items(graph: Graph, specs) -> int:
                                f"(got {', '.join(f'{k}<={v}' for k, v in bounds.items())}; inputs: "
                                f"{', '.join(map(repr, by_name))})")
     return next(iter(bounds.values()))
+
+
+def _blocker(graph: Graph, tid: int, axis: int, bound: int) -> str | None:
+    """Why the graph cannot take another size on that axis (the op that fixes it, as propagating the
+    shapes of a copy at other sizes reports it), or None."""
+    import copy
+    here = graph.t(tid).shape[axis]
+    for n in dict.fromkeys(v for v in (bound, 1, bound - 1) if v >= 1 and v != here):
+        g = copy.deepcopy(graph)
+        shape = list(g.t(tid).shape)
+        shape[axis] = n
+        g.t(tid).shape = tuple(shape)
+        try:
+            propagate(g)
+        except ShapeConflict as e:
+            return f"at size {n}, {e}"
+        except GpucError:            # an op without a shape rule here: nothing known against the size
+            return None
+    return None
 
 
 # --- specialization ------------------------------------------------------------------------------
@@ -180,7 +207,7 @@ def propagate(graph: Graph) -> None:
         try:
             outs = evaluate(node, vals, graph, need_values=[i in known for i in node.inputs])
         except (ValueError, IndexError, TypeError, KeyError) as e:
-            raise GpucError(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
+            raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
                 from None
         if outs is None:
             raise GpucError(f"{node.label()}: gpuc cannot infer this op's output shape when an input shape "

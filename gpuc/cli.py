@@ -233,7 +233,8 @@ def _verify_lines(r, per_op):
     for row in r["outputs"]:
         err = f"max abs {row['max_abs']:.3g}" if row["max_abs"] is not None else "shapes differ"
         yield (f"{row['output']}: {err}, max rel {row['max_rel']:.3g} "
-               f"({'ok' if row['pass'] else 'FAIL'}, tolerance {r['tolerance']})")
+               f"({'ok' if row['pass'] else 'FAIL'}, tolerance {r['tolerance']}"
+               + (" or one quantization step" if row.get("integer") else "") + ")")
         if nonfinite.total(row["nonfinite"]) or nonfinite.total(row["ref_nonfinite"]):
             yield "  " + _nonfinite_line(row)
     if per_op:

@@ -63,7 +63,10 @@ def compare(out, ref) -> dict:
 
 
 def _passes(c: dict, tol: float) -> bool:
-    return c["max_rel"] <= tol and not c["finiteness_mismatch"]
+    """Within tol of max|ref|; an integer (quantized) output also passes within one step of its grid,
+    where LiteRT's own interpreters differ (their requantization rounds products summed in another order)."""
+    near = c["max_rel"] <= tol or (c.get("integer") and c["max_abs"] is not None and c["max_abs"] <= 1)
+    return near and not c["finiteness_mismatch"]
 
 
 def random_inputs(specs, seed=0):
@@ -73,9 +76,11 @@ def random_inputs(specs, seed=0):
         dt = np.dtype(s.dtype)
         if dt.kind == "f":
             out.append(rng.uniform(-1, 1, s.shape).astype(dt))
-        elif dt.kind in "iu":
+        elif dt.kind in "iu" and s.quant is not None:        # a quantized input: its whole range
             info = np.iinfo(dt)
             out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, s.shape).astype(dt))
+        elif dt.kind in "iu":           # ids, indices, lengths: small non-negative values every op accepts
+            out.append(rng.integers(0, 10, s.shape).astype(dt))
         else:
             out.append(rng.integers(0, 2, s.shape).astype(dt))
     return out
@@ -121,9 +126,11 @@ def _output_refs(data: bytes, xs) -> list:
     for builtin in (True, False):
         try:
             it = _litert(data, xs, builtin=builtin)
-        except (RuntimeError, ValueError):
+        except (RuntimeError, ValueError) as e:
             if builtin:
-                raise
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise GpucError(f"LiteRT's CPU interpreter, the reference, cannot run this model on these inputs: "
+                                f"{first}") from None
             continue
         refs.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
     return refs
@@ -131,7 +138,9 @@ def _output_refs(data: bytes, xs) -> list:
 
 def _output_row(name, out, refs, tol) -> dict:
     """The comparison with the first reference `out` passes against (else with the first)."""
-    rows = [{"output": name, **c, "pass": _passes(c, tol), "nonfinite": nonfinite.counts(out),
+    integer = np.asarray(out).dtype.kind in "iu"
+    rows = [{"output": name, **c, "integer": integer, "pass": _passes(dict(c, integer=integer), tol),
+             "nonfinite": nonfinite.counts(out),
              "ref_nonfinite": nonfinite.counts(r)} for r in refs for c in [compare(out, r)]]
     return next((r for r in rows if r["pass"]), rows[0])
 
@@ -143,9 +152,10 @@ def _first_nonfinite(rows) -> dict | None:
 
 
 # fusions would hide intermediates
-PER_OP_DISABLED = ["eliminate_dead_nodes", "fuse_layer_norm", "fuse_attention", "fold_movement", "fuse_activation",
-                   "fuse_add_epilogue", "reshape_as_view", "fuse_elementwise", "fuse_reduce_prologue",
-                   "fuse_gemm_epilogue"]
+PER_OP_DISABLED = ["eliminate_dead_nodes", "fuse_layer_norm", "fuse_softmax_chain", "fuse_attention",
+                   "sink_transposes", "compose_transposes", "transpose_into_matmul", "fold_movement",
+                   "fuse_activation", "fuse_add_epilogue", "reshape_as_view", "fuse_elementwise",
+                   "fuse_reduce_prologue", "fuse_gemm_epilogue"]
 
 
 def _per_op(data, xs, device, fp16, tol):

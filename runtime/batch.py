@@ -20,7 +20,7 @@ from __future__ import annotations
 import vulkan as vk
 
 from gpuc.errors import BundleError, GpucError
-from gpuc.runtime import commands, iospec
+from gpuc.runtime import commands, hostcopy, iospec
 from gpuc.runtime.device_tensor import DeviceTensor
 from gpuc.runtime.slots import RunHandle
 
@@ -149,9 +149,9 @@ def run_async(model, inputs, keep_on_device=False):
         for r, v in zip(slot.in_rows, vals):
             if not isinstance(v, DeviceTensor):
                 if batched:
-                    r[:b] = v
+                    hostcopy.copy_into(r[:b], v)
                 else:
-                    r[...] = v
+                    hostcopy.copy_into(r, v)
         if dts or keep_on_device:
             slot.command_pool()
             if keep_on_device:
@@ -177,7 +177,7 @@ def run_async(model, inputs, keep_on_device=False):
         state["ok"] = True
         if outs is not None:
             return outs
-        return [r[:b].copy() if batched else r.copy() for r in slot.out_rows]
+        return [hostcopy.copy_out(r[:b] if batched else r) for r in slot.out_rows]
 
     def cleanup():
         for dt in used:

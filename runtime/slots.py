@@ -8,7 +8,7 @@ import threading
 import vulkan as vk
 
 from gpuc.errors import GpucError, GpuTimeoutError
-from gpuc.runtime import commands, iospec
+from gpuc.runtime import commands, hostcopy, iospec
 from gpuc.runtime.device import MemoryKind
 
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
@@ -48,10 +48,10 @@ class Slot:
 
     def write_inputs(self, arrays) -> None:
         for view, a in zip(self.in_views, arrays):
-            view[...] = a
+            hostcopy.copy_into(view, a)
 
     def read_outputs(self) -> list:
-        return [v.copy() for v in self.out_views]
+        return [hostcopy.copy_out(v) for v in self.out_views]
 
     def free(self) -> None:
         """No run holds the slot any more."""

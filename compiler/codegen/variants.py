@@ -40,7 +40,7 @@ VARIANTS = {
                     EW_BODY="float t0 = ew_keep(EW_R16(ew_squared_difference(v0, v1)));", EW_RESULT="ew_sqrt(t0)"),
                {"OP": [0, 1, 2, 3, 4], "WG_PER_OUT": [0, 1], "SUBGROUP": [0, 1], "PROLOGUE": [0, 1],
                 "EW_ROUND16": [0, 1]}, ["out_", "x", "x0", "x1"]),
-    "softmax": (dict(D=10, BETA=1.0), {"ROW_PER_GROUP": [0, 1], "SUBGROUP": [0, 1]}, ["out_", "x"]),
+    "softmax": (dict(D=10, BETA=1.0), {"ROW_PER_GROUP": [0, 1], "SUBGROUP": [0, 1], "INNER": [1, 6]}, ["out_", "x"]),
     "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1, EPT=1, EPB=0, EPL=1, EPR=1,
                     PAD_VALUE=-0.5, OUTPUTS=36, **_FQ),
                {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1], "FOLDED_PAD": [0, 1], "WG_PER_OUT": [0, 1],

@@ -69,22 +69,31 @@ def lower_reduce(node, graph):
     return [k]
 
 
+def softmax_axis(node, graph) -> int:
+    """The axis a SOFTMAX normalizes: the last, as TFLite's; passes/softmax_chain.py records another one
+    (attrs["axis"]) for a softmax a converter wrote out over a middle axis."""
+    rank = len(graph.t(node.inputs[0]).shape)
+    return int(node.attrs.get("axis", -1)) % max(rank, 1)
+
+
 @checked
 def _check_softmax(node, graph):
     x = graph.t(node.inputs[0])
-    if not x.shape or x.shape[-1] < 1:
-        return "input must have a non-empty last axis"
+    if not x.shape or x.shape[softmax_axis(node, graph)] < 1:
+        return "input must have a non-empty softmax axis"
     return None
 
 
-@register("SOFTMAX", check=_check_softmax, inputs=(1, 1), summary="last axis, beta")
+@register("SOFTMAX", check=_check_softmax, inputs=(1, 1), summary="last axis (or a written-out softmax's axis), beta")
 def lower_softmax(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-    d = x.shape[-1]
+    a = softmax_axis(node, graph)
+    d = x.shape[a]
+    inner = size(x.shape[a + 1:])
     rows = x.size // d
     wide = d >= 64                                   # long rows: one workgroup per row
     local = 128 if d >= 512 else 64
-    defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)), ROW_PER_GROUP=int(wide))
+    defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)), ROW_PER_GROUP=int(wide), INNER=inner)
     k = Kernel("softmax", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
                node.label(), local_x=local if wide else 64)
     if wide:

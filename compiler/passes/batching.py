@@ -99,6 +99,8 @@ class Rewrite:
             if tid < 0 or self.runtime(tid):
                 continue
             t = g.t(tid)
+            if t.data is None:
+                raise Refuse(f"{node.label()}: input {t.name!r}, computed from constants only, would be needed per item")
             if t.nbytes * n > MAX_TILED_CONST_BYTES:
                 raise Refuse(f"{node.label()}: constant {t.name!r} would be copied per item ({t.nbytes * n} bytes)")
 

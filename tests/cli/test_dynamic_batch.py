@@ -71,3 +71,16 @@ def test_cli(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gpuc.cli", "compile", str(p), "-o", str(tmp_path / "n.bundle"),
                         "--dynamic", f"{NAME}:2<=4", "--no-cache"], capture_output=True, text=True)
     assert r.returncode != 0 and "only the batch axis" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_reshape_that_fixes_the_length_is_named():
+    """Like text_conv1d_lstm: a RESHAPE with a constant target fixes the sequence length."""
+    mb = ModelBuilder()
+    x = mb.input("tokens", (1, 8, 4))
+    r = mb.tensor("r", (1, 32))
+    mb.op("RESHAPE", [x, mb.const("target", np.array([1, 32], np.int32))], [r], new_shape=[1, 32])
+    y = mb.tensor("y", (1, 32))
+    mb.op("RELU", [r], [y])
+    mb.output(y)
+    with pytest.raises(UnsupportedError, match=r"RESHAPE \(operator #0\)"):
+        gpuc.compile(mb.finish(), dynamic=["tokens:1<=16"], cache=False)

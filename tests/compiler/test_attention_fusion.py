@@ -6,29 +6,19 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-import gpuc  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
-from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.attention_models import attention_model  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.fusion import close_to_litert as _close  # noqa: E402
+from helpers.fusion import run_counted as run  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
 
 RNG = np.random.default_rng(15)
 
 
-def run(model, inputs, **opts):
-    b = gpuc.compile(model, cache=False, **opts)
-    with gpuc.load(b) as m:
-        return [np.array(o) for o in m.run(inputs)], len(read_bundle(b).dispatches)
-
-
 def close_to_litert(outs, model, inputs, tol=1e-5):
-    for o, r in zip(outs, run_litert(model, inputs)):
-        np.testing.assert_array_equal(np.isnan(o), np.isnan(r))
-        fin = np.isfinite(r)
-        np.testing.assert_array_equal(o[~fin], r[~fin])
-        np.testing.assert_allclose(o[fin], r[fin], rtol=0, atol=tol * max(1e-30, float(np.abs(r[fin]).max())))
+    _close(outs, model, inputs, tol=tol, nonfinite_equal=True)
 
 
 def ops_after_passes(model, disabled=()):

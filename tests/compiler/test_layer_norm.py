@@ -6,28 +6,19 @@ import pytest
 
 pytest.importorskip("vulkan")
 
-import gpuc  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
-from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.fusion import close_to_litert as _close  # noqa: E402
+from helpers.fusion import run_counted as run  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
 from helpers.models import ln_model  # noqa: E402
 
 RNG = np.random.default_rng(15)
 
 
-def run(model, inputs, **opts):
-    b = gpuc.compile(model, cache=False, **opts)
-    with gpuc.load(b) as m:
-        return [np.array(o) for o in m.run(inputs)], len(read_bundle(b).dispatches)
-
-
 def close_to_litert(outs, model, inputs, rtol=1e-5):
-    for o, r in zip(outs, run_litert(model, inputs)):
-        np.testing.assert_array_equal(np.isnan(o), np.isnan(r))
-        fin = np.isfinite(r)
-        np.testing.assert_allclose(o[fin], r[fin], rtol=rtol, atol=rtol * max(1.0, float(np.abs(r[fin]).max())))
+    _close(outs, model, inputs, tol=rtol, rtol=rtol, floor=1.0)
 
 
 def ops_after_passes(model):

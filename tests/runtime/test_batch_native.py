@@ -198,7 +198,18 @@ def embedding():
     return mb.finish()
 
 
-MODELS = {"nhwc": nhwc, "broadcast": broadcast, "transpose": transpose, "concat_split": concat_split,
+def softmax_chain():
+    """A softmax written out over a middle axis (one SOFTMAX dispatch with strided rows)."""
+    n = Net()
+    ax = n.c(np.array([2], I32))
+    m = n.op("REDUCE_MAX", [n.x, ax], (1, 4, 1, 8), keep_dims=True)
+    e = n.op("EXP", [n.op("SUB", [n.x, m], (1, 4, 6, 8))], (1, 4, 6, 8))
+    y = n.op("DIV", [e, n.op("SUM", [e, ax], (1, 4, 1, 8), keep_dims=True)], (1, 4, 6, 8))
+    n.keep(y, 192)
+    return n.finish()
+
+
+MODELS = {"softmax_chain": softmax_chain, "nhwc": nhwc, "broadcast": broadcast, "transpose": transpose, "concat_split": concat_split,
           "slices": slices, "pad_tile": pad_tile, "reductions": reductions, "matmul": matmul,
           "embedding": embedding, "layer_norm": lambda: layer_norm_model((1, 3, 8))}
 
@@ -305,3 +316,38 @@ def test_in_place_batch():
         np.testing.assert_array_equal(m.output_view(0, batch=2), want[0])
         with pytest.raises(gpuc.errors.GpucError, match="outside 1..3"):
             m.run_in_place(batch=4)
+
+
+def test_batched_graph_with_a_cpu_op_is_replicated(monkeypatch):
+    """If an op of the batched graph can only run on the CPU (here: a GPU check made to refuse shapes
+    with a leading dim of 3), the bundle replicates the batch-1 program instead, and says why."""
+    from gpuc.compiler import ops
+    row = ops.REGISTRY["TANH"]
+    orig = row.check
+
+    def check(node, graph):
+        if graph.t(node.inputs[0]).shape[:1] == (N,):
+            return "test: no batched TANH"
+        return orig(node, graph) if orig else None
+    monkeypatch.setattr(row, "check", check)
+    mb = ModelBuilder()
+    x = mb.input("x", (1, 4))
+    y = mb.tensor("y", (1, 4))
+    mb.op("TANH", [x], [y])
+    mb.output(y)
+    model = mb.finish()
+    stats = read_bundle(gpuc.compile(model, max_batch=N, cache=False)).stats
+    assert stats["batch"] == "replicated" and "TANH" in stats["batch_refusal"], stats
+
+
+def test_constant_computed_tensor_concatenated_per_item_is_replicated():
+    """A tensor computed at run time from constants only, concatenated along the items' axis, would have
+    to exist per item: the rewrite refuses (naming the op) and the bundle replicates."""
+    n = Net((1, 4))
+    c = n.op("SELECT_V2", [n.c(np.array([[True, False, True, False]])), n.c(rnd((1, 4), 3)),
+                           n.c(np.float32(2.0))], (1, 4))
+    cat = n.op("CONCATENATION", [n.x, c], (2, 4), axis=0)
+    n.keep(cat, 8)
+    model = n.finish()
+    stats = read_bundle(gpuc.compile(model, max_batch=N, disable_passes=["fold_constants"])).stats
+    assert stats.get("batch") == "replicated" and "CONCATENATION" in stats.get("batch_refusal", ""), stats

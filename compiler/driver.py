@@ -197,7 +197,8 @@ def prepare_batched(data: bytes, opts: dict):
         why = None if p.graph.items <= 1 or not program_stats_of(p)["cpu_nodes"] else \
             f"CPU step(s) on the batched graph: {', '.join(program_stats_of(p)['cpu_ops'][:3])}"
     except (GpucError, ValueError, IndexError, KeyError) as e:      # (a lowering's own check, on batched shapes)
-        why = f"the batched graph failed to lower: {type(e).__name__ if not isinstance(e, GpucError) else ''}{e}"
+        kind = "" if isinstance(e, GpucError) else f"{type(e).__name__}: "
+        why = f"the batched graph failed to lower: {kind}{e}"
     if why is None:
         return p
     p = prepare(data, dict(opts, disable_passes=sorted(set(opts["disable_passes"]) | {"batch_native"})))

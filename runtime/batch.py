@@ -7,9 +7,10 @@ it is the batch-1 program plus `max_batch = N` in its options, and the runtime r
 (weights shared), one descriptor set per dispatch per item,
 and for a batch of b items a command buffer (cached per slot and b) that runs the b items'
 dispatches layer by layer - one barrier per layer, the items of a layer independent.  Every I/O
-tensor of such a bundle has batch dimension 1; runs stack items along axis 0, so a run with inputs
-of shape (b, ...) gives outputs of shape (b, ...), row i exactly the batch-1 result for row i.
-Variable tensors (state) are per item.
+tensor has batch dimension 1 per item; runs stack items along axis 0, so a run with inputs of shape
+(b, ...) gives outputs of shape (b, ...), row i the batch-1 result for row i (exactly when replicated;
+within float rounding when batch-native, whose GEMMs tile the items' rows together).  Variable
+tensors (state) are per item.
 
 Runs with DeviceTensor inputs or keep_on_device=True submit three command buffers at once: copies
 in (host staging or device tensors -> arenas), the cached dispatches, copies out (arenas -> host

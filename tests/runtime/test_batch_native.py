@@ -372,3 +372,17 @@ def test_constant_computed_tensor_concatenated_per_item_is_replicated():
     model = n.finish()
     stats = read_bundle(gpuc.compile(model, max_batch=N, disable_passes=["fold_constants"])).stats
     assert stats.get("batch") == "replicated" and "CONCATENATION" in stats.get("batch_refusal", ""), stats
+
+
+@pytest.mark.parametrize("name", ["nhwc", "matmul", "softmax_chain"])
+def test_fp16_batch_native(name):
+    """--precision fp16 with --max-batch: batch-native too, each item within fp16 rounding of its batch-1 run."""
+    model = MODELS[name]()
+    bn = gpuc.compile(model, max_batch=N, precision="fp16")
+    assert read_bundle(bn).stats.get("batch") == "native"
+    xs = _inputs(model, N, 4)
+    with gpuc.load(gpuc.compile(model, precision="fp16")) as single, gpuc.load(bn) as batched:
+        outs = batched.run(xs)
+        for i in range(N):
+            for o, w in zip(outs, single.run([x[i:i + 1] for x in xs])):
+                np.testing.assert_allclose(o[i:i + 1], w, rtol=0, atol=1e-2 * float(np.abs(w).max()))

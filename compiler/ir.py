@@ -147,6 +147,26 @@ class Graph:
     def producers(self) -> dict[int, Node]:
         return {o: n for n in self.nodes for o in n.outputs}
 
+    def reshape_node(self, src: int, dst: int, shape) -> Node:
+        """A RESHAPE node from `src` to `dst` with target `shape` (its shape operand a new constant)."""
+        shape = [int(d) for d in shape]
+        c = self.add_const(f"{self.t(dst).name}/shape", np.asarray(shape, np.int32))
+        return Node("RESHAPE", [src, c], [dst], {"new_shape": shape})
+
+    def remove_unread(self, nodes) -> None:
+        """Remove those of `nodes` whose outputs nothing reads any more (no node, epilogue, graph output
+        or variable), repeatedly, so a chain left unread goes whole."""
+        keep_out = set(self.outputs) | {t.id for t in self.tensors if t.is_variable}
+        todo = list(nodes)
+        while todo:
+            users = self.consumers()
+            dead = [nd for nd in todo if any(nd is x for x in self.nodes)
+                    and not any(o in keep_out or users.get(o) for o in nd.outputs)]
+            if not dead:
+                return
+            self.nodes = [nd for nd in self.nodes if all(nd is not x for x in dead)]
+            todo = [nd for nd in todo if all(nd is not x for x in dead)]
+
 
 @dataclass
 class VariableState:

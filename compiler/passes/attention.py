@@ -494,19 +494,5 @@ def fuse_attention(graph: Graph) -> None:
         graph.nodes[next(i for i, nd in enumerate(graph.nodes) if nd is plan["at"])] = fused
         gone = {id(nd) for nd in plan["nodes"] if nd is not plan["at"]}
         graph.nodes = [nd for nd in graph.nodes if id(nd) not in gone]
-        _drop_dead(graph, plan["read"])
+        graph.remove_unread(plan["read"])
 
-
-def _drop_dead(graph: Graph, nodes) -> None:
-    """Remove those of `nodes` (data movement and scalar products the fused node reads through) whose
-    outputs nothing reads any more."""
-    keep_out = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}
-    todo = list(nodes)
-    while todo:
-        users = graph.consumers()
-        dead = [nd for nd in todo if any(nd is x for x in graph.nodes)
-                and not any(o in keep_out or users.get(o) for o in nd.outputs)]
-        if not dead:
-            return
-        graph.nodes = [nd for nd in graph.nodes if all(nd is not x for x in dead)]
-        todo = [nd for nd in todo if all(nd is not x for x in dead)]

@@ -100,8 +100,8 @@ class Rewrite:
         target = merged(self.shape(node.outputs[0]), self.n)
 
         def edit():
-            shape = self.graph.add_const(f"{node.op}/batched_shape", np.asarray(target, np.int32))
-            node.op, node.inputs, node.attrs = "RESHAPE", [node.inputs[0], shape], {"new_shape": list(target)}
+            view = self.graph.reshape_node(node.inputs[0], node.outputs[0], target)
+            node.op, node.inputs, node.attrs = view.op, view.inputs, view.attrs
         self.edits.append(edit)
 
     # -- planning ----------------------------------------------------------------------------------
@@ -146,14 +146,14 @@ class Rewrite:
         for node in g.nodes:
             for k, shape in self.views.get(id(node), []):
                 v = self._tensor(node.inputs[k], shape, "items")
-                nodes.append(_reshape_node(g, node.inputs[k], v, shape))
+                nodes.append(g.reshape_node(node.inputs[k], v, shape))
                 node.inputs[k] = v
             nodes.append(node)
             for k in self.out_views.get(id(node), []):
                 t = node.outputs[k]
                 v = self._tensor(t, (n,) + tuple(g.t(t).shape), "items")
                 node.outputs[k] = v
-                nodes.append(_reshape_node(g, v, t, merged(g.t(t).shape, n)))
+                nodes.append(g.reshape_node(v, t, merged(g.t(t).shape, n)))
         g.nodes = nodes
         for t in runtime:
             if t.is_variable:              # state is per item: N copies of the initial value
@@ -169,8 +169,3 @@ class Rewrite:
     def _tensor(self, tid: int, shape, suffix: str) -> int:
         t = self.graph.t(tid)
         return self.graph.add_tensor(f"{t.name}/{suffix}", shape, t.dtype, quant=t.quant)
-
-
-def _reshape_node(g: Graph, src: int, dst: int, shape) -> Node:
-    c = g.add_const(f"{g.t(dst).name}/shape", np.asarray(shape, np.int32))
-    return Node("RESHAPE", [src, c], [dst], {"new_shape": [int(d) for d in shape]})

@@ -40,12 +40,11 @@ def compose_transposes(graph: Graph) -> None:
                 continue
             perm = [p1[v] for v in p2]
             if perm == list(range(len(perm))):
-                shape = graph.add_const(f"{y.name}/shape", np.asarray(y.shape, np.int32))
-                node.op, node.inputs, node.attrs = "RESHAPE", [first.inputs[0], shape], {"new_shape": list(y.shape)}
+                view = graph.reshape_node(first.inputs[0], node.outputs[0], y.shape)
+                node.op, node.inputs, node.attrs = view.op, view.inputs, view.attrs
             else:
                 node.inputs = [first.inputs[0], graph.add_const(f"{y.name}/perm", np.asarray(perm, np.int32))]
-            if not any(first.outputs[0] in n.inputs for n in graph.nodes) and first.outputs[0] not in graph.outputs:
-                graph.nodes.remove(first)
+            graph.remove_unread([first])
             changed = True
             break
 
@@ -68,16 +67,8 @@ def _swapped(shape) -> tuple:
 
 
 def _view(graph: Graph, src: int, shape, name: str) -> tuple[int, Node]:
-    t = graph.t(src)
-    v = graph.add_tensor(name, shape, t.dtype)
-    c = graph.add_const(f"{name}/shape", np.asarray(shape, np.int32))
-    return v, Node("RESHAPE", [src, c], [v], {"new_shape": [int(d) for d in shape]})
-
-
-def _drop_unread(graph: Graph, nodes) -> None:
-    for n in nodes:
-        if all(o not in m.inputs for o in n.outputs for m in graph.nodes) and not set(n.outputs) & set(graph.outputs):
-            graph.nodes.remove(n)
+    v = graph.add_tensor(name, shape, graph.t(src).dtype)
+    return v, graph.reshape_node(src, v, shape)
 
 
 def _operand(graph: Graph, mm: Node, k: int, flag: str, prod: dict) -> bool:
@@ -95,7 +86,7 @@ def _operand(graph: Graph, mm: Node, k: int, flag: str, prod: dict) -> bool:
     old = [r] if t is r else [r, t]                 # (the reader before what it reads)
     mm.inputs[k] = src
     mm.attrs[flag] = not bool(mm.attrs.get(flag, False))
-    _drop_unread(graph, old)
+    graph.remove_unread(old)
     return True
 
 
@@ -125,9 +116,8 @@ def _result(graph: Graph, mm: Node, users: dict) -> bool:
         return True
     w = graph.add_tensor(f"{graph.t(y).name}/transposed", _swapped(graph.t(y).shape), graph.t(y).dtype)
     mm.outputs = [w]
-    c = graph.add_const(f"{graph.t(z).name}/shape", np.asarray(graph.t(z).shape, np.int32))
     at = next(i for i, n in enumerate(graph.nodes) if n is t)
-    graph.nodes[at] = Node("RESHAPE", [w, c], [z], {"new_shape": [int(d) for d in graph.t(z).shape]})
+    graph.nodes[at] = graph.reshape_node(w, z, graph.t(z).shape)
     graph.nodes.remove(r)
     return True
 

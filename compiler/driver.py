@@ -194,8 +194,8 @@ def prepare_batched(data: bytes, opts: dict):
         return prepare(data, opts)
     try:
         p = prepare(data, opts, warn=False)
-        why = None if p.graph.items <= 1 or not program_stats_of(p)["cpu_nodes"] else \
-            f"CPU step(s) on the batched graph: {', '.join(program_stats_of(p)['cpu_ops'][:3])}"
+        cpu = [n.label() for n in p.graph.nodes if id(n) in p.front.cpu]     # (its placement: front.cpu)
+        why = f"CPU step(s) on the batched graph: {', '.join(cpu[:3])}" if p.graph.items > 1 and cpu else None
     except (GpucError, ValueError, IndexError, KeyError) as e:      # (a lowering's own check, on batched shapes)
         kind = "" if isinstance(e, GpucError) else f"{type(e).__name__}: "
         why = f"the batched graph failed to lower: {kind}{e}"
@@ -204,12 +204,6 @@ def prepare_batched(data: bytes, opts: dict):
     p = prepare(data, dict(opts, disable_passes=sorted(set(opts["disable_passes"]) | {"batch_native"})))
     p.graph.batch_refusal = why
     return p
-
-
-def program_stats_of(p) -> dict:
-    """cpu_nodes / cpu_ops of a prepared program (before emission)."""
-    hosts = [k for k in p.program if k.kind == HOST]
-    return {"cpu_nodes": len(hosts), "cpu_ops": [k.label for k in hosts]}
 
 
 def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:

@@ -147,12 +147,7 @@ def run_async(model, inputs, keep_on_device=False):
         for dt in dts:
             dt.use()
             used.append(dt)
-        for r, v in zip(slot.in_rows, vals):
-            if not isinstance(v, DeviceTensor):
-                if batched:
-                    hostcopy.copy_into(r[:b], v)
-                else:
-                    hostcopy.copy_into(r, v)
+        slot.write_inputs([None if isinstance(v, DeviceTensor) else v for v in vals], b if batched else None)
         if dts or keep_on_device:
             slot.command_pool()
             if keep_on_device:

@@ -146,19 +146,19 @@ class LoadedModel:
         return self._rows(self.slots[slot].out_rows, self.slots[slot].out_views, i, batch)
 
     def _rows(self, rows, views, i, batch):
-        if batch is None:
-            return views[i]
+        return views[i] if batch is None else rows[i][:self._batch(batch)]
+
+    def _batch(self, batch) -> int:
+        """`batch` as an item count of this bundle (1..max_batch)."""
         if not 1 <= int(batch) <= self.max_batch:
             raise GpucError(f"batch {batch} is outside 1..{self.max_batch} (the bundle's --max-batch)")
-        return rows[i][:int(batch)]
+        return int(batch)
 
     def run_in_place(self, slot: int = 0, wait: str = "passive", batch: int | None = None) -> None:
         """Run on whatever input_view(..., slot) holds; results land in output_view(..., slot).  With a
         --max-batch bundle, `batch` b runs the first b items of input_view(..., batch=b)."""
         self._check_open()
-        b = 1 if batch is None else int(batch)
-        if not 1 <= b <= self.max_batch:
-            raise GpucError(f"batch {batch} is outside 1..{self.max_batch} (the bundle's --max-batch)")
+        b = 1 if batch is None else self._batch(batch)
         if b > 1 and self.program is not None:
             raise GpucError("run_in_place of a batch needs a bundle without host (CPU) steps")
         sl = self.slots.take(slot)

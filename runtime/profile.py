@@ -22,11 +22,7 @@ def profile(model, inputs, runs: int = 10) -> dict:
     try:
         pool = model.resources.query_pool(n + 1)
         cmd = model.recorder.record(slot, pool, every_dispatch=True, items=items, cmd_pool=slot.command_pool())
-        if model.max_batch > 1:
-            for rows, a in zip(slot.in_rows, arrays):
-                rows[:items] = a
-        else:
-            slot.write_inputs(arrays)
+        slot.write_inputs(arrays, items if model.max_batch > 1 else None)
         samples = []
         for _ in range(runs + 1):
             model.device.submit(cmd, slot.fence)

@@ -46,9 +46,13 @@ class Slot:
             self._cmd_pool = pool
         return self._cmd_pool
 
-    def write_inputs(self, arrays) -> None:
-        for view, a in zip(self.in_views, arrays):
-            hostcopy.copy_into(view, a)
+    def write_inputs(self, arrays, items: int | None = None) -> None:
+        """Write each input into staging: one item (items None), or the first `items` items stacked
+        along axis 0 (a --max-batch bundle).  A None array is skipped (a device-tensor input)."""
+        views = self.in_views if items is None else [r[:items] for r in self.in_rows]
+        for view, a in zip(views, arrays):
+            if a is not None:
+                hostcopy.copy_into(view, a)
 
     def read_outputs(self) -> list:
         return [hostcopy.copy_out(v) for v in self.out_views]

@@ -50,6 +50,25 @@ def ref_conv(x, w, b, stride, dil, padding, depthwise=False):
     return out + (0 if b is None else b)
 
 
+def add_residual(mb, y, oshape, residual):
+    """y, or (residual: its fused activation) ADD(y, r) with a new input r of y's shape."""
+    if residual is None:
+        return y
+    r = mb.input("r", oshape)
+    z = mb.tensor("z", oshape)
+    mb.op("ADD", [y, r], [z], fused_activation_function=residual)
+    return z
+
+
+def residual_ref(ref, inputs, oshape, residual, seed):
+    """The reference after add_residual: r (seeded) appended to `inputs` and added."""
+    if residual is None:
+        return ref
+    r = rnd(oshape, seed, -3, 3)
+    inputs.append(r)
+    return ACT[residual](ref + r)
+
+
 def conv_model(op, x_shape, w, b, stride, dil, padding, act="NONE", residual=None, const_w=True, mult=1):
     """op(x, w, b) [-> ADD(., r) with activation `residual`]; inputs: x [, w] [, r]."""
     mb = ModelBuilder()
@@ -66,12 +85,7 @@ def conv_model(op, x_shape, w, b, stride, dil, padding, act="NONE", residual=Non
     if dw:
         opts["depth_multiplier"] = mult
     mb.op(op, [x, wi, bi], [y], **opts)
-    if residual is not None:
-        r = mb.input("r", oshape)
-        z = mb.tensor("z", oshape)
-        mb.op("ADD", [y, r], [z], fused_activation_function=residual)
-        y = z
-    mb.output(y)
+    mb.output(add_residual(mb, y, oshape, residual))
     return mb.finish(), oshape
 
 
@@ -85,10 +99,7 @@ def run_conv(gpu, op, n, h, w_, ci, co, k, stride=(1, 1), dil=(1, 1), padding="S
     x = rnd((n, h, w_, ci), s + 3)
     inputs = [x] + ([] if const_w else [w])
     ref = ACT[act](ref_conv(x, w, b, stride, dil, padding, dw))
-    if residual is not None:
-        r = rnd(oshape, s + 4, -3, 3)
-        inputs.append(r)
-        ref = ACT[residual](ref + r)
+    ref = residual_ref(ref, inputs, oshape, residual, s + 4)
     bundle = gpuc.compile(model, cache=False)
     assert inspect_bundle(bundle)[0]["dispatches"] == expect_dispatches
     m = gpuc.load(bundle, device=gpu.device)
@@ -195,12 +206,7 @@ def fc_model(rows_shape, w, b, act="NONE", const_w=True, residual=None, keep_num
         [int(np.prod(rows_shape)) // w.shape[1], w.shape[0]]
     y = mb.tensor("y", oshape)
     mb.op("FULLY_CONNECTED", [x, wi, bi], [y], fused_activation_function=act, keep_num_dims=keep_num_dims)
-    if residual is not None:
-        r = mb.input("r", oshape)
-        z = mb.tensor("z", oshape)
-        mb.op("ADD", [y, r], [z], fused_activation_function=residual)
-        y = z
-    mb.output(y)
+    mb.output(add_residual(mb, y, oshape, residual))
     return mb.finish(), oshape
 
 
@@ -232,10 +238,7 @@ def test_fully_connected(gpu, monkeypatch, plan, case):
     inputs = [x] + ([] if const_w else [w])
     ref = ACT[act](x.reshape(-1, k).astype(np.float64) @ w.T.astype(np.float64) + (0 if b is None else b))
     ref = ref.reshape(oshape)
-    if residual is not None:
-        r = rnd(oshape, s + 4, -3, 3)
-        inputs.append(r)
-        ref = ACT[residual](ref + r)
+    ref = residual_ref(ref, inputs, oshape, residual, s + 4)
     bundle = gpuc.compile(model, cache=False)
     assert inspect_bundle(bundle)[0]["dispatches"] == 1
     if const_w and residual is None and plan is None:

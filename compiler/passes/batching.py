@@ -24,13 +24,18 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.util import norm_axis
 from gpuc.compiler.passes.batch_forms import Plan, Refuse, Rewrite, merged
 
 
 # --- rules: each returns the node's Plan -----------------------------------------------------------
 
-def _axis(a: int, rank: int) -> int:
-    return a % max(rank, 1) if -rank <= a < max(rank, 1) else a
+def _axis(node: Node, a: int, rank: int) -> int:
+    """norm_axis, an out-of-range axis refusing the rewrite (the op's own check then reports it)."""
+    try:
+        return norm_axis(a, rank)
+    except ValueError as e:
+        raise Refuse(f"{node.label()}: {e}") from None
 
 
 def _only_input0(rw: Rewrite, node: Node) -> None:
@@ -114,7 +119,7 @@ def _axis_attr(name: str, rank_of):
     """Ops with an axis attribute (CONCATENATION, PACK, UNPACK): merged unless the axis is 0 or an
     operand is constant; prepended with the axis shifted (constant operands tiled)."""
     def rule(rw: Rewrite, node: Node) -> Plan:
-        a = _axis(int(node.attrs.get(name, 0) or 0), rank_of(rw, node))
+        a = _axis(node, int(node.attrs.get(name, 0) or 0), rank_of(rw, node))
         consts = any(t >= 0 and not rw.runtime(t) for t in node.inputs)
 
         def prep(rw, node):
@@ -133,7 +138,7 @@ def _axis_input(k: int, what: str, data_k: int = 0):
             if j not in (k, data_k) and rw.runtime(tid):
                 raise Refuse(f"{node.label()}: input {j} is computed at run time")
         rank = len(rw.shape(node.inputs[data_k]))
-        norm = [_axis(int(a), rank) for a in axes.reshape(-1)]
+        norm = [_axis(node, int(a), rank) for a in axes.reshape(-1)]
         c = rw.graph.t(node.inputs[k])
 
         def prep(rw, node):
@@ -216,7 +221,7 @@ def rule_broadcast_to(rw: Rewrite, node: Node) -> Plan:
 
 def rule_gather(rw: Rewrite, node: Node) -> Plan:
     params, idx = node.inputs[0], node.inputs[1]
-    a = _axis(int(node.attrs.get("axis", 0) or 0), len(rw.shape(params)))
+    a = _axis(node, int(node.attrs.get("axis", 0) or 0), len(rw.shape(params)))
     bd = int(node.attrs.get("batch_dims", 0) or 0)
 
     def prep(rw, node):

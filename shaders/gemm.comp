@@ -50,9 +50,11 @@
 #endif
 #define BKT BK
 #define NT (CM_WM * CM_WN * CM_SG)   // == local_size_x
-// Shared: A as [BM][SA_LD] halves, then B as [BK][SB_LD] (B_T=0) or [BN][SB_LD] (B_T=1: column-major,
-// as the runtime weights are laid out), all in f16vec4 units (rows padded by 8 halves: 16-byte
-// aligned rows whose 8-row groups fall on distinct banks).
+// Shared: one uvec4 array (16-byte units).  Per stage, A as [BM][SA_LD] halves, then B as [BK][SB_LD]
+// (B_T=0) or [BN][SB_LD] (B_T=1: column-major, as the runtime weights are laid out); rows padded by
+// 8 halves (16-byte aligned rows whose 8-row groups fall on distinct banks: conflict-free matrix
+// loads).  After the K loop the same bytes stage each subgroup's 16x16 fp32 accumulator tile for the
+// epilogue (64 uvec4 per subgroup).
 #define SA_LD (BK + 8)
 #if B_T
 #define SB_LD (BK + 8)
@@ -67,8 +69,9 @@
 #endif
 // CM_STAGES = 2: two such buffers (the next chunk is stored into one while the other is multiplied).
 #define CM_STAGE (SB_OFF + SB_SIZE)
-shared f16vec4 smem_h[CM_STAGES * CM_STAGE / 4];
-shared float smem_c[CM_WM * CM_WN * 256];
+#define CM_AB_Q (CM_STAGES * CM_STAGE / 8)
+#define CM_C_Q (CM_WM * CM_WN * 64)
+shared uvec4 smem_q[CM_AB_Q > CM_C_Q ? CM_AB_Q : CM_C_Q];
 #else
 #define BMT (BM / TM)
 #define BNT (BN / TN)
@@ -92,6 +95,7 @@ shared float smem[SMEM_SIZE];
 #define SMEM_ST(i, v) smem[i] = (v)
 #endif
 
+#if !COOPMAT
 // Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied).
 // COOPMAT: A and B move as raw f16vec4 groups of 4 consecutive k (A, B_T=1) or n (B_T=0).
 #if COOPMAT
@@ -290,6 +294,185 @@ void store_b(int buf) {
     }
 }
 
+#endif  // !COOPMAT
+
+#if COOPMAT
+// Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied), as
+// raw halves: A in groups of CM_AV consecutive k (8: two f16vec4 = 16 bytes; 4: one f16vec4, or four
+// gathered elements without VEC_A), B (B_T=0) in groups of CM_BV consecutive n, B (B_T=1) in groups
+// of 4 consecutive k.  A group of 8 is one uvec4 of registers and of shared memory, of 4 a uvec2.
+#ifndef CM_AV
+#define CM_AV 4
+#endif
+#ifndef CM_BV
+#define CM_BV 4
+#endif
+#if B_T
+#undef CM_BV
+#define CM_BV 4
+#define CB_W (BK / 4)                // groups per B row (n) of a chunk
+#define CB_N (CB_W * BN)
+#else
+#define CB_W (BN / CM_BV)            // groups per B row (k) of a chunk
+#define CB_N (CB_W * BK)
+#endif
+#define CA_W (BK / CM_AV)            // groups per A row of a chunk
+#define CA_N (CA_W * BM)
+#define CA_PER ((CA_N + NT - 1) / NT)
+#define CB_PER ((CB_N + NT - 1) / NT)
+#if CM_AV == 8
+#define CA_T uvec4
+#else
+#define CA_T uvec2
+#endif
+#if CM_BV == 8
+#define CB_T uvec4
+#else
+#define CB_T uvec2
+#endif
+CA_T ca[CA_PER];
+CB_T cb[CB_PER];
+int a_base[CA_PER];      // element offset of the row's data in x (IM2COL: of the image), -1: row out of range
+#if IM2COL
+int a_iy[CA_PER];
+int a_ix[CA_PER];
+#endif
+
+uvec2 cm_pack4(f16vec4 v) { return uvec2(packFloat2x16(v.xy), packFloat2x16(v.zw)); }
+
+void cm_init_a(int m0, int g) {
+    int tid = int(gl_LocalInvocationIndex);
+    [[unroll]] for (int i = 0; i < CA_PER; ++i) {
+        int row = (tid + i * NT) / CA_W;
+        int m = m0 + row;
+        a_base[i] = -1;
+        if (m < GM && row < BM) {
+#if IM2COL
+            int ox = m % OW;
+            int t = m / OW;
+            int oy = t % OH;
+            a_base[i] = (t / OH) * (H * W * LDA) + g * CIG;
+            a_iy[i] = oy * SH - PT;
+            a_ix[i] = ox * SW - PL;
+#else
+            a_base[i] = m * LDA + g * GK;
+#endif
+        }
+    }
+}
+
+#if !VEC_A
+// One element A[row i][k] (zero outside the matrix / the padded image), raw float16.
+float16_t a_elem(int i, int k) {
+    if (k >= GK) return float16_t(0.0);
+#if IM2COL
+    int ci = k % CIG;
+    int t = k / CIG;
+    int iy = a_iy[i] + (t / KW) * DH;
+    int ix = a_ix[i] + (t % KW) * DW;
+    if (iy < 0 || iy >= H || ix < 0 || ix >= W) return float16_t(0.0);
+    return x[a_base[i] + (iy * W + ix) * LDA + ci];
+#else
+    return x[a_base[i] + k];
+#endif
+}
+#endif
+
+void cm_load_a(int kb) {
+    int tid = int(gl_LocalInvocationIndex);
+    [[unroll]] for (int i = 0; i < CA_PER; ++i) {
+        int e = tid + i * NT;
+        int k = kb + (e % CA_W) * CM_AV;
+        CA_T v = CA_T(0);
+#if VEC_A
+        if (a_base[i] >= 0 && k < GK) {
+#if IM2COL
+            int ci = k % CIG;
+            int t = k / CIG;
+            int iy = a_iy[i] + (t / KW) * DH;
+            int ix = a_ix[i] + (t % KW) * DW;
+            int addr = -1;
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W) addr = (a_base[i] + (iy * W + ix) * LDA + ci) >> 2;
+#else
+            int addr = (a_base[i] + k) >> 2;
+#endif
+            if (addr >= 0) {
+#if CM_AV == 8
+                v = uvec4(cm_pack4(x[addr]), cm_pack4(x[addr + 1]));
+#else
+                v = cm_pack4(x[addr]);
+#endif
+            }
+        }
+#else
+        if (a_base[i] >= 0)
+            v = cm_pack4(f16vec4(a_elem(i, k), a_elem(i, k + 1), a_elem(i, k + 2), a_elem(i, k + 3)));
+#endif
+        ca[i] = v;
+    }
+}
+
+// Store a group of CM_AV / CM_BV halves at half offset h (a multiple of the group size).
+void cm_put(int h, uvec4 v) { smem_q[h >> 3] = v; }
+void cm_put(int h, uvec2 v) {
+    int c = (h >> 1) & 3;
+    smem_q[h >> 3][c] = v.x;
+    smem_q[h >> 3][c + 1] = v.y;
+}
+
+void cm_store_a(int buf) {
+    int tid = int(gl_LocalInvocationIndex);
+    [[unroll]] for (int i = 0; i < CA_PER; ++i) {
+        int e = tid + i * NT;
+        if (e < CA_N) cm_put(buf + (e / CA_W) * SA_LD + (e % CA_W) * CM_AV, ca[i]);
+    }
+}
+
+#if B_T
+float16_t b_elem(int n, int k, int g) {
+    return k < GK ? w[(g * GN + n) * GK + k] : float16_t(0.0);
+}
+#endif
+
+void cm_load_b(int kb, int n0, int g) {
+    int tid = int(gl_LocalInvocationIndex);
+    [[unroll]] for (int i = 0; i < CB_PER; ++i) {
+        int e = tid + i * NT;
+        CB_T v = CB_T(0);
+#if B_T
+        int k = kb + (e % CB_W) * 4;
+        int n = n0 + e / CB_W;
+        if (e < CB_N && n < GN)
+            v = cm_pack4(f16vec4(b_elem(n, k, g), b_elem(n, k + 1, g), b_elem(n, k + 2, g), b_elem(n, k + 3, g)));
+#else
+        int k = kb + e / CB_W;
+        int n = n0 + (e % CB_W) * CM_BV;
+        if (e < CB_N && k < GK && n < GNP) {
+            int addr = ((g * GK + k) * GNP + n) >> 2;
+#if CM_BV == 8
+            v = uvec4(cm_pack4(w[addr]), cm_pack4(w[addr + 1]));
+#else
+            v = cm_pack4(w[addr]);
+#endif
+        }
+#endif
+        cb[i] = v;
+    }
+}
+
+void cm_store_b(int buf) {
+    int tid = int(gl_LocalInvocationIndex);
+    [[unroll]] for (int i = 0; i < CB_PER; ++i) {
+        int e = tid + i * NT;
+#if B_T
+        if (e < CB_N) cm_put(buf + SB_OFF + (e / CB_W) * SB_LD + (e % CB_W) * 4, cb[i]);
+#else
+        if (e < CB_N) cm_put(buf + SB_OFF + (e / CB_W) * SB_LD + (e % CB_W) * CM_BV, cb[i]);
+#endif
+    }
+}
+#endif  // COOPMAT
+
 // @include epi_chain.glsl
 void finish(int m, int n, int g, float v) {
     if (m < GM && n < GN) {
@@ -317,8 +500,12 @@ void finish(int m, int n, int g, float v) {
 #ifndef CM_EMULATE
 #define CM_EMULATE 0
 #endif
+#ifndef CM_DIRECT
+#define CM_DIRECT 0
+#endif
 #define CM_ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
-#define SM_HALF(i) smem_h[(i) >> 2][(i) & 3]
+#define SM_HALF(i) unpackFloat2x16(smem_q[(i) >> 3][((i) >> 1) & 3])[(i) & 1]
+#define SM_C(i) smem_q[(i) >> 2][(i) & 3]        // the epilogue's fp32 staging (bits), 4 per uvec4
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
@@ -339,25 +526,25 @@ void main() {
 #endif
     int wm = sg / CM_WN, wn = sg % CM_WN;
 
-    init_a(m0, g);
-    load_a(0);
-    load_b(0, n0, g);
+    cm_init_a(m0, g);
+    cm_load_a(0);
+    cm_load_b(0, n0, g);
     int buf = 0;                                 // shared offset (halves) of the stage being multiplied
 #if CM_STAGES == 2
-    store_a(0);
-    store_b(0);
+    cm_store_a(0);
+    cm_store_b(0);
     barrier();
 #endif
-    for (int kb = 0; kb < GK; kb += BKT) {
-        bool more = kb + BKT < GK;
+    for (int kb = 0; kb < GK; kb += BK) {
+        bool more = kb + BK < GK;
 #if CM_STAGES == 1
-        store_a(0);
-        store_b(0);
+        cm_store_a(0);
+        cm_store_b(0);
         barrier();
 #endif
         if (more) {                              // prefetch the next chunk while this one is used
-            load_a(kb + BKT);
-            load_b(kb + BKT, n0, g);
+            cm_load_a(kb + BK);
+            cm_load_b(kb + BK, n0, g);
         }
         [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
 #if CM_EMULATE
@@ -380,14 +567,14 @@ void main() {
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[CM_TM];
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[CM_TN];
             [[unroll]] for (int i = 0; i < CM_TM; ++i)
-                coopMatLoad(fa[i], smem_h, (buf + ((wm * CM_TM + i) * 16) * SA_LD + kk) >> 2, SA_LD / 4,
+                coopMatLoad(fa[i], smem_q, (buf + ((wm * CM_TM + i) * 16) * SA_LD + kk) >> 3, SA_LD / 8,
                             gl_CooperativeMatrixLayoutRowMajor);
             [[unroll]] for (int j = 0; j < CM_TN; ++j)
 #if B_T
-                coopMatLoad(fb[j], smem_h, (buf + SB_OFF + (wn * CM_TN + j) * 16 * SB_LD + kk) >> 2, SB_LD / 4,
+                coopMatLoad(fb[j], smem_q, (buf + SB_OFF + (wn * CM_TN + j) * 16 * SB_LD + kk) >> 3, SB_LD / 8,
                             gl_CooperativeMatrixLayoutColumnMajor);
 #else
-                coopMatLoad(fb[j], smem_h, (buf + SB_OFF + kk * SB_LD + (wn * CM_TN + j) * 16) >> 2, SB_LD / 4,
+                coopMatLoad(fb[j], smem_q, (buf + SB_OFF + kk * SB_LD + (wn * CM_TN + j) * 16) >> 3, SB_LD / 8,
                             gl_CooperativeMatrixLayoutRowMajor);
 #endif
             [[unroll]] for (int i = 0; i < CM_TM; ++i)
@@ -397,24 +584,36 @@ void main() {
 #if CM_STAGES == 2
         if (more) {
             buf = CM_STAGE - buf;
-            store_a(buf);
-            store_b(buf);
+            cm_store_a(buf);
+            cm_store_b(buf);
         }
 #endif
         barrier();
     }
+    // Epilogue, one 16x16 accumulator tile at a time.  CM_DIRECT (no bias, activation, residual, chain
+    // or fake-quant; 16-byte aligned output rows): a tile inside the output goes straight to out_.
+    // Otherwise it is staged through shared memory (the A/B bytes, free after the loop's last barrier)
+    // and `finish` runs the plain path's epilogue on each element.
     [[unroll]] for (int i = 0; i < CM_TM; ++i)
         [[unroll]] for (int j = 0; j < CM_TN; ++j) {
+            int mt = m0 + (wm * CM_TM + i) * 16, nt = n0 + (wn * CM_TN + j) * 16;
 #if CM_EMULATE
-            for (int q = 0; q < 256 / CM_SG; ++q) smem_c[sg * 256 + lane + q * CM_SG] = acc[i][j][q];
+            for (int q = 0; q < 256 / CM_SG; ++q) SM_C(sg * 256 + lane + q * CM_SG) = floatBitsToUint(acc[i][j][q]);
             barrier();
 #else
-            coopMatStore(acc[i][j], smem_c, sg * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
+#if CM_DIRECT
+            if (mt + 16 <= GM && nt + 16 <= GN) {
+                coopmat<out__S, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> o =
+                    coopmat<out__S, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(acc[i][j]);
+                coopMatStore(o, out_, mt * LDC + g * GN + nt, LDC, gl_CooperativeMatrixLayoutRowMajor);
+                continue;
+            }
+#endif
+            coopMatStore(acc[i][j], smem_q, sg * 64, 4, gl_CooperativeMatrixLayoutRowMajor);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
 #endif
-            int mt = m0 + (wm * CM_TM + i) * 16, nt = n0 + (wn * CM_TN + j) * 16;
-            for (int e = lane; e < 256; e += CM_SG) finish(mt + e / 16, nt + e % 16, g, smem_c[sg * 256 + e]);
+            for (int e = lane; e < 256; e += CM_SG) finish(mt + e / 16, nt + e % 16, g, uintBitsToFloat(SM_C(sg * 256 + e)));
 #if CM_EMULATE
             barrier();
 #else

@@ -53,9 +53,10 @@ class CoopPlan:
         return self.WM * self.WN * CM_SG
 
     def smem_bytes(self) -> int:
-        """gemm.comp's COOPMAT layout: A [BM][BK+8], B [BK][BN+8] (or [BN][BK+8] for B_T), halves; C staging."""
+        """gemm.comp's COOPMAT layout: per stage A [BM][BK+8], B [BK][BN+8] (or [BN][BK+8] for B_T), halves;
+        after the K loop the same bytes stage 1 KiB of fp32 accumulator per subgroup."""
         b = max(self.BK * (self.BN + 8), self.BN * (self.BK + 8))
-        return self.ST * (2 * self.BM * (self.BK + 8) + 2 * b) + 4 * self.WM * self.WN * 256
+        return max(self.ST * (2 * self.BM * (self.BK + 8) + 2 * b), 1024 * self.WM * self.WN)
 
 
 # The tile families, each with the throughput it reached on the H100 on a large GEMM (TFLOP/s,
@@ -95,6 +96,29 @@ def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) 
     return best
 
 
+VEC8 = True        # 16-byte loads (two f16vec4) of A and B rows where they are aligned (benchmarks A/B it)
+DIRECT = True      # accumulator tiles straight to the output where no epilogue needs them staged
+
+
+def vector_widths(d: dict) -> tuple[int, int]:
+    """(CM_AV, CM_BV): halves per A / B load of the COOPMAT kernel with plain-kernel defines `d`: 8 where
+    every group of 8 consecutive k (A) / n (B, B_T=0) starts 16-byte aligned and lies inside a row."""
+    if not VEC8:
+        return 4, 4
+    cig = d.get("CIG", d["GK"])
+    a8 = bool(d["VEC_A"]) and d["GK"] % 8 == 0 and d["LDA"] % 8 == 0 and (
+        (not d.get("IM2COL") and d["GROUPS"] == 1) or cig % 8 == 0)
+    b8 = not d["B_T"] and d["GNP"] % 8 == 0
+    return (8 if a8 else 4), (8 if b8 else 4)
+
+
+def direct_store(d: dict) -> bool:
+    """The accumulator needs no epilogue (bias, activation, residual, chain, fake-quant) and the output's
+    rows start 16-byte aligned (LDC and the group offset multiples of 8 elements)."""
+    plain = not any(d.get(n) for n in ("HAS_BIAS", "ACT", "RESIDUAL", "EPI_CHAIN", "FQ", "CM_EMULATE"))
+    return DIRECT and plain and d["LDC"] % 8 == 0 and (d["GROUPS"] == 1 or d["GN"] % 8 == 0)
+
+
 def coopmat_kernel(k, smem_limit: int = WG_SMEM):
     """The COOPMAT=1 kernel for the plain gemm kernel `k` (same bindings, epilogue defines), tiled
     for `smem_limit` bytes of shared memory per workgroup.
@@ -106,13 +130,32 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM):
     p = plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     nwg = tiles_m * tiles_n * d["GROUPS"]
+    av, bv = vector_widths(d)
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
-                   BK=p.BK, CM_STAGES=p.ST, KS=1, TM=1, TN=1, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
+                   BK=p.BK, CM_STAGES=p.ST, CM_AV=av, CM_BV=bv, CM_DIRECT=int(direct_store(d)), KS=1, TM=1, TN=1,
+                   TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
     return dataclasses.replace(k, defines=defines, invocations=nwg * p.threads, local_x=p.threads, variants=[],
                                item_inner=tiles_n * d["GROUPS"])
 
 
 EMULATED_REQUIRES = {"fp16_storage": True}
+
+# --precision fp16 storage wishes of gemm kernels (passes/precision.py assign_storage).  The plain
+# kernel ran slower with float16 tensors than with float32 ones on the H100 (batch 1, 2026-11-24,
+# benchmarks/fp16_plain_ab.py and profile_dump.py: ConvNeXt-T's gemms 1069 -> 1367 us, Swin-T's
+# 1133 -> 1426, ResNet-50's 1070 -> 1205), so a gemm without the coopmat variant asks for float32
+# everywhere; one with it needs x and w in float16 (the variant exists only then).
+PLAIN_FP32 = True
+
+
+def storage_wishes(k) -> tuple[tuple, tuple]:
+    """(binding names of kernel `k` that should stay float32, binding names that must be float16)."""
+    if k.template != "gemm":
+        return (), ()
+    need = tuple(n for v in k.variants for n in v.f16_bindings)
+    if need:
+        return (), need
+    return (tuple(n for n, _ in k.bindings) if PLAIN_FP32 else ()), ()
 
 
 # Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, 2026-11-24, before the
@@ -168,4 +211,11 @@ VARIANTS = {
                      ["out_", "x", "w", "bias", "res"], {"x": "float16", "w": "float16"},
                      lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"],
                                     vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),
+    # 16-byte loads (CM_AV / CM_BV = 8) and the direct accumulator store (aligned sample geometry)
+    "gemm:coopmat8": (dict(_G, GK=32, LDA=16, LDC=16, CIG=8, GNP=8, VEC_A=1, CM_AV=8, HAS_BIAS=0, RESIDUAL=0),
+                      {"IM2COL": [0, 1], "B_T": [0, 1], "CM_BV": [4, 8], "CM_DIRECT": [0, 1], "CM_EMULATE": [0, 1],
+                       "CM_STAGES": [1, 2]},
+                      ["out_", "x", "w"], {"x": "float16", "w": "float16"},
+                      lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"],
+                                     vec4=("x",) if d["B_T"] else ("x", "w"))),
 }

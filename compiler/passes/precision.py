@@ -21,6 +21,9 @@ Pinned to fp32:
   SOFTMAX, comparisons, a fused RELU6 / RELU_N1_TO_1 / TANH / LOGISTIC epilogue): a large value
   stays in fp32 until it is squashed.
 - constants with a value beyond fp16's range.
+Kept fp32 although they could be fp16 (assign_storage, ops/gemm_coopmat.py storage_wishes): tensors
+bound to a kernel that runs slower with float16 storage (the plain gemm, measured on the H100), unless
+another kernel needs them in float16 (the coopmat variant's A and B).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ import numpy as np
 from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.ew_table import BOUNDED_ACTS, FP16_BOUNDED, FP16_UNSAFE
 from gpuc.compiler.ir import GPU, Graph
+from gpuc.compiler.ops.gemm_coopmat import storage_wishes
 from gpuc.compiler.ops.util import act_code
 
 FP16_MAX = 65504.0
@@ -71,11 +75,17 @@ def assign_storage(graph: Graph, kernels: list) -> int:
         return 0
     st = graph.storage
     ok: dict[int, bool] = {}
+    keep32, need16 = set(), set()
     for k in kernels:
         fits = supports_storage16(k.template)
         for _, t in k.bindings:
             r = st(t)
             ok[r] = ok.get(r, True) and fits
+        fp32, fp16 = storage_wishes(k)
+        keep32.update(st(t) for n, t in k.bindings if n in fp32)
+        need16.update(st(t) for n, t in k.bindings if n in fp16)
+    for r in keep32 - need16:          # no kernel reading or writing it gains from float16
+        ok[r] = False
     members: dict[int, list[int]] = {}
     for view in graph.aliases:
         members.setdefault(st(view), []).append(view)

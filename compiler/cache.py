@@ -126,10 +126,15 @@ def options_text(options: dict) -> str:
     return repr(sorted(options.items()))
 
 
+# environment switches that change what the compiler emits (tests and A/B timing)
+KEY_ENV = ("GPUC_FP16_PLAIN_GEMMS", "GPUC_TEST_COOPMAT_EMULATE")
+
+
 def _finish_key(h, model_bytes: int, name: str, options: dict) -> str:
     """Every field after the model goes in with its length first: no two (model, name, options)
     triples share a key by moving bytes from one field into the next."""
-    for field in (name, options_text(options), __version__, sources_digest()):
+    env = ";".join(f"{k}={os.environ.get(k, '')}" for k in KEY_ENV)
+    for field in (name, options_text(options), __version__, sources_digest(), env):
         b = field.encode()
         h.update(len(b).to_bytes(8, "little") + b)
     h.update(model_bytes.to_bytes(8, "little"))

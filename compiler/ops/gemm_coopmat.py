@@ -59,34 +59,56 @@ class CoopPlan:
         return max(self.ST * (2 * self.BM * (self.BK + 8) + 2 * b), 1024 * self.WM * self.WN)
 
 
-# The tile families, each with the throughput it reached on the H100 on a large GEMM (TFLOP/s,
-# benchmarks/gemm_speed.py --sweep, 2026-11-24) and how many workgroups an SM holds at once (by
-# registers: a 4x4 block of accumulators is 128 fp32 registers per invocation).  (WM, WN, TM, TN, BK).
-FAMILIES = [((4, 2, 4, 4, 16), 128, 1),      # 256 x 128, 8 subgroups of 64 x 64
-            ((2, 4, 4, 4, 16), 130, 1),      # 128 x 256
-            ((4, 2, 2, 4, 32), 90, 1),       # 128 x 128
-            ((4, 2, 2, 2, 32), 55, 2),       # 128 x 64, 8 subgroups of 32 x 32
-            ((2, 4, 2, 2, 32), 55, 2),       # 64 x 128
-            ((2, 2, 2, 2, 32), 35, 4),       # 64 x 64, 4 subgroups
-            ((2, 2, 1, 1, 32), 15, 8)]       # 32 x 32
+# The tile families, (WM, WN, TM, TN, BK), each with the throughput it reached on the H100 at a few
+# depths K (TFLOP/s of the tiles' own area, i.e. padding excluded: the measured rate times the padded /
+# real area; benchmarks/coopmat_sweep.py, 2026-11-24: square 4096 and Swin-T's batch-32 FC shapes
+# 100352 x 384 x 96, 100352 x 96 x 384, 25088 x 192 x 768) and how many workgroups an SM holds at once
+# (by registers: a 4x4 block of accumulators is 128 fp32 registers per invocation; 16 subgroups: 1).
+# Small K is where they differ most: the loop is short and the epilogue, the loads' latency and the
+# barrier per K chunk weigh; there 128 x 128 tiles (or 16 subgroups) beat 8 subgroups of 64 x 64.
+# The smaller tiles: Swin's shapes at K <= 384, square 4096 and ResNet-50's batch-32 3x3 convolutions
+# (K = 576: 128 x 64 and 64 x 64 ran 58 TFLOP/s, 128 x 128 36, gemm_speed.py --sweep) above.
+RATE_KS = (96, 384, 768, 4096)
+FAMILIES = [((4, 4, 2, 4, 16), (43, 105, 77, 136), 1),   # 128 x 256, 16 subgroups of 32 x 64
+            ((2, 4, 4, 4, 16), (27, 83, 44, 131), 1),    # 128 x 256, 8 subgroups of 64 x 64
+            ((4, 2, 4, 4, 16), (21, 73, 53, 124), 1),    # 256 x 128, 8 subgroups of 64 x 64
+            ((4, 4, 4, 2, 16), (34, 86, 68, 68), 1),     # 256 x 128, 16 subgroups of 64 x 32
+            ((4, 2, 2, 4, 32), (37, 64, 87, 124), 1),    # 128 x 128, 8 subgroups of 32 x 64
+            ((4, 2, 2, 2, 32), (26, 40, 55, 55), 2),     # 128 x 64, 8 subgroups of 32 x 32
+            ((2, 4, 2, 2, 32), (26, 40, 55, 55), 2),     # 64 x 128
+            ((2, 2, 2, 2, 32), (27, 41, 45, 35), 4),     # 64 x 64, 4 subgroups
+            ((2, 2, 1, 1, 32), (15, 15, 15, 15), 8)]     # 32 x 32
+
+
+def family_rate(rates, K: int) -> float:
+    """The family's rate at depth K: linear in log K between the measured depths, flat outside."""
+    import math
+    if K <= RATE_KS[0]:
+        return rates[0]
+    for (k0, r0), (k1, r1) in zip(zip(RATE_KS, rates), zip(RATE_KS[1:], rates[1:])):
+        if K <= k1:
+            t = math.log(K / k0) / math.log(k1 / k0)
+            return r0 + t * (r1 - r0)
+    return rates[-1]
 
 
 def coop_cost(p: CoopPlan, rate: float, resident: int, M: int, N: int, K: int, G: int) -> float:
-    """Relative time: waves of `resident` tiles per SM, each tile BM x BN x K at the family's rate,
-    times the padding fraction once more (padded tiles also stage and gather for nothing: on the
-    H100 a 64-wide N ran 1.6x faster in 128 x 64 tiles than in half-empty 256 x 128 ones)."""
+    """Relative time: waves of `resident` tiles per SM, each tile BM x BN x K at the family's rate."""
     tiles = -(-M // p.BM) * -(-N // p.BN) * G
     waves = -(-tiles // (GPU_SMS * resident))
-    pad = (-(-M // p.BM) * p.BM * -(-N // p.BN) * p.BN) / (M * N)
-    return waves * resident * p.BM * p.BN * K / rate * pad
+    return waves * resident * p.BM * p.BN * K / rate
 
 
 @lru_cache(maxsize=4096)
 def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) -> CoopPlan:
     """The cheapest family (coop_cost) whose tiles fit `smem_limit`: double-buffered (ST=2) where that
-    fits, else one buffer."""
+    fits, else one buffer.  The portable plan (WG_SMEM) keeps to 256 invocations (8 subgroups); the
+    16-subgroup families are for devices allowing BIG_SMEM (desktop GPUs: 1024 invocations)."""
     best, best_cost = None, float("inf")
-    for (wm, wn, tm, tn, bk), rate, resident in FAMILIES:
+    for (wm, wn, tm, tn, bk), rates, resident in FAMILIES:
+        if smem_limit <= WG_SMEM and wm * wn * CM_SG > 256:
+            continue
+        rate = family_rate(rates, K)
         for p in (CoopPlan(wm, wn, tm, tn, bk, 2), CoopPlan(wm, wn, tm, tn, bk, 1), CoopPlan(wm, wn, tm, tn, 16, 1)):
             if p.smem_bytes() <= smem_limit:
                 c = coop_cost(p, rate * (1.0 if p.ST == 2 else 0.9), resident, M, N, K, G)
@@ -145,7 +167,48 @@ EMULATED_REQUIRES = {"fp16_storage": True}
 # benchmarks/fp16_plain_ab.py and profile_dump.py: ConvNeXt-T's gemms 1069 -> 1367 us, Swin-T's
 # 1133 -> 1426, ResNet-50's 1070 -> 1205), so a gemm without the coopmat variant asks for float32
 # everywhere; one with it needs x and w in float16 (the variant exists only then).
+# GPUC_FP16_PLAIN_GEMMS=1 (or PLAIN_FP32 = False) stores them as float16 all the same (a smaller arena;
+# tests of the float16 storage paths use it).
 PLAIN_FP32 = True
+
+
+def plain_fp32() -> bool:
+    return PLAIN_FP32 and os.environ.get("GPUC_FP16_PLAIN_GEMMS", "") in ("", "0")
+
+
+def gemm_shape(node, graph):
+    """(M, N, K, G, gather) of the `gemm` dispatch that node's lowering makes (ops/conv.py gemm_kernel:
+    CONV_2D, FULLY_CONNECTED, BATCH_MATMUL with a constant 2-D right-hand side), None for any other node
+    or where the shapes do not fit (the lowering's own checks report those)."""
+    try:
+        ins = [graph.t(i) for i in node.inputs if i >= 0]
+        y = graph.t(node.outputs[0])
+        if node.op == "FULLY_CONNECTED":
+            o, k = ins[1].shape
+            return y.size // o, o, k, 1, False
+        if node.op == "CONV_2D":
+            x, f = ins[0], ins[1]
+            n, h, w, ci = x.shape
+            co, kh, kw, cig = f.shape
+            g = ci // cig
+            a = node.attrs
+            pointwise = (kh == kw == 1 and int(a.get("stride_h", 1)) == int(a.get("stride_w", 1)) == 1
+                         and node.epilogue.pad is None and tuple(y.shape[1:3]) == (h, w))
+            vec_a = (kh * kw * cig) % 4 == 0 and ci % 4 == 0 and (g == 1 or cig % 4 == 0) and (pointwise or cig % 4 == 0)
+            return y.shape[0] * y.shape[1] * y.shape[2], co // g, kh * kw * cig, g, not pointwise and not vec_a
+        if node.op == "BATCH_MATMUL" and len(ins) == 2 and ins[1].is_const and not node.attrs.get("adj_x") \
+                and all(d == 1 for d in ins[1].shape[:-2]):
+            n = ins[1].shape[-2] if node.attrs.get("adj_y") else ins[1].shape[-1]
+            return y.size // n, n, ins[0].shape[-1], 1, False
+    except (ValueError, IndexError, ZeroDivisionError, TypeError):
+        return None
+    return None
+
+
+def plain_gemm(node, graph) -> bool:
+    """The node lowers to a gemm that gets no coopmat variant under --precision fp16."""
+    s = gemm_shape(node, graph)
+    return plain_fp32() and s is not None and min(s[:3]) > 0 and not coopmat_variants(*s[:4], gather=s[4])
 
 
 def storage_wishes(k) -> tuple[tuple, tuple]:
@@ -155,7 +218,7 @@ def storage_wishes(k) -> tuple[tuple, tuple]:
     need = tuple(n for v in k.variants for n in v.f16_bindings)
     if need:
         return (), need
-    return (tuple(n for n, _ in k.bindings) if PLAIN_FP32 else ()), ()
+    return (tuple(n for n, _ in k.bindings) if plain_fp32() else ()), ()
 
 
 # Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, 2026-11-24, before the
@@ -194,7 +257,7 @@ def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -
         return []
     out = []
     big = plan_coopmat(M, N, K, G, BIG_SMEM)
-    if big.smem_bytes() > WG_SMEM:
+    if big.smem_bytes() > WG_SMEM or big.threads > 256:
         out.append(KernelVariant("coopmat", dict(REQUIRES, shared_memory=BIG_SMEM),
                                  lambda k: coopmat_kernel(k, BIG_SMEM), f16_bindings=("x", "w")))
     out.append(KernelVariant("coopmat", REQUIRES, coopmat_kernel, f16_bindings=("x", "w")))

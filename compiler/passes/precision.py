@@ -32,7 +32,8 @@ import numpy as np
 from gpuc.compiler.codegen.glsl import supports_storage16
 from gpuc.compiler.ew_table import BOUNDED_ACTS, FP16_BOUNDED, FP16_UNSAFE
 from gpuc.compiler.ir import GPU, Graph
-from gpuc.compiler.ops.gemm_coopmat import storage_wishes
+from gpuc.compiler.ew_table import FUSIBLE
+from gpuc.compiler.ops.gemm_coopmat import plain_gemm, storage_wishes
 from gpuc.compiler.ops.util import act_code
 
 FP16_MAX = 65504.0
@@ -65,7 +66,34 @@ def plan_fp16_storage(graph: Graph) -> None:
             wide.update(st(o) for o in n.outputs)
     pinned = wide | {st(t) for t in graph.inputs + graph.outputs}
     pinned |= {t.id for t in graph.tensors if t.is_variable}
-    graph.fp32_pinned = pinned
+    graph.fp32_pinned = pinned | plain_gemm_values(graph)
+
+
+def plain_gemm_values(graph: Graph) -> set:
+    """Activations of gemms that get no coopmat variant (ops/gemm_coopmat.py plain_gemm), which run
+    slower on float16 tensors (measured on the H100): their A, runtime B, residual and result, and
+    every value elementwise ops make from that result (what fuse_gemm_epilogue may fold into the
+    gemm: planned here, before fusion, so a folded chain rounds nothing to float16 that the unfused
+    program would keep in float32).  Storage roots."""
+    st = graph.storage
+    readers: dict[int, list] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            if i >= 0:
+                readers.setdefault(st(i), []).append(n)
+    out, todo = set(), []
+    for n in graph.nodes:
+        if plain_gemm(n, graph):
+            acts = [i for i in list(n.inputs[:2]) + n.epilogue.reads() if i >= 0 and not graph.t(i).is_const]
+            out.update(st(i) for i in acts)
+            todo += [st(o) for o in n.outputs]
+    while todo:
+        r = todo.pop()
+        if r in out:
+            continue
+        out.add(r)
+        todo += [st(o) for c in readers.get(r, []) if c.op in FUSIBLE for o in c.outputs]
+    return out
 
 
 def assign_storage(graph: Graph, kernels: list) -> int:

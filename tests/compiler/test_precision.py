@@ -18,6 +18,13 @@ from helpers.litert import run_litert  # noqa: E402
 from helpers.precision import assert_close16, dtype_of, run16  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _fp16_plain_gemms(monkeypatch):
+    """These tests exercise float16 storage around small gemms, which --precision fp16 otherwise keeps
+    float32 (ops/gemm_coopmat.py storage_wishes): store those as float16 too."""
+    monkeypatch.setenv("GPUC_FP16_PLAIN_GEMMS", "1")
+
+
 def cnn_model():
     """conv -> depthwise -> avg pool + max pool -> add -> fully connected -> softmax."""
     rng = np.random.default_rng(1)

@@ -111,10 +111,11 @@ def test_fully_connected_large_tiles(gpu, monkeypatch, plan, rows, k, o, const_w
 
 
 def test_coopmat_plans_by_shape():
-    """Big GEMMs get 8-subgroup tiles of 64 x 64 each, double-buffered in 48 KiB; a 64-wide N gets
-    128 x 64 tiles; every plan fits its shared-memory limit."""
+    """Big GEMMs get 128 x 256 tiles of 16 subgroups (32 x 64 each), double-buffered in 48 KiB (the
+    portable plan: at most 8 subgroups); a 64-wide N gets 128 x 64 tiles; every plan fits its limit."""
     p = cm_mod.plan_coopmat(4096, 4096, 4096, 1, cm_mod.BIG_SMEM)
-    assert p.threads == 256 and p.TM * p.TN == 16 and p.ST == 2 and p.smem_bytes() <= cm_mod.BIG_SMEM
+    assert (p.BM, p.BN) == (128, 256) and p.threads == 512 and p.ST == 2 and p.smem_bytes() <= cm_mod.BIG_SMEM
+    assert cm_mod.plan_coopmat(4096, 4096, 4096).threads <= 256
     assert cm_mod.plan_coopmat(100352, 64, 576, 1, cm_mod.BIG_SMEM).BN == 64
     for M, N, K in [(1, 1, 1), (49, 2048, 512), (12544, 32, 27), (4096, 4096, 4096)]:
         assert cm_mod.plan_coopmat(M, N, K).smem_bytes() <= cm_mod.WG_SMEM

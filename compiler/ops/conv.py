@@ -102,13 +102,16 @@ class GemmPlan:
     TM: int
     TN: int
     KS: int
+    V4: bool = False          # gemm.comp SV4: vec4 shared reads, two stages (KS = 1, TM and TN multiples of 4)
 
     @property
     def threads(self) -> int:
         return (self.BM // self.TM) * (self.BN // self.TN) * self.KS
 
     def smem_floats(self) -> int:
-        """Shared floats of gemm.comp's layout (SMEM_SIZE there)."""
+        """Shared floats of gemm.comp's layout (SMEM_SIZE there; SV4: smem4)."""
+        if self.V4:
+            return 2 * self.BK * (self.BM + 4 + self.BN)
         bmt, bnt = self.BM // self.TM, self.BN // self.TN
         sa = self.BK * (self.BM + 1)
         sb = self.BK * self.BN
@@ -127,7 +130,8 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     la = -(-bkt * p.BM // va // T)
     lb = -(-bkt * p.BN // vb // T)
     load_instr = la * (6 + va + (10 if im2col else 0)) + lb * (4 + vb)
-    iter_instr = load_instr + p.BK * (p.TM * p.TN + p.TM + p.TN) + 6
+    shared_reads = (p.TM + p.TN) // 4 if p.V4 else p.TM + p.TN
+    iter_instr = load_instr + p.BK * (p.TM * p.TN + shared_reads) + 6
     # registers per invocation: the live values counted here; in-workgroup split-K plans (KS > 1) take
     # REG_FACTOR times that (measured on the H100, benchmarks/gemm_plan_sweep.py)
     regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
@@ -177,10 +181,12 @@ def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bo
                         for KS in (1, 2, 4, 8, 16, 32):
                             if base * KS > MAX_THREADS or (KS > 1 and (KS - 1) * BK >= K):
                                 break
-                            p = GemmPlan(BM, BN, BK, TM, TN, KS)
-                            c = gemm_cost(p, M, N, K, G, vec_a, vec_b, im2col)
-                            if c < best_cost * 0.999:     # near-ties keep the earlier (smaller) tile
-                                best, best_cost = p, c
+                            v4s = (False, True) if KS == 1 and TM % 4 == 0 and TN % 4 == 0 else (False,)
+                            for v4 in v4s:
+                                p = GemmPlan(BM, BN, BK, TM, TN, KS, v4)
+                                c = gemm_cost(p, M, N, K, G, vec_a, vec_b, im2col)
+                                if c < best_cost * 0.999:     # near-ties keep the earlier (smaller) tile
+                                    best, best_cost = p, c
     return best
 
 
@@ -222,7 +228,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
     nwg = tiles_m * tiles_n * G
     defines = dict(GM=M, GN=GN, GK=GK, GROUPS=G, LDA=lda, LDC=ldc, GNP=gnp, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
-                   TN=p.TN, KS=p.KS, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
+                   TN=p.TN, KS=p.KS, SV4=int(p.V4), TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
                    B_T=int(b_t), IM2COL=int(im2col), HAS_BIAS=int(bias is not None),
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if im2col:

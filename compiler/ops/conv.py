@@ -162,9 +162,36 @@ def _pow2_upto(limit: int, start: int = 1):
         v *= 2
 
 
+# SV4 plans (vec4 shared reads, two stages, BK = 8: BK = 16 measured 1.2-1.6x slower) for GEMMs with
+# enough tiles to fill the GPU, and the time model that picks among them: per wave of one tile per SM,
+# A + B * (K rounded up to 8) microseconds.  Fitted on the H100 (2026-11-24, benchmarks/gemm_plan_sweep.py
+# --v4, results/nvidia-h100-2026-11-24-gemm_plan_sweep-sv4.json: 7 shapes, M 1568..100352, N 96..4096,
+# K 96..4096); its pick was within 5% of the best measured SV4 plan on each, and 1.1-2.7x faster than the
+# SIMT plans the older model picked.  Smaller GEMMs (fewer than SV4_MIN_TILES 64 x 64 tiles) keep the
+# model below, whose split-K plans fill the GPU at small M.
+SV4_PLANS = ((GemmPlan(64, 128, 8, 8, 8, 1, True), 4.960, 0.05563),
+             (GemmPlan(128, 64, 8, 8, 8, 1, True), 4.782, 0.05710),
+             (GemmPlan(64, 64, 8, 8, 4, 1, True), 1.489, 0.03144),
+             (GemmPlan(64, 64, 8, 4, 8, 1, True), 1.889, 0.03100),
+             (GemmPlan(128, 32, 8, 8, 4, 1, True), 1.449, 0.03715),
+             (GemmPlan(32, 128, 8, 8, 4, 1, True), 1.949, 0.03419))
+SV4_MIN_TILES = 2 * GPU_SMS
+
+
+def plan_gemm_sv4(M: int, N: int, K: int, G: int = 1) -> GemmPlan | None:
+    """The SV4 plan of least modelled time, or None for a GEMM too small for them."""
+    if -(-M // 64) * -(-N // 64) * G < SV4_MIN_TILES:
+        return None
+    k8 = -(-K // 8) * 8
+    return min(SV4_PLANS, key=lambda e: -(-M // e[0].BM) * -(-N // e[0].BN) * G * (e[1] + e[2] * k8))[0]
+
+
 @lru_cache(maxsize=4096)
 def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bool = True,
               im2col: bool = False) -> GemmPlan:
+    big = plan_gemm_sv4(M, N, K, G)
+    if big is not None:
+        return big
     best, best_cost = None, float("inf")
     for BN in _pow2_upto(min(max(N, 4), 128), 4):
         for TN in (1, 2, 4, 8):
@@ -181,12 +208,10 @@ def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bo
                         for KS in (1, 2, 4, 8, 16, 32):
                             if base * KS > MAX_THREADS or (KS > 1 and (KS - 1) * BK >= K):
                                 break
-                            v4s = (False, True) if KS == 1 and TM % 4 == 0 and TN % 4 == 0 else (False,)
-                            for v4 in v4s:
-                                p = GemmPlan(BM, BN, BK, TM, TN, KS, v4)
-                                c = gemm_cost(p, M, N, K, G, vec_a, vec_b, im2col)
-                                if c < best_cost * 0.999:     # near-ties keep the earlier (smaller) tile
-                                    best, best_cost = p, c
+                            p = GemmPlan(BM, BN, BK, TM, TN, KS)
+                            c = gemm_cost(p, M, N, K, G, vec_a, vec_b, im2col)
+                            if c < best_cost * 0.999:     # near-ties keep the earlier (smaller) tile
+                                best, best_cost = p, c
     return best
 
 

@@ -24,14 +24,15 @@
 //          HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (epi_chain.glsl); IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
 //
 // COOPMAT=1 (the `coopmat` variant of --precision fp16, used where the device has
-// VK_KHR_cooperative_matrix 16x16x16 fp16*fp16+fp32 at subgroup scope and subgroup size CM_SG): the
-// same tiling of the loads (prefetched, bounds-checked), but A and B move as raw f16vec4 and are
-// staged in shared memory as float16 (A as [BM][BK], B as [BK][BN] or, for runtime weights, [BN][BK],
-// rows padded by 8 halves; CM_STAGES = 2: double-buffered, one barrier per K chunk) and multiplied
-// with cooperative matrices into fp32 accumulators.  CM_WM x CM_WN subgroups of CM_SG invocations; each owns CM_TM x CM_TN
-// 16x16 accumulator tiles (BM = CM_WM*CM_TM*16, BN = CM_WN*CM_TN*16, KS = 1).  The epilogue stores
-// one accumulator tile at a time to the subgroup's shared staging area and runs `finish` on it, so
-// bias, activations, residual and fake-quant are exactly the plain path's.
+// VK_KHR_cooperative_matrix 16x16x16 fp16*fp16+fp32 at subgroup scope and subgroup size CM_SG): its own
+// prefetched, bounds-checked loads (cm_*) move A and B as raw halves, 16 bytes at a time where rows
+// allow (CM_AV / CM_BV = 8), into one uvec4 shared array (A as [BM][BK], B as [BK][BN] or, for runtime
+// weights, [BN][BK], rows padded by 8 halves; CM_STAGES = 2: double-buffered, one barrier per K chunk),
+// multiplied with cooperative matrices into fp32 accumulators.  CM_WM x CM_WN subgroups of CM_SG
+// invocations; each owns CM_TM x CM_TN 16x16 accumulator tiles (BM = CM_WM*CM_TM*16, BN = CM_WN*CM_TN*16,
+// KS = 1).  Epilogue: CM_DIRECT (no epilogue to run) stores a tile inside the output straight to it;
+// otherwise one tile at a time goes to the subgroup's staging area (the A/B bytes, free after the K
+// loop) and `finish` runs on it, so bias, activations, residual, chain and fake-quant are the plain path's.
 // CM_EMULATE=1 (tests only, GPUC_TEST_COOPMAT_EMULATE): the same tiling, staging and epilogue with
 // the cooperative-matrix operations done per invocation (CM_SG invocations stand for a subgroup, each
 // owning 256 / CM_SG elements of a tile), so devices without the extension can check everything else.
@@ -113,12 +114,9 @@ shared float smem[SMEM_SIZE];
 #endif
 
 #if !COOPMAT
-// Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied).
-// COOPMAT: A and B move as raw f16vec4 groups of 4 consecutive k (A, B_T=1) or n (B_T=0).
-#if COOPMAT
-#define A_W (BKT / 4)
-#define AVEC f16vec4
-#elif VEC_A
+// Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied);
+// the COOPMAT path has its own (cm_* below).
+#if VEC_A
 #define A_W (BKT / 4)
 #define AVEC vec4
 #else
@@ -128,14 +126,7 @@ shared float smem[SMEM_SIZE];
 #define A_N (A_W * BM)
 #define A_PER ((A_N + NT - 1) / NT)
 
-#if COOPMAT && B_T
-#define B_N (BKT / 4 * BN)
-#define BVEC f16vec4
-#elif COOPMAT
-#define B_W (BN / 4)
-#define B_N (B_W * BKT)
-#define BVEC f16vec4
-#elif B_T
+#if B_T
 #define B_N (BKT * BN)
 #define BVEC float
 #else
@@ -174,37 +165,16 @@ void init_a(int m0, int g) {
     }
 }
 
-#if COOPMAT && !VEC_A
-// One element A[row i][k] (zero outside the matrix / the padded image), raw float16.
-float16_t a_elem(int i, int k) {
-    if (k >= GK) return float16_t(0.0);
-#if IM2COL
-    int ci = k % CIG;
-    int t = k / CIG;
-    int iy = a_iy[i] + (t / KW) * DH;
-    int ix = a_ix[i] + (t % KW) * DW;
-    if (iy < 0 || iy >= H || ix < 0 || ix >= W) return float16_t(0.0);
-    return x[a_base[i] + (iy * W + ix) * LDA + ci];
-#else
-    return x[a_base[i] + k];
-#endif
-}
-#endif
-
 void load_a(int kb) {
     int tid = int(gl_LocalInvocationIndex);
     [[unroll]] for (int i = 0; i < A_PER; ++i) {
         int e = tid + i * NT;
-#if VEC_A || COOPMAT
+#if VEC_A
         int k = kb + (e % A_W) * 4;
 #else
         int k = kb + e % A_W;
 #endif
         AVEC v = AVEC(0.0);
-#if COOPMAT && !VEC_A
-        if (a_base[i] >= 0)
-            v = f16vec4(a_elem(i, k), a_elem(i, k + 1), a_elem(i, k + 2), a_elem(i, k + 3));
-#else
         if (a_base[i] >= 0 && k < GK) {
 #if IM2COL
             int ci = k % CIG;
@@ -213,23 +183,18 @@ void load_a(int kb) {
             int ix = a_ix[i] + (t % KW) * DW;
             if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
                 int addr = a_base[i] + (iy * W + ix) * LDA + ci;
-#if COOPMAT
-                v = x[addr >> 2];
-#elif VEC_A
+#if VEC_A
                 v = LD(x, addr >> 2);
 #else
                 v = LD(x, addr);
 #endif
             }
-#elif COOPMAT
-            v = x[(a_base[i] + k) >> 2];
 #elif VEC_A
             v = LD(x, (a_base[i] + k) >> 2);
 #else
             v = LD(x, a_base[i] + k);
 #endif
         }
-#endif
         ra[i] = v;
     }
 }
@@ -240,9 +205,7 @@ void store_a(int buf) {
         int e = tid + i * NT;
         if (e < A_N) {
             int row = e / A_W;
-#if COOPMAT
-            smem_h[(buf + row * SA_LD + (e % A_W) * 4) >> 2] = ra[i];
-#elif SV4 && VEC_A
+#if SV4 && VEC_A
             int kr = (e % A_W) * 4;
             SV4_A(buf, kr, row) = ra[i].x;
             SV4_A(buf, kr + 1, row) = ra[i].y;
@@ -263,22 +226,11 @@ void store_a(int buf) {
     }
 }
 
-#if COOPMAT && B_T
-float16_t b_elem(int n, int k, int g) {
-    return k < GK ? w[(g * GN + n) * GK + k] : float16_t(0.0);
-}
-#endif
-
 void load_b(int kb, int n0, int g) {
     int tid = int(gl_LocalInvocationIndex);
     [[unroll]] for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
-#if COOPMAT && B_T
-        int k = kb + (e % (BKT / 4)) * 4;
-        int n = n0 + e / (BKT / 4);
-        f16vec4 v = f16vec4(0.0);
-        if (e < B_N && n < GN) v = f16vec4(b_elem(n, k, g), b_elem(n, k + 1, g), b_elem(n, k + 2, g), b_elem(n, k + 3, g));
-#elif B_T
+#if B_T
         int k = kb + e % BKT;
         int n = n0 + e / BKT;
         float v = 0.0;
@@ -287,11 +239,7 @@ void load_b(int kb, int n0, int g) {
         int k = kb + e / B_W;
         int n = n0 + (e % B_W) * 4;
         BVEC v = BVEC(0.0);
-#if COOPMAT
-        if (e < B_N && k < GK && n < GNP) v = w[((g * GK + k) * GNP + n) >> 2];
-#else
         if (e < B_N && k < GK && n < GNP) v = LD(w, ((g * GK + k) * GNP + n) >> 2);
-#endif
 #endif
         rb[i] = v;
     }
@@ -302,11 +250,7 @@ void store_b(int buf) {
     [[unroll]] for (int i = 0; i < B_PER; ++i) {
         int e = tid + i * NT;
         if (e < B_N) {
-#if COOPMAT && B_T
-            smem_h[(buf + SB_OFF + (e / (BKT / 4)) * SB_LD + (e % (BKT / 4)) * 4) >> 2] = rb[i];
-#elif COOPMAT
-            smem_h[(buf + SB_OFF + (e / B_W) * SB_LD + (e % B_W) * 4) >> 2] = rb[i];
-#elif SV4 && B_T
+#if SV4 && B_T
             { int n = e / BKT; SV4_B4(buf, e % BKT, n >> 2)[n & 3] = rb[i]; }
 #elif SV4
             SV4_B4(buf, e / B_W, e % B_W) = rb[i];

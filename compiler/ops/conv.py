@@ -231,10 +231,12 @@ def _float_const(graph, tid) -> bool:
 
 
 def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc: int, w_id: int,
-                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None) -> Kernel:
+                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None, dw: dict | None = None) -> Kernel:
     """One `gemm` dispatch.  `w_kn`: the weights as [G, GK, GN] when constant (re-laid out here into
     [G, GK, GNP] zero-padded to GNP % 4 == 0 for vec4 loads), else None and the runtime weight tensor
-    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda])."""
+    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda]).
+    `dw`: A is a depthwise conv of x computed on load (ops/dw_pointwise.py: its window geometry `geo`,
+    filter `w` [KH, KW, C], bias `b` or None, activation code `act`)."""
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     b_t = w_kn is None
     gnp = -(-GN // 4) * 4
@@ -248,6 +250,10 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     im2col = conv is not None and not conv.pop("_pointwise", False)
     cig = conv["CIG"] if conv else GK
     vec_a = GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0) and (not im2col or cig % 4 == 0)
+    if dw is not None:
+        binds.append(("dw_w", dw["w"]))
+        if dw["b"] is not None:
+            binds.append(("dw_b", dw["b"]))
     p = plan_gemm(M, GN, GK, G, vec_a, not b_t, im2col)
     assert p is not None, (M, GN, GK, G)
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
@@ -258,13 +264,17 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
-    vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
+    if dw is not None:
+        defines.update(DWA=1, DW_ACT=dw["act"], HAS_DW_BIAS=int(dw["b"] is not None), CIG=GK,
+                       **{k: dw["geo"][k] for k in ("H", "W", "OH", "OW", "KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL")})
+    vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t), ("dw_w", vec_a and dw is not None),
+                                 ("dw_b", vec_a and dw is not None and dw["b"] is not None)) if on)
     # the flat workgroup index is (row tile, group, column tile): item-major in units of a row of tiles
     # (rows m = item-major pixels or FC rows)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
                item_inner=tiles_n * G)
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
-    if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
+    if graph.precision == "fp16" and dw is None:       # + the cooperative-matrix path (gemm_coopmat.py)
         k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)
     return k
 

@@ -1,10 +1,14 @@
 """CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D."""
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from gpuc.compiler.symbolic import hint, is_sym
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
@@ -216,8 +220,11 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
         binds.append(("bias", bias))
     im2col = conv is not None and not conv.pop("_pointwise", False)
     cig = conv["CIG"] if conv else GK
-    vec_a = GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0) and (not im2col or cig % 4 == 0)
-    p = plan_gemm(M, GN, GK, G, vec_a, not b_t, im2col)
+    vec_a = (not is_sym(GK) and not is_sym(lda) and GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0)
+             and (not im2col or cig % 4 == 0))
+    p = plan_gemm(hint(M), hint(GN), hint(GK), G, vec_a, not b_t, im2col)     # (a dynamic size: its bound)
+    if is_sym(GK) and p.KS > 1:         # (no split-K over a dynamic K: slices planned for the bound)
+        p = dataclasses.replace(p, KS=1)
     assert p is not None, (M, GN, GK, G)
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
     nwg = tiles_m * tiles_n * G

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from gpuc.compiler.symbolic import dim
+
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.elements import DTYPES, adapt
@@ -40,8 +42,9 @@ def int_values(v, what: str) -> list[int]:
 
 def expect_shape(graph, tid: int, shape) -> None:
     t = graph.t(tid)
-    if list(t.shape) != [int(d) for d in shape]:
-        raise ValueError(f"output {t.name!r} has shape {list(t.shape)}, the op computes {[int(d) for d in shape]}")
+    shape = [dim(d) for d in shape]
+    if list(t.shape) != shape:
+        raise ValueError(f"output {t.name!r} has shape {list(t.shape)}, the op computes {shape}")
 
 
 def same_dtype(graph, node, ins=(0,)) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 import dataclasses
 
+from gpuc.compiler.symbolic import hinted
 from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
@@ -61,9 +62,11 @@ def lower_reduce(node, graph):
                    NR=len(axes), R_SHAPE=[x.shape[i] for i in axes] or [1], R_STRIDES=[st[i] for i in axes] or [0],
                    RCOUNT=size([x.shape[i] for i in axes]))
     binds = [("out_", y.id), ("x", x.id)]
-    if defines["RCOUNT"] < WG_MIN:
+    with hinted():                      # (speed only: a dynamic count decides at its bound)
+        short = defines["RCOUNT"] < WG_MIN
+        local = 256 if defines["RCOUNT"] >= 4096 else 128 if defines["RCOUNT"] >= 1024 else 64
+    if short:
         return [Kernel("reduce", binds, y.size, dict(defines, WG_PER_OUT=0), node.label())]
-    local = 256 if defines["RCOUNT"] >= 4096 else 128 if defines["RCOUNT"] >= 1024 else 64
     k = Kernel("reduce", binds, y.size * local, dict(defines, WG_PER_OUT=1), node.label(), local_x=local)
     k.variants.append(SUBGROUP_VARIANT)
     return [k]

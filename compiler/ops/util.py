@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler.symbolic import is_sym, prod
+
 from gpuc.compiler.ew_table import ACT, ACT_FINITE, ACT_NONE
 from gpuc.compiler.ir import Graph, Node
 
@@ -16,7 +18,7 @@ def strides(shape) -> list[int]:
     out, s = [], 1
     for d in reversed(shape):
         out.append(s)
-        s *= int(d)
+        s *= d if is_sym(d) else int(d)
     return out[::-1]
 
 
@@ -122,4 +124,6 @@ def checked(fn):
 
 
 def size(shape) -> int:
+    if any(is_sym(d) for d in shape):
+        return prod(shape)                 # (a dynamic dim: compiler/symbolic.py)
     return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1

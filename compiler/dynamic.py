@@ -1,0 +1,248 @@
+"""Bounded dynamic dims off the batch axis (`--dynamic NAME:AXIS<=MAX`, issue 16 build 2).
+
+`setup` gives each dynamic (input, axis) a dim variable of compiler/symbolic.py with its bound as the
+hint, checks the graph at other concrete sizes (shapes._blocker: a RESHAPE with a constant target is named
+there), and recomputes every shape of the main graph
+symbolically (`propagate_symbolic`): shapes that depend on a dynamic size hold Sym expressions.  An op
+reached by a dynamic shape that has no symbolic rule here, or whose rule cannot hold for every size
+(a broadcast of the dynamic dim against a fixed one, a SQUEEZE that could drop it, ...), is refused
+with a message naming the op and the dynamic tensor.  The passes and lowerings then compute with the
+expressions (compiler/prepare.py), and the bundle carries them for the runtime (runtime/dynamic.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler import symbolic as S
+from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.shapes import UNARY_SHAPE, _blocker, parse_dynamic
+from gpuc.errors import GpucError, UnsupportedError
+
+MAX_DIMS = 16          # push-constant words (64 bytes)
+
+
+def split(graph: Graph, specs) -> tuple[list, list]:
+    """(batch-axis specs, other-axis specs) of a --dynamic list."""
+    by_name = {graph.t(i).name: i for i in graph.inputs}
+    batch, other = [], []
+    for text in specs or ():
+        name, axis, mx = parse_dynamic(text)
+        if name in by_name:
+            rank = len(graph.t(by_name[name]).shape)
+            if -rank <= axis < rank and axis % rank != 0:
+                other.append(text)
+                continue
+        batch.append(text)
+    return batch, other
+
+
+def setup(graph: Graph, specs) -> tuple[list, list, list]:
+    """Make the graph's shapes symbolic for the dynamic dims `specs` (none on the batch axis).
+    Returns (names, hints, [(input tensor, axis)]) for the dim variables d0, d1, ... in order."""
+    by_name = {graph.t(i).name: i for i in graph.inputs}
+    dims = []
+    for text in specs:
+        name, axis, mx = parse_dynamic(text)
+        if name not in by_name:
+            raise GpucError(f"--dynamic names {name!r}, not an input of the model (inputs: "
+                            f"{', '.join(map(repr, by_name))})")
+        tid = by_name[name]
+        rank = len(graph.t(tid).shape)
+        dims.append((tid, axis % rank, mx, f"{name}:{axis % rank}"))
+    if len(dims) > MAX_DIMS:
+        raise UnsupportedError(f"--dynamic: at most {MAX_DIMS} dynamic dims")
+    for tid, axis, mx, label in dims:
+        blocker = _blocker(graph, tid, axis, mx)     # (an op whose constant operand fixes the size)
+        if blocker:
+            raise UnsupportedError(f"--dynamic {label}<={mx}: the size of axis {axis} of {graph.t(tid).name!r} "
+                                   f"cannot change: {blocker}")
+    return [d[3] for d in dims], [d[2] for d in dims], [(d[0], d[1]) for d in dims]
+
+
+def propagate_symbolic(graph: Graph, dims) -> None:
+    """Input (tensor, axis) k gets dim variable k; every shape downstream is recomputed symbolically."""
+    for k, (tid, axis) in enumerate(dims):
+        shape = list(graph.t(tid).shape)
+        shape[axis] = S.var(k)
+        graph.t(tid).shape = tuple(shape)
+    dynamic = {tid for tid, _ in dims}
+    for node in graph.nodes:
+        ins = [i for i in node.inputs if i >= 0]
+        if not any(i in dynamic for i in ins):
+            continue
+        with S.site(node.label()):
+            outs = _rule(node, graph)
+        for o, shape in zip(node.outputs, outs):
+            if o < 0:
+                continue
+            t = graph.t(o)
+            shape = tuple(shape)
+            if len(shape) != len(t.shape):
+                raise UnsupportedError(f"--dynamic: {node.label()}: its output {t.name!r} comes out "
+                                       f"{list(shape)}, the model says {list(t.shape)}")
+            t.shape = shape
+            if any(S.is_sym(d) for d in shape):
+                dynamic.add(o)
+
+
+def dynamic_tensor(node: Node, graph: Graph) -> str:
+    for i in node.inputs:
+        if i >= 0 and any(S.is_sym(d) for d in graph.t(i).shape):
+            return f"{graph.t(i).name!r} {list(graph.t(i).shape)}"
+    return "?"
+
+
+def _refuse(node, graph, why):
+    raise UnsupportedError(f"--dynamic: {node.label()} cannot take the dynamic dim of its input "
+                           f"{dynamic_tensor(node, graph)}: {why}")
+
+
+def _const_ints(graph, tid, node, what):
+    t = graph.t(tid)
+    if not t.is_const:
+        _refuse(node, graph, f"its {what} is not a constant")
+    return [int(v) for v in np.asarray(t.data).reshape(-1)]
+
+
+def _is_dyn(d) -> bool:
+    return S.is_sym(d)
+
+
+def _broadcast(node, graph, shapes):
+    rank = max(len(s) for s in shapes)
+    out = []
+    for k in range(rank):
+        ds = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
+        dyn = [d for d in ds if _is_dyn(d)]
+        fixed = [d for d in ds if not _is_dyn(d) and d != 1]
+        if dyn:
+            if fixed:
+                _refuse(node, graph, f"it broadcasts the dynamic size against a fixed size {fixed[0]}")
+            first = dyn[0]
+            if any(not isinstance(first - d, int) or first - d != 0 for d in dyn[1:]):
+                _refuse(node, graph, f"two different dynamic sizes {dyn[0]} and {dyn[1]} meet in one dimension")
+            out.append(first)
+        else:
+            out.append(max(ds))
+    return out
+
+
+ELEMENTWISE = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "POW", "FLOOR_DIV",
+               "FLOOR_MOD", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL", "LOGICAL_AND",
+               "LOGICAL_OR", "SELECT", "SELECT_V2", "PRELU"}
+SAME_SHAPE = set(UNARY_SHAPE) - {"PRELU"} | {"NEG", "ABS", "LOGICAL_NOT", "CAST", "IDENTITY", "ZEROS_LIKE",
+                                              "ONES_LIKE", "LOG_SOFTMAX", "SOFTMAX", "HARD_SWISH", "SIGN"}
+REDUCE = {"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"}
+
+
+def _spatial(node, graph, size, k, stride, dil):
+    pad = int(node.attrs.get("padding", 0) or 0)          # 0 SAME, 1 VALID
+    if pad == 0:
+        return S.ceil_div(size, stride)
+    eff = (k - 1) * dil + 1
+    if _is_dyn(size) and size < eff:                       # (a guard: LiteRT refuses such sizes too)
+        _refuse(node, graph, f"VALID padding needs at least {eff} elements")
+    return (size - eff) // stride + 1
+
+
+def _rule(node: Node, graph: Graph) -> list:
+    op, a = node.op, node.attrs
+    shapes = [list(graph.t(i).shape) if i >= 0 else None for i in node.inputs]
+    x = shapes[0]
+    if op in SAME_SHAPE:
+        return [x]
+    if op in ELEMENTWISE:
+        return [_broadcast(node, graph, [s for s in shapes if s is not None])]
+    if op in ("GATHER", "EMBEDDING_LOOKUP"):
+        if op == "EMBEDDING_LOOKUP":               # (ids, params)
+            ids, params = shapes[0], shapes[1]
+            if any(_is_dyn(d) for d in params):
+                _refuse(node, graph, "a dynamic embedding table")
+            return [list(ids) + list(params[1:])]
+        if int(a.get("batch_dims", 0) or 0):
+            _refuse(node, graph, "batch_dims")
+        ax = int(a.get("axis", 0) or 0)
+        ax = ax + len(x) if ax < 0 else ax
+        return [x[:ax] + list(shapes[1]) + x[ax + 1:]]
+    if op == "EXPAND_DIMS":
+        ax = _const_ints(graph, node.inputs[1], node, "axis")[0]
+        ax = ax + len(x) + 1 if ax < 0 else ax
+        return [x[:ax] + [1] + x[ax:]]
+    if op == "SQUEEZE":
+        dims = [d + len(x) if d < 0 else d for d in (a.get("squeeze_dims") or [])]
+        if not dims:
+            _refuse(node, graph, "a SQUEEZE without squeeze_dims would drop the dynamic dim at size 1")
+        if any(_is_dyn(x[d]) for d in dims):
+            _refuse(node, graph, "it squeezes the dynamic dim")
+        return [[n for d, n in enumerate(x) if d not in dims]]
+    if op == "RESHAPE":
+        if len(node.inputs) > 1 and node.inputs[1] >= 0 and graph.t(node.inputs[1]).shape != (0,):
+            target = _const_ints(graph, node.inputs[1], node, "target shape")
+        else:
+            target = [int(d) for d in a.get("new_shape") or []]
+        numel = S.prod(x)
+        if -1 not in target:
+            _refuse(node, graph, f"its target {target} is a constant that fixes the size")
+        rest = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+        if rest == 0:
+            _refuse(node, graph, f"target {target}")
+        if numel % rest != 0:          # (a guard: the -1 must divide out at every size)
+            _refuse(node, graph, f"{numel} elements do not divide into {target}")
+        return [[numel // rest if d == -1 else d for d in target]]
+    if op in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "AVERAGE_POOL_2D", "L2_POOL_2D"):
+        if len(x) != 4:
+            _refuse(node, graph, "a rank other than 4")
+        if op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            w = shapes[1]
+            kh, kw = w[1], w[2]
+            co = w[0] if op == "CONV_2D" else w[3]
+            if _is_dyn(x[3]):
+                _refuse(node, graph, "a dynamic channel count")
+            dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
+        else:
+            kh, kw = int(a.get("filter_height", 1)), int(a.get("filter_width", 1))
+            co, dh, dw = x[3], 1, 1
+        sh, sw = int(a.get("stride_h", 1) or 1), int(a.get("stride_w", 1) or 1)
+        return [[x[0], _spatial(node, graph, x[1], kh, sh, dh), _spatial(node, graph, x[2], kw, sw, dw), co]]
+    if op == "FULLY_CONNECTED":
+        w = shapes[1]
+        if _is_dyn(x[-1]):
+            _refuse(node, graph, "a dynamic input depth (the weights fix it)")
+        if a.get("keep_num_dims"):
+            return [x[:-1] + [w[0]]]
+        return [[S.prod(x[:-1]), w[0]]]
+    if op == "BATCH_MATMUL":
+        y = shapes[1]
+        ax, ay = bool(a.get("adj_x")), bool(a.get("adj_y"))
+        m = x[-1] if ax else x[-2]
+        n = y[-2] if ay else y[-1]
+        batch = _broadcast(node, graph, [x[:-2], y[:-2]]) if len(x) > 2 or len(y) > 2 else []
+        return [batch + [m, n]]
+    if op in REDUCE:
+        axes = {d + len(x) if d < 0 else d for d in _const_ints(graph, node.inputs[1], node, "axes")}
+        keep = bool(a.get("keep_dims", False))
+        return [[1 if d in axes else n for d, n in enumerate(x) if keep or d not in axes]]
+    if op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+        o = graph.t(node.outputs[0]).shape[-1]
+        if _is_dyn(x[2]) or (not a.get("time_major") and _is_dyn(x[0])) or (a.get("time_major") and _is_dyn(x[1])):
+            _refuse(node, graph, "only its time axis may be dynamic")
+        return [x[:2] + [o]]
+    if op == "TRANSPOSE":
+        perm = _const_ints(graph, node.inputs[1], node, "perm")
+        return [[x[p] for p in perm]]
+    if op in ("PAD", "PADV2", "MIRROR_PAD"):
+        p = np.asarray(_const_ints(graph, node.inputs[1], node, "paddings")).reshape(-1, 2)
+        return [[n + int(p[d, 0]) + int(p[d, 1]) for d, n in enumerate(x)]]
+    if op == "CONCATENATION":
+        ax = int(a.get("axis", 0) or 0)
+        ax = ax + len(x) if ax < 0 else ax
+        out = list(x)
+        out[ax] = sum((s[ax] for s in shapes if s is not None), 0)
+        for s in shapes:
+            for d in range(len(x)):
+                if d != ax and (not isinstance(s[d] - x[d], int) or s[d] - x[d] != 0):
+                    _refuse(node, graph, "its inputs differ in a dynamic dim")
+        return [out]
+    if op == "LAYER_NORM":
+        return [x]
+    _refuse(node, graph, "gpuc has no dynamic-size rule for this op yet")

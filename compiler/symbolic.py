@@ -194,7 +194,29 @@ class Sym:
                 return self
             if all(c % o == 0 for c in self.terms.values()):
                 return Sym.make({m: c // o for m, c in self.terms.items()})
+        q = self._exact(o)
+        if q is not None:
+            return q
         return Sym.make({(("//", self._frozen, Sym.of(o)._frozen),): 1})
+
+    def _exact(self, o):
+        """self / o when o is one monomial dividing every term exactly (T*T // T is T), else None."""
+        if not isinstance(o, Sym) or len(o.terms) != 1:
+            return None
+        (m2, c2), = o.terms.items()
+        if c2 <= 0:
+            return None
+        out = {}
+        for m, c in self.terms.items():
+            rest = list(m)
+            for a in m2:
+                if a not in rest:
+                    return None
+                rest.remove(a)
+            if c % c2:
+                return None
+            out[_mono(*rest)] = out.get(_mono(*rest), 0) + c // c2
+        return Sym.make(out)
 
     def __rfloordiv__(self, o):
         if not isinstance(o, (Sym, int, np.integer)):
@@ -208,6 +230,8 @@ class Sym:
             o = int(o)
             if o == 1 or all(c % o == 0 for c in self.terms.values()):
                 return 0
+        elif self._exact(o) is not None:
+            return 0
         return Sym.make({(("%", self._frozen, Sym.of(o)._frozen),): 1})
 
     def __rmod__(self, o):
@@ -270,8 +294,8 @@ class Sym:
     # no silent specialization
     def _fixed(self, what):
         where = f"{_CTX.site}: " if _CTX is not None and _CTX.site else ""
-        raise SymbolicSize(f"{where}needs a fixed {what} but {self} depends on a dynamic dim "
-                           f"(known only at run time)")
+        raise SymbolicSize(pretty(f"{where}needs a fixed {what} but {self} depends on a dynamic dim "
+                                  f"(known only at run time)"))
 
     def __index__(self):
         self._fixed("integer")
@@ -433,16 +457,25 @@ def _frozen_text(frozen, fmt) -> str:
     return "(" + " + ".join(parts) + ")" if len(parts) > 1 else (parts[0] if parts else "0")
 
 
-_SHOW = {"d": lambda k: (_CTX.names[k] if _CTX is not None and k < len(_CTX.names) and False else f"d{k}"),
-         "//": lambda x, y: f"({x} // {y})", "%": lambda x, y: f"({x} % {y})",
-         "max": lambda x, y: f"max({x}, {y})", "min": lambda x, y: f"min({x}, {y})"}
-_GLSL = {"d": lambda k: f"gpuc_pc.d[{k}]", "//": lambda x, y: f"gpuc_fdiv({x}, {y})",
+# str(Sym) is its GLSL text (lowerings that build index expressions as strings then just work): the
+# variables are gpuc_d0.. (codegen/glsl.py defines them over the push-constant block); `pretty` names
+# them for messages
+_GLSL = {"d": lambda k: f"gpuc_d{k}", "//": lambda x, y: f"gpuc_fdiv({x}, {y})",
          "%": lambda x, y: f"gpuc_fmod({x}, {y})", "max": lambda x, y: f"max({x}, {y})",
          "min": lambda x, y: f"min({x}, {y})"}
 
 
 def _show(v) -> str:
-    return _frozen_text(v._frozen, _SHOW)
+    text = _frozen_text(v._frozen, _GLSL)
+    return text if text.isidentifier() or text.startswith("(") else f"({text})"
+
+
+def pretty(text: str) -> str:
+    """A message with the variables gpuc_dK named as the user did (tokens:1)."""
+    import re
+    names = _CTX.names if _CTX is not None else []
+    return re.sub(r"gpuc_d(\d+)", lambda m: f"[{names[int(m.group(1))]}]" if int(m.group(1)) < len(names)
+                  else m.group(0), text)
 
 
 def glsl(v) -> str:
@@ -450,11 +483,17 @@ def glsl(v) -> str:
     if isinstance(v, FExpr):
         return v.glsl()
     if isinstance(v, Sym):
-        return "(" + _frozen_text(v._frozen, _GLSL) + ")"
+        return _show(v)
     return str(int(v))
 
 
 # GLSL helpers for a kernel whose sizes come from push constants (codegen/glsl.py pastes them)
+def glsl_header(n: int) -> str:
+    """The push-constant block of the run's n sizes, the variables over it, and the division helpers."""
+    return "\n".join([f"layout(push_constant) uniform GpucSizes {{ int d[{max(1, n)}]; }} gpuc_pc;"]
+                     + [f"#define gpuc_d{k} gpuc_pc.d[{k}]" for k in range(n)] + [GLSL_HELPERS])
+
+
 GLSL_HELPERS = """int gpuc_fdiv(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int gpuc_fmod(int a, int b) { return a - b * gpuc_fdiv(a, b); }"""
 
@@ -528,7 +567,7 @@ class FExpr:
 
     def _fixed(self, *a):
         where = f"{_CTX.site}: " if _CTX is not None and _CTX.site else ""
-        raise SymbolicSize(f"{where}needs a fixed number but {self.glsl()} depends on a dynamic dim")
+        raise SymbolicSize(pretty(f"{where}needs a fixed number but {self.glsl()} depends on a dynamic dim"))
 
     __float__ = __int__ = __index__ = __bool__ = _fixed
     __lt__ = __le__ = __gt__ = __ge__ = _fixed
@@ -588,6 +627,6 @@ def check_guards(ctx: Context, full_limit: int = 1 << 20) -> None:
             bad = np.nonzero(got != outcome)[0]
             if bad.size:
                 at = ", ".join(f"{ctx.names[k]}={int(env[k][bad[0]])}" for k in range(n))
-                raise UnsupportedError(f"--dynamic: {where or 'the program'} decides on {expr} {op} 0 "
+                raise UnsupportedError(pretty(f"--dynamic: {where or 'the program'} decides on {expr} {op} 0 "
                                        f"({outcome} at the bound) but that differs at {at}: one program "
-                                       "cannot serve every size (compile for fixed sizes with --input-shape)")
+                                       "cannot serve every size (compile for fixed sizes with --input-shape)"))

@@ -96,8 +96,7 @@ def render(k: Kernel, dtypes: dict) -> str:
         lines.append("#extension GL_EXT_shader_16bit_storage : require")
     lines.append(f"layout(local_size_x = {k.local_x}) in;")
     if is_dynamic(k):            # --dynamic: the run's sizes (compiler/symbolic.py) in a push-constant block
-        lines.append(f"layout(push_constant) uniform GpucSizes {{ int d[{max(1, len(symbolic.hints()))}]; }} gpuc_pc;")
-        lines.append(symbolic.GLSL_HELPERS)
+        lines.append(symbolic.glsl_header(len(symbolic.hints())))
     consts = []
     for name, v in sorted(k.defines.items()):
         if isinstance(v, (list, tuple, np.ndarray)):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler.symbolic import hint
+
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.conv import _float_const, gemm_kernel
@@ -106,7 +108,7 @@ def lower_batch_matmul(node, graph):
 def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a_sk, b_sk, b_sn, extra=None) -> Kernel:
     """One `batch_matmul` dispatch (also CONV_3D's implicit GEMM: `extra` holds its IM2COL geometry
     and epilogue defines, `binds` its bias)."""
-    bm, bn, tm, tn = plan_tiles(m, n)
+    bm, bn, tm, tn = plan_tiles(hint(m), hint(n))     # (speed only: a dynamic size plans for its bound)
     tiles_m, tiles_n = -(-m // bm), -(-n // bn)
     nwg = tiles_m * tiles_n * size(batch)
     threads = (bm // tm) * (bn // tn)

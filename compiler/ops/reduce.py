@@ -94,8 +94,9 @@ def lower_softmax(node, graph):
     d = x.shape[a]
     inner = size(x.shape[a + 1:])
     rows = x.size // d
-    wide = d >= 64                                   # long rows: one workgroup per row
-    local = 128 if d >= 512 else 64
+    with hinted():                                   # (speed only: a dynamic row length decides at its bound)
+        wide = d >= 64                               # long rows: one workgroup per row
+        local = 128 if d >= 512 else 64
     defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)), ROW_PER_GROUP=int(wide), INNER=inner)
     k = Kernel("softmax", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
                node.label(), local_x=local if wide else 64)

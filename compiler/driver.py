@@ -211,6 +211,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
                      for (n, a), m, label in zip(graph.dynamic_dims, ctx.hints, ctx.names)],
             "grids": prog.grids, "variant_grids": prog.variant_grids,
             "shapes": {str(k): v for k, v in io.items()}})
+        stats["dynamic_dims"] = [f"{label} 1..{m}" for label, m in zip(ctx.names, ctx.hints)]
         if ctx.skipped:
             stats["dynamic_skipped_passes"] = list(ctx.skipped)
     if graph.items > 1:                       # runtime/batch.py: one arena, every dispatch covers the items

@@ -160,8 +160,9 @@ class Graph:
 
     def reshape_node(self, src: int, dst: int, shape) -> Node:
         """A RESHAPE node from `src` to `dst` with target `shape` (its shape operand a new constant)."""
-        shape = [int(d) for d in shape]
-        c = self.add_const(f"{self.t(dst).name}/shape", np.asarray(shape, np.int32))
+        shape = [d if _is_sym(d) else int(d) for d in shape]
+        from gpuc.compiler.symbolic import hint          # (a dynamic size: the constant holds its bound)
+        c = self.add_const(f"{self.t(dst).name}/shape", np.asarray(hint(shape), np.int32))
         return Node("RESHAPE", [src, c], [dst], {"new_shape": shape})
 
     def remove_unread(self, nodes) -> None:

@@ -75,7 +75,7 @@ def _run_dynamic(p, graph: Graph) -> None:
     ctx = symbolic.current()
     saved, guards = copy.deepcopy(graph.__dict__), len(ctx.guards)
     try:
-        with symbolic.site(f"pass {p.__name__}"):
+        with symbolic.site(f"pass {p.__name__}"):  # (the message names it)
             p(graph)
     except symbolic.SymbolicSize as e:
         import os
@@ -84,4 +84,4 @@ def _run_dynamic(p, graph: Graph) -> None:
         graph.__dict__.clear()
         graph.__dict__.update(saved)
         del ctx.guards[guards:]
-        ctx.skipped.append(f"{p.__name__}: {e}")
+        ctx.skipped.append(str(e))

@@ -140,7 +140,7 @@ def _spatial(node, graph, size, k, stride, dil):
     if pad == 0:
         return S.ceil_div(size, stride)
     eff = (k - 1) * dil + 1
-    if _is_dyn(size) and size < eff:                       # (a guard: LiteRT refuses such sizes too)
+    if _is_dyn(size) and size < eff:     # (a guard, False at the bound: sizes below the window are refused)
         _refuse(node, graph, f"VALID padding needs at least {eff} elements")
     return (size - eff) // stride + 1
 

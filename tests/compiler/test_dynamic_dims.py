@@ -1,0 +1,150 @@
+"""--dynamic NAME:AXIS<=MAX off the batch axis (issue 16, build 2): one bundle, compiled once, runs every
+size 1..MAX of a sequence or image axis and matches LiteRT after resize_tensor_input to that size; ops
+that cannot take a size known only at run time are refused, naming the op and the dynamic tensor."""
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.compiler import driver  # noqa: E402
+from gpuc.errors import GpucError, UnsupportedError  # noqa: E402
+from gpuc.runtime.bundle import read_bundle  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from helpers.seqmodels import attention_model, conv_net, sequence_model  # noqa: E402
+
+
+def rel_err(got, ref) -> float:
+    return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
+@pytest.fixture(scope="module")
+def device():
+    from gpuc.runtime.device import Device
+    d = Device()
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def count_compiles(monkeypatch):
+    calls = []
+    real = driver.compile_bytes
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+    monkeypatch.setattr(driver, "compile_bytes", counting)
+    import gpuc.compiler as C
+    if hasattr(C, "compile_bytes"):
+        monkeypatch.setattr(C, "compile_bytes", counting)
+    return calls
+
+
+def test_sequence_model_one_bundle_every_length(device, count_compiles):
+    """Embedding GATHER, Conv1D (EXPAND_DIMS, CONV_2D, RESHAPE), LSTM, MEAN over time, FULLY_CONNECTED."""
+    model = sequence_model()
+    bundle = gpuc.compile(model, dynamic=["tokens:1<=40"], cache=False)
+    assert len(count_compiles) == 1
+    b = read_bundle(bundle)
+    assert b.options["dynamic_dims"]["dims"] == [[0, 1, 40, "tokens:1"]]
+    assert b.stats["cpu_nodes"] == 0
+    rng = np.random.default_rng(0)
+    with gpuc.load(bundle, device=device) as m:
+        for n in (1, 7, 33, 40, 7):          # (7 twice: the cached command buffer)
+            x = rng.integers(0, 20, (1, n)).astype(np.int32)
+            m.reset_state()                  # (LiteRT starts each resized interpreter from zero state)
+            got, = m.run([x])
+            ref, = run_litert(model, [x])
+            assert got.shape == ref.shape == (1, 3)
+            assert rel_err(got, ref) <= 1e-5, n
+    assert len(count_compiles) == 1
+
+
+def test_attention_model_every_length(device):
+    """Embedding, BATCH_MATMUL attention (scores [T, T]), SOFTMAX over T, the fused LayerNorm: every length
+    1..64 from one bundle."""
+    model = attention_model()
+    bundle = gpuc.compile(model, dynamic=["tokens:1<=64"], cache=False)
+    rng = np.random.default_rng(1)
+    with gpuc.load(bundle, device=device) as m:
+        for n in range(1, 65):
+            x = rng.integers(0, 16, (1, n)).astype(np.int32)
+            got, = m.run([x])
+            ref, = run_litert(model, [x])
+            assert got.shape == ref.shape == (1, n, 8)
+            assert rel_err(got, ref) <= 1e-5, n
+    assert "LAYER_NORM" in " ".join(d.label for d in read_bundle(bundle).dispatches) or \
+        any("layer_norm" in s.name for s in read_bundle(bundle).shaders)
+
+
+def test_conv_net_dynamic_height_and_width(device):
+    """CONV_2D (stride 2 SAME, 1x1), DEPTHWISE_CONV_2D, ADD, PAD, MAX_POOL (VALID), AVERAGE_POOL (SAME),
+    MEAN over H and W, FULLY_CONNECTED, with H and W dynamic (MobileNetV2-style)."""
+    model = conv_net()
+    bundle = gpuc.compile(model, dynamic=["input:1<=20", "input:2<=20"], cache=False)
+    rng = np.random.default_rng(2)
+    with gpuc.load(bundle, device=device) as m:
+        for h, w in ((10, 10), (20, 20), (1, 1), (7, 13), (20, 3)):
+            x = rng.uniform(-1, 1, (1, h, w, 3)).astype(np.float32)
+            got, = m.run([x])
+            ref, = run_litert(model, [x])
+            assert rel_err(got, ref) <= 1e-5, (h, w)
+
+
+def test_sizes_outside_the_bound_and_wrong_shapes_are_refused(device):
+    bundle = gpuc.compile(sequence_model(), dynamic=["tokens:1<=12"], cache=False)
+    with gpuc.load(bundle, device=device) as m:
+        with pytest.raises(GpucError, match=r"size 13 on axis 1 is outside 1..12"):
+            m.run([np.zeros((1, 13), np.int32)])
+        with pytest.raises(GpucError, match=r"expected shape \[1, 5\]"):
+            m.run([np.zeros((2, 5), np.int32)])
+
+
+def _chain(op_maker, t=8):
+    mb = ModelBuilder()
+    x = mb.input("tokens", (1, t, 4))
+    y = op_maker(mb, x, t)
+    mb.output(y)
+    return mb.finish()
+
+
+def test_reshape_with_a_constant_target_is_named():
+    def reshape(mb, x, t):
+        r = mb.tensor("r", (1, t * 4))
+        mb.op("RESHAPE", [x, mb.const("target", np.array([1, t * 4], np.int32))], [r], new_shape=[1, t * 4])
+        return r
+    with pytest.raises(UnsupportedError, match=r"RESHAPE \(operator #0\)"):
+        gpuc.compile(_chain(reshape), dynamic=["tokens:1<=16"], cache=False)
+
+
+def test_an_op_without_a_dynamic_rule_is_named_with_its_tensor():
+    def reverse(mb, x, t):
+        r = mb.tensor("r", (1, t, 4))
+        mb.op("REVERSE_V2", [x, mb.const("axis", np.array([1], np.int32))], [r])
+        return r
+    with pytest.raises(UnsupportedError, match=r"REVERSE_V2 \(operator #0\) cannot take the dynamic dim of its "
+                                               r"input 'tokens'"):
+        gpuc.compile(_chain(reverse), dynamic=["tokens:1<=16"], cache=False)
+
+
+def test_a_broadcast_against_a_fixed_size_is_refused():
+    def add(mb, x, t):
+        r = mb.tensor("r", (1, t, 4))
+        mb.op("ADD", [x, mb.const("c", np.ones((1, t, 4), np.float32))], [r])
+        return r
+    with pytest.raises(UnsupportedError, match=r"ADD \(operator #0\).*broadcast"):
+        gpuc.compile(_chain(add), dynamic=["tokens:1<=16"], cache=False)
+
+
+def test_a_size_dependent_decision_is_refused_by_its_guard():
+    """A VALID window needs a minimum size: sizes below it are refused at compile time, naming the op."""
+    def pool(mb, x, t):
+        x4 = mb.tensor("x4", (1, 1, t, 4))
+        mb.op("RESHAPE", [x, mb.const("s", np.array([1, 1, -1, 4], np.int32))], [x4], new_shape=[1, 1, -1, 4])
+        r = mb.tensor("r", (1, 1, t - 2, 4))
+        mb.op("MAX_POOL_2D", [x4], [r], padding=1, stride_w=1, stride_h=1, filter_width=3, filter_height=1)
+        return r
+    with pytest.raises(UnsupportedError, match=r"MAX_POOL_2D \(operator #1\) decides on .* differs at tokens:1=1"):
+        gpuc.compile(_chain(pool), dynamic=["tokens:1<=16"], cache=False)

@@ -284,7 +284,8 @@ def _reshape_target(node, vals, x) -> list[int]:
             raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
         shape[shape.index(-1)] = x.size // rest
     if int(np.prod(shape, dtype=np.int64)) != x.size:
-        raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
+        raise ValueError(f"cannot reshape {list(x.shape)} ({x.size} elements) to its target {shape} "
+                         f"({int(np.prod(shape, dtype=np.int64))} elements)")
     return shape
 
 

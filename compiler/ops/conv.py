@@ -263,7 +263,7 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
     mult = co // ci
     vec = co % 4 == 0 and mult == 1
     cg = -(-co // 4)
-    px = depthwise_px(geo["N"] * geo["OH"] * geo["OW"] * cg, geo["OW"])
+    px = depthwise_px(hint(geo["N"] * geo["OH"] * geo["OW"] * cg), hint(geo["OW"]))    # (speed only: at the bound)
     oxb = -(-geo["OW"] // px)
     defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=px, CG=cg, OXB=oxb, VEC=int(vec),
                    HAS_BIAS=int(bias is not None), **epilogue(node, binds))

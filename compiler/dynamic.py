@@ -88,7 +88,7 @@ def propagate_symbolic(graph: Graph, dims) -> None:
 def dynamic_tensor(node: Node, graph: Graph) -> str:
     for i in node.inputs:
         if i >= 0 and any(S.is_sym(d) for d in graph.t(i).shape):
-            return f"{graph.t(i).name!r} {list(graph.t(i).shape)}"
+            return S.pretty(f"{graph.t(i).name!r} {list(graph.t(i).shape)}")
     return "?"
 
 

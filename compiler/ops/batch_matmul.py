@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.symbolic import hint
-
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.conv import _float_const, gemm_kernel
 from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
+from gpuc.compiler.symbolic import hint
 
 MAX_RANK = 5
 

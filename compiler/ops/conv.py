@@ -2,13 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-
-from gpuc.compiler.symbolic import hint, is_sym
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
@@ -17,6 +14,7 @@ from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
+from gpuc.compiler.symbolic import hint, is_sym
 
 
 def _bias(node, graph, n_out):

@@ -13,13 +13,12 @@ import math
 
 import numpy as np
 
-from gpuc.compiler.symbolic import dim
-
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
+from gpuc.compiler.symbolic import dim
 
 
 # ---------------------------------------------------------------------------------------------------

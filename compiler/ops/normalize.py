@@ -4,11 +4,11 @@ kernels compute them: log_softmax = (x - max) - log(sum(exp(x - max))); l2 = x /
 it rejects any but NONE, so gpuc reports the others unsupported."""
 from __future__ import annotations
 
-from gpuc.compiler.symbolic import hinted
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked, fused_act
+from gpuc.compiler.symbolic import hinted
 
 L2_EPSILON = 1e-6
 OPS = {"LOG_SOFTMAX": 0, "L2_NORMALIZATION": 1}

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.symbolic import is_sym, prod
-
 from gpuc.compiler.ew_table import ACT, ACT_FINITE, ACT_NONE
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.symbolic import is_sym, prod
 
 # TFLite's ActivationFunctionType, read from a model's fused_activation_function only: gpuc's kernels
 # take the activation codes of compiler/ew_table.py (act_code translates)

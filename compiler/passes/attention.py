@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.symbolic import dim
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.symbolic import dim
 
 ATTN_OP = "ATTENTION"
 VIEWS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.symbolic import dim
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.symbolic import dim
 
 LN_OP = "LAYER_NORM"
 RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")

@@ -148,3 +148,51 @@ def test_a_size_dependent_decision_is_refused_by_its_guard():
         return r
     with pytest.raises(UnsupportedError, match=r"MAX_POOL_2D \(operator #1\) decides on .* differs at tokens:1=1"):
         gpuc.compile(_chain(pool), dynamic=["tokens:1<=16"], cache=False)
+
+
+def _one(op, out_shape, extra=(), t=8, **attrs):
+    """x [1, T, 4] -> op -> out (shape as a function of T)."""
+    mb = ModelBuilder()
+    x = mb.input("tokens", (1, t, 4))
+    ins = [x] + [x if isinstance(e, str) else mb.const(f"c{i}", e) for i, e in enumerate(extra)]
+    y = mb.tensor("y", out_shape(t))
+    mb.op(op, ins, [y], **attrs)
+    mb.output(y)
+    return mb.finish()
+
+
+SINGLE = {
+    "transpose": ("TRANSPOSE", lambda t: (1, 4, t), [np.array([0, 2, 1], np.int32)], {}),
+    "pad_time": ("PAD", lambda t: (1, t + 3, 4), [np.array([[0, 0], [1, 2], [0, 0]], np.int32)], {}),
+    "concat_time": ("CONCATENATION", lambda t: (1, 2 * t, 4), ["x"], dict(axis=1)),
+    "reduce_max_time": ("REDUCE_MAX", lambda t: (1, 4), [np.array([1], np.int32)], dict(keep_dims=False)),
+    "sum_depth": ("SUM", lambda t: (1, t, 1), [np.array([2], np.int32)], dict(keep_dims=True)),
+    "log_softmax": ("LOG_SOFTMAX", lambda t: (1, t, 4), [], {}),
+    "squeeze": ("SQUEEZE", lambda t: (t, 4), [], dict(squeeze_dims=[0])),
+    "mul_self": ("MUL", lambda t: (1, t, 4), ["x"], {}),
+    "add_row": ("ADD", lambda t: (1, t, 4), [np.arange(4, dtype=np.float32)], {}),
+    "tanh": ("TANH", lambda t: (1, t, 4), [], {}),
+}
+
+
+@pytest.mark.parametrize("case", list(SINGLE))
+def test_single_ops_every_size(case, device):
+    op, shape, extra, attrs = SINGLE[case]
+    model = _one(op, shape, extra, **attrs)
+    bundle = gpuc.compile(model, dynamic=["tokens:1<=12"], cache=False)
+    rng = np.random.default_rng(4)
+    with gpuc.load(bundle, device=device) as m:
+        for n in (1, 5, 12):
+            x = rng.uniform(-2, 2, (1, n, 4)).astype(np.float32)
+            got, = m.run([x])
+            ref, = run_litert(model, [x])
+            assert got.shape == ref.shape
+            assert rel_err(got, ref) <= 1e-5, n
+
+
+def test_a_concatenation_through_the_arena_is_refused_naming_it():
+    """CONCATENATION along a fixed axis of dynamic tensors lowers to GATHER_COPY (an arena-wide copy
+    resolved after memory planning), which takes no run-time sizes yet: refused, naming operator #0."""
+    model = _one("CONCATENATION", lambda t: (1, t, 8), ["x"], axis=2)
+    with pytest.raises(UnsupportedError, match=r"\(operator #0\) \(input 'tokens' \[1, \[tokens:1\], 4\]\)"):
+        gpuc.compile(model, dynamic=["tokens:1<=12"], cache=False)

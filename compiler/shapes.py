@@ -210,6 +210,8 @@ def propagate(graph: Graph) -> None:
             raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
                 from None
         if outs is None:
+            outs = _shape_rule(node, graph)
+        if outs is None:
             raise GpucError(f"{node.label()}: gpuc cannot infer this op's output shape when an input shape "
                             f"changes (--input-shape); its input {ins[0].name if ins else '?'!r} now has shape "
                             f"{list(ins[0].shape) if ins else []}")
@@ -223,6 +225,18 @@ def propagate(graph: Graph) -> None:
             changed.add(o)
             if exact_values:
                 known[o] = np.asarray(v).astype(t.dtype)
+
+
+def _shape_rule(node: Node, graph: Graph):
+    """Placeholders of the output shapes compiler/dynamic.py's shape rules give (the ops `evaluate` has
+    no rule for: convolutions, pools, matmuls, the LSTM, ...), or None."""
+    from gpuc.compiler.dynamic import _rule
+    try:
+        shapes = _rule(node, graph)
+    except (UnsupportedError, ValueError, IndexError, TypeError, KeyError):
+        return None
+    return [placeholder([int(d) for d in shape], graph.t(o).dtype) for o, shape in zip(node.outputs, shapes)
+            if o >= 0]
 
 
 # --- the rules -----------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def conv_net(h=8, w=8, seed=2):
     (residual) -> PAD -> MAX_POOL 2x2 VALID -> AVERAGE_POOL 3x3 SAME -> MEAN over H, W -> FULLY_CONNECTED."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
-    x = mb.input("input", (1, h, w, 3))
+    x = mb.input("input", (1, h, w, 3), shape_signature=(1, -1, -1, 3))
     h2, w2 = -(-h // 2), -(-w // 2)
     c = mb.tensor("c", (1, h2, w2, 8))
     mb.op("CONV_2D", [x, mb.const("w0", _w(rng, 8, 3, 3, 3)), mb.const("b0", _w(rng, 8))], [c], padding=0,

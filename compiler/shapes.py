@@ -206,11 +206,11 @@ def propagate(graph: Graph) -> None:
             continue
         try:
             outs = evaluate(node, vals, graph, need_values=[i in known for i in node.inputs])
+            if outs is None:
+                outs = _shape_rule(node, graph)
         except (ValueError, IndexError, TypeError, KeyError) as e:
             raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
                 from None
-        if outs is None:
-            outs = _shape_rule(node, graph)
         if outs is None:
             raise GpucError(f"{node.label()}: gpuc cannot infer this op's output shape when an input shape "
                             f"changes (--input-shape); its input {ins[0].name if ins else '?'!r} now has shape "
@@ -233,7 +233,7 @@ def _shape_rule(node: Node, graph: Graph):
     from gpuc.compiler.dynamic import _rule
     try:
         shapes = _rule(node, graph)
-    except (UnsupportedError, ValueError, IndexError, TypeError, KeyError):
+    except UnsupportedError:
         return None
     return [placeholder([int(d) for d in shape], graph.t(o).dtype) for o, shape in zip(node.outputs, shapes)
             if o >= 0]

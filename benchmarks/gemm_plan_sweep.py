@@ -59,10 +59,11 @@ def candidates(M, N, K):
                         for KS in (1, 2, 4, 8, 16):
                             if base * KS not in (64, 128, 256) or (KS > 1 and (KS - 1) * BK >= K):
                                 continue
-                            p = conv_mod.GemmPlan(BM, BN, BK, TM, TN, KS)
-                            c = conv_mod.gemm_cost(p, M, N, K, 1, True, True, False)
-                            if math.isfinite(c):
-                                out.append((c, p))
+                            for v4 in ((False, True) if KS == 1 and TM % 4 == 0 and TN % 4 == 0 else (False,)):
+                                p = conv_mod.GemmPlan(BM, BN, BK, TM, TN, KS, v4)
+                                c = conv_mod.gemm_cost(p, M, N, K, 1, True, True, False)
+                                if math.isfinite(c):
+                                    out.append((c, p))
     return sorted(out, key=lambda t: t[0])
 
 
@@ -73,6 +74,7 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=40)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--v4", action="store_true", help="time every SV4 plan of 128+ invocations too")
     args = ap.parse_args()
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split(","))) for s in args.shapes.split(";")]
     rng = np.random.default_rng(0)
@@ -88,6 +90,8 @@ def main() -> int:
         rest = [p for _, p in cands[args.top:]]
         random.Random(M * 7 + N * 3 + K).shuffle(rest)
         pick += rest[:args.sample]
+        if args.v4:                                  # every SV4 plan with 128 or 256 invocations
+            pick += [p for _, p in cands if p.V4 and p.threads >= 128]
         seen, plans = set(), []
         for p in pick:
             if p not in seen:
@@ -126,7 +130,7 @@ def main() -> int:
             m, err = loaded[p]
             if m is not None:
                 m.close()
-            rows.append(dict(plan=[p.BM, p.BN, p.BK, p.TM, p.TN, p.KS], auto=p == auto,
+            rows.append(dict(plan=[p.BM, p.BN, p.BK, p.TM, p.TN, p.KS] + (["v4"] if p.V4 else []), auto=p == auto,
                              cost=conv_mod.gemm_cost(p, M, N, K, 1, True, True, False), us=best.get(p), err=err,
                              threads=p.threads, nwg=-(-M // p.BM) * -(-N // p.BN)))
         ok = sorted([r for r in rows if r["us"]], key=lambda r: r["us"])
@@ -134,8 +138,8 @@ def main() -> int:
         print(f"{M}x{N}x{K}: auto {a['plan']} {a['us']:.1f} us; best " +
               ", ".join(f"{r['plan']} {r['us']:.1f}" for r in ok[:6]) + f"  ({time.time() - t0:.0f} s)", flush=True)
         results.append(dict(M=M, N=N, K=K, rows=rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        if args.json:                                # after every shape: a cut-off run keeps what it measured
+            Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -32,6 +33,9 @@ def one(path: str, batch: int, precision: str, runs: int) -> dict:
         if batch > 1:
             shape[0] = batch
         inputs.append(rng.standard_normal(shape).astype(spec.dtype))
+    t0 = time.time()
+    while time.time() - t0 < 1.0:              # a GPU left idle while the host compiled clocks down
+        model.run(inputs)
     p = profile(model, inputs, runs)
     groups = collections.defaultdict(lambda: [0.0, 0])
     for r in p["rows"]:

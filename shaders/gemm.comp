@@ -70,10 +70,26 @@
 shared f16vec4 smem_h[CM_STAGES * CM_STAGE / 4];
 shared float smem_c[CM_WM * CM_WN * 256];
 #else
+#ifndef SV4
+#define SV4 0
+#endif
 #define BMT (BM / TM)
 #define BNT (BN / TN)
 #define BKT (BK * KS)
 #define NT (BMT * BNT * KS)          // == local_size_x
+#if SV4
+// SV4=1 (KS = 1; TM, TN multiples of 4): shared memory as vec4, two stages (one barrier per K chunk).
+// A as [BK][SA4] vec4 (m contiguous; rows padded by one vec4 so the 4 k-rows a thread stores fall on
+// distinct banks), then B as [BK][BN/4].  An invocation's register block is TM/4 x TN/4 groups of 4
+// consecutive rows / columns (row q*4*BMT + ty*4 + i, column p*4*BNT + tx*4 + j): each k step reads
+// TM/4 + TN/4 vec4 (a quarter-warp's B reads are 8 consecutive vec4, its A reads one broadcast vec4).
+#define SA4 (BM / 4 + 1)
+#define SB4 (BN / 4)
+#define SV4_STAGE (BK * (SA4 + SB4))
+shared vec4 smem4[2 * SV4_STAGE];
+#define SV4_A(buf, k, m) smem4[(buf) + (k) * SA4 + ((m) >> 2)][(m) & 3]
+#define SV4_B4(buf, k, n4) smem4[(buf) + BK * SA4 + (k) * SB4 + (n4)]
+#else
 // Shared layout: per K-slice, A as [BK][BM+1] then B as [BK][BN].  Slices are padded so that the
 // slices sharing a warp (KS > 1 with fewer than 32 invocations per slice) read distinct banks.
 #define SA_STRIDE (BM + 1)
@@ -90,6 +106,7 @@ shared float smem_c[CM_WM * CM_WN * 256];
 #endif
 shared float smem[SMEM_SIZE];
 #define SMEM_ST(i, v) smem[i] = (v)
+#endif
 #endif
 
 // Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied).
@@ -221,6 +238,14 @@ void store_a(int buf) {
             int row = e / A_W;
 #if COOPMAT
             smem_h[(buf + row * SA_LD + (e % A_W) * 4) >> 2] = ra[i];
+#elif SV4 && VEC_A
+            int kr = (e % A_W) * 4;
+            SV4_A(buf, kr, row) = ra[i].x;
+            SV4_A(buf, kr + 1, row) = ra[i].y;
+            SV4_A(buf, kr + 2, row) = ra[i].z;
+            SV4_A(buf, kr + 3, row) = ra[i].w;
+#elif SV4
+            SV4_A(buf, e % A_W, row) = ra[i];
 #elif VEC_A
             int kr = (e % A_W) * 4;
             SMEM_ST(buf + SA_ROW(kr) + row, ra[i].x);
@@ -277,6 +302,10 @@ void store_b(int buf) {
             smem_h[(buf + SB_OFF + (e / (BKT / 4)) * SB_LD + (e % (BKT / 4)) * 4) >> 2] = rb[i];
 #elif COOPMAT
             smem_h[(buf + SB_OFF + (e / B_W) * SB_LD + (e % B_W) * 4) >> 2] = rb[i];
+#elif SV4 && B_T
+            { int n = e / BKT; SV4_B4(buf, e % BKT, n >> 2)[n & 3] = rb[i]; }
+#elif SV4
+            SV4_B4(buf, e / B_W, e % B_W) = rb[i];
 #elif B_T
             SMEM_ST(buf + SB_ROW(e % BKT) + e / BKT, rb[i]);
 #else
@@ -422,6 +451,51 @@ void main() {
             subgroupBarrier();
 #endif
         }
+}
+#elif SV4
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int tm, g, tn;
+    TILE_OF_WG(wg, tm, g, tn);
+    int m0 = tm * BM, n0 = tn * BN;
+    int tid = int(gl_LocalInvocationIndex);
+    int tx = tid % BNT, ty = tid / BNT;
+
+    float acc[TM][TN];
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+    init_a(m0, g);
+    load_a(0);
+    load_b(0, n0, g);
+    store_a(0);
+    store_b(0);
+    barrier();
+    int buf = 0;                                 // vec4 offset of the stage being multiplied
+    for (int kb = 0; kb < GK; kb += BK) {
+        bool more = kb + BK < GK;
+        if (more) {                              // prefetch the next chunk while this one is used
+            load_a(kb + BK);
+            load_b(kb + BK, n0, g);
+        }
+        [[unroll]] for (int kk = 0; kk < BK; ++kk) {
+            vec4 a[TM / 4], b[TN / 4];
+            [[unroll]] for (int q = 0; q < TM / 4; ++q) a[q] = smem4[buf + kk * SA4 + q * BMT + ty];
+            [[unroll]] for (int q = 0; q < TN / 4; ++q) b[q] = SV4_B4(buf, kk, q * BNT + tx);
+            [[unroll]] for (int i = 0; i < TM; ++i)
+                [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] += a[i >> 2][i & 3] * b[j >> 2][j & 3];
+        }
+        if (more) {
+            buf = SV4_STAGE - buf;
+            store_a(buf);
+            store_b(buf);
+        }
+        barrier();
+    }
+    [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j)
+            finish(m0 + (i >> 2) * 4 * BMT + ty * 4 + (i & 3), n0 + (j >> 2) * 4 * BNT + tx * 4 + (j & 3), g, acc[i][j]);
 }
 #else
 void main() {

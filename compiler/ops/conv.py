@@ -104,13 +104,16 @@ class GemmPlan:
     TM: int
     TN: int
     KS: int
+    V4: bool = False          # gemm.comp SV4: vec4 shared reads, two stages (KS = 1, TM and TN multiples of 4)
 
     @property
     def threads(self) -> int:
         return (self.BM // self.TM) * (self.BN // self.TN) * self.KS
 
     def smem_floats(self) -> int:
-        """Shared floats of gemm.comp's layout (SMEM_SIZE there)."""
+        """Shared floats of gemm.comp's layout (SMEM_SIZE there; SV4: smem4)."""
+        if self.V4:
+            return 2 * self.BK * (self.BM + 4 + self.BN)
         bmt, bnt = self.BM // self.TM, self.BN // self.TN
         sa = self.BK * (self.BM + 1)
         sb = self.BK * self.BN
@@ -129,7 +132,8 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     la = -(-bkt * p.BM // va // T)
     lb = -(-bkt * p.BN // vb // T)
     load_instr = la * (6 + va + (10 if im2col else 0)) + lb * (4 + vb)
-    iter_instr = load_instr + p.BK * (p.TM * p.TN + p.TM + p.TN) + 6
+    shared_reads = (p.TM + p.TN) // 4 if p.V4 else p.TM + p.TN
+    iter_instr = load_instr + p.BK * (p.TM * p.TN + shared_reads) + 6
     # registers per invocation: the live values counted here; in-workgroup split-K plans (KS > 1) take
     # REG_FACTOR times that (measured on the H100, benchmarks/gemm_plan_sweep.py)
     regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
@@ -160,9 +164,36 @@ def _pow2_upto(limit: int, start: int = 1):
         v *= 2
 
 
+# SV4 plans (vec4 shared reads, two stages, BK = 8: BK = 16 measured 1.2-1.6x slower) for GEMMs with
+# enough tiles to fill the GPU, and the time model that picks among them: per wave of one tile per SM,
+# A + B * (K rounded up to 8) microseconds.  Fitted on the H100 (2026-11-24, benchmarks/gemm_plan_sweep.py
+# --v4, results/nvidia-h100-2026-11-24-gemm_plan_sweep-sv4.json: 7 shapes, M 1568..100352, N 96..4096,
+# K 96..4096); its pick was within 5% of the best measured SV4 plan on each, and 1.1-2.7x faster than the
+# SIMT plans the older model picked.  Smaller GEMMs (fewer than SV4_MIN_TILES 64 x 64 tiles) keep the
+# model below, whose split-K plans fill the GPU at small M.
+SV4_PLANS = ((GemmPlan(64, 128, 8, 8, 8, 1, True), 4.960, 0.05563),
+             (GemmPlan(128, 64, 8, 8, 8, 1, True), 4.782, 0.05710),
+             (GemmPlan(64, 64, 8, 8, 4, 1, True), 1.489, 0.03144),
+             (GemmPlan(64, 64, 8, 4, 8, 1, True), 1.889, 0.03100),
+             (GemmPlan(128, 32, 8, 8, 4, 1, True), 1.449, 0.03715),
+             (GemmPlan(32, 128, 8, 8, 4, 1, True), 1.949, 0.03419))
+SV4_MIN_TILES = 2 * GPU_SMS
+
+
+def plan_gemm_sv4(M: int, N: int, K: int, G: int = 1) -> GemmPlan | None:
+    """The SV4 plan of least modelled time, or None for a GEMM too small for them."""
+    if -(-M // 64) * -(-N // 64) * G < SV4_MIN_TILES:
+        return None
+    k8 = -(-K // 8) * 8
+    return min(SV4_PLANS, key=lambda e: -(-M // e[0].BM) * -(-N // e[0].BN) * G * (e[1] + e[2] * k8))[0]
+
+
 @lru_cache(maxsize=4096)
 def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bool = True,
               im2col: bool = False) -> GemmPlan:
+    big = plan_gemm_sv4(M, N, K, G)
+    if big is not None:
+        return big
     best, best_cost = None, float("inf")
     for BN in _pow2_upto(min(max(N, 4), 128), 4):
         for TN in (1, 2, 4, 8):
@@ -227,7 +258,7 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
     nwg = tiles_m * tiles_n * G
     defines = dict(GM=M, GN=GN, GK=GK, GROUPS=G, LDA=lda, LDC=ldc, GNP=gnp, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
-                   TN=p.TN, KS=p.KS, TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
+                   TN=p.TN, KS=p.KS, SV4=int(p.V4), TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
                    B_T=int(b_t), IM2COL=int(im2col), HAS_BIAS=int(bias is not None),
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if im2col:

@@ -14,7 +14,10 @@ from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm_mod  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
-PLANS = [(128, 128, 8, 8, 8, 1), (128, 128, 16, 8, 8, 1), (64, 32, 16, 8, 4, 1), (32, 64, 8, 4, 8, 1)]
+PLANS = [(128, 128, 8, 8, 8, 1), (128, 128, 16, 8, 8, 1), (64, 32, 16, 8, 4, 1), (32, 64, 8, 4, 8, 1),
+         # SV4 (vec4 shared reads, two stages): the plans large GEMMs get
+         (128, 128, 8, 8, 8, 1, True), (64, 128, 16, 8, 8, 1, True), (128, 32, 16, 8, 4, 1, True),
+         (16, 16, 8, 4, 4, 1, True)]
 COOP = [cm_mod.CoopPlan(*f, st) for f, _, _ in cm_mod.FAMILIES[::2] for st in (1, 2)]
 
 
@@ -52,7 +55,7 @@ CONVS = [([2, 9, 11, 5], 7, 3, 2, 1),        # CI % 4 != 0: scalar im2col loads;
          ([3, 7, 7, 24], 20, 1, 1, 1)]       # 1x1: A is x itself
 
 
-@pytest.mark.parametrize("plan", PLANS, ids=["x".join(map(str, p)) for p in PLANS])
+@pytest.mark.parametrize("plan", PLANS, ids=["x".join(map(str, p[:6])) + ("-sv4" if p[6:] else "") for p in PLANS])
 @pytest.mark.parametrize("case", CONVS, ids=lambda c: f"{'x'.join(map(str, c[0]))}-co{c[1]}-k{c[2]}s{c[3]}g{c[4]}")
 def test_conv_large_tiles(gpu, monkeypatch, plan, case):
     monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **k: conv_mod.GemmPlan(*plan))
@@ -91,7 +94,7 @@ def _conv_case(gpu, case, precision, tol):
         assert float(np.abs(out - ref).max()) <= tol * float(np.abs(ref).max())
 
 
-@pytest.mark.parametrize("plan", PLANS, ids=["x".join(map(str, p)) for p in PLANS])
+@pytest.mark.parametrize("plan", PLANS, ids=["x".join(map(str, p[:6])) + ("-sv4" if p[6:] else "") for p in PLANS])
 @pytest.mark.parametrize("rows,k,o,const_w", [(70, 37, 33, True), (130, 64, 9, False), (5, 200, 130, True)])
 def test_fully_connected_large_tiles(gpu, monkeypatch, plan, rows, k, o, const_w):
     monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **kw: conv_mod.GemmPlan(*plan))

@@ -245,9 +245,6 @@ class Sym:
     def __rtruediv__(self, o):
         return FExpr("/", FExpr.of(o), FExpr.of(self))
 
-    def __rmul_float__(self, o):
-        return FExpr("*", FExpr.of(o), FExpr.of(self))
-
     # comparisons: decided at the hint, recorded as guards
     def _decide(self, o, name, fn):
         d = self - o
@@ -402,10 +399,6 @@ def variables(v) -> set:
 
 
 # --- evaluation, GLSL, the runtime's tree -------------------------------------------------------------
-
-def _fdiv(a, b):
-    return a // b
-
 
 def _atom_eval(a, env):
     if a[0] == "d":

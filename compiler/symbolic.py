@@ -23,6 +23,7 @@ runtime/dynamic.py evaluates; `glsl()` writes it over the push-constant block co
 from __future__ import annotations
 
 import contextlib
+import threading
 import operator
 from dataclasses import dataclass, field
 
@@ -46,64 +47,68 @@ class Context:
     skipped: list = field(default_factory=list)    # passes skipped: they needed a fixed size
 
 
-_CTX: Context | None = None
+_TLS = threading.local()        # the compile's Context, per thread (compiles in threads never share one)
+
+
+def _ctx() -> Context | None:
+    return getattr(_TLS, "ctx", None)
 
 
 @contextlib.contextmanager
 def session(names, hints):
     """Dim variables d0.. named `names` with `hints` for the duration (one compile)."""
-    global _CTX
-    old, _CTX = _CTX, Context(list(names), list(hints))
+    old = _ctx()
+    _TLS.ctx = Context(list(names), list(hints))
     try:
-        yield _CTX
+        yield _TLS.ctx
     finally:
-        _CTX = old
+        _TLS.ctx = old
 
 
 def begin(names, hints) -> Context:
     """Open a compile's dim variables (until end(); compile_bytes brackets a whole compile)."""
-    global _CTX
-    _CTX = Context(list(names), list(hints))
-    return _CTX
+    _TLS.ctx = Context(list(names), list(hints))
+    return _TLS.ctx
 
 
 def end() -> None:
-    global _CTX
-    _CTX = None
+    _TLS.ctx = None
 
 
 def current() -> Context | None:
-    return _CTX
+    return _ctx()
 
 
 def active() -> bool:
-    return _CTX is not None
+    return _ctx() is not None
 
 
 @contextlib.contextmanager
 def site(label: str):
     """Name the op being compiled in guards and errors."""
-    if _CTX is None:
+    c = _ctx()
+    if c is None:
         yield
         return
-    old, _CTX.site = _CTX.site, label
+    old, c.site = c.site, label
     try:
         yield
     finally:
-        _CTX.site = old
+        c.site = old
 
 
 @contextlib.contextmanager
 def hinted():
     """Comparisons inside decide at the hint without a guard: for choices that only affect speed."""
-    if _CTX is None:
+    c = _ctx()
+    if c is None:
         yield
         return
-    _CTX.quiet += 1
+    c.quiet += 1
     try:
         yield
     finally:
-        _CTX.quiet -= 1
+        c.quiet -= 1
 
 
 # --- the expression type ---------------------------------------------------------------------------
@@ -256,8 +261,9 @@ class Sym:
             # against a fixed one, so the general program is right at size 1 too
             return bool(fn(2, 1))
         out = bool(fn(evaluate(d, hints()), 0))
-        if _CTX is not None and not _CTX.quiet:
-            _CTX.guards.append((d, name, out, _CTX.site))
+        c = _ctx()
+        if c is not None and not c.quiet:
+            c.guards.append((d, name, out, c.site))
         return out
 
     def __lt__(self, o):
@@ -290,7 +296,7 @@ class Sym:
 
     # no silent specialization
     def _fixed(self, what):
-        where = f"{_CTX.site}: " if _CTX is not None and _CTX.site else ""
+        where = f"{_ctx().site}: " if _ctx() is not None and _ctx().site else ""
         raise SymbolicSize(pretty(f"{where}needs a fixed {what} but {self} depends on a dynamic dim "
                                   f"(known only at run time)"))
 
@@ -375,7 +381,7 @@ def hint(v):
 
 
 def hints() -> list:
-    return list(_CTX.hints) if _CTX is not None else []
+    return list(_ctx().hints) if _ctx() is not None else []
 
 
 def variables(v) -> set:
@@ -466,7 +472,7 @@ def _show(v) -> str:
 def pretty(text: str) -> str:
     """A message with the variables gpuc_dK named as the user did (tokens:1)."""
     import re
-    names = _CTX.names if _CTX is not None else []
+    names = _ctx().names if _ctx() is not None else []
     return re.sub(r"gpuc_d(\d+)", lambda m: f"[{names[int(m.group(1))]}]" if int(m.group(1)) < len(names)
                   else m.group(0), text)
 
@@ -559,7 +565,7 @@ class FExpr:
         return FExpr("-", FExpr("c", 0.0), self)
 
     def _fixed(self, *a):
-        where = f"{_CTX.site}: " if _CTX is not None and _CTX.site else ""
+        where = f"{_ctx().site}: " if _ctx() is not None and _ctx().site else ""
         raise SymbolicSize(pretty(f"{where}needs a fixed number but {self.glsl()} depends on a dynamic dim"))
 
     __float__ = __int__ = __index__ = __bool__ = _fixed

@@ -66,12 +66,19 @@ def propagate_symbolic(graph: Graph, dims) -> None:
         shape[axis] = S.var(k)
         graph.t(tid).shape = tuple(shape)
     dynamic = {tid for tid, _ in dims}
+    values: dict = {}               # tensor -> its value (an object array of ints and Syms): shape arithmetic
+    folded = []                     # the nodes that computed them
     for node in graph.nodes:
         ins = [i for i in node.inputs if i >= 0]
-        if not any(i in dynamic for i in ins):
+        if not any(i in dynamic or i in values for i in ins):
             continue
         with S.site(node.label()):
-            outs = _rule(node, graph)
+            if node.op == "SHAPE" or any(i in values for i in ins if not (node.op == "RESHAPE" and i == node.inputs[1])):
+                v = _value(node, graph, values)
+                values[node.outputs[0]] = v
+                folded.append(node)
+                continue
+            outs = _rule(node, graph, values)
         for o, shape in zip(node.outputs, outs):
             if o < 0:
                 continue
@@ -83,6 +90,64 @@ def propagate_symbolic(graph: Graph, dims) -> None:
             t.shape = shape
             if any(S.is_sym(d) for d in shape):
                 dynamic.add(o)
+    _fold_values(graph, values, folded)
+
+
+def _fold_values(graph: Graph, values: dict, folded: list) -> None:
+    """The shape arithmetic on dynamic sizes leaves the graph: its nodes go, and each RESHAPE target it
+    computed becomes a constant (-1 for the one dynamic entry; the RESHAPE's output shape holds the
+    expressions).  Any other reader of such a value was refused by _rule."""
+    users = graph.consumers()
+    for tid, v in values.items():
+        readers = [n for n in users.get(tid, []) if all(n is not f for f in folded)]
+        if tid in graph.outputs:
+            raise UnsupportedError(f"--dynamic: output {graph.t(tid).name!r} is computed from a dynamic size")
+        if readers:
+            flat = list(np.asarray(v, dtype=object).reshape(-1))
+            dyn = [k for k, d in enumerate(flat) if S.is_sym(d)]
+            data = [-1 if len(dyn) == 1 and k == dyn[0] else S.hint(d) for k, d in enumerate(flat)]
+            t = graph.t(tid)
+            t.data = np.asarray(data, t.dtype).reshape(np.shape(v))
+            t.shape = tuple(np.shape(v))
+            for n in readers:
+                if n.attrs.get("new_shape") is not None:
+                    n.attrs["new_shape"] = list(data)
+    graph.nodes = [n for n in graph.nodes if all(n is not f for f in folded)]
+
+
+def _value(node: Node, graph: Graph, values: dict):
+    """The value of an integer tensor computed from dynamic sizes (SHAPE, and arithmetic, slicing,
+    gathering, packing and concatenation on it), as an object array of ints and Syms."""
+    from gpuc.compiler.shapes import evaluate
+    op = node.op
+    if op == "SHAPE":
+        return np.asarray(list(graph.t(node.inputs[0]).shape), dtype=object)
+    vals = []
+    for i in node.inputs:
+        if i < 0:
+            vals.append(None)
+        elif i in values:
+            vals.append(np.asarray(values[i], dtype=object))
+        elif graph.t(i).is_const and np.asarray(graph.t(i).data).dtype.kind in "iu":
+            vals.append(np.asarray(graph.t(i).data))
+        else:
+            _refuse(node, graph, "it mixes a size computed at run time with a runtime tensor")
+    binary = {"ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
+              "FLOOR_DIV": lambda a, b: a // b, "FLOOR_MOD": lambda a, b: a % b,
+              "MAXIMUM": S.smax, "MINIMUM": S.smin}
+    if op in binary and len(vals) == 2 and not node.attrs.get("fused_activation_function"):
+        return np.frompyfunc(binary[op], 2, 1)(vals[0], vals[1])
+    if op == "CAST" and graph.t(node.outputs[0]).dtype.startswith("int"):
+        return vals[0]
+    if op in ("STRIDED_SLICE", "SLICE", "GATHER", "PACK", "CONCATENATION", "RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+        try:
+            out = evaluate(node, vals, graph, need_values=[True] * len(vals))
+        except (ValueError, IndexError, TypeError, KeyError) as e:
+            _refuse(node, graph, f"its shape arithmetic failed ({e})")
+        if out is not None:
+            return np.asarray(out[0], dtype=object)
+    _refuse(node, graph, "it computes with a dynamic size as data (only SHAPE arithmetic feeding a RESHAPE's "
+                         "target is supported)")
 
 
 def dynamic_tensor(node: Node, graph: Graph) -> str:
@@ -145,7 +210,7 @@ def _spatial(node, graph, size, k, stride, dil):
     return (size - eff) // stride + 1
 
 
-def _rule(node: Node, graph: Graph) -> list:
+def _rule(node: Node, graph: Graph, values: dict | None = None) -> list:
     op, a = node.op, node.attrs
     shapes = [list(graph.t(i).shape) if i >= 0 else None for i in node.inputs]
     x = shapes[0]
@@ -176,6 +241,15 @@ def _rule(node: Node, graph: Graph) -> list:
             _refuse(node, graph, "it squeezes the dynamic dim")
         return [[n for d, n in enumerate(x) if d not in dims]]
     if op == "RESHAPE":
+        if values and len(node.inputs) > 1 and node.inputs[1] in values:       # a target computed from sizes
+            target = list(np.asarray(values[node.inputs[1]], dtype=object).reshape(-1))
+            known = [d for d in target if S.is_sym(d) or d != -1]
+            if -1 in target:
+                rest = S.prod(known)
+                target = [S.prod(x) // rest if not S.is_sym(d) and d == -1 else d for d in target]
+            if not isinstance(S.prod(target) - S.prod(x), int) or S.prod(target) - S.prod(x) != 0:
+                _refuse(node, graph, f"its computed target {target} does not hold the {S.prod(x)} elements")
+            return [target]
         if len(node.inputs) > 1 and node.inputs[1] >= 0 and graph.t(node.inputs[1]).shape != (0,):
             target = _const_ints(graph, node.inputs[1], node, "target shape")
         else:

@@ -44,6 +44,7 @@ class Context:
     guards: list = field(default_factory=list)     # (Sym, op name, outcome, site)
     site: str = ""                                 # the op (or pass) being compiled, for messages
     quiet: int = 0                                 # > 0 inside hinted(): no guards
+    exact: int = 0                                 # > 0 inside structural(): == only when identical
     skipped: list = field(default_factory=list)    # passes skipped: they needed a fixed size
 
 
@@ -95,6 +96,21 @@ def site(label: str):
         yield
     finally:
         c.site = old
+
+
+@contextlib.contextmanager
+def structural():
+    """Equality tests inside are True only for identical expressions (no guard): for decisions where
+    "not equal" is always safe (merging dims of equal strides, a contiguous fast path)."""
+    c = _ctx()
+    if c is None:
+        yield
+        return
+    c.exact += 1
+    try:
+        yield
+    finally:
+        c.exact -= 1
 
 
 @contextlib.contextmanager
@@ -255,6 +271,9 @@ class Sym:
         d = self - o
         if not isinstance(d, Sym):
             return fn(d, 0)
+        c = _ctx()
+        if c is not None and c.exact and name in ("==", "!="):
+            return name == "!="                 # (not identical: unequal, see structural())
         if isinstance(o, (int, np.integer)) and o == 1:
             # "is this dim 1?": a dynamic size is never taken as 1 (never a broadcast, never a degenerate
             # dim dropped), with no guard - compiler/dynamic.py refuses every broadcast of a dynamic dim

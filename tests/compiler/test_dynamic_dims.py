@@ -198,3 +198,32 @@ def test_a_concatenation_through_the_arena_is_refused_naming_it():
     model = _one("CONCATENATION", lambda t: (1, t, 8), ["x"], axis=2)
     with pytest.raises(UnsupportedError, match=r"\(operator #0\) \(input 'tokens' \[1, \[tokens:1\], 4\]\)"):
         gpuc.compile(model, dynamic=["tokens:1<=12"], cache=False)
+
+
+def test_reshape_targets_computed_from_shape(device):
+    """SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE (the heads split converters emit for a dynamic sequence):
+    the target follows the run's length."""
+    from helpers.seqmodels import shape_reshape_model
+    model = shape_reshape_model()
+    bundle = gpuc.compile(model, dynamic=["x:1<=16"], cache=False)
+    assert not any(d.label.startswith(("SHAPE", "PACK", "STRIDED_SLICE")) for d in read_bundle(bundle).dispatches)
+    rng = np.random.default_rng(5)
+    with gpuc.load(bundle, device=device) as m:
+        for n in (1, 5, 16):
+            x = rng.uniform(-1, 1, (1, n, 8)).astype(np.float32)
+            got, = m.run([x])
+            ref, = run_litert(model, [x])
+            assert got.shape == ref.shape == (1, n, 8)
+            assert rel_err(got, ref) <= 1e-5, n
+
+
+def test_a_size_used_as_data_is_refused():
+    mb = ModelBuilder()
+    x = mb.input("x", (1, 8, 4), shape_signature=(1, -1, 4))
+    shp = mb.tensor("shape", (3,), "int32")
+    mb.op("SHAPE", [x], [shp], out_type=2)
+    f = mb.tensor("f", (3,), "float32")
+    mb.op("CAST", [shp], [f])
+    mb.output(f)
+    with pytest.raises(UnsupportedError, match=r"CAST \(operator #1\).*dynamic size as data"):
+        gpuc.compile(mb.finish(), dynamic=["x:1<=16"], cache=False)

@@ -122,3 +122,35 @@ def conv_net(h=8, w=8, seed=2):
     mb.op("FULLY_CONNECTED", [m, mb.const("fw", _w(rng, 4, 8)), mb.const("fb", _w(rng, 4))], [f])
     mb.output(f)
     return mb.finish()
+
+
+def shape_reshape_model(t=8, d=8, heads=2):
+    """x [1, T, D] -> heads split by a RESHAPE whose target is computed from SHAPE (STRIDED_SLICE of the
+    length, PACK with constants), as converters emit it for a dynamic sequence -> TRANSPOSE -> * 2 ->
+    TRANSPOSE back -> RESHAPE to [1, T, D] again (its target from the same length) -> TANH."""
+    mb = ModelBuilder()
+    x = mb.input("x", (1, t, d), shape_signature=(1, -1, d))
+    shp = mb.tensor("shape", (3,), "int32")
+    mb.op("SHAPE", [x], [shp], out_type=2)
+    n = mb.tensor("len", (), "int32")
+    mb.op("STRIDED_SLICE", [shp, mb.const("b", np.array([1], np.int32)), mb.const("e", np.array([2], np.int32)),
+                            mb.const("s", np.array([1], np.int32))], [n], shrink_axis_mask=1)
+    one, hd = mb.const("one", np.array(1, np.int32)), mb.const("heads", np.array(heads, np.int32))
+    tgt = mb.tensor("tgt", (4,), "int32")
+    mb.op("PACK", [one, n, hd, mb.const("hd", np.array(d // heads, np.int32))], [tgt], axis=0, values_count=4)
+    r = mb.tensor("r", (1, t, heads, d // heads))
+    mb.op("RESHAPE", [x, tgt], [r])
+    tr = mb.tensor("tr", (1, heads, t, d // heads))
+    mb.op("TRANSPOSE", [r, mb.const("p", np.array([0, 2, 1, 3], np.int32))], [tr])
+    m = mb.tensor("m", (1, heads, t, d // heads))
+    mb.op("MUL", [tr, mb.const("two", np.arange(d // heads, dtype=np.float32) + 1)], [m])
+    back = mb.tensor("back", (1, t, heads, d // heads))
+    mb.op("TRANSPOSE", [m, mb.const("p2", np.array([0, 2, 1, 3], np.int32))], [back])
+    tgt2 = mb.tensor("tgt2", (3,), "int32")
+    mb.op("PACK", [one, n, mb.const("dd", np.array(d, np.int32))], [tgt2], axis=0, values_count=3)
+    y = mb.tensor("y", (1, t, d))
+    mb.op("RESHAPE", [back, tgt2], [y])
+    z = mb.tensor("z", (1, t, d))
+    mb.op("TANH", [y], [z])
+    mb.output(z)
+    return mb.finish()

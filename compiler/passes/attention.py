@@ -28,7 +28,6 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.symbolic import dim
 
 ATTN_OP = "ATTENTION"
 VIEWS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -159,7 +158,7 @@ def _bias_terms(bshape, shape):
         if any(d != 1 for d in bshape[:len(bshape) - len(shape)]):
             raise _NoMatch
         bshape = bshape[len(bshape) - len(shape):]
-    bs = [1] * (len(shape) - len(bshape)) + [dim(d) for d in bshape]
+    bs = [1] * (len(shape) - len(bshape)) + [int(d) for d in bshape]
     if any(b not in (1, s) for b, s in zip(bs, shape)):
         raise _NoMatch
     st, acc = [], 1
@@ -255,7 +254,7 @@ def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
     else:                                                # MUL / DIV by a scalar
         c = _scalar(g, node.inputs[1])
         steps.append((op, c if c is not None else _scalar(g, node.inputs[0])))
-    if [int(np.prod([s for s, _ in d], dtype=np.int64)) if d else 1 for d in v.dims] != [dim(d) for d in y.shape]:
+    if [int(np.prod([s for s, _ in d], dtype=np.int64)) if d else 1 for d in v.dims] != [int(d) for d in y.shape]:
         raise _NoMatch
 
 
@@ -329,7 +328,7 @@ def _output(ctx: _Ctx, y: int, batch_shape):
                 else:
                     v.reshape(x.shape)
                 if [int(np.prod([s for s, _ in d], dtype=np.int64)) if d else 1 for d in v.dims] \
-                        != [dim(d) for d in x.shape]:
+                        != [int(d) for d in x.shape]:
                     raise _NoMatch
             r = len(v.dims)
             return dict(dst=dst, terms=v.batch_terms(batch_shape), sr=v.stride(r - 2), sc=v.stride(r - 1)), nodes
@@ -436,7 +435,7 @@ def _match(graph: Graph, sm: Node):
     pm = g.t(mm2.inputs[0])
     if len(pm.shape) < 2 or pm.shape[-2] != n or pm.shape[-1] != m or len(y.shape) < 2 or y.shape[-2] != n:
         raise _NoMatch
-    batch1, batch2 = [dim(d) for d in s_t.shape[:-2]], [dim(d) for d in y.shape[:-2]]
+    batch1, batch2 = [int(d) for d in s_t.shape[:-2]], [int(d) for d in y.shape[:-2]]
     nb = int(np.prod(batch1, dtype=np.int64))
     if nb != int(np.prod(batch2, dtype=np.int64)) or nb != int(np.prod(pm.shape[:-2], dtype=np.int64)) \
             or nb * n == 0:

@@ -227,3 +227,19 @@ def test_a_size_used_as_data_is_refused():
     mb.output(f)
     with pytest.raises(UnsupportedError, match=r"CAST \(operator #1\).*dynamic size as data"):
         gpuc.compile(mb.finish(), dynamic=["x:1<=16"], cache=False)
+
+
+def test_command_buffers_cached_per_size_and_evicted(device, monkeypatch):
+    from gpuc.runtime import dynamic
+    monkeypatch.setattr(dynamic, "CACHE_LIMIT", 2)
+    model = attention_model()
+    bundle = gpuc.compile(model, dynamic=["tokens:1<=16"], cache=False)
+    rng = np.random.default_rng(6)
+    with gpuc.load(bundle, device=device) as m:
+        for n in (3, 4, 5, 3, 6, 16, 4, 7, 8, 9):
+            x = rng.integers(0, 16, (1, n)).astype(np.int32)
+            got, = m.run([x])
+            assert rel_err(got, run_litert(model, [x])[0]) <= 1e-5, n
+            assert all(len(s.cmds) <= 2 for s in m.slots)
+        assert (9,) in [k for s in m.slots for k in s.cmds]
+        assert (16,) not in [k for s in m.slots for k in s.cmds]        # (the bound's is slot.cmd)

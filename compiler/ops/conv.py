@@ -269,7 +269,8 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
                item_inner=tiles_n * G)
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
-    if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
+    if graph.precision == "fp16" and not any(is_sym(v) for v in (M, GN, GK)):   # + the cooperative-matrix
+        # path (gemm_coopmat.py; its tile plans need fixed sizes: none for a dynamic dim yet)
         k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)
     return k
 

@@ -243,3 +243,16 @@ def test_command_buffers_cached_per_size_and_evicted(device, monkeypatch):
             assert all(len(s.cmds) <= 2 for s in m.slots)
         assert (9,) in [k for s in m.slots for k in s.cmds]
         assert (16,) not in [k for s in m.slots for k in s.cmds]        # (the bound's is slot.cmd)
+
+
+def test_fp16_storage_with_dynamic_dims(device):
+    """--precision fp16 with a dynamic H and W: within fp16 rounding of LiteRT at each size."""
+    model = conv_net()
+    bundle = gpuc.compile(model, dynamic=["input:1<=20", "input:2<=20"], precision="fp16", cache=False)
+    assert read_bundle(bundle).stats.get("fp16_tensors")
+    rng = np.random.default_rng(7)
+    with gpuc.load(bundle, device=device) as m:
+        for h, w in ((1, 1), (9, 14), (20, 20)):
+            x = rng.uniform(-1, 1, (1, h, w, 3)).astype(np.float32)
+            got, = m.run([x])
+            assert rel_err(got, run_litert(model, [x])[0]) <= 3e-3, (h, w)

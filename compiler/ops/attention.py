@@ -29,17 +29,21 @@ VARIANTS = {
 }
 
 
-def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20):
+def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | None = None,
+               ck: int | None = None):
     """(RQ, CK, CV, DC, VK, SKV_SIZE) for attention.comp, or None when no tiling fits.  BQ = 16 * RQ
     query rows and BK = 8 * CK keys per tile; CV value columns per invocation; Q and K are staged DC
-    channels at a time (all of D at once, Q loaded once, where it fits); V VK keys at a time."""
+    channels at a time (all of D at once, Q loaded once, where it fits); V VK keys at a time.
+    `rq` / `ck` force those (benchmarks/attention_plan_ab.py)."""
     cv = -(-dv // TX)
     if cv > MAX_ACC:
         return None
-    rq = 1 if n <= 16 else 2 if n <= 32 else 4
-    while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
-        rq //= 2                                 # fewer rows per workgroup: more workgroups in flight
-    ck = 1 if m <= 8 else 2 if m <= 16 else 4
+    if rq is None:
+        rq = 1 if n <= 16 else 2 if n <= 32 else 4
+        while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
+            rq //= 2                             # fewer rows per workgroup: more workgroups in flight
+    if ck is None:
+        ck = 1 if m <= 8 else 2 if m <= 16 else 4
     bq, bk = TY * rq, TX * ck
     ss = bq * (bk + 1) + bq
     for dc in [d] + [c for c in (64, 32, 16, 8) if c < d]:

@@ -636,9 +636,10 @@ def check_guards(ctx: Context, full_limit: int = 1 << 20) -> None:
            "!=": np.not_equal}
     seen = set()
     for expr, op, outcome, where in ctx.guards:
-        if (expr, op, outcome) in seen:
+        key = (expr._frozen, op, outcome)         # (not the Sym: comparing Syms would record guards)
+        if key in seen:
             continue
-        seen.add((expr, op, outcome))
+        seen.add(key)
         for env in envs:
             with np.errstate(all="ignore"):
                 got = fns[op](np.asarray(evaluate(expr, env)) + np.zeros_like(env[0]), 0)

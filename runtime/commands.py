@@ -88,9 +88,11 @@ class Recorder:
         """A primary command buffer from `cmd_pool` (default: the model's pool)."""
         return self.res.command_buffer(cmd_pool or self.pool)
 
-    def begin(self, cmd_pool=None):
-        """alloc(), begun for recording."""
-        cmd = self.alloc(cmd_pool)
+    def begin(self, cmd_pool=None, reuse=None):
+        """alloc() (or `reuse`, a command buffer of a pool made to reset them, reset), begun for recording."""
+        if reuse is not None:
+            vk.vkResetCommandBuffer(reuse, 0)
+        cmd = self.alloc(cmd_pool) if reuse is None else reuse
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
         return cmd
 
@@ -180,12 +182,12 @@ class Recorder:
             if pool is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, i + 1)
 
-    def record(self, slot, pool=None, every_dispatch=False, items=1, cmd_pool=None, sizes=None):
+    def record(self, slot, pool=None, every_dispatch=False, items=1, cmd_pool=None, sizes=None, reuse=None):
         """Record a whole run of `items` batch items (1 <= items <= max_batch) through slot's staging.
         pool: 2 timestamps (start, end), or with every_dispatch 1 + len(dispatches) (start, then after
         each dispatch)."""
         b = self.bundle
-        cmd = self.begin(cmd_pool)
+        cmd = self.begin(cmd_pool, reuse)
         n_stamps = (1 + len(b.dispatches)) if every_dispatch else 2
         if pool is not None:
             vk.vkCmdResetQueryPool(cmd, pool, 0, n_stamps)

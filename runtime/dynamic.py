@@ -12,7 +12,6 @@ row-major for the run's shape, so inputs are copied in and outputs out at their 
 from __future__ import annotations
 
 import numpy as np
-import vulkan as vk
 
 from gpuc.errors import BundleError, GpucError
 from gpuc.runtime import hostcopy, iospec
@@ -21,7 +20,7 @@ from gpuc.runtime.slots import RunHandle
 MAX_GROUPS = 65535
 OPS = {"+": lambda a, b: a + b, "*": lambda a, b: a * b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
        "max": max, "min": min}
-CACHE_LIMIT = 64            # command buffers kept per slot (sizes tuples); the oldest is freed first
+CACHE_LIMIT = 64            # command buffers kept per slot (sizes tuples); past it the oldest is re-recorded
 
 
 def evaluate(tree, sizes) -> int:
@@ -116,10 +115,11 @@ def command(model, slot, sizes):
     if sizes == model.dims.maxes:
         return slot.cmd
     if sizes not in slot.cmds:
-        if len(slot.cmds) >= CACHE_LIMIT:          # (the slot is ours: none of its buffers is in flight)
+        old = None
+        if len(slot.cmds) >= CACHE_LIMIT:          # the oldest is recorded again (the slot is ours: idle)
             old = slot.cmds.pop(next(iter(slot.cmds)))
-            vk.vkFreeCommandBuffers(model.device.device, slot.command_pool(), 1, [old])
-        slot.cmds[sizes] = model.recorder.record(slot, slot.pool, sizes=sizes, cmd_pool=slot.command_pool())
+        slot.cmds[sizes] = model.recorder.record(slot, slot.pool, sizes=sizes, cmd_pool=slot.command_pool(),
+                                                 reuse=old)
     return slot.cmds[sizes]
 
 

@@ -42,8 +42,9 @@ def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | 
         rq = 1 if n <= 16 else 2 if n <= 32 else 4
         while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
             rq //= 2                             # fewer rows per workgroup: more workgroups in flight
-    if ck is None:
-        ck = 1 if m <= 8 else 2 if m <= 16 else 4
+    if ck is None:                               # keys per tile: 32, or 16 once the grid has many
+        many = batch * -(-n // (TY * rq)) >= 8 * FILL_GROUPS      # workgroups (smaller score tiles:
+        ck = 1 if m <= 8 else 2 if m <= 16 or many else 4         # more resident; H100, swin_t b32: 1.32x)
     bq, bk = TY * rq, TX * ck
     ss = bq * (bk + 1) + bq
     for dc in [d] + [c for c in (64, 32, 16, 8) if c < d]:

@@ -184,8 +184,10 @@ def _broadcast(node, graph, shapes):
             if fixed:
                 _refuse(node, graph, f"it broadcasts the dynamic size against a fixed size {fixed[0]}")
             first = dyn[0]
-            if any(not isinstance(first - d, int) or first - d != 0 for d in dyn[1:]):
-                _refuse(node, graph, f"two different dynamic sizes {dyn[0]} and {dyn[1]} meet in one dimension")
+            for d in dyn[1:]:           # (the same size reached two ways, e.g. SAME and padded VALID halvings)
+                if not S.same_everywhere(first, d):
+                    _refuse(node, graph, f"two dynamic sizes {first} and {d} meet in one dimension and differ at "
+                                         "some sizes within the bounds (the model runs only at some sizes)")
             out.append(first)
         else:
             out.append(max(ds))

@@ -5,7 +5,7 @@ import numpy as np
 
 from gpuc.compiler.ew_table import ACT, ACT_FINITE, ACT_NONE
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.symbolic import is_sym, prod
+from gpuc.compiler.symbolic import is_sym, prod, smax
 
 # TFLite's ActivationFunctionType, read from a model's fused_activation_function only: gpuc's kernels
 # take the activation codes of compiler/ew_table.py (act_code translates)
@@ -106,7 +106,7 @@ def same_padding(in_size, k, stride, dil, out_size, padding) -> int:
     if padding != PADDING_SAME:
         return 0
     eff = (k - 1) * dil + 1
-    total = max((out_size - 1) * stride + eff - in_size, 0)
+    total = smax((out_size - 1) * stride + eff - in_size, 0)     # (an expression for a dynamic size)
     return total // 2
 
 

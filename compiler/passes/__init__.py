@@ -68,8 +68,9 @@ def run_passes(graph: Graph, disabled=()) -> None:
 
 
 def _run_dynamic(p, graph: Graph) -> None:
-    """--dynamic: a pass that needs a fixed size somewhere (compiler/symbolic.py SymbolicSize) is skipped,
-    the graph as it was before it (the passes only make the program faster); the stats name it."""
+    """--dynamic: a pass that needs a fixed size somewhere (compiler/symbolic.py SymbolicSize), or whose
+    decisions would differ at some size (a failed guard), is skipped, the graph as it was before it (the
+    passes only make the program faster); the stats name it."""
     import copy
     from gpuc.compiler import symbolic
     ctx = symbolic.current()
@@ -77,7 +78,8 @@ def _run_dynamic(p, graph: Graph) -> None:
     try:
         with symbolic.site(f"pass {p.__name__}"):  # (the message names it)
             p(graph)
-    except symbolic.SymbolicSize as e:
+        symbolic.check_guards(ctx, first=guards)   # its decisions hold at every size, or it is undone
+    except (symbolic.SymbolicSize, symbolic.GuardFailed) as e:
         import os
         if os.environ.get("GPUC_DYNAMIC_DEBUG") == "2":
             raise

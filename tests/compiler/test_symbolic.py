@@ -71,3 +71,10 @@ def test_no_silent_specialization(ctx):
             range(t)
         with pytest.raises(S.SymbolicSize):
             np.prod([t, 2], dtype=np.int64)
+
+
+def test_same_size_reached_two_ways(ctx):
+    t = S.var(0)
+    c = S.ceil_div(t, 2)
+    assert S.same_everywhere(S.ceil_div(t, 2), (t - 1) // 2 + 1)        # SAME vs padded VALID halving
+    assert not S.same_everywhere(S.ceil_div(c, 2), (c - 2) // 2 + 1)    # differ where ceil(t/2) is odd

@@ -319,6 +319,16 @@ def _rule(node: Node, graph: Graph, values: dict | None = None) -> list:
                 if d != ax and (not isinstance(s[d] - x[d], int) or s[d] - x[d] != 0):
                     _refuse(node, graph, "its inputs differ in a dynamic dim")
         return [out]
+    if op == "STRIDED_SLICE":
+        from gpuc.compiler.ops.movement import strided_slice_dims
+        ints = [_const_ints(graph, node.inputs[k], node, w) for k, w in ((1, "begin"), (2, "end"), (3, "strides"))]
+        _, out = strided_slice_dims(x, *ints, *(int(a.get(k, 0) or 0) for k in (
+            "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")), bool(a.get("offset")))
+        return [list(out)]
+    if op == "SLICE":
+        begin = _const_ints(graph, node.inputs[1], node, "begin")
+        size_ = _const_ints(graph, node.inputs[2], node, "size")
+        return [[n - b if sz == -1 else sz for n, b, sz in zip(x, begin, size_)]]
     if op == "LAYER_NORM":
         return [x]
     _refuse(node, graph, "gpuc has no dynamic-size rule for this op yet")

@@ -175,6 +175,13 @@ SINGLE = {
     "mul_self": ("MUL", lambda t: (1, t, 4), ["x"], {}),
     "add_row": ("ADD", lambda t: (1, t, 4), [np.arange(4, dtype=np.float32)], {}),
     "tanh": ("TANH", lambda t: (1, t, 4), [], {}),
+    "first_token": ("STRIDED_SLICE", lambda t: (1, 4), [np.array([0, 0, 0], np.int32), np.array([1, 1, 4], np.int32),
+                                                       np.array([1, 1, 1], np.int32)], dict(shrink_axis_mask=2)),
+    "last_token": ("STRIDED_SLICE", lambda t: (1, 1, 4), [np.array([0, -1, 0], np.int32), np.array([1, 0, 4], np.int32),
+                                                         np.array([1, 1, 1], np.int32)], dict(end_mask=2)),
+    "every_other": ("STRIDED_SLICE", lambda t: (1, (t + 1) // 2, 4), [np.array([0, 0, 0], np.int32),
+                    np.array([1, 0, 4], np.int32), np.array([1, 2, 1], np.int32)], dict(end_mask=2)),
+    "gather_time": ("GATHER", lambda t: (1, 2, 4), [np.array([0, 0], np.int32)], dict(axis=1)),
 }
 
 
@@ -273,3 +280,15 @@ def test_one_size_reached_two_ways_meets_in_an_add(device):
             got, = m.run([xi])
             ref, = run_litert(model, [xi])
             assert got.shape == ref.shape and rel_err(got, ref) <= 1e-5, (h, w)
+
+
+def test_slice_of_a_dynamic_tensor(device):
+    """SLICE with size -1 on the dynamic axis (numpy reference: LiteRT's SLICE fails to prepare after a
+    resize of this model, 'output_shape_vector[idx] != SizeOfDimension')."""
+    model = _one("SLICE", lambda t: (1, t, 2), [np.array([0, 0, 1], np.int32), np.array([-1, -1, 2], np.int32)])
+    bundle = gpuc.compile(model, dynamic=["tokens:1<=12"], cache=False)
+    with gpuc.load(bundle, device=device) as m:
+        for n in (1, 5, 12):
+            x = np.random.default_rng(n).uniform(-2, 2, (1, n, 4)).astype(np.float32)
+            got, = m.run([x])
+            np.testing.assert_array_equal(got, x[:, :, 1:3])

@@ -62,4 +62,29 @@ def run_passes(graph: Graph, disabled=()) -> None:
         raise GpucError(f"unknown pass(es) {sorted(unknown)}; passes are: {', '.join(pass_names())}")
     for p in PIPELINE:
         if p.__name__ not in disabled:
+            if graph.dynamic_dims:
+                _run_dynamic(p, graph)
+            else:
+                p(graph)
+
+
+def _run_dynamic(p, graph: Graph) -> None:
+    """--dynamic: a pass that needs a fixed size somewhere (compiler/symbolic.py SymbolicSize), or whose
+    decisions would differ at some size (a failed guard), is skipped, the graph as it was before it (the
+    passes only make the program faster); the stats name it."""
+    import copy
+    from gpuc.compiler import symbolic
+    ctx = symbolic.current()
+    saved, guards = copy.deepcopy(graph.__dict__), len(ctx.guards)
+    try:
+        with symbolic.site(f"pass {p.__name__}"):  # (the message names it)
             p(graph)
+        symbolic.check_guards(ctx, first=guards)   # its decisions hold at every size, or it is undone
+    except (symbolic.SymbolicSize, symbolic.GuardFailed) as e:
+        import os
+        if os.environ.get("GPUC_DYNAMIC_DEBUG") == "2":
+            raise
+        graph.__dict__.clear()
+        graph.__dict__.update(saved)
+        del ctx.guards[guards:]
+        ctx.skipped.append(str(e))

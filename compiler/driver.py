@@ -5,6 +5,7 @@ tensor table and program emission (GLSL -> SPIR-V per distinct kernel, dispatche
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 
@@ -12,7 +13,7 @@ import numpy as np
 import xxhash
 
 from gpuc import __version__, progress
-from gpuc.compiler import schedule
+from gpuc.compiler import schedule, symbolic
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
@@ -65,7 +66,7 @@ def tensor_table(graph: Graph, tensors: list, woff: dict, arena: dict) -> list:
         q = None if g.quant is None else {"scale": g.quant.scale.tolist(), "zero_point": g.quant.zero_point.tolist(),
                                           "axis": int(g.quant.axis)}
         mem, off = (B.WEIGHTS, woff[t]) if g.is_const else (B.ARENA, arena[graph.storage(t)])
-        out.append(B.TensorInfo(g.name, tuple(g.shape), g.dtype, mem, off, g.nbytes, q))
+        out.append(B.TensorInfo(g.name, tuple(symbolic.hint(list(g.shape))), g.dtype, mem, off, g.nbytes, q))
     return out
 
 
@@ -75,6 +76,23 @@ class Program:
     dispatches: list = field(default_factory=list)
     variants: list = field(default_factory=list)
     steps: list = field(default_factory=list)       # empty: GPU only (one command buffer, no program)
+    grids: list = field(default_factory=list)       # --dynamic: each dispatch's workgroup count (symbolic.tree)
+    variant_grids: list = field(default_factory=list)
+
+
+def _push(k) -> bytes:
+    """A dynamic kernel's push constants: one int per dim variable (the runtime writes the run's sizes)."""
+    return bytes(4 * len(symbolic.hints())) if glsl.is_dynamic(k) else b""
+
+
+def _groups(k, grids: list) -> tuple:
+    """k's grid; a dynamic kernel's at the bound, its workgroup count as an expression in `grids`."""
+    if not symbolic.is_sym(k.invocations):
+        grids.append(max(1, -(-k.invocations // k.local_x)))
+        return k.groups()
+    g = symbolic.smax(1, symbolic.ceil_div(k.invocations, k.local_x))
+    grids.append(symbolic.tree(g))
+    return dataclasses.replace(k, invocations=symbolic.hint(k.invocations)).groups()
 
 
 def emit_program(program: list, index: dict, dtypes: dict, items: int = 1, unbatched=frozenset()) -> Program:
@@ -114,18 +132,27 @@ def emit_program(program: list, index: dict, dtypes: dict, items: int = 1, unbat
         else:
             steps.append(B.Step(B.GPU, first=len(out.dispatches), count=1))
         per_item = items > 1 and k.bindings[0][1] not in unbatched     # its output holds the items
-        out.dispatches.append(B.Dispatch(shader_of(k), [index[t] for _, t in k.bindings], k.groups(), b"", k.label,
-                                         k.flops, k.item_unit() if per_item else 0))
+        out.dispatches.append(B.Dispatch(shader_of(k), [index[t] for _, t in k.bindings], _groups(k, out.grids),
+                                         _push(k), k.label, k.flops, k.item_unit() if per_item else 0))
         for v in k.variants:                 # hardware paths of this dispatch, chosen at load (runtime/variants.py)
             if all(dtypes[t] == "float16" for n, t in k.bindings if n in v.f16_bindings):
                 vk = v.make(k)
-                out.variants.append(B.Variant(len(out.dispatches) - 1, shader_of(vk, v.name), vk.groups(), v.requires,
+                out.variants.append(B.Variant(len(out.dispatches) - 1, shader_of(vk, v.name),
+                                              _groups(vk, out.variant_grids), v.requires,
                                               v.name, vk.item_unit() if per_item else 0))
     for j, target in jumps:
         steps[j].target = label_at[id(target)]
     with progress.counter("compiling shaders", len(pending)) as bar:
         for shader, k, src in pending:
-            shader.spirv = glsl.source_spirv(src, k, dtypes, f"{shader.name} for {k.label}")
+            try:
+                shader.spirv = glsl.source_spirv(src, k, dtypes, f"{shader.name} for {k.label}")
+            except GpucError as e:
+                if not glsl.is_dynamic(k):
+                    raise
+                raise UnsupportedError(f"--dynamic: {k.label}: its kernel ({k.template}) cannot take a size known "
+                                       f"only at run time (a compile-time use such as #if or an array size): "
+                                       f"{str(e)[:300]}") from None
+            shader.push_bytes = 4 * len(symbolic.hints()) if glsl.is_dynamic(k) else 0
             bar.advance()
     if all(s.kind == B.GPU for s in steps):
         out.steps = []
@@ -175,6 +202,18 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
                  arena_lower_bound_bytes=mem.lower_bound_bytes, naive_bytes=mem.naive_bytes,
                  weights_bytes=int(weights.nbytes), views=len(graph.aliases),
                  in_place=mem.in_place)
+    if graph.dynamic_dims:                    # runtime/dynamic.py: sizes per run, grids and I/O shapes from them
+        ctx = symbolic.current()
+        symbolic.check_guards(ctx)
+        io = {index[t]: [symbolic.tree(d) for d in graph.t(t).shape] for t in graph.inputs + graph.outputs}
+        options = dict(options, dynamic_dims={
+            "dims": [[graph.inputs.index(next(t for t in graph.inputs if graph.t(t).name == n)), a, m, label]
+                     for (n, a), m, label in zip(graph.dynamic_dims, ctx.hints, ctx.names)],
+            "grids": prog.grids, "variant_grids": prog.variant_grids,
+            "shapes": {str(k): v for k, v in io.items()}})
+        stats["dynamic_dims"] = [f"{label} 1..{m}" for label, m in zip(ctx.names, ctx.hints)]
+        if ctx.skipped:
+            stats["dynamic_skipped_passes"] = list(ctx.skipped)
     if graph.items > 1:                       # runtime/batch.py: one arena, every dispatch covers the items
         options = dict(options, batch_native=True, max_batch=graph.items)     # (--dynamic: the batch bound)
     b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
@@ -211,12 +250,15 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     if opts["precision"] not in ("fp32", "fp16"):
         raise UnsupportedError(f"precision {opts['precision']!r} not supported (fp32 or fp16)")
     fp = fingerprint(data, opts)
-    p = prepare_batched(data, opts)
-    stats = p.stats()                        # warnings are printed again when the compile cache answers
-    n16 = store_fp16(p.graph, p.program)     # --precision fp16: tensors stored as float16
-    if n16:
-        stats["fp16_tensors"] = n16
-    out = build_bundle(p.graph, p.program, name, opts, fp, stats)
+    try:
+        p = prepare_batched(data, opts)
+        stats = p.stats()                        # warnings are printed again when the compile cache answers
+        n16 = store_fp16(p.graph, p.program)     # --precision fp16: tensors stored as float16
+        if n16:
+            stats["fp16_tensors"] = n16
+        out = build_bundle(p.graph, p.program, name, opts, fp, stats)
+    finally:
+        symbolic.end()                           # (--dynamic: the compile's dim variables)
     return attach_fallback(out, data, name, opts) if n16 else out
 
 

@@ -18,6 +18,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 
+def _is_sym(d) -> bool:
+    return type(d).__name__ == "Sym"          # (compiler/symbolic.py: a dynamic size)
+
+
 @dataclass
 class Quant:
     scale: np.ndarray           # float32, shape [n]
@@ -49,11 +53,17 @@ class Tensor:
 
     @property
     def size(self) -> int:
+        """Element count (a compiler/symbolic.py expression where the shape holds a dynamic dim)."""
+        if any(not isinstance(d, (int, np.integer)) for d in self.shape):
+            from gpuc.compiler.symbolic import prod
+            return prod(self.shape)
         return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
 
     @property
     def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
+        """Bytes at the largest size (a dynamic dim at its bound: what the arena holds)."""
+        from gpuc.compiler.symbolic import hint
+        return hint(self.size) * np.dtype(self.dtype).itemsize
 
 
 @dataclass
@@ -116,6 +126,7 @@ class Graph:
     items: int = 1              # --max-batch N: items each dispatch computes (passes/batching.py; 1: one)
     batch_refusal: str | None = None    # why the graph could not be made batch-native (items then 1)
     unbatched: set = field(default_factory=set)     # batch-native: runtime tensors the items share (from constants)
+    dynamic_dims: list = field(default_factory=list)    # --dynamic off the batch axis: (input name, axis) of d0, d1..
 
     def storage(self, tid: int) -> int:
         """The tensor whose memory `tid` uses (follows view aliases)."""
@@ -129,7 +140,7 @@ class Graph:
     def add_tensor(self, name: str, shape, dtype: str, data: np.ndarray | None = None,
                    quant: Quant | None = None) -> int:
         tid = len(self.tensors)
-        self.tensors.append(Tensor(tid, name, tuple(int(d) for d in shape), dtype, data, quant))
+        self.tensors.append(Tensor(tid, name, tuple(d if _is_sym(d) else int(d) for d in shape), dtype, data, quant))
         return tid
 
     def add_const(self, name: str, array: np.ndarray) -> int:
@@ -149,8 +160,9 @@ class Graph:
 
     def reshape_node(self, src: int, dst: int, shape) -> Node:
         """A RESHAPE node from `src` to `dst` with target `shape` (its shape operand a new constant)."""
-        shape = [int(d) for d in shape]
-        c = self.add_const(f"{self.t(dst).name}/shape", np.asarray(shape, np.int32))
+        shape = [d if _is_sym(d) else int(d) for d in shape]
+        from gpuc.compiler.symbolic import hint          # (a dynamic size: the constant holds its bound)
+        c = self.add_const(f"{self.t(dst).name}/shape", np.asarray(hint(shape), np.int32))
         return Node("RESHAPE", [src, c], [dst], {"new_shape": shape})
 
     def remove_unread(self, nodes) -> None:

@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass, field
 
 from gpuc import progress
-from gpuc.compiler import DEFAULT_OPTIONS, MODEL_BYTES_TYPES, ops, partition
+from gpuc.compiler import DEFAULT_OPTIONS, MODEL_BYTES_TYPES, ops, partition, symbolic
+from gpuc.compiler import dynamic as dyn
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.control_flow import CONTROL_OPS, check_subgraph, lower_control
 from gpuc.compiler.frontend.importer import load_tflite
@@ -65,6 +66,9 @@ def estimate_flops(node: Node, graph: Graph) -> int:
         if node.op == "TRANSPOSE_CONV":
             return 2 * graph.t(node.inputs[2]).size * w[0] * w[1] * w[2]
         return 2 * out.size * taps
+    if node.op == "DEPTHWISE_POINTWISE":                 # ops/dw_pointwise.py: both convs
+        f, mid = graph.t(node.inputs[1]).shape, graph.t(node.attrs["mid"])
+        return 2 * mid.size * f[1] * f[2] + 2 * out.size * mid.shape[-1]
     if node.op == "CONV_3D" and len(node.inputs) > 1:
         w = graph.t(node.inputs[1]).shape                  # [KD, KH, KW, CI, CO]
         return 2 * out.size * w[0] * w[1] * w[2] * w[3] if len(w) == 5 else out.size
@@ -136,9 +140,17 @@ class Lowering:
                 finally:
                     self.depth -= 1
                 continue
-            ks = apply_fake_quant(n, graph, ops.lower(n, graph))
+            with symbolic.site(n.label()):
+                try:
+                    ks = apply_fake_quant(n, graph, ops.lower(n, graph))
+                except symbolic.SymbolicSize as e:
+                    if os.environ.get("GPUC_DYNAMIC_DEBUG"):
+                        raise
+                    from gpuc.compiler.dynamic import dynamic_tensor
+                    raise UnsupportedError(f"--dynamic: {n.label()} (input {dynamic_tensor(n, graph)}) cannot take "
+                                           f"a size known only at run time yet: {e}") from None
             if ks:
-                ks[0].flops = estimate_flops(n, graph)
+                ks[0].flops = symbolic.hint(estimate_flops(n, graph))   # (a dynamic size: at its bound)
             if broken and (n.op == broken or broken in n.attrs.get("fused", ())):   # (also inside a fused node)
                 for k in ks:
                     k.defines["GPUC_TEST_BROKEN"] = 1
@@ -179,9 +191,18 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     model = load_tflite(bytes(source)) if isinstance(source, MODEL_BYTES_TYPES) else source
     graph = model.main
     specialize(graph, opts.get("input_shapes"))   # -1 dims take concrete shapes; shapes downstream recomputed
-    n_tensors = len(graph.tensors)
     graph.precision = opts["precision"]
-    dynamic = dynamic_items(graph, opts.get("dynamic"))     # --dynamic on the batch axis: its bound
+    batch_specs, dim_specs = dyn.split(graph, opts.get("dynamic"))
+    if dim_specs:                            # --dynamic off the batch axis: symbolic sizes (compiler/dynamic.py)
+        if batch_specs or int(opts.get("max_batch", 1)) > 1:
+            raise UnsupportedError("--dynamic on the batch axis (or --max-batch) together with another dynamic "
+                                   "axis is not supported yet")
+        names, hints, dims = dyn.setup(graph, dim_specs)
+        ctx = symbolic.begin(names, hints)
+        dyn.propagate_symbolic(graph, dims)
+        graph.dynamic_dims = [(graph.t(t).name, a) for t, a in dims]
+    n_tensors = len(graph.tensors)
+    dynamic = dynamic_items(graph, batch_specs)     # --dynamic on the batch axis: its bound
     if dynamic > 1 and opts.get("max_batch", 1) not in (1, dynamic):
         raise GpucError(f"--dynamic bounds the batch by {dynamic}, --max-batch by {opts['max_batch']}: give one")
     graph.items = max(int(opts.get("max_batch", 1)), dynamic)    # passes/batching.py: one program for the items
@@ -193,7 +214,13 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     front = prepare_graph(model, graph, opts["disable_passes"], warn=warn, expose_intermediates=expose_intermediates)
     if dynamic > 1 and graph.batch_refusal:
         raise UnsupportedError(f"--dynamic {', '.join(opts['dynamic'])}: {graph.batch_refusal}")
+    if dim_specs and front.cpu:
+        n = next(n for n in graph.nodes if id(n) in front.cpu)
+        raise UnsupportedError(f"--dynamic: {n.label()} would run on the CPU ({front.cpu[id(n)]}); a dynamic "
+                               "dim needs every op on the GPU")
     progress.stage("lowering")
     lowering = Lowering(model, opts["disable_passes"], warn)
     program = lower_graph(graph, front.cpu, lowering)
+    if dim_specs:
+        symbolic.check_guards(ctx)           # every decision made at the bound holds at every size
     return Prepared(model, graph, front, program, lowering, n_tensors)

@@ -206,6 +206,8 @@ def propagate(graph: Graph) -> None:
             continue
         try:
             outs = evaluate(node, vals, graph, need_values=[i in known for i in node.inputs])
+            if outs is None:
+                outs = _shape_rule(node, graph)
         except (ValueError, IndexError, TypeError, KeyError) as e:
             raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
                 from None
@@ -223,6 +225,18 @@ def propagate(graph: Graph) -> None:
             changed.add(o)
             if exact_values:
                 known[o] = np.asarray(v).astype(t.dtype)
+
+
+def _shape_rule(node: Node, graph: Graph):
+    """Placeholders of the output shapes compiler/dynamic.py's shape rules give (the ops `evaluate` has
+    no rule for: convolutions, pools, matmuls, the LSTM, ...), or None."""
+    from gpuc.compiler.dynamic import _rule
+    try:
+        shapes = _rule(node, graph)
+    except UnsupportedError:
+        return None
+    return [placeholder([int(d) for d in shape], graph.t(o).dtype) for o, shape in zip(node.outputs, shapes)
+            if o >= 0]
 
 
 # --- the rules -----------------------------------------------------------------------------------
@@ -284,7 +298,8 @@ def _reshape_target(node, vals, x) -> list[int]:
             raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
         shape[shape.index(-1)] = x.size // rest
     if int(np.prod(shape, dtype=np.int64)) != x.size:
-        raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
+        raise ValueError(f"cannot reshape {list(x.shape)} ({x.size} elements) to its target {shape} "
+                         f"({int(np.prod(shape, dtype=np.int64))} elements)")
     return shape
 
 

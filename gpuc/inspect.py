@@ -53,13 +53,26 @@ def inspect_bundle(data: bytes):
                  if b.options.get("batch_native") else
                  f"; batch 1..{b.options['max_batch']} (one arena per item: {b.stats.get('batch_refusal')})")
                 if b.options.get("max_batch", 1) > 1 else "")]
+    dyn = b.options.get("dynamic_dims")
+    if dyn:                              # --dynamic off the batch axis (runtime/dynamic.py)
+        rep["dynamic_dims"] = [{"input": ts[b.inputs[i]].name, "axis": a, "max": m} for i, a, m, _ in dyn["dims"]]
+        for k, idx in (("inputs", b.inputs), ("outputs", b.outputs)):
+            for t, i in zip(rep[k], idx):
+                t["dynamic_axes"] = [d for d, e in enumerate(dyn["shapes"].get(str(i), [])) if not isinstance(e, int)]
+        lines.append("dynamic dims: " + ", ".join(f"{d['input']}:{d['axis']} in 1..{d['max']}"
+                                                  for d in rep["dynamic_dims"])
+                     + " (sizes pushed per run; shapes below at the bound, * marks a dynamic axis)")
+        if b.stats.get("dynamic_skipped_passes"):
+            lines.append(f"passes skipped for the dynamic dims: {len(b.stats['dynamic_skipped_passes'])}")
     fb = " (fp32 fallback program included)" if b.fallback else ""
     lines.append(f"precision {rep['precision']}{fb}; tensors: "
                  + ", ".join(f"{n} {p}" for p, n in sorted(by_prec.items())))
     for k in ("inputs", "outputs"):
         for t in rep[k]:
             q = f" quant scale={t['quant']['scale'][:4]} zero_point={t['quant']['zero_point'][:4]}" if t["quant"] else ""
-            lines.append(f"{k[:-1]:>6}: {t['name']} {t['shape']} {t['dtype']} ({t['precision']}){q}")
+            shape = t["shape"] if not t.get("dynamic_axes") else \
+                "[" + ", ".join(f"{n}*" if d in t["dynamic_axes"] else str(n) for d, n in enumerate(t["shape"])) + "]"
+            lines.append(f"{k[:-1]:>6}: {t['name']} {shape} {t['dtype']} ({t['precision']}){q}")
     if b.variants:                       # kernel variants (runtime/variants.py), chosen at load
         reqs = {v.name: v.requires for v in b.variants}
         lines.append("kernel variants: " + "; ".join(f"{n} x{c} (needs {reqs[n]})" for n, c in

@@ -51,7 +51,8 @@ def compile_summary(output, nbytes: int, stats: dict, seconds: float, hit: bool,
              f"{st.get('shaders')} shaders, arena {st.get('arena_bytes')} B, "
              f"weights {st.get('weights_bytes')} B, {seconds * 1e3:.1f} ms"
              + (" (compile cache hit)" if hit else "")
-             + (f", batch 1..{max_batch}" if max_batch > 1 else "")
+             + (f", dynamic {', '.join(st['dynamic_dims'])}" if st.get("dynamic_dims") else
+                f", batch 1..{max_batch}" if max_batch > 1 else "")
              + (f", {st['fp16_tensors']} tensors fp16 (+ fp32 fallback)" if st.get("fp16_tensors") else "")]
     if st.get("cpu_nodes"):
         lines.append(f"{st['cpu_nodes']} op(s) on the CPU ({', '.join(st.get('cpu_ops', []))}), "

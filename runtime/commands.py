@@ -13,7 +13,7 @@ import os
 
 import vulkan as vk
 
-from gpuc.runtime import hazards, iospec
+from gpuc.runtime import dynamic, hazards, iospec
 
 T, C, H = vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT
 RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
@@ -78,6 +78,7 @@ class Recorder:
         self.native = iospec.batch_native(bundle)      # one arena; each dispatch covers every item
         self.max_items = bundle.options.get("max_batch", 1)
         self.all_barriers = os.environ.get("GPUC_ALL_BARRIERS", "") not in ("", "0")
+        self.dims = dynamic.Dims.of(bundle)          # --dynamic off the batch axis: sizes per run (or None)
 
     def barriers_before(self, first: int, last: int) -> list[bool]:
         """For dispatches [first, last): whether each waits for the ones before it (the first: no)."""
@@ -87,16 +88,29 @@ class Recorder:
         """A primary command buffer from `cmd_pool` (default: the model's pool)."""
         return self.res.command_buffer(cmd_pool or self.pool)
 
-    def begin(self, cmd_pool=None):
-        """alloc(), begun for recording."""
-        cmd = self.alloc(cmd_pool)
+    def begin(self, cmd_pool=None, reuse=None):
+        """alloc() (or `reuse`, a command buffer of a pool made to reset them, reset), begun for recording."""
+        if reuse is not None:
+            vk.vkResetCommandBuffer(reuse, 0)
+        cmd = self.alloc(cmd_pool) if reuse is None else reuse
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
         return cmd
 
-    def item_regions(self, specs, items, to_arena: bool):
+    def item_regions(self, specs, items, to_arena: bool, sizes=None):
         """{arena: [VkBufferCopy]} between staging (items stacked along axis 0) and the arenas: item i's
-        own arena, or (batch-native) the first `items` items of each tensor in the one arena."""
+        own arena, or (batch-native) the first `items` items of each tensor in the one arena; with
+        dynamic dims, each tensor's bytes at the run's `sizes`."""
         b, out = self.bundle, {}
+        if self.dims is not None:
+            sizes = sizes or self.dims.maxes
+            regs = []
+            for s in specs:
+                t = b.tensors[s.tensor]
+                n = self.dims.nbytes(b, s.tensor, sizes)
+                if n:
+                    regs.append(vk.VkBufferCopy(srcOffset=s.staging if to_arena else t.offset,
+                                                dstOffset=t.offset if to_arena else s.staging, size=n))
+            return {0: regs} if regs else {}
         if self.native:
             regs = []
             for s in specs:
@@ -118,14 +132,14 @@ class Recorder:
                 out[i] = regs
         return out
 
-    def copy_in(self, cmd, staging, items=1, specs=None) -> None:
+    def copy_in(self, cmd, staging, items=1, specs=None, sizes=None) -> None:
         """Copy the inputs (`specs`: default all) of `items` batch items from staging into the arenas."""
-        for i, regions in self.item_regions(self.inputs if specs is None else specs, items, True).items():
+        for i, regions in self.item_regions(self.inputs if specs is None else specs, items, True, sizes).items():
             vk.vkCmdCopyBuffer(cmd, staging, self.arenas.arena(i), len(regions), regions)
 
-    def copy_out(self, cmd, staging, items=1) -> None:
+    def copy_out(self, cmd, staging, items=1, sizes=None) -> None:
         """Copy the outputs of `items` batch items from the arenas into staging."""
-        for i, regions in self.item_regions(self.outputs, items, False).items():
+        for i, regions in self.item_regions(self.outputs, items, False, sizes).items():
             vk.vkCmdCopyBuffer(cmd, self.arenas.arena(i), staging, len(regions), regions)
 
     def copy_tensor(self, cmd, tensor: int, item: int, buffer, to_arena: bool) -> None:
@@ -141,7 +155,7 @@ class Recorder:
             src, dst = (buffer, arena) if to_arena else (arena, buffer)
             vk.vkCmdCopyBuffer(cmd, src, dst, 1, regions)
 
-    def dispatches(self, cmd, items=1, pool=None, first=0, count=None) -> None:
+    def dispatches(self, cmd, items=1, pool=None, first=0, count=None, sizes=None) -> None:
         """Every dispatch (or those in [first, first + count): a program's GPU step) for `items` batch
         items, layer by layer (a barrier before a layer that depends on the ones since the last barrier;
         the items of a layer are independent).  pool: a timestamp after each layer (query i + 1)."""
@@ -151,37 +165,43 @@ class Recorder:
         for i, disp in enumerate(b.dispatches[first:last], first):
             if need[i - first]:
                 barrier(cmd, C, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
-            pipes.bind(cmd, disp.shader, disp.push_constants)
-            if self.native:                 # one dispatch computes the items (a prefix of its grid for b < N)
+            if self.dims is not None:       # the run's sizes as push constants, its grid from them
+                sizes = sizes or self.dims.maxes
+                pipes.bind(cmd, disp.shader, self.dims.push(sizes) if disp.push_constants else b"")
+                pipes.bind_set(cmd, disp.shader, sets.set(0, i))
+                vk.lib.vkCmdDispatch(cmd, *self.dims.groups(i, sizes))
+            elif self.native:                 # one dispatch computes the items (a prefix of its grid for b < N)
+                pipes.bind(cmd, disp.shader, disp.push_constants)
                 pipes.bind_set(cmd, disp.shader, sets.set(0, i))
                 vk.lib.vkCmdDispatch(cmd, *item_groups(disp.groups, disp.item_inner, items, self.max_items))
             else:
+                pipes.bind(cmd, disp.shader, disp.push_constants)
                 for item in range(items):
                     pipes.bind_set(cmd, disp.shader, sets.set(item, i))
                     vk.lib.vkCmdDispatch(cmd, *disp.groups)
             if pool is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, i + 1)
 
-    def record(self, slot, pool=None, every_dispatch=False, items=1, cmd_pool=None):
+    def record(self, slot, pool=None, every_dispatch=False, items=1, cmd_pool=None, sizes=None, reuse=None):
         """Record a whole run of `items` batch items (1 <= items <= max_batch) through slot's staging.
         pool: 2 timestamps (start, end), or with every_dispatch 1 + len(dispatches) (start, then after
         each dispatch)."""
         b = self.bundle
-        cmd = self.begin(cmd_pool)
+        cmd = self.begin(cmd_pool, reuse)
         n_stamps = (1 + len(b.dispatches)) if every_dispatch else 2
         if pool is not None:
             vk.vkCmdResetQueryPool(cmd, pool, 0, n_stamps)
         wait_all(cmd)
-        self.copy_in(cmd, slot.in_buf, items)
+        self.copy_in(cmd, slot.in_buf, items, sizes=sizes)
         barrier(cmd, T, C, vk.VK_ACCESS_TRANSFER_WRITE_BIT, RW)
         if pool is not None:
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0)
-        self.dispatches(cmd, items, pool if every_dispatch else None)
+        self.dispatches(cmd, items, pool if every_dispatch else None, sizes=sizes)
         if pool is not None and not every_dispatch:
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1)
         barrier(cmd, C | T, T, vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                 vk.VK_ACCESS_TRANSFER_READ_BIT)
-        self.copy_out(cmd, slot.out_buf, items)
+        self.copy_out(cmd, slot.out_buf, items, sizes=sizes)
         barrier(cmd, T, H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         vk.vkEndCommandBuffer(cmd)
         return cmd

@@ -21,7 +21,7 @@ import time
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, iospec, program
+from gpuc.runtime import commands, dynamic, iospec, program
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -82,6 +82,8 @@ class LoadedModel:
         staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile)."""
         if self.program is not None:                      # host (CPU) steps / control flow: synchronous
             return program.run_async(self, inputs, keep_on_device)
+        if self.dims is not None:                         # --dynamic off the batch axis: sizes per run
+            return dynamic.run_async(self, inputs, keep_on_device)
         if keep_on_device or self.max_batch > 1 or iospec.has_device_tensors(inputs):
             return batch_runs.run_async(self, inputs, keep_on_device)
         arrays, _ = iospec.normalize(self._inputs, inputs)
@@ -203,6 +205,7 @@ class LoadedModel:
         check_alignment(d)
         self.resources = res = Resources(d)
         self.max_batch = batch_runs.max_batch(b)         # > 1: batch-native, or one arena per item (runtime/batch.py)
+        self.dims = dynamic.Dims.of(b)                   # dynamic dims (runtime/dynamic.py), or None
         self._inputs, in_bytes = iospec.layout(b, b.inputs, self.max_batch)
         self._outputs, out_bytes = iospec.layout(b, b.outputs, self.max_batch)
         self.arenas = Arenas(res, b, batch_runs.arena_count(b))

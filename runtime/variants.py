@@ -61,9 +61,17 @@ def resolve(bundle, device, spec: str | None = None):
         if chosen.get(i) != name:
             raise DeviceError(f"GPUC_VARIANTS forces the {name!r} kernels, but device {device.name!r} has {why} "
                               f"(dispatch {i}: {bundle.dispatches[i].label})")
+    options = bundle.options
+    if "dynamic_dims" in options and chosen:          # --dynamic: the chosen variants' grids
+        dyn = dict(options["dynamic_dims"])
+        grids, vgrids = list(dyn["grids"]), dyn.get("variant_grids") or []
+        for vi, v in enumerate(bundle.variants):
+            if chosen.get(v.dispatch) == v.name and vi < len(vgrids) and dispatches[v.dispatch].shader == v.shader:
+                grids[v.dispatch] = vgrids[vi]
+        options = dict(options, dynamic_dims=dict(dyn, grids=grids))
     used = sorted({d.shader for d in dispatches})
     new_index = {old: i for i, old in enumerate(used)}
     dispatches = [dataclasses.replace(d, shader=new_index[d.shader]) for d in dispatches]
     stats = dict(bundle.stats, variants_used={n: list(chosen.values()).count(n) for n in sorted(set(chosen.values()))})
     return dataclasses.replace(bundle, shaders=[bundle.shaders[i] for i in used], dispatches=dispatches,
-                               variants=[], stats=stats)
+                               variants=[], stats=stats, options=options)

@@ -6,6 +6,7 @@ from importlib import resources
 
 import numpy as np
 
+from gpuc.compiler import symbolic
 from gpuc.compiler.codegen.glslang import compile_glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import act_glsl
@@ -59,9 +60,35 @@ def _literal(v) -> str:
 
 def _array(name: str, values) -> str:
     vals = list(values) or [0]
-    is_float = any(isinstance(v, (float, np.floating)) for v in vals)
+    is_float = any(isinstance(v, (float, np.floating, symbolic.FExpr)) for v in vals)
     ty = "float" if is_float else "int"
+    if any(symbolic.is_sym(v) for v in vals):        # sizes of the run: a global initialized at start
+        return f"{ty} {name}[{len(vals)}] = {ty}[]({', '.join(_value(v, is_float) for v in vals)});"
     return f"const {ty} {name}[{len(vals)}] = {ty}[]({', '.join(_literal(v) for v in vals)});"
+
+
+def _value(v, is_float: bool) -> str:
+    if symbolic.is_sym(v):
+        text = symbolic.glsl(v)
+        return f"float({text})" if is_float and not isinstance(v, symbolic.FExpr) else text
+    return _literal(float(v) if is_float else v)
+
+
+def is_dynamic(k: Kernel) -> bool:
+    """Whether kernel k reads sizes known only at run time (--dynamic)."""
+    if not symbolic.active():
+        return False
+    if symbolic.is_sym(k.invocations):
+        return True
+    for v in k.defines.values():
+        if isinstance(v, (list, tuple, np.ndarray)):
+            if isinstance(v, np.ndarray) and v.dtype != object:
+                continue
+            if any(symbolic.is_sym(x) for x in v):
+                return True
+        elif symbolic.is_sym(v):
+            return True
+    return False
 
 
 def render(k: Kernel, dtypes: dict) -> str:
@@ -72,13 +99,17 @@ def render(k: Kernel, dtypes: dict) -> str:
             raise ValueError(f"{k.label}: template {k.template!r} has no float16 storage support")
         lines.append("#extension GL_EXT_shader_16bit_storage : require")
     lines.append(f"layout(local_size_x = {k.local_x}) in;")
+    if is_dynamic(k):            # --dynamic: the run's sizes (compiler/symbolic.py) in a push-constant block
+        lines.append(symbolic.glsl_header(len(symbolic.hints())))
     consts = []
     for name, v in sorted(k.defines.items()):
         if isinstance(v, (list, tuple, np.ndarray)):
             consts.append(_array(name, v))
+        elif symbolic.is_sym(v):
+            lines.append(f"#define {name} {symbolic.glsl(v)}")
         else:
             lines.append(f"#define {name} {_literal(v)}")
-    lines.append(f"#define TOTAL {k.invocations}")
+    lines.append(f"#define TOTAL {symbolic.glsl(k.invocations) if symbolic.is_sym(k.invocations) else k.invocations}")
     unpack = k.template in UNPACK16_TEMPLATES and not k.defines.get("COOPMAT")
     if unpack:
         lines.append(UNPACK16_FN)

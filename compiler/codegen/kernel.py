@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from gpuc.compiler.ir import GPU
+from gpuc.compiler.symbolic import hinted
 
 LOCAL_X = 64
 MAX_GROUPS = 65535
@@ -55,7 +56,9 @@ class Kernel:
     kind: ClassVar[str] = GPU            # a program item (compiler/ir.py)
 
     def __post_init__(self):
-        if self.template in FLAT and self.local_x == LOCAL_X and self.invocations >= FLAT_MIN_INVOCATIONS:
+        with hinted():                   # (speed only: a grid of dynamic size decides at its bound)
+            wide = self.invocations >= FLAT_MIN_INVOCATIONS
+        if self.template in FLAT and self.local_x == LOCAL_X and wide:
             self.local_x = FLAT_LOCAL_X
 
     def item_unit(self) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.symbolic import SymbolicSize
 
 
 ANY_COUNT = 1 << 20           # inputs/outputs of ops TFLite sets no count limit for (CONCATENATION, PACK ...)
@@ -85,6 +86,8 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
         return d.check(node, graph)
     except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
         return f"malformed operator ({type(e).__name__}: {e})"
+    except SymbolicSize as e:          # (--dynamic: the op needs a fixed size; prepare refuses it, naming it)
+        return str(e)
 
 
 def lower(node: Node, graph: Graph):

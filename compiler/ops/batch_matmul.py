@@ -15,6 +15,7 @@ from gpuc.compiler.ops import register
 from gpuc.compiler.ops.conv import _float_const, gemm_kernel
 from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
+from gpuc.compiler.symbolic import hint
 
 MAX_RANK = 5
 
@@ -106,7 +107,7 @@ def lower_batch_matmul(node, graph):
 def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a_sk, b_sk, b_sn, extra=None) -> Kernel:
     """One `batch_matmul` dispatch (also CONV_3D's implicit GEMM: `extra` holds its IM2COL geometry
     and epilogue defines, `binds` its bias)."""
-    bm, bn, tm, tn = plan_tiles(m, n)
+    bm, bn, tm, tn = plan_tiles(hint(m), hint(n))     # (speed only: a dynamic size plans for its bound)
     tiles_m, tiles_n = -(-m // bm), -(-n // bn)
     nwg = tiles_m * tiles_n * size(batch)
     threads = (bm // tm) * (bn // tn)

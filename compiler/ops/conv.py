@@ -1,6 +1,7 @@
 """CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -13,6 +14,7 @@ from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
+from gpuc.compiler.symbolic import hint, is_sym
 
 
 def _bias(node, graph, n_out):
@@ -231,10 +233,12 @@ def _float_const(graph, tid) -> bool:
 
 
 def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc: int, w_id: int,
-                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None) -> Kernel:
+                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None, dw: dict | None = None) -> Kernel:
     """One `gemm` dispatch.  `w_kn`: the weights as [G, GK, GN] when constant (re-laid out here into
     [G, GK, GNP] zero-padded to GNP % 4 == 0 for vec4 loads), else None and the runtime weight tensor
-    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda])."""
+    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda]).
+    `dw`: A is a depthwise conv of x computed on load (ops/dw_pointwise.py: its window geometry `geo`,
+    filter `w` [KH, KW, C], bias `b` or None, activation code `act`)."""
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     b_t = w_kn is None
     gnp = -(-GN // 4) * 4
@@ -247,8 +251,15 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
         binds.append(("bias", bias))
     im2col = conv is not None and not conv.pop("_pointwise", False)
     cig = conv["CIG"] if conv else GK
-    vec_a = GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0) and (not im2col or cig % 4 == 0)
-    p = plan_gemm(M, GN, GK, G, vec_a, not b_t, im2col)
+    vec_a = (not is_sym(GK) and not is_sym(lda) and GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0)
+             and (not im2col or cig % 4 == 0))
+    if dw is not None:
+        binds.append(("dw_w", dw["w"]))
+        if dw["b"] is not None:
+            binds.append(("dw_b", dw["b"]))
+    p = plan_gemm(hint(M), hint(GN), hint(GK), G, vec_a, not b_t, im2col)     # (a dynamic size: its bound)
+    if is_sym(GK) and p.KS > 1:         # (no split-K over a dynamic K: slices planned for the bound)
+        p = dataclasses.replace(p, KS=1)
     assert p is not None, (M, GN, GK, G)
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
     nwg = tiles_m * tiles_n * G
@@ -258,13 +269,19 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
-    vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
+    if dw is not None:
+        defines.update(DWA=1, DW_ACT=dw["act"], HAS_DW_BIAS=int(dw["b"] is not None), CIG=GK,
+                       **{k: dw["geo"][k] for k in ("H", "W", "OH", "OW", "KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL")})
+    vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t), ("dw_w", vec_a and dw is not None),
+                                 ("dw_b", vec_a and dw is not None and dw["b"] is not None)) if on)
     # the flat workgroup index is (row tile, group, column tile): item-major in units of a row of tiles
     # (rows m = item-major pixels or FC rows)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
                item_inner=tiles_n * G)
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
-    if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py)
+    if graph.precision == "fp16" and dw is None and not any(is_sym(v) for v in (M, GN, GK)):
+        # + the cooperative-matrix path (gemm_coopmat.py; its tile plans need fixed sizes: none for a
+        # dynamic dim yet; and no depthwise prologue)
         k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)
     return k
 
@@ -287,7 +304,7 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
     mult = co // ci
     vec = co % 4 == 0 and mult == 1
     cg = -(-co // 4)
-    px = depthwise_px(geo["N"] * geo["OH"] * geo["OW"] * cg, geo["OW"])
+    px = depthwise_px(hint(geo["N"] * geo["OH"] * geo["OW"] * cg), hint(geo["OW"]))    # (speed only: at the bound)
     oxb = -(-geo["OW"] // px)
     defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=px, CG=cg, OXB=oxb, VEC=int(vec),
                    HAS_BIAS=int(bias is not None), **epilogue(node, binds))

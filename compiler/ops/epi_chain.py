@@ -14,6 +14,7 @@ import numpy as np
 
 from gpuc.compiler.ops.ew_fused import MAX_INPUTS, _Inputs, _steps_reason, render_body
 from gpuc.compiler.ops.util import broadcast_strides, size
+from gpuc.compiler.symbolic import dim
 
 MAX_CHAIN_INPUTS = MAX_INPUTS - 1       # e1..e6 (v0 is the kernel's result)
 
@@ -25,7 +26,7 @@ def index_expr(in_shape, out_shape) -> str:
     st = broadcast_strides(tuple(in_shape), tuple(out_shape))
     runs, inner = [], 1                 # [elements inside the run, run length, input stride]
     for d in reversed(range(len(out_shape))):
-        n, s = int(out_shape[d]), int(st[d])
+        n, s = dim(out_shape[d]), dim(st[d])
         if n == 1:
             continue
         if runs and (runs[-1][2] == 0 and s == 0 or runs[-1][2] != 0 and s == runs[-1][2] * runs[-1][1]):

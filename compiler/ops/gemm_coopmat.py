@@ -205,10 +205,27 @@ def gemm_shape(node, graph):
     return None
 
 
+GEMM_OPS = ("FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL")
+
+
 def plain_gemm(node, graph) -> bool:
-    """The node lowers to a gemm that gets no coopmat variant under --precision fp16."""
+    """The node lowers to a gemm that gets no coopmat variant under --precision fp16 (a dynamic dim:
+    never one, ops/conv.py gemm_kernel)."""
+    if not plain_fp32() or node.op not in GEMM_OPS:
+        return False
+    from gpuc.compiler.symbolic import is_sym
+    if any(i >= 0 and any(is_sym(d) for d in graph.t(i).shape) for i in list(node.inputs) + list(node.outputs)):
+        return gemm_shape_kind(node, graph)
     s = gemm_shape(node, graph)
-    return plain_fp32() and s is not None and min(s[:3]) > 0 and not coopmat_variants(*s[:4], gather=s[4])
+    return s is not None and min(s[:3]) > 0 and not coopmat_variants(*s[:4], gather=s[4])
+
+
+def gemm_shape_kind(node, graph) -> bool:
+    """Whether node lowers to `gemm` at all, judged without sizes (dynamic dims)."""
+    if node.op == "BATCH_MATMUL":
+        b = graph.t(node.inputs[1])
+        return b.is_const and not node.attrs.get("adj_x") and all(d == 1 for d in b.shape[:-2])
+    return True
 
 
 def storage_wishes(k) -> tuple[tuple, tuple]:

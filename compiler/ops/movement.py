@@ -18,6 +18,7 @@ from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
+from gpuc.compiler.symbolic import dim, structural
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -40,8 +41,9 @@ def int_values(v, what: str) -> list[int]:
 
 def expect_shape(graph, tid: int, shape) -> None:
     t = graph.t(tid)
-    if list(t.shape) != [int(d) for d in shape]:
-        raise ValueError(f"output {t.name!r} has shape {list(t.shape)}, the op computes {[int(d) for d in shape]}")
+    shape = [dim(d) for d in shape]
+    if list(t.shape) != shape:
+        raise ValueError(f"output {t.name!r} has shape {list(t.shape)}, the op computes {shape}")
 
 
 def same_dtype(graph, node, ins=(0,)) -> None:
@@ -60,13 +62,14 @@ def copy(src, dst, shape, src_strides, dst_strides, src_off=0, dst_off=0, label=
     if size(shape) == 0:
         return []
     merged = []
-    for n, a, b in zip(shape, src_strides, dst_strides):
-        if n == 1:
-            continue
-        if merged and merged[-1][1] == a * n and merged[-1][2] == b * n:
-            merged[-1] = (merged[-1][0] * n, a, b)
-        else:
-            merged.append((n, a, b))
+    with structural():          # (dynamic sizes: dims merge where their strides are identical expressions)
+        for n, a, b in zip(shape, src_strides, dst_strides):
+            if n == 1:
+                continue
+            if merged and merged[-1][1] == a * n and merged[-1][2] == b * n:
+                merged[-1] = (merged[-1][0] * n, a, b)
+            else:
+                merged.append((n, a, b))
     return [copy_kernel(src, dst, [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged],
                         src_off, dst_off, label=label)]
 

@@ -8,6 +8,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked, fused_act
+from gpuc.compiler.symbolic import hinted
 
 L2_EPSILON = 1e-6
 OPS = {"LOG_SOFTMAX": 0, "L2_NORMALIZATION": 1}
@@ -37,8 +38,9 @@ def lower_row_norm(node, graph):
     rows = x.size // d
     if rows == 0:
         return []
-    wide = d >= 64                                   # long rows: one workgroup per row
-    local = 128 if d >= 512 else 64
+    with hinted():                                   # (speed only: a dynamic row length decides at its bound)
+        wide = d >= 64                               # long rows: one workgroup per row
+        local = 128 if d >= 512 else 64
     defines = dict(D=d, OP=OPS[node.op], EPS=L2_EPSILON, ROW_PER_GROUP=int(wide))
     k = Kernel("row_norm", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
                node.label(), local_x=local if wide else 64)

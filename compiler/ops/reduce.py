@@ -18,6 +18,7 @@ import dataclasses
 from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
+from gpuc.compiler.symbolic import hinted
 
 REDUCE = {"MEAN": 0, "SUM": 1, "REDUCE_MAX": 2, "REDUCE_MIN": 3, "REDUCE_PROD": 4}
 WG_MIN = 256                 # reduced elements per output from which a workgroup reduces each output
@@ -61,9 +62,11 @@ def lower_reduce(node, graph):
                    NR=len(axes), R_SHAPE=[x.shape[i] for i in axes] or [1], R_STRIDES=[st[i] for i in axes] or [0],
                    RCOUNT=size([x.shape[i] for i in axes]))
     binds = [("out_", y.id), ("x", x.id)]
-    if defines["RCOUNT"] < WG_MIN:
+    with hinted():                      # (speed only: a dynamic count decides at its bound)
+        short = defines["RCOUNT"] < WG_MIN
+        local = 256 if defines["RCOUNT"] >= 4096 else 128 if defines["RCOUNT"] >= 1024 else 64
+    if short:
         return [Kernel("reduce", binds, y.size, dict(defines, WG_PER_OUT=0), node.label())]
-    local = 256 if defines["RCOUNT"] >= 4096 else 128 if defines["RCOUNT"] >= 1024 else 64
     k = Kernel("reduce", binds, y.size * local, dict(defines, WG_PER_OUT=1), node.label(), local_x=local)
     k.variants.append(SUBGROUP_VARIANT)
     return [k]
@@ -91,8 +94,9 @@ def lower_softmax(node, graph):
     d = x.shape[a]
     inner = size(x.shape[a + 1:])
     rows = x.size // d
-    wide = d >= 64                                   # long rows: one workgroup per row
-    local = 128 if d >= 512 else 64
+    with hinted():                                   # (speed only: a dynamic row length decides at its bound)
+        wide = d >= 64                               # long rows: one workgroup per row
+        local = 128 if d >= 512 else 64
     defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)), ROW_PER_GROUP=int(wide), INNER=inner)
     k = Kernel("softmax", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
                node.label(), local_x=local if wide else 64)

@@ -7,11 +7,13 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.util import act_code, check_act, checked, const_input, norm_axis, size, strides
+from gpuc.compiler.symbolic import dim, structural
 
 
 def copy_kernel(src: int, dst: int, shape, src_strides, dst_strides, src_off=0, dst_off=0, act=0, label=""):
     """Strided region copy; contiguous when both sides are plain row-major at the same offsets."""
-    contiguous = list(src_strides) == list(dst_strides) == strides(shape)
+    with structural():          # (dynamic sizes: contiguous only where that holds at every size)
+        contiguous = list(src_strides) == list(dst_strides) == strides(shape)
     defines = dict(RANK=max(len(shape), 1), SHAPE=list(shape) or [1], SRC_STRIDES=list(src_strides) or [1],
                    DST_STRIDES=list(dst_strides) or [1], SRC_OFFSET=src_off, DST_OFFSET=dst_off,
                    CONTIGUOUS=int(contiguous), ACT=act)
@@ -52,7 +54,7 @@ def _paddings(node, graph):
 def _check_pad(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     p = _paddings(node, graph)
-    if list(y.shape) != [int(d + a + b) for d, (a, b) in zip(x.shape, p)]:
+    if list(y.shape) != [dim(d + int(a) + int(b)) for d, (a, b) in zip(x.shape, p)]:
         return f"output {list(y.shape)} does not match padding {list(x.shape)} by {p.tolist()}"
     if x.dtype != y.dtype:
         return f"input dtype {x.dtype} differs from output dtype {y.dtype}"

@@ -5,6 +5,7 @@ import numpy as np
 
 from gpuc.compiler.ew_table import ACT, ACT_FINITE, ACT_NONE
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.symbolic import is_sym, prod, smax
 
 # TFLite's ActivationFunctionType, read from a model's fused_activation_function only: gpuc's kernels
 # take the activation codes of compiler/ew_table.py (act_code translates)
@@ -16,7 +17,7 @@ def strides(shape) -> list[int]:
     out, s = [], 1
     for d in reversed(shape):
         out.append(s)
-        s *= int(d)
+        s *= d if is_sym(d) else int(d)
     return out[::-1]
 
 
@@ -105,7 +106,7 @@ def same_padding(in_size, k, stride, dil, out_size, padding) -> int:
     if padding != PADDING_SAME:
         return 0
     eff = (k - 1) * dil + 1
-    total = max((out_size - 1) * stride + eff - in_size, 0)
+    total = smax((out_size - 1) * stride + eff - in_size, 0)     # (an expression for a dynamic size)
     return total // 2
 
 
@@ -122,4 +123,6 @@ def checked(fn):
 
 
 def size(shape) -> int:
+    if any(is_sym(d) for d in shape):
+        return prod(shape)                 # (a dynamic dim: compiler/symbolic.py)
     return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1

@@ -9,6 +9,7 @@ from gpuc.compiler.passes.attention import fuse_attention
 from gpuc.compiler.passes.batching import batch_items
 from gpuc.compiler.passes.softmax_chain import fuse_softmax_chain
 from gpuc.compiler.passes.transpose_pairs import compose_transposes, sink_transposes, transpose_into_matmul
+from gpuc.compiler.passes.dw_pointwise import fuse_depthwise_pointwise
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
 from gpuc.compiler.passes.gemm_epilogue import fuse_gemm_epilogue
@@ -44,7 +45,7 @@ def batch_native(graph: Graph) -> None:
 PIPELINE = [fold_constants, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fuse_softmax_chain,
             fuse_attention, sink_transposes, compose_transposes, transpose_into_matmul,
             fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation,
-            plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
+            fuse_depthwise_pointwise, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
 
 
 # steps over the lowered program rather than the graph, skippable by the same --disable-pass
@@ -61,4 +62,29 @@ def run_passes(graph: Graph, disabled=()) -> None:
         raise GpucError(f"unknown pass(es) {sorted(unknown)}; passes are: {', '.join(pass_names())}")
     for p in PIPELINE:
         if p.__name__ not in disabled:
+            if graph.dynamic_dims:
+                _run_dynamic(p, graph)
+            else:
+                p(graph)
+
+
+def _run_dynamic(p, graph: Graph) -> None:
+    """--dynamic: a pass that needs a fixed size somewhere (compiler/symbolic.py SymbolicSize), or whose
+    decisions would differ at some size (a failed guard), is skipped, the graph as it was before it (the
+    passes only make the program faster); the stats name it."""
+    import copy
+    from gpuc.compiler import symbolic
+    ctx = symbolic.current()
+    saved, guards = copy.deepcopy(graph.__dict__), len(ctx.guards)
+    try:
+        with symbolic.site(f"pass {p.__name__}"):  # (the message names it)
             p(graph)
+        symbolic.check_guards(ctx, first=guards)   # its decisions hold at every size, or it is undone
+    except (symbolic.SymbolicSize, symbolic.GuardFailed) as e:
+        import os
+        if os.environ.get("GPUC_DYNAMIC_DEBUG") == "2":
+            raise
+        graph.__dict__.clear()
+        graph.__dict__.update(saved)
+        del ctx.guards[guards:]
+        ctx.skipped.append(str(e))

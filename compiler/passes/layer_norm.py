@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.symbolic import dim
 
 LN_OP = "LAYER_NORM"
 RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -35,7 +36,7 @@ class _NoMatch(Exception):
 
 
 def _sq(shape) -> tuple:
-    return tuple(int(d) for d in shape if d != 1)
+    return tuple(dim(d) for d in shape if d != 1)
 
 
 def _axes(node: Node, graph: Graph, rank: int):
@@ -142,8 +143,8 @@ class _Matcher:
         cs = (1,) * (len(out_shape) - len(c.shape)) + tuple(c.shape)
         if any(cs[i] != 1 and (i not in chan or cs[i] != out_shape[i]) for i in range(len(out_shape))):
             raise _NoMatch
-        return np.ascontiguousarray(np.broadcast_to(c.reshape(cs), tuple(out_shape))[
-            tuple(slice(None) if i in chan else 0 for i in range(len(out_shape)))]).reshape(-1)
+        rows = tuple(out_shape[i] if i in chan else 1 for i in range(len(out_shape)))     # (one row)
+        return np.ascontiguousarray(np.broadcast_to(c.reshape(cs), rows)).reshape(-1)
 
     def operand(self, tid, out_shape, kind):
         t = self.g.t(tid)

@@ -91,13 +91,32 @@ def test_fixed_dim_refused():
 
 def test_unknown_op_shape_names_the_op():
     mb = ModelBuilder()
-    x = mb.input("x", [1, 8, 8, 1], shape_signature=[1, -1, -1, 1])
-    y = mb.tensor("y", [1, 8, 8, 1])
-    mb.op("CONV_2D", [x, mb.const("w", np.ones((1, 1, 1, 1), np.float32)), mb.const("b", np.zeros(1, np.float32))],
-          [y], padding="SAME", stride_h=1, stride_w=1)
+    x = mb.input("x", [1, 8, 8, 4], shape_signature=[1, -1, -1, 4])
+    y = mb.tensor("y", [1, 16, 16, 1])
+    mb.op("DEPTH_TO_SPACE", [x], [y], block_size=2)
     mb.output(y)
-    with pytest.raises(GpucError, match=r"CONV_2D \(operator #0\).*infer"):
-        gpuc.compile(mb.finish(), cache=False, input_shapes={"x": (1, 4, 4, 1)})
+    with pytest.raises(GpucError, match=r"DEPTH_TO_SPACE \(operator #0\).*infer"):
+        gpuc.compile(mb.finish(), cache=False, input_shapes={"x": (1, 4, 4, 4)})
+
+
+def test_conv_shapes_follow_the_input_shape():
+    """CONV_2D and pools take their output shapes from compiler/dynamic.py's rules (SAME / VALID)."""
+    from helpers.litert import run_litert
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 8, 8, 1], shape_signature=[1, -1, -1, 1])
+    c = mb.tensor("c", [1, 4, 4, 2])
+    mb.op("CONV_2D", [x, mb.const("w", np.ones((2, 3, 3, 1), np.float32)), mb.const("b", np.zeros(2, np.float32))],
+          [c], padding="SAME", stride_h=2, stride_w=2)
+    y = mb.tensor("y", [1, 3, 3, 2])
+    mb.op("MAX_POOL_2D", [c], [y], padding="VALID", stride_w=1, stride_h=1, filter_width=2, filter_height=2)
+    mb.output(y)
+    model = mb.finish()
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 11, 7, 1)).astype(np.float32)
+    with gpuc.load(gpuc.compile(model, cache=False, input_shapes={"x": (1, 11, 7, 1)})) as m:
+        got, = m.run([x])
+    ref, = run_litert(model, [x])
+    assert got.shape == ref.shape == (1, 5, 3, 2)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
 def test_colon_names_parse():

@@ -66,9 +66,6 @@ def estimate_flops(node: Node, graph: Graph) -> int:
         if node.op == "TRANSPOSE_CONV":
             return 2 * graph.t(node.inputs[2]).size * w[0] * w[1] * w[2]
         return 2 * out.size * taps
-    if node.op == "DEPTHWISE_POINTWISE":                 # ops/dw_pointwise.py: both convs
-        f, mid = graph.t(node.inputs[1]).shape, graph.t(node.attrs["mid"])
-        return 2 * mid.size * f[1] * f[2] + 2 * out.size * mid.shape[-1]
     if node.op == "CONV_3D" and len(node.inputs) > 1:
         w = graph.t(node.inputs[1]).shape                  # [KD, KH, KW, CI, CO]
         return 2 * out.size * w[0] * w[1] * w[2] * w[3] if len(w) == 5 else out.size

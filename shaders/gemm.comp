@@ -22,10 +22,6 @@
 //
 // Defines: GM GN GK GROUPS LDA LDC BM BN BK TM TN KS TILES_M TILES_N NWG VEC_A B_T GNP
 //          HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (epi_chain.glsl); IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
-// DWA=1 (a depthwise conv fused before a pointwise one, ops/dw_pointwise.py; plain path only): A[m, c] is
-//   the depthwise output computed on load: DW_ACT(sum_{ky, kx} x[n, iy, ix, c] * dw_w[ky, kx, c] + dw_b[c])
-//   with m = (n, oy, ox) over the depthwise output, the window of H W OH OW KH KW SH SW DH DW PT PL
-//   (GROUPS = 1, GK = C, LDA = C; HAS_DW_BIAS; VEC_A: 4 channels per load, dw_w / dw_b as vec4).
 //
 // COOPMAT=1 (the `coopmat` variant of --precision fp16, used where the device has
 // VK_KHR_cooperative_matrix 16x16x16 fp16*fp16+fp32 at subgroup scope and subgroup size CM_SG): its own
@@ -142,11 +138,8 @@ shared float smem[SMEM_SIZE];
 
 AVEC ra[A_PER];
 BVEC rb[B_PER];
-#ifndef DWA
-#define DWA 0
-#endif
-int a_base[A_PER];        // element offset of the row's data in x (IM2COL, DWA: of the image), -1: row out of range
-#if IM2COL || DWA
+int a_base[A_PER];        // element offset of the row's data in x (IM2COL: of the image), -1: row out of range
+#if IM2COL
 int a_iy[A_PER];
 int a_ix[A_PER];
 #endif
@@ -158,7 +151,7 @@ void init_a(int m0, int g) {
         int m = m0 + row;
         a_base[i] = -1;
         if (m < GM && row < BM) {
-#if IM2COL || DWA
+#if IM2COL
             int ox = m % OW;
             int t = m / OW;
             int oy = t % OH;
@@ -182,35 +175,6 @@ void load_a(int kb) {
         int k = kb + e % A_W;
 #endif
         AVEC v = AVEC(0.0);
-#if DWA
-        if (a_base[i] >= 0 && k < GK) {
-            v = AVEC(0.0);
-            for (int ky = 0; ky < KH; ++ky) {
-                int iy = a_iy[i] + ky * DH;
-                if (iy < 0 || iy >= H) continue;
-                for (int kx = 0; kx < KW; ++kx) {
-                    int ix = a_ix[i] + kx * DW;
-                    if (ix < 0 || ix >= W) continue;
-#if VEC_A
-                    v += LD(x, (a_base[i] + (iy * W + ix) * LDA + k) >> 2) * LD(dw_w, ((ky * KW + kx) * GK + k) >> 2);
-#else
-                    v += LD(x, a_base[i] + (iy * W + ix) * LDA + k) * LD(dw_w, (ky * KW + kx) * GK + k);
-#endif
-                }
-            }
-#if VEC_A
-#if HAS_DW_BIAS
-            v += LD(dw_b, k >> 2);
-#endif
-            v = vec4(gpuc_apply(v.x, DW_ACT), gpuc_apply(v.y, DW_ACT), gpuc_apply(v.z, DW_ACT), gpuc_apply(v.w, DW_ACT));
-#else
-#if HAS_DW_BIAS
-            v += LD(dw_b, k);
-#endif
-            v = gpuc_apply(v, DW_ACT);
-#endif
-        }
-#else
         if (a_base[i] >= 0 && k < GK) {
 #if IM2COL
             int ci = k % CIG;
@@ -231,7 +195,6 @@ void load_a(int kb) {
             v = LD(x, a_base[i] + k);
 #endif
         }
-#endif
         ra[i] = v;
     }
 }

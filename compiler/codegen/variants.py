@@ -22,13 +22,6 @@ _GEMM = dict(_GEOM, **_FQ, FQM=1, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GN
 _DW = dict(_GEOM, **_FQ, FQM=1, CI=4, CO=8, MULT=2, CG=2, OXB=1)
 _ND = dict(RANK=3, SHAPE=[2, 3, 4], SRC_STRIDES=[12, 4, 1], DST_STRIDES=[24, 8, 1], SRC_OFFSET=0, DST_OFFSET=4)
 
-
-
-def _dwa_vec4(d):
-    return tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"]), ("dw_w", d["VEC_A"]), ("dw_b", d["VEC_A"]))
-                 if on)
-
-
 VARIANTS = {
     "gemm": (_GEMM, {"IM2COL": [0, 1], "VEC_A": [0, 1], "B_T": [0, 1], "KS": [1, 2], "HAS_BIAS": [0, 1],
                      "RESIDUAL": [0, 1], "ACT": [0, 3], "ACT2": [0, 1], "FQ": [0, 1]},
@@ -40,14 +33,6 @@ VARIANTS = {
                   "ACT": [0, 3]},
                  ["out_", "x", "w", "bias", "res"], {},
                  lambda d: dict(local_x=16, vec4=tuple(n for n, on in (("x", d["VEC_A"]), ("w", not d["B_T"])) if on))),
-    "gemm:dwa": (dict(_GEMM, GROUPS=1, GK=8, LDA=8, CIG=8, KS=1, DWA=1, DW_ACT=3),
-                 {"VEC_A": [0, 1], "B_T": [0, 1], "HAS_DW_BIAS": [0, 1], "RESIDUAL": [0, 1]},
-                 ["out_", "x", "w", "bias", "res", "dw_w", "dw_b"], {},
-                 lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]), vec4=_dwa_vec4(d))),
-    "gemm:dwa_sv4": (dict(_GEMM, GROUPS=1, GK=8, LDA=8, CIG=8, KS=1, DWA=1, DW_ACT=3, SV4=1, BM=16, BN=16, TM=4, TN=4),
-                     {"VEC_A": [0, 1], "B_T": [0, 1], "HAS_DW_BIAS": [0, 1]},
-                     ["out_", "x", "w", "bias", "res", "dw_w", "dw_b"], {},
-                     lambda d: dict(local_x=16, vec4=_dwa_vec4(d))),
     "depthwise": (_DW, {"VEC": [0, 1], "PX": [1, 3], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 3, 5],
                         "ACT2": [0, 1], "FQ": [0, 1]},
                   ["out_", "x", "w", "bias", "res"], {},
@@ -90,8 +75,7 @@ def all_variants():
         for combo in itertools.product(*(switches[k] for k in keys)):
             defines = dict(base, **dict(zip(keys, combo)))
             binds = [n for n in names if not (n == "bias" and not defines.get("HAS_BIAS"))
-                     and not (n == "res" and not defines.get("RESIDUAL"))
-                     and not (n == "dw_b" and not defines.get("HAS_DW_BIAS"))]
+                     and not (n == "res" and not defines.get("RESIDUAL"))]
             k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}",
                        **extra(defines))
             dtypes = {i: types.get(n, "float32") for i, n in enumerate(binds)}

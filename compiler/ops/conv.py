@@ -233,12 +233,10 @@ def _float_const(graph, tid) -> bool:
 
 
 def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc: int, w_id: int,
-                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None, dw: dict | None = None) -> Kernel:
+                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None) -> Kernel:
     """One `gemm` dispatch.  `w_kn`: the weights as [G, GK, GN] when constant (re-laid out here into
     [G, GK, GNP] zero-padded to GNP % 4 == 0 for vec4 loads), else None and the runtime weight tensor
-    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda]).
-    `dw`: A is a depthwise conv of x computed on load (ops/dw_pointwise.py: its window geometry `geo`,
-    filter `w` [KH, KW, C], bias `b` or None, activation code `act`)."""
+    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda])."""
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     b_t = w_kn is None
     gnp = -(-GN // 4) * 4
@@ -253,10 +251,6 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     cig = conv["CIG"] if conv else GK
     vec_a = (not is_sym(GK) and not is_sym(lda) and GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0)
              and (not im2col or cig % 4 == 0))
-    if dw is not None:
-        binds.append(("dw_w", dw["w"]))
-        if dw["b"] is not None:
-            binds.append(("dw_b", dw["b"]))
     p = plan_gemm(hint(M), hint(GN), hint(GK), G, vec_a, not b_t, im2col)     # (a dynamic size: its bound)
     if is_sym(GK) and p.KS > 1:         # (no split-K over a dynamic K: slices planned for the bound)
         p = dataclasses.replace(p, KS=1)
@@ -269,19 +263,14 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
-    if dw is not None:
-        defines.update(DWA=1, DW_ACT=dw["act"], HAS_DW_BIAS=int(dw["b"] is not None), CIG=GK,
-                       **{k: dw["geo"][k] for k in ("H", "W", "OH", "OW", "KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL")})
-    vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t), ("dw_w", vec_a and dw is not None),
-                                 ("dw_b", vec_a and dw is not None and dw["b"] is not None)) if on)
+    vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
     # the flat workgroup index is (row tile, group, column tile): item-major in units of a row of tiles
     # (rows m = item-major pixels or FC rows)
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
                item_inner=tiles_n * G)
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
-    if graph.precision == "fp16" and dw is None and not any(is_sym(v) for v in (M, GN, GK)):
-        # + the cooperative-matrix path (gemm_coopmat.py; its tile plans need fixed sizes: none for a
-        # dynamic dim yet; and no depthwise prologue)
+    if graph.precision == "fp16" and not any(is_sym(v) for v in (M, GN, GK)):   # + the cooperative-matrix
+        # path (gemm_coopmat.py; its tile plans need fixed sizes: none for a dynamic dim yet)
         k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)
     return k
 

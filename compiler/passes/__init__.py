@@ -9,7 +9,6 @@ from gpuc.compiler.passes.attention import fuse_attention
 from gpuc.compiler.passes.batching import batch_items
 from gpuc.compiler.passes.softmax_chain import fuse_softmax_chain
 from gpuc.compiler.passes.transpose_pairs import compose_transposes, sink_transposes, transpose_into_matmul
-from gpuc.compiler.passes.dw_pointwise import fuse_depthwise_pointwise
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
 from gpuc.compiler.passes.gemm_epilogue import fuse_gemm_epilogue
@@ -45,7 +44,7 @@ def batch_native(graph: Graph) -> None:
 PIPELINE = [fold_constants, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm, fuse_softmax_chain,
             fuse_attention, sink_transposes, compose_transposes, transpose_into_matmul,
             fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation,
-            fuse_depthwise_pointwise, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
+            plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
 
 
 # steps over the lowered program rather than the graph, skippable by the same --disable-pass

@@ -32,7 +32,7 @@ from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.epi_chain import chain_reason
 from gpuc.compiler.passes.ew_fusion import FUSED_OP, _external, _fusible, _step
 
-HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL", "DEPTHWISE_CONV_2D", "DEPTHWISE_POINTWISE"}
+HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL", "DEPTHWISE_CONV_2D"}
 
 
 def _consumer_steps(graph: Graph, c: Node):

@@ -6,7 +6,12 @@
 // A NaN or Inf in a row makes the whole row NaN, like the chain.
 // ROW_PER_GROUP=0: one invocation per row (short rows).  ROW_PER_GROUP=1: one workgroup per row,
 // reducing through shared memory; SUBGROUP=1 (the `subgroup` variant): subgroup arithmetic first.
-// Defines: D EPS HAS_GAMMA HAS_BETA ROW_PER_GROUP
+// ROW_PER_GROUP=2: SEG invocations per row, gl_WorkGroupSize.x / SEG rows per workgroup (rows of a
+// few hundred elements: one workgroup per row left most of its invocations idle); segmented
+// reductions through shared memory, or (SUBGROUP=1, subgroups of at most SEG invocations) each
+// subgroup's sum posted once.  Under SUBGROUP=1 an invocation's place is numbered through its subgroup
+// (gl_SubgroupID, gl_SubgroupInvocationID), so a subgroup always lies inside one row's segment.
+// Defines: D EPS HAS_GAMMA HAS_BETA ROW_PER_GROUP; ROWS SEG (ROW_PER_GROUP=2)
 #ifndef SUBGROUP
 #define SUBGROUP 0
 #endif
@@ -23,7 +28,63 @@ float ln_out(float v, float mean, float inv, int c) {
     return r;
 }
 
-#if ROW_PER_GROUP
+#if ROW_PER_GROUP == 2
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+shared float red[gl_WorkGroupSize.x];
+
+// The sum of v over the SEG invocations of segment `seg` (`pos`: this invocation's place in the
+// workgroup, numbered as the segments are); every invocation of the segment gets it.  Called in
+// uniform control flow (it has barriers).
+float seg_sum(float v, uint pos) {
+    uint seg = pos / SEG;
+#if SUBGROUP
+    if (gl_SubgroupSize <= SEG) {                // uniform: the same for every invocation
+        float t = subgroupAdd(v);
+        if (subgroupElect()) red[gl_SubgroupID] = t;
+        barrier();
+        uint per = SEG / gl_SubgroupSize, first = seg * per;
+        float r = red[first];
+        for (uint i = 1; i < per; ++i) r += red[first + i];
+        barrier();
+        return r;
+    }
+#endif
+    red[pos] = v;
+    barrier();
+    for (uint s = SEG / 2; s > 0; s >>= 1) {
+        if (pos % SEG < s) red[pos] += red[pos + s];
+        barrier();
+    }
+    float r = red[seg * SEG];
+    barrier();
+    return r;
+}
+
+void main() {
+    uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (wg * gl_WorkGroupSize.x >= TOTAL) return;      // whole workgroup leaves together
+#if SUBGROUP
+    uint pos = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+    uint pos = gl_LocalInvocationID.x;
+#endif
+    int row = int(wg * (gl_WorkGroupSize.x / SEG) + pos / SEG), l = int(pos % SEG);
+    bool live = row < ROWS;                      // (a last workgroup's spare segments still reduce)
+    int b = row * D;
+    float s = 0.0;
+    if (live)
+        for (int i = l; i < D; i += SEG) s += LD(x, b + i);
+    float mean = seg_sum(s, pos) / float(D);
+    float q = 0.0;
+    if (live)
+        for (int i = l; i < D; i += SEG) { float d = LD(x, b + i) - mean; q += d * d; }
+    float inv = ew_rsqrt(seg_sum(q, pos) / float(D) + EPS);
+    if (live)
+        for (int i = l; i < D; i += SEG) ST(out_, b + i, ln_out(LD(x, b + i), mean, inv, i));
+}
+#elif ROW_PER_GROUP
 shared float red[gl_WorkGroupSize.x];
 // @include wg_reduce.glsl
 

@@ -10,9 +10,15 @@ from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked
 
 VARIANTS = {
-    "layer_norm": (dict(D=10, EPS=1e-5), {"HAS_GAMMA": [0, 1], "HAS_BETA": [0, 1], "ROW_PER_GROUP": [0, 1],
-                                          "SUBGROUP": [0, 1]}, ["out_", "x", "gamma", "beta"]),
+    "layer_norm": (dict(D=10, EPS=1e-5, ROWS=7, SEG=32), {"HAS_GAMMA": [0, 1], "HAS_BETA": [0, 1],
+                                                         "ROW_PER_GROUP": [0, 1, 2], "SUBGROUP": [0, 1]},
+                   ["out_", "x", "gamma", "beta"], {}, lambda d: dict(local_x=128 if d["ROW_PER_GROUP"] == 2 else 64)),
 }
+
+
+# rows of 64..SEG_ROWS_BELOW-1 elements: SEG invocations each (a workgroup per row of 64 or 128 left most
+# of them idle on rows of a few hundred elements)
+SEG, SEG_LOCAL, SEG_ROWS_BELOW = 32, 128, 2048
 
 
 @checked
@@ -35,14 +41,17 @@ def lower_layer_norm(node, graph):
     rows = x.size // d
     if rows == 0:
         return []
-    wide = d >= 64
-    local = 256 if d >= 2048 else 128 if d >= 512 else 64
     g, b = node.inputs[1], node.inputs[2]
     binds = [("out_", y.id), ("x", x.id)] + ([("gamma", g)] if g >= 0 else []) + ([("beta", b)] if b >= 0 else [])
-    defines = dict(D=d, EPS=float(node.attrs["eps"]), HAS_GAMMA=int(g >= 0), HAS_BETA=int(b >= 0),
-                   ROW_PER_GROUP=int(wide))
-    k = Kernel("layer_norm", binds, rows * local if wide else rows, defines, node.label(),
-               local_x=local if wide else 64, flops=8 * x.size)
-    if wide:
-        k.variants.append(SUBGROUP_VARIANT)
+    defines = dict(D=d, EPS=float(node.attrs["eps"]), HAS_GAMMA=int(g >= 0), HAS_BETA=int(b >= 0))
+    if d < 64:                        # one invocation per row
+        return [Kernel("layer_norm", binds, rows, dict(defines, ROW_PER_GROUP=0), node.label(), flops=8 * x.size)]
+    if d < SEG_ROWS_BELOW:            # SEG invocations per row, SEG_LOCAL / SEG rows per workgroup
+        per = SEG_LOCAL // SEG
+        k = Kernel("layer_norm", binds, -(-rows // per) * SEG_LOCAL, dict(defines, ROW_PER_GROUP=2, ROWS=rows, SEG=SEG),
+                   node.label(), local_x=SEG_LOCAL, flops=8 * x.size)
+    else:                             # a workgroup per row
+        k = Kernel("layer_norm", binds, rows * 256, dict(defines, ROW_PER_GROUP=1), node.label(), local_x=256,
+                   flops=8 * x.size)
+    k.variants.append(SUBGROUP_VARIANT)
     return [k]

@@ -1,0 +1,46 @@
+"""The fused LayerNorm's three row layouts (ops/layer_norm.py): one invocation per row (D < 64), SEG
+invocations per row with several rows per workgroup (64 <= D < 2048; the last workgroup with spare
+segments), one workgroup per row (D >= 2048); each with the plain shared-memory reductions and with the
+`subgroup` variant (where the device has subgroup arithmetic), against LiteRT within 1e-5; a NaN in a
+row makes that row NaN and leaves its neighbours in the same workgroup alone."""
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.runtime.bundle import read_bundle  # noqa: E402
+from helpers.fusion import close_to_litert  # noqa: E402
+from helpers.models import ln_model  # noqa: E402
+
+SHAPES = [(5, 48), (7, 64), (3, 5, 96), (11, 200), (6, 768), (9, 1000), (2, 2048)]
+
+
+def _run(model, x):
+    b = gpuc.compile(model, cache=False)
+    layouts = [s.name for s in read_bundle(b).shaders]
+    with gpuc.load(b) as m:
+        return np.array(m.run([x])[0]), layouts
+
+
+@pytest.mark.parametrize("variants", ["subgroup=off", "subgroup=force"])
+@pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
+def test_rows_match_litert(monkeypatch, shape, variants):
+    monkeypatch.setenv("GPUC_VARIANTS", variants)
+    model = ln_model(shape=shape, keep_dims=False)
+    x = np.random.default_rng(sum(shape)).normal(3.0, 2.0, shape).astype(np.float32)
+    out, _ = _run(model, x)
+    close_to_litert([out], model, [x], tol=1e-5, rtol=1e-5, floor=1.0)
+
+
+@pytest.mark.parametrize("variants", ["subgroup=off", "subgroup=force"])
+def test_nan_row_stays_in_its_row(monkeypatch, variants):
+    monkeypatch.setenv("GPUC_VARIANTS", variants)
+    shape = (6, 96)                              # 4 rows per workgroup: rows 0..3 share one
+    model = ln_model(shape=shape, keep_dims=False)
+    x = np.random.default_rng(1).normal(0.0, 1.0, shape).astype(np.float32)
+    x[2, 17] = np.nan
+    out, _ = _run(model, x)
+    assert np.isnan(out[2]).all()
+    assert np.isfinite(np.delete(out, 2, axis=0)).all()
+    close_to_litert([out], model, [x], tol=1e-5, rtol=1e-5, floor=1.0)

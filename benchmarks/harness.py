@@ -333,7 +333,8 @@ def main(argv=None):
                 continue
             g["images_per_s"] = base["batch"] / (g["median_ms"] * 1e-3)
             if g.get("fp16_tensors") == 0:
-                g["note"] = "no tensor stored as fp16 (int8 program, or the device ran the fp32 fallback)"
+                g["note"] = ("no tensor stored as fp16 (an int8 program, a program whose gemms all keep fp32 "
+                             "storage, or the device ran the fp32 fallback)")
             err = rel(out, refs) if refs else None
             rows.append({**base, "system": f"gpuc-{prec}", "device": device, **g, "max_rel_err": err})
             if "median_ms" in ip:

@@ -26,14 +26,10 @@ def main() -> int:
     ap.add_argument("--json", required=True)
     ap.add_argument("--fp16-plain-gemms", action="store_true",
                     help="A/B: plain gemms take float16 tensors too (gemm_coopmat.PLAIN_FP32 off)")
-    ap.add_argument("--unpack16", action="store_true", help="A/B: codegen/glsl.py UNPACK16_TEMPLATES = {gemm}")
     a = ap.parse_args()
     if a.fp16_plain_gemms:
         from gpuc.compiler.ops import gemm_coopmat
         gemm_coopmat.PLAIN_FP32 = False
-    if a.unpack16:
-        from gpuc.compiler.codegen import glsl
-        glsl.UNPACK16_TEMPLATES = frozenset({"gemm"})
     opts = {"precision": a.precision}
     if a.batch > 1:
         opts["max_batch"] = a.batch

@@ -17,9 +17,6 @@ VEC4_TYPE = {"float": "vec4", "float16_t": "f16vec4", "int": "ivec4", "uint": "u
 ARITH_TYPE = {"float16_t": "float", "f16vec4": "vec4"}     # what a load widens to (stores narrow back)
 STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/writes every binding via LD/ST
 # float16 vec4 bindings a kernel only reads, declared as uvec2 (the same 8 bytes) and widened by
-# unpackHalf2x16 in LD (gpuc_h4) instead of 16-bit storage loads: the templates listed here
-UNPACK16_TEMPLATES: frozenset = frozenset()
-UNPACK16_FN = "vec4 gpuc_h4(uvec2 v) { return vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y)); }"
 
 
 INCLUDE_MARK = "// @include "          # a template line "// @include NAME.glsl" is replaced by that file
@@ -110,18 +107,11 @@ def render(k: Kernel, dtypes: dict) -> str:
         else:
             lines.append(f"#define {name} {_literal(v)}")
     lines.append(f"#define TOTAL {symbolic.glsl(k.invocations) if symbolic.is_sym(k.invocations) else k.invocations}")
-    unpack = k.template in UNPACK16_TEMPLATES and not k.defines.get("COOPMAT")
-    if unpack:
-        lines.append(UNPACK16_FN)
     for slot, (name, tid) in enumerate(k.bindings):
         ty = GLSL_TYPE[dtypes[tid]]
         if name in k.vec4:
             ty = VEC4_TYPE[ty]
         qual = "" if name in k.rw else "writeonly " if slot == 0 else "readonly "
-        if unpack and ty == "f16vec4" and qual == "readonly ":
-            lines.append(f"layout(set = 0, binding = {slot}) {qual}buffer B{slot} {{ uvec2 {name}[]; }};")
-            lines.append(f"#define {name}_A gpuc_h4")
-            continue
         lines.append(f"layout(set = 0, binding = {slot}) {qual}buffer B{slot} {{ {ty} {name}[]; }};")
         lines.append(f"#define {name}_S {ty}")                    # storage type (ST narrows to it)
         lines.append(f"#define {name}_A {ARITH_TYPE.get(ty, ty)}")  # arithmetic type (LD widens to it)

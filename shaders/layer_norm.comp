@@ -7,10 +7,8 @@
 // ROW_PER_GROUP=0: one invocation per row (short rows).  ROW_PER_GROUP=1: one workgroup per row,
 // reducing through shared memory; SUBGROUP=1 (the `subgroup` variant): subgroup arithmetic first.
 // ROW_PER_GROUP=2: SEG invocations per row, gl_WorkGroupSize.x / SEG rows per workgroup (rows of a
-// few hundred elements: one workgroup per row left most of its invocations idle); segmented
-// reductions through shared memory, or (SUBGROUP=1, subgroups of at most SEG invocations) each
-// subgroup's sum posted once.  Under SUBGROUP=1 an invocation's place is numbered through its subgroup
-// (gl_SubgroupID, gl_SubgroupInvocationID), so a subgroup always lies inside one row's segment.
+// few hundred elements: one workgroup per row left most of its invocations idle); wg_reduce.glsl's
+// segmented reductions (under SUBGROUP=1 an invocation's place is numbered through its subgroup).
 // Defines: D EPS HAS_GAMMA HAS_BETA ROW_PER_GROUP; ROWS SEG (ROW_PER_GROUP=2)
 #ifndef SUBGROUP
 #define SUBGROUP 0
@@ -29,38 +27,9 @@ float ln_out(float v, float mean, float inv, int c) {
 }
 
 #if ROW_PER_GROUP == 2
-#if SUBGROUP
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
 shared float red[gl_WorkGroupSize.x];
-
-// The sum of v over the SEG invocations of segment `seg` (`pos`: this invocation's place in the
-// workgroup, numbered as the segments are); every invocation of the segment gets it.  Called in
-// uniform control flow (it has barriers).
-float seg_sum(float v, uint pos) {
-    uint seg = pos / SEG;
-#if SUBGROUP
-    if (gl_SubgroupSize <= SEG) {                // uniform: the same for every invocation
-        float t = subgroupAdd(v);
-        if (subgroupElect()) red[gl_SubgroupID] = t;
-        barrier();
-        uint per = SEG / gl_SubgroupSize, first = seg * per;
-        float r = red[first];
-        for (uint i = 1; i < per; ++i) r += red[first + i];
-        barrier();
-        return r;
-    }
-#endif
-    red[pos] = v;
-    barrier();
-    for (uint s = SEG / 2; s > 0; s >>= 1) {
-        if (pos % SEG < s) red[pos] += red[pos + s];
-        barrier();
-    }
-    float r = red[seg * SEG];
-    barrier();
-    return r;
-}
+#define RED_SEG SEG
+// @include wg_reduce.glsl
 
 void main() {
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -76,11 +45,11 @@ void main() {
     float s = 0.0;
     if (live)
         for (int i = l; i < D; i += SEG) s += LD(x, b + i);
-    float mean = seg_sum(s, pos) / float(D);
+    float mean = seg_reduce(s, false, pos) / float(D);
     float q = 0.0;
     if (live)
         for (int i = l; i < D; i += SEG) { float d = LD(x, b + i) - mean; q += d * d; }
-    float inv = ew_rsqrt(seg_sum(q, pos) / float(D) + EPS);
+    float inv = ew_rsqrt(seg_reduce(q, false, pos) / float(D) + EPS);
     if (live)
         for (int i = l; i < D; i += SEG) ST(out_, b + i, ln_out(LD(x, b + i), mean, inv, i));
 }

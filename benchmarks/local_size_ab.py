@@ -1,5 +1,5 @@
-"""A/B of the workgroup size of the one-element-per-invocation kernels (elementwise, copies, gathers):
-compile a model with those kernels' local_x forced to each size given, profile it, and print the GPU
+"""A/B of the workgroup size of the one-element-per-invocation kernels (codegen/kernel.py FLAT:
+elementwise, copies, gathers): compile a model with those kernels' local_x forced to each size given, profile it, and print the GPU
 time per template.
 
     python benchmarks/local_size_ab.py MODEL.tflite --batch 32 --sizes 64,256 [--templates a,b]
@@ -14,11 +14,8 @@ import numpy as np
 
 import gpuc
 from gpuc.compiler import driver
-from gpuc.compiler.codegen.kernel import LOCAL_X
+from gpuc.compiler.codegen.kernel import FLAT, FLAT_LOCAL_X, LOCAL_X
 from gpuc.runtime.profile import profile
-
-FLAT = {"ew_fused", "binary_math", "unary_math", "copy_nd", "cast", "compare", "select", "gather", "pad",
-        "mirror_pad", "tile", "gather_copy", "fill", "quantize", "resize"}
 
 
 def main() -> int:
@@ -34,7 +31,8 @@ def main() -> int:
     for size in map(int, a.sizes.split(",")):
         def patched(graph, kernels, *args, size=size, **kw):
             for k in kernels:
-                if getattr(k, "template", None) in temps and k.local_x == LOCAL_X:
+                # (the size the compiler gave: 64, or FLAT_LOCAL_X for a large flat grid)
+                if getattr(k, "template", None) in temps and k.local_x in (LOCAL_X, FLAT_LOCAL_X):
                     k.local_x = size
             return orig(graph, kernels, *args, **kw)
         driver.build_bundle = patched

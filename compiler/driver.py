@@ -13,7 +13,8 @@ import numpy as np
 import xxhash
 
 from gpuc import __version__, progress
-from gpuc.compiler import schedule, symbolic
+from gpuc.compiler import schedule, sym_scope, symbolic
+from gpuc.compiler.guards import check_guards
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
@@ -82,7 +83,7 @@ class Program:
 
 def _push(k) -> bytes:
     """A dynamic kernel's push constants: one int per dim variable (the runtime writes the run's sizes)."""
-    return bytes(4 * len(symbolic.hints())) if glsl.is_dynamic(k) else b""
+    return bytes(4 * len(sym_scope.hints())) if glsl.is_dynamic(k) else b""
 
 
 def _groups(k, grids: list) -> tuple:
@@ -152,7 +153,7 @@ def emit_program(program: list, index: dict, dtypes: dict, items: int = 1, unbat
                 raise UnsupportedError(f"--dynamic: {k.label}: its kernel ({k.template}) cannot take a size known "
                                        f"only at run time (a compile-time use such as #if or an array size): "
                                        f"{str(e)[:300]}") from None
-            shader.push_bytes = 4 * len(symbolic.hints()) if glsl.is_dynamic(k) else 0
+            shader.push_bytes = 4 * len(sym_scope.hints()) if glsl.is_dynamic(k) else 0
             bar.advance()
     if all(s.kind == B.GPU for s in steps):
         out.steps = []
@@ -203,8 +204,8 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
                  weights_bytes=int(weights.nbytes), views=len(graph.aliases),
                  in_place=mem.in_place)
     if graph.dynamic_dims:                    # runtime/dynamic.py: sizes per run, grids and I/O shapes from them
-        ctx = symbolic.current()
-        symbolic.check_guards(ctx)
+        ctx = sym_scope.current()
+        check_guards(ctx)
         io = {index[t]: [symbolic.tree(d) for d in graph.t(t).shape] for t in graph.inputs + graph.outputs}
         options = dict(options, dynamic_dims={
             "dims": [[graph.inputs.index(next(t for t in graph.inputs if graph.t(t).name == n)), a, m, label]
@@ -258,7 +259,7 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
             stats["fp16_tensors"] = n16
         out = build_bundle(p.graph, p.program, name, opts, fp, stats)
     finally:
-        symbolic.end()                           # (--dynamic: the compile's dim variables)
+        sym_scope.end()                          # (--dynamic: the compile's dim variables)
     return attach_fallback(out, data, name, opts) if n16 else out
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler import sym_scope
 from gpuc.compiler import symbolic as S
+from gpuc.compiler.guards import same_everywhere
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.shapes import UNARY_SHAPE, _blocker, parse_dynamic
 from gpuc.errors import GpucError, UnsupportedError
@@ -72,7 +74,7 @@ def propagate_symbolic(graph: Graph, dims) -> None:
         ins = [i for i in node.inputs if i >= 0]
         if not any(i in dynamic or i in values for i in ins):
             continue
-        with S.site(node.label()):
+        with sym_scope.site(node.label()):
             if node.op == "SHAPE" or any(i in values for i in ins if not (node.op == "RESHAPE" and i == node.inputs[1])):
                 v = _value(node, graph, values)
                 values[node.outputs[0]] = v
@@ -153,7 +155,7 @@ def _value(node: Node, graph: Graph, values: dict):
 def dynamic_tensor(node: Node, graph: Graph) -> str:
     for i in node.inputs:
         if i >= 0 and any(S.is_sym(d) for d in graph.t(i).shape):
-            return S.pretty(f"{graph.t(i).name!r} {list(graph.t(i).shape)}")
+            return sym_scope.pretty(f"{graph.t(i).name!r} {list(graph.t(i).shape)}")
     return "?"
 
 
@@ -185,7 +187,7 @@ def _broadcast(node, graph, shapes):
                 _refuse(node, graph, f"it broadcasts the dynamic size against a fixed size {fixed[0]}")
             first = dyn[0]
             for d in dyn[1:]:           # (the same size reached two ways, e.g. SAME and padded VALID halvings)
-                if not S.same_everywhere(first, d):
+                if not same_everywhere(first, d):
                     _refuse(node, graph, f"two dynamic sizes {first} and {d} meet in one dimension and differ at "
                                          "some sizes within the bounds (the model runs only at some sizes)")
             out.append(first)

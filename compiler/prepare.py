@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass, field
 
 from gpuc import progress
-from gpuc.compiler import DEFAULT_OPTIONS, MODEL_BYTES_TYPES, ops, partition, symbolic
+from gpuc.compiler import DEFAULT_OPTIONS, MODEL_BYTES_TYPES, ops, partition, sym_scope, symbolic
+from gpuc.compiler.guards import check_guards
 from gpuc.compiler import dynamic as dyn
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.control_flow import CONTROL_OPS, check_subgraph, lower_control
@@ -137,7 +138,7 @@ class Lowering:
                 finally:
                     self.depth -= 1
                 continue
-            with symbolic.site(n.label()):
+            with sym_scope.site(n.label()):
                 try:
                     ks = apply_fake_quant(n, graph, ops.lower(n, graph))
                 except symbolic.SymbolicSize as e:
@@ -195,7 +196,7 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
             raise UnsupportedError("--dynamic on the batch axis (or --max-batch) together with another dynamic "
                                    "axis is not supported yet")
         names, hints, dims = dyn.setup(graph, dim_specs)
-        ctx = symbolic.begin(names, hints)
+        ctx = sym_scope.begin(names, hints)
         dyn.propagate_symbolic(graph, dims)
         graph.dynamic_dims = [(graph.t(t).name, a) for t, a in dims]
     n_tensors = len(graph.tensors)
@@ -219,5 +220,5 @@ def prepare(source, options: dict | None = None, *, warn: bool = True, expose_in
     lowering = Lowering(model, opts["disable_passes"], warn)
     program = lower_graph(graph, front.cpu, lowering)
     if dim_specs:
-        symbolic.check_guards(ctx)           # every decision made at the bound holds at every size
+        check_guards(ctx)                    # every decision made at the bound holds at every size
     return Prepared(model, graph, front, program, lowering, n_tensors)

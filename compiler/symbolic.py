@@ -9,7 +9,7 @@ same arithmetic, so a define such as a MEAN's count or an LSTM's step count is t
 
 Every variable has a *hint*, its bound MAX (the arena is planned for it).  A comparison or truth test
 of a non-constant expression is decided at the hint and recorded as a *guard* (the expression, the
-outcome and the site: the op being compiled); `check_guards` then evaluates every guard at every size
+outcome and the site: the op being compiled); compiler/guards.py `check_guards` then evaluates every guard at every size
 1..MAX and refuses the compile, naming the site, where the decision would differ.  Decisions that only
 affect speed (tile plans, one workgroup per row or not) run inside `hinted()`, which records none.
 
@@ -22,113 +22,16 @@ runtime/dynamic.py evaluates; `glsl()` writes it over the push-constant block co
 """
 from __future__ import annotations
 
-import contextlib
-import threading
 import operator
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpuc.compiler.sym_scope import _ctx, hints, pretty
 from gpuc.errors import UnsupportedError
 
 
 class SymbolicSize(UnsupportedError):
     """A size known only at run time reached code that needs a fixed number."""
-
-
-class GuardFailed(UnsupportedError):
-    """A decision taken at the bound would differ at some size (check_guards)."""
-
-
-@dataclass
-class Context:
-    """The dim variables of one compile and what was decided on them."""
-    names: list = field(default_factory=list)      # variable k's description ("tokens:1")
-    hints: list = field(default_factory=list)      # variable k's hint (its bound MAX)
-    guards: list = field(default_factory=list)     # (Sym, op name, outcome, site)
-    site: str = ""                                 # the op (or pass) being compiled, for messages
-    quiet: int = 0                                 # > 0 inside hinted(): no guards
-    exact: int = 0                                 # > 0 inside structural(): == only when identical
-    skipped: list = field(default_factory=list)    # passes skipped: they needed a fixed size
-
-
-_TLS = threading.local()        # the compile's Context, per thread (compiles in threads never share one)
-
-
-def _ctx() -> Context | None:
-    return getattr(_TLS, "ctx", None)
-
-
-@contextlib.contextmanager
-def session(names, hints):
-    """Dim variables d0.. named `names` with `hints` for the duration (one compile)."""
-    old = _ctx()
-    _TLS.ctx = Context(list(names), list(hints))
-    try:
-        yield _TLS.ctx
-    finally:
-        _TLS.ctx = old
-
-
-def begin(names, hints) -> Context:
-    """Open a compile's dim variables (until end(); compile_bytes brackets a whole compile)."""
-    _TLS.ctx = Context(list(names), list(hints))
-    return _TLS.ctx
-
-
-def end() -> None:
-    _TLS.ctx = None
-
-
-def current() -> Context | None:
-    return _ctx()
-
-
-def active() -> bool:
-    return _ctx() is not None
-
-
-@contextlib.contextmanager
-def site(label: str):
-    """Name the op being compiled in guards and errors."""
-    c = _ctx()
-    if c is None:
-        yield
-        return
-    old, c.site = c.site, label
-    try:
-        yield
-    finally:
-        c.site = old
-
-
-@contextlib.contextmanager
-def structural():
-    """Equality tests inside are True only for identical expressions (no guard): for decisions where
-    "not equal" is always safe (merging dims of equal strides, a contiguous fast path)."""
-    c = _ctx()
-    if c is None:
-        yield
-        return
-    c.exact += 1
-    try:
-        yield
-    finally:
-        c.exact -= 1
-
-
-@contextlib.contextmanager
-def hinted():
-    """Comparisons inside decide at the hint without a guard: for choices that only affect speed."""
-    c = _ctx()
-    if c is None:
-        yield
-        return
-    c.quiet += 1
-    try:
-        yield
-    finally:
-        c.quiet -= 1
 
 
 # --- the expression type ---------------------------------------------------------------------------
@@ -403,10 +306,6 @@ def hint(v):
     return v
 
 
-def hints() -> list:
-    return list(_ctx().hints) if _ctx() is not None else []
-
-
 def variables(v) -> set:
     """The dim variables v depends on."""
     out = set()
@@ -492,14 +391,6 @@ def _show(v) -> str:
     return text if text.isidentifier() or text.startswith("(") else f"({text})"
 
 
-def pretty(text: str) -> str:
-    """A message with the variables gpuc_dK named as the user did (tokens:1)."""
-    import re
-    names = _ctx().names if _ctx() is not None else []
-    return re.sub(r"gpuc_d(\d+)", lambda m: f"[{names[int(m.group(1))]}]" if int(m.group(1)) < len(names)
-                  else m.group(0), text)
-
-
 def glsl(v) -> str:
     """A GLSL int expression (or float for an FExpr) over the push-constant block gpuc_pc."""
     if isinstance(v, FExpr):
@@ -507,17 +398,6 @@ def glsl(v) -> str:
     if isinstance(v, Sym):
         return _show(v)
     return str(int(v))
-
-
-# GLSL helpers for a kernel whose sizes come from push constants (codegen/glsl.py pastes them)
-def glsl_header(n: int) -> str:
-    """The push-constant block of the run's n sizes, the variables over it, and the division helpers."""
-    return "\n".join([f"layout(push_constant) uniform GpucSizes {{ int d[{max(1, n)}]; }} gpuc_pc;"]
-                     + [f"#define gpuc_d{k} gpuc_pc.d[{k}]" for k in range(n)] + [GLSL_HELPERS])
-
-
-GLSL_HELPERS = """int gpuc_fdiv(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
-int gpuc_fmod(int a, int b) { return a - b * gpuc_fdiv(a, b); }"""
 
 
 def tree(v):
@@ -615,59 +495,3 @@ class FExpr:
 
     def __repr__(self):
         return self.glsl()
-
-
-# --- guards --------------------------------------------------------------------------------------------
-
-def _envs(hints, full_limit: int = 1 << 20) -> list:
-    """Size grids to check over: the cross product of 1..MAX of every variable when it has at most
-    `full_limit` points, else each variable alone with the others at their bounds."""
-    total = int(np.prod(list(hints), dtype=np.int64))
-    if total <= full_limit:
-        grids = np.meshgrid(*[np.arange(1, h + 1, dtype=np.int64) for h in hints], indexing="ij")
-        return [[g.reshape(-1) for g in grids]]
-    envs = []
-    for k in range(len(hints)):
-        env = [np.full(hints[k], h, np.int64) for h in hints]
-        env[k] = np.arange(1, hints[k] + 1, dtype=np.int64)
-        envs.append(env)
-    return envs
-
-
-def same_everywhere(a, b) -> bool:
-    """Whether two size expressions agree at every size (see _envs): e.g. two ways of halving twice."""
-    d = a - b
-    if not isinstance(d, Sym):
-        return d == 0
-    c = _ctx()
-    if c is None:
-        return False
-    with np.errstate(all="ignore"):
-        return all(not np.any(np.asarray(evaluate(d, env))) for env in _envs(c.hints))
-
-
-def check_guards(ctx: Context, full_limit: int = 1 << 20, first: int = 0) -> None:
-    """Every recorded decision must come out the same at every size 1..MAX of every variable (the cross
-    product when it has at most `full_limit` points, else each variable alone with the others at their
-    hints); else the compile is refused, naming the op whose decision depends on the size."""
-    n = len(ctx.hints)
-    if not n or not ctx.guards:
-        return
-    envs = _envs(ctx.hints, full_limit)
-    fns = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
-           "!=": np.not_equal}
-    seen = set()
-    for expr, op, outcome, where in ctx.guards[first:]:
-        key = (expr._frozen, op, outcome)         # (not the Sym: comparing Syms would record guards)
-        if key in seen:
-            continue
-        seen.add(key)
-        for env in envs:
-            with np.errstate(all="ignore"):
-                got = fns[op](np.asarray(evaluate(expr, env)) + np.zeros_like(env[0]), 0)
-            bad = np.nonzero(got != outcome)[0]
-            if bad.size:
-                at = ", ".join(f"{ctx.names[k]}={int(env[k][bad[0]])}" for k in range(n))
-                raise GuardFailed(pretty(f"--dynamic: {where or 'the program'} decides on {expr} {op} 0 "
-                                       f"({outcome} at the bound) but that differs at {at}: one program "
-                                       "cannot serve every size (compile for fixed sizes with --input-shape)"))

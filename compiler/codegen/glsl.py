@@ -7,6 +7,7 @@ from importlib import resources
 import numpy as np
 
 from gpuc.compiler import symbolic
+from gpuc.compiler.sym_scope import active, hints
 from gpuc.compiler.codegen.glslang import compile_glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import act_glsl
@@ -17,6 +18,17 @@ VEC4_TYPE = {"float": "vec4", "float16_t": "f16vec4", "int": "ivec4", "uint": "u
 ARITH_TYPE = {"float16_t": "float", "f16vec4": "vec4"}     # what a load widens to (stores narrow back)
 STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/writes every binding via LD/ST
 # float16 vec4 bindings a kernel only reads, declared as uvec2 (the same 8 bytes) and widened by
+
+
+# GLSL helpers for a kernel whose sizes come from push constants (--dynamic: compiler/symbolic.py)
+def glsl_header(n: int) -> str:
+    """The push-constant block of the run's n sizes, the variables over it, and the division helpers."""
+    return "\n".join([f"layout(push_constant) uniform GpucSizes {{ int d[{max(1, n)}]; }} gpuc_pc;"]
+                     + [f"#define gpuc_d{k} gpuc_pc.d[{k}]" for k in range(n)] + [GLSL_HELPERS])
+
+
+GLSL_HELPERS = """int gpuc_fdiv(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+int gpuc_fmod(int a, int b) { return a - b * gpuc_fdiv(a, b); }"""
 
 
 INCLUDE_MARK = "// @include "          # a template line "// @include NAME.glsl" is replaced by that file
@@ -73,7 +85,7 @@ def _value(v, is_float: bool) -> str:
 
 def is_dynamic(k: Kernel) -> bool:
     """Whether kernel k reads sizes known only at run time (--dynamic)."""
-    if not symbolic.active():
+    if not active():
         return False
     if symbolic.is_sym(k.invocations):
         return True
@@ -97,7 +109,7 @@ def render(k: Kernel, dtypes: dict) -> str:
         lines.append("#extension GL_EXT_shader_16bit_storage : require")
     lines.append(f"layout(local_size_x = {k.local_x}) in;")
     if is_dynamic(k):            # --dynamic: the run's sizes (compiler/symbolic.py) in a push-constant block
-        lines.append(symbolic.glsl_header(len(symbolic.hints())))
+        lines.append(glsl_header(len(hints())))
     consts = []
     for name, v in sorted(k.defines.items()):
         if isinstance(v, (list, tuple, np.ndarray)):

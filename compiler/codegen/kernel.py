@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from gpuc.compiler.ir import GPU
-from gpuc.compiler.symbolic import hinted
+from gpuc.compiler.sym_scope import hinted
 
 LOCAL_X = 64
 MAX_GROUPS = 65535

@@ -8,7 +8,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked
-from gpuc.compiler.symbolic import hinted
+from gpuc.compiler.sym_scope import hinted
 
 VARIANTS = {
     "layer_norm": (dict(D=10, EPS=1e-5, ROWS=7, SEG=32), {"HAS_GAMMA": [0, 1], "HAS_BETA": [0, 1],

@@ -18,7 +18,8 @@ from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
-from gpuc.compiler.symbolic import dim, structural
+from gpuc.compiler.sym_scope import structural
+from gpuc.compiler.symbolic import dim
 
 
 # ---------------------------------------------------------------------------------------------------

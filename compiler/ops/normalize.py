@@ -8,7 +8,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked, fused_act
-from gpuc.compiler.symbolic import hinted
+from gpuc.compiler.sym_scope import hinted
 
 L2_EPSILON = 1e-6
 OPS = {"LOG_SOFTMAX": 0, "L2_NORMALIZATION": 1}

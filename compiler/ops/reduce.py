@@ -18,7 +18,7 @@ import dataclasses
 from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
-from gpuc.compiler.symbolic import hinted
+from gpuc.compiler.sym_scope import hinted
 
 REDUCE = {"MEAN": 0, "SUM": 1, "REDUCE_MAX": 2, "REDUCE_MIN": 3, "REDUCE_PROD": 4}
 WG_MIN = 256                 # reduced elements per output from which a workgroup reduces each output

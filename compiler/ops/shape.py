@@ -7,7 +7,8 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import ANY_COUNT, register
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.util import act_code, check_act, checked, const_input, norm_axis, size, strides
-from gpuc.compiler.symbolic import dim, structural
+from gpuc.compiler.sym_scope import structural
+from gpuc.compiler.symbolic import dim
 
 
 def copy_kernel(src: int, dst: int, shape, src_strides, dst_strides, src_off=0, dst_off=0, act=0, label=""):

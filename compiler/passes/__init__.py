@@ -72,14 +72,15 @@ def _run_dynamic(p, graph: Graph) -> None:
     decisions would differ at some size (a failed guard), is skipped, the graph as it was before it (the
     passes only make the program faster); the stats name it."""
     import copy
-    from gpuc.compiler import symbolic
-    ctx = symbolic.current()
+    from gpuc.compiler import sym_scope, symbolic
+    from gpuc.compiler.guards import GuardFailed, check_guards
+    ctx = sym_scope.current()
     saved, guards = copy.deepcopy(graph.__dict__), len(ctx.guards)
     try:
-        with symbolic.site(f"pass {p.__name__}"):  # (the message names it)
+        with sym_scope.site(f"pass {p.__name__}"):  # (the message names it)
             p(graph)
-        symbolic.check_guards(ctx, first=guards)   # its decisions hold at every size, or it is undone
-    except (symbolic.SymbolicSize, symbolic.GuardFailed) as e:
+        check_guards(ctx, first=guards)   # its decisions hold at every size, or it is undone
+    except (symbolic.SymbolicSize, GuardFailed) as e:
         import os
         if os.environ.get("GPUC_DYNAMIC_DEBUG") == "2":
             raise

@@ -3,13 +3,16 @@ and in GLSL, guards, and the refusal to specialize silently."""
 import numpy as np
 import pytest
 
+from gpuc.compiler import guards as G
+from gpuc.compiler import sym_scope as C
 from gpuc.compiler import symbolic as S
+from gpuc.compiler.codegen.glsl import glsl_header
 from gpuc.runtime.dynamic import evaluate as run_eval
 
 
 @pytest.fixture
 def ctx():
-    with S.session(["t:1", "x:2"], [40, 9]) as c:
+    with C.session(["t:1", "x:2"], [40, 9]) as c:
         yield c
 
 
@@ -37,26 +40,26 @@ def test_every_form_agrees_with_python(ctx):
 
 
 def test_glsl_text_of_floor_division():
-    with S.session(["t:1"], [8]):
+    with C.session(["t:1"], [8]):
         e = (S.var(0) - 3) // 2
         assert "gpuc_fdiv" in S.glsl(e) and "gpuc_d0" in S.glsl(e)
-        assert "gpuc_pc.d[0]" in S.glsl_header(1)
+        assert "gpuc_pc.d[0]" in glsl_header(1)
 
 
 def test_guards_hold_or_refuse(ctx):
     t = S.var(0)
-    with S.site("OP_A (operator #3)"):
+    with C.site("OP_A (operator #3)"):
         assert (t >= 1) is True and (t < 41) is True
-    S.check_guards(ctx)                                     # true at every size 1..40
-    with S.site("OP_B (operator #4)"):
+    G.check_guards(ctx)                                     # true at every size 1..40
+    with C.site("OP_B (operator #4)"):
         assert (t > 8) is True                              # at the bound, not at 1..8
     with pytest.raises(S.UnsupportedError, match=r"OP_B \(operator #4\) decides on .* differs at t:1=1"):
-        S.check_guards(ctx)
+        G.check_guards(ctx)
 
 
 def test_speed_only_decisions_and_size_one(ctx):
     t = S.var(0)
-    with S.hinted():
+    with C.hinted():
         assert t >= 32                                      # decided at the bound, no guard
     assert (t == 1) is False and (t != 1) is True          # a dynamic dim is never taken as 1
     assert not ctx.guards
@@ -64,7 +67,7 @@ def test_speed_only_decisions_and_size_one(ctx):
 
 def test_no_silent_specialization(ctx):
     t = S.var(0)
-    with S.site("GATHER (operator #0)"):
+    with C.site("GATHER (operator #0)"):
         with pytest.raises(S.SymbolicSize, match=r"GATHER \(operator #0\): needs a fixed integer.*\[t:1\]"):
             int(t * 2)
         with pytest.raises(S.SymbolicSize):
@@ -76,5 +79,5 @@ def test_no_silent_specialization(ctx):
 def test_same_size_reached_two_ways(ctx):
     t = S.var(0)
     c = S.ceil_div(t, 2)
-    assert S.same_everywhere(S.ceil_div(t, 2), (t - 1) // 2 + 1)        # SAME vs padded VALID halving
-    assert not S.same_everywhere(S.ceil_div(c, 2), (c - 2) // 2 + 1)    # differ where ceil(t/2) is odd
+    assert G.same_everywhere(S.ceil_div(t, 2), (t - 1) // 2 + 1)        # SAME vs padded VALID halving
+    assert not G.same_everywhere(S.ceil_div(c, 2), (c - 2) // 2 + 1)    # differ where ceil(t/2) is odd

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
+from fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 BIG = ["4x2x4x4x16x2", "2x4x4x4x16x2", "4x2x4x4x32x1", "2x2x4x4x32x2", "4x4x2x4x16x2", "4x4x4x2x16x2",
@@ -40,13 +40,7 @@ SWIN = [(100352, 288, 96), (100352, 96, 96), (100352, 384, 96), (100352, 96, 384
 
 def fc_model(M, N, K, bias, rng):
     mb = ModelBuilder()
-    x = mb.input("x", [M, K])
-    x2 = mb.tensor("x2", [M, K])
-    mb.op("ADD", [x, x], [x2])
-    w = rng.normal(0, 1 / np.sqrt(K), (N, K)).astype(np.float32)
-    b = rng.normal(0, 0.1, N).astype(np.float32) if bias else None
-    y = mb.tensor("y", [M, N])
-    mb.op("FULLY_CONNECTED", [x2, mb.const("w", w), mb.const("b", b) if bias else -1], [y])
+    y, w, b = add_fc(mb, [M, K], [M, N], N, K, rng, bias_std=0.1 if bias else None)
     mb.output(y)
     xs = rng.uniform(-1, 1, (M, K)).astype(np.float32)
     ref = (2 * xs) @ w.T + (b if bias else 0)

@@ -29,6 +29,7 @@ from gpuc.compiler import compile_model, driver  # noqa: E402
 from gpuc.compiler.codegen import glsl  # noqa: E402
 from gpuc.compiler.ir import GPU  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
+from fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 SHAPES = [(3136, 384, 96, 0), (3136, 96, 384, 1), (784, 768, 192, 0), (784, 192, 768, 1), (196, 1536, 384, 0),
@@ -37,13 +38,7 @@ SHAPES = [(3136, 384, 96, 0), (3136, 96, 384, 1), (784, 768, 192, 0), (784, 192,
 
 def fc_model(M, N, K, res, rng):
     mb = ModelBuilder()
-    x = mb.input("x", [M, K])
-    x2 = mb.tensor("x2", [M, K])
-    mb.op("ADD", [x, x], [x2])
-    w = rng.normal(0, 1 / np.sqrt(K), (N, K)).astype(np.float32)
-    b = rng.normal(0, 0.1, N).astype(np.float32)
-    y = mb.tensor("y", [M, N])
-    mb.op("FULLY_CONNECTED", [x2, mb.const("w", w), mb.const("b", b)], [y])
+    y, w, b = add_fc(mb, [M, K], [M, N], N, K, rng)
     xs = [rng.uniform(-1, 1, (M, K)).astype(np.float32)]
     ref = (2 * xs[0].astype(np.float64)) @ w.T.astype(np.float64) + b
     if res:

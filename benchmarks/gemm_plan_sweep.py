@@ -26,6 +26,7 @@ import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
+from fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 SHAPES = [(3136, 384, 96), (3136, 96, 384), (784, 768, 192), (784, 192, 768), (196, 1536, 384),
@@ -35,13 +36,7 @@ SHAPES = [(3136, 384, 96), (3136, 96, 384), (784, 768, 192), (784, 192, 768), (1
 
 def fc_model(M, N, K, rng):
     mb = ModelBuilder()
-    x0 = mb.input("x", [1, M, K])
-    x = mb.tensor("x2", [1, M, K])        # the gemm reads a device-computed tensor, as in a network
-    mb.op("ADD", [x0, x0], [x])           # (the model input itself may sit in host-visible memory)
-    w = rng.normal(0, 1 / np.sqrt(K), (N, K)).astype(np.float32)
-    b = rng.normal(0, 1, (N,)).astype(np.float32)
-    y = mb.tensor("y", [1, M, N])
-    mb.op("FULLY_CONNECTED", [x, mb.const("w", w), mb.const("b", b)], [y])
+    y, w, b = add_fc(mb, [1, M, K], [1, M, N], N, K, rng, bias_std=1.0)
     mb.output(y)
     return mb.finish(), rng.uniform(-1, 1, (1, M, K)).astype(np.float32), w, b
 

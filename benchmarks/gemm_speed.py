@@ -39,6 +39,7 @@ from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm_mod  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
+from fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 try:
@@ -108,12 +109,7 @@ def conv_model(spec: dict, rng):
 
 def fc_model(s: int, rng):
     mb = ModelBuilder()
-    x = mb.input("x", [1, s, s])                     # rows = s (a one-item input, as conv_model's)
-    x2 = mb.tensor("x2", [1, s, s])
-    mb.op("ADD", [x, x], [x2])
-    w = rng.normal(0, 1 / np.sqrt(s), (s, s)).astype(np.float32)
-    y = mb.tensor("y", [s, s])
-    mb.op("FULLY_CONNECTED", [x2, mb.const("w", w), -1], [y])
+    y, w, _ = add_fc(mb, [1, s, s], [s, s], s, s, rng, bias_std=None)   # rows = s (a one-item input, as conv_model's)
     mb.output(y)
     return mb.finish(), rng.uniform(-1, 1, (1, s, s)).astype(np.float32), w
 

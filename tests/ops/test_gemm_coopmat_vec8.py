@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.compiler import compile_model, normalize_options
+from gpuc.compiler import normalize_options
 from gpuc.compiler.driver import prepare_batched
 from gpuc.compiler.ir import GPU
 from gpuc.compiler.ops import gemm_coopmat as cm
 from gpuc.compiler.passes.precision import store_fp16
 from helpers.builder import ModelBuilder
 from helpers.litert import run_litert
+from helpers.precision import compile_coopmat_emulated
 
 TOL16 = 2e-2
 
@@ -90,9 +91,7 @@ def test_emulated_vec8_variant_matches(gpu, monkeypatch, stages):
     orig = cm.plan_coopmat
     monkeypatch.setattr(cm, "plan_coopmat", lambda M, N, K, G=1, lim=cm.WG_SMEM: orig(M, N, K, G, lim)
                         if stages == 2 else cm.CoopPlan(2, 1, 1, 2, 32, 1))
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    data = compile_model(m, cache=False, precision="fp16")
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
+    data = compile_coopmat_emulated(m, monkeypatch)
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
     with gpuc.load(data, device=gpu.device) as lm:
         assert lm.bundle.stats["variants_used"] == {"coopmat": 3}
@@ -100,9 +99,7 @@ def test_emulated_vec8_variant_matches(gpu, monkeypatch, stages):
     assert np.isfinite(out).all()
     assert float(np.abs(out - refs[0]).max()) <= TOL16 * float(np.abs(refs[0]).max())
     monkeypatch.setattr(cm, "VEC8", False)                     # the 8-byte path gives the same sums
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    data4 = compile_model(m, cache=False, precision="fp16")
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
+    data4 = compile_coopmat_emulated(m, monkeypatch)
     with gpuc.load(data4, device=gpu.device) as lm:
         assert np.array_equal(lm.run(xs)[0], out)
 

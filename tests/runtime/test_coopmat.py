@@ -27,6 +27,7 @@ from gpuc.runtime.capabilities import missing  # noqa: E402
 from gpuc.runtime.variants import resolve  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
+from helpers.precision import compile_coopmat_emulated  # noqa: E402
 
 TOL16 = 2e-2
 
@@ -210,9 +211,7 @@ def test_emulated_coopmat_variant_matches(gpu, model, monkeypatch):
     """The variant's own code (global loads, fp16 staging layouts, tile ownership, masked edges,
     epilogue) on lavapipe: only the cooperative-matrix operations are emulated."""
     m, xs, refs = model
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    data = compile_model(m, cache=False, precision="fp16")
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
+    data = compile_coopmat_emulated(m, monkeypatch)
     monkeypatch.setenv("GPUC_VARIANTS", "off")
     with gpuc.load(data, device=gpu.device) as lm:
         plain = lm.run(xs)
@@ -244,9 +243,7 @@ def test_emulated_coopmat_grouped_conv_and_runtime_weights(gpu, monkeypatch):
     model = mb.finish()
     xs = [rng.uniform(-1, 1, (1, 8, 6, 8)).astype(np.float32), rng.normal(0, 0.2, (18, 12)).astype(np.float32)]
     refs = run_litert(model, xs)
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    data = compile_model(model, cache=False, precision="fp16")
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
+    data = compile_coopmat_emulated(model, monkeypatch)
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
     with gpuc.load(data, device=gpu.device) as lm:
         assert lm.bundle.stats["variants_used"] == {"coopmat": 2}

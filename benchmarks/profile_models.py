@@ -10,7 +10,6 @@ import collections
 import json
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -23,20 +22,18 @@ def one(path: str, batch: int, precision: str, runs: int) -> dict:
     opts = {"precision": precision}
     if batch > 1:
         opts["max_batch"] = batch
-    out = os.path.join(tempfile.mkdtemp(), "m.bundle")
-    gpuc.compile(path, out, **opts)
-    model = gpuc.load(out)
-    rng = np.random.default_rng(0)
-    inputs = []
-    for spec in model.inputs:
-        shape = list(spec.shape)
-        if batch > 1:
-            shape[0] = batch
-        inputs.append(rng.standard_normal(shape).astype(spec.dtype))
-    t0 = time.time()
-    while time.time() - t0 < 1.0:              # a GPU left idle while the host compiled clocks down
-        model.run(inputs)
-    p = profile(model, inputs, runs)
+    with gpuc.load(gpuc.compile(path, **opts)) as model:       # (closed: one process profiles many models)
+        rng = np.random.default_rng(0)
+        inputs = []
+        for spec in model.inputs:
+            shape = list(spec.shape)
+            if batch > 1:
+                shape[0] = batch
+            inputs.append(rng.standard_normal(shape).astype(spec.dtype))
+        t0 = time.time()
+        while time.time() - t0 < 1.0:          # a GPU left idle while the host compiled clocks down
+            model.run(inputs)
+        p = profile(model, inputs, runs)
     groups = collections.defaultdict(lambda: [0.0, 0])
     for r in p["rows"]:
         key = f"{r['op'].split(' ')[0].split('#')[0]}|{r['shader']}"

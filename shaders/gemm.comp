@@ -479,6 +479,99 @@ void finish(int m, int n, int g, float v) {
 #define CM_ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #define SM_HALF(i) unpackFloat2x16(smem_q[(i) >> 3][((i) >> 1) & 3])[(i) & 1]
 #define SM_C(i) smem_q[(i) >> 2][(i) & 3]        // the epilogue's fp32 staging (bits), 4 per uvec4
+
+// The register epilogue (CM_DIRECT) of a full 16x16 tile at output row mt, column col: the accumulator
+// tile `v` (CM_T: a coopmat; under CM_EMULATE this invocation's 256 / CM_SG elements, element q at tile
+// position lane + q * CM_SG) gets bias, activation, residual and chain as `finish` gives them, with each
+// operand loaded as a matrix of the same type (CM_LOAD_ROW: row r at base + r * stride, stride 0
+// repeating a row vector; CM_LOAD_COL: element (r, c) at base + r, a column vector), so that component q
+// of every operand holds the same position; then it goes to out_ in out_'s storage type.
+// Chain input k (ops/epi_chain.py tile_access): EPI_CM<k> 0: row-major with row stride EPI_SR<k> (0: a row
+// vector); 1: a column vector; 2: element 0 throughout.
+#if CM_EMULATE
+#define CM_T float[256 / CM_SG]
+#define CM_DECL(m) float m[256 / CM_SG]
+#define CM_LOAD_ROW(m, b, base, stride) for (int q_ = 0; q_ < 256 / CM_SG; ++q_) { int e_ = lane + q_ * CM_SG; m[q_] = LD(b, (base) + (e_ / 16) * (stride) + e_ % 16); }
+#define CM_LOAD_COL(m, b, base) for (int q_ = 0; q_ < 256 / CM_SG; ++q_) m[q_] = LD(b, (base) + (lane + q_ * CM_SG) / 16);
+#define CM_FILL(m, x) for (int q_ = 0; q_ < 256 / CM_SG; ++q_) m[q_] = (x);
+#define CM_STORE(m, b, base, stride) for (int q_ = 0; q_ < 256 / CM_SG; ++q_) { int e_ = lane + q_ * CM_SG; ST(b, (base) + (e_ / 16) * (stride) + e_ % 16, m[q_]); }
+#else
+#define CM_T CM_ACC
+#define CM_DECL(m) CM_ACC m
+#define CM_OF(b) coopmat<b##_S, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define CM_LOAD_ROW(m, b, base, stride) { CM_OF(b) t_; coopMatLoad(t_, b, base, stride, gl_CooperativeMatrixLayoutRowMajor); m = CM_ACC(t_); }
+#define CM_LOAD_COL(m, b, base) { CM_OF(b) t_; coopMatLoad(t_, b, base, 0, gl_CooperativeMatrixLayoutColumnMajor); m = CM_ACC(t_); }
+#define CM_FILL(m, x) m = CM_ACC(x);
+#define CM_STORE(m, b, base, stride) { CM_OF(b) t_ = CM_OF(b)(m); coopMatStore(t_, b, base, stride, gl_CooperativeMatrixLayoutRowMajor); }
+#endif
+#define CM_CHAIN_LOAD(m, k, b) \
+    if (EPI_CM##k == 0) { CM_LOAD_ROW(m, b, mt * EPI_SR##k + col, EPI_SR##k) } \
+    else if (EPI_CM##k == 1) { CM_LOAD_COL(m, b, mt) } \
+    else { CM_FILL(m, LD(b, 0)) }
+#if CM_DIRECT
+void cm_epilogue(CM_T v, int mt, int col, int lane) {
+#if HAS_BIAS
+    CM_DECL(bm);
+    CM_LOAD_ROW(bm, bias, col, 0)
+#endif
+#if RESIDUAL
+    CM_DECL(rm);
+    CM_LOAD_ROW(rm, res, mt * LDC + col, LDC)
+#endif
+#if EPI_CHAIN && EPI_NIN > 1
+    CM_DECL(c1); CM_CHAIN_LOAD(c1, 1, e1)
+#endif
+#if EPI_CHAIN && EPI_NIN > 2
+    CM_DECL(c2); CM_CHAIN_LOAD(c2, 2, e2)
+#endif
+#if EPI_CHAIN && EPI_NIN > 3
+    CM_DECL(c3); CM_CHAIN_LOAD(c3, 3, e3)
+#endif
+#if EPI_CHAIN && EPI_NIN > 4
+    CM_DECL(c4); CM_CHAIN_LOAD(c4, 4, e4)
+#endif
+#if EPI_CHAIN && EPI_NIN > 5
+    CM_DECL(c5); CM_CHAIN_LOAD(c5, 5, e5)
+#endif
+#if EPI_CHAIN && EPI_NIN > 6
+    CM_DECL(c6); CM_CHAIN_LOAD(c6, 6, e6)
+#endif
+    for (int q = 0; q < v.length(); ++q) {
+        float x = v[q];
+#if HAS_BIAS
+        x += bm[q];
+#endif
+        x = gpuc_act(x);
+#if RESIDUAL
+        x = gpuc_apply(x + rm[q], ACT2);
+#endif
+#if EPI_CHAIN
+        float x1 = 0.0, x2 = 0.0, x3 = 0.0, x4 = 0.0, x5 = 0.0, x6 = 0.0;
+#if EPI_NIN > 1
+        x1 = c1[q];
+#endif
+#if EPI_NIN > 2
+        x2 = c2[q];
+#endif
+#if EPI_NIN > 3
+        x3 = c3[q];
+#endif
+#if EPI_NIN > 4
+        x4 = c4[q];
+#endif
+#if EPI_NIN > 5
+        x5 = c5[q];
+#endif
+#if EPI_NIN > 6
+        x6 = c6[q];
+#endif
+        x = epi_body(x, x1, x2, x3, x4, x5, x6);
+#endif
+        v[q] = x;
+    }
+    CM_STORE(v, out_, mt * LDC + col, LDC)
+}
+#endif
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
@@ -563,33 +656,31 @@ void main() {
 #endif
         barrier();
     }
-    // Epilogue, one 16x16 accumulator tile at a time.  CM_DIRECT (no bias, activation, residual, chain
-    // or fake-quant; 16-byte aligned output rows): a tile inside the output goes straight to out_.
-    // Otherwise it is staged through shared memory (the A/B bytes, free after the loop's last barrier)
-    // and `finish` runs the plain path's epilogue on each element.
+    // Epilogue, one 16x16 accumulator tile at a time.  CM_DIRECT (no fake-quant; 16-byte aligned output
+    // rows and operands, ops/gemm_coopmat.py direct_store): a tile inside the output gets its epilogue as
+    // matrix operations (cm_epilogue: bias, residual and chain inputs loaded as matrices, the per-element
+    // steps over each invocation's components) and is stored straight to out_.  Otherwise (and for edge
+    // tiles) it is staged through shared memory (the A/B bytes, free after the loop's last barrier) and
+    // `finish` runs the plain path's epilogue on each element.
     [[unroll]] for (int i = 0; i < CM_TM; ++i)
         [[unroll]] for (int j = 0; j < CM_TN; ++j) {
             int mt = m0 + (wm * CM_TM + i) * 16, nt = n0 + (wn * CM_TN + j) * 16;
-#if CM_EMULATE
-            for (int q = 0; q < 256 / CM_SG; ++q) SM_C(sg * 256 + lane + q * CM_SG) = floatBitsToUint(acc[i][j][q]);
-            barrier();
-#else
 #if CM_DIRECT
             if (mt + 16 <= GM && nt + 16 <= GN) {
-                coopmat<out__S, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> o =
-                    coopmat<out__S, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(acc[i][j]);
-                coopMatStore(o, out_, mt * LDC + g * GN + nt, LDC, gl_CooperativeMatrixLayoutRowMajor);
+                cm_epilogue(acc[i][j], mt, g * GN + nt, lane);
                 continue;
             }
 #endif
+#if CM_EMULATE
+            // each invocation holds its elements at known positions: no staging (and no barrier, which
+            // the tiles that took the direct path above would not reach)
+            for (int q = 0; q < 256 / CM_SG; ++q)
+                finish(mt + (lane + q * CM_SG) / 16, nt + (lane + q * CM_SG) % 16, g, acc[i][j][q]);
+#else
             coopMatStore(acc[i][j], smem_q, sg * 64, 4, gl_CooperativeMatrixLayoutRowMajor);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
-#endif
             for (int e = lane; e < 256; e += CM_SG) finish(mt + e / 16, nt + e % 16, g, uintBitsToFloat(SM_C(sg * 256 + e)));
-#if CM_EMULATE
-            barrier();
-#else
             subgroupMemoryBarrierShared();
             subgroupBarrier();
 #endif

@@ -47,6 +47,57 @@ def index_expr(in_shape, out_shape) -> str:
     return " + ".join(terms) or "0"
 
 
+def _slope(parts) -> int | None:
+    """k when sum(digit_d * stride_d) == k * sum(digit_d * inner_d) for every digit (parts: (stride,
+    inner) of the dims of one side of the row boundary), else None."""
+    k = None
+    for s, inner in parts:
+        if s % inner or k is not None and s // inner != k:
+            return None
+        k = s // inner
+    return 0 if k is None else k
+
+
+def tile_access(in_shape, out_shape, ldc: int) -> tuple[int, int] | None:
+    """How a chain input of in_shape (broadcast to out_shape) is read by the output element at row m,
+    column c of the kernel output seen as rows of ldc elements (o = m * ldc + c), for the cooperative-
+    matrix epilogue that loads it as a 16 x 16 matrix (gemm.comp cm_epilogue, EPI_CM / EPI_SR):
+    (0, sr): element m * sr + c (sr 0: a row vector); (1, 0): element m (a column vector); (2, 0):
+    element 0 throughout; None: the index is not one of these (that kernel then stages its tiles)."""
+    if any(not isinstance(dim(d), int) for d in list(in_shape) + list(out_shape)):
+        return None
+    st = broadcast_strides(tuple(in_shape), tuple(out_shape))
+    runs = []                           # (length, stride), innermost first, contiguous dims merged
+    for n, s in reversed([(dim(n), dim(s)) for n, s in zip(out_shape, st) if dim(n) != 1]):
+        if runs and s == runs[-1][1] * runs[-1][0]:
+            runs[-1] = (runs[-1][0] * n, runs[-1][1])
+        else:
+            runs.append((n, s))
+    col, row, inner = [], [], 1
+    for n, s in runs:
+        if inner >= ldc:
+            row.append((s, inner // ldc))
+        elif inner * n <= ldc:
+            col.append((s, inner))
+        elif ldc % inner == 0 and (inner * n) % ldc == 0:       # a dim across the row boundary: split it
+            a = ldc // inner
+            col.append((s, inner))
+            row.append((s * a, 1))
+        else:
+            return None
+        inner *= n
+    if inner % ldc:
+        return None
+    sc, sr = _slope(col), _slope(row)
+    if sc == 1 and sr is not None:
+        return 0, sr
+    if sc == 0 and sr == 1:
+        return 1, 0
+    if sc == 0 and sr == 0:
+        return 2, 0
+    return None
+
+
 def chain_reason(graph, out_size: int, steps, inputs) -> str | None:
     """None when `steps` over `inputs` [(tensor, broadcast shape)] is a chain the kernels can compute
     for an output of out_size elements, else why not."""
@@ -75,9 +126,17 @@ def apply_chain(k, node, graph):
     body, result = render_body(ep.chain)
     d = dict(EPI_CHAIN=1, EPI_NIN=1 + len(ep.chain_inputs), EW_BODY=body, EW_RESULT=result,
              EPI_R16=int(ep.chain_r16), EW_ROUND16=int(ep.chain_r16 or any(s.get("r16") for s in ep.chain)))
+    tiles = "LDC" in k.defines                # gemm: how the cooperative-matrix epilogue reads each input
     for j, (tid, shape) in enumerate(ep.chain_inputs, 1):
         k.bindings.append((f"e{j}", tid))
         d[f"EPI_IDX{j}"] = index_expr(graph.t(tid).shape, shape)
+        if tiles:
+            acc = tile_access(graph.t(tid).shape, shape, k.defines["LDC"])
+            tiles = acc is not None and (acc[0] != 0 or acc[1] % 4 == 0)   # 16-byte aligned rows of float32
+            if tiles:
+                d[f"EPI_CM{j}"], d[f"EPI_SR{j}"] = acc
+    if "LDC" in k.defines:
+        d["EPI_TILE"] = int(tiles)
     k.defines.update(d)
     k.label = f"{k.label}+{'+'.join(s['op'] for s in ep.chain)}"
     return k
@@ -111,8 +170,10 @@ for _n in (1, MAX_INPUTS):
                                      "ACT": [0, 3], "EPI_R16": [0, 1]},
         ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {},
         lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]) * d["KS"]))
-    VARIANTS[f"gemm:coopmat_chain{_n}"] = (
-        dict(_CM, **_sample(_n)), {"IM2COL": [0, 1], "RESIDUAL": [0, 1], "CM_EMULATE": [0, 1]},
+    VARIANTS[f"gemm:coopmat_chain{_n}"] = (      # (register epilogue: chain inputs as row, column, element)
+        dict(_CM, **_sample(_n), EPI_TILE=1, **{f"EPI_CM{k}": (k - 1) % 3 for k in range(1, _n)},
+             **{f"EPI_SR{k}": 0 for k in range(1, _n)}),
+        {"IM2COL": [0, 1], "RESIDUAL": [0, 1], "CM_EMULATE": [0, 1], "CM_DIRECT": [0, 1]},
         ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {"x": "float16", "w": "float16"},
         lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"]))
     VARIANTS[f"depthwise:chain{_n}"] = (

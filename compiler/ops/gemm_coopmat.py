@@ -119,7 +119,7 @@ def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) 
 
 
 VEC8 = True        # 16-byte loads (two f16vec4) of A and B rows where they are aligned (benchmarks A/B it)
-DIRECT = True      # accumulator tiles straight to the output where no epilogue needs them staged
+DIRECT = True      # full accumulator tiles get their epilogue in registers and go straight to the output
 
 
 def vector_widths(d: dict) -> tuple[int, int]:
@@ -135,10 +135,12 @@ def vector_widths(d: dict) -> tuple[int, int]:
 
 
 def direct_store(d: dict) -> bool:
-    """The accumulator needs no epilogue (bias, activation, residual, chain, fake-quant) and the output's
-    rows start 16-byte aligned (LDC and the group offset multiples of 8 elements)."""
-    plain = not any(d.get(n) for n in ("HAS_BIAS", "ACT", "RESIDUAL", "EPI_CHAIN", "FQ", "CM_EMULATE"))
-    return DIRECT and plain and d["LDC"] % 8 == 0 and (d["GROUPS"] == 1 or d["GN"] % 8 == 0)
+    """Full tiles take the register epilogue (gemm.comp cm_epilogue) and are stored straight to the output:
+    no fake-quant, a chain only where each input is read as a matrix (EPI_TILE, ops/epi_chain.py), the
+    output's rows (and so the residual's) 16-byte aligned as float16 (LDC and the group offset multiples
+    of 8 elements).  Otherwise every tile is staged through shared memory for `finish`."""
+    return (DIRECT and not d.get("FQ") and (not d.get("EPI_CHAIN") or bool(d.get("EPI_TILE")))
+            and d["LDC"] % 8 == 0 and (d["GROUPS"] == 1 or d["GN"] % 8 == 0))
 
 
 def coopmat_kernel(k, smem_limit: int = WG_SMEM):
@@ -298,4 +300,9 @@ VARIANTS = {
                       ["out_", "x", "w"], {"x": "float16", "w": "float16"},
                       lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"],
                                      vec4=("x",) if d["B_T"] else ("x", "w"))),
+    # the register epilogue (CM_DIRECT) with bias, activation and residual, float16 and float32 operands
+    "gemm:coopmat_epi": (dict(_G, GK=32, LDA=16, LDC=16, CIG=8, GNP=8, VEC_A=1, CM_AV=8, CM_BV=8, CM_DIRECT=1),
+                         {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 3], "CM_EMULATE": [0, 1]},
+                         ["out_", "x", "w", "bias", "res"], {"x": "float16", "w": "float16", "res": "float16"},
+                         lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"], vec4=("x", "w"))),
 }

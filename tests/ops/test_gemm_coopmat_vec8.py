@@ -1,5 +1,5 @@
 """The cooperative-matrix gemm's 16-byte loads (CM_AV / CM_BV = 8), its shared layout (one uvec4
-array, accumulator staging over the A/B bytes), the direct accumulator store's rule, and the fp16
+array, accumulator staging over the A/B bytes), and the fp16
 storage wishes of gemm kernels (passes/precision.py: a plain gemm's tensors stay float32 unless a
 coopmat gemm needs them in float16).  The variant runs through the emulated path on lavapipe
 (GPUC_TEST_COOPMAT_EMULATE); benchmarks/coopmat_sweep.py checks the real one on a GPU."""
@@ -65,15 +65,6 @@ def test_vector_widths_follow_alignment(monkeypatch):
     assert cm.vector_widths(dict(d, B_T=1)) == (8, 4)
     monkeypatch.setattr(cm, "VEC8", False)
     assert cm.vector_widths(d) == (4, 4)
-
-
-def test_direct_store_only_without_epilogue():
-    d = dict(GM=64, GN=64, GK=64, GROUPS=1, LDC=64, HAS_BIAS=0, ACT=0, RESIDUAL=0, EPI_CHAIN=0, FQ=0)
-    assert cm.direct_store(d)
-    for key in ("HAS_BIAS", "ACT", "RESIDUAL", "EPI_CHAIN", "FQ", "CM_EMULATE"):
-        assert not cm.direct_store(dict(d, **{key: 1}))
-    assert not cm.direct_store(dict(d, LDC=60))                 # rows not 16-byte aligned as float16
-    assert not cm.direct_store(dict(d, GROUPS=2, GN=20, LDC=40))
 
 
 def test_smem_staging_reuses_the_ab_bytes():

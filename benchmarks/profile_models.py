@@ -18,8 +18,8 @@ import gpuc
 from gpuc.runtime.profile import profile
 
 
-def one(path: str, batch: int, precision: str, runs: int) -> dict:
-    opts = {"precision": precision}
+def one(path: str, batch: int, precision: str, runs: int, **compile_opts) -> dict:
+    opts = dict(compile_opts, precision=precision)
     if batch > 1:
         opts["max_batch"] = batch
     with gpuc.load(gpuc.compile(path, **opts)) as model:       # (closed: one process profiles many models)

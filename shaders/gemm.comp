@@ -536,7 +536,7 @@ void cm_epilogue(CM_T v, int mt, int col, int lane) {
 #if EPI_CHAIN && EPI_NIN > 6
     CM_DECL(c6); CM_CHAIN_LOAD(c6, 6, e6)
 #endif
-    for (int q = 0; q < v.length(); ++q) {
+    [[unroll]] for (int q = 0; q < v.length(); ++q) {
         float x = v[q];
 #if HAS_BIAS
         x += bm[q];

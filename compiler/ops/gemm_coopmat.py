@@ -120,6 +120,11 @@ def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) 
 
 VEC8 = True        # 16-byte loads (two f16vec4) of A and B rows where they are aligned (benchmarks A/B it)
 DIRECT = True      # full accumulator tiles get their epilogue in registers and go straight to the output
+# ... also where a fused chain runs last.  Off: on the H100 (benchmarks/coopmat_epilogue_ab.py, 2026-11-24,
+# ConvNeXt-T b32 fp16) the register epilogue took the FC + bias + GELU-chain layers from 356 to 500 us,
+# while bias / residual epilogues gained (the whole run: staged 6.83 ms, register 7.31, register without
+# chains 6.11).  Tests switch it on to check the chain loads.
+REG_CHAIN = False
 
 
 def vector_widths(d: dict) -> tuple[int, int]:
@@ -136,10 +141,11 @@ def vector_widths(d: dict) -> tuple[int, int]:
 
 def direct_store(d: dict) -> bool:
     """Full tiles take the register epilogue (gemm.comp cm_epilogue) and are stored straight to the output:
-    no fake-quant, a chain only where each input is read as a matrix (EPI_TILE, ops/epi_chain.py), the
+    no fake-quant, a chain only under REG_CHAIN and where each input is read as a matrix (EPI_TILE,
+    ops/epi_chain.py), the
     output's rows (and so the residual's) 16-byte aligned as float16 (LDC and the group offset multiples
     of 8 elements).  Otherwise every tile is staged through shared memory for `finish`."""
-    return (DIRECT and not d.get("FQ") and (not d.get("EPI_CHAIN") or bool(d.get("EPI_TILE")))
+    return (DIRECT and not d.get("FQ") and (not d.get("EPI_CHAIN") or REG_CHAIN and bool(d.get("EPI_TILE")))
             and d["LDC"] % 8 == 0 and (d["GROUPS"] == 1 or d["GN"] % 8 == 0))
 
 

@@ -27,8 +27,10 @@ RNG = np.random.default_rng(7)
 
 @pytest.fixture(autouse=True)
 def _small_tiles(monkeypatch):
-    """32 x 32 tiles of two subgroups: emulated variants of the bigger plans compile slowly on lavapipe."""
+    """32 x 32 tiles of two subgroups (emulated variants of the bigger plans compile slowly on lavapipe);
+    chains in the register epilogue too (REG_CHAIN: off by default for speed, not for correctness)."""
     monkeypatch.setattr(cm, "plan_coopmat", lambda M, N, K, G=1, lim=cm.WG_SMEM: cm.CoopPlan(2, 1, 1, 2, 32, 2))
+    monkeypatch.setattr(cm, "REG_CHAIN", True)
 
 
 def _index(in_shape, out_shape, ldc):
@@ -71,13 +73,15 @@ def test_tile_access_is_the_broadcast_index():
     assert named > 100
 
 
-def test_direct_store_rule():
+def test_direct_store_rule(monkeypatch):
     d = dict(GM=64, GN=64, GK=64, GROUPS=1, LDC=64, HAS_BIAS=1, ACT=3, RESIDUAL=1, EPI_CHAIN=0, FQ=0)
     assert cm.direct_store(d)
     assert cm.direct_store(dict(d, CM_EMULATE=1))
     assert not cm.direct_store(dict(d, FQ=1))                            # fake-quant keeps the staged path
     assert not cm.direct_store(dict(d, EPI_CHAIN=1))                     # a chain input not read as a matrix
     assert cm.direct_store(dict(d, EPI_CHAIN=1, EPI_TILE=1))
+    monkeypatch.setattr(cm, "REG_CHAIN", False)
+    assert not cm.direct_store(dict(d, EPI_CHAIN=1, EPI_TILE=1))
     assert not cm.direct_store(dict(d, LDC=60))                          # rows not 16-byte aligned as float16
     assert not cm.direct_store(dict(d, GROUPS=2, GN=20, LDC=40))
 

@@ -43,48 +43,51 @@ class Ew:
     fp16: str              # UNSAFE: may leave fp16's range although its inputs fit; BOUNDED: its output
     #                        range is bounded whatever its inputs; NEUTRAL: neither (precision.py)
     fusible: bool          # can be a step of FUSED_ELEMENTWISE (float32; passes/ew_fusion.py)
+    costly: bool           # its formula calls a transcendental builtin (exp, log, tanh, pow ...), itself or
+    #                        through the ew_ functions it calls: tens of instructions per element (a
+    #                        cooperative-matrix gemm does not take it into its epilogue, passes/gemm_epilogue.py)
 
 
 _ALPHA, _APPROX = (("alpha", float),), (("approximate", bool),)
-# name  arity  broadcast  glsl  params  dtypes  act  act_dtypes  fused_act  act_host  in_place  fp16  fusible
+# name  arity  broadcast  glsl  params  dtypes  act  act_dtypes  fused_act  act_host  in_place  fp16  fusible  costly
 TABLE = {r.name: r for r in [
-    Ew("ABS", 1, False, "ew_abs", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("NEG", 1, False, "ew_neg", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("SQUARE", 1, False, "ew_square", (), F32, None, (), False, False, True, UNSAFE, True),
-    Ew("SQRT", 1, False, "ew_sqrt", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("RSQRT", 1, False, "ew_rsqrt", (), F32, None, (), False, False, True, UNSAFE, True),
-    Ew("EXP", 1, False, "ew_exp", (), F32, None, (), False, False, True, UNSAFE, True),
-    Ew("LOG", 1, False, "ew_log", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("SIN", 1, False, "ew_sin", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("COS", 1, False, "ew_cos", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("FLOOR", 1, False, "ew_floor", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("CEIL", 1, False, "ew_ceil", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("ROUND", 1, False, "ew_round", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("SIGN", 1, False, "ew_sign", (), FI, None, (), False, False, True, BOUNDED, True),
-    Ew("ELU", 1, False, "ew_elu", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("GELU", 1, False, "ew_gelu", _APPROX, F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("LEAKY_RELU", 1, False, "ew_leaky_relu", _ALPHA, F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("RELU_0_TO_1", 1, False, "ew_relu_0_to_1", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("RELU", 1, False, "ew_relu", (), F32, 1, FI, False, False, True, NEUTRAL, True),
-    Ew("RELU_N1_TO_1", 1, False, "ew_relu_n1_to_1", (), F32, 2, FI, False, False, True, BOUNDED, True),
-    Ew("RELU6", 1, False, "ew_relu6", (), F32, 3, FI, False, False, True, BOUNDED, True),
-    Ew("TANH", 1, False, "ew_tanh", (), F32, 4, F32, False, False, True, BOUNDED, True),
-    Ew("LOGISTIC", 1, False, "ew_logistic", (), F32, 5, F32, False, False, True, BOUNDED, True),
-    Ew("HARD_SWISH", 1, False, "ew_hard_swish", (), F32, 6, F32, False, False, True, NEUTRAL, True),
-    Ew("ADD", 2, True, "ew_add", (), FI, None, (), True, True, True, NEUTRAL, True),
-    Ew("SUB", 2, True, "ew_sub", (), FI, None, (), True, True, True, NEUTRAL, True),
-    Ew("MUL", 2, True, "ew_mul", (), FI, None, (), True, True, True, NEUTRAL, True),
-    Ew("DIV", 2, True, "ew_div", (), FI, None, (), True, False, True, UNSAFE, True),
-    Ew("POW", 2, True, "ew_pow", (), FI, None, (), False, False, True, UNSAFE, True),
-    Ew("SQUARED_DIFFERENCE", 2, True, "ew_squared_difference", (), FI, None, (), False, False, True, UNSAFE, True),
-    Ew("MAXIMUM", 2, True, "ew_maximum", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("MINIMUM", 2, True, "ew_minimum", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("FLOOR_DIV", 2, True, "ew_floor_div", (), FI, None, (), False, False, True, UNSAFE, True),
-    Ew("FLOOR_MOD", 2, True, "ew_floor_mod", (), FI, None, (), False, False, True, NEUTRAL, True),
-    Ew("PRELU", 2, True, "ew_prelu", (), F32, None, (), False, False, True, NEUTRAL, True),
-    Ew("ATAN2", 2, False, "ew_atan2", (), F32, None, (), False, False, True, BOUNDED, True),
-    Ew("BITWISE_XOR", 2, True, "ew_bitwise_xor", (), I32, None, (), False, False, True, NEUTRAL, False),
-    Ew("RIGHT_SHIFT", 2, True, "ew_right_shift", (), I32, None, (), False, False, True, NEUTRAL, False),
+    Ew("ABS", 1, False, "ew_abs", (), FI, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("NEG", 1, False, "ew_neg", (), FI, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("SQUARE", 1, False, "ew_square", (), F32, None, (), False, False, True, UNSAFE, True, False),
+    Ew("SQRT", 1, False, "ew_sqrt", (), F32, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("RSQRT", 1, False, "ew_rsqrt", (), F32, None, (), False, False, True, UNSAFE, True, False),
+    Ew("EXP", 1, False, "ew_exp", (), F32, None, (), False, False, True, UNSAFE, True, True),
+    Ew("LOG", 1, False, "ew_log", (), F32, None, (), False, False, True, BOUNDED, True, True),
+    Ew("SIN", 1, False, "ew_sin", (), F32, None, (), False, False, True, BOUNDED, True, False),
+    Ew("COS", 1, False, "ew_cos", (), F32, None, (), False, False, True, BOUNDED, True, False),
+    Ew("FLOOR", 1, False, "ew_floor", (), F32, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("CEIL", 1, False, "ew_ceil", (), F32, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("ROUND", 1, False, "ew_round", (), F32, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("SIGN", 1, False, "ew_sign", (), FI, None, (), False, False, True, BOUNDED, True, False),
+    Ew("ELU", 1, False, "ew_elu", (), F32, None, (), False, False, True, NEUTRAL, True, True),
+    Ew("GELU", 1, False, "ew_gelu", _APPROX, F32, None, (), False, False, True, NEUTRAL, True, True),
+    Ew("LEAKY_RELU", 1, False, "ew_leaky_relu", _ALPHA, F32, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("RELU_0_TO_1", 1, False, "ew_relu_0_to_1", (), F32, None, (), False, False, True, BOUNDED, True, False),
+    Ew("RELU", 1, False, "ew_relu", (), F32, 1, FI, False, False, True, NEUTRAL, True, False),
+    Ew("RELU_N1_TO_1", 1, False, "ew_relu_n1_to_1", (), F32, 2, FI, False, False, True, BOUNDED, True, False),
+    Ew("RELU6", 1, False, "ew_relu6", (), F32, 3, FI, False, False, True, BOUNDED, True, False),
+    Ew("TANH", 1, False, "ew_tanh", (), F32, 4, F32, False, False, True, BOUNDED, True, True),
+    Ew("LOGISTIC", 1, False, "ew_logistic", (), F32, 5, F32, False, False, True, BOUNDED, True, True),
+    Ew("HARD_SWISH", 1, False, "ew_hard_swish", (), F32, 6, F32, False, False, True, NEUTRAL, True, False),
+    Ew("ADD", 2, True, "ew_add", (), FI, None, (), True, True, True, NEUTRAL, True, False),
+    Ew("SUB", 2, True, "ew_sub", (), FI, None, (), True, True, True, NEUTRAL, True, False),
+    Ew("MUL", 2, True, "ew_mul", (), FI, None, (), True, True, True, NEUTRAL, True, False),
+    Ew("DIV", 2, True, "ew_div", (), FI, None, (), True, False, True, UNSAFE, True, False),
+    Ew("POW", 2, True, "ew_pow", (), FI, None, (), False, False, True, UNSAFE, True, True),
+    Ew("SQUARED_DIFFERENCE", 2, True, "ew_squared_difference", (), FI, None, (), False, False, True, UNSAFE, True, False),
+    Ew("MAXIMUM", 2, True, "ew_maximum", (), FI, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("MINIMUM", 2, True, "ew_minimum", (), FI, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("FLOOR_DIV", 2, True, "ew_floor_div", (), FI, None, (), False, False, True, UNSAFE, True, False),
+    Ew("FLOOR_MOD", 2, True, "ew_floor_mod", (), FI, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("PRELU", 2, True, "ew_prelu", (), F32, None, (), False, False, True, NEUTRAL, True, False),
+    Ew("ATAN2", 2, False, "ew_atan2", (), F32, None, (), False, False, True, BOUNDED, True, False),
+    Ew("BITWISE_XOR", 2, True, "ew_bitwise_xor", (), I32, None, (), False, False, True, NEUTRAL, False, False),
+    Ew("RIGHT_SHIFT", 2, True, "ew_right_shift", (), I32, None, (), False, False, True, NEUTRAL, False, False),
 ]}
 
 # ---- activation codes: the one numbering of fused activations (TFLite's enum is only read, ops/util.py)
@@ -109,6 +112,7 @@ def act_glsl(dtype: str = "float32") -> str:
 UNARY = [r.name for r in TABLE.values() if r.arity == 1]
 BINARY = [r.name for r in TABLE.values() if r.arity == 2]
 FUSIBLE = frozenset(r.name for r in TABLE.values() if r.fusible)
+COSTLY = frozenset(r.name for r in TABLE.values() if r.costly)
 IN_PLACE = frozenset(r.name for r in TABLE.values() if r.in_place)
 FP16_UNSAFE = frozenset(r.name for r in TABLE.values() if r.fp16 == UNSAFE)
 FP16_BOUNDED = frozenset(r.name for r in TABLE.values() if r.fp16 == BOUNDED)

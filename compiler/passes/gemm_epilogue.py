@@ -14,7 +14,9 @@ FUSED_ELEMENTWISE chain or a single fusible op of compiler/ew_table.py.  Fused w
 - every tensor involved is float32 without fake quantization (quantized programs keep their steps);
 - the chain's other inputs are float32 tensors that broadcast to their step's shape (at most
   MAX_CHAIN_INPUTS), scalar constants are inlined as in FUSED_ELEMENTWISE;
-- the producer runs on the GPU (its check passes).
+- the producer runs on the GPU (its check passes);
+- under --precision fp16, no costly step (ew_table.py) follows a gemm that gets the cooperative-matrix
+  variant (_tensor_core_costly).
 Where a chain input is made after the producer, the producer moves to the consumer's place (it has
 no other reader).  The pass repeats, so a chain grows across views (a matmul, RESHAPE, ADD, RESHAPE,
 ADD, as converters write attention biases and masks).
@@ -29,7 +31,9 @@ import numpy as np
 
 from gpuc.compiler import ops
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ew_table import COSTLY
 from gpuc.compiler.ops.epi_chain import chain_reason
+from gpuc.compiler.ops.gemm_coopmat import gemm_shape, worthwhile
 from gpuc.compiler.passes.ew_fusion import FUSED_OP, _external, _fusible, _step
 
 HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL", "DEPTHWISE_CONV_2D"}
@@ -54,6 +58,19 @@ def _plain(graph: Graph, tid: int) -> bool:
 
 def _index(nodes: list, n: Node) -> int:
     return next(k for k, m in enumerate(nodes) if m is n)
+
+
+def _tensor_core_costly(graph: Graph, p: Node, steps: list) -> bool:
+    """A costly step (compiler/ew_table.py: exp, tanh, erf ... per element) after a gemm that gets the
+    cooperative-matrix variant (--precision fp16, ops/gemm_coopmat.py worthwhile): it stays a kernel of
+    its own.  That gemm runs one or two workgroups per SM, and a chain in its epilogue serialises behind
+    the matrix work: on the H100 (benchmarks/coopmat_epilogue_ab.py, 2026-11-24) ConvNeXt-T's batch-32
+    FC + GELU layers took 356 us fused against about 280 for the FC and a GELU kernel; the whole run
+    6.09 -> 5.76 ms, Swin-T 7.38 -> 7.14."""
+    if graph.precision != "fp16" or not any(s["op"] in COSTLY for s in steps):
+        return False
+    shape = gemm_shape(p, graph)
+    return shape is not None and worthwhile(*shape[:4], gather=shape[4])
 
 
 def _try(graph: Graph, p: Node, readers: dict, prod: dict) -> bool:
@@ -99,7 +116,7 @@ def _try(graph: Graph, p: Node, readers: dict, prod: dict) -> bool:
     same_shape = tuple(y.shape) == tuple(graph.t(tid).shape)
     if not same_shape and pinned is not None and y.id not in pinned and tid in pinned:
         chain[-1] = dict(chain[-1], r16=True)           # stored in the producer's fp32 tensor: round as y's store
-    if chain_reason(graph, graph.t(tid).size, chain, inputs) is not None:
+    if chain_reason(graph, graph.t(tid).size, chain, inputs) is not None or _tensor_core_costly(graph, p, chain):
         return False
     # the producer must run after every chain input is made: else it moves to the consumer's place
     late = any(_index(graph.nodes, prod[st]) > _index(graph.nodes, p) for i, _ in inputs

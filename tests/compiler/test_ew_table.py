@@ -48,6 +48,33 @@ def test_row_facts(op):
     assert not r.fusible or "float32" in r.dtypes, "FUSED_ELEMENTWISE computes in float32"
 
 
+_BUILTIN = re.compile(r"(?<![\w.])(exp|log|log2|tanh|pow|sin|cos|tan|atan|asin|acos|sinh|cosh)\s*\(")
+
+
+def _calls_transcendental(src: str, name: str, seen: set) -> bool:
+    """Whether GLSL function `name` (every overload in src) calls a transcendental builtin, itself or
+    through the ew_ functions it calls."""
+    if name in seen:
+        return False
+    seen.add(name)
+    for m in re.finditer(r"\n\w+ " + name + r"\([^)]*\)\s*\{", src):
+        i, depth = m.end(), 1
+        while depth:
+            depth += {"{": 1, "}": -1}.get(src[i], 0)
+            i += 1
+        body = src[m.end():i]
+        if _BUILTIN.search(body) or any(_calls_transcendental(src, h, seen)
+                                        for h in set(re.findall(r"\b(ew_\w+)\s*\(", body)) - {name}):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("op", list(TABLE))
+def test_costly_is_what_its_formula_calls(op):
+    src = "".join((resources.files("gpuc.shaders") / f).read_text() for f in ("common.glsl", "ew_math.glsl"))
+    assert TABLE[op].costly == _calls_transcendental(src, TABLE[op].glsl, set())
+
+
 @pytest.mark.parametrize("op", list(TABLE))
 def test_glsl_function_per_dtype(op):
     """The row's function exists in ew_math.glsl / common.glsl for every dtype it computes in (and

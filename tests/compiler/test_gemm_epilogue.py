@@ -507,3 +507,38 @@ def test_chain_reason_limits():
     assert "at most" in chain_reason(g, 80, [step], [(x, (2, 5, 8))] * 7)
     assert "does not broadcast" in chain_reason(g, 80, [step], [(x, (2, 5, 4))])
     assert "bad operand" in chain_reason(g, 80, [dict(step, args=[("x", 0), ("x", 2)])], [(x, (2, 5, 8))])
+
+
+# ---- a costly chain after a tensor-core gemm (--precision fp16) ----------------------------------------
+
+def _big_fc_then(tail, rows=4096, ci=256, co=512):
+    """FULLY_CONNECTED big enough for the cooperative-matrix variant (ops/gemm_coopmat.py worthwhile), then
+    `tail` (compiled only: nothing runs)."""
+    mb = ModelBuilder()
+    x = mb.input("x", [rows, ci])
+    x2 = mb.tensor("x2", [rows, ci])
+    mb.op("ADD", [x, x], [x2])
+    a = mb.tensor("a", [rows, co])
+    mb.op("FULLY_CONNECTED", [x2, mb.const("w", rand(co, ci, lo=-0.1, hi=0.1)), mb.const("b", rand(co))], [a])
+    mb.output(TAILS[tail](Tail(mb, [rows, co]), a))
+    return mb.finish()
+
+
+def _labels(model, precision):
+    from gpuc.compiler import normalize_options
+    from gpuc.compiler.driver import prepare_batched
+    return [k.label for k in prepare_batched(model, normalize_options({"precision": precision})).program]
+
+
+@pytest.mark.parametrize("tail,fused16", [("gelu_exact", False), ("gelu_tanh_pow", False), ("silu", False),
+                                          ("bias_add", True), ("scale_relu6", True)])
+def test_costly_chain_stays_apart_from_a_tensor_core_gemm(tail, fused16):
+    """Under fp16 a tensor-core gemm keeps exp/tanh/erf steps out of its epilogue (a kernel of their own);
+    cheap steps still fuse, and fp32 fuses both."""
+    model = _big_fc_then(tail)
+    fc16 = [lb for lb in _labels(model, "fp16") if lb.startswith("FULLY_CONNECTED")]
+    assert len(fc16) == 1 and ("+" in fc16[0]) == fused16, fc16
+    assert len(_labels(model, "fp16")) == (2 if fused16 else 3)
+    assert len(_labels(model, "fp32")) == 2
+    small = _big_fc_then(tail, rows=64)               # no tensor-core variant: fused in fp16 too
+    assert len(_labels(small, "fp16")) == 2

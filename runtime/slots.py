@@ -4,6 +4,7 @@ completed run; RunHandle is what run_async returns."""
 from __future__ import annotations
 
 import threading
+import time
 
 import vulkan as vk
 
@@ -12,6 +13,10 @@ from gpuc.runtime import commands, hostcopy, iospec
 from gpuc.runtime.device import MemoryKind
 
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+# A passive wait blocks until this long before the run's expected end (the shortest submit-to-done time
+# of the same work so far), then spins briefly (Device.wait spin_at): a blocked thread wakes ~50-100 us
+# after the fence signals on the H100 (benchmarks/run_overhead.py), a spinning one at once.
+SPIN_LEAD_S = 100e-6
 
 
 class Slot:
@@ -34,6 +39,7 @@ class Slot:
         self._cmd_pool = None
         self.busy, self.seq, self.handle = False, 0, None
         self.late = False             # its last run timed out and may still execute (Slots.wait)
+        self.submitted = None         # (time.perf_counter() at submit, the work's key) of the run in flight
         self.handle_done = threading.Event()
         self.handle_done.set()
 
@@ -76,6 +82,7 @@ class Slots:
         self._seq = 0
         self._open = True
         self._last_gpu_ms = None     # GPU time of the last completed run
+        self._took = {}              # submitted work (its command buffers' ids) -> shortest submit-to-done s
         self._timed = None           # the slot whose timestamps hold it, until read
 
     def __len__(self):
@@ -167,17 +174,26 @@ class Slots:
             self._seq += 1
             slot.seq = self._seq
             slot.handle_done.clear()
-        self.device.submit(slot.cmd if cmds is None else cmds, slot.fence)
+        work = slot.cmd if cmds is None else cmds
+        self.device.submit(work, slot.fence)
+        slot.submitted = (time.perf_counter(), id(work) if cmds is None else tuple(id(c) for c in cmds))
 
     def wait(self, slot: Slot, mode: str = "passive") -> None:
         """Wait for the run in `slot` (at most timeout_s: then GpuTimeoutError).  A wait that fails
         leaves the slot `late`: whoever takes it next waits for that run first."""
+        t0, work = slot.submitted or (None, None)
+        est = self._took.get(work)
+        spin_at = t0 + est - SPIN_LEAD_S if est is not None else None
         try:
-            self.device.wait(slot.fence, active=(mode == "active"), timeout_s=self.timeout_s)
+            self.device.wait(slot.fence, active=(mode == "active"), timeout_s=self.timeout_s, spin_at=spin_at)
         except BaseException:           # timed out, interrupted (Ctrl-C), device lost: the run may go on
             slot.late = True
             raise
         slot.late = False
+        if t0 is not None:              # the shortest submit-to-seen time of this work so far
+            took = time.perf_counter() - t0
+            self._took[work] = took if est is None else min(est, took)
+        slot.submitted = None
 
     def completed(self, slot: Slot) -> None:
         """The run in `slot` has completed: its timestamps (if any) hold the last GPU time."""

@@ -40,7 +40,7 @@ GPU_TIMEOUT_S = 60.0
 CPU_TIMEOUT_S = math.inf
 CLOSE_GRACE_S = 10.0        # close(): how long to wait for runs that timed out before leaving them be
 _WAIT_SLICE_NS = 500_000_000    # a passive wait returns to Python this often (Ctrl-C is seen)
-SPIN_S = 300e-6                  # a passive wait spins at most this long around a run's expected end
+SPIN_S = 500e-6                  # a passive wait spins at most this long around a run's expected end
 
 
 def parse_timeout(value, what: str = "timeout") -> float | None:

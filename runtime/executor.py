@@ -74,7 +74,7 @@ class LoadedModel:
         """Run once. `inputs`: list in model order, a dict name -> array, or one array; an input may
         also be a DeviceTensor of this device, and with a max-batch bundle hold 1..max_batch items
         along axis 0.  wait="passive" blocks until shortly before the run's expected end (the shortest
-        time the same work took so far), then spins at most 0.3 ms (runtime/slots.py SPIN_LEAD_S);
+        time the same work took so far), then spins at most 0.5 ms (runtime/slots.py SPIN_LEAD_S);
         wait="active" spins on the fence throughout (one busy CPU core).  keep_on_device=True returns DeviceTensors instead of arrays."""
         return self.run_async(inputs, keep_on_device).wait(wait)
 

@@ -16,7 +16,7 @@ _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DS
 # A passive wait blocks until this long before the run's expected end (the shortest submit-to-done time
 # of the same work so far), then spins briefly (Device.wait spin_at): a blocked thread wakes ~50-100 us
 # after the fence signals on the H100 (benchmarks/run_overhead.py), a spinning one at once.
-SPIN_LEAD_S = 100e-6
+SPIN_LEAD_S = 200e-6
 
 
 class Slot:

@@ -5,6 +5,8 @@
 // float, the rounding of a fake-quantized output: passes/quant.py).  Float results pass through
 // gpuc_act (ACT / FQ epilogue: identity without them).
 // Buffers are read and written as raw 32-bit words (ew_bits / ew_put), whatever their declared type.
+// VEC=1 (float, element count % 4 == 0): x and out_ are vec4 views, 4 elements per invocation (fewer,
+// wider memory accesses, and four independent evaluations of a long formula such as GELU's).
 #ifndef EW_EXPR
 #define EW_EXPR v0
 #endif
@@ -20,14 +22,23 @@ void ew_put(out uint d, uint b) { d = b; }
 
 // @include ew_math.glsl
 
+#ifndef VEC
+#define VEC 0
+#endif
+#if !IS_INT
+float ew_one(float v0) { return gpuc_act(EW_EXPR); }
+#endif
+
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
-#if IS_INT
+#if VEC
+    vec4 v = LD(x, gid);
+    ST(out_, gid, vec4(ew_one(v.x), ew_one(v.y), ew_one(v.z), ew_one(v.w)));
+#elif IS_INT
     int v0 = int(ew_bits(x[gid]));
     ew_put(out_[gid], uint(EW_EXPR));
 #else
-    float v0 = LD(x, gid);
-    ST(out_, gid, gpuc_act(EW_EXPR));                              // float32 or float16 storage
+    ST(out_, gid, ew_one(LD(x, gid)));                             // float32 or float16 storage
 #endif
 }

@@ -155,7 +155,10 @@ def lower(node, graph):
     defines = dict(EW_EXPR=call(node.op, [f"v{k}" for k in range(row.arity)], params(node)),
                    IS_INT=int(y.dtype == "int32"))
     if row.arity == 1:
-        return [Kernel("unary_math", [("out_", y.id), ("x", ins[0].id)], size(y.shape), defines, node.label())]
+        n = size(y.shape)
+        vec = y.dtype == "float32" and isinstance(n, int) and n % 4 == 0      # (a dynamic size: scalar)
+        return [Kernel("unary_math", [("out_", y.id), ("x", ins[0].id)], n // 4 if vec else n, dict(defines, VEC=int(vec)),
+                       node.label(), vec4=("out_", "x") if vec else ())]
     a, b = ins
     defines.update(ACT=act_code(node) if row.fused_act else ACT_NONE,
                    SAME_SHAPE=int(tuple(a.shape) == tuple(b.shape) == tuple(y.shape)),
@@ -185,7 +188,10 @@ _FLOAT_ACT = next(r.name for r in TABLE.values() if r.fused_act and "float32" in
 _INT_ACT = next(r.name for r in TABLE.values() if r.fused_act and "int32" in r.dtypes)
 VARIANTS = {   # every op once per dtype; the epilogue switches (ACT, FQ) with one op (and a copy)
     "unary_math": ({}, {"EW_EXPR": _samples(1, "float32")}, ["out_", "x"]),
-    "unary_math:copy": (_FQ, {"ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"]),
+    "unary_math:vec": ({"VEC": 1}, {"EW_EXPR": _samples(1, "float32")}, ["out_", "x"], {},
+                       lambda d: dict(vec4=("out_", "x"))),
+    "unary_math:copy": (_FQ, {"ACT": ACTS, "FQ": [0, 1], "VEC": [0, 1]}, ["out_", "x"], {},
+                        lambda d: dict(vec4=("out_", "x") if d["VEC"] else ())),
     "unary_math:int": ({}, {"EW_EXPR": _samples(1, "int32"), "IS_INT": [1]}, ["out_", "x"]),
     "binary_math": (_BCAST, {"EW_EXPR": _samples(2, "float32"), "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
     "binary_math:act": (_BCAST, {"EW_EXPR": [call(_FLOAT_ACT, ["v0", "v1"], {})], "ACT": ACTS, "FQ": [0, 1]},

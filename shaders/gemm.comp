@@ -20,6 +20,7 @@
 // Workgroups: wg = (tm * GROUPS + g) * TILES_N + tn (row tile slowest, so a prefix of the grid computes
 // exactly the first rows: batch-native dispatches of b <= max items).
 //
+// SPLIT_REDUCE = S: the reduce dispatch of a gemm split across workgroups (see its main() below).
 // Defines: GM GN GK GROUPS LDA LDC BM BN BK TM TN KS TILES_M TILES_N NWG VEC_A B_T GNP
 //          HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (epi_chain.glsl); IM2COL with H W OH OW KW CIG SH SW DH DW PT PL.
 //
@@ -469,7 +470,22 @@ void finish(int m, int n, int g, float v) {
 // k * GROUPS * TILES_N workgroups compute exactly the first k * BM rows.
 #define TILE_OF_WG(wg, tm, g, tn) { tn = (wg) % TILES_N; int t_ = (wg) / TILES_N; g = t_ % GROUPS; tm = t_ / GROUPS; }
 
-#if COOPMAT
+#ifndef SPLIT_REDUCE
+#define SPLIT_REDUCE 0
+#endif
+#if SPLIT_REDUCE
+// The second dispatch of a gemm split across workgroups (ops/gemm_split.py): x holds SPLIT_REDUCE partial
+// sums per output as [GM][SPLIT_REDUCE][GN] (float32); one invocation sums an output's partials in order
+// and runs the epilogue (GROUPS = 1).
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    int m = int(gid) / GN, n = int(gid) % GN;
+    float v = 0.0;
+    for (int s = 0; s < SPLIT_REDUCE; ++s) v += LD(x, (m * SPLIT_REDUCE + s) * GN + n);
+    finish(m, n, 0, v);
+}
+#elif COOPMAT
 #ifndef CM_EMULATE
 #define CM_EMULATE 0
 #endif

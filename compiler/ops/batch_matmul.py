@@ -2,7 +2,7 @@
 constant or runtime operands.
 
 A constant RHS without batch (all its batch dims 1) and no adj_x is a FULLY_CONNECTED over the LHS
-rows: it goes through the tiled gemm (compiler/ops/conv.py gemm_kernel, weights re-laid out at
+rows: it goes through the tiled gemm (compiler/ops/conv.py gemm_kernels, weights re-laid out at
 compile time).  Everything else runs shaders/batch_matmul.comp, which reads both operands through
 strides (adjoint = swapped strides, broadcast batch dims = stride 0).  Either kernel computes a fused
 elementwise chain on its output last (Node.epilogue.chain: passes/gemm_epilogue.py, ops/epi_chain.py)."""
@@ -12,7 +12,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.conv import _float_const, gemm_kernel
+from gpuc.compiler.ops.conv import _float_const, gemm_kernels
 from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
 from gpuc.compiler.symbolic import hint
@@ -86,8 +86,8 @@ def lower_batch_matmul(node, graph):
     if _float_const(graph, b.id) and not adj_x and all(d == 1 for d in b.shape[:-2]):
         w = np.asarray(b.data, np.float32).reshape(b.shape[-2:])
         w_kn = (w.T if adj_y else w)[None]                      # [1, K, N]
-        return [gemm_kernel(node, graph, M=size(batch) * m, GN=n, GK=k, G=1, lda=k, ldc=n, w_id=b.id,
-                            w_kn=np.ascontiguousarray(w_kn), bias=None, conv=None, ignore=())]
+        return gemm_kernels(node, graph, M=size(batch) * m, GN=n, GK=k, G=1, lda=k, ldc=n, w_id=b.id,
+                            w_kn=np.ascontiguousarray(w_kn), bias=None, conv=None, ignore=())
     a_id, b_id = a.id, b.id
     for i, t in ((0, a), (1, b)):                               # fp16 constants: float32 copies
         if t.is_const and t.dtype != "float32":

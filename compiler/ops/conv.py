@@ -11,6 +11,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
+from gpuc.compiler.ops.gemm_split import split_kernels, split_of
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
@@ -232,11 +233,12 @@ def _float_const(graph, tid) -> bool:
     return t.is_const and np.dtype(t.dtype).kind == "f"
 
 
-def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc: int, w_id: int,
-                w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None) -> Kernel:
-    """One `gemm` dispatch.  `w_kn`: the weights as [G, GK, GN] when constant (re-laid out here into
-    [G, GK, GNP] zero-padded to GNP % 4 == 0 for vec4 loads), else None and the runtime weight tensor
-    `w_id` is read as [G*GN, GK].  `conv`: implicit-GEMM geometry (None: A is x as [M, lda])."""
+def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc: int, w_id: int,
+                 w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None) -> list:
+    """One `gemm` dispatch, or two where K is split across workgroups (ops/gemm_split.py).  `w_kn`: the
+    weights as [G, GK, GN] when constant (re-laid out here into [G, GK, GNP] zero-padded to GNP % 4 == 0
+    for vec4 loads), else None and the runtime weight tensor `w_id` is read as [G*GN, GK].  `conv`:
+    implicit-GEMM geometry (None: A is x as [M, lda])."""
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     b_t = w_kn is None
     gnp = -(-GN // 4) * 4
@@ -269,10 +271,16 @@ def gemm_kernel(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc:
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
                item_inner=tiles_n * G)
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
-    if graph.precision == "fp16" and not any(is_sym(v) for v in (M, GN, GK)):   # + the cooperative-matrix
-        # path (gemm_coopmat.py; its tile plans need fixed sizes: none for a dynamic dim yet)
-        k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)
-    return k
+    if any(is_sym(v) for v in (M, GN, GK)):
+        return [k]
+    if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py; its tile plans need
+        k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # fixed sizes)
+    if G == 1 and not im2col and not b_t and not k.variants:
+        s, sp = split_of(M, GN, GK, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, False),
+                         lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, False))
+        if s > 1:
+            return split_kernels(k, graph, s, sp, graph.t(node.outputs[0]).name)
+    return [k]
 
 
 def depthwise_px(invocations: int, ow: int) -> int:
@@ -320,8 +328,8 @@ def lower_conv(node, graph):
     pointwise = (kh == kw == 1 and geo["SH"] == geo["SW"] == 1 and geo["PT"] == geo["PL"] == 0
                  and geo["OH"] == geo["H"] and geo["OW"] == geo["W"])
     conv = dict(geo, CIG=cig, KW=kw, _pointwise=pointwise)
-    return [gemm_kernel(node, graph, M=geo["N"] * geo["OH"] * geo["OW"], GN=cog, GK=gk, G=groups, lda=ci, ldc=co,
-                        w_id=node.inputs[1], w_kn=w_kn, bias=bias, conv=conv)]
+    return gemm_kernels(node, graph, M=geo["N"] * geo["OH"] * geo["OW"], GN=cog, GK=gk, G=groups, lda=ci, ldc=co,
+                        w_id=node.inputs[1], w_kn=w_kn, bias=bias, conv=conv)
 
 
 @checked
@@ -346,8 +354,8 @@ def lower_fc(node, graph):
     bias = _bias(node, graph, o)
     rows = size(graph.t(node.outputs[0]).shape) // o
     w_kn = np.asarray(w.data, np.float32).T[None] if _float_const(graph, node.inputs[1]) else None
-    return [gemm_kernel(node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=node.inputs[1], w_kn=w_kn,
-                        bias=bias, conv=None, ignore=())]
+    return gemm_kernels(node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=node.inputs[1], w_kn=w_kn,
+                        bias=bias, conv=None, ignore=())
 
 
 @checked

@@ -185,7 +185,7 @@ def plain_fp32() -> bool:
 
 
 def gemm_shape(node, graph):
-    """(M, N, K, G, gather) of the `gemm` dispatch that node's lowering makes (ops/conv.py gemm_kernel:
+    """(M, N, K, G, gather) of the `gemm` dispatch that node's lowering makes (ops/conv.py gemm_kernels:
     CONV_2D, FULLY_CONNECTED, BATCH_MATMUL with a constant 2-D right-hand side), None for any other node
     or where the shapes do not fit (the lowering's own checks report those)."""
     try:
@@ -218,7 +218,7 @@ GEMM_OPS = ("FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL")
 
 def plain_gemm(node, graph) -> bool:
     """The node lowers to a gemm that gets no coopmat variant under --precision fp16 (a dynamic dim:
-    never one, ops/conv.py gemm_kernel)."""
+    never one, ops/conv.py gemm_kernels)."""
     if not plain_fp32() or node.op not in GEMM_OPS:
         return False
     from gpuc.compiler.symbolic import is_sym

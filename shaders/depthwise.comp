@@ -1,12 +1,23 @@
 // @storage16
 // DEPTHWISE_CONV_2D, NHWC, filter [1,KH,KW,CO] (already [KH][KW][CO]: channel-contiguous, so
 // neighbouring invocations read neighbouring weights).  Output channel oc reads input channel
-// oc / MULT.  One invocation = 4 consecutive output channels x PX consecutive output pixels of one
-// row; the input columns they share are loaded once per kernel row.
-// VEC=1 (CO % 4 == 0 and MULT == 1): x, w, bias, res and out_ are vec4 views; otherwise scalar
-// loads/stores with the channel bounds-checked (CO % 4 != 0, depth multiplier > 1).
+// oc / MULT.  Two paths (compiler/ops/depthwise_plan.py picks one per shape):
+// TILE=0: one invocation = 4 consecutive output channels x PX consecutive output pixels of one
+//   row; the input columns they share are loaded once per kernel row.
+//   VEC=1 (CO % 4 == 0 and MULT == 1): x, w, bias, res and out_ are vec4 views; otherwise scalar
+//   loads/stores with the channel bounds-checked (CO % 4 != 0, depth multiplier > 1).
+// TILE=1: one invocation = 1 output channel x an RY x PX tile of output pixels (RY rows, PX columns),
+//   its KH*KW weights held in registers; the tile's input rows are swept once, top to bottom (each
+//   loaded input row of SPAN columns feeds every tile row that uses it), so an input element is
+//   loaded ~(SPAN/PX)*(IR/RY) times instead of KH*SPAN/PX.  Neighbouring invocations are neighbouring
+//   channels (coalesced scalar loads, any CO and MULT).  Sums run in the same order as TILE=0
+//   (ky, then kx).
 // Defines: N H W CI CO OH OW KH KW SH SW DH DW PT PL MULT PX CG (= ceil(CO/4)) OXB (= ceil(OW/PX))
-//          VEC HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (a fused elementwise chain last: epi_chain.glsl).
+//          VEC HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (a fused elementwise chain last: epi_chain.glsl);
+//          TILE RY OYB (= ceil(OH/RY), TILE=1 only).
+#ifndef TILE
+#define TILE 0
+#endif
 #define SPAN ((PX - 1) * SW + (KW - 1) * DW + 1)
 // @include epi_chain.glsl
 
@@ -14,6 +25,78 @@ vec4 act4(vec4 v) { return vec4(gpuc_act(v.x), gpuc_act(v.y), gpuc_act(v.z), gpu
 vec4 act24(vec4 v) {
     return vec4(gpuc_apply(v.x, ACT2), gpuc_apply(v.y, ACT2), gpuc_apply(v.z, ACT2), gpuc_apply(v.w, ACT2));
 }
+
+#if TILE
+#define IR ((RY - 1) * SH + (KH - 1) * DH + 1)
+
+// whether tile row rr uses input row r of the tile's window (kernel row (r - rr*SH) / DH)
+bool uses(int r, int rr) {
+    int d = r - rr * SH;
+    return d >= 0 && d % DH == 0 && d / DH < KH;
+}
+
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    int oc = int(gid % CO);
+    int t = int(gid / CO);
+    int ob = t % OXB;
+    t /= OXB;
+    int yb = t % OYB;
+    int n = t / OYB;
+    int ox0 = ob * PX;
+    int oy0 = yb * RY;
+    int ic = oc / MULT;
+    float wk[KH * KW];
+    for (int i = 0; i < KH * KW; ++i) wk[i] = LD(w, i * CO + oc);
+    float acc[RY * PX];
+    for (int i = 0; i < RY * PX; ++i) acc[i] = 0.0;
+    int iy0 = oy0 * SH - PT;
+    int ix0 = ox0 * SW - PL;
+    for (int r = 0; r < IR; ++r) {
+        bool used = false;                       // (constant once unrolled: rows between dilated taps)
+        for (int rr = 0; rr < RY; ++rr) used = used || uses(r, rr);
+        int iy = iy0 + r;
+        if (!used || iy < 0 || iy >= H) continue;
+        float xr[SPAN];
+        int rowb = (n * H + iy) * W;
+        for (int j = 0; j < SPAN; ++j) {
+            int ix = ix0 + j;
+            xr[j] = ix >= 0 && ix < W ? LD(x, (rowb + ix) * CI + ic) : 0.0;
+        }
+        for (int rr = 0; rr < RY; ++rr) {
+            if (!uses(r, rr)) continue;
+            int ky = (r - rr * SH) / DH;
+            for (int p = 0; p < PX; ++p)
+                for (int kx = 0; kx < KW; ++kx) {
+                    int ix = ix0 + p * SW + kx * DW;
+                    if (ix >= 0 && ix < W) acc[rr * PX + p] += xr[p * SW + kx * DW] * wk[ky * KW + kx];
+                }
+        }
+    }
+    for (int rr = 0; rr < RY; ++rr) {
+        int oy = oy0 + rr;
+        if (oy >= OH) break;
+        for (int p = 0; p < PX; ++p) {
+            int ox = ox0 + p;
+            if (ox >= OW) break;
+            int pix = (n * OH + oy) * OW + ox;
+            float s = acc[rr * PX + p];
+#if HAS_BIAS
+            s += LD(bias, oc);
+#endif
+            s = gpuc_act(s);
+#if RESIDUAL
+            s = gpuc_apply(s + LD(res, pix * CO + oc), ACT2);
+#endif
+#if EPI_CHAIN
+            s = epi_chain(pix * CO + oc, s);     // a fused elementwise chain (epi_chain.glsl)
+#endif
+            ST(out_, pix * CO + oc, s);
+        }
+    }
+}
+#else
 
 void main() {
     uint gid = gpuc_gid();
@@ -102,3 +185,4 @@ void main() {
 #endif
     }
 }
+#endif

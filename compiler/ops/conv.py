@@ -9,6 +9,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
+from gpuc.compiler.ops.depthwise_plan import plan_depthwise
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.gemm_split import split_kernels, split_of
@@ -283,13 +284,6 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     return [k]
 
 
-def depthwise_px(invocations: int, ow: int) -> int:
-    """Output pixels per depthwise invocation (they share input columns), given the invocation
-    count at one pixel each: keep at least ~64K invocations in flight."""
-    px = 4 if invocations >= 4 * 65536 else 2 if invocations >= 2 * 32768 else 1
-    return max(1, min(px, ow))
-
-
 def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int, bias) -> Kernel:
     """One `depthwise` dispatch; the filter [1, KH, KW, CO] is used as it is ([KH][KW][CO])."""
     w_id = node.inputs[1]
@@ -299,14 +293,21 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
     if bias is not None:
         binds.append(("bias", bias))
     mult = co // ci
-    vec = co % 4 == 0 and mult == 1
     cg = -(-co // 4)
-    px = depthwise_px(hint(geo["N"] * geo["OH"] * geo["OW"] * cg), hint(geo["OW"]))    # (speed only: at the bound)
-    oxb = -(-geo["OW"] // px)
-    defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=px, CG=cg, OXB=oxb, VEC=int(vec),
-                   HAS_BIAS=int(bias is not None), **epilogue(node, binds))
+    plan = plan_depthwise(*(hint(geo[k]) for k in ("N", "OH", "OW")), co, kh, kw,     # (speed only: at the bound)
+                          geo["SH"], geo["SW"], geo["DH"], geo["DW"])
+    oxb = -(-geo["OW"] // plan.px)
+    vec = co % 4 == 0 and mult == 1 and not plan.tile
+    defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=plan.px, CG=cg, OXB=oxb, VEC=int(vec),
+                   TILE=plan.tile, HAS_BIAS=int(bias is not None), **epilogue(node, binds))
+    if plan.tile:
+        oyb = -(-geo["OH"] // plan.ry)
+        defines.update(RY=plan.ry, OYB=oyb)
+        invocations = geo["N"] * oyb * oxb * co
+    else:
+        invocations = geo["N"] * geo["OH"] * oxb * cg
     vec4 = ("out_", "x", "w", "bias", "res") if vec else ()
-    return apply_chain(Kernel("depthwise", binds, geo["N"] * geo["OH"] * oxb * cg, defines, node.label(), vec4=vec4),
+    return apply_chain(Kernel("depthwise", binds, invocations, defines, node.label(), vec4=vec4),
                        node, graph)        # a fused elementwise chain last (ops/epi_chain.py)
 
 

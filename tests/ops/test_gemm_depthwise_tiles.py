@@ -10,6 +10,7 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
+from gpuc.compiler.ops import depthwise_plan as dw_plan  # noqa: E402
 from gpuc.inspect import inspect_bundle  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.data import rnd, seed_of  # noqa: E402
@@ -179,7 +180,7 @@ def test_conv_forced_plan(gpu, monkeypatch, plan, case):
 @pytest.mark.parametrize("px", [2, 3, 5])
 @pytest.mark.parametrize("case", [c for c in CONV_CASES if c[1] == "DEPTHWISE_CONV_2D"], ids=lambda c: c[0])
 def test_depthwise_pixels_per_invocation(gpu, monkeypatch, px, case):
-    monkeypatch.setattr(conv_mod, "depthwise_px", lambda inv, ow: min(px, ow))
+    monkeypatch.setattr(dw_plan, "FORCE", dw_plan.DwPlan(0, 1, px))      # the TILE=0 path at PX pixels
     _run_case(gpu, case)
 
 

@@ -112,7 +112,7 @@ def time_plan(model, feeds, refs, shapes, batch, prec, plan, dev, runs, warm_s):
         es = 2 if dtypes.get(f"dw{i}") == "float16" else 4
         nbytes = batch * (h * w + -(-h // s) * -(-w // s)) * c * es
         us = r["us"] if r else float("nan")
-        res[name] = dict(us=us, gbs=nbytes / (us * 1e-6) / 1e9 if r else float("nan"), err=err, ok=err <= tol,
+        res[name] = dict(us=us, gbs=nbytes / (us * 1e-6) / 1e9 if r and us > 0 else float("nan"), err=err, ok=err <= tol,
                          dtype=dtypes.get(f"dw{i}"), shader=r["shader"] if r else "?")
     return res
 

@@ -12,6 +12,7 @@
 //   loaded ~(SPAN/PX)*(IR/RY) times instead of KH*SPAN/PX.  Neighbouring invocations are neighbouring
 //   channels (coalesced scalar loads, any CO and MULT).  Sums run in the same order as TILE=0
 //   (ky, then kx).
+// TILE=1 unrolls every loop (the tile, taps and row live in registers: constant indices only).
 // Defines: N H W CI CO OH OW KH KW SH SW DH DW PT PL MULT PX CG (= ceil(CO/4)) OXB (= ceil(OW/PX))
 //          VEC HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN (a fused elementwise chain last: epi_chain.glsl);
 //          TILE RY OYB (= ceil(OH/RY), TILE=1 only).
@@ -27,6 +28,7 @@ vec4 act24(vec4 v) {
 }
 
 #if TILE
+#extension GL_EXT_control_flow_attributes : enable
 #define IR ((RY - 1) * SH + (KH - 1) * DH + 1)
 
 // whether tile row rr uses input row r of the tile's window (kernel row (r - rr*SH) / DH)
@@ -48,36 +50,36 @@ void main() {
     int oy0 = yb * RY;
     int ic = oc / MULT;
     float wk[KH * KW];
-    for (int i = 0; i < KH * KW; ++i) wk[i] = LD(w, i * CO + oc);
+    [[unroll]] for (int i = 0; i < KH * KW; ++i) wk[i] = LD(w, i * CO + oc);
     float acc[RY * PX];
-    for (int i = 0; i < RY * PX; ++i) acc[i] = 0.0;
+    [[unroll]] for (int i = 0; i < RY * PX; ++i) acc[i] = 0.0;
     int iy0 = oy0 * SH - PT;
     int ix0 = ox0 * SW - PL;
-    for (int r = 0; r < IR; ++r) {
+    [[unroll]] for (int r = 0; r < IR; ++r) {
         bool used = false;                       // (constant once unrolled: rows between dilated taps)
-        for (int rr = 0; rr < RY; ++rr) used = used || uses(r, rr);
+        [[unroll]] for (int rr = 0; rr < RY; ++rr) used = used || uses(r, rr);
         int iy = iy0 + r;
         if (!used || iy < 0 || iy >= H) continue;
         float xr[SPAN];
         int rowb = (n * H + iy) * W;
-        for (int j = 0; j < SPAN; ++j) {
+        [[unroll]] for (int j = 0; j < SPAN; ++j) {
             int ix = ix0 + j;
             xr[j] = ix >= 0 && ix < W ? LD(x, (rowb + ix) * CI + ic) : 0.0;
         }
-        for (int rr = 0; rr < RY; ++rr) {
+        [[unroll]] for (int rr = 0; rr < RY; ++rr) {
             if (!uses(r, rr)) continue;
             int ky = (r - rr * SH) / DH;
-            for (int p = 0; p < PX; ++p)
-                for (int kx = 0; kx < KW; ++kx) {
+            [[unroll]] for (int p = 0; p < PX; ++p)
+                [[unroll]] for (int kx = 0; kx < KW; ++kx) {
                     int ix = ix0 + p * SW + kx * DW;
                     if (ix >= 0 && ix < W) acc[rr * PX + p] += xr[p * SW + kx * DW] * wk[ky * KW + kx];
                 }
         }
     }
-    for (int rr = 0; rr < RY; ++rr) {
+    [[unroll]] for (int rr = 0; rr < RY; ++rr) {
         int oy = oy0 + rr;
         if (oy >= OH) break;
-        for (int p = 0; p < PX; ++p) {
+        [[unroll]] for (int p = 0; p < PX; ++p) {
             int ox = ox0 + p;
             if (ox >= OW) break;
             int pix = (n * OH + oy) * OW + ox;

@@ -5,7 +5,7 @@ One model per (batch, precision, plan) holds every layer of the list side by sid
 x2_i = ADD(x_i, x_i) (a device-computed tensor, stored fp16 under --precision fp16) -> y_i =
 DEPTHWISE_CONV_2D(x2_i) (3x3/5x5/7x7 with bias) -> MEAN(y_i) over H, W (so y_i is an internal tensor,
 not an fp32 model output).  Each layer's dispatch time comes from runtime/profile.py timestamps
-after ~1 s of warm-up runs; GB/s counts the x2 read and y write once (DRAM traffic).  Each layer's
+after ~1 s of warm-up runs, with a barrier between every two dispatches (GPUC_ALL_BARRIERS=1); GB/s counts the x2 read and y write once (DRAM traffic).  Each layer's
 output is checked against the float64 numpy reference (fp32: 1e-4 x max|ref|; fp16: 1e-2).
 
     python benchmarks/depthwise_bench.py [--batches 1,32] [--precision fp32,fp16] [--plans old,new,t1:4x8,...]
@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+# a barrier between every two dispatches, so each timestamp interval holds its own dispatch only (the
+# layers here are independent branches, which the runtime would otherwise let overlap)
+os.environ["GPUC_ALL_BARRIERS"] = "1"
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "tests"))
 
@@ -50,9 +54,9 @@ def set_plan(plan: str) -> None:
     if plan == "old":
         conv_mod.plan_depthwise = lambda *a, **k: _PLAN_OF(*a, old=True)
     elif plan != "new":
-        t, tile = plan[1:].split(":")
+        t, tile = plan[1:].split(":")          # t0:1xPX, t1:RYxPX, t1s:RYxPX (one channel per invocation)
         ry, px = map(int, tile.split("x"))
-        dp.FORCE = dp.DwPlan(int(t), ry, px)
+        dp.FORCE = dp.DwPlan(int(t[0]), ry, px, scalar=t.endswith("s"))
 
 
 def ref_dw(x, w, b, s):

@@ -9,7 +9,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
-from gpuc.compiler.ops.depthwise_plan import plan_depthwise
+from gpuc.compiler.ops.depthwise_plan import plan_depthwise, weights_in_registers
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.gemm_split import split_kernels, split_of
@@ -297,13 +297,13 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
     plan = plan_depthwise(*(hint(geo[k]) for k in ("N", "OH", "OW")), co, kh, kw,     # (speed only: at the bound)
                           geo["SH"], geo["SW"], geo["DH"], geo["DW"])
     oxb = -(-geo["OW"] // plan.px)
-    vec = co % 4 == 0 and mult == 1 and not plan.tile
+    vec = co % 4 == 0 and mult == 1 and not plan.scalar
     defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=plan.px, CG=cg, OXB=oxb, VEC=int(vec),
                    TILE=plan.tile, HAS_BIAS=int(bias is not None), **epilogue(node, binds))
     if plan.tile:
         oyb = -(-geo["OH"] // plan.ry)
-        defines.update(RY=plan.ry, OYB=oyb)
-        invocations = geo["N"] * oyb * oxb * co
+        defines.update(RY=plan.ry, OYB=oyb, WREG=int(weights_in_registers(kh, kw, vec)))
+        invocations = geo["N"] * oyb * oxb * (cg if vec else co)
     else:
         invocations = geo["N"] * geo["OH"] * oxb * cg
     vec4 = ("out_", "x", "w", "bias", "res") if vec else ()

@@ -26,12 +26,18 @@ FORCE: "DwPlan | None" = None
 
 @dataclass(frozen=True)
 class DwPlan:
-    tile: int          # 0: 4 channels x PX pixels of a row; 1: 1 channel x RY x PX pixels
+    tile: int          # 0: 4 channels x PX pixels of a row; 1: 4 or 1 channel(s) x RY x PX pixels
     ry: int
     px: int
+    scalar: bool = False   # TILE=1: 1 channel per invocation even where vec4 views work
 
     def __str__(self) -> str:
-        return f"t{self.tile}:{self.ry}x{self.px}"
+        return f"t{self.tile}{'s' if self.scalar else ''}:{self.ry}x{self.px}"
+
+
+def weights_in_registers(kh: int, kw: int, vec: bool) -> bool:
+    """TILE=1: hold the taps in registers (else each is loaded from L1 per use)."""
+    return kh * kw * (4 if vec else 1) <= TILE_MAX_TAPS
 
 
 def depthwise_px(invocations: int, ow: int) -> int:
@@ -60,7 +66,7 @@ def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int,
                    old: bool = False) -> DwPlan:
     """The plan for one layer (sizes: the bound of a dynamic dim).  old=True: today's TILE=0 plan."""
     if FORCE is not None and not old:
-        return DwPlan(FORCE.tile, max(1, min(FORCE.ry, oh)), max(1, min(FORCE.px, ow)))
+        return DwPlan(FORCE.tile, max(1, min(FORCE.ry, oh)), max(1, min(FORCE.px, ow)), FORCE.scalar)
     cg = -(-co // 4)
     old_plan = DwPlan(0, 1, depthwise_px(n * oh * ow * cg, ow))
     if old:

@@ -181,5 +181,7 @@ for _n in (1, MAX_INPUTS):
         ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {},
         lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ()))
     VARIANTS[f"depthwise:tile_chain{_n}"] = (
-        dict(_DW, **_sample(_n), TILE=1, RY=2, OYB=2), {"PX": [1, 3], "RESIDUAL": [0, 1], "EPI_R16": [0, 1]},
-        ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1])
+        dict(_DW, **_sample(_n), TILE=1, RY=2, OYB=2), {"VEC": [0, 1], "WREG": [0, 1], "PX": [1, 3],
+                                                        "RESIDUAL": [0, 1], "EPI_R16": [0, 1]},
+        ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {},
+        lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ()))

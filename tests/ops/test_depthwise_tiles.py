@@ -93,7 +93,20 @@ def run_case(gpu, case, precision="fp32", max_batch=None, items=None):
 @pytest.mark.parametrize("tile", TILES, ids=[f"{r}x{p}" for r, p in TILES])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_forced_tile(gpu, monkeypatch, tile, case):
+    """vec4 channel groups where CO % 4 == 0 and MULT == 1 (taps in registers for 3x3, from L1 for
+    7x7), one channel per invocation otherwise."""
     monkeypatch.setattr(dp, "FORCE", dp.DwPlan(1, *tile))
+    run_case(gpu, case)
+
+
+VEC_CASES = [c for c in CASES if c[4] % 4 == 0 and c[5] == 1]
+
+
+@pytest.mark.parametrize("tile", TILES[1:4], ids=[f"{r}x{p}" for r, p in TILES[1:4]])
+@pytest.mark.parametrize("case", VEC_CASES, ids=[c[0] for c in VEC_CASES])
+def test_forced_tile_scalar(gpu, monkeypatch, tile, case):
+    """The one-channel tile on shapes that would take vec4 views."""
+    monkeypatch.setattr(dp, "FORCE", dp.DwPlan(1, *tile, scalar=True))
     run_case(gpu, case)
 
 
@@ -126,7 +139,12 @@ def test_forced_tile_reaches_kernel(monkeypatch):
     gpuc.compile(model, cache=False)
     (k,) = [k for k in seen if isinstance(k, Kernel) and k.template == "depthwise"]
     assert (k.defines["TILE"], k.defines["RY"], k.defines["PX"], k.defines["OYB"], k.defines["OXB"]) == (1, 3, 2, 3, 6)
-    assert k.invocations == 1 * 3 * 6 * 6 and k.vec4 == ()
+    assert k.invocations == 1 * 3 * 6 * 6 and k.vec4 == () and k.defines["WREG"] == 1
+    seen.clear()
+    model, _ = dw_model("spy7", 1, 9, 11, 8, 1, (7, 7))          # vec4 groups, 7x7 taps loaded per use
+    gpuc.compile(model, cache=False)
+    (k,) = [k for k in seen if isinstance(k, Kernel) and k.template == "depthwise"]
+    assert (k.defines["VEC"], k.defines["WREG"], k.invocations) == (1, 0, 1 * 3 * 6 * 2) and "x" in k.vec4
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ One model per (batch, precision, plan) holds every layer of the list side by sid
 x2_i = ADD(x_i, x_i) (a device-computed tensor, stored fp16 under --precision fp16) -> y_i =
 DEPTHWISE_CONV_2D(x2_i) (3x3/5x5/7x7 with bias) -> MEAN(y_i) over H, W (so y_i is an internal tensor,
 not an fp32 model output).  Each layer's dispatch time comes from runtime/profile.py timestamps
-after ~1 s of warm-up runs, with a barrier between every two dispatches (GPUC_ALL_BARRIERS=1); GB/s counts the x2 read and y write once (DRAM traffic).  Each layer's
+after ~1 s of warm-up runs (each plan), with a barrier between every two dispatches (GPUC_ALL_BARRIERS=1); GB/s counts the x2 read and y write once (DRAM traffic).  Each layer's
 output is checked against the float64 numpy reference (fp32: 1e-4 x max|ref|; fp16: 1e-2).
 
     python benchmarks/depthwise_bench.py [--batches 1,32] [--precision fp32,fp16] [--plans old,new,t1:4x8,...]
@@ -128,6 +128,7 @@ def main() -> int:
     ap.add_argument("--plans", default="old,new")
     ap.add_argument("--shapes", default="all", help="all, or comma-separated indices into SHAPES")
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--warm", type=float, default=1.0, help="seconds of runs before each plan's timing")
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
@@ -135,14 +136,13 @@ def main() -> int:
     plans = a.plans.split(",")
     dev = gpuc.open_device(a.device)
     print(f"device: {dev.describe()['name']}  date {time.strftime('%Y-%m-%d %H:%M')}  plans {plans}")
-    out, bad, first = [], 0, True
+    out, bad = [], 0
     for batch in map(int, a.batches.split(",")):
         model, feeds, refs = build(shapes, batch, np.random.default_rng(batch))
         for prec in a.precision.split(","):
             res = {}
             for plan in plans:
-                res[plan] = time_plan(model, feeds, refs, shapes, batch, prec, plan, dev, a.runs, 1.0 if first else 0.2)
-                first = False
+                res[plan] = time_plan(model, feeds, refs, shapes, batch, prec, plan, dev, a.runs, a.warm)
             print(f"\n== batch {batch} {prec}   us (GB/s)" + "".join(f" | {p:>15}" for p in plans))
             for name, *_ in shapes:
                 cells = []

@@ -295,7 +295,7 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
     mult = co // ci
     cg = -(-co // 4)
     plan = plan_depthwise(*(hint(geo[k]) for k in ("N", "OH", "OW")), co, kh, kw,     # (speed only: at the bound)
-                          geo["SH"], geo["SW"], geo["DH"], geo["DW"])
+                          geo["SH"], geo["SW"], geo["DH"], geo["DW"], vec=co % 4 == 0 and mult == 1)
     oxb = -(-geo["OW"] // plan.px)
     vec = co % 4 == 0 and mult == 1 and not plan.scalar
     defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=plan.px, CG=cg, OXB=oxb, VEC=int(vec),

@@ -3,24 +3,23 @@ and how much output each invocation computes.
 
 * TILE=0 (`depthwise_px`): 4 channels x PX (1, 2, 4) pixels of one row per invocation, vec4 loads when
   CO % 4 == 0 and MULT == 1.  Each input element is loaded ~KH * SPAN / PX times.
-* TILE=1: 1 channel x an RY x PX pixel tile per invocation, the KH*KW weights in registers, the
-  tile's (RY-1)*SH + (KH-1)*DH + 1 input rows swept once: each input element is loaded
-  ~(SPAN / PX) * (IR / RY) times.  Needs the filter taps (plus the tile and one input row) to fit in
-  registers, so kernels up to TILE_MAX_TAPS taps.
+* TILE=1: 1 channel (or 4, as vec4) x an RY x PX pixel tile per invocation, the tile's
+  (RY-1)*SH + (KH-1)*DH + 1 input rows swept once (each input element is loaded ~(SPAN/PX)*(IR/RY)
+  times), the KH*KW taps in registers where they fit (WREG), else loaded per use from L1.
 
-Both read and write every tensor once from DRAM; the difference is the load traffic through L1,
-which bounds the big-batch layers (convnext_tiny b32, 7x7: TILE=0 ran at ~15% of DRAM bandwidth).
-The tile is the largest one (most reuse) that still leaves MIN_INVOCATIONS invocations, so batch-1
-layers keep enough threads in flight.  FORCE (benchmarks/depthwise_bench.py) overrides the choice.
+Measured on the H100 (2026-11-24, benchmarks/depthwise_bench.py, results in
+benchmarks/results/nvidia-h100-2026-11-24-s4-depthwise.md): at batch 32 the tiles took 10-25% off the
+TILE=0 times; at batch 1, where a layer's tensors sit in L2 and a dispatch has few invocations, TILE=0 was
+fastest on every layer timed, so layers under BIG_LAYER keep it.  FORCE (the benchmark, the tests)
+overrides the choice.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-TILE_MAX_TAPS = 64            # weights held in registers: up to 8x8 (7x7 ConvNeXt, 5x5 EfficientNet)
-MAX_REGS = 160                # tile accumulators + taps + one input row, floats per invocation
-MIN_INVOCATIONS = 132 * 1024  # keep every SM of a big GPU busy (H100: 132 SMs)
-TILES = ((8, 8), (4, 8), (4, 4), (2, 4), (2, 2), (1, 2), (1, 1))   # (RY, PX), most reuse first
+TILE_MAX_TAPS = 64            # weights held in registers: 64 floats (8x8 one channel, 4x4 vec4)
+BIG_LAYER = 4 * 65536         # TILE=1 only for layers of at least this many output pixel x 4-channel groups
+MIN_INVOCATIONS = 65536       # a tile is shrunk until the grid has at least this many invocations
 FORCE: "DwPlan | None" = None
 
 
@@ -47,38 +46,31 @@ def depthwise_px(invocations: int, ow: int) -> int:
     return max(1, min(px, ow))
 
 
-def loads_per_output(p: DwPlan, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int) -> float:
-    """Input + weight elements loaded per output element (the L1 traffic the plan costs)."""
-    span = (p.px - 1) * sw + (kw - 1) * dw + 1
-    if p.tile == 0:
-        return (kh * span + kh * kw) / p.px
-    rows = (p.ry - 1) * sh + (kh - 1) * dh + 1
-    used = min(rows, p.ry * kh)                    # rows between dilated taps are skipped
-    return (used * span + kh * kw / 1.0) / (p.ry * p.px)
-
-
-def tile_fits(ry: int, px: int, kh: int, kw: int, sw: int, dw: int) -> bool:
-    span = (px - 1) * sw + (kw - 1) * dw + 1
-    return kh * kw <= TILE_MAX_TAPS and ry * px + kh * kw + span <= MAX_REGS
+def _tiles(kh: int, kw: int, sw: int, vec: bool):
+    """Candidate (RY, PX, scalar) tiles for a TILE=1 plan, the preferred one first (H100, 2026-11-24,
+    benchmarks/depthwise_bench.py at batch 32: 5x5 / 7x7 ran fastest as one channel x 4 x 4 with the taps
+    in registers, 3x3 as vec4 x 2 x 4 (stride 2: 2 x 2); the smaller ones keep enough invocations)."""
+    if kh * kw > 9 or not vec:
+        return [(4, 4, True), (2, 4, True), (2, 2, True), (1, 2, True)]
+    if sw > 1:
+        return [(2, 2, False), (1, 2, False)]
+    return [(2, 4, False), (2, 2, False), (1, 2, False)]
 
 
 def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
-                   old: bool = False) -> DwPlan:
-    """The plan for one layer (sizes: the bound of a dynamic dim).  old=True: today's TILE=0 plan."""
+                   vec: bool = True, old: bool = False) -> DwPlan:
+    """The plan for one layer (sizes: the bound of a dynamic dim); vec: CO % 4 == 0 and MULT == 1.
+    old=True: the TILE=0 plan alone (benchmarks/depthwise_bench.py compares the two).  Small layers (all
+    of batch 1's, where the tensors sit in L2 and TILE=0 ran fastest) keep TILE=0."""
     if FORCE is not None and not old:
         return DwPlan(FORCE.tile, max(1, min(FORCE.ry, oh)), max(1, min(FORCE.px, ow)), FORCE.scalar)
     cg = -(-co // 4)
-    old_plan = DwPlan(0, 1, depthwise_px(n * oh * ow * cg, ow))
-    if old:
+    work = n * oh * ow * cg
+    old_plan = DwPlan(0, 1, depthwise_px(work, ow))
+    if old or work < BIG_LAYER:
         return old_plan
-    for ry, px in TILES:
+    for ry, px, scalar in _tiles(kh, kw, sw, vec):
         ry, px = min(ry, oh), min(px, ow)
-        if not tile_fits(ry, px, kh, kw, sw, dw):
-            continue
-        inv = n * -(-oh // ry) * -(-ow // px) * co
-        if inv >= MIN_INVOCATIONS or (ry, px) == (1, 1):
-            cand = DwPlan(1, ry, px)
-            if loads_per_output(cand, kh, kw, sh, sw, dh, dw) < loads_per_output(old_plan, kh, kw, sh, sw, dh, dw):
-                return cand
-            return old_plan
+        if n * -(-oh // ry) * -(-ow // px) * (co if scalar else cg) >= MIN_INVOCATIONS:
+            return DwPlan(1, ry, px, scalar)
     return old_plan

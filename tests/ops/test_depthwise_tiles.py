@@ -168,6 +168,20 @@ def test_plan_batch1_keeps_invocations(shape):
     assert inv >= min(inv_old, dp.MIN_INVOCATIONS)
 
 
-def test_plan_big_kernel_keeps_old_path():
-    """More taps than registers hold (11x11): the TILE=0 path."""
-    assert dp.plan_depthwise(32, 56, 56, 96, 11, 11, 1, 1, 1, 1).tile == 0
+@pytest.mark.parametrize("k, stride, want", [(3, 1, (1, 2, 4, False)), (3, 2, (1, 2, 2, False)),
+                                             (5, 1, (1, 4, 4, True)), (11, 1, (1, 4, 4, True))])
+def test_plan_big_batch_by_kernel(k, stride, want):
+    """Batch 32 of a 56x56x144 layer: vec4 2x4 tiles for 3x3 (2x2 at stride 2), one channel 4x4 above."""
+    p = dp.plan_depthwise(32, -(-56 // stride), -(-56 // stride), 144, k, k, stride, stride, 1, 1)
+    assert (p.tile, p.ry, p.px, p.scalar) == want
+
+
+def test_plan_small_tile_keeps_invocations():
+    """A big layer with few output pixels shrinks its tile to keep MIN_INVOCATIONS invocations."""
+    p = dp.plan_depthwise(1, 128, 128, 64, 3, 3, 1, 1, 1, 1)          # 2x4 would leave 32768
+    assert (p.tile, p.ry, p.px, p.scalar) == (1, 2, 2, False) and 64 * 64 * 16 >= dp.MIN_INVOCATIONS
+
+
+def test_plan_not_vec_takes_one_channel():
+    p = dp.plan_depthwise(32, 56, 56, 10, 3, 3, 1, 1, 1, 1, vec=False)
+    assert p.tile == 1 and p.scalar

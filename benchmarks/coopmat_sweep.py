@@ -31,7 +31,7 @@ BIG = ["4x2x4x4x16x2", "2x4x4x4x16x2", "4x2x4x4x32x1", "2x2x4x4x32x2", "4x4x2x4x
        "4x2x2x4x32x2", "2x4x4x2x32x2", "4x4x2x2x32x2", "2x2x4x4x64x1"]
 SQUARE = ["auto"] + BIG + ["4x2x4x4x16x2/v4", "4x2x4x4x32x1/v4", "4x2x4x4x16x2/s"]
 LAYER = ["auto", "4x2x4x4x16x2", "2x4x4x4x16x2", "4x2x4x4x32x1", "2x2x4x4x32x2", "4x4x2x4x16x2", "4x4x4x2x16x2",
-         "4x2x2x4x32x2", "4x2x2x2x32x2", "2x2x2x2x32x2", "4x2x4x4x16x2/v4"]
+         "4x2x2x4x32x2", "4x2x2x2x32x2", "2x2x2x2x32x2", "4x2x4x4x16x2/v4", "4x2x2x4x64x1", "4x2x2x4x16x2"]
 # Swin-T's FULLY_CONNECTED (M, N, K) at batch 32 (qkv, proj, fc1, fc2 of each stage)
 SWIN = [(100352, 288, 96), (100352, 96, 96), (100352, 384, 96), (100352, 96, 384), (25088, 576, 192),
         (25088, 768, 192), (25088, 192, 768), (6272, 1152, 384), (6272, 1536, 384), (6272, 384, 1536),

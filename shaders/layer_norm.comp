@@ -1,4 +1,5 @@
 // @storage16
+#extension GL_EXT_control_flow_attributes : enable
 // LayerNorm over the last D elements of each row (passes/layer_norm.py, ops/layer_norm.py), as the
 // unfused chain computes it, statistics in fp32 (two passes over the row):
 //   mean = sum(x) / D;  var = sum((x - mean)^2) / D;  inv = rsqrt(var + EPS);
@@ -9,7 +10,9 @@
 // ROW_PER_GROUP=2: SEG invocations per row, gl_WorkGroupSize.x / SEG rows per workgroup (rows of a
 // few hundred elements: one workgroup per row left most of its invocations idle); wg_reduce.glsl's
 // segmented reductions (under SUBGROUP=1 an invocation's place is numbered through its subgroup).
-// Defines: D EPS HAS_GAMMA HAS_BETA ROW_PER_GROUP; ROWS SEG (ROW_PER_GROUP=2)
+// SEG_PER (ROW_PER_GROUP=2, rows of at most SEG * SEG_PER elements): each invocation reads its elements
+// once into registers instead of once per pass.
+// Defines: D EPS HAS_GAMMA HAS_BETA ROW_PER_GROUP; ROWS SEG SEG_PER (ROW_PER_GROUP=2)
 #ifndef SUBGROUP
 #define SUBGROUP 0
 #endif
@@ -26,6 +29,9 @@ float ln_out(float v, float mean, float inv, int c) {
     return r;
 }
 
+#ifndef SEG_PER
+#define SEG_PER 0
+#endif
 #if ROW_PER_GROUP == 2
 shared float red[gl_WorkGroupSize.x];
 #define RED_SEG SEG
@@ -43,6 +49,24 @@ void main() {
     bool live = row < ROWS;                      // (a last workgroup's spare segments still reduce)
     int b = row * D;
     float s = 0.0;
+#if SEG_PER
+    // the row's elements of this invocation (i = l + j*SEG) read once and kept in registers: the same
+    // sums in the same order as the loops below
+    float v[SEG_PER];
+    [[unroll]] for (int j = 0; j < SEG_PER; ++j) {
+        int i = l + j * SEG;
+        v[j] = live && i < D ? LD(x, b + i) : 0.0;
+        if (i < D) s += v[j];
+    }
+    float mean = seg_reduce(s, false, pos) / float(D);
+    float q = 0.0;
+    [[unroll]] for (int j = 0; j < SEG_PER; ++j)
+        if (l + j * SEG < D) { float d = v[j] - mean; q += d * d; }
+    float inv = ew_rsqrt(seg_reduce(q, false, pos) / float(D) + EPS);
+    if (live)
+        [[unroll]] for (int j = 0; j < SEG_PER; ++j)
+            if (l + j * SEG < D) ST(out_, b + l + j * SEG, ln_out(v[j], mean, inv, l + j * SEG));
+#else
     if (live)
         for (int i = l; i < D; i += SEG) s += LD(x, b + i);
     float mean = seg_reduce(s, false, pos) / float(D);
@@ -52,6 +76,7 @@ void main() {
     float inv = ew_rsqrt(seg_reduce(q, false, pos) / float(D) + EPS);
     if (live)
         for (int i = l; i < D; i += SEG) ST(out_, b + i, ln_out(LD(x, b + i), mean, inv, i));
+#endif
 }
 #elif ROW_PER_GROUP
 shared float red[gl_WorkGroupSize.x];

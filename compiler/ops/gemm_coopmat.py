@@ -68,12 +68,16 @@ class CoopPlan:
 # barrier per K chunk weigh; there 128 x 128 tiles (or 16 subgroups) beat 8 subgroups of 64 x 64.
 # The smaller tiles: Swin's shapes at K <= 384, square 4096 and ResNet-50's batch-32 3x3 convolutions
 # (K = 576: 128 x 64 and 64 x 64 ran 58 TFLOP/s, 128 x 128 36, gemm_speed.py --sweep) above.
+# With the register epilogue (session 4, results/nvidia-h100-2026-11-24-s4-coopmat_sweep.json) 128 x 128
+# tiles with BK 16 in two 12 KiB stages beat every other plan on 9 of the 12 Swin-T batch-32 shapes
+# (e.g. 100352 x 384 x 96: 70.6 TFLOP/s against the planner's 57.9; 6272 x 1152 x 384: 101.6 / 72.5).
 RATE_KS = (96, 384, 768, 4096)
 FAMILIES = [((4, 4, 2, 4, 16), (43, 105, 77, 136), 1),   # 128 x 256, 16 subgroups of 32 x 64
             ((2, 4, 4, 4, 16), (27, 83, 44, 131), 1),    # 128 x 256, 8 subgroups of 64 x 64
             ((4, 2, 4, 4, 16), (21, 73, 53, 124), 1),    # 256 x 128, 8 subgroups of 64 x 64
             ((4, 4, 4, 2, 16), (34, 86, 68, 68), 1),     # 256 x 128, 16 subgroups of 64 x 32
             ((4, 2, 2, 4, 32), (37, 64, 87, 124), 1),    # 128 x 128, 8 subgroups of 32 x 64
+            ((4, 2, 2, 4, 16), (70, 95, 80, 115), 2),    # the same with BK 16: 24 KiB (s4 sweep, below)
             ((4, 2, 2, 2, 32), (26, 40, 55, 55), 2),     # 128 x 64, 8 subgroups of 32 x 32
             ((2, 4, 2, 2, 32), (26, 40, 55, 55), 2),     # 64 x 128
             ((2, 2, 2, 2, 32), (27, 41, 45, 35), 4),     # 64 x 64, 4 subgroups

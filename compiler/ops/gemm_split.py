@@ -7,8 +7,8 @@ and runs the gemm's whole epilogue (bias, activation, residual, chain, fake-quan
 
 Only where the groups can express the split: one group of constant weights (B [K][GNP]), A read as
 rows (no implicit-GEMM gather), S dividing K into multiples of 8, fixed sizes.  S is picked by
-ops/conv.py gemm_cost for the partial dispatch (S groups of depth K / S) plus REDUCE_CYCLES and the
-scratch traffic, against the one-dispatch plan; FORCE (benchmarks/split_k_sweep.py) fixes it.
+ops/conv.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
+with the threshold and margin measured below; FORCE (benchmarks/split_k_sweep.py) fixes it.
 """
 from __future__ import annotations
 
@@ -18,7 +18,13 @@ from gpuc.compiler.codegen.kernel import Kernel
 
 CHOICES = (2, 4, 8, 16)
 MIN_DEPTH = 64            # K / S at least this
-REDUCE_CYCLES = 4000      # the second dispatch and the barrier before it (~2-4 us on the H100)
+# Fitted on the H100 (benchmarks/split_k_sweep.py, 2026-11-24, 9 batch-1 FC shapes, each split forced):
+# the split won where the one-dispatch plan's modelled cost was 20.9k cycles or more (196 x 384 x 1536:
+# 41.1 -> 21.5 us; 49 x 768 x 3072: 32.0 -> 21.8; 197 x 768 x 3072: 81.1 -> 54.4; 49 x 3072 x 768 and
+# 197 x 3072 x 768: 26.4 -> 21.5, 69.7 -> 58.4) and lost or tied below 19.1k (784 x 768 x 192: 21.6 ->
+# 25.6; 196 x 1536 x 384: 19.5 -> 23.6; 1 x 1000 x 768: 4.7 -> 7.0): the second dispatch costs ~2-4 us.
+MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/conv.py gemm_cost) from which a split may pay
+GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it
 FORCE: int | None = None  # benchmarks: this split where it applies (1: none), instead of the model's pick
 
 
@@ -28,11 +34,14 @@ def split_of(M: int, N: int, K: int, plan, cost) -> tuple[int, object]:
     options = [s for s in CHOICES if K % (8 * s) == 0 and K // s >= MIN_DEPTH]
     if FORCE is not None:
         return (FORCE, plan(M, N, K // FORCE, FORCE)) if FORCE in options else (1, None)
-    best, best_cost = (1, None), cost(plan(M, N, K, 1), M, N, K, 1)
+    one = cost(plan(M, N, K, 1), M, N, K, 1)
+    best, best_cost = (1, None), one * GAIN
+    if one < MIN_CYCLES:
+        return best
     for s in options:
         p = plan(M, N, K // s, s)
-        c = cost(p, M, N, K // s, s) + REDUCE_CYCLES + 8 * M * N * s / 2500
-        if c < best_cost * 0.9:                  # a clear gain only: it adds a dispatch
+        c = cost(p, M, N, K // s, s)
+        if c < best_cost:
             best, best_cost = (s, p), c
     return best
 

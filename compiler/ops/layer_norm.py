@@ -12,7 +12,8 @@ from gpuc.compiler.sym_scope import hinted
 
 VARIANTS = {
     "layer_norm": (dict(D=10, EPS=1e-5, ROWS=7, SEG=32), {"HAS_GAMMA": [0, 1], "HAS_BETA": [0, 1],
-                                                         "ROW_PER_GROUP": [0, 1, 2], "SUBGROUP": [0, 1]},
+                                                         "ROW_PER_GROUP": [0, 1, 2], "SUBGROUP": [0, 1],
+                                                         "SEG_PER": [0, 1]},
                    ["out_", "x", "gamma", "beta"], {}, lambda d: dict(local_x=128 if d["ROW_PER_GROUP"] == 2 else 64)),
 }
 
@@ -22,6 +23,7 @@ VARIANTS = {
 # 23 594 -> 376 us; at batch 1 (3136 rows and fewer) a 64-wide workgroup per row stayed faster (swin_t
 # 118 us against 139)
 SEG, SEG_LOCAL, SEG_ROWS_BELOW, SEG_MIN_ROWS = 32, 128, 2048, 4096
+SEG_MAX_PER = 32            # rows of up to SEG * SEG_MAX_PER elements are read once, into registers
 
 
 @checked
@@ -53,7 +55,9 @@ def lower_layer_norm(node, graph):
         many = rows >= SEG_MIN_ROWS
     if d < SEG_ROWS_BELOW and many:   # SEG invocations per row, SEG_LOCAL / SEG rows per workgroup
         per = SEG_LOCAL // SEG
-        k = Kernel("layer_norm", binds, -(-rows // per) * SEG_LOCAL, dict(defines, ROW_PER_GROUP=2, ROWS=rows, SEG=SEG),
+        cached = -(-d // SEG) if -(-d // SEG) <= SEG_MAX_PER else 0        # the row's elements in registers
+        k = Kernel("layer_norm", binds, -(-rows // per) * SEG_LOCAL,
+                   dict(defines, ROW_PER_GROUP=2, ROWS=rows, SEG=SEG, SEG_PER=cached),
                    node.label(), local_x=SEG_LOCAL, flops=8 * x.size)
     else:                             # a workgroup per row
         local = 256 if d >= 2048 else 128 if d >= 512 else 64

@@ -11,6 +11,7 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.compiler.ops import depthwise_plan as dw_plan  # noqa: E402
+from gpuc.compiler.ops import gemm_split  # noqa: E402
 from gpuc.inspect import inspect_bundle  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.data import rnd, seed_of  # noqa: E402
@@ -228,8 +229,9 @@ FC_CASES = [
                          f"{'-runtimeW' if not c[4] else ''}{'-res' if c[5] else ''}")
 def test_fully_connected(gpu, monkeypatch, plan, case):
     rows_shape, o, bias, act, const_w, residual = case
-    if plan is not None:
+    if plan is not None:            # (the forced plan itself: no split across workgroups, ops/gemm_split.py)
         monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **k: conv_mod.GemmPlan(*plan))
+        monkeypatch.setattr(gemm_split, "FORCE", 1)
     s = seed_of(str(case))
     k = rows_shape[-1]
     w = rnd((o, k), s + 1)

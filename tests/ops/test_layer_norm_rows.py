@@ -16,7 +16,8 @@ from helpers.fusion import close_to_litert  # noqa: E402
 from helpers.models import ln_model  # noqa: E402
 
 SHAPES = [(5, 48), (7, 64), (3, 5, 96), (11, 200), (6, 768), (9, 1000), (2, 2048),
-          (4097, 64), (1, 4099, 96)]       # (the segmented layout: 4096 rows and more)
+          (4097, 64), (1, 4099, 96), (4097, 200), (4096, 1100)]   # (the segmented layout: 4096 rows and
+#                                            more; rows of up to 1024 elements read once into registers)
 
 
 def _run(model, x):
@@ -30,6 +31,12 @@ def _run(model, x):
 def test_layout_by_row_size_and_count(shape, layout):
     ks = [k for k in prepare(ln_model(shape=shape, keep_dims=False), warn=False).program if k.kind == GPU]
     assert [k.defines["ROW_PER_GROUP"] for k in ks if k.template == "layer_norm"] == [layout]
+
+
+@pytest.mark.parametrize("d,per", [(64, 2), (96, 3), (200, 7), (1024, 32), (1100, 0)])
+def test_segmented_rows_in_registers_up_to_1024(d, per):
+    ks = [k for k in prepare(ln_model(shape=(4096, d), keep_dims=False), warn=False).program if k.kind == GPU]
+    assert [k.defines.get("SEG_PER") for k in ks if k.template == "layer_norm"] == [per]
 
 
 @pytest.mark.parametrize("variants", ["subgroup=off", "subgroup=force"])

@@ -61,14 +61,15 @@ def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int,
                    vec: bool = True, old: bool = False) -> DwPlan:
     """The plan for one layer (sizes: the bound of a dynamic dim); vec: CO % 4 == 0 and MULT == 1.
     old=True: the TILE=0 plan alone (benchmarks/depthwise_bench.py compares the two).  Small layers (all
-    of batch 1's, where the tensors sit in L2 and TILE=0 ran fastest) keep TILE=0."""
+    of batch 1's, where the tensors sit in L2 and TILE=0 ran fastest) and kernels over TILE_MAX_TAPS taps
+    keep TILE=0."""
     if FORCE is not None and not old:
         return DwPlan(FORCE.tile, max(1, min(FORCE.ry, oh)), max(1, min(FORCE.px, ow)), FORCE.scalar)
     cg = -(-co // 4)
     work = n * oh * ow * cg
     old_plan = DwPlan(0, 1, depthwise_px(work, ow))
-    if old or work < BIG_LAYER:
-        return old_plan
+    if old or work < BIG_LAYER or kh * kw > TILE_MAX_TAPS:     # (bigger kernels: a fully unrolled tile of
+        return old_plan                                        # loads per tap, untimed; TILE=0 stays)
     for ry, px, scalar in _tiles(kh, kw, sw, vec):
         ry, px = min(ry, oh), min(px, ow)
         if n * -(-oh // ry) * -(-ow // px) * (co if scalar else cg) >= MIN_INVOCATIONS:

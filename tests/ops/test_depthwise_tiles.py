@@ -169,9 +169,10 @@ def test_plan_batch1_keeps_invocations(shape):
 
 
 @pytest.mark.parametrize("k, stride, want", [(3, 1, (1, 2, 4, False)), (3, 2, (1, 2, 2, False)),
-                                             (5, 1, (1, 4, 4, True)), (11, 1, (1, 4, 4, True))])
+                                             (5, 1, (1, 4, 4, True)), (11, 1, (0, 1, 4, False))])
 def test_plan_big_batch_by_kernel(k, stride, want):
-    """Batch 32 of a 56x56x144 layer: vec4 2x4 tiles for 3x3 (2x2 at stride 2), one channel 4x4 above."""
+    """Batch 32 of a 56x56x144 layer: vec4 2x4 tiles for 3x3 (2x2 at stride 2), one channel 4x4 for 5x5,
+    TILE=0 (4 pixels) for 11x11 (over TILE_MAX_TAPS)."""
     p = dp.plan_depthwise(32, -(-56 // stride), -(-56 // stride), 144, k, k, stride, stride, 1, 1)
     assert (p.tile, p.ry, p.px, p.scalar) == want
 

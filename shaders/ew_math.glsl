@@ -285,15 +285,11 @@ float ew_keep2(float v) { return uintBitsToFloat(floatBitsToUint(v) ^ (gl_NumWor
 #ifndef EW_ROUND16
 #define EW_ROUND16 0
 #endif
-// v rounded to float16 (to nearest, ties to even; from 65520 on to inf) and widened back, as a
-// float16 store and load give, but with fp32 arithmetic only (exact: power-of-two scalings and
-// roundEven), so no 16-bit arithmetic type or shaderFloat16 is needed.
-float ew_round16(float v) {
-    float a = abs(v);
-    if (!(a < 65520.0)) return isnan(v) ? v : (ew_signbit(v) ? -EW_INF : EW_INF);
-    int e = max(int(floatBitsToUint(a) >> 23) - 127, -14);     // quantum 2^(e-10); subnormals: 2^-24
-    return ldexp(roundEven(ldexp(v, 10 - e)), e - 10);
-}
+// v rounded to float16 and widened back, as a float16 store and load give: through the core
+// packHalf2x16 / unpackHalf2x16 pair (the same float -> half conversion a float16 store makes; no 16-bit
+// arithmetic type or shaderFloat16 needed).  One conversion each way: the fp32-only emulation it replaced
+// (exponent, two ldexp, roundEven) made fp16 chains ALU-bound (EfficientNet-B0's depthwise + SiLU at b32).
+float ew_round16(float v) { return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x; }
 #if EW_ROUND16
 #define EW_R16(v) ew_round16(v)
 #else

@@ -295,7 +295,7 @@ def test_fake_quant_binary_math_intermediate(op):
 
 def test_fp16_rounding_of_intermediates_matches_a_float16_store():
     """x -> NEG -> NEG under fp16: the middle tensor is float16 unfused; the fused kernel rounds it
-    with ew_round16 (fp32 arithmetic only): ties to even, fp16 subnormals, overflow to inf, NaN."""
+    with ew_round16 (packHalf2x16 and back): ties to even, fp16 subnormals, overflow to inf, NaN."""
     import os
     if os.environ.get("GPUC_DISABLE_FP16"):
         pytest.skip("fp16 storage disabled")

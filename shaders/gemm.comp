@@ -448,17 +448,34 @@ void cm_store_b(int buf) {
 #endif  // COOPMAT
 
 // @include epi_chain.glsl
+// The epilogue before the chain, on the sum v with its bias element b and residual element r (either unused
+// without HAS_BIAS / RESIDUAL): `finish` and the cooperative-matrix register epilogue both apply it.
+float gemm_epi(float v, float b, float r) {
+#if HAS_BIAS
+    v += b;
+#endif
+    v = gpuc_act(v);
+#if RESIDUAL
+    v = gpuc_apply(v + r, ACT2);
+#endif
+    return v;
+}
+#if HAS_BIAS
+#define BIAS_AT(col) LD(bias, col)
+#else
+#define BIAS_AT(col) 0.0
+#endif
+#if RESIDUAL
+#define RES_AT(o) LD(res, o)
+#else
+#define RES_AT(o) 0.0
+#endif
+
 void finish(int m, int n, int g, float v) {
     if (m < GM && n < GN) {
         int col = g * GN + n;
-#if HAS_BIAS
-        v += LD(bias, col);
-#endif
-        v = gpuc_act(v);
         int o = m * LDC + col;
-#if RESIDUAL
-        v = gpuc_apply(v + LD(res, o), ACT2);
-#endif
+        v = gemm_epi(v, BIAS_AT(col), RES_AT(o));
 #if EPI_CHAIN
         v = epi_chain(o, v);                     // a fused elementwise chain (epi_chain.glsl)
 #endif
@@ -526,13 +543,17 @@ void main() {
     else { CM_FILL(m, LD(b, 0)) }
 #if CM_DIRECT
 void cm_epilogue(CM_T v, int mt, int col, int lane) {
+    CM_DECL(bm);                                 // bias and residual as matrices (0.0 without them)
+    CM_DECL(rm);
 #if HAS_BIAS
-    CM_DECL(bm);
     CM_LOAD_ROW(bm, bias, col, 0)
+#else
+    CM_FILL(bm, 0.0)
 #endif
 #if RESIDUAL
-    CM_DECL(rm);
     CM_LOAD_ROW(rm, res, mt * LDC + col, LDC)
+#else
+    CM_FILL(rm, 0.0)
 #endif
 #if EPI_CHAIN && EPI_NIN > 1
     CM_DECL(c1); CM_CHAIN_LOAD(c1, 1, e1)
@@ -553,14 +574,7 @@ void cm_epilogue(CM_T v, int mt, int col, int lane) {
     CM_DECL(c6); CM_CHAIN_LOAD(c6, 6, e6)
 #endif
     [[unroll]] for (int q = 0; q < v.length(); ++q) {
-        float x = v[q];
-#if HAS_BIAS
-        x += bm[q];
-#endif
-        x = gpuc_act(x);
-#if RESIDUAL
-        x = gpuc_apply(x + rm[q], ACT2);
-#endif
+        float x = gemm_epi(v[q], bm[q], rm[q]);
 #if EPI_CHAIN
         float x1 = 0.0, x2 = 0.0, x3 = 0.0, x4 = 0.0, x5 = 0.0, x6 = 0.0;
 #if EPI_NIN > 1

@@ -6,26 +6,18 @@ run_in_place medians of one bundle with the spin as it is and switched off, alte
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import gpuc
 from gpuc.runtime import device as dev
+from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 
 def med(fn, runs):
-    end = time.perf_counter() + 0.5
-    while time.perf_counter() < end:
-        fn()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
+    """Median ms of `runs` calls after 0.5 s of calls (harness.timed)."""
+    return timed(fn, runs, warmup_s=0.5)["median_ms"]
 
 
 def main() -> int:

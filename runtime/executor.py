@@ -75,7 +75,8 @@ class LoadedModel:
         also be a DeviceTensor of this device, and with a max-batch bundle hold 1..max_batch items
         along axis 0.  wait="passive" blocks until shortly before the run's expected end (the shortest
         time the same work took so far), then spins at most 0.5 ms (runtime/slots.py SPIN_LEAD_S);
-        wait="active" spins on the fence throughout (one busy CPU core).  keep_on_device=True returns DeviceTensors instead of arrays."""
+        wait="active" spins on the fence throughout (one busy CPU core).  keep_on_device=True returns
+        DeviceTensors instead of arrays."""
         return self.run_async(inputs, keep_on_device).wait(wait)
 
     def run_async(self, inputs, keep_on_device: bool = False) -> RunHandle:

@@ -294,10 +294,11 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
         binds.append(("bias", bias))
     mult = co // ci
     cg = -(-co // 4)
+    vec_ok = co % 4 == 0 and mult == 1         # vec4 views of every binding work
     plan = plan_depthwise(*(hint(geo[k]) for k in ("N", "OH", "OW")), co, kh, kw,     # (speed only: at the bound)
-                          geo["SH"], geo["SW"], geo["DH"], geo["DW"], vec=co % 4 == 0 and mult == 1)
+                          geo["SH"], geo["SW"], geo["DH"], geo["DW"], vec=vec_ok)
     oxb = -(-geo["OW"] // plan.px)
-    vec = co % 4 == 0 and mult == 1 and not plan.scalar
+    vec = vec_ok and not plan.scalar
     defines = dict(geo, CI=ci, CO=co, KH=kh, KW=kw, MULT=mult, PX=plan.px, CG=cg, OXB=oxb, VEC=int(vec),
                    TILE=plan.tile, HAS_BIAS=int(bias is not None), **epilogue(node, binds))
     if plan.tile:

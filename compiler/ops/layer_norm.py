@@ -55,7 +55,8 @@ def lower_layer_norm(node, graph):
         many = rows >= SEG_MIN_ROWS
     if d < SEG_ROWS_BELOW and many:   # SEG invocations per row, SEG_LOCAL / SEG rows per workgroup
         per = SEG_LOCAL // SEG
-        cached = -(-d // SEG) if -(-d // SEG) <= SEG_MAX_PER else 0        # the row's elements in registers
+        each = -(-d // SEG)                                          # elements of a row per invocation
+        cached = each if each <= SEG_MAX_PER else 0                   # ... held in registers
         k = Kernel("layer_norm", binds, -(-rows // per) * SEG_LOCAL,
                    dict(defines, ROW_PER_GROUP=2, ROWS=rows, SEG=SEG, SEG_PER=cached),
                    node.label(), local_x=SEG_LOCAL, flops=8 * x.size)

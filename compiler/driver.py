@@ -138,6 +138,8 @@ def emit_program(program: list, index: dict, dtypes: dict, items: int = 1, unbat
         for v in k.variants:                 # hardware paths of this dispatch, chosen at load (runtime/variants.py)
             if all(dtypes[t] == "float16" for n, t in k.bindings if n in v.f16_bindings):
                 vk = v.make(k)
+                if vk is None:               # the final kernel (its fused epilogue) has no such form
+                    continue
                 out.variants.append(B.Variant(len(out.dispatches) - 1, shader_of(vk, v.name),
                                               _groups(vk, out.variant_grids), v.requires,
                                               v.name, vk.item_unit() if per_item else 0))

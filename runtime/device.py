@@ -250,7 +250,8 @@ class Device:
                 "api_version": f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}",
                 "fp16_storage": self.fp16_storage, "fp16_arith": self.fp16_arith,
                 "subgroup_size": self.subgroup_size, "subgroup_arithmetic": bool(self.subgroup_ops & 4),
-                "cooperative_matrix": [list(e) for e in self.coopmat]}
+                "cooperative_matrix": [list(e) for e in self.coopmat],
+                "cooperative_matrix2": [list(e) for e in self.coopmat2]}
 
     # -- memory -------------------------------------------------------------------------------
     def bar_fits(self, size: int) -> bool:

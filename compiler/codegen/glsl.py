@@ -8,6 +8,7 @@ import numpy as np
 
 from gpuc.compiler import symbolic
 from gpuc.compiler.sym_scope import active, hints
+from gpuc.compiler.codegen import spvasm
 from gpuc.compiler.codegen.glslang import compile_glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import act_glsl
@@ -101,7 +102,10 @@ def is_dynamic(k: Kernel) -> bool:
 
 
 def render(k: Kernel, dtypes: dict) -> str:
-    """`dtypes`: tensor_id -> numpy dtype name for the bound tensors."""
+    """`dtypes`: tensor_id -> numpy dtype name for the bound tensors.  A SPIR-V assembly template
+    (codegen/spvasm.py) renders to its assembly."""
+    if spvasm.is_asm(k.template):
+        return spvasm.render(k, dtypes)
     lines = ["#version 450"]
     if any(dtypes[tid] == "float16" for _, tid in k.bindings):
         if not supports_storage16(k.template):
@@ -148,6 +152,9 @@ def kernel_spirv(k: Kernel, dtypes: dict, name: str | None = None) -> bytes:
 
 
 def source_spirv(source: str, k: Kernel, dtypes: dict, name: str | None = None) -> bytes:
-    """kernel_spirv of kernel `k` whose GLSL (render(k, dtypes)) is `source`."""
-    code = compile_glsl(source, name=name or k.label)
+    """kernel_spirv of kernel `k` whose GLSL or assembly (render(k, dtypes)) is `source`."""
+    if source.startswith(spvasm.ASM_MARK):
+        code = spvasm.assemble(source, name=name or k.label)
+    else:
+        code = compile_glsl(source, name=name or k.label)
     return spirv.declare_nan_preserve(code, float_widths(k, dtypes))

@@ -81,7 +81,8 @@ class KernelVariant:
     """Another kernel for the same dispatch (same bindings, same results within fp rounding) that a
     device meeting `requires` (runtime/capabilities.py) runs instead, e.g. the cooperative-matrix gemm.
     `make(kernel)` derives it from the final plain kernel (after every pass edited its defines), when
-    the bundle is built; `f16_bindings`: it exists only where these bindings are stored as float16."""
+    the bundle is built, or returns None where that kernel has no such form; `f16_bindings`: it exists
+    only where these bindings are stored as float16."""
     name: str
     requires: dict
     make: object                         # Kernel -> Kernel

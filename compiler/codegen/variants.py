@@ -91,4 +91,5 @@ def all_variants():
 
 
 def templates_on_disk() -> set:
-    return {p.name[:-5] for p in resources.files("gpuc.shaders").iterdir() if p.name.endswith(".comp")}
+    return ({p.name[:-5] for p in resources.files("gpuc.shaders").iterdir() if p.name.endswith(".comp")}
+            | {p.name[:-7] for p in resources.files("gpuc.shaders").iterdir() if p.name.endswith(".spvasm")})

@@ -11,6 +11,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.depthwise_plan import plan_depthwise, weights_in_registers
 from gpuc.compiler.ops.epi_chain import apply_chain
+from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.gemm_split import split_kernels, split_of
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
@@ -276,6 +277,8 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
         return [k]
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py; its tile plans need
         k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # fixed sizes)
+        if k.variants and not im2col and not b_t:   # + the workgroup-scope one first, where the device has it
+            k.variants[:0] = cm2_variants(M, GN, GK, G, gather=False)
     if G == 1 and not im2col and not b_t and not k.variants:
         s, sp = split_of(M, GN, GK, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, False),
                          lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, False))

@@ -5,7 +5,8 @@ compiler/ops/gemm_cm2.py PLAN.
 
     python benchmarks/coopmat2_sweep.py [--runs 10] [--json out.json] [--plans 128x128x32x256,...]
 
-A plan is BMxBNxBKxINVOCATIONS, "/na": without the alignment operands; "coopmat" is the subgroup-scope kernel (GPUC_VARIANTS=coopmat2=off).
+A plan is BMxBNxBKxINVOCATIONS, "/na": without the alignment operands; "auto": the compiler's own choice;
+"coopmat" is the subgroup-scope kernel (GPUC_VARIANTS=coopmat2=off).
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def main() -> int:
         scale = float(np.abs(ref).max())
         line = []
         for spec in a.plans.split(","):
-            plan = None if spec == "coopmat" else gemm_cm2.Cm2Plan(*map(int, spec.split("/")[0].split("x")))
+            plan = None if spec in ("coopmat", "auto") else gemm_cm2.Cm2Plan(*map(int, spec.split("/")[0].split("x")))
             gemm_cm2.ALIGN = "/na" not in spec
             if plan is not None:
                 why = missing({"cooperative_matrix2": [plan.BM, plan.BN, plan.BK, plan.invocations]}, dev)
@@ -64,7 +65,7 @@ def main() -> int:
                     line.append(f"{spec}: ({why})")
                     continue
             gemm_cm2.FORCE = plan
-            os.environ["GPUC_VARIANTS"] = "coopmat2=off" if plan is None else "coopmat2=force"
+            os.environ["GPUC_VARIANTS"] = {"coopmat": "coopmat2=off", "auto": "auto"}.get(spec, "coopmat2=force")
             try:
                 data = compile_model(model, cache=False, precision="fp16")
                 with gpuc.load(data, device=dev) as m:

@@ -40,7 +40,7 @@ def one(path: str, batch: int, precision: str, runs: int, **compile_opts) -> dic
         groups[key][0] += r["us"]
         groups[key][1] += 1
     p["groups"] = sorted(([k, round(v[0], 1), v[1]] for k, v in groups.items()), key=lambda g: -g[1])
-    p["rows"] = p["rows"][:40]
+    p["all_rows"], p["rows"] = p["rows"], p["rows"][:40]
     p.update(model=os.path.basename(path), batch=batch, precision=precision)
     return p
 

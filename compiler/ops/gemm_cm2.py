@@ -30,14 +30,19 @@ class Cm2Plan:
     invocations: int
 
 
-# The tile: 128 x 256 by 256 invocations, BK 32.  On the H100 (benchmarks/coopmat2_sweep.py, 2026-11-24)
-# at 4096^3 it ran 274-294 TFLOP/s (128 x 128 by 128 invocations 266-288, 256 x 128 242-270, 64 x 64
-# 163-168; the subgroup-scope `coopmat` kernel 135); larger tiles or BK 64 by 128 invocations collapsed
-# (20-100).  On smaller problems the driver's workgroup-scope kernel lost to `coopmat` more often than not
-# (e.g. 1568 x 768 x 3072: 17-31 against 60; 100352 x 384 x 96: 37-48 against 71), so it is used only where
-# the tiles fill the GPU twice over and K is deep (MIN_WAVES, MIN_K).
-PLAN = Cm2Plan(128, 256, 32, 256)
-MIN_WAVES, MIN_K, SMS = 2, 1024, 132
+# Tiles, measured on the H100 (2026-11-24).  BIG: 128 x 256 by 256 invocations, BK 32, where the tiles fill
+# the GPU twice over and K >= 1024: at 4096^3 274-294 TFLOP/s (128 x 128 by 128 invocations 266-288,
+# 256 x 128 242-270, 64 x 64 163-168; the subgroup-scope `coopmat` kernel 135), 8192^3 297 (141), 4096 x
+# 4096 x 1024 198 (126), 3072^3 197 (106) (benchmarks/coopmat2_sweep.py).  Larger tiles or BK 64 by 128
+# invocations collapsed (20-100: the accumulator no longer fits).  SMALL: 64 x 64 by 128 invocations,
+# everywhere else with K >= MIN_K: in ConvNeXt-T and Swin-T at batch 32 (benchmarks/coopmat2_models_ab.py,
+# each layer shape summed over the model) it took 6272 x 384 x 1536 942 -> 690 us and 627 -> 462,
+# 25088 x 192 x 768 302 -> 265, 1568 x 768 x 3072 297 -> 240, 1568 x 3072 x 768 240 -> 215, 6272 x 384 x 768
+# 58 -> 46, equal or better than 128 x 128 by 256 invocations on most; with K <= 384 it lost everywhere
+# (6272 x 1536 x 384 674 -> 717, 100352 x 384 x 96 307 -> 505, 25088 x 768 x 192 249 -> 347).
+BIG = Cm2Plan(128, 256, 32, 256)
+SMALL = Cm2Plan(64, 64, 32, 128)
+MIN_WAVES, BIG_K, MIN_K, SMS = 2, 1024, 768, 132
 FORCE: Cm2Plan | None = None       # benchmarks: every eligible gemm with this plan
 ALIGN = True                       # tell the driver where rows start 16-byte aligned (benchmarks A/B it)
 
@@ -54,13 +59,15 @@ def eligible(d: dict) -> bool:
 
 
 def plan_for(M: int, N: int, K: int) -> Cm2Plan:
-    return FORCE or PLAN
+    if FORCE is not None:
+        return FORCE
+    big_tiles = -(-M // BIG.BM) * -(-N // BIG.BN)
+    return BIG if big_tiles >= MIN_WAVES * SMS and K >= BIG_K else SMALL
 
 
 def worthwhile(M: int, N: int, K: int) -> bool:
-    """Where the workgroup-scope kernel beat the subgroup-scope one on the H100 (PLAN's notes)."""
-    p = PLAN
-    return FORCE is not None or (-(-M // p.BM) * -(-N // p.BN) >= MIN_WAVES * SMS and K >= MIN_K)
+    """Where the workgroup-scope kernel beat the subgroup-scope one on the H100 (the notes above)."""
+    return FORCE is not None or K >= MIN_K
 
 
 def cm2_kernel(k):

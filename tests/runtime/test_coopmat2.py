@@ -71,10 +71,12 @@ def test_every_template_path_assembles_and_validates():
 def test_shape_rule_from_h100_measurements():
     for M, N, K in ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024), (16384, 1024, 1024),
                     (3072, 3072, 3072)):
-        assert gemm_cm2.worthwhile(M, N, K)       # 1.6-2.2x the subgroup-scope kernel
-    for M, N, K in ((2048, 2048, 2048), (1568, 768, 3072), (100352, 384, 96), (6272, 1536, 384),
-                    (4096, 1024, 4096)):
-        assert not gemm_cm2.worthwhile(M, N, K)   # slower there (few tiles or shallow K)
+        assert gemm_cm2.plan_for(M, N, K) == gemm_cm2.BIG     # 1.6-2.2x the subgroup-scope kernel
+    for M, N, K in ((2048, 2048, 2048), (4096, 1024, 4096), (1024, 1024, 8192), (6272, 384, 1536),
+                    (25088, 192, 768), (1568, 768, 3072), (1568, 3072, 768)):
+        assert gemm_cm2.worthwhile(M, N, K) and gemm_cm2.plan_for(M, N, K) == gemm_cm2.SMALL
+    for M, N, K in ((6272, 1536, 384), (100352, 384, 96), (25088, 768, 192), (100352, 96, 384)):
+        assert not gemm_cm2.worthwhile(M, N, K)   # shallow K: the subgroup-scope kernel won
 
 
 def fc_model(act="NONE", bias=True, residual=False, seed=0):

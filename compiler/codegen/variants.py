@@ -91,5 +91,6 @@ def all_variants():
 
 
 def templates_on_disk() -> set:
-    return ({p.name[:-5] for p in resources.files("gpuc.shaders").iterdir() if p.name.endswith(".comp")}
-            | {p.name[:-7] for p in resources.files("gpuc.shaders").iterdir() if p.name.endswith(".spvasm")})
+    """Every shader template: GLSL (.comp) and SPIR-V assembly (.spvasm) files."""
+    return {p.name.rsplit(".", 1)[0] for p in resources.files("gpuc.shaders").iterdir()
+            if p.name.endswith((".comp", ".spvasm"))}

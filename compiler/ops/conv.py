@@ -277,8 +277,8 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
         return [k]
     if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py; its tile plans need
         k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # fixed sizes)
-        if k.variants and not im2col and not b_t:   # + the workgroup-scope one first, where the device has it
-            k.variants[:0] = cm2_variants(M, GN, GK, G, gather=False)
+        if k.variants:                  # + the workgroup-scope one first, where the device has it
+            k.variants[:0] = cm2_variants(M, GN, GK)
     if G == 1 and not im2col and not b_t and not k.variants:
         s, sp = split_of(M, GN, GK, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, False),
                          lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, False))

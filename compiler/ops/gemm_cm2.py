@@ -55,8 +55,7 @@ def _mem(aligned: bool) -> str:
 def eligible(d: dict) -> bool:
     """Whether the plain gemm kernel with defines `d` has a gemm_cm2 form."""
     return (not d.get("IM2COL") and d.get("GROUPS", 1) == 1 and not d.get("B_T") and not d.get("FQ")
-            and not d.get("EPI_CHAIN") and not d.get("ACT") and not d.get("ACT2") and not d.get("SPLIT_REDUCE")
-)
+            and not d.get("EPI_CHAIN") and not d.get("ACT") and not d.get("ACT2"))
 
 
 def plan_for(M: int, N: int, K: int) -> Cm2Plan:
@@ -91,9 +90,10 @@ def requires(M: int, N: int, K: int) -> dict:
     return {"cooperative_matrix2": [p.BM, p.BN, p.BK, p.invocations], "fp16_storage": True}
 
 
-def cm2_variants(M: int, N: int, K: int, G: int, gather: bool) -> list:
-    """[the gemm_cm2 variant] for a gemm of this shape where its plain kernel could have one."""
-    if G != 1 or gather or not worthwhile(M, N, K):
+def cm2_variants(M: int, N: int, K: int) -> list:
+    """[the gemm_cm2 variant] for a gemm of this shape where it pays; whether the final kernel has that form
+    (`eligible`: no im2col, one group, constant weights, a plain epilogue) is decided when it is made."""
+    if not worthwhile(M, N, K):
         return []
     return [KernelVariant("coopmat2", requires(M, N, K), cm2_kernel, f16_bindings=("x", "w"))]
 

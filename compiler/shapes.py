@@ -174,10 +174,23 @@ def specialize(graph: Graph, input_shapes: dict | None = None) -> None:
                             f"fixes (signature {list(sig)}; only -1 dimensions may change)")
         changed |= shape != t.shape
         t.shape = shape
-    if changed:
-        propagate(graph)
+    _empty_constants(graph)
+    declared = any(d < 0 for i in graph.inputs for d in graph.t(i).shape_signature or ())
+    if changed or declared:
+        # (at the file's own shape too: downstream of a -1 the converter writes placeholder shapes,
+        # e.g. [1, 1], and computes the real ones at run time, as LiteRT does after allocation)
+        propagate(graph, strict=changed)
     for t in graph.tensors:
         t.shape_signature = None
+
+
+def _empty_constants(graph: Graph) -> None:
+    """Tensors of no elements that no node writes and that are not inputs (the converter's empty
+    shape constants, e.g. a RESHAPE's [] target, stored without a buffer) become empty constants."""
+    written = {o for n in graph.nodes for o in n.outputs} | set(graph.inputs)
+    for t in graph.tensors:
+        if t.data is None and not t.is_variable and t.id not in written and t.shape and 0 in t.shape:
+            t.data = np.zeros(t.shape, t.dtype)
 
 
 def placeholder(shape, dtype) -> np.ndarray:
@@ -185,8 +198,10 @@ def placeholder(shape, dtype) -> np.ndarray:
     return np.broadcast_to(np.zeros((), dtype), tuple(shape))
 
 
-def propagate(graph: Graph) -> None:
-    """Recompute every node's output shapes from its inputs' (in topological order)."""
+def propagate(graph: Graph, strict: bool = True) -> None:
+    """Recompute every node's output shapes from its inputs' (in topological order).  strict=False
+    (the model's own input shapes): an op gpuc has no shape rule for, or whose rule fails, keeps the
+    output shapes the file gives (and so does everything its outputs reach that the rules follow)."""
     known: dict[int, np.ndarray] = {t.id: t.data for t in graph.tensors if t.is_const and not t.is_variable}
     changed = set(graph.inputs)
     for node in graph.nodes:
@@ -209,8 +224,14 @@ def propagate(graph: Graph) -> None:
             if outs is None:
                 outs = _shape_rule(node, graph)
         except (ValueError, IndexError, TypeError, KeyError) as e:
+            if not strict:
+                changed.update(o for o in node.outputs if o >= 0)
+                continue
             raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
                 from None
+        if outs is None and not strict:
+            changed.update(o for o in node.outputs if o >= 0)
+            continue
         if outs is None:
             raise GpucError(f"{node.label()}: gpuc cannot infer this op's output shape when an input shape "
                             f"changes (--input-shape); its input {ins[0].name if ins else '?'!r} now has shape "
@@ -253,8 +274,10 @@ BINARY = {
 UNARY_EXACT = {"NEG": np.negative, "ABS": np.abs, "LOGICAL_NOT": np.logical_not, "IDENTITY": lambda x: x}
 UNARY_SHAPE = ("EXP", "LOG", "SQRT", "RSQRT", "TANH", "LOGISTIC", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1",
                "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE", "DEQUANTIZE",
-               "GELU", "ELU", "SIGN", "SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION", "PRELU")
+               "GELU", "ELU", "SIGN", "SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION", "PRELU", "COMPLEX_ABS", "REAL",
+               "IMAG")
 MOVEMENT = ("SHAPE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "STRIDED_SLICE", "SLICE", "GATHER", "PACK", "UNPACK",
+            "SPLIT", "SPLIT_V",
             "CONCATENATION", "TILE", "BROADCAST_TO", "TRANSPOSE", "PAD", "PADV2", "FILL", "ZEROS_LIKE", "ONES_LIKE",
             "CAST", "RANGE", "REVERSE_V2")
 REDUCE = {"SUM": np.sum, "REDUCE_PROD": np.prod, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min, "MEAN": None,
@@ -343,6 +366,11 @@ def evaluate(node: Node, vals: list, graph: Graph, need_values=None):
         return [placeholder(x.shape, dt)]
     if op == "SHAPE":
         return [np.asarray(x.shape, dt)]
+    if op == "RFFT2D":                  # the two innermost axes -> [fft_length[0], fft_length[1] // 2 + 1]
+        m, n = _ints(vals[1], "fft_length")
+        if x.ndim < 2 or m < 1 or n < 1:
+            raise ValueError(f"RFFT2D of {list(x.shape)} with fft_length {[m, n]}")
+        return [placeholder(list(x.shape[:-2]) + [m, n // 2 + 1], dt)]
     if op == "CAST":
         return [litert_cast(np.asarray(x), dt)]
     if op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
@@ -370,6 +398,22 @@ def evaluate(node: Node, vals: list, graph: Graph, need_values=None):
         if ((idx < 0) | (idx >= x.shape[ax])).any() and need_values and need_values[1]:
             raise ValueError(f"GATHER index out of range for axis size {x.shape[ax]}")
         return [np.take(x, np.clip(idx, 0, max(x.shape[ax] - 1, 0)), axis=ax)]
+    if op == "SPLIT":
+        ax = _axis(_ints(vals[0], "axis")[0], vals[1].ndim)
+        k = int(a.get("num_splits", 0) or 0)
+        if k <= 0 or vals[1].shape[ax] % k:
+            raise ValueError(f"num_splits {k} does not divide dim {vals[1].shape[ax]}")
+        return list(np.split(np.asarray(vals[1]), k, axis=ax))
+    if op == "SPLIT_V":
+        ax = _axis(_ints(vals[2], "axis")[0], x.ndim)
+        sizes = _ints(vals[1], "size_splits")
+        if sizes.count(-1) > 1 or any(n < -1 for n in sizes):
+            raise ValueError(f"invalid size_splits {sizes}")
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = x.shape[ax] - (sum(sizes) + 1)
+        if sum(sizes) != x.shape[ax] or any(n < 0 for n in sizes):
+            raise ValueError(f"size_splits {sizes} do not add up to dim {x.shape[ax]}")
+        return list(np.split(np.asarray(x), np.cumsum(sizes)[:-1], axis=ax))
     if op == "PACK":
         ax = int(a.get("axis", 0) or 0)
         return [np.stack([np.asarray(v) for v in vals], axis=ax)]

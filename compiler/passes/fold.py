@@ -132,8 +132,37 @@ def foldable(graph: Graph, node: Node) -> bool:
         return False
 
 
+def _split_values(graph: Graph, node: Node):
+    """The outputs of a multi-output op of constants compiler/shapes.py evaluates exactly (SPLIT,
+    SPLIT_V, UNPACK of a shape vector), or None."""
+    from gpuc.compiler.shapes import evaluate, exact
+    ins = [graph.t(i) if i >= 0 else None for i in node.inputs]
+    if any(t is not None and (not t.is_const or t.is_variable) for t in ins) or not exact(node, ins):
+        return None
+    outs = evaluate(node, [None if t is None else t.data for t in ins], graph, need_values=[True] * len(ins))
+    if outs is None or len(outs) != len(node.outputs):
+        return None
+    for o, v in zip(node.outputs, outs):
+        t = graph.t(o) if o >= 0 else None
+        if t is not None and (tuple(v.shape) != tuple(t.shape) or v.size > MAX_FOLDED):
+            return None
+    return [np.ascontiguousarray(np.asarray(v).astype(graph.t(o).dtype)) if o >= 0 else None
+            for o, v in zip(node.outputs, outs)]
+
+
 def fold_constants(graph: Graph) -> None:
     for node in list(graph.nodes):
+        if len(node.outputs) > 1:
+            try:
+                vs = _split_values(graph, node)
+            except (ValueError, IndexError, TypeError):
+                vs = None
+            if vs is not None:
+                for o, v in zip(node.outputs, vs):
+                    if o >= 0:
+                        graph.t(o).data = v
+                graph.nodes.remove(node)
+            continue
         try:
             v = _value(graph, node)
         except (ValueError, IndexError, TypeError):

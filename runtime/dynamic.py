@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.errors import BundleError, GpucError
-from gpuc.runtime import hostcopy, iospec
+from gpuc.runtime import casting, hostcopy, iospec
 from gpuc.runtime.slots import RunHandle
 
 MAX_GROUPS = 65535
@@ -95,18 +95,11 @@ class Dims:
 
 
 def normalize(model, inputs) -> tuple[list, tuple]:
-    """(arrays in model order, cast to each input's dtype; the run's sizes)."""
+    """(arrays in model order, of each input's dtype (runtime/casting.py); the run's sizes)."""
     vals = iospec.ordered(model.inputs, inputs)
     if iospec.has_device_tensors(vals):
         raise GpucError("device-tensor inputs are not supported yet for bundles with dynamic dims (--dynamic)")
-    out = []
-    for s, v in zip(model.inputs, vals):
-        v = np.asarray(v)
-        if v.dtype != s.dtype:
-            if not np.can_cast(v.dtype, s.dtype, casting="same_kind"):
-                raise GpucError(f"input {s.name!r}: expected dtype {s.dtype}, got {v.dtype}")
-            v = v.astype(s.dtype)
-        out.append(v)
+    out = [casting.convert(i, s.name, v, s.dtype) for i, (s, v) in enumerate(zip(model.inputs, vals))]
     return out, model.dims.sizes_of(model.inputs, out)
 
 

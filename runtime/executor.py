@@ -70,18 +70,21 @@ class LoadedModel:
     def outputs(self) -> list[IOSpec]:
         return self._outputs
 
-    def run(self, inputs, wait: str = "passive", keep_on_device: bool = False):
+    def run(self, inputs, wait: str = "passive", keep_on_device: bool = False, cast: bool = False):
         """Run once. `inputs`: list in model order, a dict name -> array, or one array; an input may
         also be a DeviceTensor of this device, and with a max-batch bundle hold 1..max_batch items
         along axis 0.  wait="passive" blocks until shortly before the run's expected end (the shortest
         time the same work took so far), then spins at most 0.5 ms (runtime/slots.py SPIN_LEAD_S);
         wait="active" spins on the fence throughout (one busy CPU core).  keep_on_device=True returns
-        DeviceTensors instead of arrays."""
-        return self.run_async(inputs, keep_on_device).wait(wait)
+        DeviceTensors instead of arrays.  An array must have its input's dtype (as LiteRT's set_tensor
+        demands); cast=True converts the values that fit and refuses the rest (runtime/casting.py)."""
+        return self.run_async(inputs, keep_on_device, cast).wait(wait)
 
-    def run_async(self, inputs, keep_on_device: bool = False) -> RunHandle:
+    def run_async(self, inputs, keep_on_device: bool = False, cast: bool = False) -> RunHandle:
         """Submit a run and return at once.  Up to `slots` runs are in flight, each with its own
         staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile)."""
+        if cast:                                          # checked conversion to the input dtypes
+            inputs = iospec.cast_all(self._inputs, inputs)
         if self.program is not None:                      # host (CPU) steps / control flow: synchronous
             return program.run_async(self, inputs, keep_on_device)
         if self.dims is not None:                         # --dynamic off the batch axis: sizes per run

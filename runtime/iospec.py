@@ -1,5 +1,6 @@
 """A model's inputs and outputs: IOSpec, their staging layout, and input normalisation (the one
-place a run's inputs are ordered, checked and cast, for every run path)."""
+place a run's inputs are ordered and checked, for every run path; dtypes as strictly as LiteRT's
+set_tensor, and cast=True's checked conversion: runtime/casting.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuc.errors import GpucError
+from gpuc.runtime import casting
 from gpuc.runtime.bundle import OFFSET_ALIGN
 from gpuc.runtime.device_tensor import DeviceTensor
 
@@ -81,12 +83,19 @@ def ordered(specs, inputs) -> list:
             raise GpucError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
         missing = [n for n in names if n not in inputs]
         if missing:
-            raise GpucError(f"missing input(s) {missing}")
+            raise GpucError(f"missing input(s) {missing}; the model's inputs are {names}")
         inputs = [inputs[n] for n in names]
     inputs = list(inputs)
     if len(inputs) != len(specs):
         raise GpucError(f"model takes {len(specs)} input(s) ({[s.name for s in specs]}), got {len(inputs)}")
     return inputs
+
+
+def cast_all(specs, inputs) -> list:
+    """Inputs in model order, each host value converted to its input's dtype where its values fit
+    (runtime/casting.py; a run's cast=True); DeviceTensors as they are (never converted)."""
+    return [v if isinstance(v, DeviceTensor) else casting.convert(i, s.name, v, s.dtype, cast=True)
+            for i, (s, v) in enumerate(zip(specs, ordered(specs, inputs)))]
 
 
 def _batch_size(specs, shapes, n) -> int:
@@ -103,26 +112,23 @@ def _batch_size(specs, shapes, n) -> int:
 
 
 def normalize(specs, inputs, max_batch: int = 1, device=None):
-    """(values in model order: arrays cast to the input dtype, or DeviceTensors of `device`; the
-    batch size b).  With max_batch > 1 an input holds 1..max_batch items along axis 0."""
+    """(values in model order: arrays of the input's dtype, or DeviceTensors of `device`; the batch
+    size b).  With max_batch > 1 an input holds 1..max_batch items along axis 0.  A typed value of
+    another dtype is refused; python lists and scalars convert where their values fit (runtime/casting.py)."""
     vals = ordered(specs, inputs)
     batched = max_batch > 1
     b = _batch_size(specs, [tuple(v.shape) if isinstance(v, DeviceTensor) else np.shape(v) for v in vals],
                     max_batch) if batched else 1
     out = []
-    for s, v in zip(specs, vals):
+    for i, (s, v) in enumerate(zip(specs, vals)):
         dt = isinstance(v, DeviceTensor)
         if not dt:
-            v = np.asarray(v)
+            v = casting.convert(i, s.name, v, s.dtype)
         want = item_shape(s, b, batched)
         if tuple(v.shape) != want:
             more = f" (batch 1..{max_batch} along axis 0)" if batched else ""
             raise GpucError(f"input {s.name!r}: expected shape {list(want)}{more}, got {list(v.shape)}")
         if dt:
             v.check_usable(device, s)
-        elif v.dtype != s.dtype:
-            if not np.can_cast(v.dtype, s.dtype, casting="same_kind"):
-                raise GpucError(f"input {s.name!r}: expected dtype {s.dtype}, got {v.dtype}")
-            v = v.astype(s.dtype)
         out.append(v)
     return out, b

@@ -51,9 +51,11 @@ def test_wrong_inputs(model, bad, msg):
 
 def test_dict_noncontiguous_float64_and_nan_inputs(model):
     a = rnd((3, 2), 1).T                     # non-contiguous view
-    b = rnd((2, 3), 2).astype(np.float64)    # safely castable
-    np.testing.assert_allclose(model.run({"a": a, "b": b})[0], a + b.astype(np.float32), rtol=1e-6)
-    out = model.run([np.full((2, 3), np.nan, np.float32), b])[0]
+    b = rnd((2, 3), 2).astype(np.float64)    # refused as LiteRT refuses it; converted with cast=True
+    with pytest.raises(GpucError, match="input #1 'b': expected dtype float32, got float64"):
+        model.run({"a": a, "b": b})
+    np.testing.assert_allclose(model.run({"a": a, "b": b}, cast=True)[0], a + b.astype(np.float32), rtol=1e-6)
+    out = model.run([np.full((2, 3), np.nan, np.float32), b], cast=True)[0]
     assert np.isnan(out).all()
 
 

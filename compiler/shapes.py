@@ -200,8 +200,8 @@ def placeholder(shape, dtype) -> np.ndarray:
 
 def propagate(graph: Graph, strict: bool = True) -> None:
     """Recompute every node's output shapes from its inputs' (in topological order).  strict=False
-    (the model's own input shapes): an op gpuc has no shape rule for, or whose rule fails, keeps the
-    output shapes the file gives (and so does everything its outputs reach that the rules follow)."""
+    (the model's own input shapes): an op gpuc has no shape rule for keeps the output shapes the file
+    gives (and the ops after it follow those)."""
     known: dict[int, np.ndarray] = {t.id: t.data for t in graph.tensors if t.is_const and not t.is_variable}
     changed = set(graph.inputs)
     for node in graph.nodes:
@@ -224,11 +224,12 @@ def propagate(graph: Graph, strict: bool = True) -> None:
             if outs is None:
                 outs = _shape_rule(node, graph)
         except (ValueError, IndexError, TypeError, KeyError) as e:
-            if not strict:
-                changed.update(o for o in node.outputs if o >= 0)
-                continue
-            raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes ({e})") \
-                from None
+            if strict:
+                raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the given input shapes "
+                                    f"({e})") from None
+            shapes = ", ".join(f"{graph.t(i).name!r} {list(graph.t(i).shape)}" for i in graph.inputs)
+            raise ShapeConflict(f"{node.label()}: cannot compute its output shape for the model's own input shapes "
+                                f"({shapes}): {e}; give others with --input-shape") from None
         if outs is None and not strict:
             changed.update(o for o in node.outputs if o >= 0)
             continue

@@ -6,10 +6,12 @@ dimension, so that the converter writes the shape arithmetic of tf.signal / tf.t
 into the graph and [1, 1]-style placeholder shapes for the tensors downstream:
 
   tf_stft_mel.tflite       [None, 4000]: stft (256 / 128 / 256) -> abs -> tensordot with a 129x16 mel
-                           matrix -> log -> average pool -> mean over frames -> dense head (4)
+                           matrix -> log (output "logmel") -> average pool -> mean over frames ->
+                           dense head (output "logits", 4)
   tf_frame_pad.tflite      [None, 1000]: tf.signal.frame(64, 48, pad_end=True) times a window,
                            summed per frame
-  tf_shape_reshape.tflite  [1, None]:    reshape [b, n] -> [b, n / 4, 4] by tf.shape, max over the 4
+  tf_shape_reshape.tflite  [1, None]:    reshape [b, n] -> [b, n / 4, 4] by tf.shape, max over the 4 (the
+                           file's shape, [1, 1], is too short for it: LiteRT fails there too)
 
 Run:  python tests/data/gen_dynamic_shape_models.py   (writes next to this file)
 """
@@ -43,7 +45,7 @@ def stft_mel(n: int = 4000):
         logm = tf.math.log(m + 1e-3)
         pooled = tf.nn.avg_pool2d(tf.expand_dims(logm, -1), ksize=[2, 1], strides=[2, 1], padding="VALID")
         feat = tf.reduce_mean(tf.squeeze(pooled, -1), axis=1)             # [b, 16]
-        return tf.matmul(feat, w) + b
+        return {"logmel": logm, "logits": tf.matmul(feat, w) + b}
     return f
 
 

@@ -44,6 +44,7 @@ def prepare_graph(model: Model, graph: Graph, disabled=(), *, warn: bool = True,
     UnsupportedError naming the nodes neither the GPU nor the CPU can run."""
     sub = "" if graph is model.main else f" of subgraph {graph.name!r}"
     resolve_variables(model, graph)          # resource variables -> persistent tensors; CALL_ONCE evaluated
+    ops.set_output_shapes(graph)             # outputs an op sizes itself when it runs (detection post-processing)
     n_ops = len(graph.nodes)
     run_passes(graph, disabled)
     exposed = []

@@ -32,17 +32,18 @@ class OpDef:
     outputs: tuple = (1, 1)          # allowed number of outputs
     optional: tuple = ()             # input positions that may be -1 (absent)
     rejects: frozenset = frozenset()  # dtypes LiteRT's builtin kernel refuses for this op: an error, not the CPU
+    shapes: Callable | None = None   # (node, graph) -> output shapes the op sets itself (LiteRT's Prepare resizes them)
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
 def register(*names, check=None, dtypes=("float32",), max_version=99, summary="", inputs=(1, 99), outputs=(1, 1),
-             optional=(), rejects=()):
+             optional=(), rejects=(), shapes=None):
     def deco(fn):
         for n in names:
             REGISTRY[n] = OpDef(n, fn, check, frozenset(dtypes), max_version, summary, tuple(inputs), tuple(outputs),
-                                tuple(optional), frozenset(rejects))
+                                tuple(optional), frozenset(rejects), shapes)
         return fn
     return deco
 
@@ -88,6 +89,23 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
         return f"malformed operator ({type(e).__name__}: {e})"
     except SymbolicSize as e:          # (--dynamic: the op needs a fixed size; prepare refuses it, naming it)
         return str(e)
+
+
+def set_output_shapes(graph: Graph) -> None:
+    """Give the outputs of ops with an OpDef.shapes rule the shapes the op sets when it runs (the model
+    may leave them unknown, e.g. TFLite_Detection_PostProcess's); a rule that fails leaves them (the
+    op's check then says why)."""
+    for n in graph.nodes:
+        d = REGISTRY.get(n.op)
+        if d is None or d.shapes is None or len(n.outputs) < d.outputs[0]:
+            continue
+        try:
+            shapes = d.shapes(n, graph)
+        except (ValueError, IndexError, KeyError, TypeError):
+            continue
+        for o, s in zip(n.outputs, shapes):
+            if o >= 0:
+                graph.t(o).shape = tuple(int(x) for x in s)
 
 
 def lower(node: Node, graph: Graph):

@@ -238,7 +238,7 @@ class ModelBuilder:
         self.tensors: list[dict] = []
         self.buffers: list[dict] = [{}]            # buffer 0: the empty sentinel
         self.operators: list[dict] = []
-        self.opcodes: list[tuple[int, int]] = []   # (builtin code, version)
+        self.opcodes: list[tuple] = []             # (builtin code, version[, custom code])
         self.inputs: list[int] = []
         self.outputs: list[int] = []
 
@@ -303,14 +303,27 @@ class ModelBuilder:
         self.operators.append(entry)
         return len(self.operators) - 1
 
+    def custom(self, code: str, inputs, outputs, options: bytes = b"", version: int = 1) -> int:
+        """A CUSTOM operator `code` (e.g. "TFLite_Detection_PostProcess") with raw custom_options bytes
+        (a flexbuffer for most custom ops: tests/helpers/flex.py)."""
+        key = (ENUMS["BuiltinOperator"]["CUSTOM"], int(version), str(code))
+        if key not in self.opcodes:
+            self.opcodes.append(key)
+        entry = {"opcode_index": self.opcodes.index(key), "inputs": np.asarray(list(inputs), np.int32),
+                 "outputs": np.asarray(list(outputs), np.int32)}
+        if options:
+            entry["custom_options"] = np.frombuffer(bytes(options), np.uint8)
+        self.operators.append(entry)
+        return len(self.operators) - 1
+
     # model
     def model_dict(self, signature_key: str | None = None) -> dict:
         subgraph = {"tensors": self.tensors, "inputs": np.asarray(self.inputs, np.int32),
                     "outputs": np.asarray(self.outputs, np.int32), "operators": self.operators, "name": "main"}
         model = {
             "version": 3,
-            "operator_codes": [{"deprecated_builtin_code": min(c, 127), "builtin_code": c, "version": v}
-                               for c, v in self.opcodes],
+            "operator_codes": [{"deprecated_builtin_code": min(c[0], 127), "builtin_code": c[0], "version": c[1],
+                                **({"custom_code": c[2]} if len(c) > 2 else {})} for c in self.opcodes],
             "subgraphs": [subgraph],
             "description": self.description,
             "buffers": self.buffers,

@@ -108,32 +108,6 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, i
             click.echo(line)
 
 
-def _parse_inputs(model, specs):
-    import numpy as np
-    names = [s.name for s in model.inputs]
-    by_name, ordered = {}, []
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if sep and name in names:
-            by_name[name] = path
-        else:
-            ordered.append(spec)
-    if ordered and by_name:
-        raise GpucError("give inputs either all in model order or all as NAME=path")
-    paths = [by_name.get(n) for n in names] if by_name else ordered
-    if by_name and None in paths:
-        raise GpucError(f"missing input(s) {[n for n, p in zip(names, paths) if p is None]}")
-    if len(paths) != len(names):
-        raise GpucError(f"model takes {len(names)} input(s) {names}, got {len(paths)} --input")
-    arrays = []
-    for n, p in zip(names, paths):
-        try:
-            arrays.append(np.load(p, allow_pickle=False))
-        except (OSError, ValueError) as e:
-            raise GpucError(f"input {n!r}: cannot read {p!r} as .npy: {e}") from None
-    return arrays
-
-
 def _summary(name, a):
     """Shape, dtype, min/max/mean (of the finite elements where some are not), a line of NaN / +Inf /
     -Inf counts where there are any, and the top-5 of a score vector."""
@@ -153,35 +127,49 @@ def _summary(name, a):
     return line
 
 
+def _input_option(fn):
+    return click.option("-i", "--input", "inputs", multiple=True, metavar="[NAME=]PATH",
+                        help="input array (repeatable): PATH.npy in model order, NAME=PATH.npy by name, or one "
+                             ".npz holding every input (keys: input names, or arr_0.. in model order)")(fn)
+
+
+def _cast_option(fn):
+    return click.option("--cast", is_flag=True,
+                        help="convert an input of another dtype where every value fits (integers in range, "
+                             "integral floats into integers, no float overflow); without it a dtype "
+                             "mismatch is an error, as in LiteRT")(fn)
+
+
 @main.command("run")
 @click.argument("bundle", type=click.Path(dir_okay=False))
-@click.option("-i", "--input", "inputs", multiple=True, metavar="[NAME=]PATH.npy", help="input array (repeatable)")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="save outputs to this .npz")
+@_input_option
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="save the outputs: .npz (every output, by name) or .npy (a model with one output); "
+                   "its folder is created")
+@_cast_option
 @click.option("--device", default=None, help="Vulkan device index or name substring (default: GPUC_DEVICE, "
                                                "else the first discrete GPU)")
 @_timeout_option
 @guarded
-def run_cmd(bundle, inputs, output, device):
+def run_cmd(bundle, inputs, output, cast, device):
     """Run BUNDLE on inputs and print a summary of the outputs."""
     import gpuc
     gpuc.prewarm(device)          # the driver starts while numpy and the runtime import
-    import numpy as np
+    from gpuc import io_files
+    plan = io_files.output_plan(output)        # checked, and its folder made, before anything runs
     with gpuc.load(bundle, device=device) as m:
-        arrays = _parse_inputs(m, inputs)
+        if plan:
+            plan.check_count(len(m.outputs))
+        arrays = io_files.read_inputs(inputs, [s.name for s in m.inputs])
         t0 = time.perf_counter()
-        outs = m.run(arrays)
+        outs = m.run(arrays, cast=cast)
         dt = time.perf_counter() - t0
         names = [s.name for s in m.outputs]
         click.echo(f"device: {m.device.name}; run {dt * 1e3:.2f} ms")
     for n, a in zip(names, outs):
         click.echo(_summary(n, a))
-    if output:
-        keys = list(dict.fromkeys(names))
-        if len(keys) != len(names):
-            keys = [f"{n}:{i}" for i, n in enumerate(names)]
-        tmp = output + ".tmp.npz"
-        np.savez(tmp, **dict(zip(keys, outs)))
-        os.replace(tmp, output)
+    if plan:
+        plan.write(names, outs)
         click.echo(f"saved {len(outs)} output(s) to {output}")
 
 
@@ -198,7 +186,8 @@ def inspect_cmd(path, as_json):
 
 @main.command("verify")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("-i", "--input", "inputs", multiple=True, metavar="PATH.npy", help="inputs in model order (default random)")
+@_input_option
+@_cast_option
 @click.option("--per-op", is_flag=True, help="compare every intermediate tensor and name the first op that diverges")
 @click.option("--device", default=None)
 @click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True,
@@ -206,19 +195,15 @@ def inspect_cmd(path, as_json):
 @click.option("--json", "as_json", is_flag=True)
 @_timeout_option
 @guarded
-def verify_cmd(model, inputs, per_op, device, precision, as_json):
-    """Compile MODEL, run it with gpuc and with LiteRT's CPU interpreter, and compare."""
+def verify_cmd(model, inputs, cast, per_op, device, precision, as_json):
+    """Compile MODEL, run it with gpuc and with LiteRT's CPU interpreter, and compare (on random
+    inputs unless --input gives them)."""
     require_compiler("gpuc verify")
-    import numpy as np
+    from gpuc.io_files import read_inputs
     from gpuc.verify import verify
-    xs = None
-    if inputs:
-        try:
-            xs = [np.load(p, allow_pickle=False) for p in inputs]
-        except (OSError, ValueError) as e:
-            raise GpucError(f"cannot read input: {e}") from None
+    xs = read_inputs(inputs) if inputs else None
     with progress.reporting(progress.terminal(not as_json)):
-        r = verify(model, xs, per_op=per_op, device=device, precision=precision)
+        r = verify(model, xs, per_op=per_op, device=device, precision=precision, cast=cast)
     if as_json:
         click.echo(json.dumps(r))
     else:
@@ -269,21 +254,25 @@ def _first_nonfinite_lines(r):
 
 @main.command("profile")
 @click.argument("bundle", type=click.Path(dir_okay=False))
-@click.option("-i", "--input", "inputs", multiple=True, metavar="[NAME=]PATH.npy", help="inputs (default random)")
+@_input_option
+@_cast_option
 @click.option("--runs", default=10, show_default=True)
 @click.option("--device", default=None)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--csv", "as_csv", is_flag=True)
 @_timeout_option
 @guarded
-def profile_cmd(bundle, inputs, runs, device, as_json, as_csv):
-    """Time every dispatch with GPU timestamps; a table sorted by time."""
+def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv):
+    """Time every dispatch with GPU timestamps; a table sorted by time (on random inputs unless
+    --input gives them)."""
     import gpuc
+    from gpuc.io_files import read_inputs
+    from gpuc.runtime import iospec
     from gpuc.runtime.profile import profile
     from gpuc.verify import random_inputs
     with gpuc.load(bundle, device=device) as m:
-        xs = _parse_inputs(m, inputs) if inputs else random_inputs(m.inputs)
-        r = profile(m, xs, runs)
+        xs = read_inputs(inputs, [s.name for s in m.inputs]) if inputs else random_inputs(m.inputs)
+        r = profile(m, iospec.cast_all(m.inputs, xs) if cast else xs, runs)
     if as_json:
         click.echo(json.dumps(r))
         return

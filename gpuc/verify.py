@@ -86,17 +86,21 @@ def random_inputs(specs, seed=0):
     return out
 
 
-def verify(model_path, inputs=None, per_op=False, device=None, precision="fp32") -> dict:
+def verify(model_path, inputs=None, per_op=False, device=None, precision="fp32", cast=False) -> dict:
     """The report: per output its errors and non-finite counts (gpuc's and LiteRT's); with per_op, or
-    when an output is non-finite where LiteRT's is finite, the per-op walk's first op turning non-finite."""
+    when an output is non-finite where LiteRT's is finite, the per-op walk's first op turning non-finite.
+    `inputs`: a list in model order or a dict name -> array (default random), of the inputs' dtypes;
+    cast=True converts values that fit (runtime/casting.py), for gpuc and LiteRT alike."""
     import gpuc
     from gpuc.compiler import read_model_bytes
+    from gpuc.runtime import iospec
     data, name = read_model_bytes(model_path)
     tol = TOLERANCE[precision]
     report = {"model": name, "tolerance": tol}
     bundle = gpuc.compile(data, precision=precision)
     with gpuc.load(bundle, device=device) as m:
-        xs = inputs if inputs is not None else random_inputs(m.inputs)
+        prepare = iospec.cast_all if cast else iospec.ordered
+        xs = random_inputs(m.inputs) if inputs is None else prepare(m.inputs, inputs)
         progress.stage(f"running on {m.device.name}")
         outs = m.run(xs)
         names = [s.name for s in m.outputs]

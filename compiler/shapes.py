@@ -4,6 +4,9 @@ A -1 in an input's `shape_signature` takes the concrete `shape` the model gives,
 by `input_shapes` (`gpuc compile --input-shape NAME=1x144000`).  When an input's shape changes, the
 output shapes of the main graph are recomputed op by op, as LiteRT does after `resize_tensor_input`
 (`propagate`); an op whose output shape cannot be inferred here fails with a message naming it.
+A model with a -1 in an input's signature is propagated at its own shape too: downstream of the -1
+TensorFlow's converter writes placeholder shapes (e.g. [1, 1]) that LiteRT recomputes at allocation
+(there an op without a shape rule keeps the file's shapes).
 Afterwards every shape of the main graph is static, so SHAPE and the arithmetic on it fold
 (passes/fold.py evaluates the same `evaluate` rules on constants).
 
@@ -189,13 +192,22 @@ def _empty_constants(graph: Graph) -> None:
     shape constants, e.g. a RESHAPE's [] target, stored without a buffer) become empty constants."""
     written = {o for n in graph.nodes for o in n.outputs} | set(graph.inputs)
     for t in graph.tensors:
-        if t.data is None and not t.is_variable and t.id not in written and t.shape and 0 in t.shape:
+        if t.data is None and not t.is_variable and t.id not in written and t.shape and 0 in t.shape \
+                and _np_dtype(t.dtype) != np.dtype(object):
             t.data = np.zeros(t.shape, t.dtype)
 
 
 def placeholder(shape, dtype) -> np.ndarray:
-    """A read-only array of `shape` that takes no memory (stands for a runtime tensor)."""
-    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
+    """A read-only array of `shape` that takes no memory (stands for a runtime tensor; a resource or
+    variant handle, which numpy has no dtype for, as an object array)."""
+    return np.broadcast_to(np.zeros((), _np_dtype(dtype)), tuple(shape))
+
+
+def _np_dtype(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(object)
 
 
 def propagate(graph: Graph, strict: bool = True) -> None:

@@ -11,7 +11,10 @@ import os
 
 from gpuc.errors import GpucError, UnsupportedError
 
-DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1, "input_shapes": {}, "dynamic": []}
+# max_binding_bytes: the largest tensor a kernel may bind (the target's maxStorageBufferRange; the
+# runtime checks the bundle's against the device it loads on)
+DEFAULT_OPTIONS = {"precision": "fp32", "disable_passes": [], "max_batch": 1, "input_shapes": {}, "dynamic": [],
+                   "max_binding_bytes": (1 << 32) - 1}
 MAX_BATCH_LIMIT = 4096
 
 
@@ -34,6 +37,9 @@ def normalize_options(options: dict) -> dict:
     mb = opts["max_batch"]
     if isinstance(mb, bool) or not isinstance(mb, int) or not 1 <= mb <= MAX_BATCH_LIMIT:
         raise GpucError(f"max_batch must be an integer in 1..{MAX_BATCH_LIMIT}, got {mb!r}")
+    lim = opts["max_binding_bytes"]
+    if isinstance(lim, bool) or not isinstance(lim, int) or lim < 1024:
+        raise GpucError(f"max_binding_bytes must be an integer >= 1024, got {lim!r}")
     return opts
 
 

@@ -6,12 +6,14 @@ imports the compiler (glslang) on first use.
 __version__ = "0.1.0"
 
 
-def load(bundle, device=None, timeout_s=None):
+def load(bundle, device=None, timeout_s=None, robust=False):
     """Load a compiled bundle (path or bytes) onto a Vulkan device; returns a LoadedModel.
     timeout_s: how long one run may take on the GPU before GpuTimeoutError (0: no limit); default
-    GPUC_GPU_TIMEOUT_S, else 60 s on a GPU and no limit on a CPU implementation (lavapipe)."""
+    GPUC_GPU_TIMEOUT_S, else 60 s on a GPU and no limit on a CPU implementation (lavapipe).
+    robust=True: for bundles from untrusted sources, a device whose every buffer access is bounded to
+    its binding (robustBufferAccess, and robustBufferAccess2 where present; README: Trust and safety)."""
     from gpuc.runtime import load as _load
-    return _load(bundle, device=device, timeout_s=timeout_s)
+    return _load(bundle, device=device, timeout_s=timeout_s, robust=robust)
 
 
 def prewarm(device=None):
@@ -21,11 +23,12 @@ def prewarm(device=None):
     _prewarm(device)
 
 
-def open_device(select=None):
+def open_device(select=None, robust=False):
     """A Vulkan device (index or name substring; default GPUC_DEVICE, else the best GPU) to load
-    several bundles on, e.g. to pass DeviceTensors between them.  Close it after its models."""
+    several bundles on, e.g. to pass DeviceTensors between them.  Close it after its models.
+    robust=True: robust buffer access (see load)."""
     from gpuc.runtime.device import Device
-    return Device(select)
+    return Device(select, robust=robust)
 
 
 def to_device(array, device, name: str = "tensor"):

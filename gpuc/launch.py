@@ -39,6 +39,9 @@ COMPILE_OPTIONS = (
     Option(("--dynamic",), "dynamic", "bound a dynamic dimension: NAME:AXIS<=MAX (the last ':' splits off the "
            "axis; today the batch axis 0 of every input: the bundle then runs any batch 1..MAX; repeatable)",
            multiple=True, metavar="NAME:AXIS<=MAX", fast=False),
+    Option(("--max-binding-bytes",), "max_binding_bytes", "refuse a tensor bound to a kernel larger than this "
+           "(the target device's maxStorageBufferRange; Vulkan guarantees 134217728)", default=4294967295,
+           int_range=(1024, 1 << 40), fast=False),
     Option(("-q", "--quiet"), "quiet", "print nothing on success", flag=True),
 )
 _BY_NAME = {name: o for o in COMPILE_OPTIONS for name in o.names}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import vulkan as vk
 
+from gpuc.errors import BundleError
 from gpuc.runtime import spirv
 from gpuc.runtime.device import _vk_call
 from gpuc.runtime.overlap import Background, threads_for
@@ -42,7 +43,8 @@ class Pipelines:
             self._layouts.append(layout)
             code = spirv.adapt(s.spirv, device.nan_preserve_widths)
             minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
-            module = res.keep(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(dev, minfo, None))
+            module = res.keep(vk.vkDestroyShaderModule, _refused_as_bundle_error(
+                len(self._layouts) - 1, s, vk.vkCreateShaderModule, dev, minfo, None))
             entry = s.entry
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry)
             keep += [code, minfo, entry, stage, set_layouts, ranges, pinfo]
@@ -50,7 +52,14 @@ class Pipelines:
         cache = PipelineCache(device, bundle.checksum or bundle.fingerprint or "nokey")
         try:
             if infos:
-                pipes = _create(dev, cache.handle or vk.VK_NULL_HANDLE, infos, [len(s.spirv) for s in bundle.shaders])
+                try:
+                    pipes = _create(dev, cache.handle or vk.VK_NULL_HANDLE, infos, [len(s.spirv) for s in bundle.shaders])
+                except vk.VkError:                 # which shader: each alone, the culprit named
+                    for j in range(len(infos)):
+                        for p in _refused_as_bundle_error(j, bundle.shaders[j], _create_group, dev,
+                                                          vk.VK_NULL_HANDLE, infos, [j]):
+                            vk.vkDestroyPipeline(dev, p, None)
+                    raise
                 self._pipelines = [res.keep(vk.vkDestroyPipeline, p) for p in pipes]
             cache.save()
         finally:
@@ -78,6 +87,15 @@ class Pipelines:
         sets = vk.ffi.new("VkDescriptorSet*", dset)
         vk.lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self._layouts[shader],
                                        0, 1, sets, 0, vk.ffi.NULL)
+
+
+def _refused_as_bundle_error(j, shader, fn, *args):
+    """fn(*args); a raw Vulkan error (the driver refused the module) as a BundleError naming shader j."""
+    try:
+        return _vk_call(f"creating the pipeline of shader {j} ({shader.name})", fn, *args)
+    except vk.VkError as e:
+        raise BundleError(f"shader {j} ({shader.name}) was refused by the driver ({type(e).__name__}): the "
+                          "bundle is corrupt or was made for another device; recompile it") from None
 
 
 def deal(sizes: list, n: int) -> list:

@@ -73,5 +73,7 @@ def resolve(bundle, device, spec: str | None = None):
     new_index = {old: i for i, old in enumerate(used)}
     dispatches = [dataclasses.replace(d, shader=new_index[d.shader]) for d in dispatches]
     stats = dict(bundle.stats, variants_used={n: list(chosen.values()).count(n) for n in sorted(set(chosen.values()))})
+    faces = bundle.interfaces
     return dataclasses.replace(bundle, shaders=[bundle.shaders[i] for i in used], dispatches=dispatches,
-                               variants=[], stats=stats, options=options)
+                               variants=[], stats=stats, options=options,
+                               interfaces=[faces[i] for i in used] if faces else [])

@@ -5,7 +5,17 @@ import pytest
 from gpuc.errors import BundleError
 from gpuc.runtime import bundle as B
 
-SPIRV = b"\x03\x02\x23\x07" + bytes(16)
+from gpuc.compiler.codegen.glslang import compile_glsl
+from gpuc.runtime import shader_check
+
+# y = x + w: binding 0 written, 1 and 2 read, 16 bytes each, one workgroup
+SPIRV = shader_check.add_manifest(compile_glsl("""#version 450
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0) writeonly buffer B0 { float y[]; };
+layout(set = 0, binding = 1) readonly buffer B1 { float x[]; };
+layout(set = 0, binding = 2) readonly buffer B2 { float w[]; };
+void main() { uint i = gl_GlobalInvocationID.x; y[i] = x[i] + w[i]; }
+""", name="sample"), {"ext": [16, 16, 16], "uses": [[0, [1, 0, 2], [256, 0, 0], [1, 1, 1], 0]]})
 
 
 def sample(**kw):

@@ -1,0 +1,134 @@
+"""The bundle's shaders against its dispatch table, device-free (bundle.validate calls `check`).
+
+Each shader module is read structurally (runtime/shader_check.py) and, once per module content per
+process and once per bundle per machine (a marker in the cache directory), validated as a whole:
+by SPIRV-Tools where it is installed, else by walking every instruction.  Then every dispatch and
+kernel variant must agree with the module it names:
+  - the module declares no binding the dispatch does not bind, and a push-constant block no larger
+    than the dispatch pushes;
+  - the dispatch is one the module was compiled for, with the same tensors at the same offsets, the
+    same workgroup counts and item-major unit (the manifest's `uses`);
+  - each bound tensor holds at least the bytes the kernel may touch there (`ext`);
+  - a binding the kernel may write is in the arena, never the weights;
+  - no grid runs more than MAX_INVOCATIONS invocations, nor the bundle more than MAX_BUNDLE_INVOCATIONS.
+Device limits (grid size, workgroup size, storage-buffer range) are checked at load
+(runtime/load_checks.py).
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import xxhash
+
+from gpuc.errors import BundleError
+from gpuc.runtime import shader_check, spirv_tools
+
+MAX_INVOCATIONS = 1 << 32            # one dispatch: invocation indices fit 32 bits
+MAX_BUNDLE_INVOCATIONS = 1 << 40     # every dispatch of a run together
+_validated = set()                   # xxh3 of module bytes already validated in this process
+_lock = threading.Lock()
+
+
+def _whole_module_error(code: bytes) -> str | None:
+    """None where the module is valid as a whole (SPIRV-Tools' validator, else the instruction walk)."""
+    key = xxhash.xxh3_128_hexdigest(code)
+    with _lock:
+        if key in _validated:
+            return None
+    bad = shader_check.body_ok(code) or spirv_tools.validate(code)
+    if bad is None:
+        with _lock:
+            _validated.add(key)
+    return bad
+
+
+def _marker(checksum: str) -> str | None:
+    if not checksum or os.environ.get("GPUC_NO_VALIDATION_CACHE", "") not in ("", "0"):
+        return None
+    from gpuc.runtime import cachedir
+    try:
+        return os.path.join(cachedir.cache_path("validated"), checksum)
+    except OSError:
+        return None
+
+
+def _validate_modules(b) -> None:
+    marker = _marker(b.checksum)
+    if marker and os.path.exists(marker):
+        return
+    for j, s in enumerate(b.shaders):
+        bad = _whole_module_error(s.spirv)
+        if bad:
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not valid SPIR-V: {bad.strip()[:300]}")
+    if marker:
+        from gpuc.runtime import cachedir
+        try:
+            cachedir.atomic_write(marker, b"", sync=False)
+        except OSError:
+            pass
+
+
+def interfaces(b) -> list:
+    """Each shader's shader_check.Interface; BundleError naming the shader where one is malformed."""
+    out = []
+    for j, s in enumerate(b.shaders):
+        try:
+            f = shader_check.interface(s.spirv, s.entry)
+        except ValueError as e:
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}): {e}") from None
+        if any(not 0 <= k < s.bindings for k in f.bindings):
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) declares binding "
+                              f"{max(f.bindings)} but the bundle gives it {s.bindings}")
+        if f.push_bytes > s.push_bytes:
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) reads {f.push_bytes} bytes of push constants "
+                              f"but the bundle gives it {s.push_bytes}")
+        if len(f.manifest["ext"]) != s.bindings:
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) manifest lists {len(f.manifest['ext'])} "
+                              f"bindings, the bundle {s.bindings}")
+        out.append(f)
+    return out
+
+
+def _check_use(b, what: str, f, j: int, bindings, groups, item_inner) -> int:
+    """Dispatch j (or a variant of it) against its shader's interface; its invocation count."""
+    from gpuc.runtime.bundle import ARENA
+    m = f.manifest
+    use = [j, list(bindings), [b.tensors[t].offset for t in bindings], list(groups), item_inner]
+    if use not in m["uses"]:
+        mine = [u for u in m["uses"] if u[0] == j]
+        theirs = {"tensors": mine[0][1], "offsets": mine[0][2], "workgroup counts": mine[0][3],
+                  "item unit": mine[0][4]} if mine else {}
+        ours = dict(zip(theirs, use[1:]))
+        diff = ", ".join(f"{k} {ours[k]} (its kernel's: {v})" for k, v in theirs.items() if ours[k] != v)
+        raise BundleError(f"corrupt bundle: {what} does not match its kernel: " + (
+            diff or f"the kernel was not compiled for dispatch {j} (it runs {sorted(u[0] for u in m['uses'])[:8]})"))
+    for slot, ti in enumerate(bindings):
+        t = b.tensors[ti]
+        if t.nbytes < m["ext"][slot]:
+            raise BundleError(f"corrupt bundle: {what} binding {slot} is tensor {ti} ({t.name!r}, {t.nbytes} "
+                              f"bytes) but its kernel may touch {m['ext'][slot]} bytes")
+        if f.bindings.get(slot) and t.memory != ARENA:
+            raise BundleError(f"corrupt bundle: {what} writes binding {slot}, tensor {ti} ({t.name!r}), "
+                              "which is not in the arena")
+    n = groups[0] * groups[1] * groups[2] * f.invocations
+    if n > MAX_INVOCATIONS:
+        raise BundleError(f"corrupt bundle: {what} runs {n} invocations (more than {MAX_INVOCATIONS})")
+    return n
+
+
+def check(b) -> list:
+    """Validate the modules and every use of them; returns the interfaces (kept on the bundle)."""
+    faces = interfaces(b)
+    total = 0
+    for j, d in enumerate(b.dispatches):
+        total += _check_use(b, f"dispatch {j} ({d.label})", faces[d.shader], j, d.bindings, d.groups, d.item_inner)
+    for j, v in enumerate(b.variants):
+        d = b.dispatches[v.dispatch]
+        _check_use(b, f"variant {j} ({v.name}) of dispatch {v.dispatch}", faces[v.shader], v.dispatch, d.bindings,
+                   v.groups, v.item_inner)
+    if total > MAX_BUNDLE_INVOCATIONS:
+        raise BundleError(f"corrupt bundle: its dispatches run {total} invocations (more than "
+                          f"{MAX_BUNDLE_INVOCATIONS})")
+    _validate_modules(b)
+    return faces

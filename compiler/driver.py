@@ -13,7 +13,7 @@ import numpy as np
 import xxhash
 
 from gpuc import __version__, progress
-from gpuc.compiler import schedule, sym_scope, symbolic
+from gpuc.compiler import schedule, status, sym_scope, symbolic
 from gpuc.compiler.guards import check_guards
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
@@ -185,11 +185,12 @@ def _scheduled(graph: Graph, kernels: list, used: list, state: list, mem):
 
 def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str, stats: dict) -> bytes:
     """The bundle of a lowered program: memory plan, weights, program, stats (added to `stats`)."""
+    kernels, status_words = status.finish(graph, kernels)     # run-time checks: their words zeroed first
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
     used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
     state_pairs = variable_state(graph, used)
     used += [c for _, c in state_pairs]
-    state = [t for t, _ in state_pairs]
+    state = [t for t, _ in state_pairs] + ([status_words] if status_words is not None else [])
     progress.stage("planning memory")
     mem = plan_memory(graph, kernels, used, state)
     if "schedule_dispatches" not in options.get("disable_passes", ()):
@@ -222,7 +223,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,
-                 variants=prog.variants)
+                 variants=prog.variants, checks=status.bundle_checks(graph, index))
     progress.stage("writing the bundle")
     return B.write_bundle(b)
 

@@ -127,6 +127,8 @@ class Graph:
     batch_refusal: str | None = None    # why the graph could not be made batch-native (items then 1)
     unbatched: set = field(default_factory=set)     # batch-native: runtime tensors the items share (from constants)
     dynamic_dims: list = field(default_factory=list)    # --dynamic off the batch axis: (input name, axis) of d0, d1..
+    checks: list = field(default_factory=list)     # run-time checks lowerings declared (compiler/status.py)
+    status: int | None = None                       # their status tensor (compiler/status.py)
 
     def storage(self, tid: int) -> int:
         """The tensor whose memory `tid` uses (follows view aliases)."""

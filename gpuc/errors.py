@@ -42,3 +42,8 @@ class GpuTimeoutError(DeviceError):
 
 class CompilerMissing(GpucError):
     """The compiler is not installed (the runtime-only distribution, gpuc-runtime)."""
+
+
+class RunError(GpucError):
+    """A run failed where LiteRT's invoke fails: a kernel met an input value it must refuse (an index
+    out of range, runtime/status.py); the message names the op, its operator index and the tensor."""

@@ -79,6 +79,22 @@ class Variant:
     item_inner: int = 0           # as Dispatch.item_inner, for this variant's grid
 
 
+@dataclass
+class Check:
+    """A kernel's run-time check (compiler/status.py, runtime/status.py): status tensor `status` holds,
+    from word `word` of each row, the count of bad values met, the first one's low and high 32 bits and
+    its position k (valid: 0 <= value < bounds[k]; bound -1: a size known only at run time)."""
+    status: int
+    word: int
+    op: str
+    operator: int
+    tensor: str
+    bounds: list
+
+
+CHECK_WORDS = 4             # words of one check in a row of the status tensor
+
+
 GPU, HOST, JUMP_IF_FALSE, JUMP = (_FBS.enums["StepKind"][k] for k in ("Gpu", "Host", "JumpIfFalse", "Jump"))
 STEP_KINDS = ("gpu", "host", "jump_if_false", "jump")
 
@@ -120,6 +136,7 @@ class Bundle:
     fallback: bytes = b""      # fp16 bundles: the complete fp32 bundle, for devices without 16-bit storage
     steps: list = field(default_factory=list)        # program (Step); empty: every dispatch on the GPU, once
     variants: list = field(default_factory=list)     # Variant: per-dispatch hardware paths, chosen at load
+    checks: list = field(default_factory=list)       # Check: run-time checks of the kernels (runtime/status.py)
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -155,6 +172,8 @@ def write_bundle(b: Bundle) -> bytes:
                       "requires": json.dumps(v.requires, sort_keys=True), "name": v.name or None,
                       "item_inner": v.item_inner}
                      for v in b.variants] or None,
+        "checks": [{"status": c.status, "word": c.word, "op": c.op, "operator": c.operator, "tensor": c.tensor,
+                    "bounds": np.asarray(c.bounds, np.int64)} for c in b.checks] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -243,7 +262,9 @@ def _from_payload(p, head, options, stats) -> Bundle:
                     s["label"] or "") for s in p["steps"] or []],
         variants=[Variant(v["dispatch"], v["shader"], tuple(int(x) for x in _arr(v["groups"])),
                           json.loads(v["requires"] or "{}"), v["name"] or "", v["item_inner"] or 0)
-                  for v in p["variants"] or []])
+                  for v in p["variants"] or []],
+        checks=[Check(c["status"], c["word"], c["op"] or "", c["operator"], c["tensor"] or "",
+                      [int(x) for x in _arr(c["bounds"])]) for c in p["checks"] or []])
     validate(b)
     return b
 
@@ -290,6 +311,7 @@ def validate(b: Bundle) -> None:
                 or b.tensors[src].memory != WEIGHTS or b.tensors[dst].nbytes != b.tensors[src].nbytes:
             raise BundleError(f"corrupt bundle: state_init refers to bad tensors ({dst}, {src})")
     _validate_steps(b)
+    _validate_checks(b)
     for j, s in enumerate(b.shaders):
         if len(s.spirv) < 20 or len(s.spirv) % 4 or s.spirv[:4] != b"\x03\x02\x23\x07":
             raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not SPIR-V")
@@ -346,3 +368,21 @@ def _validate_steps(b: Bundle) -> None:
             bad = f"unknown kind {s.kind}"
         if bad:
             raise BundleError(f"corrupt bundle: program step {j} ({s.label or STEP_KINDS[s.kind] if s.kind < 4 else s.kind}): {bad}")
+
+
+def _validate_checks(b: Bundle) -> None:
+    """Run-time checks: one status tensor, uint32 [rows, words] in the arena (rows: max_batch for a
+    batch-native bundle, else 1), every check's words inside a row."""
+    import numpy as np
+    if not b.checks:
+        return
+    sid = b.checks[0].status
+    native = bool(b.options.get("batch_native")) and b.options.get("max_batch", 1) > 1
+    rows = b.options.get("max_batch", 1) if native else 1
+    t = b.tensors[sid] if 0 <= sid < len(b.tensors) else None
+    if t is None or t.memory != ARENA or t.dtype != "uint32" or len(t.shape) != 2 or t.shape[0] != rows:
+        raise BundleError(f"corrupt bundle: check status tensor {sid} is not a uint32 [{rows}, words] arena tensor")
+    for j, c in enumerate(b.checks):
+        if c.status != sid or not 0 <= c.word <= t.shape[1] - CHECK_WORDS or not c.bounds \
+                or any(not -1 <= int(x) < 1 << 62 for x in np.asarray(c.bounds).reshape(-1)):
+            raise BundleError(f"corrupt bundle: check {j} ({c.op} of {c.tensor!r}) has a bad status word or bounds")

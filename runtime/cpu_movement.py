@@ -66,11 +66,22 @@ def _check_gather(attrs, ins, outs):
     return None
 
 
-@cpu_op("GATHER", check=_check_gather, raw=True, summary="any dtype; out-of-range runtime indices clamp")
+def _in_range(op, idx, bounds):
+    """LiteRT fails the invoke on an index outside [0, bound) (per component: bounds broadcast over
+    the last axis): so does the CPU kernel (the host step's error names the op)."""
+    bad = (idx < 0) | (idx >= np.asarray(bounds, np.int64))
+    if bad.any():
+        pos = np.argwhere(bad)[0]
+        b = np.broadcast_to(np.asarray(bounds, np.int64), idx.shape)[tuple(pos)]
+        raise IndexError(f"{op} index {idx[tuple(pos)]} out of range [0, {b}); LiteRT fails the invoke on it too")
+
+
+@cpu_op("GATHER", check=_check_gather, raw=True, summary="any dtype; an index out of range fails the run")
 def _gather(attrs, x, outs):
     ax = _axis(attrs.get("axis", 0), x[0].ndim)
     bd = int(attrs.get("batch_dims", 0) or 0)
-    idx = np.clip(x[1], 0, x[0].shape[ax] - 1)
+    idx = np.asarray(x[1]).astype(np.int64)
+    _in_range("gather", idx, x[0].shape[ax])
     if bd == 0:
         return [np.take(x[0], idx, axis=ax)]
     lead = x[0].shape[:bd]
@@ -163,11 +174,11 @@ def _split_v(attrs, x, outs):
     return np.split(x[0], np.cumsum(sizes)[:-1], axis=ax)
 
 
-@cpu_op("GATHER_ND", raw=True, summary="any dtype; out-of-range runtime indices clamp")
+@cpu_op("GATHER_ND", raw=True, summary="any dtype; an index out of range fails the run")
 def _gather_nd(attrs, x, outs):
     p, idx = x[0], np.asarray(x[1]).astype(np.int64)
     k = idx.shape[-1]
-    idx = np.clip(idx, 0, np.asarray(p.shape[:k]) - 1)
+    _in_range("gather_nd", idx, list(p.shape[:k]))
     return [p[tuple(np.moveaxis(idx, -1, 0))]]
 
 

@@ -21,7 +21,7 @@ import time
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, dynamic, iospec, program
+from gpuc.runtime import commands, dynamic, iospec, program, status
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -212,11 +212,13 @@ class LoadedModel:
         self.max_batch = batch_runs.max_batch(b)         # > 1: batch-native, or one arena per item (runtime/batch.py)
         self.dims = dynamic.Dims.of(b)                   # dynamic dims (runtime/dynamic.py), or None
         self._inputs, in_bytes = iospec.layout(b, b.inputs, self.max_batch)
-        self._outputs, out_bytes = iospec.layout(b, b.outputs, self.max_batch)
+        copied, out_bytes = iospec.layout(b, b.outputs + status.tensors(b), self.max_batch)   # + status words
+        self._outputs = copied[:len(b.outputs)]
         self.arenas = Arenas(res, b, batch_runs.arena_count(b))
         self.timestamps = commands.timestamps_supported(d)
-        self.slots = Slots(d, [Slot(res, self._inputs, self._outputs, (in_bytes, out_bytes), self.max_batch,
-                                    self.timestamps) for _ in range(self.n_slots)], self._timeout)
+        self.slots = Slots(d, [status.attach(Slot(res, self._inputs, copied, (in_bytes, out_bytes), self.max_batch,
+                                                  self.timestamps), b, len(b.outputs))
+                               for _ in range(self.n_slots)], self._timeout)
         self._mark("buffers")
         # the weight upload (a host copy, then a GPU copy) runs beside pipeline creation and recording
         upload = Background(self.arenas.upload, name="gpuc-upload")
@@ -226,7 +228,7 @@ class LoadedModel:
             self.descriptors = Descriptors(res, b, self.pipelines, self.arenas)
             self._mark("descriptors")
             self.recorder = commands.Recorder(res, b, self.arenas, self.pipelines, self.descriptors,
-                                              self._inputs, self._outputs)
+                                              self._inputs, copied)
             for sl in self.slots:
                 sl.cmd = self.recorder.record(sl, sl.pool)
             self._mark("record")

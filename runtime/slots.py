@@ -8,7 +8,7 @@ import time
 
 import vulkan as vk
 
-from gpuc.errors import GpucError, GpuTimeoutError
+from gpuc.errors import GpucError, GpuTimeoutError, RunError
 from gpuc.runtime import commands, hostcopy, iospec
 from gpuc.runtime.device import MemoryKind
 
@@ -39,6 +39,7 @@ class Slot:
         self._cmd_pool = None
         self.busy, self.seq, self.handle = False, 0, None
         self.late = False             # its last run timed out and may still execute (Slots.wait)
+        self.status = None            # the run's status words (runtime/status.py), checked by Slots.wait
         self.submitted = None         # (time.perf_counter() at submit, the work's key) of the run in flight
         self.handle_done = threading.Event()
         self.handle_done.set()
@@ -114,7 +115,10 @@ class Slots:
                 oldest = min(self._slots, key=lambda sl: sl.seq)
             h = oldest.handle
             if h is not None:
-                h.wait()                     # completes it: its outputs stay with its handle
+                try:
+                    h.wait()                 # completes it: its outputs stay with its handle
+                except RunError:             # (and its failed check: runtime/status.py)
+                    pass
             else:
                 oldest.handle_done.wait()
 
@@ -194,6 +198,8 @@ class Slots:
             took = time.perf_counter() - t0
             self._took[work] = took if est is None else min(est, took)
         slot.submitted = None
+        if slot.status is not None:     # a kernel's run-time check failed (runtime/status.py): RunError
+            slot.status.check()
 
     def completed(self, slot: Slot) -> None:
         """The run in `slot` has completed: its timestamps (if any) hold the last GPU time."""
@@ -224,6 +230,7 @@ class RunHandle:
         self._slots, self._slot, self._outs = slots, slot, None
         self._collect, self._cleanup = collect, cleanup
         self.device_outputs = None              # keep_on_device: the DeviceTensors, before the run completes
+        self._error = None                      # a failed run-time check (RunError): every wait raises it
         self._lock = threading.Lock()           # one thread completes the run; others get its outputs
 
     @classmethod
@@ -234,12 +241,14 @@ class RunHandle:
         return h
 
     def done(self) -> bool:
-        if self._outs is not None:
+        if self._outs is not None or self._error is not None:
             return True
         return vk.vkGetFenceStatus(self._slots.device.device, self._slot.fence) == vk.VK_SUCCESS
 
     def wait(self, mode: str = "passive"):
         with self._lock:
+            if self._error is not None:
+                raise self._error
             return self._complete(mode)
 
     def _complete(self, mode):
@@ -249,10 +258,12 @@ class RunHandle:
                 self._slots.wait(sl, mode)
             except GpuTimeoutError:
                 raise                       # still in flight: the slot, its inputs and outputs stay with it
-            except BaseException:
+            except BaseException as e:
                 if self._cleanup:
                     self._cleanup()
                 sl.free()
+                if isinstance(e, RunError):
+                    self._error = e
                 raise
             try:
                 self._outs = self._collect() if self._collect else sl.read_outputs()

@@ -5,13 +5,16 @@ zero-padding pass into / a cropping copy out of an intermediate tensor when padd
 
 Indices: int32 are bound as they are; constant int64 (or int16) become an int32 constant; runtime
 int64 are bound through an int32 view of twice the length (low, high words; IDX64).  LiteRT fails
-the Invoke on an index outside [0, dim): constant indices out of range are reported unsupported,
-runtime ones make the shader write 0 for the affected elements.
+the Invoke on an index outside [0, dim) (negative ones included; GATHER_ND per index component):
+constant indices out of range are refused at compile time, naming the op; runtime ones are checked
+by the kernel (compiler/status.py: the run fails naming the op, the operator and the index tensor),
+which reads nothing for them.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from gpuc.compiler import status
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.elements import DTYPES, adapt
@@ -21,6 +24,10 @@ from gpuc.compiler.ops.util import checked, norm_axis, size, strides
 VARIANTS = {
     "gather": (dict(INNER=3, COORD=2, OUTER=2, AXIS=4, K=2, X_DIMS=[4, 3], X_STRIDES=[3, 1]),
                {"ND": [0, 1], "IDX64": [0, 1]}, ["out_", "x", "idx"], {"idx": "int32"}),
+    "gather:check": (dict(INNER=3, COORD=2, OUTER=2, AXIS=4, K=2, X_DIMS=[4, 3], X_STRIDES=[3, 1], CHECK=1,
+                          CHECK_WORD=4, STATUS_ROW=8, ITEMS=2, ITEM_OUT=6),
+                     {"ND": [0, 1], "IDX64": [0, 1], "ELEM": [1, 4]}, ["out_", "x", "idx", "status"],
+                     {"idx": "int32", "status": "uint32"}, lambda d: dict(rw=("status",))),
     "mirror_pad": (dict(RANK=2, OUT_SHAPE=[5, 7], IN_SHAPE=[3, 4], IN_STRIDES=[4, 1], PAD_LO=[1, 2]),
                    {"OFFSET": [0, 1]}, ["out_", "x"]),
 }
@@ -59,9 +66,18 @@ def _values(node, graph, x_in: int):
 
 def _in_range(bound, what):
     def check(v):
-        if v.size and (v.min() < 0 or v.max() >= bound):
-            raise ValueError(f"{what} index out of bounds (values {v.min()}..{v.max()}, dim {bound})")
+        bad = v[(v < 0) | (v >= bound)] if v.size else v
+        if bad.size:
+            raise ValueError(f"{what} index {bad[0]} out of range [0, {bound}) in the constant indices "
+                             f"(LiteRT fails the invoke)")
     return check
+
+
+def _checked(node, graph, kernels: list, idx_t, bounds: list) -> list:
+    """The gather kernel of `kernels` (adapted to the dtype) checks runtime indices at run time."""
+    if not idx_t.is_const:
+        status.index_check(graph, node, kernels[0], idx_t.id, bounds)
+    return kernels
 
 
 def _gather_kernel(node, graph, x, y, idx_t, outer, coord, axis_size, inner):
@@ -69,8 +85,9 @@ def _gather_kernel(node, graph, x, y, idx_t, outer, coord, axis_size, inner):
     d = dict(ND=0, IDX64=is64, INNER=max(inner, 1), COORD=max(coord, 1), OUTER=max(outer, 1), AXIS=axis_size)
     if size(y.shape) == 0:
         return []
-    return adapt(graph, [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())],
-                 y.dtype)
+    ks = adapt(graph, [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())],
+               y.dtype)
+    return _checked(node, graph, ks, idx_t, [axis_size])
 
 
 def _gather_plan(node, graph):
@@ -90,7 +107,7 @@ def _gather_plan(node, graph):
 
 
 @register("GATHER", check=checked(lambda n, g: _gather_plan(n, g) and None), dtypes=DTYPES,
-          inputs=(2, 2), summary="any axis and batch_dims; int32/int64 indices, constant or runtime (out of range: 0)")
+          inputs=(2, 2), summary="any axis and batch_dims; int32/int64 indices, constant or runtime (out of range: the run fails)")
 def lower_gather(node, graph):
     x, y, pos, outer, coord, axis_size, inner = _gather_plan(node, graph)
     return _gather_kernel(node, graph, x, y, pos, outer, coord, axis_size, inner)
@@ -109,7 +126,7 @@ def _embedding_plan(node, graph):
 
 
 @register("EMBEDDING_LOOKUP", check=checked(lambda n, g: _embedding_plan(n, g) and None), dtypes=("float32", "int32"),
-          inputs=(2, 2), summary="float32/int32 table, constant or runtime ids (out of range: 0)")
+          inputs=(2, 2), summary="float32/int32 table, constant or runtime ids (out of range: the run fails)")
 def lower_embedding(node, graph):
     x, y, ids = _embedding_plan(node, graph)
     return _gather_kernel(node, graph, x, y, ids, 1, ids.shape[0], x.shape[0], size(x.shape[1:]))
@@ -134,7 +151,7 @@ def _gather_nd_plan(node, graph):
 
 
 @register("GATHER_ND", check=checked(lambda n, g: _gather_nd_plan(n, g) and None), dtypes=DTYPES,
-          inputs=(2, 2), summary="int32/int64 indices, constant or runtime (out of range: 0)")
+          inputs=(2, 2), summary="int32/int64 indices, constant or runtime (out of range: the run fails)")
 def lower_gather_nd(node, graph):
     x, y, ind, k = _gather_nd_plan(node, graph)
     if y.size == 0:
@@ -142,8 +159,9 @@ def lower_gather_nd(node, graph):
     idx, is64 = _bind_indices(graph, ind)
     d = dict(ND=1, IDX64=is64, K=k, X_DIMS=list(x.shape[:k]), X_STRIDES=strides(x.shape)[:k],
              INNER=max(size(x.shape[k:]), 1))
-    return adapt(graph, [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())],
-                 y.dtype)
+    ks = adapt(graph, [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())],
+               y.dtype)
+    return _checked(node, graph, ks, ind, list(x.shape[:k]))
 
 
 def _mirror_plan(node, graph):

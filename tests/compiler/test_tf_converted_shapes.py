@@ -25,9 +25,12 @@ CASES = [
     ("tf_stft_mel", "audio", (3, 4000)),
     ("tf_frame_pad", "signal", None),          # [-1, 1000]
     ("tf_frame_pad", "signal", (2, 1000)),
-    ("tf_shape_reshape", "x", (1, 64)),        # [1, -1]; the file's [1, 1] does not divide by 4
-    ("tf_shape_reshape", "x", (1, 200)),
+    ("tf_shape_reshape", "x", None),           # [-1, 256]
+    ("tf_shape_reshape", "x", (3, 256)),
+    ("tf_shape_reshape_len", "x", (1, 64)),    # [1, -1]; the file's [1, 1] does not divide by 4
+    ("tf_shape_reshape_len", "x", (1, 200)),
 ]
+FILE_SHAPES = {"tf_stft_mel": (1, 4000), "tf_frame_pad": (1, 1000), "tf_shape_reshape": (1, 256)}
 
 
 def model(name: str) -> bytes:
@@ -35,7 +38,7 @@ def model(name: str) -> bytes:
 
 
 def input_shape(name: str, given):
-    return given if given is not None else (1, 4000) if name == "tf_stft_mel" else (1, 1000)
+    return given if given is not None else FILE_SHAPES[name]
 
 
 @pytest.mark.parametrize("name,inp,given", CASES, ids=[f"{c[0]}-{c[2] or 'file'}" for c in CASES])
@@ -73,7 +76,7 @@ def test_bad_shape_named():
     """At the file's own shape [1, 1] the reshape to [1, 1 // 4, 4] cannot hold the element (LiteRT fails
     there too): one error naming the op and the shape."""
     with pytest.raises(GpucError, match=r"RESHAPE \(operator #\d+\).*own input shapes \('x' \[1, 1\]\).*--input-shape"):
-        prepare(model("tf_shape_reshape"))
+        prepare(model("tf_shape_reshape_len"))
     with pytest.raises(GpucError, match="changes dimension 1"):
         prepare(model("tf_stft_mel"), normalize_options({"input_shapes": {"audio": (1, 3000)}}))
 

@@ -10,8 +10,9 @@ into the graph and [1, 1]-style placeholder shapes for the tensors downstream:
                            dense head (output "logits", 4)
   tf_frame_pad.tflite      [None, 1000]: tf.signal.frame(64, 48, pad_end=True) times a window,
                            summed per frame
-  tf_shape_reshape.tflite  [1, None]:    reshape [b, n] -> [b, n / 4, 4] by tf.shape, max over the 4 (the
-                           file's shape, [1, 1], is too short for it: LiteRT fails there too)
+  tf_shape_reshape.tflite  [None, 256]:  reshape [b, n] -> [b, n / 4, 4] by tf.shape, max over the 4
+  tf_shape_reshape_len.tflite [1, None]: the same with the length unknown (the file's shape, [1, 1], is
+                           too short for it: LiteRT fails there too)
 
 Run:  python tests/data/gen_dynamic_shape_models.py   (writes next to this file)
 """
@@ -59,8 +60,8 @@ def frame_pad(n: int = 1000):
     return f
 
 
-def shape_reshape():
-    @tf.function(input_signature=[tf.TensorSpec([1, None], tf.float32, name="x")])
+def shape_reshape(sig=(None, 256)):
+    @tf.function(input_signature=[tf.TensorSpec(list(sig), tf.float32, name="x")])
     def f(x):
         s = tf.shape(x)
         y = tf.reshape(x, tf.stack([s[0], s[1] // 4, 4]))
@@ -76,7 +77,7 @@ def convert(f) -> bytes:
 
 def main():
     for name, f in (("tf_stft_mel", stft_mel()), ("tf_frame_pad", frame_pad()),
-                    ("tf_shape_reshape", shape_reshape())):
+                    ("tf_shape_reshape", shape_reshape()), ("tf_shape_reshape_len", shape_reshape((1, None)))):
         data = convert(f)
         path = os.path.join(HERE, name + ".tflite")
         with open(path, "wb") as fh:

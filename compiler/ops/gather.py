@@ -21,13 +21,16 @@ from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.movement import copy, expect_shape, ints, io_tensors, register_plan, same_dtype
 from gpuc.compiler.ops.util import checked, norm_axis, size, strides
 
+_CHECK = dict(INNER=3, COORD=2, OUTER=2, AXIS=4, K=2, X_DIMS=[4, 3], X_STRIDES=[3, 1], CHECK=1, CHECK_WORD=4,
+              STATUS_ROW=8, ITEMS=2, ITEM_OUT=6)      # run-time index checks (compiler/status.py)
 VARIANTS = {
     "gather": (dict(INNER=3, COORD=2, OUTER=2, AXIS=4, K=2, X_DIMS=[4, 3], X_STRIDES=[3, 1]),
                {"ND": [0, 1], "IDX64": [0, 1]}, ["out_", "x", "idx"], {"idx": "int32"}),
-    "gather:check": (dict(INNER=3, COORD=2, OUTER=2, AXIS=4, K=2, X_DIMS=[4, 3], X_STRIDES=[3, 1], CHECK=1,
-                          CHECK_WORD=4, STATUS_ROW=8, ITEMS=2, ITEM_OUT=6),
-                     {"ND": [0, 1], "IDX64": [0, 1], "ELEM": [1, 4]}, ["out_", "x", "idx", "status"],
+    "gather:check": (dict(_CHECK), {"ND": [0, 1], "IDX64": [0, 1]}, ["out_", "x", "idx", "status"],
                      {"idx": "int32", "status": "uint32"}, lambda d: dict(rw=("status",))),
+    "gather:check-packed": (dict(_CHECK, ELEM=1, N=12), {"ND": [0, 1]}, ["out_", "x", "idx", "status"],
+                            {"out_": "uint32", "x": "uint32", "idx": "int32", "status": "uint32"},
+                            lambda d: dict(rw=("status",))),
     "mirror_pad": (dict(RANK=2, OUT_SHAPE=[5, 7], IN_SHAPE=[3, 4], IN_STRIDES=[4, 1], PAD_LO=[1, 2]),
                    {"OFFSET": [0, 1]}, ["out_", "x"]),
 }

@@ -28,7 +28,9 @@ validate:
 	  tests/compiler/test_passes.py tests/compiler/test_compile_cache.py tests/compiler/test_precision.py tests/compiler/test_dynamic_dims.py \
 	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_coopmat2.py tests/runtime/test_load_overlap.py tests/runtime/test_barriers.py tests/runtime/test_gpu_timeout.py
 
-# long fuzz run (make test runs a short one): mutated models through the whole compiler, and bundle bit flips
+# long fuzz run (make test runs a short one): mutated models through the whole compiler, bundle bit flips,
+# 1,000 bundles with one semantic field changed and every digest recomputed (scripts/fuzz_fields.py), and
+# 200 + 200 lifecycle races: 8 threads running while another closes the model / the device (scripts/fuzz_lifecycle.py)
 FUZZ_CASES ?= 10000
 fuzz:
 	$(PYTHON) scripts/fuzz.py --cases $(FUZZ_CASES)

@@ -15,7 +15,7 @@ import xxhash
 from gpuc import __version__, progress
 from gpuc.compiler import schedule, status, sym_scope, symbolic
 from gpuc.compiler.guards import check_guards
-from gpuc.compiler.codegen import glsl
+from gpuc.compiler.codegen import glsl, manifest
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
 from gpuc.compiler.ops.gather_copy import resolve_arena
@@ -220,7 +220,11 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
             stats["dynamic_skipped_passes"] = list(ctx.skipped)
     if graph.items > 1:                       # runtime/batch.py: one arena, every dispatch covers the items
         options = dict(options, batch_native=True, max_batch=graph.items)     # (--dynamic: the batch bound)
-    b = B.Bundle(name, tensor_table(graph, used, woff, mem.offsets), [index[t] for t in graph.inputs],
+    tensors = tensor_table(graph, used, woff, mem.offsets)
+    manifest.write(prog, tensors, sym_scope.current().hints if graph.dynamic_dims else ())
+    stats["io"] = B.io_record(tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs])
+    stats["largest_binding_bytes"] = manifest.largest_binding(prog, tensors, options["max_binding_bytes"])
+    b = B.Bundle(name, tensors, [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,
                  variants=prog.variants, checks=status.bundle_checks(graph, index))

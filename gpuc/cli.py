@@ -87,11 +87,19 @@ def _timeout_option(fn):
                              "[default: GPUC_GPU_TIMEOUT_S, else 60 s on a GPU, no limit on a CPU device]")(fn)
 
 
+def _robust_option(fn):
+    """--robust: load on a device with robust buffer access (bundles from untrusted sources)."""
+    return click.option("--robust", is_flag=True,
+                        help="bound every buffer access of every kernel to its binding (robustBufferAccess, "
+                             "and robustBufferAccess2 where present): for bundles from untrusted sources")(fn)
+
+
 @main.command("compile")
 @click.argument("model", type=click.Path(dir_okay=False))
 @_click_options(COMPILE_OPTIONS)
 @guarded
-def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, dynamic, quiet):
+def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, dynamic,
+                max_binding_bytes, quiet):
     """Compile MODEL (.tflite) into a bundle."""
     require_compiler("gpuc compile")
     from gpuc.compiler import compile_model, last_compile
@@ -99,7 +107,8 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, i
     with progress.reporting(progress.terminal(not quiet)):       # stages on stderr, on a terminal only
         data = compile_model(model, output=output, cache=not no_cache, precision=precision,
                              disable_passes=list(disable_passes), max_batch=max_batch,
-                             input_shapes=list(input_shapes), dynamic=list(dynamic))
+                             input_shapes=list(input_shapes), dynamic=list(dynamic),
+                             max_binding_bytes=max_binding_bytes)
     dt = time.perf_counter() - t0
     if not quiet:
         bound = max([max_batch] + [int(str(d).rpartition("<=")[2]) for d in dynamic if str(d).rpartition("<=")[2].isdigit()])
@@ -150,14 +159,15 @@ def _cast_option(fn):
 @click.option("--device", default=None, help="Vulkan device index or name substring (default: GPUC_DEVICE, "
                                                "else the first discrete GPU)")
 @_timeout_option
+@_robust_option
 @guarded
-def run_cmd(bundle, inputs, output, cast, device):
+def run_cmd(bundle, inputs, output, cast, device, robust):
     """Run BUNDLE on inputs and print a summary of the outputs."""
     import gpuc
     gpuc.prewarm(device)          # the driver starts while numpy and the runtime import
     from gpuc import io_files
     plan = io_files.output_plan(output)        # checked, and its folder made, before anything runs
-    with gpuc.load(bundle, device=device) as m:
+    with gpuc.load(bundle, device=device, robust=robust) as m:
         if plan:
             plan.check_count(len(m.outputs))
         arrays = io_files.read_inputs(inputs, [s.name for s in m.inputs])
@@ -261,8 +271,9 @@ def _first_nonfinite_lines(r):
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--csv", "as_csv", is_flag=True)
 @_timeout_option
+@_robust_option
 @guarded
-def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv):
+def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, robust):
     """Time every dispatch with GPU timestamps; a table sorted by time (on random inputs unless
     --input gives them)."""
     import gpuc
@@ -270,7 +281,7 @@ def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv):
     from gpuc.runtime import iospec
     from gpuc.runtime.profile import profile
     from gpuc.verify import random_inputs
-    with gpuc.load(bundle, device=device) as m:
+    with gpuc.load(bundle, device=device, robust=robust) as m:
         xs = read_inputs(inputs, [s.name for s in m.inputs]) if inputs else random_inputs(m.inputs)
         r = profile(m, iospec.cast_all(m.inputs, xs) if cast else xs, runs)
     if as_json:

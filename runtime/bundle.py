@@ -26,7 +26,7 @@ _FBS = _schema()
 BUNDLE_SCHEMA = _FBS.tables          # {table: {field: (slot, kind, default)}}, for flatbuf.read / write
 MAGIC = "gpuc-bundle"
 FILE_ID = _FBS.file_identifier.encode()
-FORMAT_VERSION = 2          # 2: program steps (host CPU ops, control flow)
+FORMAT_VERSION = 3          # 2: program steps (host CPU ops, control flow); 3: shader manifests, run-time checks
 # Every tensor offset (arena and weights) is a multiple of OFFSET_ALIGN, so a tensor can be bound as a
 # storage buffer at its offset: a device needs minStorageBufferOffsetAlignment <= OFFSET_ALIGN (Vulkan
 # caps that limit at 256; LoadedModel checks it at load).  The compiler's memory plan uses it too.
@@ -137,6 +137,16 @@ class Bundle:
     steps: list = field(default_factory=list)        # program (Step); empty: every dispatch on the GPU, once
     variants: list = field(default_factory=list)     # Variant: per-dispatch hardware paths, chosen at load
     checks: list = field(default_factory=list)       # Check: run-time checks of the kernels (runtime/status.py)
+    interfaces: list = field(default_factory=list, repr=False)   # set by validate: runtime/shader_check.Interface
+
+
+def io_record(tensors: list, inputs: list, outputs: list) -> dict:
+    """stats["io"]: the I/O tensors as the compiler made them ([index, shape, dtype] each).  The runtime
+    refuses a bundle whose payload disagrees with this header record (one of them lies)."""
+    def rec(idx):
+        return [[int(i), [int(x) for x in tensors[i].shape], tensors[i].dtype] if 0 <= i < len(tensors) else [int(i)]
+                for i in idx]
+    return {"inputs": rec(inputs), "outputs": rec(outputs)}
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -306,6 +316,9 @@ def validate(b: Bundle) -> None:
         for i in idx:
             if not 0 <= i < nt or b.tensors[i].memory != ARENA:
                 raise BundleError(f"corrupt bundle: {kind} refers to bad tensor {i}")
+    if b.stats.get("io") != io_record(b.tensors, b.inputs, b.outputs):
+        raise BundleError("corrupt bundle: its inputs and outputs (tensor, shape, dtype) differ from the header's "
+                          f"record of them: {io_record(b.tensors, b.inputs, b.outputs)} against {b.stats.get('io')}"[:300])
     for dst, src in b.state_init:
         if not (0 <= dst < nt and 0 <= src < nt) or b.tensors[dst].memory != ARENA \
                 or b.tensors[src].memory != WEIGHTS or b.tensors[dst].nbytes != b.tensors[src].nbytes:
@@ -335,6 +348,8 @@ def validate(b: Bundle) -> None:
             raise BundleError(f"corrupt bundle: variant {j} ({v.name}) shader does not fit dispatch {v.dispatch}")
         if len(v.groups) != 3 or any(not 1 <= g <= 65535 for g in v.groups) or not isinstance(v.requires, dict):
             raise BundleError(f"corrupt bundle: variant {j} ({v.name}) has bad workgroup counts or requirements")
+    from gpuc.runtime import bundle_shaders
+    b.interfaces = bundle_shaders.check(b)      # the modules, and every dispatch against its module's manifest
 
 
 def _validate_steps(b: Bundle) -> None:

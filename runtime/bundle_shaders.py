@@ -26,6 +26,8 @@ from gpuc.runtime import shader_check, spirv_tools
 
 MAX_INVOCATIONS = 1 << 32            # one dispatch: invocation indices fit 32 bits
 MAX_BUNDLE_INVOCATIONS = 1 << 40     # every dispatch of a run together
+NAMES = {"t": "tensors", "off": "offsets", "mem": "memories", "dt": "dtypes", "sh": "shapes", "g": "workgroup counts",
+         "item": "item unit"}
 _validated = set()                   # xxh3 of module bytes already validated in this process
 _lock = threading.Lock()
 
@@ -60,7 +62,8 @@ def _validate_modules(b) -> None:
     for j, s in enumerate(b.shaders):
         bad = _whole_module_error(s.spirv)
         if bad:
-            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not valid SPIR-V: {bad.strip()[:300]}")
+            raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not valid SPIR-V: "
+                              + "; ".join(x.strip() for x in bad.strip().splitlines())[:300])
     if marker:
         from gpuc.runtime import cachedir
         try:
@@ -94,15 +97,14 @@ def _check_use(b, what: str, f, j: int, bindings, groups, item_inner) -> int:
     """Dispatch j (or a variant of it) against its shader's interface; its invocation count."""
     from gpuc.runtime.bundle import ARENA
     m = f.manifest
-    use = [j, list(bindings), [b.tensors[t].offset for t in bindings], list(groups), item_inner]
+    ts = [b.tensors[t] for t in bindings]
+    use = {"d": j, "t": list(bindings), "off": [t.offset for t in ts], "mem": [t.memory for t in ts],
+           "dt": [t.dtype for t in ts], "sh": [list(t.shape) for t in ts], "g": list(groups), "item": item_inner}
     if use not in m["uses"]:
-        mine = [u for u in m["uses"] if u[0] == j]
-        theirs = {"tensors": mine[0][1], "offsets": mine[0][2], "workgroup counts": mine[0][3],
-                  "item unit": mine[0][4]} if mine else {}
-        ours = dict(zip(theirs, use[1:]))
-        diff = ", ".join(f"{k} {ours[k]} (its kernel's: {v})" for k, v in theirs.items() if ours[k] != v)
+        mine = [u for u in m["uses"] if u["d"] == j]
+        diff = ", ".join(f"{NAMES[k]} {use[k]} (its kernel's: {mine[0][k]})" for k in NAMES if mine and use[k] != mine[0][k])
         raise BundleError(f"corrupt bundle: {what} does not match its kernel: " + (
-            diff or f"the kernel was not compiled for dispatch {j} (it runs {sorted(u[0] for u in m['uses'])[:8]})"))
+            diff or f"the kernel was not compiled for dispatch {j} (it runs {sorted(u['d'] for u in m['uses'])[:8]})"))
     for slot, ti in enumerate(bindings):
         t = b.tensors[ti]
         if t.nbytes < m["ext"][slot]:

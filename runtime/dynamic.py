@@ -50,10 +50,41 @@ class Dims:
         if len(self.grids) != len(bundle.dispatches) or not self.dims:
             raise BundleError("corrupt bundle: dynamic_dims does not match its dispatches")
         self.maxes = tuple(m for _, _, m, _ in self.dims)
+        self._bundle, self._checked = bundle, set()
+        for j, f in enumerate(bundle.interfaces):     # kernels compiled for other bounds would overrun
+            if "dmax" in f.manifest and tuple(f.manifest["dmax"]) != self.maxes:
+                raise BundleError(f"corrupt bundle: dynamic_dims bounds {list(self.maxes)} differ from shader {j}'s "
+                                  f"({f.manifest['dmax']})")
+        for pos, axis, mx, label in self.dims:
+            if not 0 <= pos < len(bundle.inputs) or not 0 <= axis < len(bundle.tensors[bundle.inputs[pos]].shape):
+                raise BundleError(f"corrupt bundle: dynamic dim {label!r} names input {pos} axis {axis}")
+        if set(self.shapes) - set(bundle.inputs) - set(bundle.outputs):
+            raise BundleError("corrupt bundle: dynamic_dims gives shapes of tensors that are not inputs or outputs")
+        self.check(self.maxes)
 
     @staticmethod
     def of(bundle):
         return Dims(bundle) if "dynamic_dims" in bundle.options else None
+
+    def check(self, sizes) -> None:
+        """Every I/O shape and grid at `sizes` within what was allocated and compiled (at the bounds):
+        the copies and dispatches recorded for them stay inside the arena, the staging memory and the
+        kernels' grids.  Checked once per sizes tuple."""
+        if sizes in self._checked:
+            return
+        b = self._bundle
+        for t, tree in self.shapes.items():
+            shape = [evaluate(x, sizes) for x in tree]
+            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(b.tensors[t].dtype).itemsize
+            if len(shape) != len(b.tensors[t].shape) or min(shape, default=1) < 0 or n > b.tensors[t].nbytes:
+                raise BundleError(f"corrupt bundle: dynamic_dims gives tensor {t} ({b.tensors[t].name!r}) shape "
+                                  f"{shape} at sizes {list(sizes)}, larger than its {b.tensors[t].nbytes} bytes")
+        for i, d in enumerate(b.dispatches):
+            gx, gy, _ = self.groups(i, sizes)
+            if gx > d.groups[0] or gx * gy > d.groups[0] * d.groups[1]:
+                raise BundleError(f"corrupt bundle: dynamic_dims gives dispatch {i} ({d.label}) {gx * gy} "
+                                  f"workgroups at sizes {list(sizes)}, more than its {d.groups[0] * d.groups[1]}")
+        self._checked.add(tuple(sizes))
 
     def push(self, sizes) -> bytes:
         return np.asarray(sizes, np.int32).tobytes()
@@ -86,6 +117,7 @@ class Dims:
                                 f"bundle was compiled with --dynamic {label}<={mx})")
             sizes.append(n)
         sizes = tuple(sizes)
+        self.check(sizes)
         for s, a in zip(specs, arrays):
             want = self.shape(s.tensor, sizes)
             if tuple(a.shape) != want:

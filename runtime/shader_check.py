@@ -10,7 +10,8 @@ its first function) and returns its `Interface`, or raises ValueError naming wha
     shader may write it), the push-constant block's size, and no physical pointers;
   - the gpuc manifest (an OpModuleProcessed "gpuc-manifest:{json}"): the facts about the module that
     the compiler knows and the runtime cannot read off the code -- for each binding the bytes the
-    kernel may touch (`ext`); each dispatch that runs it, with its tensors, their offsets, its grid
+    kernel may touch (`ext`); each dispatch that runs it, with its tensors, their offsets, memories,
+    dtypes and shapes, its grid
     and its item-major unit in batch-native runs (`uses`); and, for kernels over dynamic dims, the
     bounds of those dims (`dmax`) -- compiler/codegen/manifest.py.  The bundle's dispatch table must agree with the manifest of the shader it names
     (runtime/load_checks.py), so one lying field there is refused instead of run.
@@ -249,10 +250,17 @@ def _ints(v, low: int) -> bool:
     return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= low for x in v)
 
 
+USE_KEYS = {"d", "t", "off", "mem", "dt", "sh", "g", "item"}
+
+
 def _use(u) -> bool:
-    """[dispatch, tensor indices, their offsets, workgroup counts (3), item-major unit]"""
-    return isinstance(u, list) and len(u) == 5 and _ints([u[0], u[4]], 0) and _ints(u[1], 0) and _ints(u[2], 0) \
-        and len(u[1]) == len(u[2]) and _ints(u[3], 1) and len(u[3]) == 3
+    """{"d": dispatch, "t": tensors, "off", "mem", "dt", "sh": their offsets, memories, dtypes, shapes,
+    "g": workgroup counts, "item": item-major unit} (compiler/codegen/manifest.py use)"""
+    return isinstance(u, dict) and set(u) == USE_KEYS and _ints([u["d"], u["item"]], 0) \
+        and all(_ints(u[k], 0) for k in ("t", "off", "mem")) and isinstance(u["dt"], list) \
+        and all(isinstance(x, str) for x in u["dt"]) and isinstance(u["sh"], list) and all(_ints(x, 0) for x in u["sh"]) \
+        and len(u["t"]) == len(u["off"]) == len(u["mem"]) == len(u["dt"]) == len(u["sh"]) \
+        and _ints(u["g"], 1) and len(u["g"]) == 3
 
 
 def add_manifest(code: bytes, manifest: dict) -> bytes:

@@ -1,6 +1,8 @@
-"""Fuzz the compiler with mutated models, and the bundle reader with bit flips.
+"""Fuzz the compiler with mutated models, the bundle reader with bit flips, bundles with one semantic field
+changed and resealed (scripts/fuzz_fields.py), and the lifecycle from several threads (scripts/fuzz_lifecycle.py).
 
-    python scripts/fuzz.py --cases 10000 [--seed 0] [--timeout 20]
+    python scripts/fuzz.py --cases 10000 [--seed 0] [--timeout 20] [--mode models,flips,fields,lifecycle]
+        [--field-cases 1000] [--lifecycle-cases 200]
 
 Every model case must end in success or a one-line GpucError (exit 2 in the CLI): an uncaught
 exception, a crash of the worker process, or a hang past --timeout counts as a failure.  Every
@@ -156,14 +158,39 @@ def main() -> int:
     ap.add_argument("--flips", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=int, default=20)
+    ap.add_argument("--mode", default="models,flips,fields,lifecycle", help="comma-separated subset")
+    ap.add_argument("--field-cases", type=int, default=1000, help="resealed one-field bundle cases (fields)")
+    ap.add_argument("--lifecycle-cases", type=int, default=200,
+                    help="cases of threads running while another closes the model, and as many closing the device")
     a = ap.parse_args()
+    modes = set(a.mode.split(","))
     t0 = time.time()
-    models = fuzz_models(a.cases, a.seed, a.timeout)
-    bundles = fuzz_bundle(a.flips, a.seed)
-    report = {"models": {k: v for k, v in models.items() if k != "failures"}, "failures": models["failures"][:20],
-              "bundle_flips": bundles, "seconds": round(time.time() - t0, 1)}
-    print(json.dumps(report, indent=1))
-    return 1 if models["failures"] or bundles["accepted"] else 0
+    report, failed = {}, False
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    if "models" in modes:
+        models = fuzz_models(a.cases, a.seed, a.timeout)
+        report["models"] = {k: v for k, v in models.items() if k != "failures"}
+        report["failures"] = models["failures"][:20]
+        failed |= bool(models["failures"])
+    if "flips" in modes:
+        report["bundle_flips"] = fuzz_bundle(a.flips, a.seed)
+        failed |= bool(report["bundle_flips"]["accepted"])
+    sys.path.insert(0, str(ROOT / "scripts"))
+    if "fields" in modes:
+        import fuzz_fields
+        r = fuzz_fields.fuzz(a.field_cases, a.seed, max(a.timeout, 60), log=log)
+        r["failures"] = r["failures"][:20]
+        report["fields"] = r
+        failed |= bool(r["failures"])
+    if "lifecycle" in modes:
+        import fuzz_lifecycle
+        for target in ("model", "device"):
+            r = fuzz_lifecycle.run(a.lifecycle_cases, a.seed, log=log, threads=8, target=target)
+            report[f"lifecycle_{target}"] = r
+            failed |= bool(r.get("failures"))
+    report["seconds"] = round(time.time() - t0, 1)
+    print(json.dumps(report, indent=1, default=str))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

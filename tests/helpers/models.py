@@ -59,8 +59,13 @@ def tail_model():
     return mb.finish()
 
 
+# compile options for mixed_model: RFFT2D read by COMPLEX_ABS would otherwise run on the GPU as matmuls
+MIXED_OPTIONS = {"disable_passes": ["rfft_as_matmul"]}
+
+
 def mixed_model():
-    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS, TOPK_V2) -> GPU (MUL, LOGISTIC), and a GPU branch alongside."""
+    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS, TOPK_V2) -> GPU (MUL, LOGISTIC), and a GPU branch alongside
+    (compiled with MIXED_OPTIONS)."""
     mb = ModelBuilder()
     x = mb.input("x", [1, 4, 8])
     a = mb.tensor("a", [1, 4, 8])

@@ -160,15 +160,15 @@ def test_state_is_per_item(gpu):
 
 
 def test_model_with_host_steps_refuses_max_batch(gpu):
-    from helpers.models import mixed_model
+    from helpers.models import MIXED_OPTIONS, mixed_model
     model = mixed_model()
     with pytest.raises(UnsupportedError, match=r"--max-batch 2: the program has \d+ host \(CPU\) or control-flow"):
-        gpuc.compile(model, max_batch=2, cache=False)
-    b = B.read_bundle(gpuc.compile(model, cache=False))
+        gpuc.compile(model, max_batch=2, cache=False, **MIXED_OPTIONS)
+    b = B.read_bundle(gpuc.compile(model, cache=False, **MIXED_OPTIONS))
     b.options["max_batch"] = 2                         # a bundle claiming it anyway is refused at load
     from gpuc.runtime.executor import LoadedModel
     with pytest.raises(BundleError, match="host"):
         LoadedModel(b, device=gpu.device)
-    with gpuc.load(gpuc.compile(model, cache=False), device=gpu.device) as m:
+    with gpuc.load(gpuc.compile(model, cache=False, **MIXED_OPTIONS), device=gpu.device) as m:
         with pytest.raises(GpucError, match="keep_on_device"):
             m.run([np.zeros(m.inputs[0].shape, np.float32)], keep_on_device=True)

@@ -114,7 +114,13 @@ def test_row4_shrunk_tensor_is_refused(bundle):
     def edit(b):
         t = b.tensors[b.dispatches[0].bindings[0]]
         t.shape, t.nbytes = (1,), 4
-    refused(reseal(bundle, edit), "dispatch 0", "may touch")
+    refused(reseal(bundle, edit), "dispatch 0", "shapes [[1]")
+
+
+def test_io_record_lies_are_refused(bundle):
+    def edit(b):
+        b.outputs[0] = b.dispatches[0].bindings[0]
+    refused(reseal(bundle, edit), "inputs and outputs")
 
 
 def test_row4_rebinding_to_a_small_tensor_is_refused(bundle):
@@ -221,7 +227,8 @@ def test_manifest_round_trip_and_malformed_manifests():
     from gpuc.compiler.codegen.glslang import compile_glsl
     code = compile_glsl("#version 450\nlayout(local_size_x = 8) in;\n"
                         "layout(set = 0, binding = 0) buffer B0 { float y[]; };\nvoid main() { y[0] = 1.0; }\n")
-    m = {"ext": [4], "uses": [[0, [3], [256], [1, 1, 1], 0]]}
+    m = {"ext": [4], "uses": [{"d": 0, "t": [3], "off": [256], "mem": [0], "dt": ["float32"], "sh": [[1]],
+                               "g": [1, 1, 1], "item": 0}]}
     f = shader_check.interface(shader_check.add_manifest(code, m), "main")
     assert f.manifest == m and f.local_size == (8, 1, 1) and f.bindings == {0: True} and f.push_bytes == 0
     assert spirv_tools.validate(shader_check.add_manifest(code, m)) is None

@@ -12,7 +12,7 @@ from gpuc.errors import BundleError, UnsupportedError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
-from helpers.models import mixed_model  # noqa: E402
+from helpers.models import MIXED_OPTIONS, mixed_model  # noqa: E402
 
 
 def rnd(shape, dtype="float32", seed=0, lo=-4, hi=4):
@@ -116,7 +116,7 @@ def test_cpu_op_matches_litert(gpu, name, capfd):
 
 def test_mixed_gpu_cpu_gpu(gpu):
     model = mixed_model()
-    bundle = gpuc.compile(model, cache=False)
+    bundle = gpuc.compile(model, **MIXED_OPTIONS, cache=False)
     b = B.read_bundle(bundle)
     kinds = [s.kind for s in b.steps]
     assert kinds.count(B.HOST) == 3 and b.stats["cpu_nodes"] == 3 and b.stats["host_round_trips"] == 1
@@ -172,7 +172,7 @@ def _rewrite(bundle: bytes, **changes) -> bytes:
 
 @pytest.mark.parametrize("damage", ["op", "tensor", "output-weights", "range", "attrs", "target"])
 def test_bad_program_steps_are_refused(damage):
-    bundle = gpuc.compile(mixed_model(), cache=False)
+    bundle = gpuc.compile(mixed_model(), **MIXED_OPTIONS, cache=False)
     host = lambda b: next(s for s in b.steps if s.kind == B.HOST)  # noqa: E731
 
     def steps(b):
@@ -200,7 +200,7 @@ def test_inspect_reports_the_split(tmp_path):
     rep, text = inspect_model(model, "mixed")
     assert rep["gpu_nodes"] >= 3 and rep["cpu_nodes"] == 3 and rep["host_round_trips"] == 1
     assert "cpu" in text
-    rep, text = inspect_bundle(gpuc.compile(model, cache=False))
+    rep, text = inspect_bundle(gpuc.compile(model, **MIXED_OPTIONS, cache=False))
     assert rep["cpu_nodes"] == 3 and rep["host_round_trips"] == 1
     assert [s["kind"] for s in rep["program"]] == ["gpu", "host", "host", "host", "gpu"]
     json.dumps(rep)
@@ -252,7 +252,7 @@ def test_warnings_repeat_on_a_compile_cache_hit(tmp_path, monkeypatch, capfd):
     monkeypatch.delenv("GPUC_NO_CACHE", raising=False)
     model = mixed_model()
     for expect in ("miss", "hit"):
-        gpuc.compile(model)
+        gpuc.compile(model, **MIXED_OPTIONS)
         assert gpuc.compiler.last_compile["cache"] == expect
         err = capfd.readouterr().err
         assert "op #4 TOPK_V2 runs on CPU: no GPU kernel" in err and err.count("runs on CPU") == 3

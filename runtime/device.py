@@ -1,5 +1,11 @@
 """Vulkan device: instance, physical-device choice, queue, buffers and memory.
 
+Lifecycle: the device keeps its open models (weakly); close() closes them first (their runs end or
+are cancelled: later runs raise "model is closed"), waits for the device tensors' transfers in
+progress (Device.using), frees the device tensors, and destroys the VkDevice -- unless mapped
+staging memory is still pinned by numpy views a caller holds (runtime/resources.py Mapped): then
+the destruction waits for the last of them.
+
 Note on the `vulkan` cffi binding: it frees nested temporaries early, so every struct, array and
 string a create-info points to is kept in a named local until the call returns.
 """
@@ -60,6 +66,13 @@ def parse_timeout(value, what: str = "timeout") -> float | None:
 
 def describe_timeout(t: float) -> str:
     return "no limit" if t == math.inf else f"{t:g} s"
+
+def run_timeout_error(timeout_s: float) -> GpuTimeoutError:
+    """A run (host steps and jumps included: runtime/program.py) went past its timeout."""
+    return GpuTimeoutError(
+        f"the run did not finish within {describe_timeout(timeout_s)} (host (CPU) steps and jumps count too: a "
+        f"loop that does not end?); allow longer with --timeout SECONDS, {TIMEOUT_ENV} or "
+        "gpuc.load(..., timeout_s=...) (0: no limit)")
 
 
 def _vk_call(what, fn, *args):
@@ -154,6 +167,13 @@ class Device:
         t0 = time.perf_counter()
         self._late = set()          # fences of runs that timed out and may still be executing (wait, settle)
         self.hung = False           # such a run went on past a settle(): close() waits for nothing more
+        self._life = threading.Condition()     # guards the lifecycle state below
+        self._closing = False
+        self._close_lock = threading.RLock()   # one close() at a time; the others wait for it
+        self._models = weakref.WeakSet()       # open LoadedModels (adopt / disown): close() closes them
+        self._users = 0                        # threads inside using() (device-tensor transfers)
+        self._pinned = set()                   # mapped buffers not freed yet (runtime/resources.py Mapped)
+        self._deferred = None                  # (device, instance) left for the last pinned buffer
         self.instance, self._unhook = _instance()
         t_instance = time.perf_counter()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
@@ -462,7 +482,62 @@ class Device:
     def __exit__(self, *exc):
         self.close()
 
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closing or self.device is None
+
+    def _closed_error(self) -> GpucError:
+        return GpucError(f"device {self.name!r} is closed (and every model on it is closed)")
+
+    def adopt(self, model) -> None:
+        """A model is being loaded on this device (close() closes it); raises once the device closes."""
+        with self._life:
+            if self.closed:
+                raise self._closed_error()
+            self._models.add(model)
+
+    def disown(self, model) -> None:
+        with self._life:
+            self._models.discard(model)
+
+    def using(self):
+        """Context manager around device work outside a model's runs (device-tensor transfers):
+        raises once the device is closed; close() waits for the threads inside."""
+        return _DeviceUse(self)
+
+    def pin(self, mapped) -> None:
+        with self._life:
+            self._pinned.add(mapped)
+
+    def unpin(self, mapped) -> None:
+        """A pinned buffer was freed; the last one destroys a closed device whose destruction waited."""
+        with self._life:
+            self._pinned.discard(mapped)
+            left = None if self._pinned else self._deferred
+            if left is not None:
+                self._deferred = None
+        if left is not None:
+            self._destroy(*left)
+
     def close(self):
+        """Close the device: its open models first (runs in flight end or are cancelled), then the
+        device tensors, then the device.  Safe from several threads at once; later calls do nothing."""
+        if not hasattr(self, "_close_lock"):                 # __init__ failed before the lifecycle state
+            return
+        with self._close_lock:
+            with self._life:
+                if self._closing:
+                    return
+                self._closing = True
+                models = list(self._models)
+            for m in models:
+                m.close()
+            with self._life:                                 # device-tensor transfers in progress
+                self._life.wait_for(lambda: not self._users)
+            self._close_device()
+
+    def _close_device(self):
         reported = self.hung                         # a model's close() said so already
         if getattr(self, "device", None) is not None and self._late and not self.settle():
             if not reported:
@@ -470,14 +545,46 @@ class Device:
                       "later; it is left to the process's exit", file=sys.stderr)
             self.device = self.instance = None        # not destroyed under running work; nothing uses it again
             return
-        if getattr(self, "device", None) is not None:
-            vk.vkDeviceWaitIdle(self.device)
+        dev, inst = getattr(self, "device", None), getattr(self, "instance", None)
+        if dev is not None:
+            vk.vkDeviceWaitIdle(dev)
             for t in list(getattr(self, "tensors", ())):
                 t.destroy()
-            vk.vkDestroyCommandPool(self.device, self.cmd_pool, None)
-            vk.vkDestroyDevice(self.device, None)
-            self.device = None
-        if getattr(self, "instance", None) is not None:
+        with self._life:
+            self.device = self.instance = None
+            if self._pinned:                          # views a caller holds still point into mapped memory
+                self._deferred = (dev, inst)
+                return
+        self._destroy(dev, inst)
+
+    def _destroy(self, dev, inst):
+        if sys.is_finalizing():
+            return                                    # the process's exit frees it
+        if dev is not None:
+            vk.vkDestroyCommandPool(dev, self.cmd_pool, None)
+            vk.vkDestroyDevice(dev, None)
+        if inst is not None:
             self._unhook()
-            vk.vkDestroyInstance(self.instance, None)
-            self.instance = None
+            vk.vkDestroyInstance(inst, None)
+
+
+class _DeviceUse:
+    __slots__ = ("d",)
+
+    def __init__(self, d):
+        self.d = d
+
+    def __enter__(self):
+        d = self.d
+        with d._life:
+            if d.closed:
+                raise d._closed_error()
+            d._users += 1
+        return d
+
+    def __exit__(self, *exc):
+        d = self.d
+        with d._life:
+            d._users -= 1
+            if not d._users:
+                d._life.notify_all()

@@ -7,7 +7,8 @@ outputs into it at the end of its own submission; a consuming run copies it into
 start of its submission (runtime/batch.py).  Both go to the device's one queue, and every run
 begins with a barrier on all earlier transfer and shader writes, so the consumer always sees the
 producer's finished data.  `numpy()` reads it back; `close()` (or the context manager) frees it
-after the runs that read it; the device frees any left open when it closes.
+after the runs that read it; the device frees any left open when it closes (its models closed
+first), after which using one raises GpucError("... model is closed ...").
 """
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ class DeviceTensor:
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
         self._cv = threading.Condition()
         self._uses, self._handles, self._closing = 0, set(), False
+        self._with_device = False       # freed by its device's close()
         self._size = max(self.nbytes, 4)
         got = _Recycler.of(device).take(self._size)
         self.buffer, self._mem = got if got else device.buffer(self._size, _USAGE)[:2]
@@ -81,12 +83,13 @@ class DeviceTensor:
     def from_numpy(cls, device, array, name: str = "tensor") -> "DeviceTensor":
         """Upload a host array into a new device tensor on `device`."""
         a = np.ascontiguousarray(array)
-        t = cls(device, name, a.shape, a.dtype)
-        try:
-            t._transfer(a, upload=True)
-        except BaseException:
-            t.close()
-            raise
+        with device.using():                    # the device does not close meanwhile
+            t = cls(device, name, a.shape, a.dtype)
+            try:
+                t._transfer(a, upload=True)
+            except BaseException:
+                t.close()
+                raise
         return t
 
     @property
@@ -102,8 +105,13 @@ class DeviceTensor:
         self.use()
         try:
             out = np.empty(self.shape, self.dtype)
-            self._transfer(out, upload=False)
+            with self.device.using():           # the device does not close meanwhile
+                self._transfer(out, upload=False)
             return out
+        except GpucError as e:
+            if self.device.closed:              # it closed since use(): say so as use() would
+                raise self._closed_error() from None
+            raise e
         finally:
             self.release(None)
 
@@ -141,10 +149,16 @@ class DeviceTensor:
             vk.vkFreeMemory(d.device, smem, None)
 
     # -- use by runs (runtime/batch.py, runtime/iospec.py) ----------------------------------------
+    def _closed_error(self) -> GpucError:
+        if self._with_device or self.device.closed:
+            return GpucError(f"device tensor {self.name!r} is closed: its device was closed, and every model "
+                             "on it (model is closed)")
+        return GpucError(f"device tensor {self.name!r} is closed")
+
     def check_usable(self, device, spec):
         """Raise unless this tensor can be the input `spec` of a model on `device`."""
         if self.closed:
-            raise GpucError(f"input {spec.name!r}: device tensor {self.name!r} is closed")
+            raise GpucError(f"input {spec.name!r}: {self._closed_error()}")
         if self.device is not device:
             raise GpucError(f"input {spec.name!r}: device tensor {self.name!r} lives on another device "
                             f"({self.device.name}); load both bundles with one Device (gpuc.load(..., device=dev))")
@@ -156,7 +170,7 @@ class DeviceTensor:
         """A run starts reading or writing this tensor (close() waits until it is released)."""
         with self._cv:
             if self.closed:
-                raise GpucError(f"device tensor {self.name!r} is closed")
+                raise self._closed_error()
             self._uses += 1
 
     def register(self, handle):
@@ -197,7 +211,9 @@ class DeviceTensor:
         self._free(recycle=True)
 
     def destroy(self) -> None:
-        """Free the buffer now, without waiting for runs (Device.close calls it, the device idle)."""
+        """Free the buffer now, without waiting for runs (Device.close calls it, the device idle: its
+        models are closed and no transfer is in progress)."""
+        self._with_device = True
         self._free()
 
     def _free(self, recycle=False):

@@ -17,6 +17,8 @@ runtime/program.py, runtime/profile.py) use by their methods:
 """
 from __future__ import annotations
 
+import sys
+import threading
 import time
 
 from gpuc.errors import DeviceError, GpucError
@@ -25,13 +27,13 @@ from gpuc.runtime import commands, dynamic, iospec, program, status
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
-from gpuc.runtime.device import Device, parse_timeout, shared_device
+from gpuc.runtime.device import CLOSE_GRACE_S, Device, parse_timeout, shared_device
 from gpuc.runtime.iospec import IOSpec  # noqa: F401 - re-exported
 from gpuc.runtime.overlap import Background
 from gpuc.runtime.pipelines import Pipelines
 from gpuc.runtime.precision import select_program
 from gpuc.runtime.resources import Resources
-from gpuc.runtime.slots import RunHandle, Slot, Slots
+from gpuc.runtime.slots import RunHandle, Slot, Slots, StagingView, closed_error
 
 
 def check_alignment(device) -> None:
@@ -54,12 +56,16 @@ class LoadedModel:
         self.device = device if isinstance(device, Device) else shared_device(device)
         self.load_info = {"steps_ms": {}}     # pipeline_cache status; steps_ms: where the load's time went
         self._t_mark = time.perf_counter()
-        try:
-            self.bundle = select_program(bundle, self.device)      # fp16 bundle on a device without fp16: fp32
-            self._setup()
-        except BaseException:
-            self.close()
-            raise
+        self._close_lock = threading.RLock()     # held while loading and closing: close() waits for a load
+        self._closed = False
+        with self._close_lock:
+            try:
+                self.device.adopt(self)             # Device.close() closes this model first
+                self.bundle = select_program(bundle, self.device)      # fp16 bundle on a device without fp16: fp32
+                self._setup()
+            except BaseException:
+                self.close()
+                raise
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -145,12 +151,12 @@ class LoadedModel:
         """numpy array backed by the mapped input staging memory of `slot` (write it, then run_in_place);
         with a --max-batch bundle and `batch` b: the first b items, stacked along axis 0."""
         self._check_open()
-        return self._rows(self.slots[slot].in_rows, self.slots[slot].in_views, i, batch)
+        return StagingView.of(self._rows(self.slots[slot].in_rows, self.slots[slot].in_views, i, batch), self.slots)
 
     def output_view(self, i: int = 0, slot: int = 0, batch: int | None = None):
         """numpy array backed by the mapped output staging memory (valid after run_in_place)."""
         self._check_open()
-        return self._rows(self.slots[slot].out_rows, self.slots[slot].out_views, i, batch)
+        return StagingView.of(self._rows(self.slots[slot].out_rows, self.slots[slot].out_views, i, batch), self.slots)
 
     def _rows(self, rows, views, i, batch):
         return views[i] if batch is None else rows[i][:self._batch(batch)]
@@ -179,18 +185,38 @@ class LoadedModel:
             sl.free()
 
     def _check_open(self):
-        if self.slots is None:
-            raise GpucError("model is closed")
+        if self.slots is None or self._closed:
+            raise closed_error()
         self.slots.check_open()
 
     def close(self):
-        if self.slots is not None:
-            self.slots.close()
-        if self.resources is not None:
-            self.resources.close()
-        if self._own_device and self.device is not None:
-            self.device.close()
-        self.device = None
+        """Close the model: no run starts any more (they raise GpucError("model is closed")); the runs
+        in flight finish (waited for, at most their timeout) or are cancelled (their handles raise);
+        then every Vulkan object is freed.  Safe from several threads at once and while other
+        threads run; later calls do nothing."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self.slots is not None and not self.slots.shut(self._drain_limit()):
+                print("gpuc: warning: a run still works with the model at close(); its Vulkan objects are left "
+                      "to the process's exit", file=sys.stderr)
+                return                      # nothing is freed under a thread that still uses it
+            if self.program is not None:
+                self.program.release()
+            if self.resources is not None:
+                self.resources.close()
+            if self.device is not None:
+                self.device.disown(self)
+            if self._own_device and self.device is not None:
+                self.device.close()
+
+    def _drain_limit(self):
+        """How long close() waits for the threads in a run (None: as long as they take): a thread
+        waits at most for another run, then its own, each within the timeout."""
+        t = self.slots.timeout_s
+        return None if t == float("inf") else 2 * t + CLOSE_GRACE_S
+
 
     def __enter__(self):
         return self

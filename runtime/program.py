@@ -10,11 +10,18 @@ waits goes to the queue in one vkQueueSubmit.
 
 Runs of a program are synchronous: run_async() returns a completed handle and run_in_place()
 works as usual; keep_on_device / max-batch bundles and `gpuc profile` need a GPU-only bundle.
+
+A run has one deadline, the model's timeout_s from its start: every GPU wait is cut to it, and host
+steps and jumps are checked against it, so a loop that does not end fails with GpuTimeoutError (the
+wait for another thread's run of the same model counts too).  A run stops at its next step once the
+model is closed (GpucError "model is closed").
 """
 from __future__ import annotations
 
 import json
+import math
 import threading
+import time
 
 import numpy as np
 import vulkan as vk
@@ -22,8 +29,8 @@ import vulkan as vk
 from gpuc.errors import BundleError, GpucError
 from gpuc.runtime import commands, cpu_ops, iospec
 from gpuc.runtime.bundle import ARENA, GPU, HOST, JUMP, JUMP_IF_FALSE, WEIGHTS
-from gpuc.runtime.device import MemoryKind
-from gpuc.runtime.slots import RunHandle
+from gpuc.runtime.device import MemoryKind, run_timeout_error
+from gpuc.runtime.slots import RunHandle, closed_error
 
 MAX_STEPS_PER_RUN = 50_000_000          # a WHILE that never ends is reported, not hung on forever
 
@@ -174,44 +181,62 @@ class Program:
         for t, v in zip(s.outputs, outs):
             self.views[t][...] = np.asarray(v).astype(self.views[t].dtype, copy=False).reshape(self.views[t].shape)
 
+    def release(self) -> None:
+        """The model closed: let go of the exchange memory's views (runtime/resources.py Mapped)."""
+        self.views = {}
+
     def run(self, slot, mode="passive"):
         """Execute the program for `slot` (its inputs staged), leaving outputs in its staging."""
-        m, dev = self.m, self.m.device
+        m = self.m
         cin, cout = self.slot_cmds[id(slot)]
-        with self.lock:
-            pending, k, n_steps = [cin], 0, 0
-            while k < len(self.steps):
-                n_steps += 1
-                if n_steps > MAX_STEPS_PER_RUN:
-                    raise GpucError(f"program ran more than {MAX_STEPS_PER_RUN} steps (a WHILE loop that does not end?)")
-                s = self.steps[k]
-                if s.kind == GPU:
-                    if s.count:
-                        pending.append(self.gpu[k])
-                    k += 1
-                elif s.kind == JUMP:
-                    k = s.target
-                else:
-                    if self.down[k] is not None:
-                        pending.append(self.down[k])
-                    if pending:
-                        dev.submit(pending, slot.fence)
-                        m.slots.wait(slot, mode)
-                        pending = []
-                    if s.kind == JUMP_IF_FALSE:
-                        cond = self.views[s.inputs[0]].reshape(-1)
-                        k = k + 1 if cond.size and bool(cond[0]) else s.target
-                        continue
-                    end = self.group_end[k]
-                    for j in range(k, end):
-                        self._host(j)
-                    if self.up[k] is not None:
-                        pending.append(self.up[k])
-                    k = end
-            pending.append(cout)
-            dev.submit(pending, slot.fence)
-            m.slots.wait(slot, mode)
+        timeout_s = m.slots.timeout_s
+        deadline = None if timeout_s == math.inf else time.perf_counter() + timeout_s
+        if not self.lock.acquire(timeout=-1 if deadline is None else timeout_s):
+            raise run_timeout_error(timeout_s)          # another thread's run of this model held it throughout
+        try:
+            self._run(slot, mode, cin, cout, deadline, timeout_s)
+        finally:
+            self.lock.release()
         m.last_gpu_ms = None
+
+    def _run(self, slot, mode, cin, cout, deadline, timeout_s):
+        dev, slots = self.m.device, self.m.slots
+        pending, k, n_steps = [cin], 0, 0
+        while k < len(self.steps):
+            n_steps += 1
+            if n_steps > MAX_STEPS_PER_RUN:
+                raise GpucError(f"program ran more than {MAX_STEPS_PER_RUN} steps (a WHILE loop that does not end?)")
+            if slots.closed:
+                raise closed_error()                 # close() waits for this run: it stops here
+            if deadline is not None and time.perf_counter() > deadline:
+                raise run_timeout_error(timeout_s)   # nothing of this run is in flight here
+            s = self.steps[k]
+            if s.kind == GPU:
+                if s.count:
+                    pending.append(self.gpu[k])
+                k += 1
+            elif s.kind == JUMP:
+                k = s.target
+            else:
+                if self.down[k] is not None:
+                    pending.append(self.down[k])
+                if pending:
+                    dev.submit(pending, slot.fence)
+                    slots.wait(slot, mode, deadline)
+                    pending = []
+                if s.kind == JUMP_IF_FALSE:
+                    cond = self.views[s.inputs[0]].reshape(-1)
+                    k = k + 1 if cond.size and bool(cond[0]) else s.target
+                    continue
+                end = self.group_end[k]
+                for j in range(k, end):
+                    self._host(j)
+                if self.up[k] is not None:
+                    pending.append(self.up[k])
+                k = end
+        pending.append(cout)
+        dev.submit(pending, slot.fence)
+        slots.wait(slot, mode, deadline)
 
 
 def run_async(model, inputs, keep_on_device=False):

@@ -1,8 +1,17 @@
-"""Resources: every Vulkan object one LoadedModel creates, freed together, newest first, by close()."""
+"""Resources: every Vulkan object one LoadedModel creates, freed together, newest first, by close().
+
+Mapped (host-visible) buffers are handed out as numpy uint8 arrays over their mapping, and numpy
+views of them may outlive the model (LoadedModel.input_view / output_view): such a buffer is unmapped
+and freed when the model has closed and no array over its memory is left, whichever comes last
+(Mapped; the device waits for them before it is destroyed, Device.pin).  So no array a caller
+still holds ever points into freed memory."""
 from __future__ import annotations
 
 import sys
+import threading
+import weakref
 
+import numpy as np
 import vulkan as vk
 
 from gpuc.runtime.device import CLOSE_GRACE_S, MemoryKind
@@ -17,6 +26,7 @@ class Resources:
         self.dev = device.device
         self._objs = []          # (destroy_fn, handle) in creation order
         self._fences = []
+        self._mapped = []        # Mapped buffers (freed by close() and the last array over them)
 
     def keep(self, destroy, handle):
         """Free `handle` with destroy(dev, handle, None) at close(); returns the handle."""
@@ -31,9 +41,18 @@ class Resources:
         return buf, mem, size
 
     def mapped(self, size, usage, kind: MemoryKind = MemoryKind.HOST):
-        """(buffer, mapping) of a new host-visible buffer, mapped for the model's lifetime."""
-        buf, mem, size = self.buffer(size, usage, kind)
-        return buf, vk.vkMapMemory(self.dev, mem, 0, size, 0)
+        """(buffer, array) of a new host-visible buffer: `array` is a numpy uint8 array over its whole
+        mapping; make views of it (np.frombuffer(array, ...), slices).  Mapped until the model has
+        closed and no array over it is left (Mapped)."""
+        buf, mem, size = self.device.buffer(size, usage, kind)
+        try:
+            root = np.frombuffer(vk.vkMapMemory(self.dev, mem, 0, size, 0), np.uint8)
+        except BaseException:
+            vk.vkDestroyBuffer(self.dev, buf, None)
+            vk.vkFreeMemory(self.dev, mem, None)
+            raise
+        self._mapped.append(Mapped(self.device, buf, mem, root))
+        return buf, root
 
     def command_pool(self):
         """A command pool of the compute queue's family (externally synchronised: one user at a time)."""
@@ -71,7 +90,8 @@ class Resources:
         CLOSE_GRACE_S more; should it still be executing, nothing is destroyed under it: the objects
         are left to the process's exit (or the device's close)."""
         objs, self._objs = self._objs, []
-        if not objs or getattr(self.device, "device", None) is None:    # closed already, or the device first
+        mapped, self._mapped = self._mapped, []
+        if not (objs or mapped) or getattr(self.device, "device", None) is None:   # closed already, or the device first
             return
         if self.device._late and not self.device.settle():
             print(f"gpuc: warning: a run that timed out still executes {CLOSE_GRACE_S:g} s later; its model's "
@@ -81,3 +101,46 @@ class Resources:
         vk.vkDeviceWaitIdle(self.dev)
         for destroy, h in reversed(objs):
             destroy(self.dev, h, None)
+        for m in mapped:
+            m.release()
+
+
+class Mapped:
+    """A mapped buffer that numpy arrays may outlive its model with: freed (unmapped with its memory)
+    once release() was called (the model closed, the GPU idle) and the array over it is gone.  Until
+    then the device counts it as pinned (Device.pin) and defers its own destruction."""
+
+    def __init__(self, device, buf, mem, root: np.ndarray):
+        self.device, self.dev, self.buf, self.mem = device, device.device, buf, mem
+        self._lock = threading.Lock()
+        self._released = self._gone = self._freed = False
+        device.pin(self)
+        fin = weakref.finalize(root, self._arrays_gone)   # every view keeps `root` alive (its .base)
+        fin.atexit = False                                # at exit the process's end frees it
+
+    def _arrays_gone(self):
+        with self._lock:
+            self._gone = True
+            ready = self._released
+        if ready:
+            self._free()
+
+    def release(self):
+        with self._lock:
+            self._released = True
+            ready = self._gone
+        if ready:
+            self._free()
+
+    def _free(self):
+        with self._lock:
+            if self._freed:
+                return
+            self._freed = True
+        if sys.is_finalizing():
+            return
+        try:
+            vk.vkDestroyBuffer(self.dev, self.buf, None)
+            vk.vkFreeMemory(self.dev, self.mem, None)          # unmaps it
+        finally:
+            self.device.unpin(self)

@@ -1,22 +1,98 @@
 """Run slots: up to N runs of a model in flight, each with its own staging memory, fence and
 command buffers (Slot); Slots hands them out, submits and waits, and keeps the GPU time of the last
-completed run; RunHandle is what run_async returns."""
+completed run; RunHandle is what run_async returns.
+
+Closing (Slots.shut, from LoadedModel.close): no slot is handed out any more, and shut waits until
+no thread works with one -- a slot marked busy without a handle is being filled, submitted or run
+in place; a thread inside RunHandle.wait / done waits on a fence -- then waits for the runs that were
+submitted and never waited for (within the timeout) and cancels their handles.  Every later use
+raises GpucError("model is closed").  input_view / output_view hand out StagingView arrays, which
+check the closed flag; the memory behind them stays mapped until the last view is gone
+(runtime/resources.py Mapped), so even a plain array taken from one never touches freed memory."""
 from __future__ import annotations
 
 import threading
 import time
 
+import numpy as np
 import vulkan as vk
 
 from gpuc.errors import GpucError, GpuTimeoutError, RunError
 from gpuc.runtime import commands, hostcopy, iospec
-from gpuc.runtime.device import MemoryKind
+from gpuc.runtime.device import MemoryKind, run_timeout_error
 
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 # A passive wait blocks until this long before the run's expected end (the shortest submit-to-done time
 # of the same work so far), then spins briefly (Device.wait spin_at): a blocked thread wakes ~50-100 us
 # after the fence signals on the H100 (benchmarks/run_overhead.py), a spinning one at once.
 SPIN_LEAD_S = 200e-6
+CLOSED = "model is closed"
+
+
+def closed_error() -> GpucError:
+    return GpucError(CLOSED)
+
+
+class StagingView(np.ndarray):
+    """A numpy view of a model's mapped staging memory (input_view / output_view) that raises
+    GpucError("model is closed") when used after its model closed: indexing, assignment, ufuncs,
+    numpy functions, repr (np.asarray(view) or view.view(np.ndarray) give a plain array, unchecked).  Views of it inherit the check; copies (their own memory) do not.
+    The check is for the caller's sake; memory safety does not rest on it (see the module's doc)."""
+
+    _model_gate = None               # an object with a `closed` attribute (the model's Slots)
+
+    @classmethod
+    def of(cls, array: np.ndarray, gate) -> "StagingView":
+        v = array.view(cls)
+        v._model_gate = gate
+        return v
+
+    def __array_finalize__(self, obj):
+        self._model_gate = None if self.flags.owndata else getattr(obj, "_model_gate", None)
+
+    def _check(self):
+        g = self._model_gate
+        if g is not None and g.closed:
+            raise closed_error()
+
+    def __getitem__(self, key):
+        self._check()
+        return super().__getitem__(key)
+
+    def __setitem__(self, key, value):
+        self._check()
+        super().__setitem__(key, value)
+
+    def __array__(self, *args, **kwargs):
+        self._check()
+        return super().__array__(*args, **kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._check()
+        plain = tuple(x.view(np.ndarray) if isinstance(x, StagingView) else x for x in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, StagingView) else x for x in kwargs["out"])
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._check()
+        return super().__array_function__(func, types, args, kwargs)
+
+    def __repr__(self):
+        self._check()
+        return super().__repr__()
+
+    def __str__(self):
+        self._check()
+        return super().__str__()
+
+    def tobytes(self, *args, **kwargs):
+        self._check()
+        return super().tobytes(*args, **kwargs)
+
+    def fill(self, value):
+        self._check()
+        super().fill(value)
 
 
 class Slot:
@@ -26,7 +102,7 @@ class Slot:
 
     def __init__(self, res, inputs, outputs, staging_bytes: tuple, items: int = 1, timestamps: bool = False):
         self._res = res
-        self.in_buf, in_map = res.mapped(staging_bytes[0], _SRC, MemoryKind.UPLOAD)
+        self.in_buf, in_map = res.mapped(staging_bytes[0], _SRC, MemoryKind.UPLOAD)    # numpy uint8 arrays
         self.out_buf, out_map = res.mapped(staging_bytes[1], _DST, MemoryKind.HOST)
         self.in_views, self.out_views = iospec.views(in_map, inputs), iospec.views(out_map, outputs)
         self.in_rows, self.out_rows = iospec.views(in_map, inputs, items), iospec.views(out_map, outputs, items)
@@ -70,6 +146,10 @@ class Slot:
         self.busy = False
         self.handle_done.set()
 
+    def drop_views(self) -> None:
+        """Let go of the staging views (the model closed): the memory is freed once no view is left."""
+        self.in_views = self.out_views = self.in_rows = self.out_rows = None
+
 
 class Slots:
     """A model's slots: which run holds each, submission order, and the GPU time of the last
@@ -82,6 +162,7 @@ class Slots:
         self._lock = threading.Lock()
         self._seq = 0
         self._open = True
+        self._inside = 0             # threads inside RunHandle.wait / done (shut waits for them)
         self._last_gpu_ms = None     # GPU time of the last completed run
         self._took = {}              # submitted work (its command buffers' ids) -> shortest submit-to-done s
         self._timed = None           # the slot whose timestamps hold it, until read
@@ -95,13 +176,48 @@ class Slots:
     def __getitem__(self, i) -> Slot:
         return self._slots[i]
 
+    @property
+    def closed(self) -> bool:
+        return not self._open
+
     def check_open(self) -> None:
         if not self._open:
-            raise GpucError("model is closed")
+            raise closed_error()
 
-    def close(self) -> None:
+    def enter(self) -> None:
+        """A thread starts waiting on (or polling) a run's fence: raises once the model is closed."""
+        with self._lock:
+            if not self._open:
+                raise closed_error()
+            self._inside += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._inside -= 1
+
+    def shut(self, timeout_s: float | None) -> bool:
+        """Close: no slot is handed out any more; wait (at most timeout_s, None: no limit) until no
+        thread works with a slot or waits in a handle; then wait for the runs submitted and never
+        waited for, and cancel their handles (wait() raises "model is closed").  False when a
+        thread was still busy at the limit (nothing may be freed then)."""
         with self._lock:
             self._open = False
+        end = None if timeout_s is None else time.perf_counter() + timeout_s
+        while True:
+            with self._lock:
+                if not self._inside and not any(sl.busy and sl.handle is None for sl in self._slots):
+                    break
+            if end is not None and time.perf_counter() > end:
+                return False
+            time.sleep(0.002)
+        for sl in self._slots:
+            h = sl.handle
+            if h is not None:
+                h.cancel()
+        for sl in self._slots:
+            sl.drop_views()
+        self._timed = None
+        return True
 
     def acquire(self) -> Slot:
         """A free slot, marked busy: the oldest run is completed first when every slot has one."""
@@ -119,8 +235,8 @@ class Slots:
                     h.wait()                 # completes it: its outputs stay with its handle
                 except RunError:             # (and its failed check: runtime/status.py)
                     pass
-            else:
-                oldest.handle_done.wait()
+            else:                            # being submitted (its handle comes next), or run in place
+                oldest.handle_done.wait(0.005)
 
     def take(self, i: int) -> Slot:
         """Slot i, marked busy (run_in_place); an error if a run holds it."""
@@ -182,15 +298,24 @@ class Slots:
         self.device.submit(work, slot.fence)
         slot.submitted = (time.perf_counter(), id(work) if cmds is None else tuple(id(c) for c in cmds))
 
-    def wait(self, slot: Slot, mode: str = "passive") -> None:
-        """Wait for the run in `slot` (at most timeout_s: then GpuTimeoutError).  A wait that fails
-        leaves the slot `late`: whoever takes it next waits for that run first."""
+    def wait(self, slot: Slot, mode: str = "passive", deadline: float | None = None) -> None:
+        """Wait for the run in `slot` (at most timeout_s, and not past `deadline`, a time.perf_counter()
+        value: then GpuTimeoutError).  A wait that fails leaves the slot `late`: whoever takes it next
+        waits for that run first."""
         t0, work = slot.submitted or (None, None)
         est = self._took.get(work)
         spin_at = t0 + est - SPIN_LEAD_S if est is not None else None
+        timeout_s = self.timeout_s
+        if deadline is not None:
+            timeout_s = min(timeout_s, max(0.0, deadline - time.perf_counter()))
         try:
-            self.device.wait(slot.fence, active=(mode == "active"), timeout_s=self.timeout_s, spin_at=spin_at)
-        except BaseException:           # timed out, interrupted (Ctrl-C), device lost: the run may go on
+            self.device.wait(slot.fence, active=(mode == "active"), timeout_s=timeout_s, spin_at=spin_at)
+        except GpuTimeoutError:
+            slot.late = True
+            if timeout_s < self.timeout_s:      # the run's deadline (runtime/program.py), not this wait's
+                raise run_timeout_error(self.timeout_s) from None
+            raise
+        except BaseException:           # interrupted (Ctrl-C), device lost: the run may go on
             slot.late = True
             raise
         slot.late = False
@@ -210,8 +335,13 @@ class Slots:
     def last_gpu_ms(self):
         sl = self._timed
         if sl is not None:
-            self._timed = None
-            self._last_gpu_ms = commands.read_ms(self.device, sl.pool, 2)[-1]
+            self.enter()                     # the query pool is freed with the model
+            try:
+                if self._timed is sl:
+                    self._timed = None
+                    self._last_gpu_ms = commands.read_ms(self.device, sl.pool, 2)[-1]
+            finally:
+                self.leave()
         return self._last_gpu_ms
 
     @last_gpu_ms.setter
@@ -222,7 +352,9 @@ class Slots:
 class RunHandle:
     """Returned by run_async: done() polls, wait() blocks and returns the outputs (once).  A wait
     that times out (GpuTimeoutError) leaves the run in flight with its handle: wait() may be called
-    again, and a run that needs its slot waits for it.
+    again, and a run that needs its slot waits for it.  Once the model is closed, wait() and done()
+    of a run not waited for before raise GpucError("model is closed") (close() cancelled it); a
+    run already completed keeps its outputs.
     collect() gives the outputs (default: a copy of the slot's output staging) and cleanup() runs
     once the run is over, whatever happened (runtime/batch.py: device tensors)."""
 
@@ -232,6 +364,7 @@ class RunHandle:
         self.device_outputs = None              # keep_on_device: the DeviceTensors, before the run completes
         self._error = None                      # a failed run-time check (RunError): every wait raises it
         self._lock = threading.Lock()           # one thread completes the run; others get its outputs
+        self._cancelled = False                 # the model closed before the run was waited for
 
     @classmethod
     def completed(cls, outputs) -> "RunHandle":
@@ -243,13 +376,45 @@ class RunHandle:
     def done(self) -> bool:
         if self._outs is not None or self._error is not None:
             return True
-        return vk.vkGetFenceStatus(self._slots.device.device, self._slot.fence) == vk.VK_SUCCESS
+        if self._cancelled:
+            raise closed_error()
+        self._slots.enter()
+        try:
+            return vk.vkGetFenceStatus(self._slots.device.device, self._slot.fence) == vk.VK_SUCCESS
+        finally:
+            self._slots.leave()
 
     def wait(self, mode: str = "passive"):
         with self._lock:
+            if self._outs is not None:
+                return self._outs
             if self._error is not None:
                 raise self._error
-            return self._complete(mode)
+            if self._cancelled:
+                raise closed_error()
+            self._slots.enter()
+            try:
+                return self._complete(mode)
+            finally:
+                self._slots.leave()
+
+    def cancel(self) -> None:
+        """The model closes (Slots.shut): wait for the GPU to finish the run (at most the timeout;
+        past it the run is `late` and Resources.close settles it), release what it used, and make
+        wait() raise "model is closed"."""
+        with self._lock:
+            if self._outs is not None or self._cancelled:
+                return
+            self._cancelled = True
+            sl = self._slot
+            try:
+                self._slots.wait(sl)
+            except Exception:  # noqa: BLE001 - timed out or lost: nothing is freed under it (settle)
+                pass
+            finally:
+                if self._cleanup:
+                    self._cleanup()
+                sl.free()
 
     def _complete(self, mode):
         if self._outs is None:

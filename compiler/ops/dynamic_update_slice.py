@@ -1,0 +1,90 @@
+"""DYNAMIC_UPDATE_SLICE (shaders/dynamic_update_slice.comp): out = operand with `update` written at
+`start_indices`, each start clamped to [0, operand dim - update dim] as LiteRT's kernel clamps it.
+
+When the output lives in the operand's bytes (a KV cache threaded through a signature as state:
+compiler/signatures.py aliases the output to the operand) the kernel writes the update in place and
+nothing else moves; otherwise a copy of the operand into the output is dispatched first.
+Data: 4-byte (float32, int32), float16 storage and int64 (as word pairs); start indices int32 or
+int64, constant or computed at run time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.shape import copy_kernel
+from gpuc.compiler.ops.util import checked, size, strides
+
+DTYPES = ("float32", "int32", "float16", "int64")
+
+VARIANTS = {
+    "dynamic_update_slice": (dict(RANK=3, UPD_SHAPE=[1, 2, 4], OUT_STRIDES=[32, 4, 1], MAX_START=[0, 6, 0],
+                                  NSTART=3), {"IDX64": [0, 1]}, ["out_", "upd", "start"], {"start": "int32"}),
+}
+
+
+def _plan(node, graph):
+    x, u, s = (graph.t(i) for i in node.inputs)
+    y = graph.t(node.outputs[0])
+    if x.dtype != y.dtype or u.dtype != y.dtype:
+        raise ValueError(f"operand {x.dtype}, update {u.dtype} and output {y.dtype} must have one dtype")
+    if y.dtype not in DTYPES:
+        raise ValueError(f"dtype {y.dtype} not supported (supported: {', '.join(DTYPES)})")
+    if tuple(x.shape) != tuple(y.shape):
+        raise ValueError(f"output {list(y.shape)} differs from the operand {list(x.shape)}")
+    if not x.shape:
+        raise ValueError("a rank-0 operand has nothing to update")
+    if len(u.shape) != len(x.shape):
+        raise ValueError(f"update rank {len(u.shape)} differs from the operand rank {len(x.shape)}")
+    if any(ud > xd for ud, xd in zip(u.shape, x.shape)):
+        raise ValueError(f"update {list(u.shape)} is larger than the operand {list(x.shape)}")
+    if s.dtype not in ("int32", "int64") or len(s.shape) != 1 or s.shape[0] != len(x.shape):
+        raise ValueError(f"start_indices must be a 1-D int32/int64 of {len(x.shape)} values "
+                         f"(got {s.dtype} {list(s.shape)})")
+    return x, u, s, y
+
+
+def _start(graph, s) -> tuple[int, int]:
+    """(tensor to bind as int32 starts, IDX64)."""
+    if s.is_const:          # clamp at compile time as the kernel would: the constant becomes int32
+        v = np.asarray(s.data, np.int64).reshape(-1)
+        return graph.add_const(f"{s.name}/int32", np.clip(v, -1, 1 << 30).astype(np.int32)), 0
+    if s.dtype == "int64":
+        view = graph.add_tensor(f"{s.name}/int32_pairs", [2 * s.size], "int32")
+        graph.aliases[view] = s.id
+        return view, 1
+    return s.id, 0
+
+
+def in_place(graph, node) -> bool:
+    """True when the output lives in the operand's bytes (the update is then all that is written)."""
+    return graph.storage(node.outputs[0]) == graph.storage(node.inputs[0])
+
+
+@register("DYNAMIC_UPDATE_SLICE", check=checked(lambda n, g: _plan(n, g) and None), dtypes=DTYPES, inputs=(3, 3),
+          summary="start indices clamped as LiteRT's; in place where the output takes the operand's bytes "
+                  "(a KV cache threaded as state), else a copy first")
+def lower_dynamic_update_slice(node, graph):
+    x, u, s, y = _plan(node, graph)
+    kernels = []
+    pair = np.dtype(y.dtype).itemsize == 8
+    if not in_place(graph, node) and y.size:
+        src, dst = words(graph, x.id), words(graph, y.id)     # whole words (float16, int64 too)
+        n = graph.t(src).size
+        kernels.append(copy_kernel(src, dst, [n], [1], [1], label=f"{node.label()}: operand copy"))
+    if u.size == 0:
+        return kernels
+    start, is64 = _start(graph, s)
+    shape, ostr = list(u.shape) or [1], strides(x.shape) or [1]
+    max_start = [int(a - b) for a, b in zip(x.shape, u.shape)] or [0]
+    out, upd = y.id, u.id
+    if pair:                # int64: (low, high) words, a last dim of 2 without a start
+        out, upd = words(graph, y.id), words(graph, u.id)
+        shape, ostr, max_start = shape + [2], [2 * v for v in ostr] + [1], max_start + [0]
+    d = dict(RANK=len(shape), UPD_SHAPE=shape, OUT_STRIDES=ostr, MAX_START=max_start, NSTART=max(len(x.shape), 1),
+             IDX64=is64)
+    kernels.append(Kernel("dynamic_update_slice", [("out_", out), ("upd", upd), ("start", start)],
+                          size(shape), d, node.label()))
+    return kernels

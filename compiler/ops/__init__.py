@@ -1,9 +1,19 @@
-"""The op registry: the single source of truth for which ops (and attribute combinations) gpuc
-supports.  `gpuc inspect`, the compiler's unsupported-op error and lowering all read it.
+"""The op registry: every fact of every op, declared once, in the op's own module.
 
-Each op module registers an `OpDef` with `@register(...)` on its lowering function.  A lowering
-takes (node, graph) and returns a list of codegen Kernels; `check(node, graph)` returns None when
-the node is supported, else a short reason.
+`gpuc inspect`, the compiler's unsupported-op error, lowering and every engine that treats ops
+differently read it: shape propagation (compiler/shapes.py), dynamic dims (compiler/dynamic.py),
+batching (passes/batching.py), movement folding (passes/movement_pieces.py), fp16 storage
+(passes/precision.py), in-place (passes/inplace.py), the cost model (prepare.estimate_flops) and the
+CPU fallback (runtime/cpu_ops.py, keyed by the name `cpu` gives).  Those engines never name an op.
+
+An op module registers its GPU lowering with `@register(NAME, ..., **facts)` on the lowering function
+(a lowering takes (node, graph) and returns codegen Kernels; `check(node, graph)` returns None when the
+node is supported, else a short reason), and may state more facts per name with `declare(NAME, **facts)`;
+`declare` alone makes an op with facts but no GPU kernel (SHAPE, RANGE: the CPU runs it).  Every fact in
+FACT_FIELDS must be given: a value, or `Why("...")` where the op has none, saying why.
+`missing_facts` lists what an op leaves out (tests/compiler/test_registry_complete.py).  The templates
+an op emits declare theirs with `template(NAME, ...)` (TEMPLATES, read by codegen/kernel.py and
+memory_plan.py).
 """
 from __future__ import annotations
 
@@ -20,11 +30,53 @@ ANY_COUNT = 1 << 20           # inputs/outputs of ops TFLite sets no count limit
 LITERT_REJECTS = "LiteRT's kernel rejects"   # starts the reason for a dtype in OpDef.rejects (no CPU fallback)
 
 
+class Why:
+    """A fact an op does not have, with the reason (e.g. Why("data-dependent output size"))."""
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        if not str(reason).strip():
+            raise ValueError("Why needs a reason")
+        self.reason = str(reason)
+
+    def __repr__(self):
+        return f"Why({self.reason!r})"
+
+    def __bool__(self):
+        return False
+
+
+MISSING = Why("not declared")     # the default of every fact: missing_facts reports it
+
+# fp16 classes (passes/precision.py)
+UNSAFE, BOUNDED, NEUTRAL = "unsafe", "bounded", "neutral"
+# exact: when `shape` gives LiteRT's exact values on constant inputs (shapes.exact, constant folding)
+ALWAYS, INTEGER, SHAPE_ONLY = "always", "integer", "shape-only"
+
+# The facts every op declares.  Fields and what the engine that reads them expects:
+FACT_FIELDS = {
+    "lower": "(node, graph) -> [Kernel]: the GPU lowering (Why: the op has no GPU kernel)",
+    "check": "(node, graph) -> None | reason: attribute checks beyond dtype and arity",
+    "shape": "(node, vals, graph, need_values) -> [arrays] | None: the static shape rule on numpy values "
+             "(compiler/ops/shape_rules.py has the shared ones)",
+    "exact": "ALWAYS / INTEGER / SHAPE_ONLY: when `shape` computes LiteRT's values on constants",
+    "sym_shape": "'same' | 'broadcast' | 'reduce' | (node, graph, values) -> [shapes]: the rule on "
+                 "symbolic (--dynamic) shapes (compiler/dynamic.py)",
+    "batch": "a passes/batching.py FAMILIES key (or (key, *params)): how --max-batch runs it",
+    "pieces": "a passes/movement_pieces.py PULL key: how movement folding reads its output's pieces",
+    "fp16": "UNSAFE / BOUNDED / NEUTRAL: its output range under fp16 storage (passes/precision.py)",
+    "in_place": "True when out[i] is computed from each input's element i only (passes/inplace.py)",
+    "templates": "the shader templates its lowering emits (each declared with template())",
+    "flops": "(node, graph) -> int: the cost model's work estimate (prepare.estimate_flops)",
+    "cpu": "the name of its runtime/cpu_ops.py kernel (the runtime runs that where the GPU refuses)",
+}
+
+
 @dataclass
 class OpDef:
     name: str
-    lower: Callable
-    check: Callable | None = None
+    lower: object = MISSING
+    check: object = MISSING
     dtypes: frozenset = frozenset({"float32"})   # dtypes of non-constant tensors this lowering handles
     max_version: int = 99
     summary: str = ""
@@ -33,19 +85,98 @@ class OpDef:
     optional: tuple = ()             # input positions that may be -1 (absent)
     rejects: frozenset = frozenset()  # dtypes LiteRT's builtin kernel refuses for this op: an error, not the CPU
     shapes: Callable | None = None   # (node, graph) -> output shapes the op sets itself (LiteRT's Prepare resizes them)
+    quantized_io: bool = False       # takes quantized int8 / uint8 tensors itself (QUANTIZE, DEQUANTIZE)
+    shape: object = MISSING
+    exact: object = MISSING
+    sym_shape: object = MISSING
+    batch: object = MISSING
+    pieces: object = MISSING
+    fp16: object = MISSING
+    in_place: object = MISSING
+    templates: object = MISSING
+    flops: object = MISSING
+    cpu: object = MISSING
+
+    @property
+    def gpu(self) -> bool:
+        return callable(self.lower)
 
 
-REGISTRY: dict[str, OpDef] = {}
+REGISTRY: dict[str, OpDef] = {}      # ops with a GPU lowering
+FACTS: dict[str, OpDef] = {}         # every op with declared facts (REGISTRY's and host-only ones)
 
 
 def register(*names, check=None, dtypes=("float32",), max_version=99, summary="", inputs=(1, 99), outputs=(1, 1),
-             optional=(), rejects=(), shapes=None):
+             optional=(), rejects=(), shapes=None, quantized_io=False, **facts):
+    """Register a GPU lowering for `names` (the decorated function), with the facts shared by them."""
+    _known(facts)
+
     def deco(fn):
         for n in names:
-            REGISTRY[n] = OpDef(n, fn, check, frozenset(dtypes), max_version, summary, tuple(inputs), tuple(outputs),
-                                tuple(optional), frozenset(rejects), shapes)
+            old = FACTS.get(n)
+            d = OpDef(n, fn, check if check is not None else Why("dtype and arity checks suffice"),
+                      frozenset(dtypes), max_version, summary, tuple(inputs), tuple(outputs),
+                      tuple(optional), frozenset(rejects), shapes, quantized_io)
+            if old is not None:              # (declare() ran first)
+                for f in FACT_FIELDS:
+                    if f not in ("lower", "check") and getattr(old, f) is not MISSING:
+                        setattr(d, f, getattr(old, f))
+            for f, v in facts.items():
+                setattr(d, f, v)
+            REGISTRY[n] = FACTS[n] = d
         return fn
     return deco
+
+
+def declare(*names, **facts):
+    """More facts of `names` (registered or not: an op without a GPU kernel gets an OpDef whose
+    lower is Why(...) and is not in REGISTRY)."""
+    _known(facts)
+    for n in names:
+        d = FACTS.get(n)
+        if d is None:
+            d = FACTS[n] = OpDef(n)
+        for f, v in facts.items():
+            setattr(d, f, v)
+
+
+def _known(facts):
+    bad = sorted(set(facts) - set(FACT_FIELDS))
+    if bad:
+        raise TypeError(f"unknown op facts {bad} (known: {sorted(FACT_FIELDS)})")
+
+
+def fact(op: str, field: str, default=None):
+    """Op `op`'s fact `field`, or `default` where it has none (not declared, or a Why)."""
+    d = FACTS.get(op)
+    v = MISSING if d is None else getattr(d, field)
+    return default if isinstance(v, Why) else v
+
+
+def missing_facts(d: OpDef) -> list[str]:
+    """The facts `d` leaves undeclared (a Why with its reason counts as declared)."""
+    return [f for f in FACT_FIELDS if getattr(d, f) is MISSING]
+
+
+@dataclass
+class Template:
+    """The facts of one shader template (shaders/NAME.comp) that engines read; its 16-bit storage
+    support is the `// @storage16` mark in the shader itself (codegen/glsl.supports_storage16) and
+    its variants sit in the VARIANTS dict of the op module that declares it."""
+    name: str
+    item_major: bool          # invocation (or workgroup) i computes output element (row) i in flat order,
+    #                           reading only its item's values: a grid prefix computes an item prefix
+    flat: bool                # invocations are independent (no shared memory, barrier, subgroup, workgroup
+    #                           index): the workgroup size is free (codegen/kernel.py FLAT_LOCAL_X)
+    in_place: object          # bindings that may alias the output (None: any input of the output's shape;
+    #                           (): none) (memory_plan.share_in_place)
+
+
+TEMPLATES: dict[str, Template] = {}
+
+
+def template(name: str, *, item_major: bool, flat: bool, in_place=()) -> None:
+    TEMPLATES[name] = Template(name, item_major, flat, in_place)
 
 
 def _arity_reason(node: Node, d: OpDef) -> str | None:
@@ -79,9 +210,9 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
         if not t.is_const and t.dtype not in d.dtypes:
             return f"tensor {t.name!r} has dtype {t.dtype} (supported: {', '.join(sorted(d.dtypes))})"
         if t.quant is not None and t.dtype in ("int8", "uint8", "int16") and not t.is_const \
-                and not (node.op in ("QUANTIZE", "DEQUANTIZE") and t.dtype in ("int8", "uint8")):
+                and not (d.quantized_io and t.dtype in ("int8", "uint8")):
             return f"quantized tensor {t.name!r} ({t.dtype}) not supported yet"
-    if d.check is None:
+    if not callable(d.check):
         return None
     try:
         return d.check(node, graph)

@@ -40,7 +40,7 @@ def _check(node, graph):
     return f"{x.dtype} -> {y.dtype} not supported"
 
 
-@register("QUANTIZE", "DEQUANTIZE", check=_check, dtypes=("float32", "int8", "uint8"), inputs=(1, 1),
+@register("QUANTIZE", "DEQUANTIZE", check=_check, dtypes=("float32", "int8", "uint8"), inputs=(1, 1), quantized_io=True,
           summary="per-tensor int8/uint8 <-> float32 (quantized models run as float with simulated quantization)")
 def lower_quantize(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])

@@ -14,6 +14,7 @@ import struct
 import numpy as np
 
 from gpuc.compiler import ir
+from gpuc.compiler.frontend.composite import inline_composites
 from gpuc.compiler.frontend.fbreader import Reader, fail
 from gpuc.compiler.frontend.tflite_schema import ENUMS, TABLES
 from gpuc.errors import GpucError, ModelFormatError
@@ -122,7 +123,9 @@ class _Importer:
                     maps[tms[j]["name"] or f"{side[:-1]}{j}"] = ti
                 entry[side] = maps
             sigs.append(entry)
-        return ir.Model(graphs, m["description"] or "", version, sigs)
+        model = ir.Model(graphs, m["description"] or "", version, sigs)
+        inline_composites(model)            # STABLEHLO_COMPOSITE: its decomposition's plain ops
+        return model
 
     # -- operator codes -------------------------------------------------------------------------
     def _opcode(self, i: int, oc) -> tuple[str, int]:

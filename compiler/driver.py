@@ -258,6 +258,10 @@ def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
     if opts["precision"] not in ("fp32", "fp16"):
         raise UnsupportedError(f"precision {opts['precision']!r} not supported (fp32 or fp16)")
     fp = fingerprint(data, opts)
+    from gpuc.compiler import signatures
+    if signatures.signature_count(data) > 1:     # every SignatureDef in one bundle (compiler/signatures.py)
+        out, n16 = signatures.compile_signatures(data, name, opts, fp)
+        return attach_fallback(out, data, name, opts) if n16 else out
     try:
         p = prepare_batched(data, opts)
         stats = p.stats()                        # warnings are printed again when the compile cache answers

@@ -198,10 +198,11 @@ class Model:
     version: int = 3
     signatures: list[dict] = field(default_factory=list)   # {key, subgraph, inputs:{name:tid}, outputs:{name:tid}}
     variables: VariableState = field(default_factory=VariableState)
+    main_index: int = 0         # the graph compiled: subgraph 0, or a signature's (compiler/signatures.py)
 
     @property
     def main(self) -> Graph:
-        return self.subgraphs[0]
+        return self.subgraphs[self.main_index]
 
 
 # --- the lowered program -------------------------------------------------------------------------

@@ -137,6 +137,8 @@ class Bundle:
     steps: list = field(default_factory=list)        # program (Step); empty: every dispatch on the GPU, once
     variants: list = field(default_factory=list)     # Variant: per-dispatch hardware paths, chosen at load
     checks: list = field(default_factory=list)       # Check: run-time checks of the kernels (runtime/status.py)
+    signature: str = ""        # multi-signature bundles: this program's signature key
+    signatures: list = field(default_factory=list)   # Bundle: the other signatures (same weights and arena)
     interfaces: list = field(default_factory=list, repr=False)   # set by validate: runtime/shader_check.Interface
 
 
@@ -184,6 +186,9 @@ def write_bundle(b: Bundle) -> bytes:
                      for v in b.variants] or None,
         "checks": [{"status": c.status, "word": c.word, "op": c.op, "operator": c.operator, "tensor": c.tensor,
                     "bounds": np.asarray(c.bounds, np.int64)} for c in b.checks] or None,
+        "signature": b.signature or None,
+        "signatures": [{"name": sub.signature, "bundle": np.frombuffer(write_bundle(_without_weights(sub)), np.uint8)}
+                       for sub in b.signatures] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -197,6 +202,13 @@ def write_bundle(b: Bundle) -> bytes:
     ob.Finish(root, file_identifier=FILE_ID)
     body = bytes(ob.Output())
     return with_trailer(body)
+
+
+def _without_weights(sub: Bundle) -> Bundle:
+    """A signature as its bundle stores it: its weight tensors lie in the top's blob."""
+    import dataclasses
+    import numpy as np
+    return dataclasses.replace(sub, weights=np.zeros(0, np.uint8), signatures=[], fallback=b"")
 
 
 def read_header(data) -> dict:
@@ -242,9 +254,50 @@ def read_bundle(data) -> Bundle:
     except (flatbuf.FlatbufferError, ValueError) as e:
         raise BundleError(f"corrupt bundle payload: {e}") from None
     try:
-        return _from_payload(p, head, options, stats)
+        b = _from_payload(p, head, options, stats)
     except ValueError as e:                        # e.g. a variant's requirements that are not JSON
         raise BundleError(f"corrupt bundle payload: {e}") from None
+    b.signature = p.get("signature") or ""
+    b.signatures = [_signature(j, s, b) for j, s in enumerate(p.get("signatures") or [])]
+    _validate_signatures(b)
+    return b
+
+
+def _signature(j: int, entry, top: Bundle) -> Bundle:
+    """Signature j of a multi-signature bundle: a complete bundle over the top's weights."""
+    name = entry.get("name") or ""
+    head = read_header(bytes(_arr(entry.get("bundle"))))
+    try:
+        p = dict(flatbuf.read(head["payload"], BUNDLE_SCHEMA, "Payload"))
+        options = json.loads(p["options"] or "{}")
+        stats = json.loads(head["stats"] or "{}")
+    except (flatbuf.FlatbufferError, ValueError) as e:
+        raise BundleError(f"corrupt bundle: signature {j} ({name!r}): {e}") from None
+    if _arr(p["weights"]).size or p.get("signatures") or p.get("fallback") is not None and _arr(p["fallback"]).size:
+        raise BundleError(f"corrupt bundle: signature {j} ({name!r}) has weights, a fallback or signatures of "
+                          "its own")
+    p["weights"] = top.weights                     # its weight tensors lie in the top's blob (validated so)
+    try:
+        sub = _from_payload(p, head, options, stats)
+    except ValueError as e:
+        raise BundleError(f"corrupt bundle: signature {j} ({name!r}): {e}") from None
+    sub.signature = p.get("signature") or ""
+    if sub.signature != name:
+        raise BundleError(f"corrupt bundle: signature {j} is named {name!r} but its program says {sub.signature!r}")
+    return sub
+
+
+def _validate_signatures(b: Bundle) -> None:
+    """Names unique and non-empty; every signature over the top's arena (state shared by offset)."""
+    if not b.signatures:
+        return
+    names = [b.signature] + [s.signature for s in b.signatures]
+    if not all(names) or len(set(names)) != len(names):
+        raise BundleError(f"corrupt bundle: signature names are empty or repeated: {names}")
+    for j, s in enumerate(b.signatures):
+        if s.arena_bytes != b.arena_bytes:
+            raise BundleError(f"corrupt bundle: signature {j} ({s.signature!r}) has arena_bytes {s.arena_bytes}, "
+                              f"the bundle {b.arena_bytes} (one arena serves every signature)")
 
 
 def _from_payload(p, head, options, stats) -> Bundle:

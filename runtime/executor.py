@@ -23,7 +23,7 @@ import time
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, dynamic, iospec, program, status
+from gpuc.runtime import commands, dynamic, iospec, program, signatures, status
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -46,7 +46,9 @@ def check_alignment(device) -> None:
 
 
 class LoadedModel:
-    def __init__(self, bundle: Bundle, device=None, slots: int = 2, timeout_s=None):
+    def __init__(self, bundle: Bundle, device=None, slots: int = 2, timeout_s=None, arenas=None):
+        self._shared_arenas = arenas         # a signature runner: its model's arenas (runtime/signatures.py)
+        self._runners = {}                   # signature name -> runner, made on first use
         self.bundle = bundle
         self._timeout = parse_timeout(timeout_s, "timeout_s")     # None: the device's default
         self.n_slots = max(1, int(slots))
@@ -133,6 +135,16 @@ class LoadedModel:
         self.slots.last_gpu_ms = value
 
     @property
+    def signatures(self) -> list[str]:
+        """A multi-signature bundle's signature keys, this model's own first ([]: one program)."""
+        return signatures.names(self)
+
+    def signature(self, name: str) -> "LoadedModel":
+        """The runner of signature `name` (run, run_async, inputs, outputs ... as this model's), sharing
+        this model's weights and arena, so state such as a KV cache carries across signatures."""
+        return signatures.runner(self, name)
+
+    @property
     def has_state(self) -> bool:
         """True when the model keeps variable tensors (e.g. LSTM state) across runs."""
         return bool(self.bundle.state_init)
@@ -202,6 +214,7 @@ class LoadedModel:
                 print("gpuc: warning: a run still works with the model at close(); its Vulkan objects are left "
                       "to the process's exit", file=sys.stderr)
                 return                      # nothing is freed under a thread that still uses it
+            signatures.close_runners(self)
             if self.program is not None:
                 self.program.release()
             if self.resources is not None:
@@ -240,14 +253,14 @@ class LoadedModel:
         self._inputs, in_bytes = iospec.layout(b, b.inputs, self.max_batch)
         copied, out_bytes = iospec.layout(b, b.outputs + status.tensors(b), self.max_batch)   # + status words
         self._outputs = copied[:len(b.outputs)]
-        self.arenas = Arenas(res, b, batch_runs.arena_count(b))
+        self.arenas = self._shared_arenas or Arenas(res, b, batch_runs.arena_count(b))
         self.timestamps = commands.timestamps_supported(d)
         self.slots = Slots(d, [status.attach(Slot(res, self._inputs, copied, (in_bytes, out_bytes), self.max_batch,
                                                   self.timestamps), b, len(b.outputs))
                                for _ in range(self.n_slots)], self._timeout)
         self._mark("buffers")
         # the weight upload (a host copy, then a GPU copy) runs beside pipeline creation and recording
-        upload = Background(self.arenas.upload, name="gpuc-upload")
+        upload = Background(self.arenas.upload if self._shared_arenas is None else (lambda: None), name="gpuc-upload")
         try:
             self.pipelines = Pipelines(res, b, self.load_info)
             self._mark("pipelines")

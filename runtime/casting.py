@@ -82,9 +82,9 @@ def checked(pos: int, name: str, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _exact_ints(f: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Where float array `f` (converted from integer array `a`) holds exactly a's values."""
-    if a.dtype.kind == "b":
-        return np.ones(a.shape, bool)
-    info = np.iinfo(a.dtype)
+    info = None if a.dtype.kind == "b" else np.iinfo(a.dtype)
+    if info is None or max(-int(info.min), int(info.max)) <= 2 ** (np.finfo(f.dtype).nmant + 1):
+        return np.ones(a.shape, bool)                                # every value of a's dtype is exact
     fd = f.astype(np.float64)
     with np.errstate(invalid="ignore"):
         inside = np.isfinite(fd) & (fd >= float(info.min)) & (fd < float(info.max) + 1.0)

@@ -160,14 +160,17 @@ def _cast_option(fn):
                                                "else the first discrete GPU)")
 @_timeout_option
 @_robust_option
+@click.option("--signature", default=None, metavar="NAME",
+              help="run this signature of a multi-signature bundle (default: its first; gpuc inspect lists them)")
 @guarded
-def run_cmd(bundle, inputs, output, cast, device, robust):
+def run_cmd(bundle, inputs, output, cast, device, robust, signature):
     """Run BUNDLE on inputs and print a summary of the outputs."""
     import gpuc
     gpuc.prewarm(device)          # the driver starts while numpy and the runtime import
     from gpuc import io_files
     plan = io_files.output_plan(output)        # checked, and its folder made, before anything runs
-    with gpuc.load(bundle, device=device, robust=robust) as m:
+    with gpuc.load(bundle, device=device, robust=robust) as top:
+        m = top if signature is None else top.signature(signature)
         if plan:
             plan.check_count(len(m.outputs))
         arrays = io_files.read_inputs(inputs, [s.name for s in m.inputs])
@@ -181,6 +184,39 @@ def run_cmd(bundle, inputs, output, cast, device, robust):
     if plan:
         plan.write(names, outs)
         click.echo(f"saved {len(outs)} output(s) to {output}")
+
+
+@main.command("generate")
+@click.argument("bundle", type=click.Path(dir_okay=False))
+@click.option("--prompt-ids", required=True, metavar="IDS", help="the prompt's token ids, comma-separated: 1,2,3")
+@click.option("-n", "--max-new-tokens", default=16, show_default=True, type=click.IntRange(0))
+@click.option("--temperature", default=0.0, show_default=True, type=float, help="0: greedy")
+@click.option("--top-k", default=0, show_default=True, type=click.IntRange(0), help="0: no cut")
+@click.option("--top-p", default=1.0, show_default=True, type=float)
+@click.option("--seed", default=None, type=int)
+@click.option("--stop-ids", default="", metavar="IDS", help="token ids that end the generation (comma-separated)")
+@click.option("--device", default=None, help="Vulkan device index or name substring")
+@_timeout_option
+@guarded
+def generate_cmd(bundle, prompt_ids, max_new_tokens, temperature, top_k, top_p, seed, stop_ids, device):
+    """Generate tokens with an LLM BUNDLE (prefill_N / decode signatures), printing each as it comes."""
+    import gpuc
+    from gpuc.runtime.generate import Sampler
+
+    def ids(text, what):
+        try:
+            return [int(x) for x in text.replace(" ", "").split(",") if x]
+        except ValueError:
+            raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint=what) from None
+    prompt = ids(prompt_ids, "--prompt-ids")
+    sampler = Sampler(temperature, top_k, top_p, seed)
+    with gpuc.load(bundle, device=device) as m:
+        t0, n = time.perf_counter(), 0
+        for tok in m.generate(prompt, max_new_tokens, sampler, ids(stop_ids, "--stop-ids")):
+            click.echo(str(tok) + " ", nl=False)
+            n += 1
+        click.echo()
+        click.echo(f"{n} token(s) in {time.perf_counter() - t0:.3f} s (prefill included)", err=True)
 
 
 @main.command("inspect")

@@ -53,6 +53,11 @@ def inspect_bundle(data: bytes):
                  if b.options.get("batch_native") else
                  f"; batch 1..{b.options['max_batch']} (one arena per item: {b.stats.get('batch_refusal')})")
                 if b.options.get("max_batch", 1) > 1 else "")]
+    for sig, st in (b.stats.get("signatures") or {}).items():     # multi-signature bundles (compiler/signatures.py)
+        io = " ".join(f"{k}={[ts_name for ts_name in _io_names(b, sig, k)]}" for k in ("inputs", "outputs"))
+        lines.append(f"signature {sig!r}{' (this program, below)' if sig == b.signature else ''}: "
+                     f"{st.get('dispatches')} dispatches, cpu_nodes {st.get('cpu_nodes')}, {io}, "
+                     f"state {st.get('state') or []}")
     dyn = b.options.get("dynamic_dims")
     if dyn:                              # --dynamic off the batch axis (runtime/dynamic.py)
         rep["dynamic_dims"] = [{"input": ts[b.inputs[i]].name, "axis": a, "max": m} for i, a, m, _ in dyn["dims"]]
@@ -91,6 +96,12 @@ def inspect_bundle(data: bytes):
         lines.append(f"{x['index']:>4}  {x['precision']:<9} {x['memory']:<8} {x['role']:<10} {x['bytes']:>10}  "
                      f"{x['shape']} {x['name'][:80]}")
     return rep, "\n".join(lines)
+
+
+def _io_names(b, sig: str, side: str) -> list:
+    """A signature's input or output names (--signature NAME of gpuc run)."""
+    sb = b if sig == b.signature else next((x for x in b.signatures if x.signature == sig), None)
+    return [] if sb is None else [sb.tensors[i].name for i in getattr(sb, side)]
 
 
 def inspect_model(data: bytes, name: str):

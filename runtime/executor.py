@@ -144,6 +144,12 @@ class LoadedModel:
         this model's weights and arena, so state such as a KV cache carries across signatures."""
         return signatures.runner(self, name)
 
+    def generate(self, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=()):
+        """LLM bundles (prefill_N / decode signatures): a generator of new token ids, streamed as they
+        are made (runtime/generate.py; sampler: generate.Sampler, default greedy)."""
+        from gpuc.runtime.generate import generate
+        return generate(self, prompt_ids, max_new_tokens, sampler, stop_ids)
+
     @property
     def has_state(self) -> bool:
         """True when the model keeps variable tensors (e.g. LSTM state) across runs."""

@@ -64,7 +64,7 @@ MIXED_OPTIONS = {"disable_passes": ["rfft_as_matmul"]}
 
 
 def mixed_model():
-    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS, TOPK_V2) -> GPU (MUL, LOGISTIC), and a GPU branch alongside
+    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS, ADD_N) -> GPU (MUL, LOGISTIC), and a GPU branch alongside
     (compiled with MIXED_OPTIONS)."""
     mb = ModelBuilder()
     x = mb.input("x", [1, 4, 8])
@@ -76,15 +76,13 @@ def mixed_model():
     mb.op("COMPLEX_ABS", [f], [mag])
     g = mb.tensor("g", [1, 4, 8])
     mb.op("MUL", [a, a], [g])                       # GPU work independent of the CPU ops
-    v = mb.tensor("v", [1, 4, 2])
-    i = mb.tensor("i", [1, 4, 2], "int32")
-    mb.op("TOPK_V2", [mag, mb.const("k", np.array(2, np.int32))], [v, i])
-    y = mb.tensor("y", [1, 4, 2])
-    mb.op("MUL", [v, mb.const("s", np.full([1, 4, 2], 0.5, np.float32))], [y])
-    z = mb.tensor("z", [1, 4, 2])
+    v = mb.tensor("v", [1, 4, 5])
+    mb.op("ADD_N", [mag, mag], [v])
+    y = mb.tensor("y", [1, 4, 5])
+    mb.op("MUL", [v, mb.const("s", np.full([1, 4, 5], 0.5, np.float32))], [y])
+    z = mb.tensor("z", [1, 4, 5])
     mb.op("LOGISTIC", [y], [z])
     mb.output(z)
-    mb.output(i)
     mb.output(g)
     return mb.finish()
 

@@ -227,7 +227,9 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     b = B.Bundle(name, tensors, [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,
-                 variants=prog.variants, checks=status.bundle_checks(graph, index))
+                 variants=prog.variants, checks=status.bundle_checks(graph, index),
+                 output_sizes=[B.OutputSize(graph.outputs.index(t), a, index[n])     # (ops/output_lengths.py)
+                               for t, (a, n) in getattr(graph, "output_lengths", {}).items()])
     progress.stage("writing the bundle")
     return B.write_bundle(b)
 

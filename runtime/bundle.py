@@ -117,6 +117,15 @@ class Step:
 
 
 @dataclass
+class OutputSize:
+    """Output `output` (its position in Bundle.outputs) holds, along `axis`, as many entries as the run's
+    value of tensor `length` (an int32 scalar model input) says: run() returns it trimmed to that."""
+    output: int
+    axis: int
+    length: int
+
+
+@dataclass
 class Bundle:
     model_name: str
     tensors: list
@@ -139,6 +148,7 @@ class Bundle:
     checks: list = field(default_factory=list)       # Check: run-time checks of the kernels (runtime/status.py)
     signature: str = ""        # multi-signature bundles: this program's signature key
     signatures: list = field(default_factory=list)   # Bundle: the other signatures (same weights and arena)
+    output_sizes: list = field(default_factory=list)  # OutputSize: outputs trimmed per run (runtime/output_sizes.py)
     interfaces: list = field(default_factory=list, repr=False)   # set by validate: runtime/shader_check.Interface
 
 
@@ -189,6 +199,7 @@ def write_bundle(b: Bundle) -> bytes:
         "signature": b.signature or None,
         "signatures": [{"name": sub.signature, "bundle": np.frombuffer(write_bundle(_without_weights(sub)), np.uint8)}
                        for sub in b.signatures] or None,
+        "output_sizes": [{"output": o.output, "axis": o.axis, "length": o.length} for o in b.output_sizes] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -328,6 +339,7 @@ def _from_payload(p, head, options, stats) -> Bundle:
                   for v in p["variants"] or []],
         checks=[Check(c["status"], c["word"], c["op"] or "", c["operator"], c["tensor"] or "",
                       [int(x) for x in _arr(c["bounds"])]) for c in p["checks"] or []])
+    b.output_sizes = [OutputSize(o["output"], o["axis"], o["length"]) for o in p.get("output_sizes") or []]
     validate(b)
     return b
 
@@ -378,6 +390,7 @@ def validate(b: Bundle) -> None:
             raise BundleError(f"corrupt bundle: state_init refers to bad tensors ({dst}, {src})")
     _validate_steps(b)
     _validate_checks(b)
+    _validate_output_sizes(b)
     for j, s in enumerate(b.shaders):
         if len(s.spirv) < 20 or len(s.spirv) % 4 or s.spirv[:4] != b"\x03\x02\x23\x07":
             raise BundleError(f"corrupt bundle: shader {j} ({s.name}) is not SPIR-V")
@@ -454,3 +467,17 @@ def _validate_checks(b: Bundle) -> None:
         if c.status != sid or not 0 <= c.word <= t.shape[1] - CHECK_WORDS or not c.bounds \
                 or any(not -1 <= int(x) < 1 << 62 for x in np.asarray(c.bounds).reshape(-1)):
             raise BundleError(f"corrupt bundle: check {j} ({c.op} of {c.tensor!r}) has a bad status word or bounds")
+
+
+def _validate_output_sizes(b: Bundle) -> None:
+    """Each trimmed output: a real output and axis, at most one entry per output, its length an int32
+    scalar model input."""
+    seen = set()
+    for j, o in enumerate(b.output_sizes):
+        t = b.tensors[b.outputs[o.output]] if 0 <= o.output < len(b.outputs) else None
+        n = b.tensors[o.length] if 0 <= o.length < len(b.tensors) else None
+        if t is None or o.output in seen or not 0 <= o.axis < len(t.shape) or n is None \
+                or o.length not in b.inputs or n.dtype != "int32" or n.nbytes != 4:
+            raise BundleError(f"corrupt bundle: output size {j} (output {o.output}, axis {o.axis}, length tensor "
+                              f"{o.length}) does not name an output axis and an int32 scalar input")
+        seen.add(o.output)

@@ -23,7 +23,7 @@ import time
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, dynamic, iospec, program, signatures, status
+from gpuc.runtime import commands, dynamic, iospec, output_sizes, program, signatures, status
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -93,6 +93,9 @@ class LoadedModel:
         staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile)."""
         if cast:                                          # checked conversion to the input dtypes
             inputs = iospec.cast_all(self._inputs, inputs)
+        return output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device))
+
+    def _submit(self, inputs, keep_on_device: bool) -> RunHandle:
         if self.program is not None:                      # host (CPU) steps / control flow: synchronous
             return program.run_async(self, inputs, keep_on_device)
         if self.dims is not None:                         # --dynamic off the batch axis: sizes per run

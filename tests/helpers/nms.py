@@ -54,3 +54,14 @@ def topk_model(shape, k, dtype="float32", rt_k=False) -> bytes:
     mb.output(v)
     mb.output(i)
     return mb.finish()
+
+
+def litert(model: bytes, inputs: list) -> list:
+    """LiteRT's outputs (helpers.litert.run_litert feeds a 0-d input as [1]: np.ascontiguousarray)."""
+    from helpers.litert import make_interpreter
+    it = make_interpreter(model)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], np.asarray(x))
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]

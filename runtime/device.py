@@ -23,7 +23,7 @@ import weakref
 import vulkan as vk
 
 from gpuc.errors import DeviceError, GpuTimeoutError, GpucError
-from gpuc.runtime import capabilities, overlap, validation
+from gpuc.runtime import capabilities, overlap, robustness, validation
 
 class MemoryKind(enum.Enum):
     """Where a buffer's memory lives (Device.buffer)."""
@@ -90,19 +90,19 @@ _SHARED: dict = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_device(select=None) -> "Device":
+def shared_device(select=None, robust: bool = False) -> "Device":
     """The process's Device for `select` (index, name substring or None: the default), created on
     first use and kept open until exit: models loaded without an explicit device share it (one
     VkInstance and VkDevice per process, as drivers expect; a second load skips the driver's start-up,
     ~150 ms on the H100).  The GPUC_* environment (GPUC_DEVICE, GPUC_DISABLE_FP16, GPUC_VALIDATION...)
     is part of the key, so a changed setting gets a device of its own (not GPUC_GPU_TIMEOUT_S: a
     setting of the models, read when they load)."""
-    key = (None if select is None else str(select),) + tuple(sorted(
+    key = (None if select is None else str(select), bool(robust)) + tuple(sorted(
         (k, v) for k, v in os.environ.items() if k.startswith("GPUC_") and k != TIMEOUT_ENV))
     with _SHARED_LOCK:
         d = _SHARED.get(key)
         if d is None or d.device is None:          # first use, or closed by its user
-            d = _SHARED[key] = Device(select)
+            d = _SHARED[key] = Device(select, robust=robust)
         return d
 
 
@@ -163,8 +163,10 @@ def list_devices():
 class Device:
     """One logical device with one compute queue."""
 
-    def __init__(self, select=None):
+    def __init__(self, select=None, robust: bool = False):
         t0 = time.perf_counter()
+        self.robust = bool(robust)  # robustBufferAccess (+ robustBufferAccess2): for bundles from untrusted sources
+        self.robust_features = []   # what robust mode enabled (runtime/robustness.py)
         self._late = set()          # fences of runs that timed out and may still be executing (wait, settle)
         self.hung = False           # such a run went on past a settle(): close() waits for nothing more
         self._life = threading.Condition()     # guards the lifecycle state below
@@ -195,9 +197,14 @@ class Device:
         cap_head, cap_keep, cap_exts = capabilities.enable(self)     # coopmat, subgroup ops (kernel variants)
         feats = self._fp16_features(cap_head)     # (chain head, structs kept alive) or None
         exts = ([vk.VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME] if self.fp16_arith else []) + cap_exts
-        dinfo = vk.VkDeviceCreateInfo(pNext=feats[0] if feats else cap_head, queueCreateInfoCount=1,
+        head = feats[0] if feats else cap_head
+        robust_on = robustness.enable(self, head) if self.robust else None      # (features, chain head, exts)
+        if robust_on is not None:
+            head, exts = robust_on[1], exts + robust_on[2]
+        dinfo = vk.VkDeviceCreateInfo(pNext=head, queueCreateInfoCount=1,
                                       pQueueCreateInfos=qinfos, enabledExtensionCount=len(exts),
-                                      ppEnabledExtensionNames=exts or None)
+                                      ppEnabledExtensionNames=exts or None,
+                                      pEnabledFeatures=robust_on[0] if robust_on else None)
         t_query = time.perf_counter()
         self.device = _vk_call("creating the Vulkan device", vk.vkCreateDevice, self.physical, dinfo, None)
         t_device = time.perf_counter()
@@ -424,6 +431,7 @@ class Device:
         raise GpuTimeoutError(
             f"the GPU did not finish within {describe_timeout(timeout_s)} (hung or far too slow); allow longer "
             f"with --timeout SECONDS, {TIMEOUT_ENV} or gpuc.load(..., timeout_s=...) (0: no limit)")
+
 
     def settle(self, timeout_s: float | None = None) -> bool:
         """Wait up to `timeout_s` (default CLOSE_GRACE_S) for the runs that timed out; True when none is

@@ -23,7 +23,7 @@ import time
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, dynamic, iospec, output_sizes, program, signatures, status
+from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, program, signatures, status
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -64,6 +64,7 @@ class LoadedModel:
             try:
                 self.device.adopt(self)             # Device.close() closes this model first
                 self.bundle = select_program(bundle, self.device)      # fp16 bundle on a device without fp16: fp32
+                load_checks.check(self.bundle, self.device)           # grids, sizes and ranges within its limits
                 self._setup()
             except BaseException:
                 self.close()
@@ -238,7 +239,6 @@ class LoadedModel:
         waits at most for another run, then its own, each within the timeout."""
         t = self.slots.timeout_s
         return None if t == float("inf") else 2 * t + CLOSE_GRACE_S
-
 
     def __enter__(self):
         return self

@@ -14,7 +14,7 @@ import numpy as np
 
 import gpuc
 from gpuc.compiler import driver
-from gpuc.compiler.codegen.kernel import FLAT, FLAT_LOCAL_X, LOCAL_X
+from gpuc.compiler.codegen.kernel import FLAT_LOCAL_X, LOCAL_X, flat_templates
 from gpuc.runtime.profile import profile
 
 
@@ -24,7 +24,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--sizes", default="64,256")
-    ap.add_argument("--templates", default=",".join(sorted(FLAT)))
+    ap.add_argument("--templates", default=",".join(flat_templates()))
     a = ap.parse_args()
     temps = set(a.templates.split(","))
     orig = driver.build_bundle

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuc.compiler.ir import GPU, Graph
-from gpuc.compiler.passes.inplace import SAFE_BINDINGS
+from gpuc.compiler.passes.inplace import safe_bindings
 from gpuc.runtime.bundle import OFFSET_ALIGN as ALIGN      # the bundle format's tensor offset alignment
 
 
@@ -115,7 +115,7 @@ def share_in_place(kernels, life: dict, nbytes: dict, dtypes: dict, pairs, keep)
         if not 0 <= first < len(kernels) or writers.get(out, [None])[0] != first or life[x][1] != first:
             continue
         k = kernels[first]
-        allowed = SAFE_BINDINGS.get(k.template, ())
+        allowed = safe_bindings(k.template)
         names = [name for name, t in k.bindings[1:] if t == inp]
         if not names or (allowed is not None and any(nm not in allowed for nm in names)):
             continue

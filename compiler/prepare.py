@@ -20,6 +20,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.control_flow import CONTROL_OPS, check_subgraph, lower_control
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.ir import Graph, Model, Node
+from gpuc.compiler.ops import fact
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.passes import run_passes
@@ -60,23 +61,10 @@ def prepare_graph(model: Model, graph: Graph, disabled=(), *, warn: bool = True,
 
 
 def estimate_flops(node: Node, graph: Graph) -> int:
-    """Multiply-adds count 2; elementwise work counts 1 per output element."""
-    out = graph.t(node.outputs[0])
-    if node.op in ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV") and len(node.inputs) > 1:
-        w = graph.t(node.inputs[1]).shape
-        taps = w[1] * w[2] * (w[3] if node.op == "CONV_2D" else 1)
-        if node.op == "TRANSPOSE_CONV":
-            return 2 * graph.t(node.inputs[2]).size * w[0] * w[1] * w[2]
-        return 2 * out.size * taps
-    if node.op == "CONV_3D" and len(node.inputs) > 1:
-        w = graph.t(node.inputs[1]).shape                  # [KD, KH, KW, CI, CO]
-        return 2 * out.size * w[0] * w[1] * w[2] * w[3] if len(w) == 5 else out.size
-    if node.op == "FULLY_CONNECTED" and len(node.inputs) > 1:
-        return 2 * out.size * graph.t(node.inputs[1]).shape[-1]          # weights [N, K]
-    if node.op == "BATCH_MATMUL" and len(node.inputs) > 1:
-        x = graph.t(node.inputs[0]).shape                  # K is the LHS's contracted dimension
-        return 2 * out.size * (x[-2] if node.attrs.get("adj_x") else x[-1]) if len(x) >= 2 else out.size
-    return out.size
+    """The op's flops fact (multiply-adds count 2; elementwise work 1 per output element); one per
+    output element for an op without one."""
+    rule = fact(node.op, "flops")
+    return rule(node, graph) if callable(rule) else graph.t(node.outputs[0]).size
 
 
 def output_copies(graph: Graph) -> list[Kernel]:

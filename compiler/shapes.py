@@ -200,7 +200,8 @@ def _empty_constants(graph: Graph) -> None:
 def placeholder(shape, dtype) -> np.ndarray:
     """A read-only array of `shape` that takes no memory (stands for a runtime tensor; a resource or
     variant handle, which numpy has no dtype for, as an object array)."""
-    return np.broadcast_to(np.zeros((), _np_dtype(dtype)), tuple(shape))
+    from gpuc.compiler.ops.rules import placeholder as ph
+    return ph(shape, dtype)
 
 
 def _np_dtype(dtype) -> np.dtype:
@@ -249,7 +250,7 @@ def propagate(graph: Graph, strict: bool = True) -> None:
             raise GpucError(f"{node.label()}: gpuc cannot infer this op's output shape when an input shape "
                             f"changes (--input-shape); its input {ins[0].name if ins else '?'!r} now has shape "
                             f"{list(ins[0].shape) if ins else []}")
-        exact_values = exact(node, ins) and (consts or node.op == "SHAPE")    # (a shape is known)
+        exact_values = exact(node, ins) and (consts or from_shapes(node))    # (a shape is known)
         for o, v in zip(node.outputs, outs):
             if o < 0:
                 continue
@@ -264,210 +265,42 @@ def propagate(graph: Graph, strict: bool = True) -> None:
 def _shape_rule(node: Node, graph: Graph):
     """Placeholders of the output shapes compiler/dynamic.py's shape rules give (the ops `evaluate` has
     no rule for: convolutions, pools, matmuls, the LSTM, ...), or None."""
-    from gpuc.compiler.dynamic import _rule
+    from gpuc.compiler.dynamic import rule
     try:
-        shapes = _rule(node, graph)
+        shapes = rule(node, graph)
     except UnsupportedError:
         return None
     return [placeholder([int(d) for d in shape], graph.t(o).dtype) for o, shape in zip(node.outputs, shapes)
             if o >= 0]
 
 
-# --- the rules -----------------------------------------------------------------------------------
-
-BINARY = {
-    "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
-    "FLOOR_DIV": lambda a, b: np.floor_divide(a, b) if a.dtype.kind in "iu" else np.floor(a / b),
-    "FLOOR_MOD": lambda a, b: np.mod(a, b),
-    "DIV": lambda a, b: (np.trunc(a.astype(np.float64) / b).astype(a.dtype) if a.dtype.kind in "iu" else a / b),
-    "LESS": np.less, "LESS_EQUAL": np.less_equal, "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal,
-    "EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "LOGICAL_AND": np.logical_and, "LOGICAL_OR": np.logical_or,
-    "SQUARED_DIFFERENCE": lambda a, b: (a - b) * (a - b), "POW": np.power,
-}
-UNARY_EXACT = {"NEG": np.negative, "ABS": np.abs, "LOGICAL_NOT": np.logical_not, "IDENTITY": lambda x: x}
-UNARY_SHAPE = ("EXP", "LOG", "SQRT", "RSQRT", "TANH", "LOGISTIC", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1",
-               "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "LEAKY_RELU", "HARD_SWISH", "QUANTIZE", "DEQUANTIZE",
-               "GELU", "ELU", "SIGN", "SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION", "PRELU", "COMPLEX_ABS", "REAL",
-               "IMAG")
-MOVEMENT = ("SHAPE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "STRIDED_SLICE", "SLICE", "GATHER", "PACK", "UNPACK",
-            "SPLIT", "SPLIT_V",
-            "CONCATENATION", "TILE", "BROADCAST_TO", "TRANSPOSE", "PAD", "PADV2", "FILL", "ZEROS_LIKE", "ONES_LIKE",
-            "CAST", "RANGE", "REVERSE_V2")
-REDUCE = {"SUM": np.sum, "REDUCE_PROD": np.prod, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min, "MEAN": None,
-          "REDUCE_ANY": np.any, "REDUCE_ALL": np.all}
-
+# --- the rules: each op's `shape` and `exact` facts (compiler/ops/, shared families in ops/rules.py) ----
 
 def exact(node: Node, ins) -> bool:
-    """Whether `evaluate` gives LiteRT's exact values for `node` on constant inputs: data movement of
-    unquantized tensors, and integer / bool arithmetic without a fused activation."""
+    """Whether `evaluate` gives LiteRT's exact values for `node` on constant inputs (the op's `exact`
+    fact): data movement of unquantized tensors, and integer / bool arithmetic without a fused activation."""
+    from gpuc.compiler.ops import ALWAYS, FROM_SHAPES, INTEGER, fact
     if any(t is not None and t.quant is not None for t in ins):
         return False
-    if node.op in MOVEMENT:
+    how = fact(node.op, "exact")
+    if how in (ALWAYS, FROM_SHAPES):
         return True
-    if node.op in BINARY or node.op in UNARY_EXACT or node.op in ("SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN"):
+    if how == INTEGER:
         return all(t is None or t.dtype.startswith(("int", "uint", "bool")) for t in ins) \
             and not node.attrs.get("fused_activation_function")
     return False
 
 
-def _ints(v, what: str) -> list[int]:
-    from gpuc.compiler.ops.movement import int_values
-    return int_values(v, what)
-
-
-def _axis(a: int, rank: int) -> int:
-    if not -rank <= a < max(rank, 1):
-        raise ValueError(f"axis {a} out of range for rank {rank}")
-    return a + rank if a < 0 else a
-
-
-def _reshape_target(node, vals, x) -> list[int]:
-    if len(vals) > 1 and vals[1] is not None:
-        shape = _ints(vals[1], "new shape")
-    else:
-        shape = [int(d) for d in node.attrs.get("new_shape") or []]
-    if shape.count(-1) > 1:
-        raise ValueError(f"new shape {shape} has more than one -1")
-    if -1 in shape:
-        rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
-        if rest == 0 or x.size % rest:
-            raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
-        shape[shape.index(-1)] = x.size // rest
-    if int(np.prod(shape, dtype=np.int64)) != x.size:
-        raise ValueError(f"cannot reshape {list(x.shape)} ({x.size} elements) to its target {shape} "
-                         f"({int(np.prod(shape, dtype=np.int64))} elements)")
-    return shape
-
-
-def _strided_slice(node, vals, x):
-    from gpuc.compiler.ops.movement import strided_slice_dims
-    a = node.attrs
-    plan, out = strided_slice_dims(x.shape, _ints(vals[1], "begin"), _ints(vals[2], "end"), _ints(vals[3], "strides"),
-                                   int(a.get("begin_mask", 0) or 0), int(a.get("end_mask", 0) or 0),
-                                   int(a.get("ellipsis_mask", 0) or 0), int(a.get("new_axis_mask", 0) or 0),
-                                   int(a.get("shrink_axis_mask", 0) or 0), bool(a.get("offset", False)))
-    idx = [np.arange(n) for n in x.shape]
-    for d, start, count, step in plan:
-        if d is not None:
-            idx[d] = start + np.arange(count) * step
-    if x.ndim == 0:
-        return np.asarray(x).reshape(out)
-    return np.asarray(x[np.ix_(*idx)]).reshape(out)
+def from_shapes(node: Node) -> bool:
+    """The node's output values follow from its inputs' shapes alone (SHAPE)."""
+    from gpuc.compiler.ops import FROM_SHAPES, fact
+    return fact(node.op, "exact") == FROM_SHAPES
 
 
 def evaluate(node: Node, vals: list, graph: Graph, need_values=None):
     """The op on numpy values (constants, or placeholders of runtime tensors): its outputs, or None
-    without a rule.  Raises ValueError (and friends) where the op is malformed for these inputs."""
-    from gpuc.compiler.ops.compare import litert_cast
-    from gpuc.compiler.passes.fold import litert_range
-    op, a = node.op, node.attrs
-    x = vals[0] if vals else None
-    out_t = [graph.t(o) if o >= 0 else None for o in node.outputs]
-    dt = out_t[0].dtype if out_t and out_t[0] is not None else "float32"
-    if op in BINARY:
-        with np.errstate(all="ignore"):
-            if op in ("FLOOR_DIV", "FLOOR_MOD", "DIV") and vals[1].dtype.kind in "iu" and (np.asarray(vals[1]) == 0).any() \
-                    and need_values and all(need_values):
-                raise ValueError(f"{op} by zero")
-            b = vals[1]
-            if b.dtype.kind in "iu" and op in ("FLOOR_DIV", "FLOOR_MOD", "DIV"):
-                b = np.where(b == 0, 1, b)
-            return [np.asarray(BINARY[op](x, b))]
-    if op in UNARY_EXACT:
-        return [np.asarray(UNARY_EXACT[op](x))]
-    if op in UNARY_SHAPE:
-        return [placeholder(x.shape, dt)]
-    if op == "SHAPE":
-        return [np.asarray(x.shape, dt)]
-    if op == "RFFT2D":                  # the two innermost axes -> [fft_length[0], fft_length[1] // 2 + 1]
-        m, n = _ints(vals[1], "fft_length")
-        if x.ndim < 2 or m < 1 or n < 1:
-            raise ValueError(f"RFFT2D of {list(x.shape)} with fft_length {[m, n]}")
-        return [placeholder(list(x.shape[:-2]) + [m, n // 2 + 1], dt)]
-    if op == "CAST":
-        return [litert_cast(np.asarray(x), dt)]
-    if op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
-        if op == "SQUEEZE":
-            dims = [_axis(int(d), x.ndim) for d in a.get("squeeze_dims") or []]
-            shape = [n for d, n in enumerate(x.shape) if (d not in dims if dims else n != 1)]
-        elif op == "EXPAND_DIMS":
-            ax = _ints(vals[1], "axis")[0]
-            ax = ax + x.ndim + 1 if ax < 0 else ax
-            shape = list(x.shape[:ax]) + [1] + list(x.shape[ax:])
-        else:
-            shape = _reshape_target(node, vals, x)
-        return [np.asarray(x).reshape(shape)]
-    if op == "STRIDED_SLICE":
-        return [_strided_slice(node, vals, x)]
-    if op == "SLICE":
-        begin, size = _ints(vals[1], "begin"), _ints(vals[2], "size")
-        sl = tuple(slice(b, n if s == -1 else b + s) for b, s, n in zip(begin, size, x.shape))
-        return [np.asarray(x[sl])]
-    if op == "GATHER":
-        ax = _axis(int(a.get("axis", 0) or 0), x.ndim)
-        if int(a.get("batch_dims", 0) or 0):
-            return None
-        idx = np.asarray(vals[1]).astype(np.int64)
-        if ((idx < 0) | (idx >= x.shape[ax])).any() and need_values and need_values[1]:
-            raise ValueError(f"GATHER index out of range for axis size {x.shape[ax]}")
-        return [np.take(x, np.clip(idx, 0, max(x.shape[ax] - 1, 0)), axis=ax)]
-    if op == "SPLIT":
-        ax = _axis(_ints(vals[0], "axis")[0], vals[1].ndim)
-        k = int(a.get("num_splits", 0) or 0)
-        if k <= 0 or vals[1].shape[ax] % k:
-            raise ValueError(f"num_splits {k} does not divide dim {vals[1].shape[ax]}")
-        return list(np.split(np.asarray(vals[1]), k, axis=ax))
-    if op == "SPLIT_V":
-        ax = _axis(_ints(vals[2], "axis")[0], x.ndim)
-        sizes = _ints(vals[1], "size_splits")
-        if sizes.count(-1) > 1 or any(n < -1 for n in sizes):
-            raise ValueError(f"invalid size_splits {sizes}")
-        if -1 in sizes:
-            sizes[sizes.index(-1)] = x.shape[ax] - (sum(sizes) + 1)
-        if sum(sizes) != x.shape[ax] or any(n < 0 for n in sizes):
-            raise ValueError(f"size_splits {sizes} do not add up to dim {x.shape[ax]}")
-        return list(np.split(np.asarray(x), np.cumsum(sizes)[:-1], axis=ax))
-    if op == "PACK":
-        ax = int(a.get("axis", 0) or 0)
-        return [np.stack([np.asarray(v) for v in vals], axis=ax)]
-    if op == "UNPACK":
-        ax = _axis(int(a.get("axis", 0) or 0), x.ndim)
-        return [np.take(x, i, axis=ax) for i in range(x.shape[ax])]
-    if op == "CONCATENATION":
-        if a.get("fused_activation_function"):
-            return None
-        return [np.concatenate([np.asarray(v) for v in vals], axis=int(a.get("axis", 0) or 0))]
-    if op == "TILE":
-        return [np.tile(np.asarray(x), _ints(vals[1], "multiples"))]
-    if op == "BROADCAST_TO":
-        return [np.broadcast_to(x, _ints(vals[1], "shape"))]
-    if op == "TRANSPOSE":
-        return [np.transpose(x, _ints(vals[1], "perm"))]
-    if op == "REVERSE_V2":
-        return [np.flip(x, [_axis(d, x.ndim) for d in _ints(vals[1], "axis")])]
-    if op in ("PAD", "PADV2"):
-        p = np.asarray(_ints(vals[1], "paddings")).reshape(-1, 2)
-        c = np.asarray(vals[2]).reshape(-1)[0] if len(vals) > 2 and vals[2] is not None else 0
-        return [np.pad(np.asarray(x), p, constant_values=c)]
-    if op == "FILL":
-        return [np.full(_ints(x, "dims"), np.asarray(vals[1]).reshape(-1)[0], dt)]
-    if op in ("ZEROS_LIKE", "ONES_LIKE"):
-        return [np.full(x.shape, 0 if op == "ZEROS_LIKE" else 1, dt)]
-    if op == "RANGE":
-        if need_values is not None and not all(need_values):
-            raise ValueError("RANGE needs constant start, limit and delta")
-        return [litert_range(x, vals[1], vals[2], dt)]
-    if op in REDUCE:
-        axes = tuple(_axis(d, x.ndim) for d in _ints(vals[1], "axes"))
-        keep = bool(a.get("keep_dims", False))
-        f = REDUCE[op] or np.mean
-        if not all(need_values or [False]):
-            shape = [1 if d in axes else n for d, n in enumerate(x.shape) if keep or d not in axes]
-            return [placeholder(shape, dt)]
-        return [np.asarray(f(x, axis=axes, keepdims=keep))]
-    if op == "FULLY_CONNECTED":
-        n = graph.t(node.inputs[1]).shape[0]
-        k = graph.t(node.inputs[1]).shape[-1]
-        shape = list(x.shape[:-1]) + [n] if a.get("keep_num_dims") else [x.size // k, n]
-        return [placeholder(shape, dt)]
-    return None
+    without a rule (the op's `shape` fact).  Raises ValueError (and friends) where the op is malformed
+    for these inputs."""
+    from gpuc.compiler.ops import fact
+    rule = fact(node.op, "shape")
+    return rule(node, vals, graph, need_values) if callable(rule) else None

@@ -19,22 +19,29 @@ from gpuc.compiler.sym_scope import hinted
 
 LOCAL_X = 64
 MAX_GROUPS = 65535
-# templates whose invocation i (or workgroup i, for a row per workgroup) computes output element (row)
-# i in flat order, reading only what that element's item holds: a prefix of their grid computes a
-# prefix of the items (batch-native runs of fewer items than max_batch, runtime/batch.py)
-ITEM_MAJOR = frozenset({"ew_fused", "binary_math", "unary_math", "copy_nd", "cast", "compare", "select", "gather",
-                        "pad", "mirror_pad", "tile", "softmax", "layer_norm", "row_norm", "pool2d", "depthwise",
-                        "resize", "quantize"})
-
-# templates whose invocations are independent (no shared memory, barrier, subgroup or workgroup index:
-# one output element or word each), so their workgroup size is free.  Those default to FLAT_LOCAL_X wide
+# Each template's facts are its template() declaration in compiler/ops/ (TEMPLATES):
+# item_major: its invocation i (or workgroup i, for a row per workgroup) computes output element (row)
+# i in flat order, reading only what that element's item holds: a prefix of its grid computes a
+# prefix of the items (batch-native runs of fewer items than max_batch, runtime/batch.py).
+# flat: its invocations are independent (no shared memory, barrier, subgroup or workgroup index:
+# one output element or word each), so its workgroup size is free.  Those default to FLAT_LOCAL_X wide
 # workgroups once the grid has at least FLAT_MIN_INVOCATIONS (a workgroup per SM of the largest GPUs we
 # time): on the H100 at batch 32, 256 wide ran copy_nd 3.2x, binary_math 2.9x and gather_copy 1.5x faster
 # than 64 wide (benchmarks/local_size_ab.py on swin_t / efficientnet_b0 / convnext_tiny; 512: no better).
-FLAT = frozenset({"ew_fused", "binary_math", "unary_math", "copy_nd", "cast", "compare", "select", "gather", "pad",
-                  "mirror_pad", "tile", "gather_copy", "fill", "quantize", "resize"})
 FLAT_LOCAL_X = 256
 FLAT_MIN_INVOCATIONS = 132 * FLAT_LOCAL_X
+
+
+def _template(name: str, what: str) -> bool:
+    """A fact of template `name` (False for a template nothing declared)."""
+    from gpuc.compiler.ops import TEMPLATES        # (the op modules declare them; they import this module)
+    t = TEMPLATES.get(name)
+    return bool(t is not None and getattr(t, what))
+
+
+def flat_templates() -> list[str]:
+    from gpuc.compiler.ops import TEMPLATES
+    return sorted(n for n, t in TEMPLATES.items() if t.flat)
 
 
 @dataclass
@@ -51,21 +58,21 @@ class Kernel:
     flops: int = 0                       # the node's estimated work, on its first kernel (profiles)
     resolve: object = None               # (graph, arena offsets, view) -> Kernel: finished after memory planning (ops/gather_copy.py)
     # batch-native programs: k > 0 when workgroups [0, j*k) compute exactly the first items' outputs for
-    # every j (flat index item-major, in units of k); None: ITEM_MAJOR's 1 for the template, else 0
+    # every j (flat index item-major, in units of k); None: 1 for an item_major template, else 0
     item_inner: int | None = None
     kind: ClassVar[str] = GPU            # a program item (compiler/ir.py)
 
     def __post_init__(self):
         with hinted():                   # (speed only: a grid of dynamic size decides at its bound)
             wide = self.invocations >= FLAT_MIN_INVOCATIONS
-        if self.template in FLAT and self.local_x == LOCAL_X and wide:
+        if self.local_x == LOCAL_X and wide and _template(self.template, "flat"):
             self.local_x = FLAT_LOCAL_X
 
     def item_unit(self) -> int:
         """Dispatch.item_inner for this kernel (0: a b-item run still dispatches the whole grid)."""
         if self.item_inner is not None:
             return self.item_inner
-        return 1 if self.template in ITEM_MAJOR else 0
+        return 1 if _template(self.template, "item_major") else 0
 
     def groups(self) -> tuple[int, int, int]:
         g = max(1, -(-self.invocations // self.local_x))

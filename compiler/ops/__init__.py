@@ -51,7 +51,8 @@ MISSING = Why("not declared")     # the default of every fact: missing_facts rep
 # fp16 classes (passes/precision.py)
 UNSAFE, BOUNDED, NEUTRAL = "unsafe", "bounded", "neutral"
 # exact: when `shape` gives LiteRT's exact values on constant inputs (shapes.exact, constant folding)
-ALWAYS, INTEGER, SHAPE_ONLY = "always", "integer", "shape-only"
+# (FROM_SHAPES: its values follow from its inputs' shapes alone, e.g. SHAPE)
+ALWAYS, INTEGER, SHAPE_ONLY, FROM_SHAPES = "always", "integer", "shape-only", "from-shapes"
 
 # The facts every op declares.  Fields and what the engine that reads them expects:
 FACT_FIELDS = {
@@ -59,7 +60,7 @@ FACT_FIELDS = {
     "check": "(node, graph) -> None | reason: attribute checks beyond dtype and arity",
     "shape": "(node, vals, graph, need_values) -> [arrays] | None: the static shape rule on numpy values "
              "(compiler/ops/shape_rules.py has the shared ones)",
-    "exact": "ALWAYS / INTEGER / SHAPE_ONLY: when `shape` computes LiteRT's values on constants",
+    "exact": "ALWAYS / INTEGER / SHAPE_ONLY / FROM_SHAPES: when `shape` computes LiteRT's values on constants",
     "sym_shape": "'same' | 'broadcast' | 'reduce' | (node, graph, values) -> [shapes]: the rule on "
                  "symbolic (--dynamic) shapes (compiler/dynamic.py)",
     "batch": "a passes/batching.py FAMILIES key (or (key, *params)): how --max-batch runs it",
@@ -137,6 +138,8 @@ def declare(*names, **facts):
         if d is None:
             d = FACTS[n] = OpDef(n)
         for f, v in facts.items():
+            if f in ("lower", "check") and n in REGISTRY:
+                raise TypeError(f"declare({n!r}, {f}=...): its @register gives its {f}")
             setattr(d, f, v)
 
 

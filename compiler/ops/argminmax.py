@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import BOUNDED, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, scalar_axis, size
 
@@ -55,3 +55,12 @@ def lower_arg(node, graph):
     binds = [("out_", out), ("x", words(graph, x.id))]
     return [Kernel("arg_reduce", binds, y.size * local if wide else y.size, defines, node.label(),
                    local_x=local if wide else 64)]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("ARG_MAX", "ARG_MIN", shape=Why("no host rule yet (the model's output shape is kept)"),
+        exact=Why("no host rule"), sym_shape=Why("no dynamic-size rule yet"), batch=("axis_input", 1, "axis"),
+        pieces=Why("computes values"), fp16=BOUNDED, in_place=False, templates=("arg_reduce",), flops=rules.per_output)
+declare("ARG_MAX", cpu="ARG_MAX")
+declare("ARG_MIN", cpu="ARG_MIN")
+template("arg_reduce", item_major=False, flat=False)

@@ -8,7 +8,7 @@ batch, K / V tiles of BK keys staged in shared memory, online softmax with fp32 
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import checked
 
 TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
@@ -123,3 +123,11 @@ def lower_attention(node, graph):
     binds += [(f"bias{i}", t) for i, t in enumerate(node.inputs[3:])]
     return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
                    flops=2 * nb * n * m * (d + dv))]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+_MADE = Why("an internal op the fusion passes make after shapes are propagated and the graph batched")
+declare("ATTENTION", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+        fp16=NEUTRAL, in_place=False, templates=("attention",), flops=rules.per_output,
+        cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
+template("attention", item_major=False, flat=False)

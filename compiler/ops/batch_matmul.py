@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler import dynamic as D
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.conv import _float_const, gemm_kernels
 from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
@@ -117,3 +118,25 @@ def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a
                    NWG=nwg, **(extra or {}))
     # the flat workgroup index is (batch, row tile, column tile): item-major in units of a row of tiles
     return Kernel("batch_matmul", binds, nwg * threads, defines, node.label(), local_x=threads, item_inner=tiles_n)
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _sym(node, graph, values=None):
+    x, y = D.in_shapes(node, graph)[:2]
+    ax, ay = bool(node.attrs.get("adj_x")), bool(node.attrs.get("adj_y"))
+    m = x[-1] if ax else x[-2]
+    n = y[-2] if ay else y[-1]
+    batch = D.broadcast(node, graph, [x[:-2], y[:-2]]) if len(x) > 2 or len(y) > 2 else []
+    return [batch + [m, n]]
+
+
+def _flops(node, graph):
+    x = graph.t(node.inputs[0]).shape                  # K is the LHS's contracted dimension
+    out = graph.t(node.outputs[0]).size
+    return 2 * out * (x[-2] if node.attrs.get("adj_x") else x[-1]) if len(x) >= 2 else out
+
+
+declare("BATCH_MATMUL", shape=Why("no host rule: the symbolic rule gives its shape"), exact=SHAPE_ONLY,
+        sym_shape=_sym, batch="batch_matmul", pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
+        templates=("batch_matmul",), flops=_flops, cpu=Why("no CPU kernel: the GPU runs every float BATCH_MATMUL"))
+template("batch_matmul", item_major=False, flat=False)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import ALWAYS, BOUNDED, INTEGER, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.elements import DTYPES as SELECT_DTYPES
 from gpuc.compiler.ops.elements import width
 from gpuc.compiler.ops.math import BYTE_DTYPES, KIND, broadcast_reason, dtype_reason, geometry, words
@@ -148,3 +148,28 @@ VARIANTS = {
     "cast": (dict(N=22), {"IN_KIND": [0, 1, 2, 3, 4], "OUT_KIND": [0, 1, 2, 3, 4]}, ["out_", "x"],
              {"out_": "int32", "x": _U}),
 }
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+_NUMPY = {"LESS": np.less, "LESS_EQUAL": np.less_equal, "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal,
+          "EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "LOGICAL_AND": np.logical_and, "LOGICAL_OR": np.logical_or}
+_COMMON = dict(pieces=Why("computes values"), in_place=False, flops=rules.per_output)
+for _op, _fn in _NUMPY.items():
+    declare(_op, shape=rules.binary(_fn), exact=INTEGER, sym_shape="broadcast", batch="elementwise",
+            fp16=NEUTRAL if _op.startswith("LOGICAL") else BOUNDED, templates=("compare",), cpu=_op, **_COMMON)
+declare("LOGICAL_NOT", shape=rules.unary(np.logical_not), exact=INTEGER, sym_shape="same", batch="unary",
+        fp16=NEUTRAL, templates=("compare",), cpu="LOGICAL_NOT", **_COMMON)
+declare("SELECT", "SELECT_V2", shape=Why("no host rule: the symbolic broadcast rule gives its shape"),
+        exact=SHAPE_ONLY, sym_shape="broadcast", fp16=NEUTRAL, templates=("select",), **_COMMON)
+declare("SELECT", batch="select_rows", cpu="SELECT")
+declare("SELECT_V2", batch="elementwise", cpu="SELECT_V2")
+
+
+def _cast_shape(node, vals, graph, need=None):
+    return [litert_cast(np.asarray(vals[0]), rules.out_dtype(node, graph))]
+
+
+declare("CAST", shape=_cast_shape, exact=ALWAYS, sym_shape="same", batch="unary", fp16=NEUTRAL,
+        templates=("cast",), cpu="CAST", **_COMMON)
+for _t in ("cast", "compare", "select"):
+    template(_t, item_major=True, flat=True)

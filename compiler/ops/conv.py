@@ -8,7 +8,9 @@ from functools import lru_cache
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler import dynamic as D
+from gpuc.compiler import symbolic as S
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.depthwise_plan import plan_depthwise, weights_in_registers
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
@@ -397,3 +399,68 @@ def lower_pool(node, graph):
 
 POOL_WG_MIN = 256            # window cells from which a workgroup computes each output (H100: a global
 #                              average pool over 128x128 took 306 us with one invocation per output)
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _window_sym(node, graph, values=None):
+    x, shapes = D.in_shapes(node, graph)[0], D.in_shapes(node, graph)
+    a = node.attrs
+    if len(x) != 4:
+        D.refuse(node, graph, "a rank other than 4")
+    if node.op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        w = shapes[1]
+        kh, kw = w[1], w[2]
+        co = w[0] if node.op == "CONV_2D" else w[3]
+        if D.is_dyn(x[3]):
+            D.refuse(node, graph, "a dynamic channel count")
+        dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
+    else:
+        kh, kw = int(a.get("filter_height", 1)), int(a.get("filter_width", 1))
+        co, dh, dw = x[3], 1, 1
+    sh, sw = int(a.get("stride_h", 1) or 1), int(a.get("stride_w", 1) or 1)
+    return [[x[0], D.spatial(node, graph, x[1], kh, sh, dh), D.spatial(node, graph, x[2], kw, sw, dw), co]]
+
+
+def _fc_sym(node, graph, values=None):
+    x, w = D.in_shapes(node, graph)[:2]
+    if D.is_dyn(x[-1]):
+        D.refuse(node, graph, "a dynamic input depth (the weights fix it)")
+    if node.attrs.get("keep_num_dims"):
+        return [x[:-1] + [w[0]]]
+    return [[S.prod(x[:-1]), w[0]]]
+
+
+def _fc_shape(node, vals, graph, need=None):
+    x = vals[0]
+    n, k = graph.t(node.inputs[1]).shape[0], graph.t(node.inputs[1]).shape[-1]
+    shape = list(x.shape[:-1]) + [n] if node.attrs.get("keep_num_dims") else [x.size // k, n]
+    return [rules.placeholder(shape, rules.out_dtype(node, graph))]
+
+
+def _conv_flops(node, graph):
+    """Multiply-adds count 2: per output element, the filter taps (times the input channels of a group)."""
+    if len(node.inputs) < 2:
+        return rules.per_output(node, graph)
+    w = graph.t(node.inputs[1]).shape
+    return 2 * graph.t(node.outputs[0]).size * w[1] * w[2] * (w[3] if node.op == "CONV_2D" else 1)
+
+
+def _fc_flops(node, graph):
+    if len(node.inputs) < 2:
+        return rules.per_output(node, graph)
+    return 2 * graph.t(node.outputs[0]).size * graph.t(node.inputs[1]).shape[-1]          # weights [N, K]
+
+
+_NO_HOST = Why("no host rule: the symbolic rule gives its shape")
+_COMMON = dict(exact=SHAPE_ONLY, batch="merge", pieces=Why("computes values"), fp16=NEUTRAL, in_place=False)
+declare("CONV_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("gemm",), flops=_conv_flops,
+        cpu=Why("no CPU kernel: LiteRT's float conv is what the GPU runs"), **_COMMON)
+declare("DEPTHWISE_CONV_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("depthwise",), flops=_conv_flops,
+        cpu=Why("no CPU kernel: LiteRT's float depthwise conv is what the GPU runs"), **_COMMON)
+declare("FULLY_CONNECTED", shape=_fc_shape, sym_shape=_fc_sym, templates=("gemm",), flops=_fc_flops,
+        cpu=Why("no CPU kernel: the GPU runs every float FC"), **_COMMON)
+declare("AVERAGE_POOL_2D", "MAX_POOL_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("pool2d",),
+        flops=rules.per_output, cpu=Why("no CPU kernel: the GPU runs every float pool"), **_COMMON)
+template("gemm", item_major=False, flat=False, in_place=("res",))
+template("depthwise", item_major=True, flat=False, in_place=("res",))
+template("pool2d", item_major=True, flat=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules
 from gpuc.compiler.ops.batch_matmul import matmul_kernel
 from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, act_code, check_act, checked, same_padding
 
@@ -89,3 +89,16 @@ def lower_conv3d(node, graph):
                                        "DW", "PF", "PT", "PL")}
     extra.update(CI=ci, IM2COL=1, EPILOGUE=1, HAS_BIAS=int(bias is not None), ACT=act_code(node))
     return [matmul_kernel(node, binds, m=m, n=co, k=k, a_sm=k, a_sk=1, b_sk=co, b_sn=1, extra=extra)]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _flops(node, graph):
+    w = graph.t(node.inputs[1]).shape                  # [KD, KH, KW, CI, CO]
+    out = graph.t(node.outputs[0]).size
+    return 2 * out * w[0] * w[1] * w[2] * w[3] if len(w) == 5 else out
+
+
+declare("CONV_3D", shape=Why("no shape rule: its output shape is the model's (no resize of 5-D inputs)"),
+        exact=SHAPE_ONLY, sym_shape=Why("no dynamic-size rule yet"), batch="merge", pieces=Why("computes values"),
+        fp16=NEUTRAL, in_place=False, templates=("gemm",), flops=_flops,
+        cpu=Why("no CPU kernel: the GPU runs every float CONV_3D"))

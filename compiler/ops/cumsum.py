@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import SHAPE_ONLY, UNSAFE, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, scalar_axis, size
 
@@ -38,3 +38,10 @@ def lower_cumsum(node, graph):
     defines = dict(AXIS=x.shape[axis], INNER=max(inner, 1), EXCLUSIVE=int(bool(node.attrs.get("exclusive", False))),
                    REVERSE=int(bool(node.attrs.get("reverse", False))), IS_INT=DTYPES.index(x.dtype))
     return [Kernel("cumsum", [("out_", words(graph, y.id)), ("x", words(graph, x.id))], lines, defines, node.label())]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("CUMSUM", shape=rules.same_shape, exact=SHAPE_ONLY, sym_shape=Why("no dynamic-size rule yet"),
+        batch=("axis_input", 1, "axis"), pieces=Why("computes values"), fp16=UNSAFE, in_place=False,
+        templates=("cumsum",), flops=rules.per_output, cpu="CUMSUM")
+template("cumsum", item_major=False, flat=False)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.sort import bitonic_sort, padded
 
 OP = "CUSTOM:TFLite_Detection_PostProcess"
@@ -199,3 +199,14 @@ def lower_detection(node, graph):
                           OFF=p.off),
                      f"{label} outputs", rw=("out_classes", "out_scores", "out_num")))
     return ks
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare(OP, shape=Why("no shape rule: OpDef.shapes sets its outputs' sizes from its options"), exact=SHAPE_ONLY,
+        sym_shape=Why("no dynamic-size rule: its anchors fix the box count"),
+        batch=Why("no batch rule: a --max-batch program with it replicates per item"),
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
+        templates=("det_decode", "sort_bitonic", "nms_greedy", "det_output"), flops=rules.per_output,
+        cpu=Why("no CPU kernel: LiteRT's custom op has no numpy twin here; the GPU runs every float model"))
+for _t in ("det_decode", "nms_greedy", "det_output"):
+    template(_t, item_major=False, flat=False)

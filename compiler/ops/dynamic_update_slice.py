@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, size, strides
@@ -88,3 +88,12 @@ def lower_dynamic_update_slice(node, graph):
     kernels.append(Kernel("dynamic_update_slice", [("out_", out), ("upd", upd), ("start", start)],
                           size(shape), d, node.label()))
     return kernels
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("DYNAMIC_UPDATE_SLICE", shape=rules.same_shape, exact=SHAPE_ONLY, sym_shape=Why("no dynamic-size rule yet"),
+        batch=Why("no batch rule yet: its start indices address the whole operand"),
+        pieces=Why("writes a runtime-addressed window"), fp16=NEUTRAL,
+        in_place=False, templates=("dynamic_update_slice", "copy_nd"), flops=rules.per_output,
+        cpu=Why("no CPU kernel: the GPU takes every dtype gpuc runs it in"))
+template("dynamic_update_slice", item_major=False, flat=False)

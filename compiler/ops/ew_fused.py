@@ -21,7 +21,7 @@ from gpuc.compiler.codegen.glsl import _literal
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import FUSIBLE, TABLE
 from gpuc.compiler.ir import Node
-from gpuc.compiler.ops import REGISTRY, register
+from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import call
 from gpuc.compiler.ops.reduce import _axes
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
@@ -219,3 +219,13 @@ def lower_fused_reduce(node, graph):
         k.label = label
         out.append(k)
     return out
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+_MADE = Why("an internal op the fusion passes make after shapes are propagated and the graph batched")
+declare("FUSED_ELEMENTWISE", "FUSED_REDUCE", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
+        pieces=Why("computes values"), fp16=NEUTRAL, templates=("ew_fused",), flops=rules.per_output,
+        cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
+declare("FUSED_ELEMENTWISE", in_place=True)
+declare("FUSED_REDUCE", in_place=False)
+template("ew_fused", item_major=True, flat=True, in_place=None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import ALWAYS, NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.elements import DTYPES, element_bits, width
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, const_input
@@ -84,3 +84,20 @@ def lower_fill(node, graph):
     defines = dict(N=y.size, RUNTIME_VALUE=int(runtime), ELEM=min(width(y.dtype), 4), I64=int(y.dtype == "int64"),
                    VALUE_BITS=bits[0], HI_BITS=bits[1])
     return [Kernel("fill", binds, graph.t(out).size, defines, node.label())]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _fill_shape(node, vals, graph, need=None):
+    return [np.full(rules.ints(vals[0], "dims"), np.asarray(vals[1]).reshape(-1)[0], rules.out_dtype(node, graph))]
+
+
+def _zeros_like_shape(node, vals, graph, need=None):
+    return [np.full(vals[0].shape, 0, rules.out_dtype(node, graph))]
+
+
+_COMMON = dict(exact=ALWAYS, pieces=Why("writes a value, reads no elements"), fp16=NEUTRAL, in_place=False,
+               templates=("fill",), flops=rules.per_output)
+declare("FILL", shape=_fill_shape, sym_shape=Why("no dynamic-size rule: its size is a value"),
+        batch=Why("no batch rule: its output size is a value"), cpu="FILL", **_COMMON)
+declare("ZEROS_LIKE", shape=_zeros_like_shape, sym_shape="same", batch="unary", cpu="ZEROS_LIKE", **_COMMON)
+template("fill", item_major=False, flat=True)

@@ -16,7 +16,9 @@ import numpy as np
 
 from gpuc.compiler import status
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler import dynamic as D
+from gpuc.compiler.ops.shape import pad_sym
+from gpuc.compiler.ops import ALWAYS, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.movement import copy, expect_shape, ints, io_tensors, register_plan, same_dtype
 from gpuc.compiler.ops.util import checked, norm_axis, size, strides
@@ -274,3 +276,47 @@ def plan_batch_to_space(node, graph, emit):
         off = sum(a * fs[1 + k] for k, (a, _) in enumerate(crops))
         kernels += copy(dst_t, y.id, out, fs, strides(out), off, label=node.label())
     return kernels
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _gather_shape(node, vals, graph, need=None):
+    x = vals[0]
+    ax = rules.axis(int(node.attrs.get("axis", 0) or 0), x.ndim)
+    if int(node.attrs.get("batch_dims", 0) or 0):
+        return None
+    idx = np.asarray(vals[1]).astype(np.int64)
+    if ((idx < 0) | (idx >= x.shape[ax])).any() and need and need[1]:
+        raise ValueError(f"GATHER index out of range for axis size {x.shape[ax]}")
+    return [np.take(x, np.clip(idx, 0, max(x.shape[ax] - 1, 0)), axis=ax)]
+
+
+def _gather_sym(node, graph, values=None):
+    x, i = D.in_shapes(node, graph)[:2]
+    if int(node.attrs.get("batch_dims", 0) or 0):
+        D.refuse(node, graph, "batch_dims")
+    ax = int(node.attrs.get("axis", 0) or 0)
+    ax = ax + len(x) if ax < 0 else ax
+    return [x[:ax] + list(i) + x[ax + 1:]]
+
+
+def _embedding_sym(node, graph, values=None):
+    ids, params = D.in_shapes(node, graph)[:2]              # (ids, params)
+    if any(D.is_dyn(d) for d in params):
+        D.refuse(node, graph, "a dynamic embedding table")
+    return [list(ids) + list(params[1:])]
+
+
+_COMMON = dict(fp16=NEUTRAL, in_place=False, flops=rules.per_output)
+declare("GATHER", shape=_gather_shape, exact=ALWAYS, sym_shape=_gather_sym, batch="gather", pieces="gather",
+        templates=("gather",), cpu="GATHER", **_COMMON)
+declare("EMBEDDING_LOOKUP", shape=Why("no host rule: the symbolic rule gives its shape"), exact=SHAPE_ONLY,
+        sym_shape=_embedding_sym, batch="embedding", pieces=Why("not folded yet (a GATHER of rows)"),
+        templates=("gather",), cpu=Why("no CPU kernel: the GPU takes its float32 / int32 tables"), **_COMMON)
+declare("GATHER_ND", shape=Why("no shape rule yet (the model's output shape is kept)"), exact=SHAPE_ONLY,
+        sym_shape=Why("no dynamic-size rule yet"), batch="gather_nd", pieces=Why("not folded yet"),
+        templates=("gather",), cpu="GATHER_ND", **_COMMON)
+declare("MIRROR_PAD", shape=Why("no shape rule yet (the model's output shape is kept)"), exact=SHAPE_ONLY,
+        sym_shape=pad_sym, batch="pad", pieces=Why("not folded yet (reflected reads)"), templates=("mirror_pad", "pad"),
+        cpu=Why("no CPU kernel: the GPU takes every dtype"), **_COMMON)
+template("gather", item_major=True, flat=True)
+template("mirror_pad", item_major=True, flat=True)

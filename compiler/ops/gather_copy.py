@@ -21,7 +21,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACT
 from gpuc.compiler.ir import GPU, Graph
-from gpuc.compiler.ops import ANY_COUNT, register
+from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import checked, size
 
 MAX_SOURCES = 7
@@ -172,3 +172,11 @@ def resolve_arena(graph: Graph, program: list, offsets: dict, arena_bytes: int) 
             continue
         out.append(k)
     return out, list(dict.fromkeys(added))
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+_MADE = Why("an internal op passes/movement_fold.py makes after shapes are propagated and the graph batched")
+declare("GATHER_COPY", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("made by movement folding itself"),
+        fp16=NEUTRAL, in_place=False, templates=("gather_copy", "fill"), flops=rules.per_output,
+        cpu=Why("internal op: no CPU kernel (the unfolded ops have theirs)"))
+template("gather_copy", item_major=False, flat=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuc.compiler.codegen.kernel import KernelVariant
+from gpuc.compiler.ops import template
 
 TEMPLATE = "gemm_cm2"
 
@@ -108,3 +109,6 @@ VARIANTS = {
                      {"out_": "float16", "x": "float16", "w": "float16", "bias": "float16", "res": "float16"},
                      lambda d: dict(local_x=128)),
 }
+
+
+template(TEMPLATE, item_major=False, flat=False)   # (a variant of gemm's dispatches, chosen at load)

@@ -5,7 +5,7 @@ attrs eps, norm_size D (the product of the normalized trailing axes).  One dispa
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked
 from gpuc.compiler.sym_scope import hinted
@@ -66,3 +66,11 @@ def lower_layer_norm(node, graph):
                    flops=8 * x.size)
     k.variants.append(SUBGROUP_VARIANT)
     return [k]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("LAYER_NORM", shape=Why("an internal op fuse_layer_norm makes after shapes are propagated"),
+        exact=Why("an internal op"), sym_shape="same", batch=Why("made after batching (fuse_layer_norm)"),
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("layer_norm",),
+        flops=rules.per_output, cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
+template("layer_norm", item_major=True, flat=False)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler import dynamic as D
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import ACT_NAMES, checked
 
 # TFLite codes matched against LiteRT's float LSTM (relu, relu6, tanh).  NONE is rejected: LiteRT's
@@ -156,3 +157,19 @@ VARIANTS = {
              ["out_", "x", "w", "h_state", "c_state"], {},
              lambda d: dict(local_x=32, rw=("h_state", "c_state"))),
 }
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    a = node.attrs
+    o = graph.t(node.outputs[0]).shape[-1]
+    if D.is_dyn(x[2]) or (not a.get("time_major") and D.is_dyn(x[0])) or (a.get("time_major") and D.is_dyn(x[1])):
+        D.refuse(node, graph, "only its time axis may be dynamic")
+    return [x[:2] + [o]]
+
+
+declare("UNIDIRECTIONAL_SEQUENCE_LSTM", shape=Why("no host rule: the symbolic rule gives its shape"),
+        exact=SHAPE_ONLY, sym_shape=_sym, batch="lstm", pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
+        templates=("lstm",), flops=rules.per_output, cpu=Why("no CPU kernel: the GPU runs every float LSTM"))
+template("lstm", item_major=False, flat=False)

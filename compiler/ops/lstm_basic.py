@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuc.compiler.ir import Node
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules
 from gpuc.compiler.ops.lstm import OPTIONAL, _check as _check_seq, lower_lstm
 from gpuc.compiler.ops.util import checked
 
@@ -62,3 +62,10 @@ def lower_lstm_step(node, graph):
         graph.aliases[v] = tid
         views.append(v)
     return lower_lstm(_seq_node(node, *views), graph)
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("LSTM", shape=Why("no shape rule: its state tensors fix its shapes"), exact=SHAPE_ONLY,
+        sym_shape=Why("no dynamic-size rule: one step of fixed size"), batch="lstm", pieces=Why("computes values"),
+        fp16=NEUTRAL, in_place=False, templates=("lstm",), flops=rules.per_output,
+        cpu=Why("no CPU kernel: the GPU runs every float LSTM"))

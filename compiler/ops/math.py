@@ -22,7 +22,7 @@ import numpy as np
 from gpuc.compiler.codegen.glsl import _literal
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACT_NAME, ACT_NONE, ACTS, INT_ACTS, TABLE
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import INTEGER, SHAPE_ONLY, Why, register, rules, template
 from gpuc.compiler.ops.util import act_code, broadcast_strides, check_act, checked, size
 
 # dtype -> kind code used by the typed templates (1-byte kinds are packed 4 per 32-bit word)
@@ -171,9 +171,43 @@ def _summary(row) -> str:
                      + ["fused activation"] * row.fused_act + [f"attribute {n}" for n, _ in row.params])
 
 
+# LiteRT's values on the host (constant folding: exact on integers); the other rows get shape-only rules
+NUMPY = {
+    "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
+    "SQUARED_DIFFERENCE": lambda a, b: (a - b) * (a - b), "POW": np.power,
+    "BITWISE_XOR": np.bitwise_xor, "RIGHT_SHIFT": np.right_shift,
+    "FLOOR_DIV": lambda a, b: np.floor_divide(a, b) if a.dtype.kind in "iu" else np.floor(a / b),
+    "FLOOR_MOD": np.mod,
+    "DIV": lambda a, b: (np.trunc(a.astype(np.float64) / b).astype(a.dtype) if a.dtype.kind in "iu" else a / b),
+    "NEG": np.negative, "ABS": np.abs,
+}
+DIVIDES = ("DIV", "FLOOR_DIV", "FLOOR_MOD")
+# the rows runtime/cpu_ops.py has a kernel for (by the same name): it runs them in dtypes the GPU does not take
+CPU = ("ABS", "ADD", "CEIL", "COS", "DIV", "EXP", "FLOOR", "FLOOR_DIV", "FLOOR_MOD", "LOG", "MAXIMUM", "MINIMUM",
+       "MUL", "NEG", "POW", "SIGN", "SIN", "SQRT", "SQUARE", "SQUARED_DIFFERENCE", "SUB")
+
+
+def _facts(row) -> dict:
+    """Every fact of a TABLE row (compiler/ops/__init__.py FACT_FIELDS), derived from its columns."""
+    fn = NUMPY.get(row.name)
+    if row.arity == 1:
+        shape = rules.unary(fn) if fn else rules.same_shape
+    else:
+        shape = rules.binary(fn, row.name in DIVIDES) if fn else rules.broadcast_shape
+    return dict(shape=shape, exact=INTEGER if fn else SHAPE_ONLY,
+                sym_shape="same" if row.arity == 1 else "broadcast",
+                batch="unary" if row.arity == 1 else "elementwise",
+                pieces=Why("computes values"), fp16=row.fp16, in_place=row.in_place,
+                templates=("unary_math",) if row.arity == 1 else ("binary_math",), flops=rules.per_output,
+                cpu=row.name if row.name in CPU else Why("no CPU kernel: the GPU kernel takes every dtype LiteRT "
+                                                         "has for it that gpuc runs"))
+
+
 for _row in TABLE.values():
     register(_row.name, check=_check, dtypes=_row.dtypes, inputs=(_row.arity, _row.arity),
-             summary=_summary(_row))(lower)
+             summary=_summary(_row), **_facts(_row))(lower)
+template("unary_math", item_major=True, flat=True, in_place=None)
+template("binary_math", item_major=True, flat=True, in_place=None)
 
 
 def _samples(arity: int, dtype: str) -> list:

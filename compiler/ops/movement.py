@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import ANY_COUNT, register
+from gpuc.compiler import dynamic as D
+from gpuc.compiler.ops import ALWAYS, ANY_COUNT, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
@@ -390,3 +391,113 @@ def plan_space_to_depth(node, graph, emit):
     # iterate (n, oh, bh, ow, bw, c) in input order
     dst = [oh * ow * c * b * b, ow * c * b * b, b * c, c * b * b, c, 1]
     return copy(x.id, y.id, [n, oh, b, ow, b, c], strides([n, oh, b, ow, b, c]), dst, label=node.label())
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _slice_masks(a) -> tuple:
+    return (*(int(a.get(k, 0) or 0) for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                               "shrink_axis_mask")), bool(a.get("offset", False)))
+
+
+def _strided_slice_shape(node, vals, graph, need=None):
+    x = vals[0]
+    plan, out = strided_slice_dims(x.shape, rules.ints(vals[1], "begin"), rules.ints(vals[2], "end"),
+                                   rules.ints(vals[3], "strides"), *_slice_masks(node.attrs))
+    idx = [np.arange(n) for n in x.shape]
+    for d, start, count, step in plan:
+        if d is not None:
+            idx[d] = start + np.arange(count) * step
+    if x.ndim == 0:
+        return [np.asarray(x).reshape(out)]
+    return [np.asarray(x[np.ix_(*idx)]).reshape(out)]
+
+
+def _slice_shape(node, vals, graph, need=None):
+    x = vals[0]
+    begin, size_ = rules.ints(vals[1], "begin"), rules.ints(vals[2], "size")
+    return [np.asarray(x[tuple(slice(b, n if s == -1 else b + s) for b, s, n in zip(begin, size_, x.shape))])]
+
+
+def _split_shape(node, vals, graph, need=None):
+    ax = rules.axis(rules.ints(vals[0], "axis")[0], vals[1].ndim)
+    k = int(node.attrs.get("num_splits", 0) or 0)
+    if k <= 0 or vals[1].shape[ax] % k:
+        raise ValueError(f"num_splits {k} does not divide dim {vals[1].shape[ax]}")
+    return list(np.split(np.asarray(vals[1]), k, axis=ax))
+
+
+def _split_v_shape(node, vals, graph, need=None):
+    x = vals[0]
+    ax = rules.axis(rules.ints(vals[2], "axis")[0], x.ndim)
+    sizes = rules.ints(vals[1], "size_splits")
+    if sizes.count(-1) > 1 or any(n < -1 for n in sizes):
+        raise ValueError(f"invalid size_splits {sizes}")
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = x.shape[ax] - (sum(sizes) + 1)
+    if sum(sizes) != x.shape[ax] or any(n < 0 for n in sizes):
+        raise ValueError(f"size_splits {sizes} do not add up to dim {x.shape[ax]}")
+    return list(np.split(np.asarray(x), np.cumsum(sizes)[:-1], axis=ax))
+
+
+def _pack_shape(node, vals, graph, need=None):
+    return [np.stack([np.asarray(v) for v in vals], axis=int(node.attrs.get("axis", 0) or 0))]
+
+
+def _unpack_shape(node, vals, graph, need=None):
+    x = vals[0]
+    ax = rules.axis(int(node.attrs.get("axis", 0) or 0), x.ndim)
+    return [np.take(x, i, axis=ax) for i in range(x.shape[ax])]
+
+
+def _transpose_shape(node, vals, graph, need=None):
+    return [np.transpose(vals[0], rules.ints(vals[1], "perm"))]
+
+
+def _reverse_shape(node, vals, graph, need=None):
+    x = vals[0]
+    return [np.flip(x, [rules.axis(d, x.ndim) for d in rules.ints(vals[1], "axis")])]
+
+
+def _transpose_sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    return [[x[p] for p in D.const_ints(graph, node.inputs[1], node, "perm")]]
+
+
+def _strided_slice_sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    ints = [D.const_ints(graph, node.inputs[k], node, w) for k, w in ((1, "begin"), (2, "end"), (3, "strides"))]
+    _, out = strided_slice_dims(x, *ints, *_slice_masks(node.attrs))
+    return [list(out)]
+
+
+def _slice_sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    begin = D.const_ints(graph, node.inputs[1], node, "begin")
+    size_ = D.const_ints(graph, node.inputs[2], node, "size")
+    return [[n - b if sz == -1 else sz for n, b, sz in zip(x, begin, size_)]]
+
+
+_NO_SYM = Why("no dynamic-size rule yet")
+_COMMON = dict(fp16=NEUTRAL, in_place=False, flops=rules.per_output, templates=("copy_nd",))
+declare("TRANSPOSE", shape=_transpose_shape, exact=ALWAYS, sym_shape=_transpose_sym, batch="transpose",
+        pieces="transpose", cpu="TRANSPOSE", **_COMMON)
+declare("SLICE", shape=_slice_shape, exact=ALWAYS, sym_shape=_slice_sym, batch="slice", pieces="slice", cpu="SLICE",
+        **_COMMON)
+declare("REVERSE_V2", shape=_reverse_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=("axis_input", 1, "axes"),
+        pieces="reverse", cpu="REVERSE_V2", **_COMMON)
+declare("STRIDED_SLICE", shape=_strided_slice_shape, exact=ALWAYS, sym_shape=_strided_slice_sym,
+        batch="strided_slice", pieces="strided_slice", cpu="STRIDED_SLICE", **_COMMON)
+declare("SPLIT", shape=_split_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=("axis_input", 0, "axis", 1),
+        pieces="split", cpu="SPLIT", **_COMMON)
+declare("SPLIT_V", shape=_split_v_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=("axis_input", 2, "axis"),
+        pieces="split_v", cpu="SPLIT_V", **_COMMON)
+declare("PACK", shape=_pack_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=("axis_attr", "axis", "out"),
+        pieces="pack", cpu="PACK", **_COMMON)
+declare("UNPACK", shape=_unpack_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=("axis_attr", "axis", "in"),
+        pieces="unpack", cpu="UNPACK", **_COMMON)
+declare("DEPTH_TO_SPACE", "SPACE_TO_DEPTH", shape=Why("no shape rule yet (the model's output shape is kept)"),
+        exact=SHAPE_ONLY, sym_shape=_NO_SYM, batch="merge", pieces=Why("not folded yet"),
+        cpu=Why("no CPU kernel: the GPU takes every dtype"), **_COMMON)
+declare("SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", shape=Why("no shape rule yet (the model's output shape is kept)"),
+        exact=SHAPE_ONLY, sym_shape=_NO_SYM, batch=Why("moves data across the batch axis: no batch-native form"),
+        pieces=Why("not folded yet"), cpu=Why("no CPU kernel: the GPU takes every dtype"), **_COMMON)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.output_lengths import declare_length
 
 OPS = ("NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5")
@@ -123,3 +123,12 @@ def lower_nms(node, graph):
              ("iou_thr", node.inputs[3]), ("score_thr", node.inputs[4]), ("sigma_in", sigma)]
     return [Kernel("nms_heap", binds, WG, dict(N=n, MAXO=cap, WG=WG, SOFT=int(soft)), node.label(), local_x=WG,
                    rw=("sel_scores", "valid", "heap"))]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare(*OPS, shape=Why("no shape rule: OpDef.shapes sizes its outputs from max_output_size"), exact=SHAPE_ONLY,
+        sym_shape=Why("no dynamic-size rule: its output size is a value"),
+        batch=Why("no batch rule: a --max-batch program with it replicates per item"),
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("nms_heap",), flops=rules.per_output,
+        cpu=Why("no CPU kernel: the GPU runs LiteRT's algorithm for every float model"))
+template("nms_heap", item_major=False, flat=False)

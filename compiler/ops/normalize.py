@@ -5,7 +5,7 @@ it rejects any but NONE, so gpuc reports the others unsupported."""
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import BOUNDED, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked, fused_act
 from gpuc.compiler.sym_scope import hinted
@@ -47,3 +47,10 @@ def lower_row_norm(node, graph):
     if wide:                                         # + subgroup-arithmetic reductions (ops/reduce.py)
         k.variants.append(SUBGROUP_VARIANT)
     return [k]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("L2_NORMALIZATION", "LOG_SOFTMAX", shape=rules.same_shape, exact=SHAPE_ONLY, sym_shape="same",
+        batch="softmax", pieces=Why("computes values"), fp16=BOUNDED, in_place=False, templates=("row_norm",),
+        flops=rules.per_output, cpu=Why("no CPU kernel: the GPU runs every float one"))
+template("row_norm", item_major=True, flat=False)

@@ -15,7 +15,7 @@ Per-tensor quantization only.
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import KIND, words
 from gpuc.compiler.ops.util import checked, size
 
@@ -61,3 +61,10 @@ VARIANTS = {
     "quantize": (dict(N=22, Q_SCALE=0.05, Q_ZP=-3, Q_MIN=-128, Q_MAX=127), {"TO_BYTES": [0, 1], "KIND": [3, 4]},
                  ["out_", "x"], {"out_": "uint32", "x": "uint32"}),
 }
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("QUANTIZE", "DEQUANTIZE", shape=rules.same_shape, exact=SHAPE_ONLY, sym_shape="same", batch="unary",
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("quantize", "unary_math"),
+        flops=rules.per_output, cpu=Why("no CPU kernel: quantized programs run as float with simulated quantization"))
+template("quantize", item_major=True, flat=True)

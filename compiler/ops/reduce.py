@@ -16,7 +16,7 @@ import numpy as np
 import dataclasses
 
 from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import BOUNDED, INTEGER, NEUTRAL, SHAPE_ONLY, UNSAFE, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
 from gpuc.compiler.sym_scope import hinted
 
@@ -103,3 +103,17 @@ def lower_softmax(node, graph):
     if wide:
         k.variants.append(SUBGROUP_VARIANT)
     return [k]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+_NUMPY = {"SUM": np.sum, "REDUCE_PROD": np.prod, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min, "MEAN": None}
+for _op, _fn in _NUMPY.items():
+    declare(_op, shape=rules.reduce(_fn), exact=SHAPE_ONLY if _fn is None else INTEGER, sym_shape="reduce",
+            batch=("axis_input", 1, "axes", 0, True), pieces=Why("computes values"),
+            fp16=UNSAFE if _op in ("SUM", "REDUCE_PROD") else NEUTRAL, in_place=False, templates=("reduce",),
+            flops=lambda node, graph: graph.t(node.inputs[0]).size, cpu=_op)
+declare("SOFTMAX", shape=rules.same_shape, exact=SHAPE_ONLY, sym_shape="same", batch="softmax",
+        pieces=Why("computes values"), fp16=BOUNDED, in_place=False, templates=("softmax",), flops=rules.per_output,
+        cpu=Why("no CPU kernel: the GPU runs every float SOFTMAX"))
+template("reduce", item_major=False, flat=False)
+template("softmax", item_major=True, flat=False)

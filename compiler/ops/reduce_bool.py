@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
 
@@ -44,3 +44,12 @@ def lower_reduce_bool(node, graph):
              RCOUNT=size([x.shape[i] for i in axes]), ANY=int(node.op == "REDUCE_ANY"), N=y.size)
     return [Kernel("reduce_bool", [("out_", words(graph, y.id)), ("x", words(graph, x.id))], -(-y.size // 4), d,
                    node.label())]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("REDUCE_ANY", shape=rules.reduce(np.any), cpu="REDUCE_ANY")
+declare("REDUCE_ALL", shape=rules.reduce(np.all), cpu="REDUCE_ALL")
+declare("REDUCE_ANY", "REDUCE_ALL", exact=SHAPE_ONLY, sym_shape=Why("no dynamic-size rule yet"),
+        batch=("axis_input", 1, "axes", 0, True), pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
+        templates=("reduce_bool",), flops=lambda node, graph: graph.t(node.inputs[0]).size)
+template("reduce_bool", item_major=False, flat=False)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import checked, const_input, size
 
 _GEO = dict(N=1, H=3, W=4, C=2, OH=5, OW=7, SCALE_Y=0.6, SCALE_X=0.571428597)
@@ -69,3 +69,11 @@ def lower_resize(node, graph):
     defines = _geometry(node, graph)
     y = graph.t(node.outputs[0])
     return [Kernel("resize", [("out_", y.id), ("x", node.inputs[0])], size(y.shape), defines, node.label())]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", shape=Why("no shape rule yet: its size input is the model's"),
+        exact=SHAPE_ONLY, sym_shape=Why("no dynamic-size rule yet"), batch="merge", pieces=Why("computes values"),
+        fp16=NEUTRAL, in_place=False, templates=("resize",), flops=rules.per_output,
+        cpu=Why("no CPU kernel: the GPU runs every float resize"))
+template("resize", item_major=True, flat=True)

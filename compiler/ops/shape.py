@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import ANY_COUNT, register
+from gpuc.compiler import dynamic as D
+from gpuc.compiler import symbolic as S
+from gpuc.compiler.ops import ALWAYS, ANY_COUNT, NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.util import act_code, check_act, checked, const_input, norm_axis, size, strides
 from gpuc.compiler.sym_scope import structural
@@ -118,3 +120,132 @@ def lower_concat(node, graph):
                                        label=node.label()))
         off += s[axis]
     return adapt(graph, kernels, y.dtype)
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _reshape_target(node, vals, x) -> list[int]:
+    if len(vals) > 1 and vals[1] is not None:
+        shape = rules.ints(vals[1], "new shape")
+    else:
+        shape = [int(d) for d in node.attrs.get("new_shape") or []]
+    if shape.count(-1) > 1:
+        raise ValueError(f"new shape {shape} has more than one -1")
+    if -1 in shape:
+        rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if rest == 0 or x.size % rest:
+            raise ValueError(f"cannot reshape {list(x.shape)} to {shape}")
+        shape[shape.index(-1)] = x.size // rest
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ValueError(f"cannot reshape {list(x.shape)} ({x.size} elements) to its target {shape} "
+                         f"({int(np.prod(shape, dtype=np.int64))} elements)")
+    return shape
+
+
+def _reshape_shape(node, vals, graph, need=None):
+    return [np.asarray(vals[0]).reshape(_reshape_target(node, vals, vals[0]))]
+
+
+def _squeeze_shape(node, vals, graph, need=None):
+    x = vals[0]
+    dims = [rules.axis(int(d), x.ndim) for d in node.attrs.get("squeeze_dims") or []]
+    return [np.asarray(x).reshape([n for d, n in enumerate(x.shape) if (d not in dims if dims else n != 1)])]
+
+
+def _expand_dims_shape(node, vals, graph, need=None):
+    x = vals[0]
+    ax = rules.ints(vals[1], "axis")[0]
+    ax = ax + x.ndim + 1 if ax < 0 else ax
+    return [np.asarray(x).reshape(list(x.shape[:ax]) + [1] + list(x.shape[ax:]))]
+
+
+def _pad_shape(node, vals, graph, need=None):
+    p = np.asarray(rules.ints(vals[1], "paddings")).reshape(-1, 2)
+    c = np.asarray(vals[2]).reshape(-1)[0] if len(vals) > 2 and vals[2] is not None else 0
+    return [np.pad(np.asarray(vals[0]), p, constant_values=c)]
+
+
+def _concat_shape(node, vals, graph, need=None):
+    if node.attrs.get("fused_activation_function"):
+        return None
+    return [np.concatenate([np.asarray(v) for v in vals], axis=int(node.attrs.get("axis", 0) or 0))]
+
+
+def _reshape_sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    if values and len(node.inputs) > 1 and node.inputs[1] in values:       # a target computed from sizes
+        target = list(np.asarray(values[node.inputs[1]], dtype=object).reshape(-1))
+        known = [d for d in target if S.is_sym(d) or d != -1]
+        if -1 in target:
+            rest = S.prod(known)
+            target = [S.prod(x) // rest if not S.is_sym(d) and d == -1 else d for d in target]
+        if not isinstance(S.prod(target) - S.prod(x), int) or S.prod(target) - S.prod(x) != 0:
+            D.refuse(node, graph, f"its computed target {target} does not hold the {S.prod(x)} elements")
+        return [target]
+    if len(node.inputs) > 1 and node.inputs[1] >= 0 and graph.t(node.inputs[1]).shape != (0,):
+        target = D.const_ints(graph, node.inputs[1], node, "target shape")
+    else:
+        target = [int(d) for d in node.attrs.get("new_shape") or []]
+    numel = S.prod(x)
+    if -1 not in target:
+        D.refuse(node, graph, f"its target {target} is a constant that fixes the size")
+    rest = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+    if rest == 0:
+        D.refuse(node, graph, f"target {target}")
+    if numel % rest != 0:          # (a guard: the -1 must divide out at every size)
+        D.refuse(node, graph, f"{numel} elements do not divide into {target}")
+    return [[numel // rest if d == -1 else d for d in target]]
+
+
+_reshape_sym.value_inputs = (1,)         # (its target may be computed from dynamic sizes)
+
+
+def _squeeze_sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    dims = [d + len(x) if d < 0 else d for d in (node.attrs.get("squeeze_dims") or [])]
+    if not dims:
+        D.refuse(node, graph, "a SQUEEZE without squeeze_dims would drop the dynamic dim at size 1")
+    if any(D.is_dyn(x[d]) for d in dims):
+        D.refuse(node, graph, "it squeezes the dynamic dim")
+    return [[n for d, n in enumerate(x) if d not in dims]]
+
+
+def _expand_dims_sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    ax = D.const_ints(graph, node.inputs[1], node, "axis")[0]
+    ax = ax + len(x) + 1 if ax < 0 else ax
+    return [x[:ax] + [1] + x[ax:]]
+
+
+def pad_sym(node, graph, values=None):
+    x = D.in_shapes(node, graph)[0]
+    p = np.asarray(D.const_ints(graph, node.inputs[1], node, "paddings")).reshape(-1, 2)
+    return [[n + int(p[d, 0]) + int(p[d, 1]) for d, n in enumerate(x)]]
+
+
+def _concat_sym(node, graph, values=None):
+    shapes = D.in_shapes(node, graph)
+    x = shapes[0]
+    ax = int(node.attrs.get("axis", 0) or 0)
+    ax = ax + len(x) if ax < 0 else ax
+    out = list(x)
+    out[ax] = sum((s[ax] for s in shapes if s is not None), 0)
+    for s in shapes:
+        for d in range(len(x)):
+            if d != ax and (not isinstance(s[d] - x[d], int) or s[d] - x[d] != 0):
+                D.refuse(node, graph, "its inputs differ in a dynamic dim")
+    return [out]
+
+
+_COMMON = dict(exact=ALWAYS, fp16=NEUTRAL, in_place=False, flops=rules.per_output)
+declare("RESHAPE", shape=_reshape_shape, sym_shape=_reshape_sym, cpu="RESHAPE", **_COMMON)
+declare("SQUEEZE", shape=_squeeze_shape, sym_shape=_squeeze_sym, cpu="SQUEEZE", **_COMMON)
+declare("EXPAND_DIMS", shape=_expand_dims_shape, sym_shape=_expand_dims_sym, cpu="EXPAND_DIMS", **_COMMON)
+declare("RESHAPE", "SQUEEZE", "EXPAND_DIMS", batch="reshape", pieces="reshape", templates=("copy_nd",))
+declare("PAD", "PADV2", shape=_pad_shape, sym_shape=pad_sym, batch="pad", pieces="pad", templates=("pad",),
+        **_COMMON)
+declare("PAD", cpu="PAD")
+declare("PADV2", cpu="PADV2")
+declare("CONCATENATION", shape=_concat_shape, sym_shape=_concat_sym, batch=("axis_attr", "axis", "out"),
+        pieces="concatenation", templates=("copy_nd",), cpu="CONCATENATION", **_COMMON)
+template("copy_nd", item_major=True, flat=True)
+template("pad", item_major=True, flat=True)

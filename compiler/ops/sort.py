@@ -10,6 +10,7 @@ compare-exchange pass per distance >= SORT_BLOCK, then one shared-memory pass fo
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import template
 
 SORT_BLOCK = 512                  # pairs a workgroup sorts in shared memory (BLOCK / 2 invocations)
 GLOBAL_LOCAL_X = 256
@@ -54,3 +55,6 @@ def bitonic_sort(keys: int, segs: int, p: int, label: str, init: tuple = ()) -> 
                          f"{label} sort stage {k} local", local_x=block // 2, rw=("keys",)))
         k *= 2
     return ks
+
+
+template("sort_bitonic", item_major=False, flat=False)   # (its facts: compiler/ops/__init__.py template)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import Why, ALWAYS, NEUTRAL, declare, register, rules, template
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.util import checked, const_input, size, strides
 
@@ -64,3 +64,20 @@ def lower_tile(node, graph):
     defines = dict(RANK=max(len(ys), 1), OUT_SHAPE=ys or [1], IN_SHAPE=xs or [1], IN_STRIDES=strides(xs) or [1])
     return adapt(graph, [Kernel("tile", [("out_", node.outputs[0]), ("x", node.inputs[0])], size(ys), defines,
                                 node.label())], graph.t(node.outputs[0]).dtype)
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _tile_shape(node, vals, graph, need=None):
+    return [np.tile(np.asarray(vals[0]), rules.ints(vals[1], "multiples"))]
+
+
+def _broadcast_to_shape(node, vals, graph, need=None):
+    return [np.broadcast_to(vals[0], rules.ints(vals[1], "shape"))]
+
+
+_COMMON = dict(exact=ALWAYS, sym_shape=Why("no dynamic-size rule yet"), fp16=NEUTRAL, in_place=False,
+               templates=("tile",), flops=rules.per_output)
+declare("TILE", shape=_tile_shape, batch="tile", pieces="tile", cpu="TILE", **_COMMON)
+declare("BROADCAST_TO", shape=_broadcast_to_shape, batch="broadcast_to", pieces="broadcast_to", cpu="BROADCAST_TO",
+        **_COMMON)
+template("tile", item_major=True, flat=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.output_lengths import declare_length
 
@@ -95,3 +95,11 @@ def lower_topk(node, graph):
     if kind in (2, 3):
         ks.append(Kernel("topk_rank", binds, -(-rows * kcap // 4), dict(d, MODE=1), f"{node.label()} values"))
     return ks
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("TOPK_V2", shape=Why("no shape rule: OpDef.shapes sizes its outputs from k"), exact=SHAPE_ONLY,
+        sym_shape=Why("no dynamic-size rule yet"), batch=Why("no batch rule yet: k is per run"),
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("topk_rank",),
+        flops=rules.per_output, cpu="TOPK_V2")
+template("topk_rank", item_major=False, flat=False)

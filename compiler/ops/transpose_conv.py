@@ -24,7 +24,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACTS
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, template
 from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, check_act, checked, const_input, epilogue, size
 
 CUSTOM_OP = "CUSTOM:Convolution2DTransposeBias"
@@ -133,3 +133,23 @@ def lower_transpose_conv(node, graph):
         binds.append(("bias", bi))
     defines = dict(geo, HAS_BIAS=int(bi is not None), **epilogue(node, binds))
     return [Kernel("transpose_conv", binds, size(graph.t(node.outputs[0]).shape), defines, node.label())]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+def _flops(node, graph):
+    """Each input element scatters into KH*KW*CO outputs (a multiply-add each)."""
+    w = graph.t(node.inputs[1]).shape
+    return 2 * graph.t(node.inputs[2]).size * w[0] * w[1] * w[2]
+
+
+def _flops_custom(node, graph):
+    w = graph.t(node.inputs[1]).shape
+    return 2 * graph.t(node.inputs[0]).size * w[0] * w[1] * w[2]
+
+
+_COMMON = dict(shape=Why("no shape rule: its output shape is a constant input (or the model's)"), exact=SHAPE_ONLY,
+               sym_shape=Why("no dynamic-size rule yet"), pieces=Why("computes values"), fp16=NEUTRAL,
+               in_place=False, templates=("transpose_conv",), cpu=Why("no CPU kernel: the GPU runs every float one"))
+declare("TRANSPOSE_CONV", batch="transpose_conv", flops=_flops, **_COMMON)
+declare(CUSTOM_OP, batch="merge", flops=_flops_custom, **_COMMON)
+template("transpose_conv", item_major=False, flat=False, in_place=("res",))

@@ -5,7 +5,7 @@ READ_VARIABLE(V) -> y copies the variable; ASSIGN_VARIABLE(x) -> V overwrites it
 the node order (the runtime's barrier between dispatches orders the read before a later write)."""
 from __future__ import annotations
 
-from gpuc.compiler.ops import register
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked
@@ -29,3 +29,12 @@ def lower_variable(node, graph):
     src, dst = words(graph, node.inputs[0]), words(graph, node.outputs[0])
     n = graph.t(dst).size
     return [copy_kernel(src, dst, [n], [1], [1], label=node.label())]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare("READ_VARIABLE", "ASSIGN_VARIABLE", shape=Why("no shape rule: a variable's shape is the model's"),
+        exact=Why("a variable changes at run time"), sym_shape=Why("no dynamic-size rule: variables have fixed sizes"),
+        batch="variable", pieces=Why("a state read or write, not movement"), fp16=NEUTRAL, in_place=False,
+        templates=("copy_nd",), flops=rules.per_output)
+declare("READ_VARIABLE", cpu="READ_VARIABLE")
+declare("ASSIGN_VARIABLE", cpu="ASSIGN_VARIABLE")

@@ -17,7 +17,8 @@ ew_fusion fuses) see no views between them, and the dispatch count stays the bat
 
 An op that neither form covers (SPACE_TO_BATCH_ND, a time-major LSTM, control flow, ...) refuses
 the rewrite before anything changes: `batch_items` returns the reason, and the bundle replicates the
-batch-1 program per item instead (runtime/batch.py).  The rules are per op family in RULES.
+batch-1 program per item instead (runtime/batch.py).  The rules are per op family in FAMILIES; each
+op names its family in its `batch` fact (compiler/ops/).
 """
 from __future__ import annotations
 
@@ -90,8 +91,6 @@ def rule_elementwise(rw: Rewrite, node: Node) -> Plan:
             continue
         s = rw.shape(tid)
         ok = ok and ((len(s) == r and s[0] == o[0]) if rw.runtime(tid) else (len(s) < r or s[0] == 1))
-    if node.op == "SELECT" and len({rw.shape(t) for t in node.inputs}) > 1:
-        raise Refuse(f"{node.label()}: SELECT with a rank-1 condition selects along axis 0")
     return Plan(ok, _no_prep, rank=r)
 
 
@@ -129,9 +128,9 @@ def _axis_attr(name: str, rank_of):
     return rule
 
 
-def _axis_input(k: int, what: str, data_k: int = 0):
+def _axis_input(k: int, what: str, data_k: int = 0, reduces: bool = False):
     """Ops with a constant axis operand (reductions, SPLIT, SPLIT_V, CUMSUM, ARG_MAX, REVERSE_V2): merged
-    unless an axis is 0; prepended with the axes shifted."""
+    unless an axis is 0; prepended with the axes shifted.  reduces: a reduction with keep_dims."""
     def rule(rw: Rewrite, node: Node) -> Plan:
         axes = rw.const(node, k, what)
         for j, tid in enumerate(node.inputs):
@@ -144,8 +143,7 @@ def _axis_input(k: int, what: str, data_k: int = 0):
         def prep(rw, node):
             rw.set_input_const(node, k, np.asarray([a + 1 for a in norm]).reshape(axes.shape), c.dtype)
         outs_ok = all(len(rw.shape(t)) > 0 for t in node.outputs if t >= 0)
-        if 0 in norm and rank > 1 and rw.shape(node.inputs[data_k])[0] == 1 and "keep_dims" in REDUCE_ATTR.get(
-                node.op, ()) and len(set(norm)) > 1:
+        if 0 in norm and rank > 1 and rw.shape(node.inputs[data_k])[0] == 1 and reduces and len(set(norm)) > 1:
             # a reduction over a size-1 axis 0 and others: on the merged form axis 0 is the items' axis,
             # so it reduces over the others; without keep_dims its output is then the prepended form
             rest = sorted(set(norm) - {0})
@@ -158,8 +156,6 @@ def _axis_input(k: int, what: str, data_k: int = 0):
     return rule
 
 
-REDUCE_ATTR = {op: ("keep_dims",) for op in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD",
-                                             "REDUCE_ANY", "REDUCE_ALL")}
 
 
 def rule_slice(rw: Rewrite, node: Node) -> Plan:
@@ -271,19 +267,6 @@ def rule_embedding(rw: Rewrite, node: Node) -> Plan:
     return Plan(True)
 
 
-LSTM_OPS = {"LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM"}
-MERGE = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESIZE_BILINEAR",
-         "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "CONV_3D", "FULLY_CONNECTED",
-         "LOCAL_RESPONSE_NORMALIZATION", "CUSTOM:Convolution2DTransposeBias")
-VARIABLE_OPS = ("READ_VARIABLE", "ASSIGN_VARIABLE")     # the variable's value in its own (merged) form
-UNARY = ("ABS", "CEIL", "COS", "ELU", "EXP", "FLOOR", "GELU", "HARD_SWISH", "LEAKY_RELU", "LOG", "LOGICAL_NOT",
-         "LOGISTIC", "NEG", "RELU", "RELU6", "RELU_0_TO_1", "RELU_N1_TO_1", "ROUND", "RSQRT", "SIGN", "SIN", "SQRT",
-         "SQUARE", "TANH", "CAST", "QUANTIZE", "DEQUANTIZE", "ZEROS_LIKE")
-ELEMENTWISE = ("ADD", "SUB", "MUL", "DIV", "POW", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
-               "FLOOR_MOD", "ATAN2", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
-               "LOGICAL_AND", "LOGICAL_OR", "BITWISE_XOR", "RIGHT_SHIFT", "SELECT_V2", "PRELU", "SELECT")
-
-
 def _rank_in(rw, node):
     return len(rw.shape(node.inputs[0]))
 
@@ -292,28 +275,33 @@ def _rank_out(rw, node):
     return len(rw.shape(node.outputs[0]))
 
 
-RULES = {
-    **{op: rule_merge for op in MERGE},
-    **{op: rule_unary for op in UNARY},
-    **{op: rule_lstm for op in LSTM_OPS},
-    **{op: lambda rw, node: Plan(True) for op in VARIABLE_OPS},
-    **{op: rule_elementwise for op in ELEMENTWISE},
-    "TRANSPOSE_CONV": rule_transpose_conv,
-    "L2_NORMALIZATION": rule_softmax, "SOFTMAX": rule_softmax, "LOG_SOFTMAX": rule_softmax,
-    "RESHAPE": rule_reshape, "SQUEEZE": rule_reshape, "EXPAND_DIMS": rule_reshape,
-    "TRANSPOSE": rule_transpose,
-    "CONCATENATION": _axis_attr("axis", _rank_out), "PACK": _axis_attr("axis", _rank_out),
-    "UNPACK": _axis_attr("axis", _rank_in),
-    **{op: _axis_input(1, "axes") for op in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD",
-                                             "REDUCE_ANY", "REDUCE_ALL", "REVERSE_V2")},
-    "ARG_MAX": _axis_input(1, "axis"), "ARG_MIN": _axis_input(1, "axis"), "CUMSUM": _axis_input(1, "axis"),
-    "SPLIT": _axis_input(0, "axis", data_k=1), "SPLIT_V": _axis_input(2, "axis"),
-    "SLICE": rule_slice, "STRIDED_SLICE": rule_strided_slice,
-    "PAD": rule_pad, "PADV2": rule_pad, "MIRROR_PAD": rule_pad,
-    "TILE": rule_tile, "BROADCAST_TO": rule_broadcast_to,
-    "GATHER": rule_gather, "GATHER_ND": rule_gather_nd, "EMBEDDING_LOOKUP": rule_embedding,
-    "BATCH_MATMUL": rule_batch_matmul,
+def rule_select_rows(rw: Rewrite, node: Node) -> Plan:
+    """SELECT: a broadcasting op, but a rank-1 condition selects along axis 0 (not batch-like)."""
+    if len({rw.shape(t) for t in node.inputs}) > 1:
+        raise Refuse(f"{node.label()}: a rank-1 condition selects along axis 0")
+    return rule_elementwise(rw, node)
+
+
+# the batch families an op's `batch` fact names (compiler/ops/__init__.py): a key, or (key, *params)
+FAMILIES = {
+    "merge": rule_merge, "unary": rule_unary, "lstm": rule_lstm, "variable": lambda rw, node: Plan(True),
+    "elementwise": rule_elementwise, "select_rows": rule_select_rows, "transpose_conv": rule_transpose_conv,
+    "softmax": rule_softmax, "reshape": rule_reshape, "transpose": rule_transpose, "slice": rule_slice,
+    "strided_slice": rule_strided_slice, "pad": rule_pad, "tile": rule_tile, "broadcast_to": rule_broadcast_to,
+    "gather": rule_gather, "gather_nd": rule_gather_nd, "embedding": rule_embedding,
+    "batch_matmul": rule_batch_matmul,
+    "axis_attr": lambda attr, which: _axis_attr(attr, _rank_out if which == "out" else _rank_in),
+    "axis_input": _axis_input,
 }
+
+
+def rule_for(op: str):
+    """The op's batch rule (its `batch` fact), or None."""
+    from gpuc.compiler.ops import fact
+    key = fact(op, "batch")
+    if isinstance(key, tuple):
+        return FAMILIES[key[0]](*key[1:])
+    return FAMILIES.get(key) if isinstance(key, str) else None
 
 
 def plan(graph: Graph, n: int) -> Rewrite:
@@ -332,7 +320,7 @@ def plan(graph: Graph, n: int) -> Rewrite:
         if (t.is_variable or not t.is_const) and t.quant is not None and t.quant.per_channel:
             raise Refuse(f"tensor {t.name!r} is quantized per channel at run time")
     for node in graph.nodes:
-        rule = RULES.get(node.op)
+        rule = rule_for(node.op)
         if rule is None:
             raise Refuse(f"{node.label()}: no batch rule for {node.op}")
         if not any(rw.runtime(t) for t in node.inputs) and not any(graph.t(t).is_variable for t in node.outputs):

@@ -12,14 +12,15 @@ and both have the same bytes and storage dtype; the output then lives in the inp
 """
 from __future__ import annotations
 
-from gpuc.compiler.ew_table import IN_PLACE
 from gpuc.compiler.ir import Graph
+from gpuc.compiler.ops import TEMPLATES, fact
 
-# ops computing out[i] from in[i] (inputs of the output's shape) - the binding name does not matter
-ELEMENTWISE = IN_PLACE | {"FUSED_ELEMENTWISE"}
-# templates and the bindings of theirs that may alias the output (None: any input of the output's shape)
-SAFE_BINDINGS = {"unary_math": None, "binary_math": None, "ew_fused": None,
-                 "gemm": ("res",), "depthwise": ("res",), "transpose_conv": ("res",)}
+
+def safe_bindings(template: str):
+    """The bindings of `template` that may alias its output (None: any input of the output's shape;
+    (): none) - its template() fact in compiler/ops/."""
+    t = TEMPLATES.get(template)
+    return () if t is None else t.in_place
 
 
 def plan_in_place(graph: Graph) -> None:
@@ -29,7 +30,7 @@ def plan_in_place(graph: Graph) -> None:
         if len(n.outputs) != 1 or n.outputs[0] < 0 or n.outputs[0] in keep:
             continue
         y = graph.t(n.outputs[0])
-        cands = list(n.inputs) if n.op in ELEMENTWISE else [n.epilogue.residual]
+        cands = list(n.inputs) if fact(n.op, "in_place") is True else [n.epilogue.residual]
         for i in dict.fromkeys(cands):
             if i is None or i < 0 or i in keep:
                 continue

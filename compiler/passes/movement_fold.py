@@ -20,11 +20,9 @@ from __future__ import annotations
 from gpuc.compiler import ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code, fused_act, strides
-from gpuc.compiler.passes.movement_pieces import MAX_PIECES, RESHAPES, Digit, Piece, Stop, norm_digits, pull
+from gpuc.compiler.passes.movement_pieces import MAX_PIECES, Digit, Piece, Stop, data_input, kind, norm_digits, pull
 
 OP = "GATHER_COPY"
-FOLDABLE = RESHAPES + ("TRANSPOSE", "SLICE", "STRIDED_SLICE", "REVERSE_V2", "CONCATENATION", "PACK", "UNPACK",
-                       "SPLIT", "SPLIT_V", "PAD", "PADV2", "TILE", "BROADCAST_TO", "GATHER")
 DTYPES = ("float32", "int32")
 
 
@@ -33,9 +31,9 @@ DTYPES = ("float32", "int32")
 
 def _cost(graph: Graph, node: Node) -> int:
     """Dispatches the node costs unfolded (RESHAPEs are views)."""
-    if node.op in RESHAPES:
+    if kind(node.op) == "reshape":
         return 0
-    if node.op in ("CONCATENATION", "PACK"):
+    if kind(node.op) in ("concatenation", "pack"):
         return sum(1 for i in node.inputs if graph.t(i).size)
     return 1
 
@@ -43,10 +41,11 @@ def _cost(graph: Graph, node: Node) -> int:
 def _movable(graph: Graph, node: Node, root: bool = False) -> bool:
     """A movement op the pass may fold: the GPU runs it, float32 / int32, unquantized; a fused
     activation (CONCATENATION's) only on the chain's last op."""
-    if node.op not in FOLDABLE or (fused_act(node) and not (root and node.op == "CONCATENATION")):
+    k = kind(node.op)          # (the op's pieces fact: None where it computes values)
+    if k is None or (fused_act(node) and not (root and k == "concatenation")):
         return False
-    ts = [graph.t(t) for t in list(node.outputs) + [node.inputs[0] if node.op != "SPLIT" else node.inputs[1]]]
-    if node.op in ("CONCATENATION", "PACK"):
+    ts = [graph.t(t) for t in list(node.outputs) + [node.inputs[data_input(node)]]]
+    if k in ("concatenation", "pack"):
         ts += [graph.t(t) for t in node.inputs]
     if any(t.dtype not in DTYPES or t.quant is not None or t.fake_quant is not None or t.is_variable for t in ts):
         return False

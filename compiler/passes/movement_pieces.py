@@ -26,7 +26,14 @@ from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.movement import int_values, strided_slice_dims
 from gpuc.compiler.ops.util import norm_axis, size, strides
 
-RESHAPES = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+
+
+def kind(op: str) -> str | None:
+    """The op's `pieces` fact (compiler/ops/): which pull-back below reads its output's pieces, or
+    None for an op that computes values."""
+    from gpuc.compiler.ops import fact
+    k = fact(op, "pieces")
+    return k if isinstance(k, str) else None
 MAX_PIECES = 4096           # regions of one GATHER_COPY
 
 
@@ -201,6 +208,11 @@ def _sub(p: Piece, i: int, k0: int, n: int) -> Piece:
     return Piece(norm_digits(digits), p.dst_off + g.dst * k0, p.tensor, tuple(base), p.fill)
 
 
+def data_input(node: Node) -> int:
+    """The position of the input whose elements a movement op moves (SPLIT's axis comes first)."""
+    return 1 if kind(node.op) == "split" else 0
+
+
 def _const_ints(graph, tid, what):
     t = graph.t(tid)
     if not t.is_const:
@@ -213,19 +225,19 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
     out = node.outputs.index(p.tensor)
     y = graph.t(p.tensor)
     x = graph.t(node.inputs[0])
-    r, op, at = len(x.shape), node.op, node.attrs
-    if op in RESHAPES:
+    r, op, at = len(x.shape), kind(node.op), node.attrs
+    if op == "reshape":
         return _reshape_split(p, y.shape, x.id, x.shape)
-    if op == "TRANSPOSE":
+    if op == "transpose":
         perm = [norm_axis(v, r) for v in _const_ints(graph, node.inputs[1], "perm")]
         return [_affine(p, x.id, r, [(perm[e], 0, 1) for e in range(r)])]
-    if op == "SLICE":
+    if op == "slice":
         begin = _const_ints(graph, node.inputs[1], "begin")
         return [_affine(p, x.id, r, [(e, begin[e], 1) for e in range(r)])]
-    if op == "REVERSE_V2":
+    if op == "reverse":
         axes = {norm_axis(a, r) for a in _const_ints(graph, node.inputs[1], "axis")}
         return [_affine(p, x.id, r, [(e, x.shape[e] - 1, -1) if e in axes else (e, 0, 1) for e in range(r)])]
-    if op == "STRIDED_SLICE":
+    if op == "strided_slice":
         plan, _ = strided_slice_dims(
             x.shape, _const_ints(graph, node.inputs[1], "begin"), _const_ints(graph, node.inputs[2], "end"),
             _const_ints(graph, node.inputs[3], "strides"), *(int(at.get(k, 0) or 0) for k in (
@@ -234,12 +246,12 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
         eff = [c for _, _, c, _ in plan]                 # the output with shrunk dims kept (size 1)
         q = _reshape(p, y.shape, p.tensor, eff) if list(eff) != list(y.shape) else p
         return [_affine(q, x.id, r, [(d, st, s) for d, st, _, s in plan])]
-    if op in ("SPLIT", "SPLIT_V"):
-        xi = 1 if op == "SPLIT" else 0
+    if op in ("split", "split_v"):
+        xi = data_input(node)
         x = graph.t(node.inputs[xi])
         r = len(x.shape)
-        axis = norm_axis(_const_ints(graph, node.inputs[0 if op == "SPLIT" else 2], "axis")[0], r)
-        if op == "SPLIT":
+        axis = norm_axis(_const_ints(graph, node.inputs[0 if op == "split" else 2], "axis")[0], r)
+        if op == "split":
             sizes = [x.shape[axis] // len(node.outputs)] * len(node.outputs)
         else:
             sizes = _const_ints(graph, node.inputs[1], "size_splits")
@@ -247,15 +259,15 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
                 sizes[sizes.index(-1)] = x.shape[axis] - (sum(sizes) + 1)
         off = sum(sizes[:out])
         return [_affine(p, x.id, r, [(e, off if e == axis else 0, 1) for e in range(r)])]
-    if op == "UNPACK":
+    if op == "unpack":
         axis = norm_axis(int(at.get("axis", 0) or 0), r)
         q = _reshape(p, y.shape, p.tensor, list(x.shape[:axis]) + [1] + list(x.shape[axis + 1:]))
         return [_affine(q, x.id, r, [(e, out if e == axis else 0, 1) for e in range(r)])]
-    if op == "BROADCAST_TO":
+    if op == "broadcast_to":
         lead = len(y.shape) - r
         return [_affine(p, x.id, r, [(None, 0, 0) if e < lead else (e - lead, 0, int(x.shape[e - lead] != 1))
                                      for e in range(len(y.shape))])]
-    if op == "CONCATENATION":
+    if op == "concatenation":
         axis = norm_axis(int(at.get("axis", 0) or 0), len(y.shape))
         offs = np.cumsum([0] + [graph.t(i).shape[axis] for i in node.inputs])
         res = []
@@ -264,7 +276,7 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
             src = node.inputs[iv]
             res.append(_affine(q, src, r, [(e, -int(offs[iv]) if e == axis else 0, 1) for e in range(r)]))
         return res
-    if op == "PACK":
+    if op == "pack":
         axis = norm_axis(int(at.get("axis", 0) or 0), r + 1)
         res = []
         for q, iv in _split(p, axis, list(range(1, len(node.inputs)))):
@@ -273,12 +285,12 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
             maps = [(e if e < axis else e - 1, 0, 1) if e != axis else (None, 0, 0) for e in range(r + 1)]
             res.append(_affine(q, node.inputs[iv], r, maps))
         return res
-    if op in ("PAD", "PADV2"):
+    if op == "pad":
         pads = np.asarray(graph.t(node.inputs[1]).data).reshape(-1, 2) if graph.t(node.inputs[1]).is_const else None
         if pads is None:
             raise Stop
         value = 0
-        if op == "PADV2" and len(node.inputs) > 2 and node.inputs[2] >= 0:
+        if len(node.inputs) > 2 and node.inputs[2] >= 0:          # (PADV2's value)
             c = graph.t(node.inputs[2])
             if not c.is_const:
                 raise Stop
@@ -297,7 +309,7 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
                                replace(s, base=tuple(b - lo if e == d else b for e, b in enumerate(s.base))))
             cur = nxt
         return [replace(q, tensor=x.id) if q.tensor >= 0 else q for q in cur]
-    if op == "TILE":
+    if op == "tile":
         cur = [p]
         for d in range(r):
             n, nxt = x.shape[d], []
@@ -309,7 +321,7 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
                             for s, iv in _split(_tile_digits(q, d, n), d, list(range(n, y.shape[d], n)))]
             cur = nxt
         return [replace(q, tensor=x.id) for q in cur]
-    if op == "GATHER":
+    if op == "gather":
         axis = norm_axis(int(at.get("axis", 0) or 0), r)
         if int(at.get("batch_dims", 0) or 0) != 0:
             raise Stop

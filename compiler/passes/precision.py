@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.glsl import supports_storage16
-from gpuc.compiler.ew_table import BOUNDED_ACTS, FP16_BOUNDED, FP16_UNSAFE
+from gpuc.compiler.ew_table import BOUNDED_ACTS
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ew_table import FUSIBLE
 from gpuc.compiler.ops.gemm_coopmat import plain_gemm, storage_wishes
@@ -38,17 +38,16 @@ from gpuc.compiler.ops.util import act_code
 
 FP16_MAX = 65504.0
 
-# ops whose output can overflow fp16 although their inputs fit (elementwise ops: their ew_table row)
-UNSAFE = FP16_UNSAFE | {"SUM", "REDUCE_PROD", "CUMSUM"}
-# ops whose output range is bounded whatever their input (stop the propagation of pinning)
-BOUNDED = FP16_BOUNDED | {"SOFTMAX", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL",
-                          "ARG_MAX", "ARG_MIN", "LOG_SOFTMAX", "L2_NORMALIZATION"}
+from gpuc.compiler.ops import BOUNDED, UNSAFE, fact
+
+# each op's fp16 fact (compiler/ops/): UNSAFE, its output can overflow fp16 although its inputs fit;
+# BOUNDED, its output range is bounded whatever its input (stops the propagation of pinning)
 
 
 def _bounded(node) -> bool:
     """The node's output range is bounded whatever its inputs: a bounding op, or a fused clamping
     activation (relu_n1_to_1, relu6, tanh, logistic) that is the last step of its epilogue."""
-    if node.op in BOUNDED:
+    if fact(node.op, "fp16") == BOUNDED:
         return True
     return node.epilogue.residual is None and act_code(node) in BOUNDED_ACTS
 
@@ -62,7 +61,7 @@ def plan_fp16_storage(graph: Graph) -> None:
     st = graph.storage
     wide = set()                    # values that may exceed fp16's range
     for n in graph.nodes:
-        if n.op in UNSAFE or (not _bounded(n) and any(i >= 0 and st(i) in wide for i in n.inputs)):
+        if fact(n.op, "fp16") == UNSAFE or (not _bounded(n) and any(i >= 0 and st(i) in wide for i in n.inputs)):
             wide.update(st(o) for o in n.outputs)
     pinned = wide | {st(t) for t in graph.inputs + graph.outputs}
     pinned |= {t.id for t in graph.tensors if t.is_variable}

@@ -114,13 +114,15 @@ def test_activation_codes():
 
 def test_derived_lists():
     from gpuc.compiler.ops.ew_fused import OPS
-    from gpuc.compiler.passes import fusion, inplace, precision
+    from gpuc.compiler.ops import FACTS
+    from gpuc.compiler.passes import fusion
     assert OPS == {op for op, r in TABLE.items() if r.fusible} | {"CAST"}
-    assert inplace.ELEMENTWISE == {op for op, r in TABLE.items() if r.in_place} | {"FUSED_ELEMENTWISE"}
+    in_place = {op for op, d in FACTS.items() if d.in_place is True}
+    assert in_place == {op for op, r in TABLE.items() if r.in_place} | {"FUSED_ELEMENTWISE"}
     assert fusion.ACT_OPS == ACT
     assert {op for op, r in TABLE.items() if r.act_host} <= fusion.ACT_HOSTS
-    for op, r in TABLE.items():
-        assert (op in precision.UNSAFE, op in precision.BOUNDED) == (r.fp16 == "unsafe", r.fp16 == "bounded")
+    for op, r in TABLE.items():                      # (the registry's fp16 fact is the row's)
+        assert FACTS[op].fp16 == r.fp16
     compiled = {(e.split("(")[0], "int32" if sw.get("IS_INT") == [1] else "float32")
                 for _, sw, *_ in ew_ops.VARIANTS.values() for e in sw.get("EW_EXPR", [])}
     for r in TABLE.values():                 # `make shaders` compiles each op in each of its dtypes

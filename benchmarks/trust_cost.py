@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def child(model: str, robust: bool, runs: int, no_cache: bool) -> dict:
+def child(model: str, robust: bool, runs: int, no_cache: bool, warmup: int = 200) -> dict:
     import numpy as np
     import gpuc
     if no_cache:
@@ -33,7 +33,7 @@ def child(model: str, robust: bool, runs: int, no_cache: bool) -> dict:
     m = gpuc.load(data, robust=True) if robust else gpuc.load(data)
     load_ms = (time.perf_counter() - t0) * 1e3
     xs = [np.random.default_rng(0).uniform(-1, 1, s.shape).astype(s.dtype) for s in m.inputs]
-    for _ in range(200):
+    for _ in range(warmup):
         m.run(xs)
     wall, gpu = [], []
     for _ in range(runs):
@@ -42,16 +42,17 @@ def child(model: str, robust: bool, runs: int, no_cache: bool) -> dict:
         wall.append((time.perf_counter() - t) * 1e3)
         if m.last_gpu_ms is not None:
             gpu.append(m.last_gpu_ms)
-    steps = m.load_info.get("steps_ms", {})
+    steps, name = m.load_info.get("steps_ms", {}), m.device.name
     m.close()
     return {"run_ms": statistics.median(wall), "gpu_ms": statistics.median(gpu) if gpu else None,
-            "load_ms": load_ms, "bundle_read_ms": steps.get("bundle"), "device": m.device.name}
+            "load_ms": load_ms, "bundle_read_ms": steps.get("bundle"), "device": name}
 
 
-def spawn(tree: Path, model: str, robust: bool, runs: int, no_cache: bool = False) -> dict:
+def spawn(tree: Path, model: str, robust: bool, runs: int, no_cache: bool = False, warmup: int = 200) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree)] + [p for p in os.environ.get("PYTHONPATH", "")
                                                                           .split(os.pathsep) if p and p != str(ROOT)]))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(Path(model).resolve()), "--runs", str(runs)] + \
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(Path(model).resolve()), "--runs", str(runs),
+           "--warmup", str(warmup)] + \
         (["--robust"] if robust else []) + (["--no-validation-cache"] if no_cache else [])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(tree))
     if p.returncode:
@@ -65,13 +66,14 @@ def main() -> int:
     ap.add_argument("--baseline", default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--robust", action="store_true")
     ap.add_argument("--no-validation-cache", action="store_true")
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(child(a.model, a.robust, a.runs, a.no_validation_cache)))
+        print(json.dumps(child(a.model, a.robust, a.runs, a.no_validation_cache, a.warmup)))
         return 0
     variants = [("this tree", ROOT, False), ("this tree --robust", ROOT, True)]
     if a.baseline:
@@ -79,9 +81,9 @@ def main() -> int:
     got = {name: [] for name, _, _ in variants}
     for r in range(a.rounds):
         for name, tree, robust in variants:
-            got[name].append(spawn(tree, a.model, robust, a.runs))
+            got[name].append(spawn(tree, a.model, robust, a.runs, warmup=a.warmup))
             print(f"round {r}: {name}: {got[name][-1]}", file=sys.stderr, flush=True)
-    cold = spawn(ROOT, a.model, False, 10, no_cache=True)
+    cold = spawn(ROOT, a.model, False, 10, no_cache=True, warmup=2)
     out = {"model": a.model, "device": got[variants[-1][0]][0]["device"], "runs": a.runs, "rounds": a.rounds,
            "cold_validation_bundle_read_ms": cold["bundle_read_ms"]}
     for name, runs in got.items():

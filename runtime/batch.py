@@ -125,6 +125,7 @@ def _record_out(model, slot, b, outs):
         for s, dt in zip(model.outputs, outs):
             for i in range(b):
                 rec.copy_tensor(cmd, s.tensor, i, dt.buffer, to_arena=False)
+        rec.copy_out(cmd, slot.out_buf, b, first=len(model.outputs))    # the status words (runtime/status.py)
     commands.barrier(cmd, commands.T, commands.H | commands.T | commands.C, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                      vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT | commands.RW)
     vk.vkEndCommandBuffer(cmd)

@@ -137,9 +137,10 @@ class Recorder:
         for i, regions in self.item_regions(self.inputs if specs is None else specs, items, True, sizes).items():
             vk.vkCmdCopyBuffer(cmd, staging, self.arenas.arena(i), len(regions), regions)
 
-    def copy_out(self, cmd, staging, items=1, sizes=None) -> None:
-        """Copy the outputs of `items` batch items from the arenas into staging."""
-        for i, regions in self.item_regions(self.outputs, items, False, sizes).items():
+    def copy_out(self, cmd, staging, items=1, sizes=None, first=0) -> None:
+        """Copy the outputs (from spec `first` on: e.g. only the status words past the model's outputs)
+        of `items` batch items from the arenas into staging."""
+        for i, regions in self.item_regions(self.outputs[first:], items, False, sizes).items():
             vk.vkCmdCopyBuffer(cmd, self.arenas.arena(i), staging, len(regions), regions)
 
     def copy_tensor(self, cmd, tensor: int, item: int, buffer, to_arena: bool) -> None:

@@ -114,6 +114,25 @@ def test_message_and_run_paths(gpu):
         np.testing.assert_array_equal(gm.output_view(0), P[[2, 3]])
 
 
+def test_keep_on_device_and_device_tensor_inputs_check_too(gpu):
+    """Runs whose outputs stay on the device (or whose inputs are DeviceTensors) copy the status words
+    back as well: a bad index fails them."""
+    m = model("GATHER", P, [2], I, [2, 4, 3])
+    good, bad = [P, np.array([4, 0], np.int32)], [P, np.array([1, 9], np.int32)]
+    with gpu.load(m) as gm:
+        with pytest.raises(RunError, match="index 9 out of range"):
+            gm.run(bad, keep_on_device=True)
+        outs = gm.run(good, keep_on_device=True)
+        np.testing.assert_array_equal(outs[0].numpy(), P[[4, 0]])
+        for o in outs:
+            o.close()
+        xd = gpuc.to_device(P, gm.device)
+        with pytest.raises(RunError, match="index 9 out of range"):
+            gm.run([xd, bad[1]])
+        np.testing.assert_array_equal(gm.run([xd, good[1]])[0], P[[4, 0]])
+        xd.close()
+
+
 def test_no_checks_no_cost():
     """A model with constant (or no) indices gets no status tensor, no check and no extra dispatch."""
     mb = ModelBuilder()

@@ -46,6 +46,7 @@ class Tensor:
     # simulated quantization (passes/quant.py): the grid every write rounds to, (scale, zero_point, qmin, qmax)
     fake_quant: tuple | None = None
     initial: np.ndarray | None = None   # a variable's value at load and reset (passes/variables.py)
+    dequantized: str | None = None      # a constant's stored dtype before passes/quant.py dequantized it
 
     @property
     def is_const(self) -> bool:

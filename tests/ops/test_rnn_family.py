@@ -119,3 +119,61 @@ def test_rnn_hybrid_weights_refused(t):
     model, _ = rnn_model(1, 3, 4, 4, t=t, weights_dtype="int8")
     with pytest.raises(GpucError, match="RNN.*hybrid-quantized int8"):
         gpuc.compile(model)
+
+
+# --- BIDIRECTIONAL_SEQUENCE_RNN ---------------------------------------------------------------------
+
+def bidi_rnn_model(b, t, i, uf, ub, act=4, time_major=False, merge=False, aux=None, aux_weights=False, seed=0):
+    """aux: the aux input's feature size (None: no aux input)."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    seq = lambda f: (t, b, f) if time_major else (b, t, f)  # noqa: E731
+    shapes = [seq(i)]
+    ins = [mb.input("x", seq(i))]
+    for d, u in (("fw", uf), ("bw", ub)):
+        ins += [mb.const(f"{d}_w", _w(rng, u, i)), mb.const(f"{d}_r", _w(rng, u, u)), mb.const(f"{d}_b", _w(rng, u)),
+                _state(mb, f"{d}_h", (b, u))]
+    if aux is None:
+        ins += [-1, -1, -1]
+    else:
+        ins.append(mb.input("aux", seq(aux)))
+        shapes.append(seq(aux))
+        ins += [mb.const("fw_a", _w(rng, uf, aux)), mb.const("bw_a", _w(rng, ub, aux))] if aux_weights else [-1, -1]
+    outs = [mb.tensor("y", seq(uf + ub))] if merge else [mb.tensor("y_fw", seq(uf)), mb.tensor("y_bw", seq(ub))]
+    mb.op("BIDIRECTIONAL_SEQUENCE_RNN", ins, outs, fused_activation_function=act, time_major=time_major,
+          merge_outputs=merge)
+    for o in outs:
+        mb.output(o)
+    return mb.finish(), shapes
+
+
+BIDI_RNN = {   # (time_major, merge, aux size (None: none), aux weights, act)
+    "plain": (False, False, None, False, 4),
+    "merged_relu": (False, True, None, False, 1),
+    "time_major_merged": (True, True, None, False, 3),
+    "time_major_relu1": (True, False, None, False, 2),
+    "aux_cross": (False, False, 3, True, 4),
+    "aux_cross_merged_time_major": (True, True, 6, True, 4),
+    "aux_no_weights": (False, True, 5, False, 0),
+    "aux_no_weights_time_major": (True, False, 5, False, 4),
+    "sign_bit": (False, False, None, False, 5),
+}
+
+
+@pytest.mark.parametrize("name", list(BIDI_RNN))
+def test_bidirectional_rnn_vs_litert(name, device):
+    tm, merge, aux, aw, act = BIDI_RNN[name]
+    rng = np.random.default_rng(len(name))
+    b, t = (int(v) for v in rng.integers(1, 5, 2))
+    model, shapes = bidi_rnn_model(b, t + 1, 5, int(rng.integers(2, 7)), int(rng.integers(2, 7)), act=act,
+                                   time_major=tm, merge=merge, aux=aux, aux_weights=aw, seed=len(name))
+    _check_runs(model, shapes, device, seed=len(name))
+
+
+def test_bidirectional_rnn_refusals():
+    model, _ = bidi_rnn_model(2, 3, 5, 4, 3, time_major=True, aux=3, aux_weights=True)
+    with pytest.raises(GpucError, match="BIDIRECTIONAL_SEQUENCE_RNN.*reads past its end"):
+        gpuc.compile(model)
+    model, _ = bidi_rnn_model(2, 3, 5, 4, 3, time_major=True, aux=4)
+    with pytest.raises(GpucError, match="BIDIRECTIONAL_SEQUENCE_RNN.*must have the input's shape"):
+        gpuc.compile(model)

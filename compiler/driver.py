@@ -221,15 +221,16 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     if graph.items > 1:                       # runtime/batch.py: one arena, every dispatch covers the items
         options = dict(options, batch_native=True, max_batch=graph.items)     # (--dynamic: the batch bound)
     tensors = tensor_table(graph, used, woff, mem.offsets)
-    manifest.write(prog, tensors, sym_scope.current().hints if graph.dynamic_dims else ())
-    stats["io"] = B.io_record(tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs])
+    manifest.write(prog, tensors, sym_scope.current().hints if graph.dynamic_dims else (),
+                   (prog.grids, prog.variant_grids) if graph.dynamic_dims else None)
+    stats["io"] = B.io_record(tensors, [index[t] for t in graph.inputs], [index[t] for t in graph.outputs], options)
     stats["largest_binding_bytes"] = manifest.largest_binding(prog, tensors, options["max_binding_bytes"])
     b = B.Bundle(name, tensors, [index[t] for t in graph.inputs],
                  [index[t] for t in graph.outputs], prog.shaders, prog.dispatches, mem.arena_bytes, weights, options,
                  stats, __version__, fp, state_init=[(index[t], index[c]) for t, c in state_pairs], steps=prog.steps,
                  variants=prog.variants, checks=status.bundle_checks(graph, index),
-                 output_sizes=[B.OutputSize(graph.outputs.index(t), a, index[n])     # (ops/output_lengths.py)
-                               for t, (a, n) in getattr(graph, "output_lengths", {}).items()])
+                 output_sizes=[B.OutputSize(graph.outputs.index(t), a, index[n], *r)     # (ops/output_lengths.py)
+                               for t, (a, n, *r) in getattr(graph, "output_lengths", {}).items()])
     progress.stage("writing the bundle")
     return B.write_bundle(b)
 

@@ -119,10 +119,12 @@ class Step:
 @dataclass
 class OutputSize:
     """Output `output` (its position in Bundle.outputs) holds, along `axis`, as many entries as the run's
-    value of tensor `length` (an int32 scalar model input) says: run() returns it trimmed to that."""
+    value of tensor `length` (an int32 scalar model input) says: run() returns it trimmed to that.
+    `rule` (runtime/output_sizes.py RULES) finds the length otherwise from `length`'s values."""
     output: int
     axis: int
     length: int
+    rule: str = ""
 
 
 @dataclass
@@ -152,13 +154,21 @@ class Bundle:
     interfaces: list = field(default_factory=list, repr=False)   # set by validate: runtime/shader_check.Interface
 
 
-def io_record(tensors: list, inputs: list, outputs: list) -> dict:
-    """stats["io"]: the I/O tensors as the compiler made them ([index, shape, dtype] each).  The runtime
+def io_record(tensors: list, inputs: list, outputs: list, options: dict) -> dict:
+    """stats["io"]: the I/O tensors as the compiler made them ([index, shape, dtype] each), and the options
+    that size them at run time (the batch bound; dynamic dims and the I/O shapes over them).  The runtime
     refuses a bundle whose payload disagrees with this header record (one of them lies)."""
     def rec(idx):
         return [[int(i), [int(x) for x in tensors[i].shape], tensors[i].dtype] if 0 <= i < len(tensors) else [int(i)]
                 for i in idx]
-    return {"inputs": rec(inputs), "outputs": rec(outputs)}
+    out = {"inputs": rec(inputs), "outputs": rec(outputs)}
+    if options.get("batch_native") or options.get("max_batch", 1) != 1:
+        out["batch"] = [options.get("batch_native"), options.get("max_batch")]
+    dd = options.get("dynamic_dims")
+    if dd is not None:
+        out["dynamic"] = {"dims": dd.get("dims") if isinstance(dd, dict) else dd,
+                          "shapes": dd.get("shapes") if isinstance(dd, dict) else None}
+    return json.loads(json.dumps(out))          # as the header's JSON reads back
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -199,7 +209,8 @@ def write_bundle(b: Bundle) -> bytes:
         "signature": b.signature or None,
         "signatures": [{"name": sub.signature, "bundle": np.frombuffer(write_bundle(_without_weights(sub)), np.uint8)}
                        for sub in b.signatures] or None,
-        "output_sizes": [{"output": o.output, "axis": o.axis, "length": o.length} for o in b.output_sizes] or None,
+        "output_sizes": [{"output": o.output, "axis": o.axis, "length": o.length, "rule": o.rule or None}
+                         for o in b.output_sizes] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
@@ -339,7 +350,8 @@ def _from_payload(p, head, options, stats) -> Bundle:
                   for v in p["variants"] or []],
         checks=[Check(c["status"], c["word"], c["op"] or "", c["operator"], c["tensor"] or "",
                       [int(x) for x in _arr(c["bounds"])]) for c in p["checks"] or []])
-    b.output_sizes = [OutputSize(o["output"], o["axis"], o["length"]) for o in p.get("output_sizes") or []]
+    b.output_sizes = [OutputSize(o["output"], o["axis"], o["length"], o.get("rule") or "")
+                      for o in p.get("output_sizes") or []]
     validate(b)
     return b
 
@@ -381,9 +393,13 @@ def validate(b: Bundle) -> None:
         for i in idx:
             if not 0 <= i < nt or b.tensors[i].memory != ARENA:
                 raise BundleError(f"corrupt bundle: {kind} refers to bad tensor {i}")
-    if b.stats.get("io") != io_record(b.tensors, b.inputs, b.outputs):
-        raise BundleError("corrupt bundle: its inputs and outputs (tensor, shape, dtype) differ from the header's "
-                          f"record of them: {io_record(b.tensors, b.inputs, b.outputs)} against {b.stats.get('io')}"[:300])
+    try:
+        io = io_record(b.tensors, b.inputs, b.outputs, b.options)
+    except (TypeError, ValueError):
+        io = None
+    if b.stats.get("io") != io:
+        raise BundleError("corrupt bundle: its inputs and outputs (tensor, shape, dtype, run-time sizes) differ from "
+                          f"the header's record of them: {io} against {b.stats.get('io')}"[:300])
     for dst, src in b.state_init:
         if not (0 <= dst < nt and 0 <= src < nt) or b.tensors[dst].memory != ARENA \
                 or b.tensors[src].memory != WEIGHTS or b.tensors[dst].nbytes != b.tensors[src].nbytes:
@@ -476,7 +492,13 @@ def _validate_output_sizes(b: Bundle) -> None:
     for j, o in enumerate(b.output_sizes):
         t = b.tensors[b.outputs[o.output]] if 0 <= o.output < len(b.outputs) else None
         n = b.tensors[o.length] if 0 <= o.length < len(b.tensors) else None
-        if t is None or o.output in seen or not 0 <= o.axis < len(t.shape) or n is None \
+        if o.rule:              # (runtime/output_sizes.py RULES)
+            from gpuc.runtime.output_sizes import rule_reason
+            bad = rule_reason(b, o, t, n) if t is not None and n is not None else "no such tensor"
+            if bad or o.output in seen or not 0 <= o.axis < len(t.shape):
+                raise BundleError(f"corrupt bundle: output size {j} (output {o.output}, axis {o.axis}, rule {o.rule!r}, "
+                                  f"length tensor {o.length}): {bad or 'a bad output axis'}")
+        elif t is None or o.output in seen or not 0 <= o.axis < len(t.shape) or n is None \
                 or o.length not in b.inputs or n.dtype != "int32" or n.nbytes != 4:
             raise BundleError(f"corrupt bundle: output size {j} (output {o.output}, axis {o.axis}, length tensor "
                               f"{o.length}) does not name an output axis and an int32 scalar input")

@@ -4,6 +4,10 @@ tensor, an int32 scalar model input (NON_MAX_SUPPRESSION_V4 / V5's max_output_si
 at run time).  A value outside [0, the computed size] fails the run, as LiteRT's invoke fails (a
 negative size) or gpuc cannot hold it, naming the output.  DeviceTensors (keep_on_device) cannot be
 trimmed: such a run is refused.
+
+An OutputSize with a `rule` has a data-dependent length (WHERE, UNIQUE, SEGMENT_SUM: compiler/ops/
+output_lengths.py), found once the run is over from the values of its `length` tensor (RULES), a model
+input or output: no extra read-back.
 """
 from __future__ import annotations
 
@@ -13,19 +17,55 @@ from gpuc.errors import GpucError
 from gpuc.runtime import iospec
 
 
-def run_lengths(model, inputs) -> list:
-    """[(output position, axis, length)] of this run, checked against the outputs' computed sizes."""
+def _rows(v, o):
+    """Rows of output v (along o.axis) before the first whose first element is negative."""
+    v = np.moveaxis(np.asarray(v), o.axis, 0).reshape(np.asarray(v).shape[o.axis], -1)
+    bad = np.flatnonzero(v[:, 0] < 0) if v.shape[1] else np.array([], np.int64)
+    return int(bad[0]) if bad.size else v.shape[0]
+
+
+RULES = {       # rule -> (where `length` lies, its dtypes, the length from its values and the output)
+    "last_plus_one": ("inputs", ("int32",), lambda v, out, o: int(v.reshape(-1)[-1]) + 1 if v.size else 0),
+    "max_plus_one": ("outputs", ("int32", "int64"), lambda v, out, o: int(v.max()) + 1 if v.size else 0),
+    "rows": ("outputs", ("int32", "int64"), lambda v, out, o: _rows(out, o)),
+}
+
+
+def rule_reason(b, o, t, n) -> str | None:
+    """Why OutputSize `o` (output tensor t, length tensor n) of bundle b is malformed, or None."""
+    if o.rule not in RULES:
+        return f"unknown rule {o.rule!r}"
+    where, dtypes, _ = RULES[o.rule]
+    if o.length not in getattr(b, where) or n.dtype not in dtypes or not n.shape:
+        return f"its length tensor is not a {'/'.join(dtypes)} model {where[:-1]}"
+    if o.rule == "rows" and b.outputs[o.output] != o.length:
+        return "a rows rule counts the output itself"
+    return None
+
+
+def _value(v):
+    return v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else v
+
+
+def run_lengths(model, inputs, outs=None) -> list:
+    """[(output position, axis, length)] of this run, checked against the outputs' computed sizes:
+    those read from inputs (outs None), or those found by a rule (from the run's outputs `outs`)."""
     b = model.bundle
     vals = iospec.ordered(model.inputs, inputs)
     res = []
     for o in b.output_sizes:
-        v = vals[b.inputs.index(o.length)]
-        v = v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else v
-        n = int(np.asarray(v).reshape(-1)[0])
+        if bool(o.rule) != (outs is not None):
+            continue
+        if o.rule:
+            where, _, fn = RULES[o.rule]
+            v = vals[b.inputs.index(o.length)] if where == "inputs" else outs[b.outputs.index(o.length)]
+            n = fn(np.asarray(_value(v)), outs[o.output], o)
+        else:
+            n = int(np.asarray(_value(vals[b.inputs.index(o.length)])).reshape(-1)[0])
         spec = model.outputs[o.output]
         cap = int(spec.shape[o.axis])
         if not 0 <= n <= cap:
-            name = model.inputs[b.inputs.index(o.length)].name
+            name = o.length if o.length not in b.inputs else model.inputs[b.inputs.index(o.length)].name
             raise GpucError(f"output {spec.name!r}: its length along axis {o.axis} is input {name!r} = {n}, "
                             f"outside [0, {cap}] (the size this bundle computes it at)")
         res.append((o.output, o.axis, n))
@@ -35,11 +75,13 @@ def run_lengths(model, inputs) -> list:
 class TrimmedHandle:
     """A RunHandle whose wait() returns the outputs trimmed to the run's lengths."""
 
-    def __init__(self, handle, lengths):
-        self._h, self._lengths = handle, lengths
+    def __init__(self, handle, lengths, found=None):
+        self._h, self._lengths, self._found = handle, lengths, found
 
     def wait(self, mode: str = "passive"):
-        return trim(self._h.wait(mode), self._lengths)
+        outs = self._h.wait(mode)
+        found = self._found(outs) if self._found is not None else []
+        return trim(outs, self._lengths + found)
 
     def __getattr__(self, name):
         return getattr(self._h, name)
@@ -63,4 +105,11 @@ def wrap(model, inputs, keep_on_device: bool, submit):
         raise GpucError(f"keep_on_device: outputs {names} have a length known only per run (LiteRT resizes them); "
                         "gpuc returns them as arrays only")
     lengths = run_lengths(model, inputs)
-    return TrimmedHandle(submit(), lengths)
+    found = None
+    if any(o.rule for o in model.bundle.output_sizes):       # found from this run's inputs and outputs
+        need = {model.bundle.inputs.index(o.length) for o in model.bundle.output_sizes
+                if o.rule and o.length in model.bundle.inputs}
+        kept = [np.array(_value(v)) if i in need else None
+                for i, v in enumerate(iospec.ordered(model.inputs, inputs))]
+        found = lambda outs: run_lengths(model, kept, outs)        # noqa: E731
+    return TrimmedHandle(submit(), lengths, found)

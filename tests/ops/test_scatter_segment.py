@@ -1,0 +1,94 @@
+"""Scatter, segment and sparse builtins on the GPU against LiteRT (issue 28): SEGMENT_SUM,
+UNSORTED_SEGMENT_SUM / MAX / MIN / PROD (compiler/ops/segment.py), with random data, duplicate and
+empty segments, negative ids (skipped), out-of-range ids (the run fails as LiteRT's invoke does) and
+SEGMENT_SUM's per-run output length."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.errors import GpucError, RunError  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+
+UNSORTED = ["UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_MIN", "UNSORTED_SEGMENT_PROD"]
+
+
+def _data(rng, shape, dtype):
+    if dtype == "int32":
+        return rng.integers(-9, 9, shape).astype(dtype)
+    return (rng.standard_normal(shape) * 3).astype(dtype)
+
+
+def _segment_model(op, dshape, ishape, dtype, nseg):
+    mb = ModelBuilder()
+    x, s = mb.input("x", dshape, dtype), mb.input("s", ishape, "int32")
+    ins = [x, s] + ([mb.const("n", np.array([nseg], np.int32))] if op != "SEGMENT_SUM" else [])
+    y = mb.tensor("y", [nseg] + list(dshape[len(ishape):]), dtype)
+    mb.op(op, ins, [y])
+    mb.output(y)
+    return mb.finish()
+
+
+def _same(out, ref):
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    assert np.array_equal(out, ref, equal_nan=out.dtype.kind == "f"), (out, ref)
+
+
+@pytest.mark.parametrize("op", UNSORTED)
+def test_unsorted_segment_against_litert(op):
+    rng = np.random.default_rng(len(op))
+    for dshape, ishape, nseg, dtype in (([12, 3], [12], 6, "float32"), ([4, 5, 2], [4, 5], 7, "int32")):
+        model = _segment_model(op, dshape, ishape, dtype, nseg)
+        with gpuc.load(gpuc.compile(model)) as m:
+            for trial in range(3):       # random ids (duplicates, empty segments, negative ids skipped)
+                x = _data(rng, dshape, dtype)
+                s = rng.integers(-2 if trial else 0, nseg - 1 if trial < 2 else nseg, ishape).astype(np.int32)
+                _same(m.run([x, s])[0], run_litert(model, [x, s])[0])
+            bad = np.zeros(ishape, np.int32)
+            bad.reshape(-1)[-1] = nseg                   # LiteRT: max id < num_segments, else the invoke fails
+            with pytest.raises(RuntimeError):
+                run_litert(model, [x, bad])
+            with pytest.raises(RunError, match=f"{op}.*'s'.*index {nseg}"):
+                m.run([x, bad])
+
+
+def test_segment_sum_per_run_length():
+    rng = np.random.default_rng(3)
+    for dtype in ("float32", "int32"):
+        model = _segment_model("SEGMENT_SUM", [9, 2], [9], dtype, 9)
+        with gpuc.load(gpuc.compile(model)) as m:
+            for trial in range(4):       # sorted ids from 0, steps of 0 / 1: 1 .. 9 segments
+                steps = rng.integers(0, 2, 8) if trial < 3 else np.ones(8, np.int64) * (trial == 3)
+                s = np.concatenate([[0], np.cumsum(steps)]).astype(np.int32)
+                x = _data(rng, [9, 2], dtype)
+                _same(m.run([x, s])[0], run_litert(model, [x, s])[0])
+            for bad in ([1] * 9, [0, 0, 2, 2, 2, 3, 3, 3, 3], [0, 1, 0, 0, 0, 0, 0, 0, 0]):
+                bad = np.array(bad, np.int32)
+                with pytest.raises(RuntimeError):
+                    run_litert(model, [x, bad])
+                with pytest.raises(RunError, match="SEGMENT_SUM"):
+                    m.run([x, bad])
+
+
+def test_segment_float_nan_and_identities():
+    """NaN inputs: std::max / min keep the accumulator (NaN never wins), sums and products carry it."""
+    x = np.array([[np.nan, 1.0], [2.0, np.nan], [-np.inf, 5.0]], np.float32)
+    s = np.array([1, 1, 3], np.int32)
+    for op in UNSORTED:
+        model = _segment_model(op, [3, 2], [3], "float32", 5)
+        with gpuc.load(gpuc.compile(model)) as m:
+            _same(m.run([x, s])[0], run_litert(model, [x, s])[0])
+
+
+def test_segment_refusals():
+    mb = ModelBuilder()
+    x, s, n = mb.input("x", [4], "float32"), mb.input("s", [4], "int32"), mb.input("n", [1], "int32")
+    y = mb.tensor("y", [4], "float32")
+    mb.op("UNSORTED_SEGMENT_SUM", [x, s, n], [y])
+    mb.output(y)
+    with pytest.raises(GpucError, match="UNSORTED_SEGMENT_SUM.*num_segments 'n' is computed at run time"):
+        gpuc.compile(mb.finish())

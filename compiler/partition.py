@@ -73,8 +73,8 @@ def capability_limit(node: Node, reason: str, graph: Graph) -> bool:
     version, a dtype, quantized tensors), not because the node is invalid (bad attributes, shapes,
     constant operands LiteRT rejects): only those go to the CPU.  A runtime tensor of a dtype no GPU
     kernel handles (int64 values, float16, int16, complex ...) always means the CPU."""
-    if node.op not in ops.REGISTRY:
-        return True
+    if node.op not in ops.REGISTRY:      # (refused outright: ops.refuse, or the importer's reason on the node)
+        return node.op not in ops.REFUSED and ops.REFUSAL_ATTR not in node.attrs
     if reason.startswith(ops.LITERT_REJECTS):      # LiteRT fails the model too: no answer to give
         return False
     if reason.startswith("version ") or " has dtype " in reason or reason.startswith("quantized tensor"):

@@ -125,6 +125,8 @@ class _Importer:
             sigs.append(entry)
         model = ir.Model(graphs, m["description"] or "", version, sigs)
         inline_composites(model)            # STABLEHLO_COMPOSITE: its decomposition's plain ops
+        from gpuc.compiler.ops.stablehlo import lower_stablehlo
+        lower_stablehlo(model)              # the other StableHLO builtins: gpuc's builtins (compiler/ops/stablehlo.py)
         return model
 
     # -- operator codes -------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from gpuc.compiler.symbolic import SymbolicSize
 
 ANY_COUNT = 1 << 20           # inputs/outputs of ops TFLite sets no count limit for (CONCATENATION, PACK ...)
 LITERT_REJECTS = "LiteRT's kernel rejects"   # starts the reason for a dtype in OpDef.rejects (no CPU fallback)
+REFUSAL_ATTR = "gpuc_refused"        # a node attribute: why the importer could not lower this node (its reason)
 
 
 class Why:
@@ -105,6 +106,24 @@ class OpDef:
 
 REGISTRY: dict[str, OpDef] = {}      # ops with a GPU lowering
 FACTS: dict[str, OpDef] = {}         # every op with declared facts (REGISTRY's and host-only ones)
+REFUSED: dict[str, str] = {}         # ops gpuc refuses outright -> why (refuse(); neither GPU nor CPU runs them)
+HANDLED: dict[str, str] = {}         # ops no kernel runs because the compiler removes them -> how (handled())
+
+
+def refuse(*names, reason: str) -> None:
+    """gpuc refuses `names` outright, for `reason` (e.g. "LiteRT's interpreter does not run it"): the
+    unsupported-op error and `gpuc ops` give it."""
+    if not str(reason).strip():
+        raise ValueError("refuse needs a reason")
+    for n in names:
+        REFUSED[n] = str(reason)
+
+
+def handled(*names, how: str) -> None:
+    """`names` never reach a kernel: the importer or the compiler turns them into other ops or program
+    structure (`how` says what: inlined, lowered to ..., control flow); `gpuc ops` lists them so."""
+    for n in names:
+        HANDLED[n] = str(how)
 
 
 def register(*names, check=None, dtypes=("float32",), max_version=99, summary="", inputs=(1, 99), outputs=(1, 1),
@@ -198,7 +217,7 @@ def unsupported_reason(node: Node, graph: Graph) -> str | None:
     """None if gpuc can run `node` on the GPU, else why not."""
     d = REGISTRY.get(node.op)
     if d is None:
-        return "op not implemented"
+        return node.attrs.get(REFUSAL_ATTR) or REFUSED.get(node.op) or "op not implemented"
     if node.version > d.max_version:
         return f"version {node.version} not supported (max {d.max_version})"
     bad = _arity_reason(node, d)

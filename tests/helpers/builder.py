@@ -219,6 +219,16 @@ OP_OPTIONS: dict[str, str | None] = {
     "RANDOM_STANDARD_NORMAL": "RandomOptions", "RANDOM_UNIFORM": "RandomOptions",
     "MULTINOMIAL": "RandomOptions", "ATAN2": "ATan2Options", "RFFT2D": "Rfft2dOptions",
 }
+# StableHLO builtins -> their table in Operator.builtin_options2 (the others take none)
+OP_OPTIONS2: dict[str, str] = {
+    f"STABLEHLO_{k}": "Stablehlo" + "".join(w.capitalize() for w in k.split("_")) + "Options"
+    for k in ("CONCATENATE", "BROADCAST_IN_DIM", "SLICE", "CONVOLUTION", "CUSTOM_CALL", "REDUCE", "SCATTER",
+              "COMPARE", "DYNAMIC_SLICE", "PAD", "IOTA", "DOT_GENERAL", "REDUCE_WINDOW", "SORT", "WHILE", "GATHER",
+              "TRANSPOSE", "RNG_BIT_GENERATOR", "SHIFT_LEFT", "CASE")}
+OP_OPTIONS2["STABLEHLO_COMPOSITE"] = "StableHLOCompositeOptions"
+OP_OPTIONS.update({op: None for op in ENUMS["BuiltinOperator"] if op.startswith("STABLEHLO_") and op not in OP_OPTIONS2})
+for _op, _t in OP_OPTIONS2.items():
+    assert _op in ENUMS["BuiltinOperator"] and _t in ENUMS["BuiltinOptions2"] and _t in TABLES, (_op, _t)
 for _op, _t in OP_OPTIONS.items():          # the map is checked against the schema at import
     assert _op in ENUMS["BuiltinOperator"], _op
     assert _t is None or (_t in ENUMS["BuiltinOptions"] and _t in TABLES), (_op, _t)
@@ -289,7 +299,12 @@ class ModelBuilder:
         entry = {"opcode_index": self.opcode(op, version),
                  "inputs": np.asarray(list(inputs), np.int32), "outputs": np.asarray(list(outputs), np.int32)}
         table = OP_OPTIONS.get(op, "?")
-        if table == "?":
+        if op in OP_OPTIONS2:
+            for k in options:
+                if k not in TABLES[OP_OPTIONS2[op]]:
+                    raise KeyError(f"{op}: {OP_OPTIONS2[op]} has no field {k!r}")
+            entry["builtin_options2"] = (OP_OPTIONS2[op], dict(options))
+        elif table == "?":
             if options:
                 raise KeyError(f"no options table is known for {op}; add it to OP_OPTIONS")
         elif table is None:

@@ -177,3 +177,46 @@ def test_bidirectional_rnn_refusals():
     model, _ = bidi_rnn_model(2, 3, 5, 4, 3, time_major=True, aux=4)
     with pytest.raises(GpucError, match="BIDIRECTIONAL_SEQUENCE_RNN.*must have the input's shape"):
         gpuc.compile(model)
+
+
+# --- SVDF -------------------------------------------------------------------------------------------
+
+def svdf_model(b, i, u, rank, memory, act=0, bias=True, seed=0):
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    f = u * rank
+    ins = [mb.input("x", (b, i)), mb.const("wf", _w(rng, f, i)), mb.const("wt", _w(rng, f, memory)),
+           mb.const("bias", _w(rng, u)) if bias else -1, _state(mb, "state", (b, f * memory))]
+    y = mb.tensor("y", (b, u))
+    mb.op("SVDF", ins, [y], rank=rank, fused_activation_function=act)
+    mb.output(y)
+    return mb.finish(), [(b, i)]
+
+
+SVDF_CASES = {   # (b, i, u, rank, memory, act, bias)
+    "rank1": (2, 5, 4, 1, 3, 0, True),
+    "rank2_relu": (1, 3, 3, 2, 4, 1, True),
+    "rank3_no_bias_tanh": (3, 4, 2, 3, 5, 4, False),
+    "memory1_relu6": (2, 6, 3, 2, 1, 3, True),
+    "memory2_relu1": (2, 2, 5, 1, 2, 2, False),
+    "wide_sign_bit": (2, 9, 40, 2, 6, 5, True),
+}
+
+
+@pytest.mark.parametrize("name", list(SVDF_CASES))
+def test_svdf_vs_litert(name, device):
+    b, i, u, rank, mem, act, bias = SVDF_CASES[name]
+    model, shapes = svdf_model(b, i, u, rank, mem, act, bias, seed=len(name))
+    _check_runs(model, shapes, device, seed=len(name), runs=3)
+
+
+def test_svdf_bad_rank_refused():
+    rng = np.random.default_rng(0)
+    mb = ModelBuilder()
+    ins = [mb.input("x", (1, 3)), mb.const("wf", _w(rng, 5, 3)), mb.const("wt", _w(rng, 5, 2)), -1,
+           _state(mb, "state", (1, 10))]
+    y = mb.tensor("y", (1, 2))
+    mb.op("SVDF", ins, [y], rank=2)
+    mb.output(y)
+    with pytest.raises(GpucError, match="SVDF.*rank 2 does not divide the 5 filters"):
+        gpuc.compile(mb.finish())

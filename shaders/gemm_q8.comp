@@ -1,0 +1,137 @@
+// @storage16
+// Weight-only int8 matmul: out[m, n] = epilogue(dot(x[m, :], W[n, :])) with int8 weights W (per-channel or
+// per-tensor scale, zero point 0) and float activations x, computed as LiteRT's dynamic-range FULLY_CONNECTED
+// on its default CPU path (XNNPACK qd8-f32-qc8w) computes it:
+//   row m of x is quantized on the fly to int8, asymmetrically: rmin = min(0, min x), rmax = max(0, max x),
+//   s = 255 / (rmax - rmin) (1 when equal), zp = round_even(clamp(-128 - rmin*s or 127 - rmax*s, whichever
+//   the rounding errors favour, -128, 127)), q = clamp(round_even(x * s) + zp, -128, 127);
+//   acc = sum_k q[k] * W[n, k] - zp * sum_k W[n, k]   (exact in int32)
+//   v = float(acc) * (1 / s) * wscale[n] + bias[n], then the activation / residual / chain epilogue.
+// The weights stay int8 in the bundle ([GN][KQ] uvec4 words: 16 int8 per word, K zero-padded to KQ * 16)
+// and are unpacked in registers.
+//
+// One workgroup per RM rows x RN output channels (wg = tm * TILES_N + tn: row tiles slowest).  Phase 1
+// reduces each of its rows' min / max and stores the quantized row in shared memory (packed, 4 int8 per
+// uint); phase 2: invocation t takes 16-byte weight words t, t + NT, ... of each of its RN channels, reuses
+// each across the RM rows, and the int32 partial sums meet in shared memory (subgroupAdd first under
+// SUBGROUP; integer sums: the same result in any order).  Decode (M = 1) reads the weights once.
+// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP
+// Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [e1..]
+#extension GL_EXT_control_flow_attributes : enable
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
+#endif
+#define NT gl_WorkGroupSize.x
+
+shared uint xq[RM * KQ * 4];
+shared float red_lo[NT];
+shared float red_hi[NT];
+shared int accs[RM * RN];
+shared float q_inv[RM];
+shared int q_zp[RM];
+
+int dot4(uint a, uint b) {
+    ivec4 ai = ivec4(bitfieldExtract(int(a), 0, 8), bitfieldExtract(int(a), 8, 8), bitfieldExtract(int(a), 16, 8),
+                     bitfieldExtract(int(a), 24, 8));
+    ivec4 bi = ivec4(bitfieldExtract(int(b), 0, 8), bitfieldExtract(int(b), 8, 8), bitfieldExtract(int(b), 16, 8),
+                     bitfieldExtract(int(b), 24, 8));
+    return ai.x * bi.x + ai.y * bi.y + ai.z * bi.z + ai.w * bi.w;
+}
+
+// @include epi_chain.glsl
+
+void main() {
+    uint tid = gl_LocalInvocationID.x;
+    int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
+    int tn = wg % TILES_N, tm = wg / TILES_N;
+    int m0 = tm * RM, n0 = tn * RN;
+    if (m0 >= GM) return;                        // (whole workgroup: uniform)
+    // phase 1: quantize this workgroup's rows into shared memory
+    [[dont_unroll]] for (int r = 0; r < RM; ++r) {
+        int m = min(m0 + r, GM - 1);             // (rows past GM: a copy of the last, never stored)
+        float lo = 0.0, hi = 0.0;
+        for (int k = int(tid); k < GK; k += int(NT)) {
+            float v = LD(x, m * GK + k);
+            lo = min(lo, v);
+            hi = max(hi, v);
+        }
+        red_lo[tid] = lo;
+        red_hi[tid] = hi;
+        barrier();
+        for (uint s = NT / 2; s > 0; s >>= 1) {
+            if (tid < s) {
+                red_lo[tid] = min(red_lo[tid], red_lo[tid + s]);
+                red_hi[tid] = max(red_hi[tid], red_hi[tid + s]);
+            }
+            barrier();
+        }
+        float rmin = red_lo[0], rmax = red_hi[0];
+        float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
+        float a = rmin * sc, b = rmax * sc;
+        float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
+        int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+        if (tid == 0) {
+            q_inv[r] = 1.0 / sc;
+            q_zp[r] = zp;
+        }
+        for (int wd = int(tid); wd < KQ * 4; wd += int(NT)) {
+            uint word = 0u;
+            [[unroll]] for (int j = 0; j < 4; ++j) {
+                int k = wd * 4 + j;
+                float v = k < GK ? LD(x, m * GK + k) : 0.0;
+                int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
+                word |= (uint(q) & 0xffu) << (8 * j);
+            }
+            xq[r * KQ * 4 + wd] = word;
+        }
+        barrier();
+    }
+    for (int i = int(tid); i < RM * RN; i += int(NT)) accs[i] = 0;
+    barrier();
+    // phase 2: int8 x int8 dot products, exact in int32
+    int acc[RM][RN];
+    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) acc[r][n] = 0;
+    for (int qd = int(tid); qd < KQ; qd += int(NT)) {
+        uvec4 wv[RN];
+        [[unroll]] for (int n = 0; n < RN; ++n) wv[n] = n0 + n < GN ? w[(n0 + n) * KQ + qd] : uvec4(0u);
+        [[unroll]] for (int r = 0; r < RM; ++r) {
+            int base = (r * KQ + qd) * 4;
+            uvec4 xv = uvec4(xq[base], xq[base + 1], xq[base + 2], xq[base + 3]);
+            [[unroll]] for (int n = 0; n < RN; ++n)
+                acc[r][n] += dot4(xv.x, wv[n].x) + dot4(xv.y, wv[n].y) + dot4(xv.z, wv[n].z) + dot4(xv.w, wv[n].w);
+        }
+    }
+    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {
+#if SUBGROUP
+        int s = subgroupAdd(acc[r][n]);
+        if (subgroupElect()) atomicAdd(accs[r * RN + n], s);
+#else
+        atomicAdd(accs[r * RN + n], acc[r][n]);
+#endif
+    }
+    barrier();
+    // epilogue: dequantize, bias, activation, residual, chain
+    for (int i = int(tid); i < RM * RN; i += int(NT)) {
+        int r = i / RN, n = n0 + i % RN, m = m0 + i / RN;
+        if (m >= GM || n >= GN) continue;
+        float v = float(accs[i] - q_zp[r] * LD(wsum, n)) * q_inv[r];
+#if HAS_BIAS
+        v = v * LD(ws, n) + LD(bias, n);
+#else
+        v = v * LD(ws, n);
+#endif
+        v = gpuc_act(v);
+        int o = m * GN + n;
+#if RESIDUAL
+        v = gpuc_apply(v + LD(res, o), ACT2);
+#endif
+#if EPI_CHAIN
+        v = epi_chain(o, v);
+#endif
+        ST(out_, o, v);
+    }
+}

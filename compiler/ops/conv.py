@@ -13,6 +13,7 @@ from gpuc.compiler import symbolic as S
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.depthwise_plan import plan_depthwise, weights_in_registers
 from gpuc.compiler.ops.epi_chain import apply_chain
+from gpuc.compiler.ops import gemm_q8
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.gemm_split import split_kernels, split_of
@@ -359,6 +360,8 @@ def lower_fc(node, graph):
     w = graph.t(node.inputs[1])
     o, k = w.shape
     bias = _bias(node, graph, o)
+    if node.attrs.get(gemm_q8.ATTR) and w.dtype == "int8":       # int8 weights kept (passes/quant.py)
+        return gemm_q8.q8_kernels(node, graph, bias)
     rows = size(graph.t(node.outputs[0]).shape) // o
     w_kn = np.asarray(w.data, np.float32).T[None] if _float_const(graph, node.inputs[1]) else None
     return gemm_kernels(node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=node.inputs[1], w_kn=w_kn,
@@ -457,7 +460,7 @@ declare("CONV_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("gemm",), f
         cpu=Why("no CPU kernel: LiteRT's float conv is what the GPU runs"), **_COMMON)
 declare("DEPTHWISE_CONV_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("depthwise",), flops=_conv_flops,
         cpu=Why("no CPU kernel: LiteRT's float depthwise conv is what the GPU runs"), **_COMMON)
-declare("FULLY_CONNECTED", shape=_fc_shape, sym_shape=_fc_sym, templates=("gemm",), flops=_fc_flops,
+declare("FULLY_CONNECTED", shape=_fc_shape, sym_shape=_fc_sym, templates=("gemm", "gemm_q8"), flops=_fc_flops,
         cpu=Why("no CPU kernel: the GPU runs every float FC"), **_COMMON)
 declare("AVERAGE_POOL_2D", "MAX_POOL_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("pool2d",),
         flops=rules.per_output, cpu=Why("no CPU kernel: the GPU runs every float pool"), **_COMMON)

@@ -8,12 +8,32 @@ __version__ = "0.1.0"
 
 def load(bundle, device=None, timeout_s=None, robust=False):
     """Load a compiled bundle (path or bytes) onto a Vulkan device; returns a LoadedModel.
+    A .tflite model (path or bytes) is compiled first, through the compile cache (the compiler
+    install; gpuc.compile's default options; the runtime-only install refuses it with CompilerMissing).
     timeout_s: how long one run may take on the GPU before GpuTimeoutError (0: no limit); default
     GPUC_GPU_TIMEOUT_S, else 60 s on a GPU and no limit on a CPU implementation (lavapipe).
     robust=True: for bundles from untrusted sources, a device whose every buffer access is bounded to
     its binding (robustBufferAccess, and robustBufferAccess2 where present; README: Trust and safety)."""
     from gpuc.runtime import load as _load
-    return _load(bundle, device=device, timeout_s=timeout_s, robust=robust)
+    from gpuc.runtime import read_bundle_file
+    data = read_bundle_file(bundle)
+    if len(data) >= 8 and data[4:8] == b"TFL3":            # a .tflite: compile it (cached)
+        require_compiler("gpuc.load of a .tflite model")
+        data = compile(data)
+    return _load(data, device=device, timeout_s=timeout_s, robust=robust)
+
+
+_LITERT_NAMES = {"Interpreter": "gpuc.interpreter", "SignatureRunner": "gpuc.interpreter",
+                 "CompiledModel": "gpuc.compiled_model", "TensorBuffer": "gpuc.compiled_model",
+                 "HardwareAccelerator": "gpuc.compiled_model"}
+
+
+def __getattr__(name):
+    """gpuc.Interpreter, gpuc.CompiledModel ... (LiteRT's APIs on gpuc), imported on first use."""
+    if name in _LITERT_NAMES:
+        import importlib
+        return getattr(importlib.import_module(_LITERT_NAMES[name]), name)
+    raise AttributeError(f"module 'gpuc' has no attribute {name!r}")
 
 
 def prewarm(device=None):
@@ -55,5 +75,6 @@ def require_compiler(what: str) -> None:
     if not has_compiler():
         from gpuc.errors import CompilerMissing
         raise CompilerMissing(f"{what} needs the compiler, and this is the runtime-only install (gpuc-runtime), "
-                              "which loads and runs bundles; for the compiler install gpuc in its place: "
-                              "pip uninstall gpuc-runtime && pip install gpuc")
+                              "which loads and runs bundles; for the compiler install the gpuc wheel in its place "
+                              "(built from the source tree with `make wheels`): pip uninstall gpuc-runtime && "
+                              "pip install dist/gpuc-*.whl (or pip install /path/to/gpuc-source)")

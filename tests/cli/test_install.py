@@ -136,9 +136,9 @@ def test_runtime_only_install_runs_bundles_without_glslang(work, wheels, full):
         r = subprocess.run([str(rt / "gpuc"), *argv], capture_output=True, text=True, cwd=work, env=env)
         assert r.returncode == 2, (argv, r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
-        assert "runtime-only install (gpuc-runtime)" in r.stderr and "pip install gpuc" in r.stderr
+        assert "runtime-only install (gpuc-runtime)" in r.stderr and "make wheels" in r.stderr
     assert not (work / "c.gpuc").exists()
     r = _api(rt, "import gpuc\ntry:\n    gpuc.compile(b'')\nexcept gpuc.errors.CompilerMissing as e:\n    print(e)",
              work, env)
-    assert r.returncode == 0 and "pip install gpuc" in r.stdout, r.stderr
+    assert r.returncode == 0 and "make wheels" in r.stdout, r.stderr
     print("install test times (s):", TIMES)

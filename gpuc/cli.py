@@ -402,21 +402,18 @@ def cache_clear():
 @click.option("--json", "as_json", is_flag=True)
 @guarded
 def ops_cmd(as_json):
-    """List the ops gpuc runs on the GPU (the registry), with dtypes and notes."""
+    """List every builtin of the TFLite schema and every custom op gpuc knows: GPU, CPU or refused (why)."""
     require_compiler("gpuc ops")
-    from gpuc.compiler.ops import REGISTRY
     from gpuc.compiler.passes.fold import FOLDABLE
-    rows = [{"op": d.name, "dtypes": sorted(d.dtypes), "summary": d.summary} for d in
-            sorted(REGISTRY.values(), key=lambda d: d.name)]
-    from gpuc.runtime.cpu_ops import CPU_OPS
-    cpu = [{"op": k, "summary": CPU_OPS[k].summary} for k in sorted(CPU_OPS)]
+    from gpuc.op_listing import lines, listing
+    data = listing()
+    data["folded_when_constant"] = sorted(FOLDABLE)
     if as_json:
-        click.echo(json.dumps({"gpu": rows, "folded_when_constant": sorted(FOLDABLE), "cpu": cpu}))
+        click.echo(json.dumps(data))
         return
-    for r in rows:
-        click.echo(f"{r['op']:<34} {','.join(r['dtypes']):<28} {r['summary']}")
+    for line in lines(data):
+        click.echo(line)
     click.echo(f"folded at compile time when their inputs are constant: {', '.join(sorted(FOLDABLE))}")
-    click.echo(f"CPU fallback (numpy, for what the GPU cannot run; a warning per node): {', '.join(c['op'] for c in cpu)}")
 
 
 @main.command("devices")

@@ -107,7 +107,7 @@ class OpDef:
 REGISTRY: dict[str, OpDef] = {}      # ops with a GPU lowering
 FACTS: dict[str, OpDef] = {}         # every op with declared facts (REGISTRY's and host-only ones)
 REFUSED: dict[str, str] = {}         # ops gpuc refuses outright -> why (refuse(); neither GPU nor CPU runs them)
-HANDLED: dict[str, str] = {}         # ops no kernel runs because the compiler removes them -> how (handled())
+HANDLED: dict[str, tuple] = {}       # ops the compiler turns into others -> (how, the op they run as, dtypes)
 
 
 def refuse(*names, reason: str) -> None:
@@ -119,11 +119,12 @@ def refuse(*names, reason: str) -> None:
         REFUSED[n] = str(reason)
 
 
-def handled(*names, how: str) -> None:
+def handled(*names, how: str, runs_as: str | None = None, dtypes: tuple = ()) -> None:
     """`names` never reach a kernel: the importer or the compiler turns them into other ops or program
-    structure (`how` says what: inlined, lowered to ..., control flow); `gpuc ops` lists them so."""
+    structure (`how` says what: inlined, lowered to ..., control flow; `runs_as`: the op whose kernel then
+    runs it, whose status `gpuc ops` gives it; `dtypes`: the ones it is lowered in, where fewer than that op's)."""
     for n in names:
-        HANDLED[n] = str(how)
+        HANDLED[n] = (str(how), runs_as, tuple(dtypes))
 
 
 def register(*names, check=None, dtypes=("float32",), max_version=99, summary="", inputs=(1, 99), outputs=(1, 1),

@@ -31,7 +31,7 @@ PREFIX = "STABLEHLO_"
 NOT_RUN_REASON = "LiteRT's interpreter does not run it"
 # the StableHLO builtins LiteRT 2.3's interpreter runs but gpuc does not lower yet -> why
 NOT_YET = {
-    "STABLEHLO_AND": "bitwise AND of integers has no gpuc kernel yet (bool AND runs on the GPU as LOGICAL_AND)",
+    "STABLEHLO_AND": "integer (bitwise) AND has no gpuc kernel yet",
     "STABLEHLO_SHIFT_LEFT": "no gpuc kernel yet (LiteRT runs it on int8 / int16 / int32)",
     "STABLEHLO_GATHER": "no gpuc lowering yet (general StableHLO gather)",
     "STABLEHLO_SCATTER": "no gpuc lowering yet (scatter with an update-computation subgraph)",
@@ -124,12 +124,13 @@ LOWERINGS = {
     "STABLEHLO_MULTIPLY": _binary("MUL", attrs={"fused_activation_function": 0}),
     "STABLEHLO_MAXIMUM": _binary("MAXIMUM", swap=True),
     "STABLEHLO_MINIMUM": _binary("MINIMUM", swap=True),
-    "STABLEHLO_AND": _binary("LOGICAL_AND", dtypes=("bool",)),
+    "STABLEHLO_AND": _binary("LOGICAL_AND", dtypes=("bool",)),     # (LOWERED_DTYPES)
     "STABLEHLO_PAD": _pad,
 }
 # what each lowering becomes (for `gpuc ops`)
 TARGETS = {"STABLEHLO_ADD": "ADD", "STABLEHLO_MULTIPLY": "MUL", "STABLEHLO_MAXIMUM": "MAXIMUM",
            "STABLEHLO_MINIMUM": "MINIMUM", "STABLEHLO_AND": "LOGICAL_AND", "STABLEHLO_PAD": "PADV2"}
+LOWERED_DTYPES = {"STABLEHLO_AND": ("bool",)}        # where a lowering takes fewer dtypes than its target
 ALL = sorted(n for n in ENUMS["BuiltinOperator"] if n.startswith(PREFIX))
 NOT_RUN = sorted(set(ALL) - set(LOWERINGS) - set(NOT_YET) - {INLINED})
 
@@ -138,7 +139,8 @@ for _n, _why in NOT_YET.items():
     if _n not in LOWERINGS:
         refuse(_n, reason=_why)
 for _n, _to in TARGETS.items():
-    handled(_n, how=f"lowered at import to {_to}" + (f" ({NOT_YET[_n]})" if _n in NOT_YET else ""))
+    handled(_n, how=f"lowered at import to {_to}" + (f"; {NOT_YET[_n]}" if _n in NOT_YET else ""), runs_as=_to,
+            dtypes=LOWERED_DTYPES.get(_n, ()))
 handled(INLINED, how="inlined at import: its decomposition subgraph's ops run")
 
 

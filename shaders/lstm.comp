@@ -8,6 +8,21 @@
 // h_state, c_state.
 // Defines: NB T I C O, OFF_WX OFF_WH OFF_B OFF_P OFF_PW OFF_PB, CELL_ACT (1 relu 3 relu6 4 tanh; 0 none),
 // CELL_CLIP PROJ_CLIP (used when CCLIP / PCLIP), switches TIME_MAJOR CIFG PEEPHOLE PROJ CCLIP PCLIP.
+// One direction of BIDIRECTIONAL_SEQUENCE_LSTM (compiler/ops/lstm_bidirectional.py) also sets REVERSE (steps
+// last to first), OUT_STEP / OUT_OFF (output row stride and first column: merged outputs) and AUX (an aux
+// input ax [rows][AUX_I] with its weights wa [4][C][AUX_I] added to the gates).
+#ifndef REVERSE
+#define REVERSE 0
+#endif
+#ifndef OUT_STEP
+#define OUT_STEP O
+#endif
+#ifndef OUT_OFF
+#define OUT_OFF 0
+#endif
+#ifndef AUX
+#define AUX 0
+#endif
 shared float h_s[O];
 shared float c_s[C];
 shared float m_s[C];
@@ -35,7 +50,12 @@ void main() {
     for (int j = l; j < C; j += n) c_s[j] = c_state[int(b) * C + j];
     for (int k = l; k < O; k += n) h_s[k] = h_state[int(b) * O + k];
     barrier();
-    for (int t = 0; t < T; ++t) {
+    for (int step = 0; step < T; ++step) {
+#if REVERSE
+        int t = T - 1 - step;
+#else
+        int t = step;
+#endif
 #if TIME_MAJOR
         int row = t * NB + int(b);
 #else
@@ -51,6 +71,9 @@ void main() {
                 float s = w[OFF_B + g * C + j];
                 int wx = OFF_WX + (g * C + j) * I;
                 for (int k = 0; k < I; ++k) s += w[wx + k] * x[xb + k];
+#if AUX
+                for (int k = 0; k < AUX_I; ++k) s += wa[(g * C + j) * AUX_I + k] * ax[row * AUX_I + k];
+#endif
                 int wh = OFF_WH + (g * C + j) * O;
                 for (int k = 0; k < O; ++k) s += w[wh + k] * h_s[k];
                 acc[g] = s;
@@ -88,7 +111,7 @@ void main() {
             float s = m_s[k];
 #endif
             h_s[k] = s;
-            out_[row * O + k] = s;
+            out_[row * OUT_STEP + OUT_OFF + k] = s;
         }
         barrier();
     }

@@ -220,3 +220,93 @@ def test_svdf_bad_rank_refused():
     mb.output(y)
     with pytest.raises(GpucError, match="SVDF.*rank 2 does not divide the 5 filters"):
         gpuc.compile(mb.finish())
+
+
+# --- BIDIRECTIONAL_SEQUENCE_LSTM --------------------------------------------------------------------
+
+def _lstm_weights(mb, rng, d, i, c, o, cifg, peephole, proj):
+    ins = [-1 if (cifg and g == 0) else mb.const(f"{d}_wx{g}", _w(rng, c, i)) for g in range(4)]
+    ins += [-1 if (cifg and g == 0) else mb.const(f"{d}_wh{g}", _w(rng, c, o)) for g in range(4)]
+    ins += [-1 if (not peephole or (cifg and g == 0)) else mb.const(f"{d}_p{g}", _w(rng, c)) for g in range(3)]
+    ins += [-1 if (cifg and g == 0) else mb.const(f"{d}_b{g}", _w(rng, c)) for g in range(4)]
+    ins += [mb.const(f"{d}_pw", _w(rng, o, c)) if proj else -1, mb.const(f"{d}_pb", _w(rng, o)) if proj else -1]
+    return ins
+
+
+def bidi_lstm_model(b, t, i, cf, cb, act=4, time_major=True, merge=False, aux=None, aux_weights=False, cifg=False,
+                    peephole=False, proj=False, cell_clip=0.0, proj_clip=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    seq = lambda f: (t, b, f) if time_major else (b, t, f)  # noqa: E731
+    of, ob = (cf - 1, cb - 1) if proj else (cf, cb)
+    shapes = [seq(i)]
+    ins = [mb.input("x", seq(i))]
+    ins += _lstm_weights(mb, rng, "fw", i, cf, of, cifg, peephole, proj)
+    ins += _lstm_weights(mb, rng, "bw", i, cb, ob, cifg, peephole, proj)
+    ins += [_state(mb, "fw_h", (b, of)), _state(mb, "fw_c", (b, cf)), _state(mb, "bw_h", (b, ob)),
+            _state(mb, "bw_c", (b, cb))]
+    if aux is None:
+        ins += [-1] * 9
+    else:
+        ins.append(mb.input("aux", seq(aux)))
+        shapes.append(seq(aux))
+        for d, c in (("fw", cf), ("bw", cb)):
+            ins += [-1 if (not aux_weights or (cifg and g == 0)) else mb.const(f"{d}_a{g}", _w(rng, c, aux))
+                    for g in range(4)]
+    outs = [mb.tensor("y", seq(of + ob))] if merge else [mb.tensor("y_fw", seq(of)), mb.tensor("y_bw", seq(ob))]
+    mb.op("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, fused_activation_function=act, time_major=time_major,
+          merge_outputs=merge, cell_clip=cell_clip, proj_clip=proj_clip)
+    for o in outs:
+        mb.output(o)
+    return mb.finish(), shapes
+
+
+BIDI_LSTM = {
+    "time_major": dict(),
+    "batch_major_merged": dict(time_major=False, merge=True),
+    "cifg_peephole_relu": dict(cifg=True, peephole=True, act=1),
+    "projection_clips_merged": dict(proj=True, cell_clip=0.5, proj_clip=0.4, merge=True),
+    "aux_cross": dict(aux=3, aux_weights=True),
+    "aux_cross_cifg_batch_major": dict(aux=6, aux_weights=True, cifg=True, time_major=False, merge=True),
+    "aux_backward_input": dict(aux=4, act=3),
+    "aux_backward_input_batch_major": dict(aux=4, time_major=False),
+}
+
+
+@pytest.mark.parametrize("name", list(BIDI_LSTM))
+def test_bidirectional_lstm_vs_litert(name, device):
+    rng = np.random.default_rng(len(name) + 50)
+    b, t = (int(v) for v in rng.integers(1, 4, 2))
+    if BIDI_LSTM[name].get("merge") and not BIDI_LSTM[name].get("time_major", True):
+        b = 1               # (LiteRT's batch-major merged output past batch 0 varies run to run: see below)
+    c = int(rng.integers(3, 7))          # (LiteRT requires one cell size for both directions)
+    model, shapes = bidi_lstm_model(b, t + 1, 4, c, c, seed=len(name),
+                                    **BIDI_LSTM[name])
+    _check_runs(model, shapes, device, seed=len(name), tol=5e-5)
+
+
+def test_bidirectional_lstm_refusals():
+    model, _ = bidi_lstm_model(2, 3, 4, 4, 4, act=0)
+    with pytest.raises(GpucError, match="BIDIRECTIONAL_SEQUENCE_LSTM.*NONE"):
+        gpuc.compile(model)
+    model, _ = bidi_lstm_model(2, 3, 4, 4, 5)
+    with pytest.raises(GpucError, match="BIDIRECTIONAL_SEQUENCE_LSTM.*backward cell size 5 differs"):
+        gpuc.compile(model)
+    model, _ = bidi_lstm_model(2, 3, 4, 4, 4, aux=3)
+    with pytest.raises(GpucError, match="BIDIRECTIONAL_SEQUENCE_LSTM.*3 features, the input 4"):
+        gpuc.compile(model)
+
+
+def test_bidirectional_lstm_batch_major_merged_batches(device):
+    """Batch-major merged outputs with batch > 1: LiteRT's kernel leaves parts of batch rows past the first
+    unwritten (its output varies from one interpreter to the next), so the reference is LiteRT's
+    unmerged outputs of the same weights, concatenated."""
+    kw = dict(time_major=False, cifg=True, seed=4)
+    merged, shapes = bidi_lstm_model(3, 4, 4, 5, 5, merge=True, **kw)
+    split, _ = bidi_lstm_model(3, 4, 4, 5, 5, merge=False, **kw)
+    rng = np.random.default_rng(4)
+    feeds = [[rng.uniform(-1.5, 1.5, shapes[0]).astype(np.float32)] for _ in range(2)]
+    refs = [np.concatenate(r, -1) for r in _litert_runs(split, feeds)]
+    with gpuc.load(gpuc.compile(merged), device=device) as m:
+        for f, r in zip(feeds, refs):
+            assert float(np.abs(m.run(f)[0] - r).max()) <= 5e-5

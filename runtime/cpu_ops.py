@@ -324,6 +324,22 @@ def _one_hot(attrs, x, outs):
     return [r if axis == -1 else np.moveaxis(r, -1, _axis(axis, r.ndim))]
 
 
+@cpu_op("RANK", raw=True, summary="the input's rank (folded at compile time)")
+def _rank(attrs, x, outs):
+    return [np.asarray(np.ndim(x[0]), np.int32)]
+
+
+@cpu_op("BROADCAST_ARGS", summary="the broadcast of two shapes (fails on shapes that do not broadcast)")
+def _broadcast_args(attrs, x, outs):
+    a, b = ([int(v) for v in np.asarray(t).reshape(-1)] for t in x)
+    if min(a + b, default=0) < 0:
+        raise ValueError(f"BROADCAST_ARGS: negative dimension in {a} / {b}")
+    try:
+        return [np.asarray(np.broadcast_shapes(tuple(a), tuple(b)), x[0].dtype)]
+    except ValueError:
+        raise ValueError(f"BROADCAST_ARGS: shapes {a} and {b} do not broadcast") from None
+
+
 CPU_OPS["COMPLEX_ABS"] = CpuOp(lambda a, x, o: [np.abs(x[0].astype(np.complex128))], _check_unary)
 CPU_OPS["REAL"] = CpuOp(lambda a, x, o: [np.real(x[0])], _check_unary)
 CPU_OPS["IMAG"] = CpuOp(lambda a, x, o: [np.imag(x[0])], _check_unary)

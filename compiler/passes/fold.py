@@ -14,6 +14,7 @@ import numpy as np
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.compare import litert_cast
 from gpuc.compiler.ops.fill import fill_value
+from gpuc.compiler.shapes import evaluate, from_shapes, placeholder
 
 
 FOLDABLE = ("DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CAST", "SHAPE", "FILL", "ZEROS_LIKE",
@@ -60,6 +61,10 @@ def _value(graph: Graph, node: Node):
         if ins[0].shape_signature is not None and any(d < 0 for d in ins[0].shape_signature):
             return None
         return np.asarray(ins[0].shape, dtype=out.dtype)
+    if from_shapes(node):          # (RANK) values that follow from the input shapes alone
+        outs = evaluate(node, [None if t is None else placeholder(t.shape, t.dtype) for t in ins], graph,
+                        need_values=[False] * len(ins))
+        return np.ascontiguousarray(outs[0]) if outs else None
     if any(t is not None and (not t.is_const or t.is_variable) for t in ins):
         return None                                   # variables (e.g. LSTM state) are runtime values
     x = ins[0].data

@@ -90,15 +90,15 @@ def test_unsupported_model_names_the_op(tmp_path):
     """An op with neither a GPU nor a CPU kernel is a compile error naming it."""
     from helpers.builder import ModelBuilder
     mb = ModelBuilder()
-    x = mb.input("x", [2, 3])
-    y = mb.tensor("y", [2, 3])
-    mb.op("LOCAL_RESPONSE_NORMALIZATION", [x], [y])
+    x = mb.input("x", [1], "int32")
+    y = mb.tensor("y", [1], "int64")
+    mb.op("HASHTABLE_SIZE", [x], [y])          # (refused outright: LOCAL_RESPONSE_NORMALIZATION now runs)
     mb.output(y)
-    model = tmp_path / "lrn.tflite"
+    model = tmp_path / "hashtable.tflite"
     model.write_bytes(mb.finish())
     r = gpuc("compile", model, "-o", tmp_path / "x.bundle", "--no-cache")
     assert r.returncode == 2 and "unsupported" in r.stderr and "Traceback" not in r.stderr
-    assert "LOCAL_RESPONSE_NORMALIZATION" in r.stderr and "CPU" in r.stderr
+    assert "HASHTABLE_SIZE" in r.stderr and "string" in r.stderr
 
 
 def test_bench_json_separates_device_start_up(mlp_bundle):

@@ -101,3 +101,81 @@ def test_dilate(dtype):
     _check(const, [_data(rng, shape, dtype)])
     runtime = _one_op("DILATE", [("x", shape, dtype), ("const", dl), ("p", [], dtype)], [(out, dtype)])
     _check(runtime, [_data(rng, shape, dtype), np.asarray(pv)])
+
+
+# --- float ops ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", range(4))
+def test_l2_pool_2d(case):
+    rng = np.random.default_rng(case)
+    n, h, w, c = 1 + case % 2, int(rng.integers(3, 8)), int(rng.integers(3, 8)), int(rng.integers(1, 5))
+    kh, kw, sh, sw = (int(v) for v in rng.integers(1, 4, 4))
+    pad = ["SAME", "VALID"][case % 2]
+    oh, ow = (-(-h // sh), -(-w // sw)) if pad == "SAME" else ((h - kh) // sh + 1, (w - kw) // sw + 1)
+    act = ["NONE", "RELU6", "RELU_N1_TO_1", "RELU"][case]
+    model = _one_op("L2_POOL_2D", [("x", [n, h, w, c], "float32")], [([n, oh, ow, c], "float32")], padding=pad,
+                    stride_h=sh, stride_w=sw, filter_height=kh, filter_width=kw, fused_activation_function=act)
+    _check(model, [_data(rng, [n, h, w, c], "float32") * 3], exact=False)
+
+
+@pytest.mark.parametrize("radius,bias,alpha,beta", [(2, 1.0, 0.5, 0.75), (0, 2.0, 1.0, 1.0), (5, 0.5, 0.1, 0.5),
+                                                    (1, 1e-3, 2.0, 0.3)])
+def test_local_response_normalization(radius, bias, alpha, beta):
+    rng = np.random.default_rng(radius)
+    shape = [2, 3, 2, int(rng.integers(1, 9))]
+    model = _one_op("LOCAL_RESPONSE_NORMALIZATION", [("x", shape, "float32")], [(shape, "float32")], radius=radius,
+                    bias=bias, alpha=alpha, beta=beta)
+    _check(model, [_data(rng, shape, "float32")], exact=False, rtol=2e-5)
+
+
+@pytest.mark.parametrize("lo,hi,bits", [(-1.0, 1.0, 8), (-6.0, 0.5, 4), (0.0, 3.7, 16), (-0.3, 12.1, 2),
+                                        (-127.4, 63.0, 7)])
+def test_fake_quant(lo, hi, bits):
+    rng = np.random.default_rng(bits)
+    x = (rng.standard_normal([3, 257]) * max(abs(lo), hi)).astype(np.float32)
+    x[0, :6] = [np.nan, np.inf, -np.inf, lo, hi, 0.0]
+    model = _one_op("FAKE_QUANT", [("x", [3, 257], "float32")], [([3, 257], "float32")], min=lo, max=hi,
+                    num_bits=bits)
+    _check(model, [x])
+
+
+def test_fake_quant_narrow_range_refused():
+    model = _one_op("FAKE_QUANT", [("x", [4], "float32")], [([4], "float32")], min=-1.0, max=1.0, num_bits=8,
+                    narrow_range=True)
+    with pytest.raises(GpucError, match="FAKE_QUANT.*narrow_range"):
+        gpuc.compile(model)
+
+
+# --- bytes and shapes -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("float32", "uint8"), ("int8", "int32"),
+                                     ("int64", "float32"), ("int16", "float16"), ("uint8", "int16"),
+                                     ("bool", "int8")])
+def test_bitcast(src, dst):
+    rng = np.random.default_rng(len(src) * 7 + len(dst))
+    a, b = np.dtype(src).itemsize, np.dtype(dst).itemsize
+    shape = [2, 3, b // a] if a < b else [3, 5]
+    out = shape[:-1] if a < b else shape + ([a // b] if a > b else [])
+    model = _one_op("BITCAST", [("x", shape, src)], [(out, dst)])
+    x = rng.integers(0, 256, int(np.prod(shape)) * a, dtype=np.uint8).view(src).reshape(shape)
+    if src == "bool":
+        x = x.view(np.uint8) % 2 == 1
+    _check(model, [x])
+    folded = _one_op("BITCAST", [("const", x)], [(out, dst)])
+    mb_out = gpuc.load(gpuc.compile(folded)).run([])[0]
+    assert mb_out.dtype == np.dtype(dst) and mb_out.tobytes() == x.tobytes()
+
+
+def test_rank_folds_and_broadcast_args():
+    rng = np.random.default_rng(5)
+    model = _one_op("RANK", [("x", [2, 1, 3], "float32")], [([], "int32")])
+    _check(model, [_data(rng, [2, 1, 3], "float32")])
+    for a, b, dt in [([2, 1, 3], [4, 1], "int32"), ([0, 1], [3], "int64"), ([], [3, 2], "int32")]:
+        n = max(len(a), len(b))
+        const = _one_op("BROADCAST_ARGS", [("const", np.array(a, dt)), ("const", np.array(b, dt))], [([n], dt)])
+        assert np.array_equal(gpuc.load(gpuc.compile(const)).run([])[0], np.broadcast_shapes(tuple(a), tuple(b)))
+        runtime = _one_op("BROADCAST_ARGS", [("a", [len(a)], dt), ("b", [len(b)], dt)], [([n], dt)])
+        _check(runtime, [np.array(a, dt), np.array(b, dt)])
+    bad = _one_op("BROADCAST_ARGS", [("a", [1], "int32"), ("b", [2], "int32")], [([2], "int32")])
+    with gpuc.load(gpuc.compile(bad)) as m, pytest.raises(GpucError, match="BROADCAST_ARGS.*do not broadcast"):
+        m.run([np.array([2], "int32"), np.array([3, 3], "int32")])

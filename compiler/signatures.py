@@ -145,7 +145,7 @@ def _bundle(part: _Part, woff: dict, weights, name: str, opts: dict, fp: str) ->
                  weights_bytes=int(weights.nbytes), state=list(part.state_names))
     tensors = tensor_table(g, part.used, woff, part.mem.offsets)
     manifest.write(prog, tensors)
-    stats["io"] = B.io_record(tensors, [index[t] for t in g.inputs], [index[t] for t in g.outputs])
+    stats["io"] = B.io_record(tensors, [index[t] for t in g.inputs], [index[t] for t in g.outputs], opts)
     stats["largest_binding_bytes"] = manifest.largest_binding(prog, tensors, opts["max_binding_bytes"])
     return B.Bundle(name, tensors, [index[t] for t in g.inputs], [index[t] for t in g.outputs], prog.shaders,
                     prog.dispatches, part.mem.arena_bytes, weights, opts, stats, __version__, fp,

@@ -30,7 +30,7 @@ from gpuc.runtime import shader_check, spirv_tools
 MAX_INVOCATIONS = 1 << 32            # one dispatch: invocation indices fit 32 bits
 MAX_BUNDLE_INVOCATIONS = 1 << 40     # every dispatch of a run together
 NAMES = {"t": "tensors", "off": "offsets", "mem": "memories", "dt": "dtypes", "sh": "shapes", "g": "workgroup counts",
-         "item": "item unit"}
+         "item": "item unit", "gt": "workgroup-count tree (gt)"}
 _validated = set()                   # xxh3 of module bytes already validated in this process
 _lock = threading.Lock()
 
@@ -120,16 +120,20 @@ def interfaces(b) -> list:
     return faces
 
 
-def _check_use(b, what: str, f, j: int, bindings, groups, item_inner) -> int:
-    """Dispatch j (or a variant of it) against its shader's interface; its invocation count."""
+def _check_use(b, what: str, f, j: int, bindings, groups, item_inner, tree=None) -> int:
+    """Dispatch j (or a variant of it) against its shader's interface; its invocation count.
+    tree: a --dynamic bundle's workgroup-count tree for it (options dynamic_dims)."""
     from gpuc.runtime.bundle import ARENA
     m = f.manifest
     ts = [b.tensors[t] for t in bindings]
     use = {"d": j, "t": list(bindings), "off": [t.offset for t in ts], "mem": [t.memory for t in ts],
            "dt": [t.dtype for t in ts], "sh": [list(t.shape) for t in ts], "g": list(groups), "item": item_inner}
+    if tree is not None:
+        use["gt"] = tree
     if use not in m["uses"]:
         mine = [u for u in m["uses"] if u["d"] == j]
-        diff = ", ".join(f"{NAMES[k]} {use[k]} (its kernel's: {mine[0][k]})" for k in NAMES if mine and use[k] != mine[0][k])
+        diff = ", ".join(f"{NAMES[k]} {use.get(k)} (its kernel's: {mine[0].get(k)})" for k in NAMES
+                         if mine and use.get(k) != mine[0].get(k))
         raise BundleError(f"corrupt bundle: {what} does not match its kernel: " + (
             diff or f"the kernel was not compiled for dispatch {j} (it runs {sorted(u['d'] for u in m['uses'])[:8]})"))
     for slot, ti in enumerate(bindings):
@@ -146,16 +150,32 @@ def _check_use(b, what: str, f, j: int, bindings, groups, item_inner) -> int:
     return n
 
 
+def _grid_trees(b) -> tuple:
+    """A --dynamic bundle's workgroup-count trees (per dispatch, per variant; None elsewhere)."""
+    dd = b.options.get("dynamic_dims")
+    if dd is None:
+        return [None] * len(b.dispatches), [None] * len(b.variants)
+    try:
+        grids, vgrids = list(dd["grids"]), list(dd.get("variant_grids") or [])
+    except (TypeError, KeyError, AttributeError):
+        raise BundleError("corrupt bundle: bad dynamic_dims grids") from None
+    if len(grids) != len(b.dispatches):
+        raise BundleError("corrupt bundle: dynamic_dims does not match its dispatches")
+    return grids, vgrids + [None] * (len(b.variants) - len(vgrids))
+
+
 def check(b) -> list:
     """Validate the modules and every use of them; returns the interfaces (kept on the bundle)."""
     faces = interfaces(b)
+    grids, vgrids = _grid_trees(b)
     total = 0
     for j, d in enumerate(b.dispatches):
-        total += _check_use(b, f"dispatch {j} ({d.label})", faces[d.shader], j, d.bindings, d.groups, d.item_inner)
+        total += _check_use(b, f"dispatch {j} ({d.label})", faces[d.shader], j, d.bindings, d.groups, d.item_inner,
+                            grids[j])
     for j, v in enumerate(b.variants):
         d = b.dispatches[v.dispatch]
         _check_use(b, f"variant {j} ({v.name}) of dispatch {v.dispatch}", faces[v.shader], v.dispatch, d.bindings,
-                   v.groups, v.item_inner)
+                   v.groups, v.item_inner, vgrids[j])
     if total > MAX_BUNDLE_INVOCATIONS:
         raise BundleError(f"corrupt bundle: its dispatches run {total} invocations (more than "
                           f"{MAX_BUNDLE_INVOCATIONS})")

@@ -256,7 +256,7 @@ USE_KEYS = {"d", "t", "off", "mem", "dt", "sh", "g", "item"}
 def _use(u) -> bool:
     """{"d": dispatch, "t": tensors, "off", "mem", "dt", "sh": their offsets, memories, dtypes, shapes,
     "g": workgroup counts, "item": item-major unit} (compiler/codegen/manifest.py use)"""
-    return isinstance(u, dict) and set(u) == USE_KEYS and _ints([u["d"], u["item"]], 0) \
+    return isinstance(u, dict) and set(u) - {"gt"} == USE_KEYS and _ints([u["d"], u["item"]], 0) \
         and all(_ints(u[k], 0) for k in ("t", "off", "mem")) and isinstance(u["dt"], list) \
         and all(isinstance(x, str) for x in u["dt"]) and isinstance(u["sh"], list) and all(_ints(x, 0) for x in u["sh"]) \
         and len(u["t"]) == len(u["off"]) == len(u["mem"]) == len(u["dt"]) == len(u["sh"]) \

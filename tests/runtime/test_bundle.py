@@ -26,7 +26,7 @@ def sample(**kw):
     args = dict(model_name="m", tensors=t, inputs=[0], outputs=[1], shaders=[B.Shader("s", SPIRV, 3)],
                 dispatches=[B.Dispatch(0, [1, 0, 2], (1, 1, 1), b"", "ADD")], arena_bytes=512,
                 weights=np.arange(16, dtype=np.uint8), options={"precision": "fp32"},
-                stats={"ops": 1, "io": B.io_record(t, [0], [1])},
+                stats={"ops": 1, "io": B.io_record(t, [0], [1], {"precision": "fp32"})},
                 compiler_version="9.9", fingerprint="abc")
     args.update(kw)
     return B.Bundle(**args)

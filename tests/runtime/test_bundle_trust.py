@@ -194,13 +194,23 @@ def test_row3_dynamic_dims_shape_lie_is_refused_at_load():
         dd = b.options["dynamic_dims"]
         out = str(b.outputs[0])
         dd["shapes"][out][1] = ["*", dd["shapes"][out][1], 65536]
-    with pytest.raises(BundleError, match="dynamic_dims"):
-        gpuc.load(reseal(data, edit))
+    refused(reseal(data, edit), "differ from the header's record")
+
+    def edit_both(b):            # the header's record lies too: the sizes check at load still refuses it
+        edit(b)
+        b.stats["io"] = B.io_record(b.tensors, b.inputs, b.outputs, b.options)
+    with pytest.raises(BundleError, match="dynamic_dims gives tensor"):
+        gpuc.load(reseal(data, edit_both))
 
     def edit_bound(b):
         b.options["dynamic_dims"]["dims"][0][2] = 64
+        b.stats["io"] = B.io_record(b.tensors, b.inputs, b.outputs, b.options)
     with pytest.raises(BundleError, match="dynamic_dims bounds"):
         gpuc.load(reseal(data, edit_bound))
+
+    def edit_grid(b):
+        b.options["dynamic_dims"]["grids"][0] = 1
+    refused(reseal(data, edit_grid), "does not match its kernel", "gt")
 
 
 def test_row7_binding_limit_at_compile_and_at_load(bundle):

@@ -99,18 +99,21 @@ def _robust_option(fn):
 @_click_options(COMPILE_OPTIONS)
 @guarded
 def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, dynamic,
-                max_binding_bytes, quiet):
+                max_binding_bytes, quiet, as_json):
     """Compile MODEL (.tflite) into a bundle."""
     require_compiler("gpuc compile")
     from gpuc.compiler import compile_model, last_compile
     t0 = time.perf_counter()
-    with progress.reporting(progress.terminal(not quiet)):       # stages on stderr, on a terminal only
+    with progress.reporting(progress.terminal(not quiet and not as_json)):   # stages on stderr, a terminal only
         data = compile_model(model, output=output, cache=not no_cache, precision=precision,
                              disable_passes=list(disable_passes), max_batch=max_batch,
                              input_shapes=list(input_shapes), dynamic=list(dynamic),
                              max_binding_bytes=max_binding_bytes)
     dt = time.perf_counter() - t0
-    if not quiet:
+    if as_json:
+        click.echo(json.dumps({"output": output, "bytes": len(data), "seconds": round(dt, 4),
+                               "cache": last_compile["cache"], "stats": last_compile["stats"]}, default=str))
+    elif not quiet:
         bound = max([max_batch] + [int(str(d).rpartition("<=")[2]) for d in dynamic if str(d).rpartition("<=")[2].isdigit()])
         for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",
                                     bound):
@@ -138,8 +141,11 @@ def _summary(name, a):
 
 def _input_option(fn):
     return click.option("-i", "--input", "inputs", multiple=True, metavar="[NAME=]PATH",
-                        help="input array (repeatable): PATH.npy in model order, NAME=PATH.npy by name, or one "
-                             ".npz holding every input (keys: input names, or arr_0.. in model order)")(fn)
+                        help="input array (repeatable): PATH.npy in model order, NAME=PATH.npy by name, one "
+                             ".npz holding every input (keys: input names, or arr_0.. in model order), or a "
+                             "generated tensor: 1x224x224x3xf32=0 (IREE style; =zeros, =ones, =random too), "
+                             "NAME=zeros|ones|random at the input's shape and dtype, or zeros|ones|random "
+                             "alone (the next input in model order; random is seeded)")(fn)
 
 
 def _cast_option(fn):
@@ -156,14 +162,16 @@ def _cast_option(fn):
               help="save the outputs: .npz (every output, by name) or .npy (a model with one output); "
                    "its folder is created")
 @_cast_option
-@click.option("--device", default=None, help="Vulkan device index or name substring (default: GPUC_DEVICE, "
+@click.option("--device", default=None, help="Vulkan device: index, UUID, PCI bus id, name substring or auto (default: GPUC_DEVICE, "
                                                "else the first discrete GPU)")
 @_timeout_option
 @_robust_option
 @click.option("--signature", default=None, metavar="NAME",
               help="run this signature of a multi-signature bundle (default: its first; gpuc inspect lists them)")
+@click.option("--json", "as_json", is_flag=True,
+              help="print one JSON object: device, run_ms and each output's name, shape, dtype, min, max, mean")
 @guarded
-def run_cmd(bundle, inputs, output, cast, device, robust, signature):
+def run_cmd(bundle, inputs, output, cast, device, robust, signature, as_json):
     """Run BUNDLE on inputs and print a summary of the outputs."""
     import gpuc
     gpuc.prewarm(device)          # the driver starts while numpy and the runtime import
@@ -173,17 +181,36 @@ def run_cmd(bundle, inputs, output, cast, device, robust, signature):
         m = top if signature is None else top.signature(signature)
         if plan:
             plan.check_count(len(m.outputs))
-        arrays = io_files.read_inputs(inputs, [s.name for s in m.inputs])
+        from gpuc import generated_inputs
+        arrays = generated_inputs.resolve(io_files.read_inputs(inputs, [s.name for s in m.inputs]), m.inputs)
         t0 = time.perf_counter()
         outs = m.run(arrays, cast=cast)
         dt = time.perf_counter() - t0
         names = [s.name for s in m.outputs]
-        click.echo(f"device: {m.device.name}; run {dt * 1e3:.2f} ms")
+        dev = m.device.name
+    if plan:
+        plan.write(names, outs)
+    if as_json:
+        click.echo(json.dumps({"device": dev, "run_ms": round(dt * 1e3, 3), "outputs": [_stats(n, a) for n, a in
+                                                                                     zip(names, outs)],
+                               "saved": output if plan else None}))
+        return
+    click.echo(f"device: {dev}; run {dt * 1e3:.2f} ms")
     for n, a in zip(names, outs):
         click.echo(_summary(n, a))
     if plan:
-        plan.write(names, outs)
         click.echo(f"saved {len(outs)} output(s) to {output}")
+
+
+def _stats(name, a) -> dict:
+    """An output for --json: name, shape, dtype and min / max / mean of its finite values (None if none)."""
+    import numpy as np
+    vals = a[np.isfinite(a)] if a.dtype.kind == "f" else a
+    ok = vals.size and a.dtype.kind in "fiub"
+    return {"name": name, "shape": list(a.shape), "dtype": a.dtype.name,
+            "min": float(vals.min()) if ok else None, "max": float(vals.max()) if ok else None,
+            "mean": float(vals.astype(np.float64).mean()) if ok else None,
+            "nonfinite": int(a.size - vals.size)}
 
 
 @main.command("generate")
@@ -247,7 +274,8 @@ def verify_cmd(model, inputs, cast, per_op, device, precision, as_json):
     require_compiler("gpuc verify")
     from gpuc.io_files import read_inputs
     from gpuc.verify import verify
-    xs = read_inputs(inputs) if inputs else None
+    from gpuc import generated_inputs
+    xs = generated_inputs.resolve(read_inputs(inputs), []) if inputs else None
     with progress.reporting(progress.terminal(not as_json)):
         r = verify(model, xs, per_op=per_op, device=device, precision=precision, cast=cast)
     if as_json:
@@ -318,7 +346,9 @@ def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, robust):
     from gpuc.runtime.profile import profile
     from gpuc.verify import random_inputs
     with gpuc.load(bundle, device=device, robust=robust) as m:
-        xs = read_inputs(inputs, [s.name for s in m.inputs]) if inputs else random_inputs(m.inputs)
+        from gpuc import generated_inputs
+        xs = generated_inputs.resolve(read_inputs(inputs, [s.name for s in m.inputs]), m.inputs) if inputs \
+            else random_inputs(m.inputs)
         r = profile(m, iospec.cast_all(m.inputs, xs) if cast else xs, runs)
     if as_json:
         click.echo(json.dumps(r))
@@ -417,12 +447,17 @@ def ops_cmd(as_json):
 
 
 @main.command("devices")
+@click.option("--json", "as_json", is_flag=True, help="index, name, type, uuid and pci_bus_id of each device")
 @guarded
-def devices_cmd():
-    """List Vulkan devices."""
+def devices_cmd(as_json):
+    """List Vulkan devices (any of index, UUID, PCI bus id, name substring, or "auto" is a --device)."""
     from gpuc.runtime.device import list_devices
-    for i, name, kind in list_devices():
-        click.echo(f"{i}: {name} ({kind})")
+    devs = list_devices()
+    if as_json:
+        click.echo(json.dumps(devs))
+        return
+    for d in devs:
+        click.echo(f"{d['index']}: {d['name']} ({d['type']})  uuid {d['uuid'] or '-'}  pci {d['pci_bus_id'] or '-'}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
   NAME=PATH.npy       one input by name (every --input then by name)
   PATH.npz            every input, alone: keys are the model's input names, or arr_0, arr_1, ... in
                       model order (what np.savez writes for arrays given without names)
+  a generated tensor  1x224x224x3xf32=0, NAME=zeros / ones / random, ... (gpuc/generated_inputs.py;
+                      callers make them with generated_inputs.resolve once the model's inputs are known)
 The arrays are returned in model order or as a dict name -> array; the run matches them to the model
 (runtime/iospec.py ordered: unknown and missing names are refused, naming the model's inputs) and
 checks their dtypes as strictly as LiteRT (runtime/casting.py; `--cast` converts values that fit).
@@ -21,6 +23,7 @@ import zipfile
 
 import numpy as np
 
+from gpuc import generated_inputs
 from gpuc.errors import GpucError
 
 _POSITIONAL_KEY = re.compile(r"arr_(\d+)")
@@ -50,6 +53,15 @@ def read_inputs(args, names=()):
     names = list(names)
     by_name, ordered = {}, []
     for arg in args:
+        gen = None if os.path.exists(str(arg)) else generated_inputs.parse(arg)   # zeros, 1x4xf32=0 ...
+        if gen is not None:
+            if gen[0] is None:
+                ordered.append(gen[1])
+            elif gen[0] in by_name:
+                raise GpucError(f"input {gen[0]!r} given twice (--input {gen[0]}=...)")
+            else:
+                by_name[gen[0]] = gen[1]
+            continue
         name, sep, path = str(arg).partition("=")
         if sep and (name in names or not os.path.exists(arg)):
             if name in by_name:
@@ -62,13 +74,14 @@ def read_inputs(args, names=()):
     if by_name:
         out = {}
         for n, p in by_name.items():
-            a = _load(p, f"input {n!r}")
+            a = p if isinstance(p, generated_inputs.Generated) else _load(p, f"input {n!r}")
             if isinstance(a, dict):
                 raise GpucError(f"input {n!r}: {p!r} is an .npz archive; give it alone as --input {p} "
                                 "(its keys: input names, or arr_0.. in model order)")
             out[n] = a
         return out
-    arrays = [_load(p, f"--input #{i}") for i, p in enumerate(ordered)]
+    arrays = [p if isinstance(p, generated_inputs.Generated) else _load(p, f"--input #{i}")
+              for i, p in enumerate(ordered)]
     archives = [p for p, a in zip(ordered, arrays) if isinstance(a, dict)]
     if not archives:
         return arrays

@@ -43,6 +43,8 @@ COMPILE_OPTIONS = (
            "(the target device's maxStorageBufferRange; Vulkan guarantees 134217728)", default=4294967295,
            int_range=(1024, 1 << 40), fast=False),
     Option(("-q", "--quiet"), "quiet", "print nothing on success", flag=True),
+    Option(("--json",), "as_json", "print one JSON object: output, bytes, seconds, cache (hit / miss / null) and "
+           "the bundle's stats", flag=True, fast=False),
 )
 _BY_NAME = {name: o for o in COMPILE_OPTIONS for name in o.names}
 

@@ -179,3 +179,26 @@ def test_rank_folds_and_broadcast_args():
     bad = _one_op("BROADCAST_ARGS", [("a", [1], "int32"), ("b", [2], "int32")], [([2], "int32")])
     with gpuc.load(gpuc.compile(bad)) as m, pytest.raises(GpucError, match="BROADCAST_ARGS.*do not broadcast"):
         m.run([np.array([2], "int32"), np.array([3, 3], "int32")])
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_conv_3d_transpose(case):
+    rng = np.random.default_rng(case + 40)
+    n, ci, co = 1 + case % 2, int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    k = [int(v) for v in rng.integers(1, 4, 3)]
+    st = [int(v) for v in rng.integers(1, 3, 3)]
+    dl = [1, 1, 1] if case < 2 else [int(v) for v in rng.integers(1, 3, 3)]
+    pad = ["SAME", "VALID"][case % 2]
+    xs = [int(v) for v in rng.integers(1, 4, 3)]
+    if pad == "SAME":
+        outs = [v * s for v, s in zip(xs, st)]
+    else:
+        outs = [(v - 1) * s + (kk - 1) * d + 1 for v, s, kk, d in zip(xs, st, k, dl)]
+    filt = rng.standard_normal(k + [co, ci]).astype(np.float32)
+    ins = [("const", np.array([n] + outs + [co], np.int32)), ("const", filt), ("x", [n] + xs + [ci], "float32")]
+    if case != 1:
+        ins.append(("const", rng.standard_normal(co).astype(np.float32)))
+    model = _one_op("CONV_3D_TRANSPOSE", ins, [([n] + outs + [co], "float32")], padding=pad, stride_d=st[0],
+                    stride_h=st[1], stride_w=st[2], dilation_dfactor=dl[0], dilation_hfactor=dl[1],
+                    dilation_wfactor=dl[2], fused_activation_function=["NONE", "RELU", "RELU6", "NONE"][case])
+    _check(model, [_data(rng, [n] + xs + [ci], "float32")], exact=False, rtol=1e-5, atol=1e-5)

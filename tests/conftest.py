@@ -1,6 +1,17 @@
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# the tests' compile and pipeline caches live in a folder of their own, removed at exit: ~/.cache/gpuc
+# is left as it was (a GPUC_CACHE_DIR already set, e.g. by CI to keep a warm cache, is used as given);
+# set here, at import, so every gpuc subprocess the tests start inherits it
+if not os.environ.get("GPUC_CACHE_DIR"):
+    os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["GPUC_CACHE_DIR"], True)
 
 from helpers.repo import shared_models_dir
 

@@ -446,6 +446,24 @@ def ops_cmd(as_json):
     click.echo(f"folded at compile time when their inputs are constant: {', '.join(sorted(FOLDABLE))}")
 
 
+@main.command("serve")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--replicas", default=1, type=click.IntRange(1), help="Serve replicas (one GPU each where Ray sees GPUs)")
+@click.option("--max-batch", default=None, type=click.IntRange(1, 4096),
+              help="batch up to this many requests (default: the bundle's --max-batch; a .tflite is compiled with it)")
+@click.option("--batch-wait-ms", default=5.0, type=click.FloatRange(0), help="how long a batch waits to fill")
+@click.option("--host", default="127.0.0.1")
+@click.option("--port", default=8000, type=click.IntRange(1, 65535))
+@click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)")
+@click.option("--num-gpus", default=None, type=click.FloatRange(0), help="GPUs per replica (default: 1 if Ray sees GPUs, else 0)")
+@guarded
+def serve_cmd(model, replicas, max_batch, batch_wait_ms, host, port, address, num_gpus):
+    """Serve a bundle (or .tflite) with Ray Serve over HTTP: dynamic batching, one replica per GPU
+    (needs pip install 'gpuc[serve]'; gpuc/serve.py)."""
+    from gpuc.serve import serve_forever
+    serve_forever(model, replicas, max_batch, batch_wait_ms, host, port, address, num_gpus, echo=click.echo)
+
+
 @main.command("devices")
 @click.option("--json", "as_json", is_flag=True, help="index, name, type, uuid and pci_bus_id of each device")
 @guarded

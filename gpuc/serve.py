@@ -332,3 +332,36 @@ def map_batches(ds, bundle, concurrency: int = 1, num_gpus=None, column=None, ke
                                                                 "keep_columns": tuple(keep_columns)},
                           batch_size=bundle_max_batch(data), batch_format="numpy", concurrency=int(concurrency),
                           num_gpus=gpus_per_replica(num_gpus))
+
+
+# -- gpuc serve -------------------------------------------------------------------------------
+def serve_forever(model, replicas: int = 1, max_batch: int | None = None, batch_wait_ms: float = DEFAULT_WAIT_MS,
+                  host: str = "127.0.0.1", port: int = 8000, address: str | None = None, num_gpus=None,
+                  echo=print, block: bool = True):
+    """`gpuc serve`: a .tflite (compiled here with --max-batch) or a bundle, served by `replicas`
+    replicas over HTTP until Ctrl-C.  address: a Ray cluster's (default RAY_ADDRESS, else a local one)."""
+    ray = _ray()
+    from ray import serve
+    path = os.fspath(model)
+    if path.endswith(".tflite"):
+        import gpuc
+        gpuc.require_compiler("gpuc serve MODEL.tflite")
+        data = gpuc.compile(path, max_batch=max_batch or 1)
+    else:
+        data = _bundle_bytes(path)
+    if not ray.is_initialized():
+        ray.init(address=address or os.environ.get("RAY_ADDRESS"), configure_logging=False)
+    serve.start(http_options={"host": host, "port": int(port)})
+    app = application(data, replicas=replicas, max_batch=max_batch, batch_wait_ms=batch_wait_ms, num_gpus=num_gpus)
+    handle = serve.run(app, name="gpuc", route_prefix="/")
+    echo(f"serving {path}: {replicas} replica(s), batches of up to {max_batch or bundle_max_batch(data)} "
+         f"within {batch_wait_ms:g} ms, {gpus_per_replica(num_gpus):g} GPU each, at http://{host}:{port}/ "
+         "(POST .npy/.npz or JSON; GET /info; Ctrl-C stops)")
+    if not block:
+        return handle
+    import time
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        serve.shutdown()

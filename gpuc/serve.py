@@ -359,9 +359,15 @@ def serve_forever(model, replicas: int = 1, max_batch: int | None = None, batch_
          "(POST .npy/.npz or JSON; GET /info; Ctrl-C stops)")
     if not block:
         return handle
+    import signal
     import time
+
+    def stop(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)          # kill PID stops it as Ctrl-C does (Serve shut down, Ray too)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         serve.shutdown()
+        ray.shutdown()

@@ -49,6 +49,14 @@ def test_chain_on_device(tmp_path):
     assert "1 face(s); chained decoding vs host decoding" in out
 
 
+def test_detect(tmp_path, models_dir):
+    """An SSD with TFLite_Detection_PostProcess inside: every op on the GPU, LiteRT's detections."""
+    out = run_example("detect.py", tmp_path, str(models_dir / "detection" / "pedestrian_ssdlite_mobilenet_v2.tflite"),
+                      "--out", "d.png")
+    assert "0 CPU node(s), 0 host round trip(s)" in out and "the same 10 detection(s) in the same order" in out
+    assert "1 drawn" in out and (tmp_path / "d.png").stat().st_size > 10000
+
+
 def test_decoder_model_is_current():
     require_demo_packages()
     sys.path.insert(0, str(ROOT / "scripts"))

@@ -339,7 +339,8 @@ def check_key(msg: str) -> str:
     for pat, key in [(r"does not match its kernel", "manifest: dispatch vs kernel"), (r"may touch", "manifest: extent"),
                      (r"not in the arena", "manifest: written binding"), (r"not valid SPIR-V", "SPIRV-Tools / walk"),
                      (r"id bound|SPIR-V|entry point|OpFunctionEnd|overruns|manifest|local size|storage buffer|"
-                      r"push constants|declares binding|physical pointers|version word|magic|no function|reserved",
+                      r"push constants|declares binding|physical pointers|version word|magic|no function|reserved|"
+                      r"past the bound|bad binding/push sizes",
                       "shader structure"), (r"bad bindings|missing shader|push constants do not", "dispatch table"), (r"dynamic_dims", "dynamic dims"),
                      (r"refused by the driver", "driver"), (r"program step", "program steps"),
                      (r"variant", "variants"), (r"lies outside|size does not match|offset .* multiple|dtype|"

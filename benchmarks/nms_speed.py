@@ -14,24 +14,17 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 
 def median_ms(fn, runs: int) -> float:
-    fn()
-    fn()
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ts)
+    return timed(fn, runs)["median_ms"]
 
 
 def decode(enc, anchors, scales=(10.0, 10.0, 5.0, 5.0)):

@@ -16,7 +16,6 @@ import json
 import os
 import resource
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,24 +23,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
 INTERESTING = [0, 1, 0xFF, 0x7F, 0x80, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFF, 4, 8, 16, 127]
 
 
 def seeds() -> list[bytes]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from helpers.builder import ModelBuilder
-    out = []
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 5, 5, 3])
-    c = mb.tensor("c", [1, 5, 5, 4])
-    mb.op("CONV_2D", [x, mb.const("w", np.ones((4, 3, 3, 3), np.float32)), mb.const("b", np.zeros(4, np.float32))],
-          [c], padding="SAME", stride_h=1, stride_w=1, fused_activation_function="RELU6")
-    m = mb.tensor("m", [1, 4])
-    mb.op("MEAN", [c, mb.const("ax", np.array([1, 2], np.int32))], [m], keep_dims=False)
-    y = mb.tensor("y", [1, 4])
-    mb.op("SOFTMAX", [m], [y], beta=1.0)
-    mb.output(y)
-    out.append(mb.finish())
+    from helpers.models import conv_mean_softmax
+    out = [conv_mean_softmax(ramp=False)]
     shared = Path(os.environ.get("GPUC_SHARED_MODELS", ROOT.parent / "shared" / "models"))
     for name in ("mlp_small_f32", "microwakeword_okay_nabu", "text_conv1d_lstm_tfkeras_f32", "unet_small_128_f32"):
         p = shared / f"{name}.tflite"
@@ -100,35 +89,15 @@ def worker(seed: int, start: int, count: int, timeout: int) -> None:
 
 
 def fuzz_models(cases: int, seed: int, timeout: int, chunk: int = 500) -> dict:
+    from fuzz_workers import run_chunked
     counts = {"ok": 0, "reject": 0}
-    failures = []
-    i = 0
-    while i < cases:
-        n = min(chunk, cases - i)
-        p = subprocess.run([sys.executable, __file__, "--worker", str(seed), str(i), str(n), str(timeout)],
-                           capture_output=True, text=True)
-        last_started, done = None, set()
-        for line in p.stdout.splitlines():
-            parts = line.split(" ", 2)
-            if parts[0] == "START":
-                last_started = int(parts[1])
-            elif parts[0] == "END":
-                idx, res = int(parts[1]), parts[2]
-                done.add(idx)
-                if res.startswith("FAIL"):
-                    failures.append((idx, res))
-                else:
-                    counts[res] += 1
-        if p.returncode != 0 and last_started is not None and last_started not in done:
-            failures.append((last_started, f"FAIL worker died (exit {p.returncode}): {p.stderr.strip()[-200:]}"))
-            i = last_started + 1
-        elif p.returncode != 0 and not done:
-            failures.append((i, f"FAIL worker failed to start: {p.stderr.strip()[-300:]}"))
-            break
+    results, failures = run_chunked(__file__, [seed, timeout], cases, chunk)
+    for idx, res in results:
+        if res.startswith("FAIL"):
+            failures.append((idx, res))
         else:
-            i += n
-        print(f"  {i}/{cases} cases, {len(failures)} failures", file=sys.stderr, flush=True)
-    return {"cases": cases, **counts, "failures": failures}
+            counts[res] += 1
+    return {"cases": cases, **counts, "failures": sorted(failures)}
 
 
 def fuzz_bundle(flips: int, seed: int) -> dict:
@@ -151,7 +120,8 @@ def fuzz_bundle(flips: int, seed: int) -> dict:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(*map(int, sys.argv[2:6]))
+        seed, start, count, timeout = map(int, sys.argv[2:6])
+        worker(seed, start, count, timeout)
         return 0
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=10000)

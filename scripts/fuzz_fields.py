@@ -17,7 +17,6 @@ import copy
 import json
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,20 +32,9 @@ def seed_models() -> list:
     model, a model with a host (CPU) step, and an index op with run-time checks."""
     sys.path.insert(0, str(ROOT / "tests"))
     from helpers.builder import ModelBuilder
+    from helpers.models import conv_mean_softmax
     out = []
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 5, 5, 3])
-    c = mb.tensor("c", [1, 5, 5, 4])
-    mb.op("CONV_2D", [x, mb.const("w", np.linspace(-1, 1, 108, dtype=np.float32).reshape(4, 3, 3, 3)),
-                      mb.const("b", np.arange(4, dtype=np.float32))], [c],
-          padding="SAME", stride_h=1, stride_w=1, fused_activation_function="RELU6")
-    m = mb.tensor("m", [1, 4])
-    mb.op("MEAN", [c, mb.const("ax", np.array([1, 2], np.int32))], [m], keep_dims=False)
-    y = mb.tensor("y", [1, 4])
-    mb.op("SOFTMAX", [m], [y], beta=1.0)
-    mb.output(y)
-    mb.output(c)
-    conv = mb.finish()
+    conv = conv_mean_softmax(conv_output=True)
     out.append(("conv", conv, {}))
     out.append(("conv_b4", conv, {"max_batch": 4}))
     mb = ModelBuilder()
@@ -395,41 +383,22 @@ def worker(seed: int, start: int, count: int, timeout: int) -> None:
 
 
 def fuzz(cases: int, seed: int, timeout: int, chunk: int = 250, log=None) -> dict:
-    refused, same, skipped, failures = {}, 0, 0, []
-    i = 0
-    while i < cases:
-        n = min(chunk, cases - i)
-        p = subprocess.run([sys.executable, __file__, "--worker", str(seed), str(i), str(n), str(timeout)],
-                           capture_output=True, text=True, timeout=timeout * (n + 4) + 600)
-        last_started, done = None, set()
-        for line in p.stdout.splitlines():
-            parts = line.split(" ", 2)
-            if parts[0] == "START":
-                last_started = int(parts[1])
-            elif parts[0] == "END":
-                idx, res = int(parts[1]), parts[2]
-                done.add(idx)
-                if res.startswith("FAIL"):
-                    failures.append((idx, res))
-                elif res == "same":
-                    same += 1
-                elif res.startswith("skip"):
-                    skipped += 1
-                else:
-                    key = res.split(" ", 1)[1]
-                    refused[key] = refused.get(key, 0) + 1
-        if p.returncode != 0 and last_started is not None and last_started not in done:
-            failures.append((last_started, f"FAIL worker died (exit {p.returncode}): {p.stderr.strip()[-300:]}"))
-            i = last_started + 1
-        elif p.returncode != 0 and not done:
-            failures.append((i, f"FAIL worker failed to start: {p.stderr.strip()[-300:]}"))
-            break
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from fuzz_workers import run_chunked
+    refused, same, skipped = {}, 0, 0
+    results, failures = run_chunked(__file__, [seed, timeout], cases, chunk, timeout * (chunk + 4) + 600, log)
+    for idx, res in results:
+        if res.startswith("FAIL"):
+            failures.append((idx, res))
+        elif res == "same":
+            same += 1
+        elif res.startswith("skip"):
+            skipped += 1
         else:
-            i += n
-        if log:
-            log(f"  {i}/{cases} cases, {len(failures)} failures")
+            key = res.split(" ", 1)[1]
+            refused[key] = refused.get(key, 0) + 1
     return {"cases": cases, "same": same, "refused": dict(sorted(refused.items(), key=lambda kv: -kv[1])),
-            "refused_total": sum(refused.values()), "skipped": skipped, "failures": failures}
+            "refused_total": sum(refused.values()), "skipped": skipped, "failures": sorted(failures)}
 
 
 def main() -> int:

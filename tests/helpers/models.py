@@ -277,3 +277,24 @@ def heavy_model(m=768, k=768, layers=4):
         x = y
     mb.output(x)
     return mb.finish()
+
+
+def conv_mean_softmax(ramp: bool = True, conv_output: bool = False) -> bytes:
+    """CONV_2D (RELU6) -> MEAN -> SOFTMAX on a [1, 5, 5, 3] input: three dispatches of different sizes
+    (the fuzzers' and the bundle-trust tests' seed).  ramp: weights from -1 to 1 and bias 0..3 (else ones
+    and zeros); conv_output: the convolution's output is a model output too."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 5, 5, 3])
+    c = mb.tensor("c", [1, 5, 5, 4])
+    w = np.linspace(-1, 1, 108, dtype=np.float32).reshape(4, 3, 3, 3) if ramp else np.ones((4, 3, 3, 3), np.float32)
+    b = np.arange(4, dtype=np.float32) if ramp else np.zeros(4, np.float32)
+    mb.op("CONV_2D", [x, mb.const("w", w), mb.const("b", b)], [c],
+          padding="SAME", stride_h=1, stride_w=1, fused_activation_function="RELU6")
+    m = mb.tensor("m", [1, 4])
+    mb.op("MEAN", [c, mb.const("ax", np.array([1, 2], np.int32))], [m], keep_dims=False)
+    y = mb.tensor("y", [1, 4])
+    mb.op("SOFTMAX", [m], [y], beta=1.0)
+    mb.output(y)
+    if conv_output:
+        mb.output(c)
+    return mb.finish()

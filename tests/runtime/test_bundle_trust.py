@@ -14,21 +14,7 @@ from gpuc.errors import BundleError, UnsupportedError
 from gpuc.runtime import bundle as B
 from gpuc.runtime import bundle_shaders, load_checks, shader_check, spirv_tools
 from helpers.builder import ModelBuilder
-
-
-def conv_model() -> bytes:
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 5, 5, 3])
-    c = mb.tensor("c", [1, 5, 5, 4])
-    mb.op("CONV_2D", [x, mb.const("w", np.linspace(-1, 1, 108, dtype=np.float32).reshape(4, 3, 3, 3)),
-                      mb.const("b", np.arange(4, dtype=np.float32))], [c],
-          padding="SAME", stride_h=1, stride_w=1, fused_activation_function="RELU6")
-    m = mb.tensor("m", [1, 4])
-    mb.op("MEAN", [c, mb.const("ax", np.array([1, 2], np.int32))], [m], keep_dims=False)
-    y = mb.tensor("y", [1, 4])
-    mb.op("SOFTMAX", [m], [y], beta=1.0)
-    mb.output(y)
-    return mb.finish()
+from helpers.models import conv_mean_softmax as conv_model
 
 
 @pytest.fixture(scope="module")

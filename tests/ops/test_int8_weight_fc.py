@@ -105,3 +105,17 @@ def test_asymmetric_weights_keep_the_float_path(gpu):
     model = fc_model(2, 40, 8, per_channel=False, zero_point=5)
     b = read_bundle(gpuc.compile(model))
     assert "gemm_q8" not in templates(b)
+
+
+def test_litert_torch_shaped_llm_against_litert():
+    """benchmarks/llm_bench.py's generated Qwen2-shaped model (prefill_N / decode signatures, KV cache by
+    DYNAMIC_UPDATE_SLICE, composites, int8 FCs incl. the tied LM head): every signature on the GPU, the
+    decode logits and greedy tokens as LiteRT's signature runners give them."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import llm_bench
+    cfg = llm_bench.CONFIGS["tiny"]
+    w = llm_bench.make_weights(cfg, seed=3)
+    r = llm_bench.check(cfg, w, llm_bench.write_tflite(cfg, w, [6], 16), 6, 16, steps=3)
+    assert r["ok"] and r["rel_err_vs_litert"] <= 1e-5, r

@@ -12,10 +12,11 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 
-# Acceptance (issue 29) asks for 1e-4 x max|logit|; gpuc computes with the int8 weights dequantized to
-# float, where LiteRT's dynamic-range kernels also quantize the activations per row, so gpuc is now at
-# ~7e-4 of the reference (LiteRT 2.3.0 itself, rerun on this machine, is at 4.5e-4 (XNNPACK) and 8.7e-4
-# (builtin kernels) of it).  This bound keeps the current level from regressing.
+# Acceptance (issue 29) asks for 1e-4 x max|logit|.  gpuc's int8-weight FCs (ops/gemm_q8.py) quantize the
+# activations per row as LiteRT's XNNPACK path does (each FC equal to LiteRT's to float rounding), so gpuc
+# is at ~4.8e-4 of the reference, as LiteRT 2.3.0 itself is here (4.5e-4 XNNPACK, 8.7e-4 builtin kernels):
+# a one-ulp difference upstream (RSQRT, SOFTMAX, SIN/COS) moves a value across an int8 rounding boundary,
+# and the model's logits move by ~4e-4 of their range with it.  This bound keeps the level from regressing.
 REL_TOL = 1e-3
 CACHES = sorted(f"kv_cache_{a}_{i}" for a in "kv" for i in range(2))
 

@@ -27,8 +27,8 @@ GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN g
 
 
 def keeps_int8(node, graph) -> bool:
-    """Whether `node` (a FULLY_CONNECTED) can run gemm_q8 with its int8 weights as they are."""
-    if len(node.inputs) < 2 or node.inputs[1] < 0 or len(node.outputs) != 1:
+    """Whether `node` is a FULLY_CONNECTED that gemm_q8 can run with its int8 weights as they are."""
+    if node.op != "FULLY_CONNECTED" or len(node.inputs) < 2 or node.inputs[1] < 0 or len(node.outputs) != 1:
         return False
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     if int(node.attrs.get("weights_format", 0)) != 0 or not w.is_const or w.dtype != "int8":

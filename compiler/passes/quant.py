@@ -72,7 +72,7 @@ def simulate_quantization(graph: Graph) -> None:
     # reader of the same weights gets a float32 copy
     kept = set()
     for n in graph.nodes:
-        if n.op == "FULLY_CONNECTED" and not cands and gemm_q8.keeps_int8(n, graph):
+        if not cands and gemm_q8.keeps_int8(n, graph):
             n.attrs[gemm_q8.ATTR] = True
             kept.add(n.inputs[1])
     for n in graph.nodes:

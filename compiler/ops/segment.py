@@ -32,12 +32,18 @@ SORTED = "SEGMENT_SUM"
 DTYPES = ("float32", "int32")
 
 _CHECK = dict(CHECK=1, CHECK_WORD=0, STATUS_ROW=4, ITEMS=1, ITEM_OUT=0)
+_INT = {"out_": "int32", "data": "int32", "ids": "int32"}
 VARIANTS = {
-    "segment_reduce": (dict(NSEG=3, NIDS=5, INNER=2), {"OP": [0, 1, 2, 3], "FLOATS": [0, 1], "SORTED": [0]},
+    "segment_reduce": (dict(NSEG=3, NIDS=5, INNER=2, FLOATS=1, SORTED=0), {"OP": [0, 1, 2, 3]},
                        ["out_", "data", "ids"], {"ids": "int32"}),
-    "segment_reduce:check": (dict(_CHECK, NSEG=3, NIDS=5, INNER=2, OP=0), {"FLOATS": [0, 1], "SORTED": [0, 1]},
+    "segment_reduce:int": (dict(NSEG=3, NIDS=5, INNER=2, FLOATS=0, SORTED=0), {"OP": [0, 1, 2, 3]},
+                           ["out_", "data", "ids"], _INT),
+    "segment_reduce:check": (dict(_CHECK, NSEG=3, NIDS=5, INNER=2, OP=0, FLOATS=1), {"SORTED": [0, 1]},
                              ["out_", "data", "ids", "status"], {"ids": "int32", "status": "uint32"},
                              lambda d: dict(rw=("status",))),
+    "segment_reduce:check-int": (dict(_CHECK, NSEG=3, NIDS=5, INNER=2, OP=3, FLOATS=0), {"SORTED": [0, 1]},
+                                 ["out_", "data", "ids", "status"], dict(_INT, status="uint32"),
+                                 lambda d: dict(rw=("status",))),
 }
 
 

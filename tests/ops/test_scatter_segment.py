@@ -92,3 +92,65 @@ def test_segment_refusals():
     mb.output(y)
     with pytest.raises(GpucError, match="UNSORTED_SEGMENT_SUM.*num_segments 'n' is computed at run time"):
         gpuc.compile(mb.finish())
+
+
+def _scatter_model(ishape, ushape, shape, dtype):
+    mb = ModelBuilder()
+    i, u = mb.input("i", ishape, "int32"), mb.input("u", ushape, dtype)
+    y = mb.tensor("y", shape, dtype)
+    mb.op("SCATTER_ND", [i, u, mb.const("shape", np.array(shape, np.int32))], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_scatter_nd_against_litert(case):
+    """Duplicates accumulate in index order: float sums bit-exact with LiteRT's loop."""
+    ishape, ushape, shape, dtype = [([40, 1], [40], [6], "float32"), ([5, 3, 2], [5, 3, 4], [3, 2, 4], "float32"),
+                                    ([7, 2], [7], [3, 3], "int32")][case]
+    rng = np.random.default_rng(case)
+    model = _scatter_model(ishape, ushape, shape, dtype)
+    k = ishape[-1]
+    with gpuc.load(gpuc.compile(model)) as m:
+        for _ in range(3):
+            i = np.stack([rng.integers(0, shape[d], ishape[:-1]) for d in range(k)], -1).astype(np.int32)
+            u = _data(rng, ushape, dtype) * (np.float32(1e3) ** rng.integers(-1, 2, ushape) if dtype == "float32" else 1)
+            u = u.astype(dtype)
+            _same(m.run([i, u])[0], run_litert(model, [i, u])[0])
+        for v in (-1, shape[k - 1]):           # out of range (LiteRT fails the invoke)
+            bad = i.copy()
+            bad.reshape(-1, k)[2, k - 1] = v
+            with pytest.raises(RuntimeError):
+                run_litert(model, [bad, u])
+            with pytest.raises(RunError, match=f"SCATTER_ND.*'i'.*index {v}"):
+                m.run([bad, u])
+
+
+def _s2d_model(ishape, shape, vshape, dtype, idt="int32"):
+    mb = ModelBuilder()
+    i, v, d = mb.input("i", ishape, idt), mb.input("v", vshape, dtype), mb.input("d", [], dtype)
+    y = mb.tensor("y", shape, dtype)
+    mb.op("SPARSE_TO_DENSE", [i, mb.const("shape", np.array(shape, idt)), v, d], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_sparse_to_dense_against_litert(case):
+    """The last of duplicate indices wins; 2-D, 1-D and int64 indices."""
+    ishape, shape, vshape, dtype, idt = [([6, 2], [3, 4], [6], "float32", "int32"), ([5], [7], [5], "int32", "int32"),
+                                         ([4, 3], [2, 3, 2], [4], "float32", "int64")][case]
+    rng = np.random.default_rng(10 + case)
+    model = _s2d_model(ishape, shape, vshape, dtype, idt)
+    k = ishape[1] if len(ishape) == 2 else 1
+    with gpuc.load(gpuc.compile(model)) as m:
+        for _ in range(3):
+            i = np.stack([rng.integers(0, shape[d], ishape[0]) for d in range(k)], -1).reshape(ishape).astype(idt)
+            v, d = _data(rng, vshape, dtype), _data(rng, [], dtype)
+            _same(m.run([i, v, d])[0], run_litert(model, [i, v, d])[0])
+        bad = i.copy()
+        bad.reshape(-1)[-1] = -3
+        with pytest.raises(RuntimeError):
+            run_litert(model, [bad, v, d])
+        with pytest.raises(RunError, match="SPARSE_TO_DENSE.*index -3"):
+            m.run([bad, v, d])

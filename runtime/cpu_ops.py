@@ -340,6 +340,20 @@ def _broadcast_args(attrs, x, outs):
         raise ValueError(f"BROADCAST_ARGS: shapes {a} and {b} do not broadcast") from None
 
 
+def _check_bucketize(attrs, ins, outs):
+    b = np.asarray(attrs.get("boundaries") or [], np.float32)
+    if ins[0].dtype not in ("float32", "float64", "int32", "int64"):
+        return f"LiteRT's BUCKETIZE refuses {ins[0].dtype}"
+    return "boundaries are not sorted (LiteRT's Prepare fails)" if b.size and not np.all(b[:-1] <= b[1:]) else None
+
+
+@cpu_op("BUCKETIZE", check=_check_bucketize, summary="std::upper_bound per element (int64 / float64 inputs)")
+def _bucketize(attrs, x, outs):
+    v = x[0].astype(np.float32) if x[0].dtype.kind in "iu" else x[0]       # (C++: int -> float, float -> double)
+    b = np.asarray(attrs.get("boundaries") or [], np.float32).astype(v.dtype)
+    return [np.searchsorted(b, v, side="right").astype(np.int32)]
+
+
 CPU_OPS["COMPLEX_ABS"] = CpuOp(lambda a, x, o: [np.abs(x[0].astype(np.complex128))], _check_unary)
 CPU_OPS["REAL"] = CpuOp(lambda a, x, o: [np.real(x[0])], _check_unary)
 CPU_OPS["IMAG"] = CpuOp(lambda a, x, o: [np.imag(x[0])], _check_unary)

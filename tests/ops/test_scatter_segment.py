@@ -154,3 +154,29 @@ def test_sparse_to_dense_against_litert(case):
             run_litert(model, [bad, v, d])
         with pytest.raises(RunError, match="SPARSE_TO_DENSE.*index -3"):
             m.run([bad, v, d])
+
+
+def _bucketize_model(shape, dtype, bounds):
+    mb = ModelBuilder()
+    x = mb.input("x", shape, dtype)
+    y = mb.tensor("y", shape, "int32")
+    mb.op("BUCKETIZE", [x], [y], boundaries=[float(b) for b in bounds])
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64", "float64"])
+def test_bucketize_against_litert(dtype):
+    """float32 / int32 on the GPU, int64 / float64 on the CPU; duplicates, NaN, empty boundaries."""
+    rng = np.random.default_rng(5)
+    for bounds in ([-2.5, -1.0, 0.0, 0.0, 1.5, 3.0, 1e9], []):
+        model = _bucketize_model([5, 7], dtype, bounds)
+        x = (rng.standard_normal((5, 7)) * 3)
+        x = np.round(x) if dtype[:3] == "int" else x
+        x = x.astype(dtype)
+        if dtype[:5] == "float":
+            x[0, :3] = [np.nan, np.inf, -np.inf]
+        with gpuc.load(gpuc.compile(model)) as m:
+            _same(m.run([x])[0], run_litert(model, [x])[0])
+    with pytest.raises(GpucError, match="BUCKETIZE.*not sorted"):
+        gpuc.compile(_bucketize_model([3], "float32", [1.0, 0.0]))

@@ -5,7 +5,9 @@ litert-torch writes attention and RMSNorm as composites (`odml.scaled_dot_produc
 every composite node by a copy of that subgraph's nodes: the subgraph's inputs become the composite's
 inputs, its outputs the composite's outputs, its other tensors new tensors of the caller (named
 "<composite name>/<tensor name>").  The copied nodes keep the composite's operator index (messages
-name the composite) and record its name in attrs["composite"] (for fused kernels later).  Nested
+name the composite) and record its name in attrs["composite"].  A composite an op module fuses
+(compiler/ops COMPOSITES: `odml.rms_norm`, decode-shaped `odml.scaled_dot_product_attention`) becomes
+that module's fused op instead, where it recognizes the decomposition's form.  Nested
 composites are inlined depth first.  A bad subgraph index, a recursion or an arity / shape / dtype
 mismatch is a ModelFormatError naming the operator.
 """
@@ -43,10 +45,28 @@ def _inline_graph(model: ir.Model, gi: int, done: set, stack: tuple) -> None:
             nodes.append(n)
             continue
         sub = _decomposition(model, g, n)
+        fused = _fused(g, n, model.subgraphs[sub])
+        if fused is not None:
+            nodes += fused
+            continue
         _inline_graph(model, sub, done, stack + (gi,))
         nodes += _copy_into(g, n, model.subgraphs[sub])
     g.nodes = nodes
     done.add(gi)
+
+
+def _fused(g: ir.Graph, n: ir.Node, s: ir.Graph) -> list[ir.Node] | None:
+    """The fused op(s) an op module gives for this composite (compiler/ops COMPOSITES), where it
+    recognizes the decomposition and the GPU supports them; else None (the decomposition is inlined)."""
+    from gpuc.compiler import ops
+    fn = ops.COMPOSITES.get(n.attrs.get("name") or "")
+    try:
+        made = fn(n, g, s) if fn is not None else None
+    except (ValueError, IndexError, KeyError, TypeError):   # a malformed form: the decomposition says why
+        made = None
+    if not made or any(ops.unsupported_reason(m, g) for m in made):
+        return None
+    return made
 
 
 def _decomposition(model: ir.Model, g: ir.Graph, n: ir.Node) -> int:

@@ -107,7 +107,19 @@ class OpDef:
 REGISTRY: dict[str, OpDef] = {}      # ops with a GPU lowering
 FACTS: dict[str, OpDef] = {}         # every op with declared facts (REGISTRY's and host-only ones)
 REFUSED: dict[str, str] = {}         # ops gpuc refuses outright -> why (refuse(); neither GPU nor CPU runs them)
+COMPOSITES: dict[str, Callable] = {}  # STABLEHLO_COMPOSITE name -> (node, graph, decomposition) -> [Node] | None
+#                                      (compiler/frontend/composite.py: a fused op instead of the inlined decomposition)
 HANDLED: dict[str, tuple] = {}       # ops the compiler turns into others -> (how, the op they run as, dtypes)
+
+
+def fuses(composite: str):
+    """Decorate `fn(node, graph, decomposition) -> [Node] | None`: the fused op(s) computing a
+    STABLEHLO_COMPOSITE of that name, or None where `fn` does not recognize this form (then its
+    decomposition is inlined)."""
+    def deco(fn):
+        COMPOSITES[composite] = fn
+        return fn
+    return deco
 
 
 def refuse(*names, reason: str) -> None:

@@ -69,6 +69,14 @@ def bundle_max_batch(bundle) -> int:
     return max_batch(read_bundle(_bundle_bytes(bundle)))
 
 
+def bundle_inputs(bundle) -> list:
+    """[(name, item shape, numpy dtype)] of a bundle's inputs, read without a device."""
+    from gpuc.runtime.bundle import read_bundle
+    from gpuc.runtime.iospec import item_shape_of
+    b = read_bundle(_bundle_bytes(bundle))
+    return [(b.tensors[i].name, item_shape_of(b, b.tensors[i]), np.dtype(b.tensors[i].dtype)) for i in b.inputs]
+
+
 class BundleRunner:
     """A bundle loaded on this process's device, running items in runs of up to its max batch.
     The Serve deployment and the Ray Data predictor both hold one; usable without Ray."""

@@ -23,7 +23,8 @@ SHADERS_IN_PROGRESS: dict[str, str] = {}
 # ops the fusion passes make (no model contains them): their LiteRT checks are the fusion tests'
 INTERNAL = {"FUSED_ELEMENTWISE": "tests/compiler/test_ew_fusion.py", "FUSED_REDUCE": "tests/compiler/test_ew_fusion.py",
             "GATHER_COPY": "tests/compiler/test_movement_fold.py", "ATTENTION": "tests/compiler/test_attention_fusion.py",
-            "LAYER_NORM": "tests/compiler/test_layer_norm.py", "RMS_NORM": "tests/compiler/test_composite.py"}
+            "LAYER_NORM": "tests/compiler/test_layer_norm.py", "RMS_NORM": "tests/compiler/test_composite.py",
+            "SDPA_DECODE": "tests/compiler/test_sdpa_decode.py"}
 PULL_KINDS = {"reshape", "transpose", "slice", "reverse", "strided_slice", "split", "split_v", "unpack",
               "broadcast_to", "concatenation", "pack", "pad", "tile", "gather"}
 

@@ -47,7 +47,9 @@ def fuse(n: Node, g, s) -> list[Node] | None:
     if xr is None or _other(xr, xs) is None:
         return None
     rs = dec.node(_other(xr, xs), "RSQRT", 1)
-    add = rs and dec.node(rs.inputs[0], "ADD", 2)
+    if rs is None or tuple(s.t(rs.outputs[0]).shape) != (*x.shape[:-1], 1):
+        return None                            # (r must broadcast over each row's D elements)
+    add = dec.node(rs.inputs[0], "ADD", 2)
     if add is None:
         return None
     eps = [dec.scalar(i) for i in add.inputs]

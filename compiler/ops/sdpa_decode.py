@@ -115,8 +115,9 @@ def fuse(n: Node, g, s) -> list[Node] | None:
         return None
     # P: SOFTMAX(beta 1) of ADD(scores, mask)
     sm = dec.node(pv.inputs[0], "SOFTMAX", 1)
-    if sm is None or float(sm.attrs.get("beta", 1.0)) != 1.0:
-        return None
+    if sm is None or float(sm.attrs.get("beta", 1.0)) != 1.0 or s.t(sm.inputs[0]).shape[-1] != KV \
+            or s.t(sm.inputs[0]).size != H * KV:
+        return None                            # (softmax over the keys of each head)
     scores, mask = sm.inputs[0], -1
     if len(s.inputs) == 4:
         add = dec.node(scores, "ADD", 2)
@@ -125,6 +126,9 @@ def fuse(n: Node, g, s) -> list[Node] | None:
         srcs = [dec.source(i) for i in add.inputs]
         if srcs.count(s.inputs[3]) != 1 or s.t(s.inputs[3]).size != KV:
             return None                        # (a per-head or per-row mask: the decomposition)
+        mt = s.t(add.inputs[srcs.index(s.inputs[3])])
+        if not mt.shape or mt.shape[-1] != KV or s.t(add.outputs[0]).size != H * KV:
+            return None                        # (the mask row must broadcast along the keys)
         scores = add.inputs[1 - srcs.index(s.inputs[3])]
         mask = n.inputs[3]
     qk = dec.node(scores, "BATCH_MATMUL", 2)

@@ -16,13 +16,14 @@ from helpers.builder import ModelBuilder, with_subgraphs
 D = 8
 
 
-def _composite(mb: ModelBuilder, inputs, outputs, sub: int, name="odml.rms_norm"):
+def _composite(mb: ModelBuilder, inputs, outputs, sub: int, name="odml.rms_norm", attrs=None):
     code = mb.opcode("STABLEHLO_COMPOSITE")
     mb.operators.append({"opcode_index": code, "inputs": np.asarray(inputs, np.int32),
                          "outputs": np.asarray(outputs, np.int32),
                          "builtin_options2": ("StableHLOCompositeOptions",
                                               {"name": name, "decomposition_subgraph_index": sub,
-                                               "composite_attributes": np.frombuffer(flexbuffers.Dumps({}), np.uint8)})})
+                                               "composite_attributes": np.frombuffer(flexbuffers.Dumps(attrs or {}),
+                                                                                     np.uint8)})})
 
 
 def _rms_norm_sub(nested: int | None = None) -> ModelBuilder:
@@ -58,13 +59,13 @@ def _scale_sub() -> ModelBuilder:
     return sb
 
 
-def model(nested=False, sub_index=1, shape=(1, 3, D), nested_index=2) -> bytes:
+def model(nested=False, sub_index=1, shape=(1, 3, D), nested_index=2, attrs=None) -> bytes:
     mb = ModelBuilder()
     x = mb.input("x", list(shape))
     h = mb.tensor("h", list(shape))
     mb.op("ADD", [x, x], [h])
     y = mb.tensor("y", list(shape))
-    _composite(mb, [h, mb.const("w", np.linspace(0.5, 1.5, D).astype(np.float32))], [y], sub_index)
+    _composite(mb, [h, mb.const("w", np.linspace(0.5, 1.5, D).astype(np.float32))], [y], sub_index, attrs=attrs)
     mb.output(y)
     subs = [_rms_norm_sub(nested_index if nested else None)] + ([_scale_sub()] if nested else [])
     return with_subgraphs(mb, *subs)
@@ -122,3 +123,15 @@ def test_recursive_decomposition():
 def test_shape_mismatch():
     with pytest.raises(ModelFormatError, match=r"input 0 is float32 \[1, 4, 8\].*takes float32 \[1, 3, 8\]"):
         load_tflite(model(shape=(1, 4, D)))
+
+
+def test_rms_norm_epsilon_attribute():
+    """An `epsilon` attribute equal to the decomposition's constant fuses; one that disagrees keeps the
+    decomposition (LiteRT computes with its constant), which still gives the same answer."""
+    assert [n.op for n in load_tflite(model(attrs={"epsilon": 1e-6})).main.nodes] == ["ADD", "RMS_NORM"]
+    data = model(attrs={"epsilon": 1e-5})
+    assert "RSQRT" in [n.op for n in load_tflite(data).main.nodes]
+    pytest.importorskip("vulkan")
+    import gpuc
+    x = np.random.default_rng(3).standard_normal([1, 3, D]).astype(np.float32)
+    np.testing.assert_allclose(gpuc.load(gpuc.compile(data)).run([x])[0], _ref(x), rtol=1e-5, atol=1e-6)

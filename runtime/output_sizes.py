@@ -59,6 +59,10 @@ def run_lengths(model, inputs, outs=None) -> list:
         if o.rule:
             where, _, fn = RULES[o.rule]
             v = vals[b.inputs.index(o.length)] if where == "inputs" else outs[b.outputs.index(o.length)]
+            if o.rule == "max_plus_one" and np.asarray(_value(v)).size and np.asarray(_value(v)).min() < 0:
+                raise GpucError(f"output {model.outputs[o.output].name!r}: its op met an input value it cannot "
+                                "place as LiteRT does (a float NaN, which LiteRT's std::map orders inconsistently); "
+                                "gpuc fails the run")
             n = fn(np.asarray(_value(v)), outs[o.output], o)
         else:
             n = int(np.asarray(_value(vals[b.inputs.index(o.length)])).reshape(-1)[0])

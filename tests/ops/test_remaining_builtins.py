@@ -65,3 +65,44 @@ def test_where_refusals():
     mb.output(z)
     with pytest.raises(gpuc.errors.GpucError, match="WHERE.*another op reads"):
         gpuc.compile(mb.finish())
+
+
+def _unique_model(dtype, n, idx_dtype):
+    mb = ModelBuilder()
+    x = mb.input("x", [n], dtype)
+    y, i = mb.tensor("y", [n], dtype), mb.tensor("i", [n], idx_dtype)
+    mb.op("UNIQUE", [x], [y, i], idx_out_type=idx_dtype.upper())
+    mb.output(y)
+    mb.output(i)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("dtype,n,idx_dtype", [("float32", 9, "int32"), ("int32", 300, "int64"),
+                                               ("int64", 11, "int32"), ("int16", 13, "int64"),
+                                               ("int8", 10, "int32"), ("uint8", 7, "int64")])
+def test_unique_against_litert(dtype, n, idx_dtype):
+    rng = np.random.default_rng(n)
+    model = _unique_model(dtype, n, idx_dtype)
+    with gpuc.load(gpuc.compile(model)) as m:
+        for hi in (1, 4, 1000):            # one value repeated .. mostly distinct
+            x = rng.integers(-hi if dtype != "uint8" else 0, hi, n).astype(dtype)
+            if dtype == "float32":
+                x = x * np.float32(0.5)
+                x[-1] = -0.0 if 0 in x[:-1] else x[-1]            # std::map: -0 == 0
+            for out, ref in zip(m.run([x]), run_litert(model, [x])):
+                _same(out, ref)
+
+
+def test_unique_nan_fails_the_run():
+    model = _unique_model("float32", 4, "int32")
+    with gpuc.load(gpuc.compile(model)) as m:
+        with pytest.raises(gpuc.errors.GpucError, match="'y'.*NaN"):
+            m.run([np.array([1, np.nan, 2, 1], np.float32)])
+    with pytest.raises(gpuc.errors.GpucError, match="UNIQUE.*1-D"):
+        mb = ModelBuilder()
+        x = mb.input("x", [2, 3], "int32")
+        y, i = mb.tensor("y", [6], "int32"), mb.tensor("i", [6], "int32")
+        mb.op("UNIQUE", [x], [y, i], idx_out_type="INT32")
+        mb.output(y)
+        mb.output(i)
+        gpuc.compile(mb.finish())

@@ -361,3 +361,7 @@ NUMERIC = NUMERIC + ("complex64",)
 
 
 from gpuc.runtime import cpu_movement  # noqa: E402,F401  (registers the data-movement kernels)
+from gpuc.runtime import cpu_reduce_window  # noqa: E402
+
+CPU_OPS["REDUCE_WINDOW"] = CpuOp(cpu_reduce_window.kernel, cpu_reduce_window.check,
+                                 summary="LiteRT's window fold (bool / int8 / int16 / int64 / uint8 / float64)")

@@ -11,6 +11,8 @@ STABLEHLO_COMPOSITE is inlined), into gpuc's builtins with LiteRT's semantics:
 * MAXIMUM / MINIMUM: LiteRT computes std::max(a, b) / std::min(a, b), which is TFLite's MAXIMUM /
   MINIMUM (`a > b ? a : b`) with the operands swapped: NaN and -0.0 come out exactly as LiteRT's.
 * AND on bool: LOGICAL_AND (LiteRT's AND on integers is bitwise: NOT_YET).
+* REDUCE_WINDOW: a REDUCE_WINDOW node with its attributes and its body op's function
+  (compiler/ops/reduce_window.py).
 * PAD (operand, scalar padding value; edge_padding_low / high, which may be negative, and
   interior_padding): interior padding is RESHAPE (a unit axis after each padded one) + PADV2 of that
   axis + RESHAPE; edge padding is PADV2 of the positive parts, then SLICE of the negative ones.
@@ -35,7 +37,6 @@ NOT_YET = {
     "STABLEHLO_SHIFT_LEFT": "no gpuc kernel yet (LiteRT runs it on int8 / int16 / int32)",
     "STABLEHLO_GATHER": "no gpuc lowering yet (general StableHLO gather)",
     "STABLEHLO_SCATTER": "no gpuc lowering yet (scatter with an update-computation subgraph)",
-    "STABLEHLO_REDUCE_WINDOW": "no gpuc lowering yet (reduction-body subgraph)",
     "STABLEHLO_RNG_BIT_GENERATOR": "no gpuc kernel yet (Philox / Threefry bit generators)",
     "STABLEHLO_CASE": "no gpuc lowering yet (branch subgraphs; IF covers two-way branches)",
 }
@@ -114,6 +115,11 @@ def _pad(g: ir.Graph, node: ir.Node) -> list[ir.Node]:
     return nodes
 
 
+def _reduce_window(g: ir.Graph, node: ir.Node, model) -> list[ir.Node]:
+    from gpuc.compiler.ops.reduce_window import from_stablehlo     # (its body op: compiler/ops/reduce_window.py)
+    return from_stablehlo(g, node, model)
+
+
 def _const(g: ir.Graph, y, what: str, values) -> int:
     return g.add_const(f"{y.name}/{what}", np.asarray(values, np.int32))
 
@@ -126,10 +132,13 @@ LOWERINGS = {
     "STABLEHLO_MINIMUM": _binary("MINIMUM", swap=True),
     "STABLEHLO_AND": _binary("LOGICAL_AND", dtypes=("bool",)),     # (LOWERED_DTYPES)
     "STABLEHLO_PAD": _pad,
+    "STABLEHLO_REDUCE_WINDOW": lambda g, n, model: _reduce_window(g, n, model),
 }
+WITH_MODEL = {"STABLEHLO_REDUCE_WINDOW"}             # lowerings that read other subgraphs (a body)
 # what each lowering becomes (for `gpuc ops`)
 TARGETS = {"STABLEHLO_ADD": "ADD", "STABLEHLO_MULTIPLY": "MUL", "STABLEHLO_MAXIMUM": "MAXIMUM",
-           "STABLEHLO_MINIMUM": "MINIMUM", "STABLEHLO_AND": "LOGICAL_AND", "STABLEHLO_PAD": "PADV2"}
+           "STABLEHLO_MINIMUM": "MINIMUM", "STABLEHLO_AND": "LOGICAL_AND", "STABLEHLO_PAD": "PADV2",
+           "STABLEHLO_REDUCE_WINDOW": "REDUCE_WINDOW"}
 LOWERED_DTYPES = {"STABLEHLO_AND": ("bool",)}        # where a lowering takes fewer dtypes than its target
 ALL = sorted(n for n in ENUMS["BuiltinOperator"] if n.startswith(PREFIX))
 NOT_RUN = sorted(set(ALL) - set(LOWERINGS) - set(NOT_YET) - {INLINED})
@@ -151,5 +160,8 @@ def lower_stablehlo(model: ir.Model) -> None:
             continue
         nodes = []
         for n in g.nodes:
-            nodes += LOWERINGS[n.op](g, n) if n.op in LOWERINGS else [n]
+            if n.op in LOWERINGS:
+                nodes += LOWERINGS[n.op](g, n, model) if n.op in WITH_MODEL else LOWERINGS[n.op](g, n)
+            else:
+                nodes.append(n)
         g.nodes = nodes

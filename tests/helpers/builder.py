@@ -226,6 +226,7 @@ OP_OPTIONS2: dict[str, str] = {
               "COMPARE", "DYNAMIC_SLICE", "PAD", "IOTA", "DOT_GENERAL", "REDUCE_WINDOW", "SORT", "WHILE", "GATHER",
               "TRANSPOSE", "RNG_BIT_GENERATOR", "SHIFT_LEFT", "CASE")}
 OP_OPTIONS2["STABLEHLO_COMPOSITE"] = "StableHLOCompositeOptions"
+OP_OPTIONS2["REDUCE_WINDOW"] = "ReduceWindowOptions"
 OP_OPTIONS.update({op: None for op in ENUMS["BuiltinOperator"] if op.startswith("STABLEHLO_") and op not in OP_OPTIONS2})
 for _op, _t in OP_OPTIONS2.items():
     assert _op in ENUMS["BuiltinOperator"] and _t in ENUMS["BuiltinOptions2"] and _t in TABLES, (_op, _t)

@@ -106,3 +106,74 @@ def test_unique_nan_fails_the_run():
         mb.output(y)
         mb.output(i)
         gpuc.compile(mb.finish())
+
+
+FUNCTIONS = ["ADD", "MUL", "MINIMUM", "MAXIMUM", "ALL", "ANY"]
+
+
+def _window_values(rng, shape, dtype):
+    if dtype == "bool":
+        return rng.random(shape) < 0.6
+    if dtype in ("float32", "float64"):
+        v = rng.standard_normal(shape).astype(dtype)
+        v.reshape(-1)[::7] = 0
+        v.reshape(-1)[3::11] = np.nan             # MAXIMUM / MINIMUM: a >= b ? a : b, as LiteRT
+        return v
+    return rng.integers(-3 if dtype != "uint8" else 0, 4, shape).astype(dtype)
+
+
+def _reduce_window_model(dtype, shape, win, strides, dil, fn):
+    from gpuc.runtime.cpu_reduce_window import plan
+    out = plan({"reduce_function": FUNCTIONS.index(fn) + 1}, shape, [win, strides, dil])["out"]
+    mb = ModelBuilder()
+    x, i = mb.input("x", shape, dtype), mb.input("init", [], dtype)
+    ins = [x, i] + [mb.const(n, np.array(v, np.int64)) for n, v in (("w", win), ("s", strides), ("d", dil))]
+    y = mb.tensor("y", out, dtype)
+    mb.op("REDUCE_WINDOW", ins, [y], reduce_function=fn)
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "int8", "int16", "int64", "uint8", "float64"])
+def test_reduce_window_against_litert(dtype):
+    rng = np.random.default_rng(len(dtype))
+    configs = [([5, 6], [2, 3], [1, 2], [1, 1]), ([2, 7, 4], [1, 3, 2], [1, 2, 1], [1, 2, 1]),
+               ([9], [4], [3], [2]), ([3, 4], [5, 1], [1, 1], [1, 1])]        # (last: a window past the input)
+    fns = FUNCTIONS if dtype in ("float32", "int32") else FUNCTIONS[::2] if len(dtype) % 2 else FUNCTIONS[1::2]
+    for k, fn in enumerate(fns):
+        shape, win, st, dil = configs[k % len(configs)]
+        model = _reduce_window_model(dtype, shape, win, st, dil, fn)
+        x, init = _window_values(rng, shape, dtype), _window_values(rng, [], dtype)
+        with gpuc.load(gpuc.compile(model)) as m:
+            _same(m.run([x, init])[0], run_litert(model, [x, init])[0])
+
+
+def _shlo_window_model(dtype, shape, out, body_op, **attrs):
+    from helpers.builder import with_subgraphs
+    mb = ModelBuilder()
+    x, i = mb.input("x", shape, dtype), mb.input("init", [], dtype)
+    y = mb.tensor("y", out, dtype)
+    mb.op("STABLEHLO_REDUCE_WINDOW", [x, i], [y], body_subgraph_index=1, **attrs)
+    mb.output(y)
+    body = ModelBuilder()
+    a, b = body.input("a", [], dtype), body.input("b", [], dtype)
+    c = body.tensor("c", [], dtype)
+    body.op(body_op, [a, b], [c])
+    body.output(c)
+    return with_subgraphs(mb, body)
+
+
+@pytest.mark.parametrize("body_op,dtype", [("STABLEHLO_ADD", "float32"), ("STABLEHLO_MAXIMUM", "float32"),
+                                           ("STABLEHLO_MULTIPLY", "int32"), ("STABLEHLO_MINIMUM", "int8")])
+def test_stablehlo_reduce_window_against_litert(body_op, dtype):
+    """Base dilations, padding (negative: a crop) and window dilations, the function read from the body."""
+    from gpuc.runtime.cpu_reduce_window import plan
+    rng = np.random.default_rng(len(body_op))
+    shape = [4, 5]
+    attrs = dict(window_dimensions=[2, 3], window_strides=[2, 1], base_dilations=[2, 1], window_dilations=[1, 2],
+                 padding=[1, 2, -1, 3])
+    out = plan(dict(attrs, reduce_function=1), shape)["out"]
+    model = _shlo_window_model(dtype, shape, out, body_op, **attrs)
+    x, init = _window_values(rng, shape, dtype), _window_values(rng, [], dtype)
+    with gpuc.load(gpuc.compile(model)) as m:
+        _same(m.run([x, init])[0], run_litert(model, [x, init])[0])

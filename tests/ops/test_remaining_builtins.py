@@ -177,3 +177,48 @@ def test_stablehlo_reduce_window_against_litert(body_op, dtype):
     x, init = _window_values(rng, shape, dtype), _window_values(rng, [], dtype)
     with gpuc.load(gpuc.compile(model)) as m:
         _same(m.run([x, init])[0], run_litert(model, [x, init])[0])
+
+
+def _els_model(n, dense, vshape, combiner):
+    mb = ModelBuilder()
+    ids, ind = mb.input("ids", [n], "int32"), mb.input("ind", [n, len(dense)], "int32")
+    ds = mb.const("ds", np.array(dense, np.int32))
+    w, v = mb.input("w", [n], "float32"), mb.input("v", vshape, "float32")
+    y = mb.tensor("y", list(dense[:-1]) + list(vshape[1:]), "float32")
+    mb.op("EMBEDDING_LOOKUP_SPARSE", [ids, ind, ds, w, v], [y], combiner=combiner)
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("combiner", ["SUM", "MEAN", "SQRTN"])
+def test_embedding_lookup_sparse_against_litert(combiner):
+    """Random buckets: a row met in several separate runs is divided once per run, as LiteRT does."""
+    rng = np.random.default_rng(len(combiner))
+    for n, dense, vshape in ((7, [3, 4], [5, 3]), (9, [2, 2, 5], [6, 2, 2]), (4, [6], [3, 4])):
+        model = _els_model(n, dense, vshape, combiner)
+        with gpuc.load(gpuc.compile(model)) as m:
+            for trial in range(2):
+                ids = rng.integers(0, vshape[0], n).astype(np.int32)
+                ind = np.stack([rng.integers(0, d, n) for d in dense], 1).astype(np.int32)
+                if trial:
+                    ind = ind[np.lexsort(ind.T[::-1])]          # sorted rows: one run per row
+                w = rng.uniform(0.5, 2, n).astype(np.float32)
+                v = rng.standard_normal(vshape).astype(np.float32)
+                out, ref = m.run([ids, ind, w, v])[0], run_litert(model, [ids, ind, w, v])[0]
+                assert out.shape == ref.shape
+                np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-6)
+
+
+def test_embedding_lookup_sparse_bad_indices_fail_the_run():
+    from gpuc.errors import RunError
+    model = _els_model(3, [2, 4], [5, 2], "MEAN")
+    ids, ind = np.array([1, 2, 3], np.int32), np.array([[0, 0], [1, 1], [1, 3]], np.int32)
+    w, v = np.ones(3, np.float32), np.ones([5, 2], np.float32)
+    with gpuc.load(gpuc.compile(model)) as m:
+        m.run([ids, ind, w, v])
+        with pytest.raises(RuntimeError):                       # LiteRT checks ids
+            run_litert(model, [np.array([1, 5, 0], np.int32), ind, w, v])
+        with pytest.raises(RunError, match="EMBEDDING_LOOKUP_SPARSE.*'ids'.*index 5"):
+            m.run([np.array([1, 5, 0], np.int32), ind, w, v])
+        with pytest.raises(RunError, match="EMBEDDING_LOOKUP_SPARSE.*'ind'.*index 2"):   # LiteRT 2.3 does not
+            m.run([ids, np.array([[0, 0], [2, 1], [1, 3]], np.int32), w, v])

@@ -222,3 +222,43 @@ def test_embedding_lookup_sparse_bad_indices_fail_the_run():
             m.run([np.array([1, 5, 0], np.int32), ind, w, v])
         with pytest.raises(RunError, match="EMBEDDING_LOOKUP_SPARSE.*'ind'.*index 2"):   # LiteRT 2.3 does not
             m.run([ids, np.array([[0, 0], [2, 1], [1, 3]], np.int32), w, v])
+
+
+def _hashtable_model(n, keys, vshape, dtype, const_keys=True):
+    mb = ModelBuilder()
+    look = mb.input("look", [n], "int32")
+    k = mb.const("keys", np.asarray(keys, np.int32)) if const_keys else mb.input("keys", [len(keys)], "int32")
+    v = mb.input("v", vshape, dtype)
+    y, h = mb.tensor("y", [n] + list(vshape[1:]), dtype), mb.tensor("h", [n], "uint8")
+    mb.op("HASHTABLE_LOOKUP", [look, k, v], [y, h])
+    mb.output(y)
+    mb.output(h)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("dtype,vshape", [("float32", [6, 3]), ("int32", [6]), ("int64", [6, 2]),
+                                          ("uint8", [6, 4]), ("int16", [6, 2, 3])])
+def test_hashtable_lookup_against_litert(dtype, vshape):
+    """Sorted keys, unsorted keys (bsearch's answers) and extreme values (the comparator wraps)."""
+    rng = np.random.default_rng(vshape[0] * len(vshape))
+    for keys in (np.sort(rng.choice(50, 6, replace=False)), rng.choice(50, 6, replace=False),
+                 np.array([-2 ** 31, -5, 0, 7, 2 ** 31 - 2, 2 ** 31 - 1])):
+        model = _hashtable_model(9, keys, vshape, dtype)
+        with gpuc.load(gpuc.compile(model)) as m:
+            look = np.concatenate([rng.choice(keys, 5), rng.integers(-60, 60, 3), [2 ** 31 - 1]]).astype(np.int32)
+            v = (rng.standard_normal(vshape) * 100).astype(dtype)
+            for out, ref in zip(m.run([look, v]), run_litert(model, [look, v])):
+                _same(out, ref)
+
+
+def test_concat_embeddings_refused_as_litert_refuses():
+    mb = ModelBuilder()
+    a, b = mb.input("a", [2, 3]), mb.input("b", [2, 3])
+    y = mb.tensor("y", [2, 6])
+    mb.op("CONCAT_EMBEDDINGS", [a, b], [y])
+    mb.output(y)
+    model = mb.finish()
+    with pytest.raises((RuntimeError, ValueError), match="CONCAT_EMBEDDINGS"):
+        run_litert(model, [np.ones([2, 3], np.float32)] * 2)
+    with pytest.raises(gpuc.errors.GpucError, match="CONCAT_EMBEDDINGS.*LiteRT's interpreter does not run it"):
+        gpuc.compile(model)

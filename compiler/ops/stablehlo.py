@@ -10,7 +10,8 @@ STABLEHLO_COMPOSITE is inlined), into gpuc's builtins with LiteRT's semantics:
   shape (no broadcasting); integers wrap as in gpuc's kernels.
 * MAXIMUM / MINIMUM: LiteRT computes std::max(a, b) / std::min(a, b), which is TFLite's MAXIMUM /
   MINIMUM (`a > b ? a : b`) with the operands swapped: NaN and -0.0 come out exactly as LiteRT's.
-* AND on bool: LOGICAL_AND (LiteRT's AND on integers is bitwise: NOT_YET).
+* AND on bool: LOGICAL_AND; on integers (bitwise) and SHIFT_LEFT: kept for their own kernel
+  (compiler/ops/int_bitwise.py).
 * REDUCE_WINDOW: a REDUCE_WINDOW node with its attributes and its body op's function
   (compiler/ops/reduce_window.py).
 * PAD (operand, scalar padding value; edge_padding_low / high, which may be negative, and
@@ -33,8 +34,6 @@ PREFIX = "STABLEHLO_"
 NOT_RUN_REASON = "LiteRT's interpreter does not run it"
 # the StableHLO builtins LiteRT 2.3's interpreter runs but gpuc does not lower yet -> why
 NOT_YET = {
-    "STABLEHLO_AND": "integer (bitwise) AND has no gpuc kernel yet",
-    "STABLEHLO_SHIFT_LEFT": "no gpuc kernel yet (LiteRT runs it on int8 / int16 / int32)",
     "STABLEHLO_GATHER": "no gpuc lowering yet (general StableHLO gather)",
     "STABLEHLO_SCATTER": "no gpuc lowering yet (scatter with an update-computation subgraph)",
     "STABLEHLO_RNG_BIT_GENERATOR": "no gpuc kernel yet (Philox / Threefry bit generators)",
@@ -66,8 +65,9 @@ def _binary(op: str, swap: bool = False, attrs: dict | None = None, dtypes: tupl
         if bad:
             return _refused(node, bad)
         if dtypes and g.t(node.inputs[0]).dtype not in dtypes:
-            node.attrs[REFUSAL_ATTR] = NOT_YET[node.op]
-            return [node]
+            if node.op in NOT_YET:
+                node.attrs[REFUSAL_ATTR] = NOT_YET[node.op]
+            return [node]               # (its own kernel runs it: OWN_KERNEL)
         ins = list(node.inputs[::-1] if swap else node.inputs)
         return [ir.Node(op, ins, list(node.outputs), dict(attrs or {}), 1, node.index)]
     return lower
@@ -133,7 +133,10 @@ LOWERINGS = {
     "STABLEHLO_AND": _binary("LOGICAL_AND", dtypes=("bool",)),     # (LOWERED_DTYPES)
     "STABLEHLO_PAD": _pad,
     "STABLEHLO_REDUCE_WINDOW": lambda g, n, model: _reduce_window(g, n, model),
+    "STABLEHLO_SHIFT_LEFT": lambda g, n: _refused(n, _same_operands(g, n)) if _same_operands(g, n) else [n],
 }
+# kept as they are for their own GPU kernel (compiler/ops/int_bitwise.py): SHIFT_LEFT, integer AND
+OWN_KERNEL = {"STABLEHLO_SHIFT_LEFT", "STABLEHLO_AND"}
 WITH_MODEL = {"STABLEHLO_REDUCE_WINDOW"}             # lowerings that read other subgraphs (a body)
 # what each lowering becomes (for `gpuc ops`)
 TARGETS = {"STABLEHLO_ADD": "ADD", "STABLEHLO_MULTIPLY": "MUL", "STABLEHLO_MAXIMUM": "MAXIMUM",

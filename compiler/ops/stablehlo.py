@@ -34,7 +34,6 @@ PREFIX = "STABLEHLO_"
 NOT_RUN_REASON = "LiteRT's interpreter does not run it"
 # the StableHLO builtins LiteRT 2.3's interpreter runs but gpuc does not lower yet -> why
 NOT_YET = {
-    "STABLEHLO_GATHER": "no gpuc lowering yet (general StableHLO gather)",
     "STABLEHLO_SCATTER": "no gpuc lowering yet (scatter with an update-computation subgraph)",
     "STABLEHLO_RNG_BIT_GENERATOR": "no gpuc kernel yet (Philox / Threefry bit generators)",
     "STABLEHLO_CASE": "no gpuc lowering yet (branch subgraphs; IF covers two-way branches)",
@@ -134,9 +133,11 @@ LOWERINGS = {
     "STABLEHLO_PAD": _pad,
     "STABLEHLO_REDUCE_WINDOW": lambda g, n, model: _reduce_window(g, n, model),
     "STABLEHLO_SHIFT_LEFT": lambda g, n: _refused(n, _same_operands(g, n)) if _same_operands(g, n) else [n],
+    "STABLEHLO_GATHER": lambda g, n: [n],
 }
-# kept as they are for their own GPU kernel (compiler/ops/int_bitwise.py): SHIFT_LEFT, integer AND
-OWN_KERNEL = {"STABLEHLO_SHIFT_LEFT", "STABLEHLO_AND"}
+# kept as they are for their own GPU kernel (compiler/ops/int_bitwise.py: SHIFT_LEFT, integer AND;
+# compiler/ops/shlo_gather.py: GATHER)
+OWN_KERNEL = {"STABLEHLO_SHIFT_LEFT", "STABLEHLO_AND", "STABLEHLO_GATHER"}
 WITH_MODEL = {"STABLEHLO_REDUCE_WINDOW"}             # lowerings that read other subgraphs (a body)
 # what each lowering becomes (for `gpuc ops`)
 TARGETS = {"STABLEHLO_ADD": "ADD", "STABLEHLO_MULTIPLY": "MUL", "STABLEHLO_MAXIMUM": "MAXIMUM",

@@ -295,3 +295,34 @@ def test_stablehlo_shift_left_against_litert(dtype):
         _same(m.run([a, c])[0], run_litert(model, [a, c])[0])
         out = m.run([a, np.full([5, 9], -1, dtype)])[0]
         assert not out.any()                            # counts outside [0, 31]: 0
+
+
+GATHERS = [   # operand, dtype, indices shape, index dtype, attributes, output shape
+    ([5, 4], "float32", [3, 1], "int32", dict(offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0],
+                                              index_vector_dim=1, slice_sizes=[1, 4]), [3, 4]),
+    ([4, 5, 6], "int8", [2, 3, 2], "int64", dict(offset_dims=[2, 3], collapsed_slice_dims=[0],
+                                                 start_index_map=[0, 2], index_vector_dim=2,
+                                                 slice_sizes=[1, 2, 3]), [2, 3, 2, 3]),
+    ([3, 4], "int16", [2, 1], "int32", dict(offset_dims=[0], collapsed_slice_dims=[1], start_index_map=[1],
+                                            index_vector_dim=1, slice_sizes=[3, 1]), [3, 2]),
+    ([6, 2], "float64", [1, 4], "int32", dict(offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0],
+                                              index_vector_dim=0, slice_sizes=[1, 2]), [4, 2]),
+]
+
+
+@pytest.mark.parametrize("k", range(len(GATHERS)))
+def test_stablehlo_gather_against_litert(k):
+    """Start indices past either end are clipped so the slice fits, as LiteRT does."""
+    shape, dtype, ishape, idt, attrs, out = GATHERS[k]
+    rng = np.random.default_rng(k)
+    mb = ModelBuilder()
+    x, i = mb.input("x", shape, dtype), mb.input("i", ishape, idt)
+    y = mb.tensor("y", out, dtype)
+    mb.op("STABLEHLO_GATHER", [x, i], [y], **attrs)
+    mb.output(y)
+    model = mb.finish()
+    with gpuc.load(gpuc.compile(model)) as m:
+        for trial in range(2):
+            xv = (rng.standard_normal(shape) * 50).astype(dtype)
+            iv = rng.integers(-2, max(shape) + 2, ishape).astype(idt)
+            _same(m.run([xv, iv])[0], run_litert(model, [xv, iv])[0])

@@ -326,3 +326,19 @@ def test_stablehlo_gather_against_litert(k):
             xv = (rng.standard_normal(shape) * 50).astype(dtype)
             iv = rng.integers(-2, max(shape) + 2, ishape).astype(idt)
             _same(m.run([xv, iv])[0], run_litert(model, [xv, iv])[0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"])
+def test_stablehlo_gather_dtypes(dtype):
+    rng = np.random.default_rng(7)
+    mb = ModelBuilder()
+    x, i = mb.input("x", [5, 3], dtype), mb.input("i", [4, 1], "int32")
+    y = mb.tensor("y", [4, 3], dtype)
+    mb.op("STABLEHLO_GATHER", [x, i], [y], offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0],
+          index_vector_dim=1, slice_sizes=[1, 3])
+    mb.output(y)
+    model = mb.finish()
+    xv = (rng.standard_normal([5, 3]) * 50).astype(dtype) if dtype != "bool" else rng.random([5, 3]) < 0.5
+    iv = rng.integers(-1, 7, [4, 1]).astype(np.int32)
+    with gpuc.load(gpuc.compile(model)) as m:
+        _same(m.run([xv, iv])[0], run_litert(model, [xv, iv])[0])

@@ -34,7 +34,6 @@ PREFIX = "STABLEHLO_"
 NOT_RUN_REASON = "LiteRT's interpreter does not run it"
 # the StableHLO builtins LiteRT 2.3's interpreter runs but gpuc does not lower yet -> why
 NOT_YET = {
-    "STABLEHLO_SCATTER": "no gpuc lowering yet (scatter with an update-computation subgraph)",
     "STABLEHLO_RNG_BIT_GENERATOR": "no gpuc kernel yet (Philox / Threefry bit generators)",
     "STABLEHLO_CASE": "no gpuc lowering yet (branch subgraphs; IF covers two-way branches)",
 }
@@ -119,6 +118,11 @@ def _reduce_window(g: ir.Graph, node: ir.Node, model) -> list[ir.Node]:
     return from_stablehlo(g, node, model)
 
 
+def _scatter(g: ir.Graph, node: ir.Node, model) -> list[ir.Node]:
+    from gpuc.compiler.ops.shlo_scatter import from_stablehlo     # (its update computation: shlo_scatter.py)
+    return from_stablehlo(g, node, model)
+
+
 def _const(g: ir.Graph, y, what: str, values) -> int:
     return g.add_const(f"{y.name}/{what}", np.asarray(values, np.int32))
 
@@ -134,11 +138,12 @@ LOWERINGS = {
     "STABLEHLO_REDUCE_WINDOW": lambda g, n, model: _reduce_window(g, n, model),
     "STABLEHLO_SHIFT_LEFT": lambda g, n: _refused(n, _same_operands(g, n)) if _same_operands(g, n) else [n],
     "STABLEHLO_GATHER": lambda g, n: [n],
+    "STABLEHLO_SCATTER": lambda g, n, model: _scatter(g, n, model),
 }
 # kept as they are for their own GPU kernel (compiler/ops/int_bitwise.py: SHIFT_LEFT, integer AND;
-# compiler/ops/shlo_gather.py: GATHER)
-OWN_KERNEL = {"STABLEHLO_SHIFT_LEFT", "STABLEHLO_AND", "STABLEHLO_GATHER"}
-WITH_MODEL = {"STABLEHLO_REDUCE_WINDOW"}             # lowerings that read other subgraphs (a body)
+# compiler/ops/shlo_gather.py: GATHER; compiler/ops/shlo_scatter.py: SCATTER, its computation read here)
+OWN_KERNEL = {"STABLEHLO_SHIFT_LEFT", "STABLEHLO_AND", "STABLEHLO_GATHER", "STABLEHLO_SCATTER"}
+WITH_MODEL = {"STABLEHLO_REDUCE_WINDOW", "STABLEHLO_SCATTER"}             # lowerings that read other subgraphs (a body)
 # what each lowering becomes (for `gpuc ops`)
 TARGETS = {"STABLEHLO_ADD": "ADD", "STABLEHLO_MULTIPLY": "MUL", "STABLEHLO_MAXIMUM": "MAXIMUM",
            "STABLEHLO_MINIMUM": "MINIMUM", "STABLEHLO_AND": "LOGICAL_AND", "STABLEHLO_PAD": "PADV2",

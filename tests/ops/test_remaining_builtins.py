@@ -342,3 +342,57 @@ def test_stablehlo_gather_dtypes(dtype):
     iv = rng.integers(-1, 7, [4, 1]).astype(np.int32)
     with gpuc.load(gpuc.compile(model)) as m:
         _same(m.run([xv, iv])[0], run_litert(model, [xv, iv])[0])
+
+
+def _scatter_model(shape, dtype, ishape, idt, ushape, body, **attrs):
+    from helpers.builder import with_subgraphs
+    mb = ModelBuilder()
+    x, i, u = mb.input("x", shape, dtype), mb.input("i", ishape, idt), mb.input("u", ushape, dtype)
+    y = mb.tensor("y", shape, dtype)
+    mb.op("STABLEHLO_SCATTER", [x, i, u], [y], update_computation_subgraph_index=1, **attrs)
+    mb.output(y)
+    comp = ModelBuilder()
+    a, b = comp.input("a", [], dtype), comp.input("b", [], dtype)
+    if body:
+        c = comp.tensor("c", [], dtype)
+        comp.op(body, [a, b], [c])
+        comp.output(c)
+    else:
+        comp.output(b)
+    return with_subgraphs(mb, comp)
+
+
+@pytest.mark.parametrize("body,dtype", [(None, "float32"), ("STABLEHLO_ADD", "float32"), ("STABLEHLO_MULTIPLY", "int32"),
+                                        ("STABLEHLO_MAXIMUM", "float32"), ("STABLEHLO_MINIMUM", "int32")])
+def test_stablehlo_scatter_against_litert(body, dtype):
+    """Repeated targets combine in update order; targets past a dim are skipped, as LiteRT skips them."""
+    rng = np.random.default_rng(len(body or "") + len(dtype))
+    attrs = dict(update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0],
+                 index_vector_dim=1)
+    model = _scatter_model([5, 3], dtype, [6, 1], "int32", [6, 3], body, **attrs)
+    with gpuc.load(gpuc.compile(model)) as m:
+        for trial in range(2):
+            x = (rng.standard_normal([5, 3]) * 4).astype(dtype)
+            i = rng.integers(0, 7, [6, 1]).astype(np.int32)            # 5, 6: skipped
+            u = (rng.standard_normal([6, 3]) * 4).astype(dtype)
+            _same(m.run([x, i, u])[0], run_litert(model, [x, i, u])[0])
+    attrs = dict(update_window_dims=[2], inserted_window_dims=[0, 1], scatter_dims_to_operand_dims=[0, 1],
+                 index_vector_dim=2)                                     # 2-D indices [2, 2, 2], int64
+    model = _scatter_model([3, 4, 2], dtype, [2, 2, 2], "int64", [2, 2, 2], body, **attrs)
+    with gpuc.load(gpuc.compile(model)) as m:
+        x = (rng.standard_normal([3, 4, 2]) * 4).astype(dtype)
+        i = rng.integers(0, 4, [2, 2, 2]).astype(np.int64)
+        u = (rng.standard_normal([2, 2, 2]) * 4).astype(dtype)
+        _same(m.run([x, i, u])[0], run_litert(model, [x, i, u])[0])
+
+
+def test_stablehlo_scatter_negative_indices():
+    """LiteRT 2.3 skips a target with a negative component (measured), as one past a dim."""
+    attrs = dict(update_window_dims=[2], inserted_window_dims=[0, 1], scatter_dims_to_operand_dims=[0, 1],
+                 index_vector_dim=2)
+    model = _scatter_model([3, 4, 2], "float32", [1, 1, 2], "int32", [1, 1, 2], "STABLEHLO_ADD", **attrs)
+    x, u = np.arange(24, dtype=np.float32).reshape(3, 4, 2), np.array([[[100, 200]]], np.float32)
+    with gpuc.load(gpuc.compile(model)) as m:
+        for i in ([1, -1], [-1, 2], [1, 0]):
+            i = np.array([[i]], np.int32)
+            _same(m.run([x, i, u])[0], run_litert(model, [x, i, u])[0])

@@ -34,7 +34,6 @@ PREFIX = "STABLEHLO_"
 NOT_RUN_REASON = "LiteRT's interpreter does not run it"
 # the StableHLO builtins LiteRT 2.3's interpreter runs but gpuc does not lower yet -> why
 NOT_YET = {
-    "STABLEHLO_RNG_BIT_GENERATOR": "no gpuc kernel yet (Philox / Threefry bit generators)",
     "STABLEHLO_CASE": "no gpuc lowering yet (branch subgraphs; IF covers two-way branches)",
 }
 INLINED = "STABLEHLO_COMPOSITE"       # compiler/frontend/composite.py inlines it before this runs
@@ -139,10 +138,12 @@ LOWERINGS = {
     "STABLEHLO_SHIFT_LEFT": lambda g, n: _refused(n, _same_operands(g, n)) if _same_operands(g, n) else [n],
     "STABLEHLO_GATHER": lambda g, n: [n],
     "STABLEHLO_SCATTER": lambda g, n, model: _scatter(g, n, model),
+    "STABLEHLO_RNG_BIT_GENERATOR": lambda g, n: [n],
 }
 # kept as they are for their own GPU kernel (compiler/ops/int_bitwise.py: SHIFT_LEFT, integer AND;
 # compiler/ops/shlo_gather.py: GATHER; compiler/ops/shlo_scatter.py: SCATTER, its computation read here)
-OWN_KERNEL = {"STABLEHLO_SHIFT_LEFT", "STABLEHLO_AND", "STABLEHLO_GATHER", "STABLEHLO_SCATTER"}
+OWN_KERNEL = {"STABLEHLO_SHIFT_LEFT", "STABLEHLO_AND", "STABLEHLO_GATHER", "STABLEHLO_SCATTER",
+              "STABLEHLO_RNG_BIT_GENERATOR"}             # (compiler/ops/rng_bit_generator.py)
 WITH_MODEL = {"STABLEHLO_REDUCE_WINDOW", "STABLEHLO_SCATTER"}             # lowerings that read other subgraphs (a body)
 # what each lowering becomes (for `gpuc ops`)
 TARGETS = {"STABLEHLO_ADD": "ADD", "STABLEHLO_MULTIPLY": "MUL", "STABLEHLO_MAXIMUM": "MAXIMUM",

@@ -396,3 +396,23 @@ def test_stablehlo_scatter_negative_indices():
         for i in ([1, -1], [-1, 2], [1, 0]):
             i = np.array([[i]], np.int32)
             _same(m.run([x, i, u])[0], run_litert(model, [x, i, u])[0])
+
+
+@pytest.mark.parametrize("algorithm,nstate,dtype,shape", [("DEFAULT", 2, "int32", [3, 5]), ("PHILOX", 3, "uint64", [7]),
+                                                          ("THREEFRY", 2, "uint32", [2, 3]),
+                                                          ("THREEFRY", 2, "int64", [5])])
+def test_stablehlo_rng_bit_generator_against_litert(algorithm, nstate, dtype, shape):
+    """Random states, a counter about to carry into its high word; the new state too."""
+    rng = np.random.default_rng(nstate + len(shape))
+    mb = ModelBuilder()
+    s = mb.input("s", [nstate], "uint64")
+    k, y = mb.tensor("k", [nstate], "uint64"), mb.tensor("y", shape, dtype)
+    mb.op("STABLEHLO_RNG_BIT_GENERATOR", [s], [k, y], algorithm=["DEFAULT", "PHILOX", "THREEFRY"].index(algorithm))
+    mb.output(k)
+    mb.output(y)
+    model = mb.finish()
+    with gpuc.load(gpuc.compile(model)) as m:
+        for state in (rng.integers(0, 2 ** 63, nstate, dtype=np.uint64) * np.uint64(2) + np.uint64(1),
+                      np.array([7, 2 ** 32 - 2] + [5] * (nstate - 2), np.uint64)):
+            for out, ref in zip(m.run([state]), run_litert(model, [state])):
+                _same(out, ref)

@@ -5,7 +5,13 @@
 // is the operand: the same bytes (in place: a KV cache) or a copy the compiler dispatches first.
 // Defines: RANK UPD_SHAPE[] OUT_STRIDES[] MAX_START[] NSTART (dims that have a start; 8-byte elements
 // move as (low, high) word pairs through a last dim of 2 that has none) IDX64 (start is int64, bound
-// as (low, high) int32 pairs)
+// as (low, high) int32 pairs); UPD_ROW UPD_W UPD_BEGIN (ops/kv_write.py: update element f read at
+// upd[(f / UPD_ROW) * UPD_W + UPD_BEGIN + f % UPD_ROW], a last-axis slice of a wider tensor; default: upd[f])
+#ifndef UPD_ROW
+#define UPD_ROW 1
+#define UPD_W 1
+#define UPD_BEGIN 0
+#endif
 
 int start_of(int d) {
     if (d >= NSTART) return 0;
@@ -29,5 +35,6 @@ void main() {
         t /= UPD_SHAPE[d];
         di += (c + start_of(d)) * OUT_STRIDES[d];
     }
-    ST(out_, di, LD(upd, gid));
+    int f = int(gid);
+    ST(out_, di, LD(upd, (f / UPD_ROW) * UPD_W + UPD_BEGIN + f % UPD_ROW));
 }

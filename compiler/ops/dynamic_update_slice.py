@@ -22,11 +22,32 @@ DTYPES = ("float32", "int32", "float16", "int64")
 VARIANTS = {
     "dynamic_update_slice": (dict(RANK=3, UPD_SHAPE=[1, 2, 4], OUT_STRIDES=[32, 4, 1], MAX_START=[0, 6, 0],
                                   NSTART=3), {"IDX64": [0, 1]}, ["out_", "upd", "start"], {"start": "int32"}),
+    "dynamic_update_slice:src": (dict(RANK=3, UPD_SHAPE=[1, 2, 4], OUT_STRIDES=[32, 4, 1], MAX_START=[0, 6, 0],
+                                      NSTART=3, UPD_ROW=4, UPD_W=12, UPD_BEGIN=8), {}, ["out_", "upd", "start"],
+                                 {"start": "int32"}),
 }
 
 
+class _Update:
+    """The update as the kernel reads it: tensor `src`, or (attrs upd_src = (row, w, begin), made by
+    ops/kv_write.py) element f of an update of shape upd_shape at src[(f // row) * w + begin + f % row]."""
+
+    def __init__(self, node, graph):
+        t = graph.t(node.inputs[1])
+        self.id, self.dtype, self.name = t.id, t.dtype, t.name
+        self.src = node.attrs.get("upd_src")
+        self.shape = tuple(node.attrs["upd_shape"]) if self.src else tuple(t.shape)
+        self.size = size(list(self.shape)) if self.shape else 1
+        if self.src:
+            row, w, begin = self.src
+            if row < 1 or begin < 0 or begin + row > w or self.size % row or t.size != self.size // row * w:
+                raise ValueError(f"update of {list(self.shape)} read from {t.name!r} {list(t.shape)} at "
+                                 f"(row {row}, width {w}, begin {begin}) does not fit")
+
+
 def _plan(node, graph):
-    x, u, s = (graph.t(i) for i in node.inputs)
+    x, s = graph.t(node.inputs[0]), graph.t(node.inputs[2])
+    u = _Update(node, graph)
     y = graph.t(node.outputs[0])
     if x.dtype != y.dtype or u.dtype != y.dtype:
         raise ValueError(f"operand {x.dtype}, update {u.dtype} and output {y.dtype} must have one dtype")
@@ -80,11 +101,17 @@ def lower_dynamic_update_slice(node, graph):
     shape, ostr = list(u.shape) or [1], strides(x.shape) or [1]
     max_start = [int(a - b) for a, b in zip(x.shape, u.shape)] or [0]
     out, upd = y.id, u.id
+    if u.src and pair:
+        raise ValueError("an update read from a wider source takes 4-byte elements")
+    if u.src:
+        d_src = dict(UPD_ROW=int(u.src[0]), UPD_W=int(u.src[1]), UPD_BEGIN=int(u.src[2]))
+    else:
+        d_src = {}
     if pair:                # int64: (low, high) words, a last dim of 2 without a start
         out, upd = words(graph, y.id), words(graph, u.id)
         shape, ostr, max_start = shape + [2], [2 * v for v in ostr] + [1], max_start + [0]
     d = dict(RANK=len(shape), UPD_SHAPE=shape, OUT_STRIDES=ostr, MAX_START=max_start, NSTART=max(len(x.shape), 1),
-             IDX64=is64)
+             IDX64=is64, **d_src)
     kernels.append(Kernel("dynamic_update_slice", [("out_", out), ("upd", upd), ("start", start)],
                           size(shape), d, node.label()))
     return kernels

@@ -139,17 +139,30 @@ def _match(g: Graph, cat: Node) -> tuple[Node, list[Node], list[Node]] | None:
         if t in g.outputs or g.t(t).is_variable or any(id(u) not in mine for u in ch.users.get(t, [])):
             return None
     # where x is a RESHAPE of a last-axis SLICE of src, read src
-    src, row, w, begin, feeders = xt, oshape[-1], oshape[-1], 0, []
-    rs = ch.made.get(xt)
-    if rs is not None and rs.op == "RESHAPE" and rs.inputs and ch.made.get(rs.inputs[0]) is not None:
-        sl = ch.made[rs.inputs[0]]
-        zshape = _ints(g.t(sl.inputs[0]).shape) if sl.op == "SLICE" and len(sl.inputs) == 3 else None
-        cut = ch.last_axis_slice(sl, zshape) if zshape else None
-        if cut is not None and g.t(sl.inputs[0]).dtype == "float32" and cut[1] % oshape[-1] == 0:
-            src, row, w, begin, feeders = sl.inputs[0], cut[1], zshape[-1], cut[0], [rs, sl]
+    src, row, w, begin, feeders = sliced_source(g, xt, ch.made) or (xt, oshape[-1], oshape[-1], 0, [])
+    if row % oshape[-1]:
+        src, row, w, begin, feeders = xt, oshape[-1], oshape[-1], 0, []
     node = Node(OP, [src, c, s], [cat.outputs[0]],
                 {"half": h, "src_row": row, "src_w": w, "src_begin": begin, "x_shape": tuple(oshape)}, 1, cat.index)
     return node, ch.chain + [cat], feeders
+
+
+def sliced_source(g: Graph, xt: int, made: dict | None = None):
+    """(src, row, w, begin, [RESHAPE, SLICE]) where float32 `xt` is a RESHAPE of a SLICE of src along its
+    last axis only (flat element f of xt is src[(f // row) * w + begin + f % row]); else None."""
+    made = g.producers() if made is None else made
+    rs = made.get(xt)
+    if rs is None or rs.op != "RESHAPE" or not rs.inputs or made.get(rs.inputs[0]) is None:
+        return None
+    sl = made[rs.inputs[0]]
+    if sl.op != "SLICE" or len(sl.inputs) != 3 or g.t(sl.inputs[0]).dtype != "float32" \
+            or g.t(xt).dtype != "float32":
+        return None
+    zshape = _ints(g.t(sl.inputs[0]).shape)
+    cut = _Chain(g).last_axis_slice(sl, zshape) if zshape else None
+    if cut is None or cut[1] < 1:
+        return None
+    return sl.inputs[0], cut[1], zshape[-1], cut[0], [rs, sl]
 
 
 def fuse_rope(g: Graph) -> None:

@@ -1,0 +1,29 @@
+"""fold_update_slices: a DYNAMIC_UPDATE_SLICE whose update is a RESHAPE of a last-axis SLICE of a wider
+tensor (litert-torch's v written into its KV cache: a slice of the fused QKV projection) reads the
+update from that tensor itself (attrs upd_src, upd_shape: ops/dynamic_update_slice.py), so the SLICE's
+copy is never dispatched.  Run by compiler/passes/__init__.py after fuse_rope; recognised by graph
+structure only."""
+from __future__ import annotations
+
+from gpuc.compiler.ir import Graph
+from gpuc.compiler.ops.rope import sliced_source
+
+OP = "DYNAMIC_UPDATE_SLICE"
+
+
+def fold_update_slices(g: Graph) -> None:
+    if getattr(g, "dynamic_dims", None):
+        return                       # (sizes must be plain ints: the kernel's index map is fixed)
+    for n in [n for n in g.nodes if n.op == OP and len(n.inputs) == 3 and "upd_src" not in n.attrs]:
+        u = n.inputs[1]
+        users = g.consumers()
+        found = sliced_source(g, u) if u >= 0 and users.get(u) == [n] else None
+        if found is None or u in g.outputs or g.t(u).is_variable or g.t(n.inputs[0]).dtype != "float32":
+            continue
+        src, row, w, begin, feeders = found
+        n.attrs = dict(n.attrs, upd_src=(row, w, begin), upd_shape=tuple(int(d) for d in g.t(u).shape))
+        n.inputs = [n.inputs[0], src, n.inputs[2]]
+        for m in feeders:            # (the RESHAPE first, then its SLICE)
+            o = m.outputs[0]
+            if not g.consumers().get(o) and o not in g.outputs and not g.t(o).is_variable:
+                g.nodes = [k for k in g.nodes if k is not m]

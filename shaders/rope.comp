@@ -5,7 +5,28 @@
 // source: flat element f of x is src[(f / SRC_ROW) * SRC_W + SRC_BEGIN + f % SRC_ROW] (a last-axis
 // SLICE of src, reshaped).  c (cosv) and s (sinv) share one shape, broadcast to x's half shape [..., H2]: half
 // coordinate k of dimension d (HALF_SHAPE[d]) reads c at k * CS_STRIDES[d] (0 where broadcast).
-// One invocation per output element.  Defines: H2 SRC_ROW SRC_W SRC_BEGIN RANK HALF_SHAPE[] CS_STRIDES[]
+// One invocation per rotated element.  Defines: H2 SRC_ROW SRC_W SRC_BEGIN RANK HALF_SHAPE[] CS_STRIDES[];
+// DUS 1 (ops/kv_write.py: the rotated tensor is the update of a DYNAMIC_UPDATE_SLICE, a KV cache): element
+// f, at coordinate c of X_SHAPE[] (URANK dims), goes to out_[(start + c) . OUT_STRIDES], each start
+// clamped to [0, MAX_START[d]] as LiteRT clamps it; the rest of out_ is the cache (in place) or a copy
+// the compiler dispatched first.
+#ifndef DUS
+#define DUS 0
+#endif
+
+#if DUS
+int out_index(int f) {
+    int t = f, di = 0;
+    for (int d = URANK - 1; d >= 0; --d) {
+        int c = t % X_SHAPE[d];
+        t /= X_SHAPE[d];
+        di += (c + clamp(start[d], 0, MAX_START[d])) * OUT_STRIDES[d];
+    }
+    return di;
+}
+#else
+int out_index(int f) { return f; }
+#endif
 
 int src_index(int f) { return (f / SRC_ROW) * SRC_W + SRC_BEGIN + f % SRC_ROW; }
 
@@ -35,5 +56,5 @@ void main() {
         precise float b = x1 * s;
         r = a + b;
     }
-    ST(out_, f, r);
+    ST(out_, out_index(f), r);
 }

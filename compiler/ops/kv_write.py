@@ -1,7 +1,10 @@
-"""fold_update_slices: a DYNAMIC_UPDATE_SLICE whose update is a RESHAPE of a last-axis SLICE of a wider
-tensor (litert-torch's v written into its KV cache: a slice of the fused QKV projection) reads the
-update from that tensor itself (attrs upd_src, upd_shape: ops/dynamic_update_slice.py), so the SLICE's
-copy is never dispatched.  Run by compiler/passes/__init__.py after fuse_rope; recognised by graph
+"""fold_update_slices: the KV-cache writes of litert-torch's decoder layers in fewer dispatches.
+- A DYNAMIC_UPDATE_SLICE whose update is a RESHAPE of a last-axis SLICE of a wider tensor (v: a slice of
+  the fused QKV projection) reads the update from that tensor itself (attrs upd_src, upd_shape:
+  ops/dynamic_update_slice.py), so the SLICE's copy is never dispatched.
+- One whose update is a ROPE's output read by nothing else (k after its rotary embedding) becomes that
+  ROPE writing into the cache (ops/rope.py, inputs cache and start), one dispatch instead of two.
+Run by compiler/passes/__init__.py after fuse_rope; recognised by graph
 structure only."""
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from gpuc.compiler.ir import Graph
 from gpuc.compiler.ops.rope import sliced_source
 
 OP = "DYNAMIC_UPDATE_SLICE"
+ROPE = "ROPE"
 
 
 def fold_update_slices(g: Graph) -> None:
@@ -17,6 +21,8 @@ def fold_update_slices(g: Graph) -> None:
     for n in [n for n in g.nodes if n.op == OP and len(n.inputs) == 3 and "upd_src" not in n.attrs]:
         u = n.inputs[1]
         users = g.consumers()
+        if _into_rope(g, n, users):
+            continue
         found = sliced_source(g, u) if u >= 0 and users.get(u) == [n] else None
         if found is None or u in g.outputs or g.t(u).is_variable or g.t(n.inputs[0]).dtype != "float32":
             continue
@@ -27,3 +33,16 @@ def fold_update_slices(g: Graph) -> None:
             o = m.outputs[0]
             if not g.consumers().get(o) and o not in g.outputs and not g.t(o).is_variable:
                 g.nodes = [k for k in g.nodes if k is not m]
+
+
+def _into_rope(g: Graph, n, users) -> bool:
+    """DYNAMIC_UPDATE_SLICE `n` of a ROPE's output as that ROPE writing into the cache (True if done)."""
+    cache, u, start = n.inputs
+    p = g.producers().get(u)
+    if p is None or p.op != ROPE or len(p.inputs) != 3 or users.get(u) != [n] or u in g.outputs \
+            or g.t(u).is_variable or g.t(start).dtype != "int32" or tuple(g.t(start).shape) != (len(g.t(cache).shape),) \
+            or len(g.t(u).shape) != len(g.t(cache).shape) or g.t(cache).dtype != g.t(u).dtype:
+        return False
+    fused = type(p)(ROPE, [*p.inputs, cache, start], list(n.outputs), dict(p.attrs), p.version, p.index)
+    g.nodes = [fused if m is n else m for m in g.nodes if m is not p]     # (at the update's place)
+    return True

@@ -16,13 +16,16 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
-from gpuc.compiler.ops.util import broadcast_strides, checked, fused_act
+from gpuc.compiler.ops.shape import copy_kernel
+from gpuc.compiler.ops.util import broadcast_strides, checked, fused_act, strides
 
 OP = "ROPE"
 
+_V = dict(H2=4, SRC_ROW=24, SRC_W=40, SRC_BEGIN=8, RANK=3, HALF_SHAPE=[1, 3, 4], CS_STRIDES=[0, 0, 1])
 VARIANTS = {
-    "rope": (dict(H2=4, SRC_ROW=24, SRC_W=40, SRC_BEGIN=8, RANK=3, HALF_SHAPE=[1, 3, 4], CS_STRIDES=[0, 0, 1]),
-             {}, ["out_", "x", "cosv", "sinv"], {}),
+    "rope": (_V, {}, ["out_", "x", "cosv", "sinv"], {}),
+    "rope:dus": (dict(_V, DUS=1, URANK=3, X_SHAPE=[1, 3, 8], OUT_STRIDES=[80, 8, 1], MAX_START=[0, 7, 0]), {},
+                 ["out_", "x", "cosv", "sinv", "start"], {"start": "int32"}),
 }
 
 
@@ -185,40 +188,63 @@ def fuse_rope(g: Graph) -> None:
 
 @checked
 def _check(node, graph):
-    x, c, s, y = (graph.t(t) for t in (*node.inputs, node.outputs[0]))
+    x, c, s, y = (graph.t(t) for t in (*node.inputs[:3], node.outputs[0]))
+    if any(t.dtype != "float32" for t in (x, c, s, y)):
+        return "rotates float32 tensors (int32: its start indices only)"
     a = node.attrs
     shape, h = list(a["x_shape"]), int(a["half"])
-    if tuple(y.shape) != tuple(shape) or shape[-1] != 2 * h or a["src_row"] % shape[-1] \
-            or y.size % a["src_row"] or a["src_begin"] + a["src_row"] > a["src_w"] \
-            or x.size != (y.size // a["src_row"]) * a["src_w"]:
+    n = int(np.prod(shape))
+    if shape[-1] != 2 * h or a["src_row"] % shape[-1] \
+            or n % a["src_row"] or a["src_begin"] + a["src_row"] > a["src_w"] \
+            or x.size != (n // a["src_row"]) * a["src_w"]:
         return f"rotary embedding of {list(x.shape)} into {list(y.shape)} does not fit its source rows"
     half = shape[:-1] + [h]
     if tuple(c.shape) != tuple(s.shape) or len(c.shape) > len(half) or \
             any(p not in (1, q) for p, q in zip(list(c.shape)[::-1], half[::-1])):
         return f"cos {list(c.shape)} / sin {list(s.shape)} do not broadcast to {half}"
+    if len(node.inputs) == 4:
+        return "takes x, cos and sin, and optionally a cache and start indices (5 inputs), not 4"
+    if len(node.inputs) == 5:          # written into a KV cache at run-time starts (ops/kv_write.py)
+        cache, start = graph.t(node.inputs[3]), graph.t(node.inputs[4])
+        if tuple(cache.shape) != tuple(y.shape) or len(cache.shape) != len(shape) or \
+                any(u > d for u, d in zip(shape, cache.shape)) or cache.dtype != y.dtype:
+            return f"cannot write the rotated {shape} into {list(cache.shape)} as {list(y.shape)}"
+        if start.dtype != "int32" or tuple(start.shape) != (len(shape),):
+            return f"start indices must be int32 [{len(shape)}] (got {start.dtype} {list(start.shape)})"
+    elif tuple(y.shape) != tuple(shape):
+        return f"output {list(y.shape)} is not the rotated {shape}"
     return None
 
 
-@register(OP, check=_check, inputs=(3, 3),
+@register(OP, check=_check, inputs=(3, 5), dtypes=("float32", "int32"),
           summary="internal: a rotary position embedding chain in one dispatch (ops/rope.py fuse_rope)")
 def lower_rope(node, graph):
     y = graph.t(node.outputs[0])
     a = node.attrs
     shape = list(a["x_shape"])
     half = shape[:-1] + [int(a["half"])]
-    if y.size == 0:
-        return []
+    n = int(np.prod(shape))
+    kernels, bind = [], [("out_", y.id), ("x", node.inputs[0]), ("cosv", node.inputs[1]), ("sinv", node.inputs[2])]
     cst = broadcast_strides(list(graph.t(node.inputs[1]).shape), half)
     defines = dict(H2=int(a["half"]), SRC_ROW=int(a["src_row"]), SRC_W=int(a["src_w"]),
                    SRC_BEGIN=int(a["src_begin"]), RANK=len(half), HALF_SHAPE=[int(d) for d in half],
                    CS_STRIDES=[int(v) for v in cst])
-    return [Kernel("rope", [("out_", y.id), ("x", node.inputs[0]), ("cosv", node.inputs[1]),
-                            ("sinv", node.inputs[2])], y.size, defines, node.label(), flops=3 * y.size)]
+    if len(node.inputs) == 5:          # into a KV cache (ops/kv_write.py), as DYNAMIC_UPDATE_SLICE writes
+        cache = graph.t(node.inputs[3])
+        if graph.storage(y.id) != graph.storage(cache.id) and y.size:
+            kernels.append(copy_kernel(cache.id, y.id, [cache.size], [1], [1],
+                                       label=f"{node.label()}: operand copy"))
+        defines.update(DUS=1, URANK=len(shape), X_SHAPE=shape, OUT_STRIDES=strides(cache.shape),
+                       MAX_START=[int(d - u) for d, u in zip(cache.shape, shape)])
+        bind.append(("start", node.inputs[4]))
+    if n:
+        kernels.append(Kernel("rope", bind, n, defines, node.label(), flops=3 * n))
+    return kernels
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 _MADE = Why("an internal op fuse_rope makes after shapes are propagated and the graph batched")
 declare(OP, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("rope",), flops=rules.per_output,
+        fp16=NEUTRAL, in_place=False, templates=("rope", "copy_nd"), flops=rules.per_output,
         cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
 template("rope", item_major=False, flat=True)

@@ -31,9 +31,10 @@ def _c(b, v):
 
 
 def model(T=3, H=4, D=16, W=None, begin=0, cs_shape=None, cs_const=False, swap=False, sign="SUB",
-          expose=False) -> bytes:
+          expose=False, cache=0) -> bytes:
     """x = RESHAPE(SLICE(qkv, last axis [begin, begin + H*D)), [1, T, H, D]) (W: qkv's width; None: x
-    is the input itself), rotated by c and s of shape cs_shape (inputs, or constants)."""
+    is the input itself), rotated by c and s of shape cs_shape (inputs, or constants); cache > 0: the
+    result written by DYNAMIC_UPDATE_SLICE into a [1, cache, H, D] input at run-time start indices."""
     b = ModelBuilder()
     h = D // 2
     half = [1, T, H, h]
@@ -59,29 +60,34 @@ def model(T=3, H=4, D=16, W=None, begin=0, cs_shape=None, cs_const=False, swap=F
     o1 = _op(b, sign, [a, mul(x2, s)], half)
     o2 = _op(b, "ADD", [mul(x1, s), mul(x2, c)] if swap else [mul(x2, c), mul(x1, s)], half)
     y = _op(b, "CONCATENATION", [o1, o2], [1, T, H, D], axis=3)
+    if cache:
+        kv, start = b.input("kv", [1, cache, H, D]), b.input("start", [4], "int32")
+        y = _op(b, "DYNAMIC_UPDATE_SLICE", [kv, y, start], [1, cache, H, D])
     b.output(y)
     if expose:
         b.output(a)
     return b.finish()
 
 
-def _inputs(data, seed=0):
+def _inputs(data, seed=0, pos=0):
     r = np.random.default_rng(seed)
+    g = load_tflite(data).main
     out = []
-    for t in load_tflite(data).main.inputs:
-        shape = load_tflite(data).main.t(t).shape
-        out.append(r.uniform(-1, 1, shape).astype(np.float32) if len(out) else
+    for t in g.inputs:
+        shape = g.t(t).shape
+        out.append(np.int32([0, pos, 0, 0]) if g.t(t).dtype == "int32" else
+                   r.uniform(-1, 1, shape).astype(np.float32) if len(out) else
                    r.standard_normal(shape).astype(np.float32))
     return out
 
 
-def _check(data, fused: bool, dispatches=None):
+def _check(data, fused: bool, dispatches=None, pos=0):
     bundle = gpuc.compile(data)
     rb = read_bundle(bundle)
     assert ("rope" in {s.name for s in rb.shaders}) == fused
     if dispatches is not None:
-        assert [d.label.split()[0] for d in rb.dispatches] == ["ROPE"] * dispatches
-    xs = _inputs(data)
+        assert [d.label.split()[0] for d in rb.dispatches] == ["ROPE"] * dispatches, [d.label for d in rb.dispatches]
+    xs = _inputs(data, pos=pos)
     ref = run_litert(data, xs)
     got = gpuc.load(bundle).run(xs)
     for g, r in zip(got, ref):
@@ -94,6 +100,12 @@ def _check(data, fused: bool, dispatches=None):
                                 dict(cs_const=True, cs_shape=[1, 3, 4, 8])])   # constant c/s, one per head
 def test_rope_chain_is_one_dispatch(kw):
     _check(model(**kw), fused=True, dispatches=1)
+
+
+@pytest.mark.parametrize("pos", [2, 0, 9])            # (9: clamped to cache - T = 7, as LiteRT)
+def test_rope_written_into_the_cache(pos):
+    # (not in place here, unlike a signature's state: an operand copy, then the rotation into the cache)
+    _check(model(W=112, begin=64, H=2, cache=10), fused=True, dispatches=2, pos=pos)
 
 
 def test_other_forms_keep_the_chain():

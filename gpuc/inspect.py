@@ -44,7 +44,9 @@ def inspect_bundle(data: bytes):
                               "variants": [v.name for v in b.variants if v.dispatch == j]}
                              for j, d in enumerate(b.dispatches)],
            "variants": [{"dispatch": v.dispatch, "name": v.name, "shader": b.shaders[v.shader].name,
-                         "groups": list(v.groups), "requires": v.requires} for v in b.variants]}
+                         "groups": list(v.groups), "requires": v.requires} for v in b.variants],
+           "run_time_checks": [{"op": c.op, "operator": c.operator, "tensor": c.tensor, "bounds": c.bounds}
+                               for c in b.checks]}
     lines = [f"bundle {b.model_name!r}: format v{b.format_version}, gpuc {b.compiler_version}, "
              f"fingerprint {b.fingerprint[:16]}",
              f"dispatches {len(b.dispatches)}, shaders {len(b.shaders)}, arena {b.arena_bytes} B, "
@@ -53,6 +55,9 @@ def inspect_bundle(data: bytes):
                  if b.options.get("batch_native") else
                  f"; batch 1..{b.options['max_batch']} (one arena per item: {b.stats.get('batch_refusal')})")
                 if b.options.get("max_batch", 1) > 1 else "")]
+    if b.checks:                         # kernels that fail the run where LiteRT's invoke fails (runtime/status.py)
+        lines.append("run-time checks: " + ", ".join(f"{c.op} #{c.operator} ({c.tensor!r} within {c.bounds})"
+                                                     for c in b.checks[:8]) + (" ..." if len(b.checks) > 8 else ""))
     for sig, st in (b.stats.get("signatures") or {}).items():     # multi-signature bundles (compiler/signatures.py)
         io = " ".join(f"{k}={[ts_name for ts_name in _io_names(b, sig, k)]}" for k in ("inputs", "outputs"))
         lines.append(f"signature {sig!r}{' (this program, below)' if sig == b.signature else ''}: "

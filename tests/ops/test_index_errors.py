@@ -133,6 +133,13 @@ def test_keep_on_device_and_device_tensor_inputs_check_too(gpu):
         xd.close()
 
 
+def test_inspect_lists_the_checks():
+    from gpuc.inspect import inspect_bundle
+    rep, text = inspect_bundle(gpuc.compile(model("GATHER", P, [2], I, [2, 4, 3])))
+    assert rep["run_time_checks"] == [{"op": "GATHER", "operator": 0, "tensor": "idx", "bounds": [5]}]
+    assert "run-time checks: GATHER #0 ('idx' within [5])" in text
+
+
 def test_no_checks_no_cost():
     """A model with constant (or no) indices gets no status tensor, no check and no extra dispatch."""
     mb = ModelBuilder()

@@ -5,8 +5,19 @@
 //   s_j = sum_d (q[h, d] * QS) * (k[j, kh, d] * KS) (+ mask[j]);  m = max_j s_j;  p_j = exp(s_j - m)
 // and writes out_[h, c] = [m, sum_j p_j, sum_j p_j * v[j, kh, 0..D-1]] (D + 2 floats).  A chunk whose
 // scores are all -inf gives p = 0 (the combine then weighs it 0).
-// Defines: H D KV KH CHUNK NCHUNK QS KS HAS_MASK
+// Defines: H D KV KH CHUNK NCHUNK QS KS HAS_MASK; ROPE_Q 1 (ops/rope.py: q is the rotary embedding of a
+// tensor, computed here as it is read, by rope.glsl from q (that tensor), cosv and sinv; its defines too)
 #define SUBGROUP 0
+#ifndef ROPE_Q
+#define ROPE_Q 0
+#endif
+#if ROPE_Q
+#define ROPE_LD(i) LD(q, i)
+// @include rope.glsl
+float q_at(int i) { return rope_value(i); }
+#else
+float q_at(int i) { return LD(q, i); }
+#endif
 // @include ew_math.glsl
 shared float red[gl_WorkGroupSize.x];
 // @include wg_reduce.glsl
@@ -20,7 +31,7 @@ void main() {
     int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
     int j0 = c * CHUNK, nj = min(CHUNK, KV - j0);
     const float NEG_INF = uintBitsToFloat(0xff800000u);
-    for (int d = l; d < D; d += n) qs[d] = LD(q, h * D + d) * QS;
+    for (int d = l; d < D; d += n) qs[d] = q_at(h * D + d) * QS;
     memoryBarrierShared();
     barrier();
     float mx = NEG_INF;

@@ -8,7 +8,9 @@ activation; every intermediate used by the chain only) and writes ROPE(src, c, s
 LiteRT's order (shaders/rope.comp, `precise`).  x is read where it lies: where it is a RESHAPE of a
 last-axis SLICE of src (the q or k part of a fused QKV projection), the kernel reads src itself
 (attrs src_row, src_w, src_begin) and neither the SLICE nor the RESHAPE runs.  Recognised by graph
-structure only, never by names.  The decode step of tiny Qwen: 10 dispatches per layer -> 2."""
+structure only, never by names.  A ROPE read only by a decode attention (q) is computed inside it
+(SDPA_DECODE attrs rope: ops/sdpa_decode.py); one read only by a DYNAMIC_UPDATE_SLICE (k) writes into
+the KV cache itself (ops/kv_write.py).  The decode step of tiny Qwen: 10 dispatches per layer -> 1."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,6 +22,7 @@ from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import broadcast_strides, checked, fused_act, strides
 
 OP = "ROPE"
+ATTENTION = "SDPA_DECODE"
 
 _V = dict(H2=4, SRC_ROW=24, SRC_W=40, SRC_BEGIN=8, RANK=3, HALF_SHAPE=[1, 3, 4], CS_STRIDES=[0, 0, 1])
 VARIANTS = {
@@ -151,13 +154,18 @@ def _match(g: Graph, cat: Node) -> tuple[Node, list[Node], list[Node]] | None:
 
 
 def sliced_source(g: Graph, xt: int, made: dict | None = None):
-    """(src, row, w, begin, [RESHAPE, SLICE]) where float32 `xt` is a RESHAPE of a SLICE of src along its
-    last axis only (flat element f of xt is src[(f // row) * w + begin + f % row]); else None."""
+    """(src, row, w, begin, [RESHAPE, SLICE]) where float32 `xt` is a SLICE of src along its last axis
+    only, or a RESHAPE of one (flat element f of xt is src[(f // row) * w + begin + f % row]); else None."""
     made = g.producers() if made is None else made
     rs = made.get(xt)
-    if rs is None or rs.op != "RESHAPE" or not rs.inputs or made.get(rs.inputs[0]) is None:
+    if rs is None or not rs.inputs:
         return None
-    sl = made[rs.inputs[0]]
+    if rs.op == "SLICE":
+        sl, rs = rs, None
+    elif rs.op != "RESHAPE" or made.get(rs.inputs[0]) is None:
+        return None
+    else:
+        sl = made[rs.inputs[0]]
     if sl.op != "SLICE" or len(sl.inputs) != 3 or g.t(sl.inputs[0]).dtype != "float32" \
             or g.t(xt).dtype != "float32":
         return None
@@ -165,7 +173,7 @@ def sliced_source(g: Graph, xt: int, made: dict | None = None):
     cut = _Chain(g).last_axis_slice(sl, zshape) if zshape else None
     if cut is None or cut[1] < 1:
         return None
-    return sl.inputs[0], cut[1], zshape[-1], cut[0], [rs, sl]
+    return sl.inputs[0], cut[1], zshape[-1], cut[0], [m for m in (rs, sl) if m is not None]
 
 
 def fuse_rope(g: Graph) -> None:
@@ -184,33 +192,85 @@ def fuse_rope(g: Graph) -> None:
             o = m.outputs[0]
             if not g.consumers().get(o) and o not in g.outputs and not g.t(o).is_variable:
                 g.nodes = [n for n in g.nodes if n is not m]
+    _into_attention(g)
+
+
+def rope_defines(a: dict, cs_shape) -> dict:
+    """shaders/rope.glsl's defines for a ROPE's attrs `a` (also an attention reading its q through it)."""
+    half = list(a["x_shape"])[:-1] + [int(a["half"])]
+    cst = broadcast_strides(list(cs_shape), half)
+    return dict(H2=int(a["half"]), SRC_ROW=int(a["src_row"]), SRC_W=int(a["src_w"]), SRC_BEGIN=int(a["src_begin"]),
+                RANK=len(half), HALF_SHAPE=[int(d) for d in half], CS_STRIDES=[int(v) for v in cst])
+
+
+def _into_attention(g: Graph) -> None:
+    """An SDPA_DECODE whose q is a ROPE's output read by nothing else computes the rotation as it reads q
+    (ops/sdpa_decode.py, attrs rope; inputs cos and sin after the mask): one dispatch less."""
+    for n in [n for n in g.nodes if n.op == ATTENTION and len(n.inputs) == 4 and "rope" not in n.attrs]:
+        q = n.inputs[0]
+        found = rope_of(g, q, n)
+        if found is None:
+            continue
+        p, between = found
+        n.inputs = [p.inputs[0], *n.inputs[1:], p.inputs[1], p.inputs[2]]
+        n.attrs = dict(n.attrs, rope=dict(p.attrs, q_shape=tuple(int(d) for d in g.t(q).shape)))
+        g.nodes = [m for m in g.nodes if m is not p and all(m is not b for b in between)]
+
+
+def rope_of(g: Graph, t: int, reader) -> tuple[Node, list] | None:
+    """(the 3-input ROPE whose output `t` is, past one RESHAPE (flat order kept), [that RESHAPE]) where
+    `reader` alone reads it; else None."""
+    made, users = g.producers(), g.consumers()
+    p, between = made.get(t), []
+    if p is not None and p.op == "RESHAPE" and p.inputs and users.get(t) == [reader] and _free(g, t):
+        between, reader, t = [p], p, p.inputs[0]
+        p = made.get(t)
+    if p is None or p.op != OP or len(p.inputs) != 3 or users.get(t) != [reader] or not _free(g, t):
+        return None
+    return p, between
+
+
+def _free(g: Graph, t: int) -> bool:
+    return t not in g.outputs and not g.t(t).is_variable
+
+
+def check_rope(a: dict, x, c, s) -> str | None:
+    """Why rotation attrs `a` cannot read x, c, s (tensors), or None."""
+    if any(t.dtype != "float32" for t in (x, c, s)):
+        return "rotates float32 tensors"
+    shape, h = list(a["x_shape"]), int(a["half"])
+    n = int(np.prod(shape))
+    if not shape or shape[-1] != 2 * h or h < 1 or a["src_row"] % shape[-1] or n % a["src_row"] \
+            or a["src_begin"] < 0 or a["src_begin"] + a["src_row"] > a["src_w"] \
+            or x.size != (n // a["src_row"]) * a["src_w"]:
+        return f"rotary embedding of {list(x.shape)} into {shape} does not fit its source rows"
+    half = shape[:-1] + [h]
+    if tuple(c.shape) != tuple(s.shape) or len(c.shape) > len(half) or \
+            any(p not in (1, q) for p, q in zip(list(c.shape)[::-1], half[::-1])):
+        return f"cos {list(c.shape)} / sin {list(s.shape)} do not broadcast to {half}"
+    return None
 
 
 @checked
 def _check(node, graph):
     x, c, s, y = (graph.t(t) for t in (*node.inputs[:3], node.outputs[0]))
-    if any(t.dtype != "float32" for t in (x, c, s, y)):
+    if y.dtype != "float32":
         return "rotates float32 tensors (int32: its start indices only)"
-    a = node.attrs
-    shape, h = list(a["x_shape"]), int(a["half"])
-    n = int(np.prod(shape))
-    if shape[-1] != 2 * h or a["src_row"] % shape[-1] \
-            or n % a["src_row"] or a["src_begin"] + a["src_row"] > a["src_w"] \
-            or x.size != (n // a["src_row"]) * a["src_w"]:
-        return f"rotary embedding of {list(x.shape)} into {list(y.shape)} does not fit its source rows"
-    half = shape[:-1] + [h]
-    if tuple(c.shape) != tuple(s.shape) or len(c.shape) > len(half) or \
-            any(p not in (1, q) for p, q in zip(list(c.shape)[::-1], half[::-1])):
-        return f"cos {list(c.shape)} / sin {list(s.shape)} do not broadcast to {half}"
+    bad = check_rope(node.attrs, x, c, s)
+    if bad:
+        return bad
+    shape = list(node.attrs["x_shape"])
     if len(node.inputs) == 4:
         return "takes x, cos and sin, and optionally a cache and start indices (5 inputs), not 4"
     if len(node.inputs) == 5:          # written into a KV cache at run-time starts (ops/kv_write.py)
         cache, start = graph.t(node.inputs[3]), graph.t(node.inputs[4])
-        if tuple(cache.shape) != tuple(y.shape) or len(cache.shape) != len(shape) or \
-                any(u > d for u, d in zip(shape, cache.shape)) or cache.dtype != y.dtype:
-            return f"cannot write the rotated {shape} into {list(cache.shape)} as {list(y.shape)}"
-        if start.dtype != "int32" or tuple(start.shape) != (len(shape),):
-            return f"start indices must be int32 [{len(shape)}] (got {start.dtype} {list(start.shape)})"
+        ushape = list(node.attrs.get("upd_shape", shape))
+        if tuple(cache.shape) != tuple(y.shape) or len(cache.shape) != len(ushape) or \
+                int(np.prod(ushape)) != int(np.prod(shape)) or \
+                any(u > d for u, d in zip(ushape, cache.shape)) or cache.dtype != y.dtype:
+            return f"cannot write the rotated {ushape} into {list(cache.shape)} as {list(y.shape)}"
+        if start.dtype != "int32" or tuple(start.shape) != (len(ushape),):
+            return f"start indices must be int32 [{len(ushape)}] (got {start.dtype} {list(start.shape)})"
     elif tuple(y.shape) != tuple(shape):
         return f"output {list(y.shape)} is not the rotated {shape}"
     return None
@@ -225,17 +285,15 @@ def lower_rope(node, graph):
     half = shape[:-1] + [int(a["half"])]
     n = int(np.prod(shape))
     kernels, bind = [], [("out_", y.id), ("x", node.inputs[0]), ("cosv", node.inputs[1]), ("sinv", node.inputs[2])]
-    cst = broadcast_strides(list(graph.t(node.inputs[1]).shape), half)
-    defines = dict(H2=int(a["half"]), SRC_ROW=int(a["src_row"]), SRC_W=int(a["src_w"]),
-                   SRC_BEGIN=int(a["src_begin"]), RANK=len(half), HALF_SHAPE=[int(d) for d in half],
-                   CS_STRIDES=[int(v) for v in cst])
+    defines = rope_defines(a, graph.t(node.inputs[1]).shape)
     if len(node.inputs) == 5:          # into a KV cache (ops/kv_write.py), as DYNAMIC_UPDATE_SLICE writes
         cache = graph.t(node.inputs[3])
         if graph.storage(y.id) != graph.storage(cache.id) and y.size:
             kernels.append(copy_kernel(cache.id, y.id, [cache.size], [1], [1],
                                        label=f"{node.label()}: operand copy"))
-        defines.update(DUS=1, URANK=len(shape), X_SHAPE=shape, OUT_STRIDES=strides(cache.shape),
-                       MAX_START=[int(d - u) for d, u in zip(cache.shape, shape)])
+        ushape = [int(d) for d in a.get("upd_shape", shape)]     # (the update's coordinates: flat order is x's)
+        defines.update(DUS=1, URANK=len(ushape), X_SHAPE=ushape, OUT_STRIDES=strides(cache.shape),
+                       MAX_START=[int(d - u) for d, u in zip(cache.shape, ushape)])
         bind.append(("start", node.inputs[4]))
     if n:
         kernels.append(Kernel("rope", bind, n, defines, node.label(), flops=3 * n))

@@ -34,6 +34,10 @@ VARIANTS = {
     "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25),
                           {"HAS_MASK": [0, 1]}, ["out_", "q", "k", "v", "mask"], {},
                           lambda d: dict(local_x=LOCAL)),
+    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, HAS_MASK=1, ROPE_Q=1,
+                                    H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
+                                    CS_STRIDES=[0, 0, 0, 1]), {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv"], {},
+                               lambda d: dict(local_x=LOCAL)),
     "sdpa_decode_combine": (dict(H=4, D=20, NCHUNK=3), {}, ["out_", "x"], {}, lambda d: dict(local_x=LOCAL)),
 }
 
@@ -160,9 +164,26 @@ def _chunk(H: int, KV: int) -> int:
     return c
 
 
+def _q_shape(node, graph) -> tuple:
+    """q's shape: its tensor's, or with attrs rope (ops/rope.py: q rotated as it is read) the rotated one."""
+    rope = node.attrs.get("rope")
+    return tuple(rope["q_shape"]) if rope else tuple(graph.t(node.inputs[0]).shape)
+
+
 @checked
 def _check(node, graph):
+    from types import SimpleNamespace
     q, k, v, y = (graph.t(t) for t in (*node.inputs[:3], node.outputs[0]))
+    if (len(node.inputs) == 6) != bool(node.attrs.get("rope")):
+        return "takes cos and sin (inputs 4, 5) exactly when it rotates q (attrs rope)"
+    if node.attrs.get("rope"):
+        from gpuc.compiler.ops.rope import check_rope
+        bad = check_rope(node.attrs["rope"], q, graph.t(node.inputs[4]), graph.t(node.inputs[5]))
+        if bad:
+            return bad
+        q = SimpleNamespace(shape=_q_shape(node, graph))
+        if int(np.prod(q.shape)) != int(np.prod(node.attrs["rope"]["x_shape"])):
+            return f"q {list(q.shape)} is not the rotated {list(node.attrs['rope']['x_shape'])}"
     if len(q.shape) != 4 or len(k.shape) != 4 or tuple(q.shape[:2]) != (1, 1) or tuple(k.shape) != tuple(v.shape) \
             or k.shape[0] != 1 or k.shape[3] != q.shape[3] or q.shape[2] % k.shape[2] or tuple(y.shape) != tuple(q.shape):
         return (f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} -> {list(y.shape)} is not one query "
@@ -175,11 +196,11 @@ def _check(node, graph):
     return None
 
 
-@register(OP, check=_check, inputs=(4, 4), optional=(3,),
+@register(OP, check=_check, inputs=(4, 6), optional=(3,),
           summary="internal: a decode-step odml.scaled_dot_product_attention composite (flash-decoding, GQA)")
 def lower_sdpa_decode(node, graph):
     q, k, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    H, D = int(q.shape[2]), int(q.shape[3])
+    H, D = (int(d) for d in _q_shape(node, graph)[2:])
     KV, KH = int(k.shape[1]), int(k.shape[2])
     chunk = _chunk(H, KV)
     nchunk = -(-KV // chunk)
@@ -187,22 +208,27 @@ def lower_sdpa_decode(node, graph):
     part = graph.add_tensor(f"{y.name}/partials", (H, nchunk, D + 2), "float32")
     geo = dict(H=H, D=D, KV=KV, KH=KH, CHUNK=chunk, NCHUNK=nchunk)
     binds = [("out_", part), ("q", q.id), ("k", k.id), ("v", node.inputs[2])] + ([("mask", mask)] if mask >= 0 else [])
-    split = Kernel("sdpa_decode_split", binds, H * nchunk * LOCAL,
-                   dict(geo, QS=float(node.attrs["q_scale"]), KS=float(node.attrs["k_scale"]), HAS_MASK=int(mask >= 0)),
-                   node.label(), local_x=LOCAL, flops=4 * H * KV * D)
+    defines = dict(geo, QS=float(node.attrs["q_scale"]), KS=float(node.attrs["k_scale"]), HAS_MASK=int(mask >= 0))
+    if node.attrs.get("rope"):          # q rotated as it is read (ops/rope.py)
+        from gpuc.compiler.ops.rope import rope_defines
+        defines.update(ROPE_Q=1, **rope_defines(node.attrs["rope"], graph.t(node.inputs[4]).shape))
+        binds += [("cosv", node.inputs[4]), ("sinv", node.inputs[5])]
+    split = Kernel("sdpa_decode_split", binds, H * nchunk * LOCAL, defines, node.label(), local_x=LOCAL,
+                   flops=4 * H * KV * D)
     combine = Kernel("sdpa_decode_combine", [("out_", y.id), ("x", part)], H * D, dict(H=H, D=D, NCHUNK=nchunk),
                      node.label(), local_x=LOCAL)
     return [split, combine]
 
 
 def _flops(node, graph) -> int:
-    q, k = graph.t(node.inputs[0]), graph.t(node.inputs[1])
-    return 4 * int(q.shape[2]) * int(k.shape[1]) * int(q.shape[3])
+    q, k = _q_shape(node, graph), graph.t(node.inputs[1])
+    return 4 * int(q[2]) * int(k.shape[1]) * int(q[3])
 
 
 def _shape(node, vals, graph, need=None):
     from gpuc.compiler.ops.rules import out_dtype, placeholder
-    return [placeholder(vals[0].shape, out_dtype(node, graph))]
+    rope = node.attrs.get("rope")
+    return [placeholder(tuple(rope["q_shape"]) if rope else vals[0].shape, out_dtype(node, graph))]
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

@@ -80,7 +80,7 @@ def _mul_pair(ch: _Chain, tid: int, xs: tuple) -> tuple[int, int] | None:
     return (a, b) if a in xs else (b, a) if b in xs else None
 
 
-def _match(g: Graph, cat: Node) -> tuple[Node, list[Node], list[Node]] | None:
+def _match(g: Graph, cat: Node, pick: int) -> tuple[Node, list[Node], list[Node]] | None:
     """The ROPE node computing CONCATENATION `cat`, the nodes it replaces and the RESHAPE / SLICE making
     its x (dropped where nothing else reads them); None where not the chain."""
     if len(cat.inputs) != 2 or len(cat.outputs) != 1 or fused_act(cat) != 0:
@@ -100,11 +100,9 @@ def _match(g: Graph, cat: Node) -> tuple[Node, list[Node], list[Node]] | None:
     m1 = ch.made.get(sub.inputs[0])          # x1 * c: find x1 and x2 through the SLICEs
     if m1 is None or m1.op != "MUL" or len(m1.inputs) != 2:
         return None
-    for x1 in m1.inputs:
-        sl1 = ch.made.get(x1)
-        if sl1 is not None and sl1.op == "SLICE" and len(sl1.inputs) == 3:
-            break
-    else:
+    x1 = m1.inputs[pick]                     # (pick: which operand of x1 * c is x1; the caller tries both)
+    sl1 = ch.made.get(x1)
+    if sl1 is None or sl1.op != "SLICE" or len(sl1.inputs) != 3:
         return None
     xt = sl1.inputs[0]
     xshape = _ints(g.t(xt).shape)
@@ -182,7 +180,7 @@ def fuse_rope(g: Graph) -> None:
     if getattr(g, "dynamic_dims", None):
         return                       # (sizes must be plain ints: the kernel's index maps are fixed)
     for cat in [n for n in g.nodes if n.op == "CONCATENATION"]:
-        found = _match(g, cat)
+        found = _match(g, cat, 0) or _match(g, cat, 1)
         if found is None:
             continue
         node, gone, feeders = found

@@ -117,8 +117,9 @@ def test_derived_lists():
     from gpuc.compiler.ops import FACTS
     from gpuc.compiler.passes import fusion
     assert OPS == {op for op, r in TABLE.items() if r.fusible} | {"CAST"}
-    in_place = {op for op, d in FACTS.items() if d.in_place is True}
-    assert in_place == {op for op, r in TABLE.items() if r.in_place} | {"FUSED_ELEMENTWISE"}
+    for op, r in TABLE.items():                      # the registry's in-place fact is the row's (kernel ops
+        assert (FACTS[op].in_place is True) == bool(r.in_place), op    # outside the table declare their own)
+    assert FACTS["FUSED_ELEMENTWISE"].in_place is True
     assert fusion.ACT_OPS == ACT
     assert {op for op, r in TABLE.items() if r.act_host} <= fusion.ACT_HOSTS
     for op, r in TABLE.items():                      # (the registry's fp16 fact is the row's)

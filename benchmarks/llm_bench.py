@@ -49,6 +49,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 
 @dataclass(frozen=True)
@@ -335,13 +336,8 @@ def write_tflite(cfg: Config, w: dict, prefill: list[int], kv: int) -> bytes:
 
 # --- peers ------------------------------------------------------------------------------------------
 def _median(fn, runs: int) -> float:
-    fn()
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
+    """Median seconds of `runs` calls after one (the harness's timing helper)."""
+    return timed(fn, runs, warmup_s=0)["median_ms"] / 1e3
 
 
 def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int, runs: int, device=None) -> dict:

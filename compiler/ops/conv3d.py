@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register
 from gpuc.compiler.ops.batch_matmul import matmul_kernel
 from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, act_code, check_act, checked, same_padding
+
+
+def window_attrs(node) -> tuple:
+    """(strides, dilations, padding) of a CONV_3D / CONV_3D_TRANSPOSE node; ValueError for values below 1."""
+    a = node.attrs
+    st = [int(a.get(k, 1) or 0) for k in ("stride_d", "stride_h", "stride_w")]
+    dl = [int(a.get(k, 1) or 0) for k in ("dilation_dfactor", "dilation_hfactor", "dilation_wfactor")]
+    if min(st + dl) < 1:
+        raise ValueError(f"strides {st} and dilations {dl} must be >= 1")
+    return st, dl, int(a.get("padding", 0))
 
 
 def _geometry(node, graph):
@@ -27,12 +37,7 @@ def _geometry(node, graph):
         raise ValueError(f"filter {list(f.shape)} has an empty dimension")
     if fci != ci or y.shape[4] != co or y.shape[0] != n:
         raise ValueError(f"filter {list(f.shape)} does not fit input {list(x.shape)} -> output {list(y.shape)}")
-    a = node.attrs
-    st = [int(a.get(k, 1) or 0) for k in ("stride_d", "stride_h", "stride_w")]
-    dl = [int(a.get(k, 1) or 0) for k in ("dilation_dfactor", "dilation_hfactor", "dilation_wfactor")]
-    if min(st + dl) < 1:
-        raise ValueError(f"strides {st} and dilations {dl} must be >= 1")
-    pad = int(a.get("padding", 0))
+    st, dl, pad = window_attrs(node)
     if pad not in (PADDING_SAME, PADDING_VALID):
         raise ValueError(f"padding {pad} not supported")
     geo = {}

@@ -9,6 +9,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
+from gpuc.compiler.ops.conv3d import window_attrs
 from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, act_code, check_act, checked, const_input
 
 VARIANTS = {"conv3d_transpose": (dict(N=1, D=2, H=3, W=3, CI=2, OD=4, OH=6, OW=6, CO=3, KD=2, KH=3, KW=3, SD=2, SH=2,
@@ -31,12 +32,7 @@ def _plan(node, graph):
         raise ValueError(f"filter {list(f.shape)} and output_shape {shp} do not fit the input {list(x.shape)}")
     if list(y.shape) != shp:
         raise ValueError(f"output {list(y.shape)} differs from output_shape {shp}")
-    a = node.attrs
-    st = [int(a.get(k, 1) or 0) for k in ("stride_d", "stride_h", "stride_w")]
-    dl = [int(a.get(k, 1) or 0) for k in ("dilation_dfactor", "dilation_hfactor", "dilation_wfactor")]
-    if min(st + dl) < 1:
-        raise ValueError(f"strides {st} and dilations {dl} must be >= 1")
-    pad = int(a.get("padding", 0))
+    st, dl, pad = window_attrs(node)
     if pad not in (PADDING_SAME, PADDING_VALID):
         raise ValueError(f"padding {pad} not supported")
     pads = []

@@ -36,12 +36,7 @@ def lower_rnn(node, graph):
     return [R.kernel(node, graph, _plan(node, graph))]
 
 
-def _flops(node, graph):
-    w, r = graph.t(node.inputs[1]).shape, graph.t(node.inputs[2]).shape
-    return 2 * graph.t(node.outputs[0]).size * (w[1] + r[1])
-
-
 declare(NAME, shape=Why("no host rule: its state tensor fixes its shapes"), exact=SHAPE_ONLY,
         sym_shape=Why("no dynamic-size rule: one step of fixed size"), batch="lstm", pieces=Why("computes values"),
-        fp16=UNSAFE, in_place=False, templates=("rnn",), flops=_flops,
+        fp16=UNSAFE, in_place=False, templates=("rnn",), flops=R.flops,
         cpu=Why("no CPU kernel: the GPU runs every float basic RNN"))

@@ -21,6 +21,12 @@ ACTS = (0, 1, 2, 3, 4, 5)           # every TFLite fused activation: LiteRT's Ap
 MAX_UNITS = 4096                    # h + next h in shared memory: 32 KiB
 
 
+def flops(node, graph) -> int:
+    """A basic RNN's work: every output element takes an input and a recurrent dot product."""
+    w, r = graph.t(node.inputs[1]).shape, graph.t(node.inputs[2]).shape
+    return 2 * graph.t(node.outputs[0]).size * (w[1] + r[1])
+
+
 def present(node, pos) -> bool:
     return pos < len(node.inputs) and node.inputs[pos] >= 0
 

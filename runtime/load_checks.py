@@ -39,5 +39,5 @@ def check(bundle, device) -> None:
         d = bundle.dispatches[j]
         t = bundle.tensors[d.bindings[slot]]
         raise BundleError(f"dispatch {j} ({d.label}) binds tensor {t.name!r} of {size} bytes, over device "
-                          f"{device.name!r}'s maxStorageBufferRange ({limit} bytes); recompile with "
-                          f"--max-binding-bytes {limit}")
+                          f"{device.name!r}'s maxStorageBufferRange ({limit} bytes): this device cannot run it "
+                          f"(`gpuc compile --max-binding-bytes {limit}` checks a model against that limit)")

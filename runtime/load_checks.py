@@ -6,12 +6,14 @@ from __future__ import annotations
 from gpuc.errors import BundleError
 
 
-def largest_binding(bundle) -> tuple:
-    """(bytes, dispatch, slot) of the largest range any dispatch binds ((0, -1, -1) for none)."""
+def largest_binding(dispatches, tensors) -> tuple:
+    """(bytes, dispatch, slot) of the largest range any dispatch binds ((0, -1, -1) for none); the first
+    such binding where several tie (the compiler's max_binding_bytes check uses it too)."""
     best = (0, -1, -1)
-    for j, d in enumerate(bundle.dispatches):
+    for j, d in enumerate(dispatches):
         for slot, ti in enumerate(d.bindings):
-            best = max(best, (bundle.tensors[ti].nbytes, j, slot))
+            if tensors[ti].nbytes > best[0]:
+                best = (tensors[ti].nbytes, j, slot)
     return best
 
 
@@ -33,7 +35,7 @@ def check(bundle, device) -> None:
         if any(g > c for g, c in zip(d.groups, counts)):
             raise BundleError(f"dispatch {j} ({d.label}) has workgroup counts {list(d.groups)}, over device "
                               f"{device.name!r}'s maxComputeWorkGroupCount {counts}")
-    size, j, slot = largest_binding(bundle)
+    size, j, slot = largest_binding(bundle.dispatches, bundle.tensors)
     limit = int(lim.maxStorageBufferRange)
     if size > limit:
         d = bundle.dispatches[j]

@@ -53,13 +53,11 @@ def largest_binding(prog, tensors: list, limit: int) -> int:
     """The bytes of the largest tensor any dispatch binds; UnsupportedError naming the tensor and the
     dispatch where that is over `limit` (options["max_binding_bytes"])."""
     from gpuc.errors import UnsupportedError
-    best = 0
-    for d in prog.dispatches:
-        for ti in d.bindings:
-            n = tensors[ti].nbytes
-            if n > limit:
-                raise UnsupportedError(f"{d.label}: tensor {tensors[ti].name!r} is {n} bytes, over the binding "
-                                       f"limit of {limit} bytes (max_binding_bytes: the target's "
-                                       "maxStorageBufferRange); splitting it across bindings is not supported yet")
-            best = max(best, n)
-    return best
+    from gpuc.runtime.load_checks import largest_binding as largest   # the same measure load checks
+    n, j, slot = largest(prog.dispatches, tensors)
+    if n > limit:
+        d = prog.dispatches[j]
+        raise UnsupportedError(f"{d.label}: tensor {tensors[d.bindings[slot]].name!r} is {n} bytes, over the binding "
+                               f"limit of {limit} bytes (max_binding_bytes: the target's "
+                               "maxStorageBufferRange); splitting it across bindings is not supported yet")
+    return n

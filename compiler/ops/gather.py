@@ -50,7 +50,7 @@ def _indices(node, graph, i: int, bound_check):
     return t
 
 
-def _bind_indices(graph, t) -> tuple[int, int]:
+def bind_indices(graph, t) -> tuple[int, int]:
     """(tensor id to bind as int indices, IDX64)."""
     if t.is_const and t.dtype != "int32":
         return graph.add_const(f"{t.name}/int32", np.asarray(t.data).astype(np.int32)), 0
@@ -86,7 +86,7 @@ def _checked(node, graph, kernels: list, idx_t, bounds: list) -> list:
 
 
 def _gather_kernel(node, graph, x, y, idx_t, outer, coord, axis_size, inner):
-    idx, is64 = _bind_indices(graph, idx_t)
+    idx, is64 = bind_indices(graph, idx_t)
     d = dict(ND=0, IDX64=is64, INNER=max(inner, 1), COORD=max(coord, 1), OUTER=max(outer, 1), AXIS=axis_size)
     if size(y.shape) == 0:
         return []
@@ -161,7 +161,7 @@ def lower_gather_nd(node, graph):
     x, y, ind, k = _gather_nd_plan(node, graph)
     if y.size == 0:
         return []
-    idx, is64 = _bind_indices(graph, ind)
+    idx, is64 = bind_indices(graph, ind)
     d = dict(ND=1, IDX64=is64, K=k, X_DIMS=list(x.shape[:k]), X_STRIDES=strides(x.shape)[:k],
              INNER=max(size(x.shape[k:]), 1))
     ks = adapt(graph, [Kernel("gather", [("out_", y.id), ("x", x.id), ("idx", idx)], y.size, d, node.label())],

@@ -19,12 +19,7 @@ def _plan(node, graph) -> R.Direction:
     if len(x.shape) != 2 or min(x.shape) < 1:
         raise ValueError(f"input {x.name!r} must be a non-empty [batch, features], got {list(x.shape)}")
     b, i = x.shape
-    w = R.weight(node, graph, 1, (graph.t(node.inputs[1]).shape[0], i), "input weights")
-    u = w.shape[0]
-    R.units_fit(u)
-    r = R.weight(node, graph, 2, (u, u), "recurrent weights")
-    bias = R.weight(node, graph, 3, (u,), "bias")
-    h = R.state(node, graph, 4, (b, u), "hidden state")
+    w, r, bias, h, u = R.cell(node, graph, b, i)
     R.output(graph, node.outputs[0], (b, u), "output")
     R.check_act(node)
     return R.Direction(x.id, w, r, bias, h, node.outputs[0], b, 1, (0, i), (0, u, 0))

@@ -21,6 +21,18 @@ ACTS = (0, 1, 2, 3, 4, 5)           # every TFLite fused activation: LiteRT's Ap
 MAX_UNITS = 4096                    # h + next h in shared memory: 32 KiB
 
 
+def cell(node, graph, b: int, i: int) -> tuple:
+    """A basic RNN's operands 1-4 (input weights [U, I], recurrent weights [U, U], bias [U], hidden state
+    [B, U]), checked: (w, r, bias, h, U)."""
+    w = weight(node, graph, 1, (graph.t(node.inputs[1]).shape[0], i), "input weights")
+    u = w.shape[0]
+    units_fit(u)
+    r = weight(node, graph, 2, (u, u), "recurrent weights")
+    bias = weight(node, graph, 3, (u,), "bias")
+    h = state(node, graph, 4, (b, u), "hidden state")
+    return w, r, bias, h, u
+
+
 def flops(node, graph) -> int:
     """A basic RNN's work: every output element takes an input and a recurrent dot product."""
     w, r = graph.t(node.inputs[1]).shape, graph.t(node.inputs[2]).shape

@@ -18,12 +18,7 @@ NAME = "UNIDIRECTIONAL_SEQUENCE_RNN"
 def _plan(node, graph) -> R.Direction:
     tm = bool(node.attrs.get("time_major", False))
     b, t, i = R.seq_dims(graph, node.inputs[0], tm)
-    w = R.weight(node, graph, 1, (graph.t(node.inputs[1]).shape[0], i), "input weights")
-    u = w.shape[0]
-    R.units_fit(u)
-    r = R.weight(node, graph, 2, (u, u), "recurrent weights")
-    bias = R.weight(node, graph, 3, (u,), "bias")
-    h = R.state(node, graph, 4, (b, u), "hidden state")
+    w, r, bias, h, u = R.cell(node, graph, b, i)
     R.output(graph, node.outputs[0], (t, b, u) if tm else (b, t, u), "output")
     R.check_act(node)
     return R.Direction(node.inputs[0], w, r, bias, h, node.outputs[0], b, t, R.seq_strides(b, t, i, tm),

@@ -20,6 +20,7 @@ import numpy as np
 from gpuc.compiler import status
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
+from gpuc.compiler.ops.gather import bind_indices
 from gpuc.compiler.ops.util import checked, size, strides
 
 SCATTER, S2D = "SCATTER_ND", "SPARSE_TO_DENSE"
@@ -103,16 +104,6 @@ def _shape(node, vals, graph, need=None):
     return [rules.placeholder(shape, src.dtype)]
 
 
-def _bind_idx(graph, t):
-    if t.dtype == "int64" and t.is_const:
-        return graph.add_const(f"{t.name}/int32", np.asarray(t.data).astype(np.int32)), 0
-    if t.dtype == "int64":
-        view = graph.add_tensor(f"{t.name}/int32_pairs", [2 * t.size], "int32")
-        graph.aliases[view] = t.id
-        return view, 1
-    return t.id, 0
-
-
 @register(SCATTER, S2D, check=checked(lambda n, g: _plan(n, g) and None), dtypes=DTYPES + ("int64",),
           inputs=(3, 4), summary="one invocation per output element, index rows in LiteRT's order (SCATTER_ND "
                                  "sums duplicates bit-exactly; SPARSE_TO_DENSE: the last wins); float32/int32; "
@@ -121,7 +112,7 @@ def lower_scatter(node, graph):
     y, src, ind, dflt, k, shape, nrows, vscalar = _plan(node, graph)
     if y.size == 0:
         return []
-    idx, is64 = _bind_idx(graph, ind)
+    idx, is64 = bind_indices(graph, ind)
     inner = max(size(shape[k:]), 1)
     d = dict(MODE=int(node.op == S2D), FLOATS=int(y.dtype == "float32"), NIDX=nrows, K=max(k, 1),
              DIMS=shape[:k] or [1], STR=strides(shape[:k]) or [0], INNER=inner, IDX64=is64, VSCALAR=vscalar)

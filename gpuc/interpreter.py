@@ -50,16 +50,11 @@ def read_model(model_path=None, model_content=None) -> bytes:
 
 def details(name, index, shape, shape_signature, dtype, quant) -> dict:
     """One tensor's details with LiteRT's keys, types and key order."""
-    q = quant or {}
-    scales = np.asarray(q.get("scale", []), np.float32).reshape(-1)
-    zps = np.asarray(q.get("zero_point", []), np.int64).reshape(-1).astype(np.int32)
-    per_tensor = (float(scales[0]), int(zps[0])) if scales.size == 1 and zps.size == 1 else (0.0, 0)
+    from gpuc.runtime.iospec import litert_quantization
+    per_tensor, params = litert_quantization(quant)
     return {"name": name, "index": int(index), "shape": np.asarray(shape, np.int32),
             "shape_signature": np.asarray(shape_signature, np.int32), "dtype": np.dtype(dtype).type,
-            "quantization": per_tensor,
-            "quantization_parameters": {"scales": scales, "zero_points": zps,
-                                        "quantized_dimension": int(q.get("axis", 0) or 0), "block_size": 0},
-            "sparsity_parameters": {}}
+            "quantization": per_tensor, "quantization_parameters": params, "sparsity_parameters": {}}
 
 
 class Port:

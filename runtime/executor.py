@@ -29,6 +29,7 @@ from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
 from gpuc.runtime.device import CLOSE_GRACE_S, Device, parse_timeout, shared_device
 from gpuc.runtime.iospec import IOSpec  # noqa: F401 - re-exported
+from gpuc.runtime.outputs import NamedHandle
 from gpuc.runtime.overlap import Background
 from gpuc.runtime.pipelines import Pipelines
 from gpuc.runtime.precision import select_program
@@ -86,15 +87,19 @@ class LoadedModel:
         time the same work took so far), then spins at most 0.5 ms (runtime/slots.py SPIN_LEAD_S);
         wait="active" spins on the fence throughout (one busy CPU core).  keep_on_device=True returns
         DeviceTensors instead of arrays.  An array must have its input's dtype (as LiteRT's set_tensor
-        demands); cast=True converts the values that fit and refuses the rest (runtime/casting.py)."""
+        demands); cast=True converts the values that fit and refuses the rest (runtime/casting.py).
+        Returns the outputs as `Outputs` (runtime/outputs.py): a list in model order that also
+        answers by output name (`out["logits"]`, `out.as_dict()`, `dict(out)`)."""
         return self.run_async(inputs, keep_on_device, cast).wait(wait)
 
     def run_async(self, inputs, keep_on_device: bool = False, cast: bool = False) -> RunHandle:
         """Submit a run and return at once.  Up to `slots` runs are in flight, each with its own
-        staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile)."""
+        staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile).
+        The handle's wait() returns the outputs as run() does (`Outputs`, by position and by name)."""
         if cast:                                          # checked conversion to the input dtypes
             inputs = iospec.cast_all(self._inputs, inputs)
-        return output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device))
+        h = output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device))
+        return NamedHandle(h, [s.name for s in self._outputs])
 
     def _submit(self, inputs, keep_on_device: bool) -> RunHandle:
         if self.program is not None:                      # host (CPU) steps / control flow: synchronous

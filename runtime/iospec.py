@@ -15,12 +15,38 @@ from gpuc.runtime.device_tensor import DeviceTensor
 
 @dataclass
 class IOSpec:
+    """A model input or output.  `quant`: gpuc's quantization dict ({"scale": [...], "zero_point":
+    [...], "axis": int}) or None; `quantization` and `quantization_parameters` give the same under
+    LiteRT's names and types, as LiteRT's tensor details do."""
     name: str
     shape: tuple
     dtype: np.dtype
     quant: dict | None
     tensor: int          # bundle tensor index
     staging: int         # offset in the staging buffer
+
+    @property
+    def quantization(self) -> tuple:
+        """LiteRT's `quantization`: (scale, zero_point) of a per-tensor quantized tensor, else (0.0, 0)."""
+        return litert_quantization(self.quant)[0]
+
+    @property
+    def quantization_parameters(self) -> dict:
+        """LiteRT's `quantization_parameters`: `scales` (float32 array), `zero_points` (int32 array),
+        `quantized_dimension`, `block_size`."""
+        return litert_quantization(self.quant)[1]
+
+
+def litert_quantization(quant: dict | None) -> tuple:
+    """gpuc's quantization dict (or None) as LiteRT's details show it: ((scale, zero_point),
+    {"scales", "zero_points", "quantized_dimension", "block_size"})."""
+    q = quant or {}
+    scale, zp = q.get("scale"), q.get("zero_point")
+    scales = np.asarray([] if scale is None else scale, np.float32).reshape(-1)
+    zps = np.asarray([] if zp is None else zp, np.int64).reshape(-1).astype(np.int32)
+    per_tensor = (float(scales[0]), int(zps[0])) if scales.size == 1 and zps.size == 1 else (0.0, 0)
+    return per_tensor, {"scales": scales, "zero_points": zps,
+                        "quantized_dimension": int(q.get("axis", 0) or 0), "block_size": 0}
 
 
 def batch_native(bundle) -> bool:

@@ -288,3 +288,31 @@ def test_load_tflite_and_errors(tmp_path):
         gpuc.Interpreter()
     with pytest.raises(InterpreterError, match="takes inputs"):
         it.get_signature_runner()(x=np.ones((1, 4), np.float32))
+
+
+def test_run_outputs_by_position_and_by_name():
+    """LoadedModel.run / run_async: a list in model order that also answers by output name, and
+    IOSpec's quantization under LiteRT's keys, equal to the Interpreter's details."""
+    import pickle
+    m = gpuc.load(gpuc.compile(sig_model()))
+    x = {"serving_default_x:0": np.ones((1, 4), np.float32), "serving_default_y:0": np.full((1, 4), 2, np.float32)}
+    out = m.run(x)
+    s, q = out                                        # a list, as before
+    assert isinstance(out, list) and len(out) == 2 and out.names == ("PartitionedCall:0", "PartitionedCall:1")
+    assert out["PartitionedCall:0"] is s and out.get("PartitionedCall:1") is q and out.get("nope") is None
+    assert "PartitionedCall:1" in out and "nope" not in out
+    assert list(dict(out)) == list(out.as_dict()) == out.keys() == list(out.names)
+    assert [k for k, _ in out.items()] == list(out.names) and out.values()[0] is s
+    np.testing.assert_array_equal(out["PartitionedCall:0"], np.full((1, 4), 3, np.float32))
+    with pytest.raises(KeyError, match="no output named 'nope'.*PartitionedCall:0"):
+        out["nope"]
+    h = m.run_async(x)
+    assert h.wait() is h.wait() and h.wait()["PartitionedCall:1"].dtype == np.int8 and h.done()
+    back = pickle.loads(pickle.dumps(out))            # e.g. through Ray
+    assert back.names == out.names and np.array_equal(back["PartitionedCall:1"], q)
+    spec = m.outputs[1]
+    assert spec.quant == {"scale": [pytest.approx(0.05)], "zero_point": [-3], "axis": 0}
+    assert spec.quantization == (pytest.approx(0.05), -3)
+    it = gpuc.Interpreter(model_content=gpuc.compile(sig_model()))
+    _same(it.get_output_details()[1]["quantization_parameters"], spec.quantization_parameters)
+    assert m.outputs[0].quantization == (0.0, 0) and m.outputs[0].quantization_parameters["scales"].size == 0

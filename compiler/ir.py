@@ -17,9 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-
-def _is_sym(d) -> bool:
-    return type(d).__name__ == "Sym"          # (compiler/symbolic.py: a dynamic size)
+from gpuc.compiler.symbolic import hint, is_sym, prod
 
 
 @dataclass
@@ -56,14 +54,12 @@ class Tensor:
     def size(self) -> int:
         """Element count (a compiler/symbolic.py expression where the shape holds a dynamic dim)."""
         if any(not isinstance(d, (int, np.integer)) for d in self.shape):
-            from gpuc.compiler.symbolic import prod
             return prod(self.shape)
         return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
 
     @property
     def nbytes(self) -> int:
         """Bytes at the largest size (a dynamic dim at its bound: what the arena holds)."""
-        from gpuc.compiler.symbolic import hint
         return hint(self.size) * np.dtype(self.dtype).itemsize
 
 
@@ -143,7 +139,7 @@ class Graph:
     def add_tensor(self, name: str, shape, dtype: str, data: np.ndarray | None = None,
                    quant: Quant | None = None) -> int:
         tid = len(self.tensors)
-        self.tensors.append(Tensor(tid, name, tuple(d if _is_sym(d) else int(d) for d in shape), dtype, data, quant))
+        self.tensors.append(Tensor(tid, name, tuple(d if is_sym(d) else int(d) for d in shape), dtype, data, quant))
         return tid
 
     def add_const(self, name: str, array: np.ndarray) -> int:
@@ -163,8 +159,7 @@ class Graph:
 
     def reshape_node(self, src: int, dst: int, shape) -> Node:
         """A RESHAPE node from `src` to `dst` with target `shape` (its shape operand a new constant)."""
-        shape = [d if _is_sym(d) else int(d) for d in shape]
-        from gpuc.compiler.symbolic import hint          # (a dynamic size: the constant holds its bound)
+        shape = [d if is_sym(d) else int(d) for d in shape]
         c = self.add_const(f"{self.t(dst).name}/shape", np.asarray(hint(shape), np.int32))
         return Node("RESHAPE", [src, c], [dst], {"new_shape": shape})
 

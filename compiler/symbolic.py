@@ -26,6 +26,7 @@ import operator
 
 import numpy as np
 
+from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.sym_scope import _ctx, hints, pretty
 from gpuc.errors import UnsupportedError
 
@@ -479,8 +480,7 @@ class FExpr:
 
     def glsl(self) -> str:
         if self.op == "c":
-            from gpuc.compiler.codegen.glsl import _literal
-            return _literal(self.args[0])
+            return literal(self.args[0])
         if self.op == "i":
             return f"float({glsl(self.args[0])})"
         return f"({self.args[0].glsl()} {self.op} {self.args[1].glsl()})"

@@ -12,6 +12,7 @@ from gpuc.compiler.codegen import spvasm
 from gpuc.compiler.codegen.glslang import compile_glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import act_glsl
+from gpuc.compiler.glsl_literal import literal
 from gpuc.runtime import spirv
 
 GLSL_TYPE = {"float32": "float", "float16": "float16_t", "int32": "int", "uint32": "uint", "bool": "uint"}
@@ -54,34 +55,20 @@ def supports_storage16(template: str) -> bool:
         return False
 
 
-def _literal(v) -> str:
-    if isinstance(v, (bool, np.bool_)):
-        return "1" if v else "0"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        f = float(np.float32(v))
-        if np.isinf(f):
-            return "(1.0/0.0)" if f > 0 else "(-1.0/0.0)"
-        s = "%.9g" % f
-        return s if any(c in s for c in ".en") else s + ".0"
-    return str(v)
-
-
 def _array(name: str, values) -> str:
     vals = list(values) or [0]
     is_float = any(isinstance(v, (float, np.floating, symbolic.FExpr)) for v in vals)
     ty = "float" if is_float else "int"
     if any(symbolic.is_sym(v) for v in vals):        # sizes of the run: a global initialized at start
         return f"{ty} {name}[{len(vals)}] = {ty}[]({', '.join(_value(v, is_float) for v in vals)});"
-    return f"const {ty} {name}[{len(vals)}] = {ty}[]({', '.join(_literal(v) for v in vals)});"
+    return f"const {ty} {name}[{len(vals)}] = {ty}[]({', '.join(literal(v) for v in vals)});"
 
 
 def _value(v, is_float: bool) -> str:
     if symbolic.is_sym(v):
         text = symbolic.glsl(v)
         return f"float({text})" if is_float and not isinstance(v, symbolic.FExpr) else text
-    return _literal(float(v) if is_float else v)
+    return literal(float(v) if is_float else v)
 
 
 def is_dynamic(k: Kernel) -> bool:
@@ -121,7 +108,7 @@ def render(k: Kernel, dtypes: dict) -> str:
         elif symbolic.is_sym(v):
             lines.append(f"#define {name} {symbolic.glsl(v)}")
         else:
-            lines.append(f"#define {name} {_literal(v)}")
+            lines.append(f"#define {name} {literal(v)}")
     lines.append(f"#define TOTAL {symbolic.glsl(k.invocations) if symbolic.is_sym(k.invocations) else k.invocations}")
     for slot, (name, tid) in enumerate(k.bindings):
         ty = GLSL_TYPE[dtypes[tid]]

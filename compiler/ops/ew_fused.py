@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.glsl import _literal
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import FUSIBLE, TABLE
+from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import call
@@ -43,7 +43,7 @@ def _ref(r) -> str:
         return f"v{int(v)}"
     if kind == "t":
         return f"t{int(v)}"
-    return f"ew_keep({_literal(float(np.float32(v)))})"
+    return f"ew_keep({literal(float(np.float32(v)))})"
 
 
 def _args(refs) -> list:
@@ -66,8 +66,8 @@ def step_expr(s: dict, args: list) -> str:
             e = f"gpuc_apply({e}, {int(s.get('act', 0))})"
     if s.get("fq") is not None:
         scale, zp, lo, hi = s["fq"]
-        e = f"gpuc_fq_to({e}, {_literal(float(scale))}, {_literal(float(zp))}, " \
-            f"{_literal(float(lo))}, {_literal(float(hi))}, -1)"
+        e = f"gpuc_fq_to({e}, {literal(float(scale))}, {literal(float(zp))}, " \
+            f"{literal(float(lo))}, {literal(float(hi))}, -1)"
     if s.get("r16"):
         e = f"EW_R16({e})"
     return e

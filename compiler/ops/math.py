@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.glsl import _literal
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACT_NAME, ACT_NONE, ACTS, INT_ACTS, TABLE
+from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.ops import INTEGER, SHAPE_ONLY, Why, register, rules, template
 from gpuc.compiler.ops.util import act_code, broadcast_strides, check_act, checked, size
 
@@ -100,7 +100,7 @@ def params(node) -> dict:
 def call(op: str, args, values: dict) -> str:
     """GLSL of op's function (ew_table row `glsl`) on the GLSL operands `args`, then its parameters
     from `values` (a node's params() or a fused step; absent: false / 0.0)."""
-    extra = [("true" if v else "false") if typ is bool else _literal(v)
+    extra = [("true" if v else "false") if typ is bool else literal(v)
              for name, typ in TABLE[op].params for v in [_param(typ, values.get(name))]]
     return f"{TABLE[op].glsl}({', '.join(list(args) + extra)})"
 

@@ -104,9 +104,9 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
         from gpuc.runtime import cachedir
         try:
             if found is not None:
-                cachedir.link_or_copy(cc.entry_file(key, create=False), output, out)
+                cachedir.copy_out(cc.entry_file(key, create=False), output, out)
             else:
-                cachedir.atomic_write(output, out)
+                cachedir.atomic_write(output, out, private=False)
         except OSError as e:
             raise GpucError(f"cannot write bundle {os.fspath(output)!r}: {e.strerror}") from None
     return out

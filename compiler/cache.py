@@ -324,7 +324,7 @@ def serve(model: str, output: str, options: dict) -> dict | None:
     try:
         meta = probe(model_key(model, opts))
         if meta is not None:
-            cachedir.link_or_copy(entry_file(meta["key"], create=False), output)
+            cachedir.copy_out(entry_file(meta["key"], create=False), output)
     except OSError:
         return None
     return meta

@@ -53,41 +53,80 @@ def sidecar_of(path) -> str:
     return os.path.splitext(os.fspath(path))[0] + SIDECAR
 
 
-def atomic_write(path, data, sync: bool = True) -> None:
+def atomic_write(path, data, sync: bool = True, private: bool = True) -> None:
     """Write to a temp file in the same directory, fsync (`sync`), then rename: readers never see a
-    torn file.  Temp files end in `.tmp` (skipped by `entries`)."""
+    torn file.  Temp files end in `.tmp` (skipped by `entries`).  `private`: mode 0600 (the cache's
+    own entries); else the mode a new file gets, 0666 less the umask (a bundle the user asked for)."""
     path = os.fspath(path)
-    tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    tmp, fd = _open_tmp(path, private)
     try:
         with open(fd, "wb") as f:
             f.write(data)
             f.flush()
             if sync:
                 os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
+        if private:
+            os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
         _unlink(tmp)
         raise
 
 
-def link_or_copy(src, dst, data=None) -> None:
-    """Put the contents of cache entry `src` (`data`, when the caller has them) at `dst`
-    atomically: a hard link when the file system allows it (no copy), else an atomic write."""
+def copy_out(src, dst, data=None) -> None:
+    """Put the contents of cache entry `src` (`data`, when the caller has them) at `dst`, a file of
+    the user's, atomically and with the mode a new file gets (0666 less the umask): a reflink where
+    the file system shares blocks (btrfs, XFS), else a copy.  Never a hard link: the user's file and
+    the cache's entry stay independent (writing one cannot change the other; eviction cannot touch
+    it)."""
     src, dst = os.fspath(src), os.fspath(dst)
-    head, name = os.path.split(dst)
-    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     try:
-        os.link(src, tmp)
-        os.replace(tmp, dst)
-        _unlink(tmp)                 # still there when dst already was that file (rename: a no-op)
-    except OSError:
-        _unlink(tmp)
-        if data is None:
-            with open(src, "rb") as f:
+        with open(src, "rb") as f:
+            if _reflink_to(f.fileno(), dst):
+                return
+            if data is None:
                 data = f.read()
-        atomic_write(dst, data)
+    except OSError:
+        if data is None:
+            raise
+    atomic_write(dst, data, private=False)
+
+
+FICLONE = 0x40049409         # linux/fs.h: share the source file's blocks (copy on write)
+
+
+def _reflink_to(src_fd: int, dst: str) -> bool:
+    """Reflink the open file `src_fd` to `dst` atomically; False (nothing left behind) where the
+    file system or platform cannot."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        tmp, fd = _open_tmp(dst, private=False)
+    except OSError:
+        return False
+    try:
+        fcntl.ioctl(fd, FICLONE, src_fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, dst)
+        return True
+    except OSError:
+        return False
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        _unlink(tmp)
+
+
+def _open_tmp(path: str, private: bool):
+    """A new temp file beside `path`: (its name, an fd open for writing); mode 0600 when `private`,
+    else 0666 less the umask (os.open applies it)."""
+    tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                 0o600 if private else 0o666)
+    return tmp, fd
 
 
 def touch(path) -> None:

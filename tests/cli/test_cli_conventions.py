@@ -3,6 +3,7 @@ bare zeros/ones/random), --json on compile, run and devices; gpuc/generated_inpu
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -80,3 +81,34 @@ def test_devices_json(tmp_path):
     assert r.returncode == 0, r.stderr
     devs = json.loads(r.stdout)
     assert devs and {"index", "name", "type"} <= set(devs[0])
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_bundles_honour_the_umask_and_cache_hits_are_copies(bundle, tmp_path, monkeypatch, umask):
+    """A bundle written by compile (a miss, a library cache hit, the CLI's cached fast path) gets
+    0666 less the umask, and is a file of its own: never a hard link to the cache's 0600 entry."""
+    import gpuc
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(cache))
+    model = (bundle / "m.tflite").read_bytes()
+    old = os.umask(umask)
+    try:
+        gpuc.compile(model, output=tmp_path / "miss.gpuc")
+        gpuc.compile(model, output=tmp_path / "hit.gpuc")
+        from gpuc.compiler import last_compile
+        assert last_compile["cache"] == "hit"
+        for name in ("cli_miss.gpuc", "cli_hit.gpuc"):                # the second: the launcher's fast path
+            r = _gpuc("compile", bundle / "m.tflite", "-o", tmp_path / name, "--json", cwd=tmp_path)
+            assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["cache"] == "hit"
+    finally:
+        os.umask(old)
+    cached = [p for p in cache.rglob("*") if p.is_file()]
+    for name in ("miss.gpuc", "hit.gpuc", "cli_miss.gpuc", "cli_hit.gpuc"):
+        data, st = (tmp_path / name).read_bytes(), (tmp_path / name).stat()
+        entry = [p for p in cached if p.read_bytes() == data]
+        assert len(entry) == 1 and entry[0].stat().st_mode & 0o777 == 0o600, name
+        assert st.st_mode & 0o777 == 0o666 & ~umask, (name, oct(st.st_mode))
+        assert st.st_nlink == 1 and st.st_ino != entry[0].stat().st_ino, name
+    (tmp_path / "hit.gpuc").write_bytes(b"overwritten")          # the user's file is theirs: the cache is intact
+    assert gpuc.compile(model) == (tmp_path / "miss.gpuc").read_bytes()

@@ -85,8 +85,8 @@ def _run_dynamic(p, graph: Graph) -> None:
             p(graph)
         check_guards(ctx, first=guards)   # its decisions hold at every size, or it is undone
     except (symbolic.SymbolicSize, GuardFailed) as e:
-        import os
-        if os.environ.get("GPUC_DYNAMIC_DEBUG") == "2":
+        from gpuc.compiler.options import current
+        if current().dynamic_debug == 2:
             raise
         graph.__dict__.clear()
         graph.__dict__.update(saved)

@@ -12,6 +12,7 @@ import numpy as np
 from gpuc.compiler import ew_table, ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code
+from gpuc.compiler.passes.pattern import Op, Val, rewrite
 
 EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
 ACT_OPS = ew_table.ACT            # activation op -> its code
@@ -30,10 +31,6 @@ def _hw_pads(data):
     return int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1])
 
 
-def _single_use(graph: Graph, tid: int, users) -> bool:
-    return len(users.get(tid, [])) == 1 and tid not in graph.outputs
-
-
 def _absorb(graph: Graph, producer: Node, consumer: Node) -> None:
     """Producer now writes the consumer's output; consumer disappears."""
     producer.outputs = [consumer.outputs[0]]
@@ -41,58 +38,59 @@ def _absorb(graph: Graph, producer: Node, consumer: Node) -> None:
     graph.nodes.remove(consumer)
 
 
+def _own_act(p: Node) -> int:
+    return act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
+
+
+def _add_fits(m, match) -> bool:
+    g, p, add, res = m.g, match["p"], match["add"], match["res"]
+    y = g.t(add.outputs[0])
+    return g.t(p.outputs[0]).shape == y.shape and g.t(res).shape == y.shape and not g.t(res).is_const \
+        and g.nodes.index(m.prod.get(g.storage(res), p)) <= g.nodes.index(p)
+
+
+ADD_EPILOGUE = Op("ADD", Op(EPILOGUE_OPS, name="p", uses=1, where=lambda m, n: n.epilogue.residual is None),
+                  Val("res"), commute=True, name="add", check=_add_fits,
+                  where=lambda m, n: len(n.outputs) == 1 and not n.attrs.get("fused"))
+
+
+def _add_residual(graph: Graph, match) -> None:
+    p, add = match["p"], match["add"]
+    p.epilogue.act = _own_act(p)
+    p.epilogue.residual = match["res"]
+    p.epilogue.act2 = act_code(add)
+    _absorb(graph, p, add)
+
+
 def fuse_add_epilogue(graph: Graph) -> None:
     """ADD(conv(x), r) with equal shapes -> conv with a residual epilogue."""
-    changed = True
-    while changed:
-        changed = False
-        users, prod = graph.consumers(), graph.producers()
-        for add in graph.nodes:
-            if add.op != "ADD" or len(add.inputs) != 2 or len(add.outputs) != 1 or min(add.inputs) < 0 \
-                    or add.attrs.get("fused"):
-                continue
-            y = graph.t(add.outputs[0])
-            for k in (0, 1):
-                src, res = add.inputs[k], add.inputs[1 - k]
-                p = prod.get(src)
-                if (p is None or p.op not in EPILOGUE_OPS or p.epilogue.residual is not None
-                        or not _single_use(graph, src, users) or graph.t(src).shape != y.shape
-                        or graph.t(res).shape != y.shape or graph.t(res).is_const
-                        or graph.nodes.index(prod.get(graph.storage(res), p)) > graph.nodes.index(p)):
-                    continue
-                p.epilogue.act = act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
-                p.epilogue.residual = res
-                p.epilogue.act2 = act_code(add)
-                _absorb(graph, p, add)
-                changed = True
-                break
-            if changed:
-                break
+    rewrite(graph, [(ADD_EPILOGUE, _add_residual)], repeat=True, variables=False)
+
+
+def _act_slot_free(m, match) -> bool:
+    p, act = match["p"], match["act"]
+    if m.g.t(p.outputs[0]).shape != m.g.t(act.outputs[0]).shape:
+        return False
+    return not p.epilogue.act2 if p.epilogue.residual is not None else not _own_act(p)
+
+
+ACTIVATION = Op(ACT_OPS, Op(ACT_HOSTS, name="p", uses=1), name="act", check=_act_slot_free,
+                where=lambda m, n: len(n.outputs) == 1)
+
+
+def _set_act(graph: Graph, match) -> None:
+    p, act = match["p"], match["act"]
+    if p.epilogue.residual is not None:
+        p.epilogue.act2 = ACT_OPS[act.op]
+    else:
+        p.epilogue.act = ACT_OPS[act.op]
+    _absorb(graph, p, act)
 
 
 def fuse_activation(graph: Graph) -> None:
     """An activation op (RELU, RELU6, TANH ...: ew_table rows with a code) after a producer with a free
     activation slot."""
-    users, prod = graph.consumers(), graph.producers()
-    for node in list(graph.nodes):
-        if node.op not in ACT_OPS or len(node.inputs) != 1 or len(node.outputs) != 1 or node.inputs[0] < 0:
-            continue
-        src = node.inputs[0]
-        p = prod.get(src)
-        if p is None or p.op not in ACT_HOSTS or not _single_use(graph, src, users):
-            continue
-        if graph.t(src).shape != graph.t(node.outputs[0]).shape:
-            continue
-        if p.epilogue.residual is not None:
-            if p.epilogue.act2:
-                continue
-            p.epilogue.act2 = ACT_OPS[node.op]
-        else:
-            if act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5)):
-                continue
-            p.epilogue.act = ACT_OPS[node.op]
-        _absorb(graph, p, node)
-        users, prod = graph.consumers(), graph.producers()
+    rewrite(graph, [(ACTIVATION, _set_act)], variables=False)
 
 
 VIEW_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
@@ -108,34 +106,29 @@ def reshape_as_view(graph: Graph) -> None:
             graph.nodes.remove(node)
 
 
+def _pad_node(m, n: Node) -> bool:
+    return len(n.outputs) == 1 and min(n.inputs[:2]) >= 0 and m.g.t(n.inputs[1]).is_const \
+        and len(m.g.t(n.inputs[0]).shape) == 4 and _hw_pads(m.g.t(n.inputs[1]).data) is not None
+
+
+PAD = Op(("PAD", "PADV2"), Val("x"), Val(), name="pad", uses=1, prefix=True, where=_pad_node)
+CONV_PAD = Op(("CONV_2D", "DEPTHWISE_CONV_2D"), PAD, name="conv", prefix=True,
+              where=lambda m, n: n.epilogue.pad is None,
+              check=lambda m, match: min(match["pad"].inputs) >= 0 and _pad_value(m.g, match["pad"]) == 0)
+
+
+def _pad_conv(graph: Graph, match) -> None:
+    pad, conv = match["pad"], match["conv"]
+    conv.epilogue.pad = _hw_pads(graph.t(pad.inputs[1]).data)
+    conv.inputs[0] = pad.inputs[0]
+    conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
+    graph.nodes.remove(pad)
+
+
 def fold_pad(graph: Graph) -> None:
     """A zero PAD of H/W feeding only a CONV_2D / DEPTHWISE_CONV_2D becomes extra leading/trailing
     padding of that conv (its bounds checks read zeros there); the padded tensor is never built."""
-    users = graph.consumers()
-    for pad in list(graph.nodes):
-        if pad.op not in ("PAD", "PADV2") or len(pad.inputs) < 2 or len(pad.outputs) != 1 or min(pad.inputs) < 0:
-            continue
-        out = pad.outputs[0]
-        consumers = users.get(out, [])
-        p = graph.t(pad.inputs[1])
-        x = graph.t(pad.inputs[0])
-        if (len(consumers) != 1 or out in graph.outputs or not p.is_const or len(x.shape) != 4
-                or consumers[0].op not in ("CONV_2D", "DEPTHWISE_CONV_2D") or consumers[0].inputs[0] != out
-                or consumers[0].epilogue.pad is not None):
-            continue
-        if pad.op == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
-            v = graph.t(pad.inputs[2])
-            if not v.is_const or np.asarray(v.data).reshape(-1)[0] != 0:
-                continue
-        hw = _hw_pads(p.data)
-        if hw is None:
-            continue
-        conv = consumers[0]
-        conv.epilogue.pad = hw
-        conv.inputs[0] = pad.inputs[0]
-        conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
-        graph.nodes.remove(pad)
-        users = graph.consumers()
+    rewrite(graph, [(CONV_PAD, _pad_conv)], variables=False)
 
 
 def _pad_value(graph: Graph, pad: Node):
@@ -154,38 +147,35 @@ def fold_pad_pool(graph: Graph) -> None:
     and so keeps LiteRT's summation exact.  Implicit SAME padding of the pool stays ignored.
     Runs after plan_fp16_storage: under --precision fp16 a fold is skipped where the padded tensor
     would have been float16 but its input fp32 (the pool would see unrounded values)."""
-    users = graph.consumers()
-    for pad in list(graph.nodes):
-        if pad.op not in ("PAD", "PADV2") or len(pad.inputs) < 2 or len(pad.outputs) != 1 or min(pad.inputs[:2]) < 0:
-            continue
-        out, src = pad.outputs[0], pad.inputs[0]
-        consumers = users.get(out, [])
-        p, x, y = graph.t(pad.inputs[1]), graph.t(src), graph.t(out)
-        if (len(consumers) != 1 or out in graph.outputs or not p.is_const or len(x.shape) != 4
-                or consumers[0].op not in ("MAX_POOL_2D", "AVERAGE_POOL_2D") or consumers[0].inputs[0] != out
-                or consumers[0].epilogue.pad is not None or x.dtype != "float32" or y.dtype != "float32"
-                or out in graph.aliases.values() or out in graph.aliases):
-            continue
-        pool = consumers[0]
-        value = _pad_value(graph, pad)
-        if value is None or not (value == 0.0 or pool.op == "MAX_POOL_2D" and not np.isnan(value)):
-            continue
-        fq_in, fq_out = x.fake_quant, y.fake_quant
-        if fq_out is not None and (fq_out != fq_in or value != 0.0):
-            continue        # the PAD re-rounded to another grid: keep it
-        pinned = graph.fp32_pinned
-        if pinned is not None and graph.storage(src) in pinned and graph.storage(out) not in pinned:
-            continue
-        hw = _hw_pads(p.data)
-        if hw is None:
-            continue
-        pool.epilogue.pad, pool.epilogue.pad_value = hw, value
-        saved = pool.inputs[0]
-        pool.inputs[0] = src
-        if ops.unsupported_reason(pool, graph) is not None:        # geometry must still check out
-            pool.inputs[0] = saved
-            pool.epilogue.pad, pool.epilogue.pad_value = None, 0.0
-            continue
-        pool.attrs["fused"] = [pad.op] + pool.attrs.get("fused", [])
-        graph.nodes.remove(pad)
-        users = graph.consumers()
+    rewrite(graph, [(POOL_PAD, _pad_pool)], variables=False)
+
+
+def _pool_pad_fits(m, match) -> bool:
+    g, pad, pool = m.g, match["pad"], match["pool"]
+    out, src = pad.outputs[0], pad.inputs[0]
+    x, y = g.t(src), g.t(out)
+    if x.dtype != "float32" or y.dtype != "float32" or out in g.aliases.values() or out in g.aliases:
+        return False
+    value = _pad_value(g, pad)
+    if value is None or not (value == 0.0 or pool.op == "MAX_POOL_2D" and not np.isnan(value)):
+        return False
+    if y.fake_quant is not None and (y.fake_quant != x.fake_quant or value != 0.0):
+        return False        # the PAD re-rounded to another grid: keep it
+    pinned = g.fp32_pinned
+    return pinned is None or g.storage(src) not in pinned or g.storage(out) in pinned
+
+
+POOL_PAD = Op(("MAX_POOL_2D", "AVERAGE_POOL_2D"), PAD, name="pool", prefix=True,
+              where=lambda m, n: n.epilogue.pad is None, check=_pool_pad_fits)
+
+
+def _pad_pool(graph: Graph, match):
+    pad, pool = match["pad"], match["pool"]
+    pool.epilogue.pad, pool.epilogue.pad_value = _hw_pads(graph.t(pad.inputs[1]).data), _pad_value(graph, pad)
+    pool.inputs[0] = pad.inputs[0]
+    if ops.unsupported_reason(pool, graph) is not None:        # geometry must still check out
+        pool.inputs[0] = pad.outputs[0]
+        pool.epilogue.pad, pool.epilogue.pad_value = None, 0.0
+        return False
+    pool.attrs["fused"] = [pad.op] + pool.attrs.get("fused", [])
+    graph.nodes.remove(pad)

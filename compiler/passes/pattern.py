@@ -9,8 +9,9 @@ read backwards through producers:
     Views(pattern, ops)                                        zero or more single-reader nodes of `ops`
                                                                (reshapes ...) in front of `pattern`
 
-`Op` inputs are matched against the node's inputs in order (exactly that many); `commute=True` also
-tries a binary node's two inputs swapped.  `uses=n`: the node's output is read by exactly n nodes and
+`Op` inputs are matched against the node's inputs in order (exactly that many; `prefix=True`: the
+first ones, more may follow; `any_inputs=True`: not looked at); `commute=True` also tries a binary
+node's two inputs swapped.  `uses=n`: the node's output is read by exactly n nodes and
 is no graph output (nor a variable, unless the Matcher lets variables through).  `where` predicates
 take (matcher, node) for Op and (matcher, tensor id) for Val; `check(matcher, match)` runs once the
 node's inputs have matched, with the captures so far (a failed check tries the next alternative).
@@ -120,9 +121,13 @@ class Op:
     commute: bool = False
     check: Callable | None = None
 
-    def __init__(self, ops, *inputs, name=None, where=None, uses=None, commute=False, check=None, any_inputs=False):
+    prefix: bool = False
+
+    def __init__(self, ops, *inputs, name=None, where=None, uses=None, commute=False, check=None, any_inputs=False,
+                 prefix=False):
         object.__setattr__(self, "ops", _ops(ops))
         object.__setattr__(self, "inputs", None if any_inputs else tuple(inputs))
+        object.__setattr__(self, "prefix", prefix)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "where", _preds(where))
         object.__setattr__(self, "uses", uses)
@@ -236,7 +241,7 @@ class Matcher:
             return False
         orders = [list(node.inputs)]
         if pat.inputs is not None:
-            if len(node.inputs) != len(pat.inputs):
+            if len(node.inputs) != len(pat.inputs) and not (pat.prefix and len(node.inputs) > len(pat.inputs)):
                 return False
             if pat.commute and len(node.inputs) == 2:
                 orders.append(list(node.inputs[::-1]))

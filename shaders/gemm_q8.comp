@@ -15,8 +15,13 @@
 // uint); phase 2: invocation t takes 16-byte weight words t, t + NT, ... of each of its RN channels, reuses
 // each across the RM rows, and the int32 partial sums meet in shared memory (subgroupAdd first under
 // SUBGROUP; integer sums: the same result in any order).  Decode (M = 1) reads the weights once.
-// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP
-// Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [e1..]
+// RMS (ops/q8_fusion.py: an RMS_NORM read only by int8 FCs, folded into them): x is the norm's input and
+// row m is normalized first, in rms_norm.comp's order: r = rsqrt(sum(x * x) / GK + EPS), y = (x * r) * nw;
+// y is what is quantized.  GLU (ops/q8_fusion.py: gate and up FCs of one input, silu(gate) * up): a second
+// weight matrix wu (scales wus, sums wusum, bias ubias) over the same quantized rows, and
+// v = (g * logistic(g)) * u before the activation / residual / chain epilogue.
+// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS
+// Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
 #ifndef SUBGROUP
 #define SUBGROUP 0
@@ -25,12 +30,34 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
 #endif
+#ifndef RMS
+#define RMS 0
+#endif
+#ifndef GLU
+#define GLU 0
+#endif
+#ifndef HAS_UBIAS
+#define HAS_UBIAS 0
+#endif
+#ifndef EPI_CHAIN
+#define EPI_CHAIN 0
+#endif
 #define NT gl_WorkGroupSize.x
+#if RMS
+#if !EPI_CHAIN
+// @include ew_math.glsl
+#endif
+shared float red[NT];
+// @include wg_reduce.glsl
+#endif
 
 shared uint xq[RM * KQ * 4];
 shared float red_lo[NT];
 shared float red_hi[NT];
 shared int accs[RM * RN];
+#if GLU
+shared int accu[RM * RN];
+#endif
 shared float q_inv[RM];
 shared int q_zp[RM];
 
@@ -53,9 +80,17 @@ void main() {
     // phase 1: quantize this workgroup's rows into shared memory
     [[dont_unroll]] for (int r = 0; r < RM; ++r) {
         int m = min(m0 + r, GM - 1);             // (rows past GM: a copy of the last, never stored)
+#if RMS
+        float ss = 0.0;
+        for (int k = int(tid); k < GK; k += int(NT)) { float v = LD(x, m * GK + k); ss += v * v; }
+        float rr = ew_rsqrt(wg_reduce(ss, false) / float(GK) + EPS);
+#define XV(k) ((LD(x, m * GK + (k)) * rr) * LD(nw, (k)))
+#else
+#define XV(k) LD(x, m * GK + (k))
+#endif
         float lo = 0.0, hi = 0.0;
         for (int k = int(tid); k < GK; k += int(NT)) {
-            float v = LD(x, m * GK + k);
+            float v = XV(k);
             lo = min(lo, v);
             hi = max(hi, v);
         }
@@ -82,7 +117,7 @@ void main() {
             uint word = 0u;
             [[unroll]] for (int j = 0; j < 4; ++j) {
                 int k = wd * 4 + j;
-                float v = k < GK ? LD(x, m * GK + k) : 0.0;
+                float v = k < GK ? XV(k) : 0.0;
                 int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
                 word |= (uint(q) & 0xffu) << (8 * j);
             }
@@ -90,27 +125,51 @@ void main() {
         }
         barrier();
     }
-    for (int i = int(tid); i < RM * RN; i += int(NT)) accs[i] = 0;
+    for (int i = int(tid); i < RM * RN; i += int(NT)) {
+        accs[i] = 0;
+#if GLU
+        accu[i] = 0;
+#endif
+    }
     barrier();
     // phase 2: int8 x int8 dot products, exact in int32
     int acc[RM][RN];
     [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) acc[r][n] = 0;
+#if GLU
+    int acu[RM][RN];
+    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) acu[r][n] = 0;
+#endif
     for (int qd = int(tid); qd < KQ; qd += int(NT)) {
         uvec4 wv[RN];
         [[unroll]] for (int n = 0; n < RN; ++n) wv[n] = n0 + n < GN ? w[(n0 + n) * KQ + qd] : uvec4(0u);
+#if GLU
+        uvec4 uv[RN];
+        [[unroll]] for (int n = 0; n < RN; ++n) uv[n] = n0 + n < GN ? wu[(n0 + n) * KQ + qd] : uvec4(0u);
+#endif
         [[unroll]] for (int r = 0; r < RM; ++r) {
             int base = (r * KQ + qd) * 4;
             uvec4 xv = uvec4(xq[base], xq[base + 1], xq[base + 2], xq[base + 3]);
-            [[unroll]] for (int n = 0; n < RN; ++n)
+            [[unroll]] for (int n = 0; n < RN; ++n) {
                 acc[r][n] += dot4(xv.x, wv[n].x) + dot4(xv.y, wv[n].y) + dot4(xv.z, wv[n].z) + dot4(xv.w, wv[n].w);
+#if GLU
+                acu[r][n] += dot4(xv.x, uv[n].x) + dot4(xv.y, uv[n].y) + dot4(xv.z, uv[n].z) + dot4(xv.w, uv[n].w);
+#endif
+            }
         }
     }
     [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {
 #if SUBGROUP
         int s = subgroupAdd(acc[r][n]);
         if (subgroupElect()) atomicAdd(accs[r * RN + n], s);
+#if GLU
+        int su = subgroupAdd(acu[r][n]);
+        if (subgroupElect()) atomicAdd(accu[r * RN + n], su);
+#endif
 #else
         atomicAdd(accs[r * RN + n], acc[r][n]);
+#if GLU
+        atomicAdd(accu[r * RN + n], acu[r][n]);
+#endif
 #endif
     }
     barrier();
@@ -123,6 +182,15 @@ void main() {
         v = v * LD(ws, n) + LD(bias, n);
 #else
         v = v * LD(ws, n);
+#endif
+#if GLU
+        float u = float(accu[i] - q_zp[r] * LD(wusum, n)) * q_inv[r];
+#if HAS_UBIAS
+        u = u * LD(wus, n) + LD(ubias, n);
+#else
+        u = u * LD(wus, n);
+#endif
+        v = (v * ew_logistic(v)) * u;
 #endif
         v = gpuc_act(v);
         int o = m * GN + n;

@@ -20,6 +20,8 @@ from gpuc.compiler.ops.util import epilogue, size
 from gpuc.compiler.symbolic import is_sym
 
 ATTR = "int8_weights"           # node.attrs flag set by passes/quant.py: lower with gemm_q8
+RMS_ATTR = "q8_rms"             # (norm weight tensor, eps): input 0 is RMS-normalized first (ops/q8_fusion.py)
+GLU_ATTR = "q8_glu"             # (up weight tensor, up bias tensor or -1): silu(x W^T) * (x Wu^T) (ops/q8_fusion.py)
 SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 16 KiB of shared memory
 MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
 LOCAL = 64
@@ -94,8 +96,18 @@ def q8_kernels(node, graph, bias) -> list:
     tiles_m, tiles_n = -(-m // rm), -(-n // rn)
     defines = dict(GM=m, GN=n, GK=k, KQ=kq, RM=rm, RN=rn, TILES_N=tiles_n, HAS_BIAS=int(bias is not None),
                    **epilogue(node, binds, ignore=()))
+    if node.attrs.get(RMS_ATTR):
+        nw, eps = node.attrs[RMS_ATTR]
+        binds.append(("nw", nw))
+        defines.update(RMS=1, EPS=float(eps))
+    if node.attrs.get(GLU_ATTR):
+        wu, ub = node.attrs[GLU_ATTR]
+        u_id, us_id, usum_id, ukq = _consts(graph, wu)
+        assert ukq == kq, "gate and up weights of one shape"
+        binds += [("wu", u_id), ("wus", us_id), ("wusum", usum_id)] + ([("ubias", ub)] if ub >= 0 else [])
+        defines.update(GLU=1, HAS_UBIAS=int(ub >= 0))
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * LOCAL, defines, node.label(), local_x=LOCAL,
-                  vec4=("w",), item_inner=0)
+                  vec4=("w", "wu"), item_inner=0)
     kern.variants.append(SUBGROUP_VARIANT)
     return [apply_chain(kern, node, graph)]
 
@@ -114,11 +126,17 @@ def dequantized_weights(graph, w_id: int) -> int:
 template("gemm_q8", item_major=False, flat=False, in_place=("res",))
 
 _Q8 = dict(GM=3, GN=5, GK=40, KQ=3, RM=2, RN=4, TILES_N=2)
-_TYPES = {"w": "uint32", "wsum": "int32"}
+_TYPES = {"w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"}
 VARIANTS = {
     "gemm_q8": (_Q8, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 1, 3], "ACT2": [0, 1], "SUBGROUP": [0, 1]},
                 ["out_", "x", "w", "ws", "wsum", "bias", "res"], _TYPES,
                 lambda d: dict(local_x=LOCAL, vec4=("w",))),
+    "gemm_q8:fused": (dict(_Q8, RMS=1, EPS=1e-6, GLU=1), {"HAS_UBIAS": [0, 1], "SUBGROUP": [0, 1]},
+                      ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum", "ubias"], _TYPES,
+                      lambda d: dict(local_x=LOCAL, vec4=("w", "wu"))),
+    "gemm_q8:rms_chain": (dict(_Q8, **_sample(3), RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
+                          ["out_", "x", "w", "ws", "wsum", "nw"] + _EBIND[:2], _TYPES,
+                          lambda d: dict(local_x=LOCAL, vec4=("w",))),
     "gemm_q8:chain": (dict(_Q8, **_sample(3)), {"SUBGROUP": [0, 1]},
                       ["out_", "x", "w", "ws", "wsum"] + _EBIND[:2], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w",))),

@@ -8,6 +8,7 @@ from gpuc.compiler.ir import Graph
 from gpuc.compiler.passes.attention import fuse_attention
 from gpuc.compiler.passes.batching import batch_items
 from gpuc.compiler.passes.softmax_chain import fuse_softmax_chain
+from gpuc.compiler.passes.verify import verify as check_graph
 from gpuc.compiler.passes.transpose_pairs import compose_transposes, sink_transposes, transpose_into_matmul
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
@@ -20,6 +21,7 @@ from gpuc.compiler.passes.precision import plan_fp16_storage
 from gpuc.compiler.passes.quant import simulate_quantization
 from gpuc.compiler.passes.rfft import rfft_as_matmul
 from gpuc.compiler.ops.kv_write import fold_update_slices
+from gpuc.compiler.ops.q8_fusion import fuse_q8_gemv
 from gpuc.compiler.ops.rope import fuse_rope
 from gpuc.errors import GpucError
 

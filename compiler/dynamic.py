@@ -1,7 +1,7 @@
 """Bounded dynamic dims off the batch axis (`--dynamic NAME:AXIS<=MAX`, issue 16 build 2).
 
 `setup` gives each dynamic (input, axis) a dim variable of compiler/symbolic.py with its bound as the
-hint, checks the graph at other concrete sizes (shapes._blocker: a RESHAPE with a constant target is named
+hint, checks the graph at other concrete sizes (shapes.blocker: a RESHAPE with a constant target is named
 there), and recomputes every shape of the main graph
 symbolically (`propagate_symbolic`): shapes that depend on a dynamic size hold Sym expressions.  An op
 reached by a dynamic shape that has no symbolic rule here, or whose rule cannot hold for every size
@@ -15,10 +15,10 @@ import numpy as np
 
 from gpuc.compiler import sym_scope
 from gpuc.compiler import symbolic as S
-from gpuc.compiler.guards import same_everywhere
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops import FROM_SHAPES, fact
-from gpuc.compiler.shapes import _blocker, parse_dynamic
+from gpuc.compiler.ops import BY_SHAPE_RULE, FROM_SHAPES, fact
+from gpuc.compiler.shapes import blocker, evaluate, parse_dynamic
+from gpuc.compiler.sym_shapes import refuse, rule, symbolic_rule
 from gpuc.errors import GpucError, UnsupportedError
 
 MAX_DIMS = 16          # push-constant words (64 bytes)
@@ -55,10 +55,10 @@ def setup(graph: Graph, specs) -> tuple[list, list, list]:
     if len(dims) > MAX_DIMS:
         raise UnsupportedError(f"--dynamic: at most {MAX_DIMS} dynamic dims")
     for tid, axis, mx, label in dims:
-        blocker = _blocker(graph, tid, axis, mx)     # (an op whose constant operand fixes the size)
-        if blocker:
+        why = blocker(graph, tid, axis, mx)     # (an op whose constant operand fixes the size)
+        if why:
             raise UnsupportedError(f"--dynamic {label}<={mx}: the size of axis {axis} of {graph.t(tid).name!r} "
-                                   f"cannot change: {blocker}")
+                                   f"cannot change: {why}")
     return [d[3] for d in dims], [d[2] for d in dims], [(d[0], d[1]) for d in dims]
 
 
@@ -123,7 +123,6 @@ def _fold_values(graph: Graph, values: dict, folded: list) -> None:
 def _value(node: Node, graph: Graph, values: dict):
     """The value of an integer tensor computed from dynamic sizes (SHAPE, and arithmetic, slicing,
     gathering, packing and concatenation on it), as an object array of ints and Syms."""
-    from gpuc.compiler.shapes import evaluate
     op = node.op
     if fact(op, "exact") == FROM_SHAPES:
         return np.asarray(list(graph.t(node.inputs[0]).shape), dtype=object)
@@ -137,114 +136,17 @@ def _value(node: Node, graph: Graph, values: dict):
             vals.append(np.asarray(graph.t(i).data))
         else:
             refuse(node, graph, "it mixes a size computed at run time with a runtime tensor")
-    binary = {"ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
-              "FLOOR_DIV": lambda a, b: a // b, "FLOOR_MOD": lambda a, b: a % b,
-              "MAXIMUM": S.smax, "MINIMUM": S.smin}
-    if op in binary and len(vals) == 2 and not node.attrs.get("fused_activation_function"):
-        return np.frompyfunc(binary[op], 2, 1)(vals[0], vals[1])
-    if op == "CAST" and graph.t(node.outputs[0]).dtype.startswith("int"):
-        return vals[0]
-    if op in ("STRIDED_SLICE", "SLICE", "GATHER", "PACK", "CONCATENATION", "RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+    how = fact(op, "sym_value")     # (compiler/ops/__init__.py OPTIONAL_FACTS)
+    if how == BY_SHAPE_RULE:
         try:
             out = evaluate(node, vals, graph, need_values=[True] * len(vals))
         except (ValueError, IndexError, TypeError, KeyError) as e:
             refuse(node, graph, f"its shape arithmetic failed ({e})")
         if out is not None:
             return np.asarray(out[0], dtype=object)
+    elif callable(how):
+        out = how(node, vals, graph)
+        if out is not None:
+            return out
     refuse(node, graph, "it computes with a dynamic size as data (only SHAPE arithmetic feeding a RESHAPE's "
                          "target is supported)")
-
-
-def dynamic_tensor(node: Node, graph: Graph) -> str:
-    for i in node.inputs:
-        if i >= 0 and any(S.is_sym(d) for d in graph.t(i).shape):
-            return sym_scope.pretty(f"{graph.t(i).name!r} {list(graph.t(i).shape)}")
-    return "?"
-
-
-def refuse(node, graph, why):
-    raise UnsupportedError(f"--dynamic: {node.label()} cannot take the dynamic dim of its input "
-                           f"{dynamic_tensor(node, graph)}: {why}")
-
-
-def const_ints(graph, tid, node, what):
-    t = graph.t(tid)
-    if not t.is_const:
-        refuse(node, graph, f"its {what} is not a constant")
-    return [int(v) for v in np.asarray(t.data).reshape(-1)]
-
-
-def is_dyn(d) -> bool:
-    return S.is_sym(d)
-
-
-def broadcast(node, graph, shapes):
-    rank = max(len(s) for s in shapes)
-    out = []
-    for k in range(rank):
-        ds = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
-        dyn = [d for d in ds if is_dyn(d)]
-        fixed = [d for d in ds if not is_dyn(d) and d != 1]
-        if dyn:
-            if fixed:
-                refuse(node, graph, f"it broadcasts the dynamic size against a fixed size {fixed[0]}")
-            first = dyn[0]
-            for d in dyn[1:]:           # (the same size reached two ways, e.g. SAME and padded VALID halvings)
-                if not same_everywhere(first, d):
-                    refuse(node, graph, f"two dynamic sizes {first} and {d} meet in one dimension and differ at "
-                                         "some sizes within the bounds (the model runs only at some sizes)")
-            out.append(first)
-        else:
-            out.append(max(ds))
-    return out
-
-
-def in_shapes(node: Node, graph: Graph) -> list:
-    """The node's input shapes as lists (None for an absent input)."""
-    return [list(graph.t(i).shape) if i >= 0 else None for i in node.inputs]
-
-
-def spatial(node, graph, size, k, stride, dil):
-    """A window's output size along one axis (the node's SAME / VALID padding)."""
-    pad = int(node.attrs.get("padding", 0) or 0)          # 0 SAME, 1 VALID
-    if pad == 0:
-        return S.ceil_div(size, stride)
-    eff = (k - 1) * dil + 1
-    if is_dyn(size) and size < eff:     # (a guard, False at the bound: sizes below the window are refused)
-        refuse(node, graph, f"VALID padding needs at least {eff} elements")
-    return (size - eff) // stride + 1
-
-
-def _same(node, graph, values=None):
-    return [in_shapes(node, graph)[0]]
-
-
-def _broadcast_rule(node, graph, values=None):
-    return [broadcast(node, graph, [s for s in in_shapes(node, graph) if s is not None])]
-
-
-def _reduce(node, graph, values=None):
-    x = in_shapes(node, graph)[0]
-    axes = {d + len(x) if d < 0 else d for d in const_ints(graph, node.inputs[1], node, "axes")}
-    keep = bool(node.attrs.get("keep_dims", False))
-    return [[1 if d in axes else n for d, n in enumerate(x) if keep or d not in axes]]
-
-
-# the sym_shape families an op may name (compiler/ops/__init__.py); an op-specific rule is a callable
-# (node, graph, values) -> [shapes] in its module, with `value_inputs`: the inputs whose values computed
-# from dynamic sizes it reads (a RESHAPE's target), default none
-FAMILIES = {"same": _same, "broadcast": _broadcast_rule, "reduce": _reduce}
-
-
-def symbolic_rule(op: str):
-    from gpuc.compiler.ops import fact
-    rule = fact(op, "sym_shape")
-    return FAMILIES.get(rule) if isinstance(rule, str) else rule
-
-
-def rule(node: Node, graph: Graph, values: dict | None = None) -> list:
-    """The node's output shapes from its (symbolic) input shapes: the op's sym_shape fact."""
-    r = symbolic_rule(node.op)
-    if r is None:
-        refuse(node, graph, "gpuc has no dynamic-size rule for this op yet")
-    return r(node, graph, values)

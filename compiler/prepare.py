@@ -133,7 +133,7 @@ class Lowering:
                 except symbolic.SymbolicSize as e:
                     if os.environ.get("GPUC_DYNAMIC_DEBUG"):
                         raise
-                    from gpuc.compiler.dynamic import dynamic_tensor
+                    from gpuc.compiler.sym_shapes import dynamic_tensor
                     raise UnsupportedError(f"--dynamic: {n.label()} (input {dynamic_tensor(n, graph)}) cannot take "
                                            f"a size known only at run time yet: {e}") from None
             if ks:

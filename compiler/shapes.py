@@ -20,6 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops import ALWAYS, FROM_SHAPES, INTEGER, fact
+from gpuc.compiler.ops.rules import placeholder
+from gpuc.compiler.sym_shapes import rule
 from gpuc.errors import GpucError, UnsupportedError
 
 MAX_DIMS = 8
@@ -114,10 +117,10 @@ def dynamic_items(graph: Graph, specs) -> int:
         if not -rank <= axis < rank:
             raise GpucError(f"--dynamic {text}: axis {axis} is out of range for input {name!r} of shape {list(t.shape)}")
         if axis % rank != 0:
-            blocker = _blocker(graph, by_name[name], axis % rank, mx)
-            if blocker:
+            why = blocker(graph, by_name[name], axis % rank, mx)
+            if why:
                 raise UnsupportedError(f"--dynamic {text}: the size of axis {axis % rank} of {name!r} cannot change: "
-                                       f"{blocker}")
+                                       f"{why}")
             raise UnsupportedError(f"--dynamic {text}: only the batch axis (0) of an input can be dynamic so far; "
                                    f"axis {axis % rank} of {name!r} (shape {list(t.shape)}) would need sizes at run "
                                    "time in every kernel, which gpuc does not do yet (use --input-shape to compile "
@@ -133,7 +136,7 @@ def dynamic_items(graph: Graph, specs) -> int:
     return next(iter(bounds.values()))
 
 
-def _blocker(graph: Graph, tid: int, axis: int, bound: int) -> str | None:
+def blocker(graph: Graph, tid: int, axis: int, bound: int) -> str | None:
     """Why the graph cannot take another size on that axis (the op that fixes it, as propagating the
     shapes of a copy at other sizes reports it), or None."""
     import copy
@@ -197,13 +200,6 @@ def _empty_constants(graph: Graph) -> None:
             t.data = np.zeros(t.shape, t.dtype)
 
 
-def placeholder(shape, dtype) -> np.ndarray:
-    """A read-only array of `shape` that takes no memory (stands for a runtime tensor; a resource or
-    variant handle, which numpy has no dtype for, as an object array)."""
-    from gpuc.compiler.ops.rules import placeholder as ph
-    return ph(shape, dtype)
-
-
 def _np_dtype(dtype) -> np.dtype:
     try:
         return np.dtype(dtype)
@@ -263,9 +259,8 @@ def propagate(graph: Graph, strict: bool = True) -> None:
 
 
 def _shape_rule(node: Node, graph: Graph):
-    """Placeholders of the output shapes compiler/dynamic.py's shape rules give (the ops `evaluate` has
+    """Placeholders of the output shapes compiler/sym_shapes.py's symbolic rules give (the ops `evaluate` has
     no rule for: convolutions, pools, matmuls, the LSTM, ...), or None."""
-    from gpuc.compiler.dynamic import rule
     try:
         shapes = rule(node, graph)
     except UnsupportedError:
@@ -279,7 +274,6 @@ def _shape_rule(node: Node, graph: Graph):
 def exact(node: Node, ins) -> bool:
     """Whether `evaluate` gives LiteRT's exact values for `node` on constant inputs (the op's `exact`
     fact): data movement of unquantized tensors, and integer / bool arithmetic without a fused activation."""
-    from gpuc.compiler.ops import ALWAYS, FROM_SHAPES, INTEGER, fact
     if any(t is not None and t.quant is not None for t in ins):
         return False
     how = fact(node.op, "exact")
@@ -293,7 +287,6 @@ def exact(node: Node, ins) -> bool:
 
 def from_shapes(node: Node) -> bool:
     """The node's output values follow from its inputs' shapes alone (SHAPE)."""
-    from gpuc.compiler.ops import FROM_SHAPES, fact
     return fact(node.op, "exact") == FROM_SHAPES
 
 
@@ -301,6 +294,5 @@ def evaluate(node: Node, vals: list, graph: Graph, need_values=None):
     """The op on numpy values (constants, or placeholders of runtime tensors): its outputs, or None
     without a rule (the op's `shape` fact).  Raises ValueError (and friends) where the op is malformed
     for these inputs."""
-    from gpuc.compiler.ops import fact
-    rule = fact(node.op, "shape")
-    return rule(node, vals, graph, need_values) if callable(rule) else None
+    shape_rule = fact(node.op, "shape")
+    return shape_rule(node, vals, graph, need_values) if callable(shape_rule) else None

@@ -72,6 +72,13 @@ FACT_FIELDS = {
     "flops": "(node, graph) -> int: the cost model's work estimate (prepare.estimate_flops)",
     "cpu": "the name of its runtime/cpu_ops.py kernel (the runtime runs that where the GPU refuses)",
 }
+# Facts only some ops have; an op that leaves one out lacks the ability it names (no Why needed):
+OPTIONAL_FACTS = {
+    "sym_value": "BY_SHAPE_RULE | (node, vals, graph) -> object array | None: its value on sizes known only at "
+                 "run time (--dynamic shape arithmetic, compiler/dynamic.py; vals: object arrays of ints and Syms; "
+                 "None: not for these inputs).  Left out: the op refuses to compute with a dynamic size as data",
+}
+BY_SHAPE_RULE = "by-shape-rule"     # sym_value: its `shape` rule computes the value on object arrays (data movement)
 
 
 @dataclass
@@ -98,6 +105,7 @@ class OpDef:
     templates: object = MISSING
     flops: object = MISSING
     cpu: object = MISSING
+    sym_value: object = None         # OPTIONAL_FACTS
 
     @property
     def gpu(self) -> bool:
@@ -151,8 +159,8 @@ def register(*names, check=None, dtypes=("float32",), max_version=99, summary=""
                       frozenset(dtypes), max_version, summary, tuple(inputs), tuple(outputs),
                       tuple(optional), frozenset(rejects), shapes, quantized_io)
             if old is not None:              # (declare() ran first)
-                for f in FACT_FIELDS:
-                    if f not in ("lower", "check") and getattr(old, f) is not MISSING:
+                for f in (*FACT_FIELDS, *OPTIONAL_FACTS):
+                    if f not in ("lower", "check") and getattr(old, f) is not MISSING and getattr(old, f) is not None:
                         setattr(d, f, getattr(old, f))
             for f, v in facts.items():
                 setattr(d, f, v)
@@ -176,9 +184,9 @@ def declare(*names, **facts):
 
 
 def _known(facts):
-    bad = sorted(set(facts) - set(FACT_FIELDS))
+    bad = sorted(set(facts) - set(FACT_FIELDS) - set(OPTIONAL_FACTS))
     if bad:
-        raise TypeError(f"unknown op facts {bad} (known: {sorted(FACT_FIELDS)})")
+        raise TypeError(f"unknown op facts {bad} (known: {sorted(FACT_FIELDS) + sorted(OPTIONAL_FACTS)})")
 
 
 def fact(op: str, field: str, default=None):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler import dynamic as D
+from gpuc.compiler import sym_shapes as D
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.conv import _float_const, gemm_kernels
 from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain

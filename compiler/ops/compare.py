@@ -169,7 +169,12 @@ def _cast_shape(node, vals, graph, need=None):
     return [litert_cast(np.asarray(vals[0]), rules.out_dtype(node, graph))]
 
 
+def _cast_sym_value(node, vals, graph):
+    """A size cast to an integer type is the same size (--dynamic shape arithmetic)."""
+    return vals[0] if rules.out_dtype(node, graph).startswith("int") else None
+
+
 declare("CAST", shape=_cast_shape, exact=ALWAYS, sym_shape="same", batch="unary", fp16=NEUTRAL,
-        templates=("cast",), cpu="CAST", **_COMMON)
+        templates=("cast",), cpu="CAST", sym_value=_cast_sym_value, **_COMMON)
 for _t in ("cast", "compare", "select"):
     template(_t, item_major=True, flat=True)

@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler import dynamic as D
+from gpuc.compiler import sym_shapes as D
 from gpuc.compiler import symbolic as S
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.depthwise_plan import plan_depthwise, weights_in_registers

@@ -16,9 +16,9 @@ import numpy as np
 
 from gpuc.compiler import status
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler import dynamic as D
+from gpuc.compiler import sym_shapes as D
 from gpuc.compiler.ops.shape import pad_sym
-from gpuc.compiler.ops import ALWAYS, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
+from gpuc.compiler.ops import ALWAYS, BY_SHAPE_RULE, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.movement import copy, expect_shape, ints, io_tensors, register_plan, same_dtype
 from gpuc.compiler.ops.util import checked, norm_axis, size, strides
@@ -309,6 +309,7 @@ def _embedding_sym(node, graph, values=None):
 _COMMON = dict(fp16=NEUTRAL, in_place=False, flops=rules.per_output)
 declare("GATHER", shape=_gather_shape, exact=ALWAYS, sym_shape=_gather_sym, batch="gather", pieces="gather",
         templates=("gather",), cpu="GATHER", **_COMMON)
+declare("GATHER", sym_value=BY_SHAPE_RULE)
 declare("EMBEDDING_LOOKUP", shape=Why("no host rule: the symbolic rule gives its shape"), exact=SHAPE_ONLY,
         sym_shape=_embedding_sym, batch="embedding", pieces=Why("not folded yet (a GATHER of rows)"),
         templates=("gather",), cpu=Why("no CPU kernel: the GPU takes its float32 / int32 tables"), **_COMMON)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler import dynamic as D
+from gpuc.compiler import sym_shapes as D
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import ACT_NAMES, checked
 

@@ -17,6 +17,8 @@ and word views of 1-byte tensors.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
@@ -24,6 +26,7 @@ from gpuc.compiler.ew_table import ACT_NAME, ACT_NONE, ACTS, INT_ACTS, TABLE
 from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.ops import INTEGER, SHAPE_ONLY, Why, register, rules, template
 from gpuc.compiler.ops.util import act_code, broadcast_strides, check_act, checked, size
+from gpuc.compiler.symbolic import smax, smin
 
 # dtype -> kind code used by the typed templates (1-byte kinds are packed 4 per 32-bit word)
 KIND = {"float32": 0, "int32": 1, "bool": 2, "uint8": 3, "int8": 4}
@@ -182,6 +185,9 @@ NUMPY = {
     "NEG": np.negative, "ABS": np.abs,
 }
 DIVIDES = ("DIV", "FLOOR_DIV", "FLOOR_MOD")
+# the rows that compute on sizes known only at run time (--dynamic shape arithmetic: the sym_value fact)
+SYM_VALUE = {"ADD": operator.add, "SUB": operator.sub, "MUL": operator.mul, "FLOOR_DIV": operator.floordiv,
+             "FLOOR_MOD": operator.mod, "MAXIMUM": smax, "MINIMUM": smin}
 # the rows runtime/cpu_ops.py has a kernel for (by the same name): it runs them in dtypes the GPU does not take
 CPU = ("ABS", "ADD", "CEIL", "COS", "DIV", "EXP", "FLOOR", "FLOOR_DIV", "FLOOR_MOD", "LOG", "MAXIMUM", "MINIMUM",
        "MUL", "NEG", "POW", "SIGN", "SIN", "SQRT", "SQUARE", "SQUARED_DIFFERENCE", "SUB")
@@ -194,7 +200,8 @@ def _facts(row) -> dict:
         shape = rules.unary(fn) if fn else rules.same_shape
     else:
         shape = rules.binary(fn, row.name in DIVIDES) if fn else rules.broadcast_shape
-    return dict(shape=shape, exact=INTEGER if fn else SHAPE_ONLY,
+    sym = {"sym_value": rules.sym_binary(SYM_VALUE[row.name])} if row.name in SYM_VALUE else {}
+    return dict(shape=shape, exact=INTEGER if fn else SHAPE_ONLY, **sym,
                 sym_shape="same" if row.arity == 1 else "broadcast",
                 batch="unary" if row.arity == 1 else "elementwise",
                 pieces=Why("computes values"), fp16=row.fp16, in_place=row.in_place,

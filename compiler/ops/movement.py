@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler import dynamic as D
-from gpuc.compiler.ops import ALWAYS, ANY_COUNT, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules
+from gpuc.compiler import sym_shapes as D
+from gpuc.compiler.ops import ALWAYS, ANY_COUNT, BY_SHAPE_RULE, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
@@ -28,17 +28,7 @@ from gpuc.compiler.symbolic import dim
 
 def ints(node, graph, i: int, what: str) -> list[int]:
     """A constant integer input as a flat list of python ints."""
-    return int_values(const_input(node, graph, i, what), what)
-
-
-def int_values(v, what: str) -> list[int]:
-    """An integer array as a flat list of python ints (ValueError when missing or not integers)."""
-    if v is None:
-        raise ValueError(f"missing {what} input")
-    v = np.asarray(v)
-    if v.dtype.kind not in "iu":
-        raise ValueError(f"{what} has dtype {v.dtype} (integers expected)")
-    return [int(a) for a in v.reshape(-1)]
+    return rules.ints(const_input(node, graph, i, what), what)
 
 
 def expect_shape(graph, tid: int, shape) -> None:
@@ -493,6 +483,7 @@ declare("SPLIT_V", shape=_split_v_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=
         pieces="split_v", cpu="SPLIT_V", **_COMMON)
 declare("PACK", shape=_pack_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=("axis_attr", "axis", "out"),
         pieces="pack", cpu="PACK", **_COMMON)
+declare("SLICE", "STRIDED_SLICE", "PACK", sym_value=BY_SHAPE_RULE)
 declare("UNPACK", shape=_unpack_shape, exact=ALWAYS, sym_shape=_NO_SYM, batch=("axis_attr", "axis", "in"),
         pieces="unpack", cpu="UNPACK", **_COMMON)
 declare("DEPTH_TO_SPACE", "SPACE_TO_DEPTH", shape=Why("no shape rule yet (the model's output shape is kept)"),

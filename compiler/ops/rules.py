@@ -27,8 +27,13 @@ def out_dtype(node, graph) -> str:
 
 
 def ints(v, what: str) -> list[int]:
-    from gpuc.compiler.ops.movement import int_values
-    return int_values(v, what)
+    """An integer array as a flat list of python ints (ValueError when missing or not integers)."""
+    if v is None:
+        raise ValueError(f"missing {what} input")
+    v = np.asarray(v)
+    if v.dtype.kind not in "iu":
+        raise ValueError(f"{what} has dtype {v.dtype} (integers expected)")
+    return [int(a) for a in v.reshape(-1)]
 
 
 def axis(a: int, rank: int) -> int:
@@ -87,3 +92,13 @@ def reduce(fn):
 def per_output(node, graph) -> int:
     """Cost: one unit of work per output element (elementwise ops, data movement)."""
     return graph.t(node.outputs[0]).size
+
+
+def sym_binary(fn):
+    """A binary op's `sym_value` fact: fn on the two values (ints and Syms), elementwise with numpy
+    broadcasting; None (refused) with a fused activation."""
+    def value(node, vals, graph):
+        if len(vals) != 2 or node.attrs.get("fused_activation_function"):
+            return None
+        return np.frompyfunc(fn, 2, 1)(vals[0], vals[1])
+    return value

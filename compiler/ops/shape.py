@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler import dynamic as D
+from gpuc.compiler import sym_shapes as D
 from gpuc.compiler import symbolic as S
-from gpuc.compiler.ops import ALWAYS, ANY_COUNT, NEUTRAL, Why, declare, register, rules, template
+from gpuc.compiler.ops import ALWAYS, ANY_COUNT, BY_SHAPE_RULE, NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.util import act_code, check_act, checked, const_input, norm_axis, size, strides
 from gpuc.compiler.sym_scope import structural
@@ -241,6 +241,7 @@ declare("RESHAPE", shape=_reshape_shape, sym_shape=_reshape_sym, cpu="RESHAPE", 
 declare("SQUEEZE", shape=_squeeze_shape, sym_shape=_squeeze_sym, cpu="SQUEEZE", **_COMMON)
 declare("EXPAND_DIMS", shape=_expand_dims_shape, sym_shape=_expand_dims_sym, cpu="EXPAND_DIMS", **_COMMON)
 declare("RESHAPE", "SQUEEZE", "EXPAND_DIMS", batch="reshape", pieces="reshape", templates=("copy_nd",))
+declare("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CONCATENATION", sym_value=BY_SHAPE_RULE)
 declare("PAD", "PADV2", shape=_pad_shape, sym_shape=pad_sym, batch="pad", pieces="pad", templates=("pad",),
         **_COMMON)
 declare("PAD", cpu="PAD")

@@ -14,7 +14,8 @@ import numpy as np
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.compare import litert_cast
 from gpuc.compiler.ops.fill import fill_value
-from gpuc.compiler.shapes import evaluate, from_shapes, placeholder
+from gpuc.compiler.ops.rules import placeholder
+from gpuc.compiler.shapes import evaluate, from_shapes
 
 
 FOLDABLE = ("DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CAST", "SHAPE", "FILL", "ZEROS_LIKE",

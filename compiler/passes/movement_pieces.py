@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops.movement import int_values, strided_slice_dims
+from gpuc.compiler.ops.movement import strided_slice_dims
+from gpuc.compiler.ops import rules
 from gpuc.compiler.ops.util import norm_axis, size, strides
 
 
@@ -217,7 +218,7 @@ def _const_ints(graph, tid, what):
     t = graph.t(tid)
     if not t.is_const:
         raise Stop
-    return int_values(t.data, what)
+    return rules.ints(t.data, what)
 
 
 def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:

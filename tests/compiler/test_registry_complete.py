@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuc.compiler import dynamic, ops
+from gpuc.compiler import ops, sym_shapes
 from gpuc.compiler.ops import (ALWAYS, BOUNDED, FACT_FIELDS, FACTS, FROM_SHAPES, INTEGER, NEUTRAL, REGISTRY,
                                SHAPE_ONLY, TEMPLATES, UNSAFE, OpDef, Why, missing_facts)
 from gpuc.compiler.passes import batching
@@ -60,7 +60,7 @@ def test_facts_are_understood(op):
     assert (op in REGISTRY) == callable(d.lower)
     assert _ok(d.shape, callable), "shape: a rule (node, vals, graph, need) or Why"
     assert _ok(d.exact, lambda v: v in (ALWAYS, INTEGER, SHAPE_ONLY, FROM_SHAPES))
-    assert _ok(d.sym_shape, lambda v: callable(v) or v in dynamic.FAMILIES)
+    assert _ok(d.sym_shape, lambda v: callable(v) or v in sym_shapes.FAMILIES)
     assert _ok(d.batch, lambda v: batching.rule_for(op) is not None)
     assert _ok(d.pieces, lambda v: v in PULL_KINDS)
     assert d.fp16 in (UNSAFE, BOUNDED, NEUTRAL)

@@ -152,6 +152,7 @@ class Views:
 class Match:
     caps: dict = field(default_factory=dict)     # name -> Node (Op) or tensor id (Val)
     nodes: list = field(default_factory=list)    # every node the pattern covered, in match order
+    matcher: object = None                       # the Matcher that found it (readers / producers)
 
     def __getitem__(self, name):
         return self.caps[name]
@@ -189,11 +190,11 @@ class Matcher:
 
     def match(self, pat, node: Node) -> Match | None:
         """Match `pat` (an Op) rooted at `node`."""
-        m = Match()
+        m = Match(matcher=self)
         return m if self._node(pat, node, m) else None
 
     def match_tensor(self, pat, tid: int) -> Match | None:
-        m = Match()
+        m = Match(matcher=self)
         return m if self._tensor(pat, tid, m) else None
 
     # (each step restores `m` when it fails, so alternatives start clean)

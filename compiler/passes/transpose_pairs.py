@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.passes.pattern import Op, Val, rewrite
 
 
 def _perm(graph: Graph, node: Node):
@@ -24,29 +25,36 @@ def _perm(graph: Graph, node: Node):
     return [v % max(rank, 1) for v in perm]
 
 
+def _perm_ok(m, node: Node) -> bool:
+    return _perm(m.g, node) is not None
+
+
+def _compose_fits(m, match) -> bool:
+    first, second = match["first"], match["second"]
+    x, y = m.g.t(first.inputs[0]), m.g.t(second.outputs[0])
+    return len(_perm(m.g, first)) == len(_perm(m.g, second)) and x.dtype == y.dtype and x.quant is None \
+        and y.quant is None and not x.fake_quant and not y.fake_quant
+
+
+COMPOSE = Op("TRANSPOSE", Op("TRANSPOSE", Val(), Val(), name="first", where=_perm_ok), Val(), name="second",
+             where=_perm_ok, check=_compose_fits)
+
+
+def _compose(graph: Graph, match) -> None:
+    first, node = match["first"], match["second"]
+    p1, p2 = _perm(graph, first), _perm(graph, node)
+    y = graph.t(node.outputs[0])
+    perm = [p1[v] for v in p2]
+    if perm == list(range(len(perm))):
+        view = graph.reshape_node(first.inputs[0], node.outputs[0], y.shape)
+        node.op, node.inputs, node.attrs = view.op, view.inputs, view.attrs
+    else:
+        node.inputs = [first.inputs[0], graph.add_const(f"{y.name}/perm", np.asarray(perm, np.int32))]
+    graph.remove_unread([first])
+
+
 def compose_transposes(graph: Graph) -> None:
-    changed = True
-    while changed:
-        changed = False
-        prod = graph.producers()
-        for node in list(graph.nodes):
-            p2 = _perm(graph, node)
-            first = prod.get(node.inputs[0]) if p2 is not None else None
-            p1 = _perm(graph, first) if first is not None else None
-            if p1 is None or len(p1) != len(p2):
-                continue
-            x, y = graph.t(first.inputs[0]), graph.t(node.outputs[0])
-            if x.dtype != y.dtype or x.quant is not None or y.quant is not None or x.fake_quant or y.fake_quant:
-                continue
-            perm = [p1[v] for v in p2]
-            if perm == list(range(len(perm))):
-                view = graph.reshape_node(first.inputs[0], node.outputs[0], y.shape)
-                node.op, node.inputs, node.attrs = view.op, view.inputs, view.attrs
-            else:
-                node.inputs = [first.inputs[0], graph.add_const(f"{y.name}/perm", np.asarray(perm, np.int32))]
-            graph.remove_unread([first])
-            changed = True
-            break
+    rewrite(graph, [(COMPOSE, _compose)], repeat=True)
 
 
 def _swaps_last_two(perm) -> bool:
@@ -122,23 +130,20 @@ def _result(graph: Graph, mm: Node, users: dict) -> bool:
     return True
 
 
+MATMUL = Op("BATCH_MATMUL", Val(), Val(), name="mm",
+            where=lambda m, n: not int(n.attrs.get("fused_activation_function", 0) or 0) and not n.attrs.get("fused")
+            and all(m.g.t(t).quant is None for t in n.inputs + n.outputs))
+
+
 def transpose_into_matmul(graph: Graph) -> None:
     """A BATCH_MATMUL operand made by a TRANSPOSE of its last two axes reads the TRANSPOSE's input with
     adj_x / adj_y flipped; a TRANSPOSE of the last two axes of a BATCH_MATMUL's result (its only reader)
     becomes the product of the operands swapped, (A B)^T = B^T A^T.  Either may sit behind a RESHAPE that
     only regroups the batch dims (litert-torch's 3-D products).  The same products and sums; the copies
     go (NCHW converters transpose keys and attention outputs: EfficientFormerV2)."""
-    changed = True
-    while changed:
-        changed = False
-        prod, users = graph.producers(), graph.consumers()
-        for mm in [n for n in graph.nodes if n.op == "BATCH_MATMUL" and len(n.inputs) == 2 and min(n.inputs) >= 0]:
-            if int(mm.attrs.get("fused_activation_function", 0) or 0) or mm.attrs.get("fused") \
-                    or any(graph.t(t).quant is not None for t in mm.inputs + mm.outputs):
-                continue
-            if _operand(graph, mm, 0, "adj_x", prod) or _operand(graph, mm, 1, "adj_y", prod) or _result(graph, mm, users):
-                changed = True
-                break
+    rewrite(graph, [(MATMUL, lambda g, m: _operand(g, m["mm"], 0, "adj_x", m.matcher.prod)),
+                    (MATMUL, lambda g, m: _operand(g, m["mm"], 1, "adj_y", m.matcher.prod)),
+                    (MATMUL, lambda g, m: _result(g, m["mm"], m.matcher.users))], repeat=True)
 
 
 ELEMENTWISE_BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
@@ -150,41 +155,35 @@ def sink_transposes(graph: Graph) -> None:
     the outer TRANSPOSE's result.  Three copies-or-ops become two (NCHW converters' residual ADDs:
     ADD(x_nchw, TRANSPOSE(conv_nhwc)) -> TRANSPOSE back to NHWC).  Operands and result of one shape
     (no broadcast), float, not quantized; the inner TRANSPOSE and the op read by nothing else."""
-    changed = True
-    while changed:
-        changed = False
-        prod, users = graph.producers(), graph.consumers()
-        for op in [n for n in graph.nodes if n.op in ELEMENTWISE_BINARY and len(n.inputs) == 2 and len(n.outputs) == 1]:
-            y = op.outputs[0]
-            outs = users.get(y, [])
-            if len(outs) != 1 or y in graph.outputs or min(op.inputs) < 0 or op.inputs[0] == op.inputs[1]:
-                continue
-            outer = outs[0]
-            p = _perm(graph, outer)
-            shapes = {tuple(graph.t(t).shape) for t in op.inputs + op.outputs}
-            if p is None or outer.inputs[0] != y or len(shapes) != 1 \
-                    or any(graph.t(t).dtype != "float32" or graph.t(t).quant is not None or graph.t(t).fake_quant
-                           for t in op.inputs + op.outputs + outer.outputs):
-                continue
-            for k in (0, 1):
-                inner = prod.get(op.inputs[k])
-                q = _perm(graph, inner) if inner is not None else None
-                if q is None or [q[v] for v in p] != list(range(len(p))) or len(users.get(op.inputs[k], [])) != 1 \
-                        or op.inputs[k] in graph.outputs:
-                    continue
-                other = op.inputs[1 - k]
-                z = outer.outputs[0]
-                t_other = graph.add_tensor(f"{graph.t(other).name}/transposed", graph.t(z).shape, graph.t(other).dtype)
-                perm_c = graph.add_const(f"{graph.t(z).name}/perm", np.asarray(p, np.int32))
-                new_t = Node("TRANSPOSE", [other, perm_c], [t_other], {}, index=outer.index)
-                ins = [None, None]
-                ins[k], ins[1 - k] = inner.inputs[0], t_other
-                op.inputs, op.outputs = ins, [z]
-                graph.nodes.remove(inner)
-                graph.nodes[next(i for i, n in enumerate(graph.nodes) if n is outer)] = new_t
-                graph.nodes.remove(op)
-                graph.nodes.insert(next(i for i, n in enumerate(graph.nodes) if n is new_t) + 1, op)
-                changed = True
-                break
-            if changed:
-                break
+    rewrite(graph, [(SINK, _sink)], repeat=True, variables=False)
+
+
+def _sink_fits(m, match) -> bool:
+    g, op, outer, inner = m.g, match["op"], match["outer"], match["inner"]
+    p, q = _perm(g, outer), _perm(g, inner)
+    return len({tuple(g.t(t).shape) for t in op.inputs + op.outputs}) == 1 and q is not None \
+        and [q[v] for v in p] == list(range(len(p))) \
+        and all(g.t(t).dtype == "float32" and g.t(t).quant is None and not g.t(t).fake_quant
+                for t in op.inputs + op.outputs + outer.outputs)
+
+
+SINK = Op("TRANSPOSE", Op(ELEMENTWISE_BINARY, Op("TRANSPOSE", any_inputs=True, name="inner", uses=1), Val("other"),
+                          name="op", uses=1, commute=True, check=_sink_fits,
+                          where=lambda m, n: len(n.outputs) == 1 and n.inputs[0] != n.inputs[1]),
+          Val(), name="outer", where=_perm_ok)
+
+
+def _sink(graph: Graph, match) -> None:
+    op, outer, inner, other = match["op"], match["outer"], match["inner"], match["other"]
+    k = op.inputs.index(inner.outputs[0])
+    z = outer.outputs[0]
+    t_other = graph.add_tensor(f"{graph.t(other).name}/transposed", graph.t(z).shape, graph.t(other).dtype)
+    perm_c = graph.add_const(f"{graph.t(z).name}/perm", np.asarray(_perm(graph, outer), np.int32))
+    new_t = Node("TRANSPOSE", [other, perm_c], [t_other], {}, index=outer.index)
+    ins = [None, None]
+    ins[k], ins[1 - k] = inner.inputs[0], t_other
+    op.inputs, op.outputs = ins, [z]
+    graph.nodes.remove(inner)
+    graph.nodes[next(i for i, n in enumerate(graph.nodes) if n is outer)] = new_t
+    graph.nodes.remove(op)
+    graph.nodes.insert(next(i for i, n in enumerate(graph.nodes) if n is new_t) + 1, op)

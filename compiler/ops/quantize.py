@@ -15,7 +15,7 @@ Per-tensor quantization only.
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, int8_common, register, rules, template
 from gpuc.compiler.ops.math import KIND, words
 from gpuc.compiler.ops.util import checked, size
 
@@ -56,6 +56,20 @@ def lower_quantize(node, graph):
     n = -(-y.size // 4) if node.op == "QUANTIZE" else y.size
     return [Kernel("quantize", binds, n, defines, node.label())]
 
+
+def _native_boundary(node, graph):
+    """Native int8 programs (passes/quant.py native_int8) keep QUANTIZE float -> int8 and DEQUANTIZE
+    int8 -> float as they are: the int8 side is real bytes there too."""
+    reason = _check(node, graph)
+    if reason is not None:
+        return reason
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if (x.dtype, y.dtype) in (("float32", "int8"), ("int8", "float32")):
+        return None
+    return f"{x.dtype} -> {y.dtype} has no int8 kernel"
+
+
+int8_common.BOUNDARY["QUANTIZE"] = int8_common.BOUNDARY["DEQUANTIZE"] = _native_boundary
 
 VARIANTS = {
     "quantize": (dict(N=22, Q_SCALE=0.05, Q_ZP=-3, Q_MIN=-128, Q_MAX=127), {"TO_BYTES": [0, 1], "KIND": [3, 4]},

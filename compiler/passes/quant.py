@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops import gemm_q8
+from gpuc.compiler.ops import gemm_q8, int8_common
 from gpuc.compiler.passes.fold import dequantize
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -46,7 +46,38 @@ def _dequantize_const(t) -> None:
     t.quant = None
 
 
+def native_int8(graph: Graph) -> bool:
+    """Rewrite a full-integer int8 model's ops into their int8 forms (ops/int8_common.py FORMS) when every
+    op touching a quantized activation has one (or takes int8 tensors as they are: QUANTIZE at a float
+    input, DEQUANTIZE at a float output); True when it did.  Otherwise nothing changes and the model runs
+    as a float program with simulated quantization."""
+    if graph.dynamic_dims:
+        return False
+    acts = {tid for tid in range(len(graph.tensors)) if _quantized_activation(graph, tid)}
+    if not acts or any(graph.t(t).dtype != "int8" for t in acts):
+        return False
+    rewrite = []
+    for n in graph.nodes:
+        touched = [t for t in list(n.inputs) + list(n.outputs) if t >= 0 and t in acts]
+        if not touched:
+            continue
+        if n.op in int8_common.BOUNDARY:
+            if int8_common.BOUNDARY[n.op](n, graph) is not None:
+                return False
+            continue
+        form = int8_common.FORMS.get(n.op)
+        if form is None or n.epilogue.reads() or int8_common.CHECKS[form](n, graph) is not None:
+            return False
+        rewrite.append((n, form))
+    if not rewrite:
+        return False
+    for n, form in rewrite:
+        n.op = form
+    return True
+
+
 def simulate_quantization(graph: Graph) -> None:
+    native = native_int8(graph)
     users = graph.consumers()
     prod = graph.producers()
     touched = {tid for n in graph.nodes if n.op in RAW_OPS for tid in list(n.inputs) + list(n.outputs) if tid >= 0}
@@ -71,12 +102,16 @@ def simulate_quantization(graph: Graph) -> None:
     # int8: the kernel quantizes the float input per row as LiteRT's default (XNNPACK) path does; any other
     # reader of the same weights gets a float32 copy
     kept = set()
+    if native:             # int8 ops read their int8 constants as they are; float ops get dequantized ones
+        cands = []
     for n in graph.nodes:
+        if native and n.op in int8_common.CHECKS:
+            continue
         if not cands and gemm_q8.keeps_int8(n, graph):
             n.attrs[gemm_q8.ATTR] = True
             kept.add(n.inputs[1])
     for n in graph.nodes:
-        if n.op in RAW_OPS or n.attrs.get(gemm_q8.ATTR):
+        if n.op in RAW_OPS or n.attrs.get(gemm_q8.ATTR) or (native and n.op in int8_common.CHECKS):
             continue
         n.inputs = [gemm_q8.dequantized_weights(graph, i) if i in kept else i for i in n.inputs]
         for tid in n.inputs:

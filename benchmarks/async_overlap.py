@@ -1,7 +1,7 @@
 """Does run_async overlap CPU work with GPU work?  N runs, each with `--cpu-ms` of host work
 (input preparation), done (a) one after another with run() and (b) pipelined with run_async().
 
-    python benchmarks/async_overlap.py MODEL_OR_BUNDLE [--runs 50] [--cpu-ms 0.5]
+    python -m benchmarks.async_overlap MODEL_OR_BUNDLE [--runs 50] [--cpu-ms 0.5]
 """
 import argparse
 import time
@@ -9,6 +9,8 @@ import time
 import numpy as np
 
 import gpuc
+
+from benchmarks.timing import once
 
 
 def busy(ms):
@@ -29,21 +31,22 @@ def main():
         xs = [np.random.default_rng(0).uniform(-1, 1, s.shape).astype(s.dtype) for s in m.inputs]
         ref = m.run(xs)
         for wait in ("passive", "active"):
-            t0 = time.perf_counter()
-            for _ in range(a.runs):
-                busy(a.cpu_ms)
-                m.run(xs, wait=wait)
-            seq = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            pending = None
-            for _ in range(a.runs):
-                busy(a.cpu_ms)
-                h = m.run_async(xs)
-                if pending is not None:
-                    out = pending.wait(wait)
-                pending = h
-            out = pending.wait(wait)
-            pipe = time.perf_counter() - t0
+            def sequential():
+                for _ in range(a.runs):
+                    busy(a.cpu_ms)
+                    m.run(xs, wait=wait)
+
+            def pipelined():
+                pending = None
+                for _ in range(a.runs):
+                    busy(a.cpu_ms)
+                    h = m.run_async(xs)
+                    if pending is not None:
+                        pending.wait(wait)
+                    pending = h
+                return pending.wait(wait)
+            seq = once(sequential)[1]
+            out, pipe = once(pipelined)
             assert all(np.array_equal(x, y) for x, y in zip(out, ref))
             print(f"{m.device.name} [{wait}]: {a.runs} runs with {a.cpu_ms} ms host work each: sequential "
                   f"{seq * 1e3 / a.runs:.3f} ms/run, pipelined {pipe * 1e3 / a.runs:.3f} ms/run "

@@ -1,7 +1,7 @@
 """Batch throughput (issue 14): gpuc batch-native --max-batch bundles against the batch-1 bundle, per
 model and precision, with each item checked against LiteRT CPU.
 
-    python benchmarks/batch_throughput.py MODEL.tflite ... [--batch 32] [--runs 20] [--precisions fp32,fp16]
+    python -m benchmarks.batch_throughput MODEL.tflite ... [--batch 32] [--runs 20] [--precisions fp32,fp16]
                                           [--check 2] [--json OUT]
 
 Per model: compile the batch-1 bundle and a --max-batch B bundle; time run() (numpy in, numpy out:
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +21,7 @@ import numpy as np
 import gpuc
 from gpuc.runtime.bundle import read_bundle
 
-
-def timed(fn, runs: int) -> float:
-    fn()
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ts)
+from benchmarks.timing import once, timed
 
 
 def litert(path: str, x: np.ndarray) -> np.ndarray:
@@ -45,10 +35,8 @@ def litert(path: str, x: np.ndarray) -> np.ndarray:
 
 
 def one(path: str, batch: int, precision: str, runs: int, check: int) -> dict:
-    t0 = time.perf_counter()
-    b1 = gpuc.compile(path, precision=precision)
-    bn = gpuc.compile(path, precision=precision, max_batch=batch)
-    compile_s = time.perf_counter() - t0
+    (b1, bn), compile_s = once(lambda: (gpuc.compile(path, precision=precision),
+                                        gpuc.compile(path, precision=precision, max_batch=batch)))
     rb = read_bundle(bn)
     row = {"model": Path(path).stem, "precision": precision, "batch": batch,
            "batch_mode": rb.stats.get("batch"), "batch_refusal": rb.stats.get("batch_refusal"),
@@ -58,8 +46,8 @@ def one(path: str, batch: int, precision: str, runs: int, check: int) -> dict:
         spec = m1.inputs[0]
         x = np.random.default_rng(0).uniform(-1, 1, (batch,) + tuple(spec.shape[1:])).astype(spec.dtype)
         row["device"] = m1.device.name
-        row["b1_ms"] = timed(lambda: m1.run([x[:1]]), runs)
-        row["bn_ms"] = timed(lambda: mn.run([x]), runs)
+        row["b1_ms"] = timed(lambda: m1.run([x[:1]]), runs)["median_ms"]
+        row["bn_ms"] = timed(lambda: mn.run([x]), runs)["median_ms"]
         row["bn_gpu_ms"] = mn.last_gpu_ms
         row["items_per_s"] = batch / row["bn_ms"] * 1e3
         out = mn.run([x])[0]

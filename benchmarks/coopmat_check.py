@@ -3,7 +3,7 @@ compiled with --precision fp16 and run with and without the `coopmat` kernel var
 is checked against numpy (fp16-appropriate tolerance: 1e-2 * max|ref|) and timed per dispatch with
 GPU timestamps (runtime/profile.py, what `gpuc profile` uses).
 
-    python benchmarks/coopmat_check.py [--model mobilenet_v2_224_f32.tflite] [--square 1024,2048,4096]
+    python -m benchmarks.coopmat_check [--model mobilenet_v2_224_f32.tflite] [--square 1024,2048,4096]
                                        [--runs 20] [--device N|NAME] [--json out.json] [--quick | --full]
 
 Each shape is a two-op model: ADD(x, x) (so the gemm reads an fp16-stored activation, as inside a
@@ -23,14 +23,13 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(HERE / "tests"))
 
-import gpuc  # noqa: E402
-from gpuc.compiler import compile_model  # noqa: E402
-from gpuc.compiler.ops.gemm_coopmat import REQUIRES, worthwhile  # noqa: E402
-from gpuc.runtime.capabilities import missing  # noqa: E402
-from gpuc.runtime.profile import profile  # noqa: E402
-from helpers.builder import ModelBuilder  # noqa: E402
+import gpuc
+from gpuc.compiler import compile_model
+from gpuc.compiler.ops.gemm_coopmat import REQUIRES, worthwhile
+from gpuc.runtime.capabilities import missing
+from gpuc.runtime.profile import profile
+from tests.helpers.builder import ModelBuilder
 
 TOL = 1e-2
 

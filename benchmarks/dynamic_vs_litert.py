@@ -1,7 +1,7 @@
 """One --dynamic bundle of a model against LiteRT CPU resized to each size (resize_tensor_input), for the
 acceptance of issue 16 (e.g. MobileNetV2 with dynamic height and width, checked at 160 and 320):
 
-    python benchmarks/dynamic_vs_litert.py MODEL.tflite --dynamic input:1<=320 --dynamic input:2<=320 \\
+    python -m benchmarks.dynamic_vs_litert MODEL.tflite --dynamic input:1<=320 --dynamic input:2<=320 \\
         --shapes 1x160x160x3,1x320x320x3
 
 Prints each size's max |gpuc - LiteRT| / max |LiteRT| (first output) and the bundle's dispatch count;
@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-import gpuc  # noqa: E402
-from gpuc.runtime.bundle import read_bundle  # noqa: E402
-from helpers.litert import make_interpreter  # noqa: E402
+import gpuc
+from gpuc.runtime.bundle import read_bundle
+from tests.helpers.litert import make_interpreter
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """--precision fp16 against LiteRT CPU (fp32) on a few random inputs per model: max |err| / max|ref| and
 whether the top-1 class agrees (issue 14's fp16 accuracy line).
 
-    python benchmarks/fp16_top1.py MODEL.tflite ... [--inputs 8] [--batch 32]
+    python -m benchmarks.fp16_top1 MODEL.tflite ... [--inputs 8] [--batch 32]
 
 With --batch B the bundle is batch-native (--max-batch B) and runs the inputs as one batch of B items.
 """

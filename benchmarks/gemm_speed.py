@@ -1,6 +1,6 @@
 """GEMM / implicit-GEMM convolution speed through gpuc next to PyTorch, in one run.
 
-    python benchmarks/gemm_speed.py [--square 2048,4096] [--batch 32] [--runs 10] [--json out.json]
+    python -m benchmarks.gemm_speed [--square 2048,4096] [--batch 32] [--runs 10] [--json out.json]
                                     [--layers all|none|N] [--fp16-plain] [--sweep]
 
 Rows:
@@ -30,17 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(HERE / "tests"))
-
-import gpuc  # noqa: E402
-from cuda_timing import cuda_us  # noqa: E402
-from gpuc.compiler import compile_model  # noqa: E402
-from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
-from gpuc.compiler.ops import gemm_coopmat as cm_mod  # noqa: E402
-from gpuc.runtime.profile import profile  # noqa: E402
-from fc_bench import add_fc  # noqa: E402
-from helpers.builder import ModelBuilder  # noqa: E402
+import gpuc
+from gpuc.compiler import compile_model
+from gpuc.compiler.ops import conv as conv_mod
+from gpuc.compiler.ops import gemm_coopmat as cm_mod
+from gpuc.runtime.profile import profile
+from benchmarks.fc_bench import add_fc
+from benchmarks.timing import cuda_us
+from tests.helpers.builder import ModelBuilder
 
 try:
     import torch

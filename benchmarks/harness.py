@@ -1,9 +1,9 @@
 """Side-by-side benchmark: gpuc vs LiteRT (CPU interpreter, and CompiledModel GPU where it works) and
 PyTorch on CUDA (where torch imports; benchmarks/torch_peer.py).
 
-    python benchmarks/harness.py [MODELS_DIR_OR_FILES...] [--runs 100] [--device N|NAME] [--out DIR]
-                                 [--json FILE] [--batch 1,8,32] [--precision fp32,fp16]
-                                 [--skip litert-gpu,torch] [--peer STEM=LIBRARY:ARCH[:nhwc]]
+    python -m benchmarks.harness [MODELS_DIR_OR_FILES...] [--runs 100] [--device N|NAME] [--out DIR]
+                                   [--json FILE] [--batch 1,8,32] [--precision fp32,fp16]
+                                   [--skip litert-gpu,torch] [--peer STEM=LIBRARY:ARCH[:nhwc]]
 
 Every system runs the same models on the same inputs in this one process tree (LiteRT's GPU path in
 a child process per model, so its lingering device does not share the GPU with later rows; torch
@@ -39,27 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import ratios, torch_peer
+from benchmarks.timing import timed
+
 HERE = Path(__file__).resolve().parent
-
-
-WARMUP_S = 0.5
-
-
-def timed(fn, runs, warmup_s=WARMUP_S):
-    """Median/p90/min of `runs` calls, after warmup_s seconds of calls (at least one): the GPU (and CPU)
-    clocks ramp up under load, and a model measured right after an idle stretch otherwise reads up to
-    2-3x slow.  benchmarks/device_chain.py and ops_bench.py use it too."""
-    end = time.perf_counter() + warmup_s
-    fn()
-    while time.perf_counter() < end:
-        fn()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return {"median_ms": statistics.median(ts) * 1e3, "p90_ms": ts[int(0.9 * (len(ts) - 1))] * 1e3, "min_ms": ts[0] * 1e3}
 
 
 def rel(outs, refs):
@@ -113,8 +96,8 @@ def litert_gpu_isolated(path, xs, runs):
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         np.savez(Path(d) / "in.npz", *xs)
-        r = subprocess.run([sys.executable, __file__, "--litert-gpu-worker", str(path), d, str(runs)],
-                           capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "benchmarks.harness", "--litert-gpu-worker", str(path), d, str(runs)],
+                           capture_output=True, text=True, cwd=HERE.parent)
         if r.returncode != 0:
             err = [ln for ln in (r.stderr or r.stdout).strip().splitlines()
                    if ln.strip() and not ln.startswith(("INFO:", "WARNING:"))]
@@ -255,7 +238,6 @@ HEADER = (f"{'model':<32} {'system':<18} {'batch':>5} {'median':>8} {'p90':>8} {
 
 def torch_rows(jobs, runs):
     """PyTorch peer rows for jobs [(stem, Peer, {batch: input})], or one note row per job where torch is not here."""
-    import torch_peer
     if not jobs:
         return []
     torch, why = torch_peer.import_torch()
@@ -270,8 +252,6 @@ def torch_rows(jobs, runs):
 
 
 def main(argv=None):
-    import ratios
-    import torch_peer
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="*", default=[str(HERE.parent.parent / "shared" / "models")])
     ap.add_argument("--runs", type=int, default=100)

@@ -3,19 +3,20 @@
 where the device has timestamp queries, GPU time per template and the slowest dispatches with the
 tile each one was given (so the gemm planner in compiler/ops/conv.py can be tuned from the output).
 
-    python benchmarks/kernel_bench.py [MODEL.tflite] [--runs 50] [--device N|NAME] [--no-profile] [--all]
+    python -m benchmarks.kernel_bench [MODEL.tflite] [--runs 50] [--device N|NAME] [--no-profile] [--all]
 """
 import argparse
 import os
 import statistics
 import sys
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
 import gpuc
+
+from benchmarks.timing import once, timed
 
 MODEL_NAME = "mobilenet_v2_224_f32.tflite"
 
@@ -64,34 +65,29 @@ def main():
     a.model = a.model or default_model()
     data = Path(a.model).read_bytes()
 
-    t0 = time.perf_counter()
-    bundle = gpuc.compile(data, cache=False)
-    t_compile = time.perf_counter() - t0
+    bundle, t_compile = once(gpuc.compile, data, cache=False)
     from gpuc.inspect import inspect_bundle
     rep, _ = inspect_bundle(bundle)
     templates = Counter(d["shader"] for d in rep["dispatch_list"])
     notes = kernel_notes(data)
 
-    t0 = time.perf_counter()
-    m = gpuc.load(bundle, device=a.device)
-    t_load = time.perf_counter() - t0
+    m, t_load = once(gpuc.load, bundle, device=a.device)
     rng = np.random.default_rng(0)
     xs = [rng.uniform(-1, 1, s.shape).astype(s.dtype) if np.dtype(s.dtype).kind == "f" else np.zeros(s.shape, s.dtype)
           for s in m.inputs]
-    for _ in range(3):
+    gpu_ms = []
+
+    def run():
         m.run(xs)
-    wall, gpu_ms = [], []
-    for _ in range(a.runs):
-        t0 = time.perf_counter()
-        m.run(xs)
-        wall.append(time.perf_counter() - t0)
         if getattr(m, "last_gpu_ms", None) is not None:
             gpu_ms.append(m.last_gpu_ms)
+    wall = timed(run, a.runs)
+    gpu_ms = gpu_ms[-a.runs:]
 
     print(f"model {Path(a.model).name}  device {m.device.name}")
     print(f"compile {t_compile:.2f} s  load {t_load * 1e3:.1f} ms  dispatches {rep['dispatches']}  "
           f"shaders {rep['shaders']}")
-    print(f"median run {statistics.median(wall) * 1e3:.3f} ms (wall, {a.runs} runs)"
+    print(f"median run {wall['median_ms']:.3f} ms (wall, {a.runs} runs)"
           + (f"  median GPU {statistics.median(gpu_ms):.3f} ms" if gpu_ms else ""))
     print("dispatches per template: " + ", ".join(f"{t}={n}" for t, n in templates.most_common()))
 

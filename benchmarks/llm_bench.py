@@ -1,8 +1,8 @@
 """LLM benchmark (issue 29): gpuc against PyTorch (CUDA graphs) and llama.cpp's Vulkan backend on the
 same random weights, Qwen2.5-shaped, int8 weights.
 
-    python benchmarks/llm_bench.py --config qwen2.5-0.5b [--prefill 512] [--decode 64] [--json OUT]
-    python benchmarks/llm_bench.py --config tiny --check          # the harness's own check (lavapipe is fine)
+    python -m benchmarks.llm_bench --config qwen2.5-0.5b [--prefill 512] [--decode 64] [--json OUT]
+    python -m benchmarks.llm_bench --config tiny --check          # the harness's own check (lavapipe is fine)
 
 The model.  litert-torch is not installed where this runs (it needs torch and tensorflow; the GPU machine
 reaches no package index), so `write_tflite` writes the graph that litert-torch's generative converter
@@ -38,18 +38,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.timing import once, timed
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
 
 
 @dataclass(frozen=True)
@@ -192,7 +190,7 @@ class _G:
 
 
 def _rms_norm_sub(cfg: Config, T: int):
-    from helpers.builder import ModelBuilder
+    from tests.helpers.builder import ModelBuilder
     g = _G(ModelBuilder())
     x, w = g.mb.input("x", [1, T, cfg.hidden]), g.mb.input("w", [cfg.hidden])
     sq = g.op("MUL", [x, x], [1, T, cfg.hidden])
@@ -205,7 +203,7 @@ def _rms_norm_sub(cfg: Config, T: int):
 
 
 def _sdpa_sub(cfg: Config, T: int, kv: int):
-    from helpers.builder import ModelBuilder
+    from tests.helpers.builder import ModelBuilder
     g = _G(ModelBuilder())
     H, KH, D = cfg.heads, cfg.kv_heads, cfg.head_dim
     q = g.mb.input("q", [1, T, H, D])
@@ -233,7 +231,7 @@ def _sdpa_sub(cfg: Config, T: int, kv: int):
 
 def _signature(cfg: Config, w: dict, T: int, kv: int, logits: bool, subs):
     """One signature subgraph (prefill_T or decode); `subs(kind, T)` gives a decomposition's index."""
-    from helpers.builder import ModelBuilder
+    from tests.helpers.builder import ModelBuilder
     g = _G(ModelBuilder())
     mb = g.mb
     d, H, KH, D = cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim
@@ -310,7 +308,7 @@ def _signature(cfg: Config, w: dict, T: int, kv: int, logits: bool, subs):
 
 def write_tflite(cfg: Config, w: dict, prefill: list[int], kv: int) -> bytes:
     """The litert-torch-shaped model: signatures prefill_N (N in `prefill`) and decode."""
-    from helpers.builder import write_root
+    from tests.helpers.builder import write_root
     sigs = [(f"prefill_{n}", n, False) for n in prefill] + [("decode", 1, True)]
     order, builders = [], {}
 
@@ -336,15 +334,14 @@ def write_tflite(cfg: Config, w: dict, prefill: list[int], kv: int) -> bytes:
 
 # --- peers ------------------------------------------------------------------------------------------
 def _median(fn, runs: int) -> float:
-    """Median seconds of `runs` calls after one (the harness's timing helper)."""
+    """Median seconds of `runs` calls after one untimed call."""
     return timed(fn, runs, warmup_s=0)["median_ms"] / 1e3
 
 
 def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int, runs: int, device=None) -> dict:
     import gpuc
-    t = time.perf_counter()
-    bundle = gpuc.compile(model)
-    res = {"compile_s": time.perf_counter() - t, "bundle_bytes": len(bundle)}
+    bundle, compile_s = once(gpuc.compile, model)
+    res = {"compile_s": compile_s, "bundle_bytes": len(bundle)}
     rng = np.random.default_rng(1)
     prompt = rng.integers(0, cfg.vocab, n_prefill + 1).astype(np.int32)
     with gpuc.load(bundle, **({"device": device} if device else {})) as m:
@@ -363,18 +360,14 @@ def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int
             return tok
         steps()                                              # warm-up
         pre.run(feed)
-        t = time.perf_counter()
-        steps()
-        res["decode_s_per_tok"] = (time.perf_counter() - t) / n_decode
+        res["decode_s_per_tok"] = once(steps)[1] / n_decode
         res["decode_tok_s"] = 1 / res["decode_s_per_tok"]
-        ttft = []
-        for _ in range(max(2, runs // 2)):
-            t = time.perf_counter()
+
+        def first_token():
             gen = m.generate([int(x) for x in prompt], 1)
             next(gen)
-            ttft.append(time.perf_counter() - t)
             gen.close()
-        res["ttft_s"] = statistics.median(ttft)
+        res["ttft_s"] = _median(first_token, max(2, runs // 2))
     return res
 
 
@@ -454,17 +447,9 @@ def bench_torch(cfg: Config, w: dict, kv: int, n_prefill: int, n_decode: int, ru
         prefill()
         decode_steps(min(n_decode, 8), step)
     prefill()
-    t = time.perf_counter()
-    decode_steps(n_decode, step)
-    res["decode_s_per_tok"] = (time.perf_counter() - t) / n_decode
+    res["decode_s_per_tok"] = once(decode_steps, n_decode, step)[1] / n_decode
     res["decode_tok_s"] = 1 / res["decode_s_per_tok"]
-    ttft = []
-    for _ in range(max(2, runs // 2)):
-        t = time.perf_counter()
-        prefill()
-        decode_steps(1, step)
-        ttft.append(time.perf_counter() - t)
-    res["ttft_s"] = statistics.median(ttft)
+    res["ttft_s"] = _median(lambda: (prefill(), decode_steps(1, step)), max(2, runs // 2))
     res["decode"] = "torch.compile(mode='reduce-overhead') on the StaticCache step (CUDA graphs)"
     return res
 
@@ -519,9 +504,7 @@ def bench_llamacpp(cfg: Config, w: dict, kv: int, n_prefill: int, n_decode: int,
                    allow_cpu: bool = False) -> dict:
     import cyllama.llama.llama_cpp as cy
     path = os.path.join(tmp, "model_q8_0.gguf")
-    t = time.perf_counter()
-    write_gguf(cfg, w, path, kv)
-    res = {"gguf_s": time.perf_counter() - t, "gguf_bytes": os.path.getsize(path)}
+    res = {"gguf_s": once(write_gguf, cfg, w, path, kv)[1], "gguf_bytes": os.path.getsize(path)}
     cy.disable_logging()
     cy.ggml_backend_load_all()
     res["devices"] = cy.ggml_backend_dev_info()
@@ -555,17 +538,9 @@ def bench_llamacpp(cfg: Config, w: dict, kv: int, n_prefill: int, n_decode: int,
     prefill()
     decode_steps(min(n_decode, 8))
     prefill()
-    t = time.perf_counter()
-    decode_steps(n_decode)
-    res["decode_s_per_tok"] = (time.perf_counter() - t) / n_decode
+    res["decode_s_per_tok"] = once(decode_steps, n_decode)[1] / n_decode
     res["decode_tok_s"] = 1 / res["decode_s_per_tok"]
-    ttft = []
-    for _ in range(max(2, runs // 2)):
-        t = time.perf_counter()
-        prefill()
-        decode_steps(1)
-        ttft.append(time.perf_counter() - t)
-    res["ttft_s"] = statistics.median(ttft)
+    res["ttft_s"] = _median(lambda: (prefill(), decode_steps(1)), max(2, runs // 2))
     ctx.close() if hasattr(ctx, "close") else None
     return res
 
@@ -635,11 +610,13 @@ def main(argv=None) -> int:
     cfg = CONFIGS[a.config]
     if a.prefill + a.decode + 1 > a.kv:
         ap.error(f"--prefill + --decode + 1 must fit --kv {a.kv}")
-    t = time.perf_counter()
-    w = make_weights(cfg, a.seed)
-    model = write_tflite(cfg, w, [a.prefill], a.kv)
+
+    def build():
+        w = make_weights(cfg, a.seed)
+        return w, write_tflite(cfg, w, [a.prefill], a.kv)
+    (w, model), build_s = once(build)
     res = {"config": a.config, "shape": asdict(cfg), "prefill_tokens": a.prefill, "decode_steps": a.decode,
-           "kv": a.kv, "model_bytes": len(model), "build_s": time.perf_counter() - t}
+           "kv": a.kv, "model_bytes": len(model), "build_s": build_s}
     if a.save_model:
         Path(a.save_model).write_bytes(model)
     if a.check:

@@ -1,6 +1,6 @@
 """Where load time goes: imports, bundle read/verify, instance+device, and each LoadedModel setup step.
 
-    python benchmarks/load_breakdown.py BUNDLE [--device N|NAME] [--runs 3]
+    python -m benchmarks.load_breakdown BUNDLE [--device N|NAME] [--runs 3]
 
 Each step is timed by wrapping the runtime's own functions (so the figures follow the code as it
 changes): the making of each object a LoadedModel owns (arenas, slots, pipelines, descriptors),
@@ -15,7 +15,8 @@ T: dict = {}
 _depth = [0]
 
 
-def timed(name, fn):
+def charged(name, fn):
+    """fn wrapped so that its time (outermost calls only) adds to T[name]."""
     @functools.wraps(fn)
     def wrapper(*a, **k):
         if _depth[0]:
@@ -44,12 +45,12 @@ def main():
     from gpuc.runtime import (arenas, bundle as B, commands, descriptors, device as D, executor as ex, pipelines,
                               read_bundle_file, slots)
     T["import gpuc.runtime"] = (time.perf_counter() - t) * 1e3
-    B.read_bundle = timed("verify+parse bundle", B.read_bundle)
-    D.Device.__init__ = timed("instance+device", D.Device.__init__)
-    commands.Recorder.record = timed("record command buffers", commands.Recorder.record)
+    B.read_bundle = charged("verify+parse bundle", B.read_bundle)
+    D.Device.__init__ = charged("instance+device", D.Device.__init__)
+    commands.Recorder.record = charged("record command buffers", commands.Recorder.record)
     for cls in (arenas.Arenas, slots.Slot, pipelines.Pipelines, descriptors.Descriptors):
-        cls.__init__ = timed(f"{cls.__name__}()", cls.__init__)
-    arenas.Arenas.upload = timed("Arenas.upload (weights, state)", arenas.Arenas.upload)
+        cls.__init__ = charged(f"{cls.__name__}()", cls.__init__)
+    arenas.Arenas.upload = charged("Arenas.upload (weights, state)", arenas.Arenas.upload)
     for i in range(a.runs):
         T.clear() if i else None
         t = time.perf_counter()

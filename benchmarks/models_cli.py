@@ -4,7 +4,7 @@ float outputs within 1e-3 * max|ref|, integer outputs within 1 quantization step
 MobileNetV2 within 2e-2 * max|ref|, every other model finite, its error reported).  Also the
 GPU/CPU split from `gpuc inspect --json`.  Exit 1 if any model fails.
 
-    python benchmarks/models_cli.py [MODELS_DIR] [--precision fp32]
+    python -m benchmarks.models_cli [MODELS_DIR] [--precision fp32]
 """
 import argparse
 import json

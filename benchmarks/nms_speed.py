@@ -3,7 +3,7 @@ classes; the SSD-sized fast NMS) and NON_MAX_SUPPRESSION_V4, each as a one-op mo
 process with gpuc (run() wall time and GPU time), LiteRT's CPU interpreter running the same op, and
 torchvision.ops.batched_nms / nms on CUDA over the same boxes (where torch and a GPU are there).
 
-    python benchmarks/nms_speed.py [--runs 50] [--json OUT]
+    python -m benchmarks.nms_speed [--runs 50] [--json OUT]
 
 The torchvision peer does less work than the op: it gets boxes already decoded and the candidates
 above the score threshold already selected; its time covers the selection, the NMS and the sync.
@@ -18,9 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+from benchmarks.timing import timed
 
 
 def median_ms(fn, runs: int) -> float:
@@ -95,8 +93,8 @@ def case_torch(boxes, scores, thr: float, iou: float, runs: int, per_class: bool
 
 
 def main() -> int:
-    from helpers.detection import detection_model, random_anchors
-    from helpers.nms import nms_model, random_boxes, random_scores
+    from tests.helpers.detection import detection_model, random_anchors
+    from tests.helpers.nms import nms_model, random_boxes, random_scores
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--json", default=None)

@@ -1,7 +1,7 @@
 """Issue 19 check: every shared float model with one NaN, then one +Inf, then one -Inf in a real input,
 against both LiteRT CPU interpreters (XNNPACK and the plain builtin kernels).
 
-    python benchmarks/nonfinite_models.py [--models-dir DIR] [--precision fp32|fp16] [--json OUT] [NAME ...]
+    python -m benchmarks.nonfinite_models [--models-dir DIR] [--precision fp32|fp16] [--json OUT] [NAME ...]
         [--save-refs DIR | --refs DIR]
 
 LiteRT's outputs do not depend on the machine: --save-refs writes them (one .npz per model and

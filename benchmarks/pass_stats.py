@@ -1,6 +1,6 @@
 """Compile every shared model and print the memory / dispatch figures of `gpuc inspect BUNDLE --json`.
 
-    python benchmarks/pass_stats.py [MODELS_DIR] [--disable-pass NAME ...] [--precision fp32|fp16] [--json]
+    python -m benchmarks.pass_stats [MODELS_DIR] [--disable-pass NAME ...] [--precision fp32|fp16] [--json]
 
 Used for issue 4's closing note: ops / dispatches / arena_bytes / arena_lower_bound_bytes /
 naive_bytes / weights_bytes per model, with the passes on and with some disabled.

@@ -1,7 +1,7 @@
 """Profile models on the device at a given batch and precision: per-dispatch GPU time grouped by
 op kind and shader, plus the top dispatches (gpuc.compile + runtime profile), as JSON and a text table.
 
-    python benchmarks/profile_models.py MODEL.tflite ... --batch 32 --precision fp32,fp16 --json OUT.json
+    python -m benchmarks.profile_models MODEL.tflite ... --batch 32 --precision fp32,fp16 --json OUT.json
 """
 from __future__ import annotations
 

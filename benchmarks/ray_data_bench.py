@@ -2,7 +2,7 @@
 (one actor per GPU, each on the Vulkan device whose UUID is its CUDA_VISIBLE_DEVICES GPU), over N
 images, batches of the bundle's --max-batch.
 
-    python benchmarks/ray_data_bench.py MODEL.tflite|BUNDLE [--gpus 1,2] [--images 20000]
+    python -m benchmarks.ray_data_bench MODEL.tflite|BUNDLE [--gpus 1,2] [--images 20000]
         [--max-batch 32] [--json FILE]
 
 The images are made by a first map_batches stage (copies of 64 random images: a stand-in for
@@ -12,15 +12,12 @@ Without GPUs in Ray (lavapipe), --gpus counts actors that share the CPU device.
 """
 import argparse
 import json
-import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpuc.serve import GpucPredictor  # noqa: E402
+from gpuc.serve import GpucPredictor
 
 
 def images(batch, shape, dtype):

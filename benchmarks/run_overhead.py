@@ -1,6 +1,6 @@
 """Where the host time of one run() goes (the part that is not GPU work).
 
-    python benchmarks/run_overhead.py BUNDLE [--runs 300] [--device N|NAME]
+    python -m benchmarks.run_overhead BUNDLE [--runs 300] [--device N|NAME]
 
 Prints medians (µs) of: a whole run() (passive and active wait), run_in_place, and the pieces of
 a run timed one by one on the same model -- input normalisation, the copy into mapped staging
@@ -12,11 +12,11 @@ import argparse
 
 import numpy as np
 
-from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+from benchmarks.timing import timed
 
 
 def med(fn, runs):
-    """Median µs of `runs` calls (harness.timed, no warm-up beyond its one untimed call)."""
+    """Median µs of `runs` calls (timing.timed, no warm-up beyond its one untimed call)."""
     return timed(fn, runs, warmup_s=0)["median_ms"] * 1e3
 
 

@@ -2,7 +2,7 @@
 (one image, .npy body) and waiting for its answer before the next; throughput and p50/p99 latency
 for each client count, with 1 replica and with 2 (one per GPU where Ray sees GPUs).
 
-    python benchmarks/serve_load.py MODEL.tflite|BUNDLE [--replicas 1,2] [--clients 1,8,32,128]
+    python -m benchmarks.serve_load MODEL.tflite|BUNDLE [--replicas 1,2] [--clients 1,8,32,128]
         [--seconds 20] [--max-batch 32] [--batch-wait-ms 5] [--via http|handle] [--procs 4] [--json FILE]
 
 A .tflite is compiled with --max-batch.  --via http: POSTs to the Serve proxy (aiohttp clients);
@@ -15,14 +15,11 @@ import asyncio
 import io
 import json
 import multiprocessing as mp
-import os
 import statistics
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _client_proc(args):

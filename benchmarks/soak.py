@@ -1,13 +1,14 @@
 """Soak: many inferences of one bundle; host RSS and device memory use at start and end.
 
-    python benchmarks/soak.py BUNDLE_OR_MODEL [--runs 10000] [--device N|NAME]
+    python -m benchmarks.soak BUNDLE_OR_MODEL [--runs 10000] [--device N|NAME]
 """
 import argparse
-import time
 
 import numpy as np
 
 import gpuc
+
+from benchmarks.timing import once
 
 
 def rss_kib() -> int:
@@ -43,11 +44,14 @@ def main():
     m = gpuc.load(bundle, device=a.device)
     xs = [np.random.default_rng(0).uniform(-1, 1, s.shape).astype(s.dtype) for s in m.inputs]
     m.run(xs)
-    r0, d0, t0 = rss_kib(), device_used_bytes(m.device), time.perf_counter()
-    first = m.run(xs)
-    for _ in range(a.runs - 1):
-        out = m.run(xs)
-    dt = time.perf_counter() - t0
+    r0, d0 = rss_kib(), device_used_bytes(m.device)
+
+    def soak():
+        first = m.run(xs)
+        for _ in range(a.runs - 1):
+            out = m.run(xs)
+        return first, out
+    (first, out), dt = once(soak)
     r1, d1 = rss_kib(), device_used_bytes(m.device)
     same = all(np.array_equal(x, y) for x, y in zip(first, out))
     print(f"device: {m.device.name}; {a.runs} runs in {dt:.1f} s ({a.runs / dt:.0f}/s); identical outputs: {same}")

@@ -1,6 +1,6 @@
 """Startup comparison for any model, on whatever Vulkan device this machine has.
 
-    python benchmarks/startup.py MODEL.tflite [--runs 50] [--repeat 3] [--device N|NAME] [--json OUT.json]
+    python -m benchmarks.startup MODEL.tflite [--runs 50] [--repeat 3] [--device N|NAME] [--json OUT.json]
 
 Every measured process is fresh (median of --repeat processes).  Rows:
 - `gpuc compile` as a command (the console script's code path, wall time of the whole process),
@@ -19,9 +19,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+from benchmarks.timing import once
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLI = "import sys; from gpuc.launch import main; sys.exit(main())"     # what the `gpuc` script runs
@@ -29,9 +30,7 @@ CLI = "import sys; from gpuc.launch import main; sys.exit(main())"     # what th
 
 def wall(argv, env=None) -> tuple:
     """(seconds, stdout) of one fresh process."""
-    t0 = time.perf_counter()
-    r = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
-    dt = time.perf_counter() - t0
+    r, dt = once(subprocess.run, argv, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if r.returncode:
         lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip() and not ln.startswith(("INFO:", "WARNING:"))]
         raise SystemExit(lines[-1][-160:] if lines else f"exit {r.returncode}")
@@ -140,7 +139,6 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     rows, bundle, env = compile_rows(os.path.abspath(a.model), tmp, a.repeat)
-    sys.path.insert(0, os.path.dirname(HERE))
     os.environ.update(env)
     from gpuc.bench import bench
     b = bench(bundle, a.runs, a.device)

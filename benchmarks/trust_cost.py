@@ -1,7 +1,7 @@
 """What the bundle checks and robust mode cost: run() time and load time of one model, for this tree
 (default and --robust) against another gpuc tree (a baseline checkout), in alternating processes.
 
-    python benchmarks/trust_cost.py MODEL.tflite [--baseline DIR] [--rounds 3] [--runs 2000] [--json OUT]
+    python -m benchmarks.trust_cost MODEL.tflite [--baseline DIR] [--rounds 3] [--runs 2000] [--json OUT]
 
 DIR is a checkout of an earlier gpuc whose package imports as `gpuc` with DIR on PYTHONPATH (its
 compiler/runtime/shaders linked into DIR/gpuc, as benchmarks/device_setup.sh does for this tree).

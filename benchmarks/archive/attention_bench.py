@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import gpuc  # noqa: E402
-from cuda_timing import cuda_us  # noqa: E402
+from benchmarks.timing import cuda_us  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.attention_models import attention_model, attention_ref  # noqa: E402
 

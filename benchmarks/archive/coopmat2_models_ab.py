@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from profile_models import one  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+from benchmarks.profile_models import one  # noqa: E402
 
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.ops import gemm_cm2

@@ -26,7 +26,7 @@ import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import gemm_cm2  # noqa: E402
 from gpuc.runtime.capabilities import missing  # noqa: E402
-from coopmat_sweep import fc_model, measure  # noqa: E402
+from benchmarks.archive.coopmat_sweep import fc_model, measure  # noqa: E402
 
 PLANS = ["coopmat", "128x128x32x256", "128x128x64x256", "128x256x32x256", "256x128x32x256", "256x256x32x256",
          "128x256x64x256", "256x128x64x256", "128x128x32x128", "128x128x16x256", "64x128x32x128", "256x256x64x256"]

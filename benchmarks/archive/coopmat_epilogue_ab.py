@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from profile_models import one  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+from benchmarks.profile_models import one  # noqa: E402
 
 from gpuc.compiler.ops import gemm_coopmat as cm
 

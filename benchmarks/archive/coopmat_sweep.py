@@ -24,7 +24,7 @@ import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
-from fc_bench import add_fc  # noqa: E402
+from benchmarks.fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 BIG = ["4x2x4x4x16x2", "2x4x4x4x16x2", "4x2x4x4x32x1", "2x2x4x4x32x2", "4x4x2x4x16x2", "4x4x4x2x16x2",

@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.builder import ModelBuilder  # noqa: E402
-from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+from benchmarks.timing import timed  # noqa: E402
 
 
 def rnd(shape, seed, lo=-0.5, hi=0.5):

@@ -29,7 +29,7 @@ from gpuc.compiler import compile_model, driver  # noqa: E402
 from gpuc.compiler.codegen import glsl  # noqa: E402
 from gpuc.compiler.ir import GPU  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
-from fc_bench import add_fc  # noqa: E402
+from benchmarks.fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 SHAPES = [(3136, 384, 96, 0), (3136, 96, 384, 1), (784, 768, 192, 0), (784, 192, 768, 1), (196, 1536, 384, 0),

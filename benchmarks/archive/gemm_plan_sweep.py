@@ -26,7 +26,7 @@ import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
-from fc_bench import add_fc  # noqa: E402
+from benchmarks.fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 SHAPES = [(3136, 384, 96), (3136, 96, 384), (784, 768, 192), (784, 192, 768), (196, 1536, 384),

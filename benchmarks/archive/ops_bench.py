@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import gpuc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.litert import make_interpreter  # noqa: E402
-from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+from benchmarks.timing import timed  # noqa: E402
 
 
 def one_op(op, ins, out_shape, out_dtype="float32", **opts):

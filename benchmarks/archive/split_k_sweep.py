@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import gpuc  # noqa: E402
 from gpuc.compiler.ops import gemm_split  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
-from fc_bench import add_fc  # noqa: E402
+from benchmarks.fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 # (M, N, K): ConvNeXt-T / Swin-T batch-1 FC layers (stages 2-4), ViT-ish 197 rows, and a classifier

@@ -12,7 +12,7 @@ import numpy as np
 
 import gpuc
 from gpuc.runtime import device as dev
-from harness import timed  # noqa: E402  (benchmarks/ is this script's sys.path[0])
+from benchmarks.timing import timed  # noqa: E402
 
 
 def med(fn, runs):

@@ -10,11 +10,8 @@ import pytest
 from helpers.models import block_model
 from helpers.repo import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import harness  # noqa: E402
-import ratios  # noqa: E402
-import torch_peer  # noqa: E402
-from torch_peer import Peer, peer_for  # noqa: E402
+from benchmarks import harness, ratios, torch_peer
+from benchmarks.torch_peer import Peer, peer_for
 
 SKELETONS = ["resnet50", "convnext_tiny", "swin_t", "efficientnet_b0", "mobilenet_v2"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from flatbuffers import flexbuffers
 
-from helpers.builder import ModelBuilder
+from .builder import ModelBuilder
 
 OP = "TFLite_Detection_PostProcess"
 DEFAULTS = dict(max_detections=10, max_classes_per_detection=1, detections_per_class=100, use_regular_nms=False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.builder import ModelBuilder
+from .builder import ModelBuilder
 
 
 def nms_model(n, v5=False, max_out=10, iou=0.5, thr=0.0, sigma=0.0, rt_max=False) -> bytes:
@@ -58,7 +58,7 @@ def topk_model(shape, k, dtype="float32", rt_k=False) -> bytes:
 
 def litert(model: bytes, inputs: list) -> list:
     """LiteRT's outputs (helpers.litert.run_litert feeds a 0-d input as [1]: np.ascontiguousarray)."""
-    from helpers.litert import make_interpreter
+    from .litert import make_interpreter
     it = make_interpreter(model)
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), inputs):

@@ -111,10 +111,7 @@ def test_litert_torch_shaped_llm_against_litert():
     """benchmarks/llm_bench.py's generated Qwen2-shaped model (prefill_N / decode signatures, KV cache by
     DYNAMIC_UPDATE_SLICE, composites, int8 FCs incl. the tied LM head): every signature on the GPU, the
     decode logits and greedy tokens as LiteRT's signature runners give them."""
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import llm_bench
+    from benchmarks import llm_bench
     cfg = llm_bench.CONFIGS["tiny"]
     w = llm_bench.make_weights(cfg, seed=3)
     r = llm_bench.check(cfg, w, llm_bench.write_tflite(cfg, w, [6], 16), 6, 16, steps=3)

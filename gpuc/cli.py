@@ -17,7 +17,7 @@ import click
 
 from gpuc import __version__, progress, require_compiler
 from gpuc.errors import GpucError
-from gpuc.launch import COMPILE_OPTIONS, compile_summary
+from gpuc.compile_flags import COMPILE_OPTIONS, compile_summary
 
 
 def _fail(msg: str, code: int):
@@ -54,7 +54,7 @@ def main():
 
 
 def _click_options(options):
-    """click options from gpuc.launch's declarations (one definition for the CLI and the launcher's
+    """click options from gpuc.compile_flags' declarations (one definition for the CLI and the launcher's
     fast path, which must not import click)."""
     def decorate(fn):
         for o in reversed(options):

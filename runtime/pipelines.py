@@ -5,11 +5,18 @@ Creation is split over a few threads (runtime/overlap.py): a driver that compile
 miss (NVIDIA, lavapipe) then uses several cores, and the calls share one VkPipelineCache, which
 Vulkan synchronizes internally.  Shaders are dealt to the threads largest first so the threads
 finish together; the pipelines come back in shader order.
+
+While a progress reporter is on (gpuc/progress.py: the CLI on a terminal) and the pipeline cache
+cannot serve them, the threads create their pipelines a few at a time and count them: "compiling
+pipelines N/M" instead of a silent wait on a first run.
 """
 from __future__ import annotations
 
+import threading
+
 import vulkan as vk
 
+from gpuc import progress
 from gpuc.errors import BundleError
 from gpuc.runtime import spirv
 from gpuc.runtime.device import _vk_call
@@ -52,8 +59,11 @@ class Pipelines:
         cache = PipelineCache(device, bundle.checksum or bundle.fingerprint or "nokey")
         try:
             if infos:
+                shown = progress.active() and cache.status != "hit"
                 try:
-                    pipes = _create(dev, cache.handle or vk.VK_NULL_HANDLE, infos, [len(s.spirv) for s in bundle.shaders])
+                    with progress.counter("compiling pipelines", len(infos) if shown else 0) as bar:
+                        pipes = _create(dev, cache.handle or vk.VK_NULL_HANDLE, infos, [len(s.spirv) for s in bundle.shaders],
+                                        _Counting(bar) if shown else None)
                 except vk.VkError:                 # which shader: each alone, the culprit named
                     for j in range(len(infos)):
                         for p in _refused_as_bundle_error(j, bundle.shaders[j], _create_group, dev,
@@ -108,21 +118,48 @@ def deal(sizes: list, n: int) -> list:
     return [sorted(g) for g in groups if g]
 
 
-def _create_group(dev, cache, infos, idx):
-    group = [infos[i] for i in idx]
-    return _vk_call("creating compute pipelines", vk.vkCreateComputePipelines, dev, cache, len(group), group, None)
+COUNTED_CHUNK = 2           # pipelines per vkCreateComputePipelines call while they are counted
 
 
-def _create(dev, cache, infos, sizes) -> list:
+class _Counting:
+    """A progress counter advanced from several threads."""
+
+    def __init__(self, bar):
+        self._bar, self._lock = bar, threading.Lock()
+
+    def advance(self, n: int) -> None:
+        with self._lock:
+            self._bar.advance(n)
+
+
+def _create_group(dev, cache, infos, idx, counting=None):
+    """The pipelines of infos[i] for i in idx, in one call, or COUNTED_CHUNK at a time, counted."""
+    if counting is None:
+        group = [infos[i] for i in idx]
+        return _vk_call("creating compute pipelines", vk.vkCreateComputePipelines, dev, cache, len(group), group, None)
+    made = []
+    try:
+        for k in range(0, len(idx), COUNTED_CHUNK):
+            made += _create_group(dev, cache, infos, idx[k:k + COUNTED_CHUNK])
+            counting.advance(min(COUNTED_CHUNK, len(idx) - k))
+    except BaseException:
+        for p in made:
+            vk.vkDestroyPipeline(dev, p, None)
+        raise
+    return made
+
+
+def _create(dev, cache, infos, sizes, counting=None) -> list:
     """vkCreateComputePipelines over threads_for(len(infos)) threads; pipelines in `infos` order.
-    If any group fails, the pipelines the others made are destroyed and the first error is raised."""
+    If any group fails, the pipelines the others made are destroyed and the first error is raised.
+    `counting`: advanced as pipelines are made (see _create_group)."""
     groups = deal(sizes, threads_for(len(infos)))
     if len(groups) == 1:
-        return list(_create_group(dev, cache, infos, groups[0]))
+        return list(_create_group(dev, cache, infos, groups[0], counting))
     jobs, made, error = [], {}, None
     try:
         for idx in groups:
-            jobs.append(Background(_create_group, dev, cache, infos, idx, name="gpuc-pipelines"))
+            jobs.append(Background(_create_group, dev, cache, infos, idx, counting, name="gpuc-pipelines"))
     except BaseException as e:              # noqa: BLE001 - e.g. no thread could start: after the joins
         error = e
     for idx, job in zip(groups, jobs):      # every started job is waited for, even after an error

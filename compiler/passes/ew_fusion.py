@@ -27,6 +27,7 @@ from gpuc.compiler.ew_table import TABLE
 from gpuc.compiler.ops.ew_fused import MAX_INPUTS, OPS, arity
 from gpuc.compiler.ops.math import params
 from gpuc.compiler.ops.util import act_code
+from gpuc.compiler.passes.pattern import Op, Val, rewrite, scalar
 
 FUSED_OP = "FUSED_ELEMENTWISE"
 
@@ -117,13 +118,10 @@ def _groups(graph: Graph) -> list[list[Node]]:
 
 
 def _inline_const(graph: Graph, tid: int) -> bool:
-    t = graph.t(tid)
-    if not t.is_const or t.size != 1 or t.dtype != "float32":
+    v = scalar(graph, tid, "float32")
+    if v is None or not np.isfinite(np.float32(v)):
         return False
-    v = np.float32(np.asarray(t.data).reshape(-1)[0])
-    if not np.isfinite(v):
-        return False
-    return graph.fp32_pinned is None or np.float32(np.float16(v)) == v
+    return graph.fp32_pinned is None or np.float32(np.float16(v)) == np.float32(v)
 
 
 def _external(graph: Graph, members: list[Node]) -> list[int]:
@@ -184,38 +182,44 @@ def fuse_reduce_prologue(graph: Graph) -> None:
     fused chain (fuse_elementwise) used only there: one FUSED_REDUCE dispatch computes the chain per
     reduced element (reduce.comp PROLOGUE), e.g. SQUARED_DIFFERENCE + MEAN (a variance), SQUARE + SUM.
     The reduced tensor is never stored; its value is rounded as its store did (fake quant, fp16)."""
-    users, prod = graph.consumers(), graph.producers()
-    viewed = {graph.storage(v) for v in graph.aliases} | set(graph.aliases)
-    for r in list(graph.nodes):
-        if r.op not in REDUCE_OPS or len(r.inputs) != 2 or len(r.outputs) != 1 or min(r.inputs) < 0:
-            continue
-        xt = r.inputs[0]
-        p = prod.get(xt)
-        if p is None or xt in graph.outputs or xt in viewed or [id(u) for u in users.get(xt, [])] != [id(r)] \
-                or graph.t(xt).dtype != "float32" or graph.t(r.outputs[0]).dtype != "float32" \
-                or ops.unsupported_reason(r, graph) is not None:
-            continue
-        if p.op == FUSED_OP:
-            steps, ext, names = copy.deepcopy(p.attrs["steps"]), list(p.inputs), list(p.attrs["fused"])
-        elif _fusible(graph, p) and p.op != "CAST":
-            ext = _external(graph, [p])
-            if not ext:
-                continue
-            steps = [dict(_step(p), args=[("x", ext.index(i)) if i in ext else
-                                          ("c", float(np.asarray(graph.t(i).data).reshape(-1)[0])) for i in p.inputs])]
-            names = [p.op]
-        else:
-            continue
-        if any(graph.t(i).dtype != "float32" for i in ext):
-            continue
-        steps[-1]["fq"] = graph.t(xt).fake_quant
-        steps[-1]["r16"] = _stored_fp16(graph, xt, p, r)
-        fused = Node("FUSED_REDUCE", ext + [r.inputs[1]], list(r.outputs),
-                     attrs=dict(r.attrs, steps=steps, reduce=r.op, x=xt, fused=names + [r.op]), index=r.index)
-        if ops.unsupported_reason(fused, graph) is not None:
-            continue
-        if graph.fp32_pinned is not None and p.op != FUSED_OP and not supports_storage16(template_of(p)):
-            graph.fp32_pinned.update(graph.storage(t) for t in ext)     # they stayed fp32 unfused
-        graph.nodes[graph.nodes.index(r)] = fused
-        graph.nodes.remove(p)
-        users, prod = graph.consumers(), graph.producers()
+    rewrite(graph, [(REDUCE_PROLOGUE, _reduce_prologue)], variables=False)
+
+
+def _prologue_fits(m, match) -> bool:
+    g, r = m.g, match["r"]
+    xt = r.inputs[0]
+    viewed = {g.storage(v) for v in g.aliases} | set(g.aliases)
+    return xt not in viewed and g.t(xt).dtype == "float32" and g.t(r.outputs[0]).dtype == "float32" \
+        and ops.unsupported_reason(r, g) is None
+
+
+REDUCE_PROLOGUE = Op(REDUCE_OPS, Op(None, any_inputs=True, name="p", uses=1), Val(), name="r", check=_prologue_fits,
+                     where=lambda m, n: len(n.outputs) == 1)
+
+
+def _reduce_prologue(graph: Graph, match):
+    r, p = match["r"], match["p"]
+    xt = r.inputs[0]
+    if p.op == FUSED_OP:
+        steps, ext, names = copy.deepcopy(p.attrs["steps"]), list(p.inputs), list(p.attrs["fused"])
+    elif _fusible(graph, p) and p.op != "CAST":
+        ext = _external(graph, [p])
+        if not ext:
+            return False
+        steps = [dict(_step(p), args=[("x", ext.index(i)) if i in ext else
+                                      ("c", float(np.asarray(graph.t(i).data).reshape(-1)[0])) for i in p.inputs])]
+        names = [p.op]
+    else:
+        return False
+    if any(graph.t(i).dtype != "float32" for i in ext):
+        return False
+    steps[-1]["fq"] = graph.t(xt).fake_quant
+    steps[-1]["r16"] = _stored_fp16(graph, xt, p, r)
+    fused = Node("FUSED_REDUCE", ext + [r.inputs[1]], list(r.outputs),
+                 attrs=dict(r.attrs, steps=steps, reduce=r.op, x=xt, fused=names + [r.op]), index=r.index)
+    if ops.unsupported_reason(fused, graph) is not None:
+        return False
+    if graph.fp32_pinned is not None and p.op != FUSED_OP and not supports_storage16(template_of(p)):
+        graph.fp32_pinned.update(graph.storage(t) for t in ext)     # they stayed fp32 unfused
+    graph.nodes[graph.nodes.index(r)] = fused
+    graph.nodes.remove(p)

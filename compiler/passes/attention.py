@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.passes.pattern import (Matcher, NoMatch, Op, act_free, ints, plain_f32, replace_nodes, rewrite,
+                                           scalar)
 
 ATTN_OP = "ATTENTION"
 VIEWS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -36,24 +38,13 @@ MAX_TERMS = 8                # batch index terms of one operand's view
 MAX_DV = 512                 # value width the kernel's registers hold (ops/attention.py)
 
 
-class _NoMatch(Exception):
-    pass
-
-
 def _f32(t) -> bool:
-    return t.dtype == "float32" and t.quant is None and t.fake_quant is None and not t.is_variable
-
-
-def _act_free(node: Node) -> bool:
-    return node.attrs.get("fused_activation_function", 0) in (0, None, "NONE")
+    return plain_f32(t, variables=False)
 
 
 def _scalar(graph: Graph, tid: int):
     """The value of a float32 constant of one element, else None."""
-    t = graph.t(tid)
-    if not t.is_const or t.size != 1 or t.dtype != "float32":
-        return None
-    return float(np.asarray(t.data, np.float32).reshape(-1)[0])
+    return scalar(graph, tid, "float32")
 
 
 # --- strided views ---------------------------------------------------------------------------------
@@ -79,7 +70,7 @@ class _View:
         if start == 0 and count == full and step == 1:
             return
         if step < 1 or count < 1 or start < 0 or start + (count - 1) * step >= full:
-            raise _NoMatch
+            raise NoMatch
         t = self.stride(axis)
         self.off += start * t
         self.dims[axis] = [(count, t * step)] if count > 1 else []
@@ -91,11 +82,11 @@ class _View:
             n, dim, got = int(n), [], 1
             while got < n:
                 if not atoms:
-                    raise _NoMatch
+                    raise NoMatch
                 s, t = atoms[0]
                 need = n // got
                 if n % got:
-                    raise _NoMatch
+                    raise NoMatch
                 if s <= need and need % s == 0:
                     dim.append(atoms.pop(0))
                     got *= s
@@ -104,20 +95,20 @@ class _View:
                     atoms[0] = (s // need, t)
                     got *= need
                 else:
-                    raise _NoMatch
+                    raise NoMatch
             dims.append(dim)
         if atoms:
-            raise _NoMatch
+            raise NoMatch
         self.dims = dims
 
     def stride(self, axis):
-        """The one stride of a dim (its atoms merged), 0 for a dim of size 1; _NoMatch if not strided."""
+        """The one stride of a dim (its atoms merged), 0 for a dim of size 1; NoMatch if not strided."""
         atoms = self.dims[axis]
         if not atoms:
             return 0
         for (s0, t0), (s1, t1) in zip(atoms, atoms[1:]):
             if t0 != s1 * t1:
-                raise _NoMatch
+                raise NoMatch
         return atoms[-1][1]
 
     def batch_terms(self, batch_shape):
@@ -126,14 +117,14 @@ class _View:
         mine = self.dims[:-2]
         if len(mine) > len(batch_shape):
             if any(self.dims[i] for i in range(len(mine) - len(batch_shape))):
-                raise _NoMatch
+                raise NoMatch
             mine = mine[len(mine) - len(batch_shape):]
         mine = [[]] * (len(batch_shape) - len(mine)) + list(mine)
         terms, p = [], 1
         for atoms, n in zip(reversed(mine), reversed(batch_shape)):
             size = int(np.prod([s for s, _ in atoms], dtype=np.int64)) if atoms else 1
             if size not in (1, n):
-                raise _NoMatch
+                raise NoMatch
             inner = 1
             for s, t in reversed(atoms if size == n else []):
                 terms.append((p * inner, s, t))
@@ -147,7 +138,7 @@ class _View:
             else:
                 merged.append((d, m, t))
         if len(merged) > MAX_TERMS:
-            raise _NoMatch
+            raise NoMatch
         return merged
 
 
@@ -156,11 +147,11 @@ def _bias_terms(bshape, shape):
     `bshape` broadcast to `shape` (its last axis is the key axis)."""
     if len(bshape) > len(shape):
         if any(d != 1 for d in bshape[:len(bshape) - len(shape)]):
-            raise _NoMatch
+            raise NoMatch
         bshape = bshape[len(bshape) - len(shape):]
     bs = [1] * (len(shape) - len(bshape)) + [int(d) for d in bshape]
     if any(b not in (1, s) for b, s in zip(bs, shape)):
-        raise _NoMatch
+        raise NoMatch
     st, acc = [], 1
     for d in reversed(bs):
         st.append(acc)
@@ -175,17 +166,6 @@ def _bias_terms(bshape, shape):
 
 
 # --- matching --------------------------------------------------------------------------------------
-class _Ctx:
-    def __init__(self, graph: Graph):
-        self.g = graph
-        self.users = graph.consumers()
-        self.prod = graph.producers()
-        self.outs = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}
-
-    def single_use(self, tid: int) -> bool:
-        return tid not in self.outs and len(self.users.get(tid, [])) == 1
-
-
 def _data_input(g: Graph, node: Node) -> int:
     """The tensor input of an operand-chain node (a MUL's scalar may come first, SPLIT's axis does)."""
     if node.op == "MUL" and _scalar(g, node.inputs[0]) is not None and _scalar(g, node.inputs[1]) is None:
@@ -196,10 +176,10 @@ def _data_input(g: Graph, node: Node) -> int:
 
 
 def _ints(g: Graph, tid: int):
-    t = g.t(tid)
-    if not t.is_const or np.asarray(t.data).dtype.kind not in "iu":
-        raise _NoMatch
-    return [int(x) for x in np.asarray(t.data).reshape(-1)]
+    v = ints(g, tid)
+    if v is None:
+        raise NoMatch
+    return v
 
 
 def _const_inputs(g: Graph, node: Node) -> bool:
@@ -214,12 +194,12 @@ def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
     if op == "TRANSPOSE":
         perm = [p % r if r else 0 for p in _ints(g, node.inputs[1])]
         if sorted(perm) != list(range(r)):
-            raise _NoMatch
+            raise NoMatch
         v.transpose(perm)
     elif op == "SLICE":
         begin, size = _ints(g, node.inputs[1]), _ints(g, node.inputs[2])
         if len(begin) != r or len(size) != r:
-            raise _NoMatch
+            raise NoMatch
         for a, (b0, n) in enumerate(zip(begin, size)):
             v.select(a, b0, x.shape[a] - b0 if n == -1 else n)
     elif op == "STRIDED_SLICE":
@@ -231,9 +211,9 @@ def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
                                              "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
                                              "shrink_axis_mask")), bool(at.get("offset", False)))
         except ValueError:
-            raise _NoMatch from None
+            raise NoMatch from None
         if any(d is not None and d != i - sum(p[0] is None for p in plan[:i]) for i, (d, *_r) in enumerate(plan)):
-            raise _NoMatch
+            raise NoMatch
         for d, start, count, step in plan:
             if d is not None:
                 v.select(d, start, count, step)
@@ -255,13 +235,13 @@ def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
         c = _scalar(g, node.inputs[1])
         steps.append((op, c if c is not None else _scalar(g, node.inputs[0])))
     if [int(np.prod([s for s, _ in d], dtype=np.int64)) if d else 1 for d in v.dims] != [int(d) for d in y.shape]:
-        raise _NoMatch
+        raise NoMatch
 
 
 MOVES = VIEWS + ("TRANSPOSE", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK")
 
 
-def _operand(ctx: _Ctx, tid: int, row_axis: int, col_axis: int, batch_shape):
+def _operand(ctx: Matcher, tid: int, row_axis: int, col_axis: int, batch_shape):
     """How the kernel reads matmul operand `tid`: dict(src, off, terms, sr, sc, steps) and the nodes
     read through.  Follows the longest chain of data movement (views, TRANSPOSE, slices and splits
     with constant parameters) and multiplications / divisions by a scalar constant ending in `tid`
@@ -274,7 +254,7 @@ def _operand(ctx: _Ctx, tid: int, row_axis: int, col_axis: int, batch_shape):
             break
         if p.op in MOVES and _const_inputs(g, p):
             pass
-        elif p.op in ("MUL", "DIV") and len(p.inputs) == 2 and _act_free(p) \
+        elif p.op in ("MUL", "DIV") and len(p.inputs) == 2 and act_free(p) \
                 and g.t(_data_input(g, p)).shape == g.t(cur).shape \
                 and _scalar(g, p.inputs[1] if _data_input(g, p) == p.inputs[0] else p.inputs[0]) is not None \
                 and (p.op == "MUL" or _data_input(g, p) == p.inputs[0]):
@@ -294,12 +274,12 @@ def _operand(ctx: _Ctx, tid: int, row_axis: int, col_axis: int, batch_shape):
             r = len(v.dims)
             return dict(src=src, off=v.off, terms=v.batch_terms(batch_shape), sr=v.stride(row_axis % r),
                         sc=v.stride(col_axis % r), steps=steps), [n for n, _ in links]
-        except _NoMatch:
+        except NoMatch:
             continue
-    raise _NoMatch
+    raise NoMatch
 
 
-def _output(ctx: _Ctx, y: int, batch_shape):
+def _output(ctx: Matcher, y: int, batch_shape):
     """Where the kernel writes: the tensor made from `y` by single-use RESHAPE / TRANSPOSE (a head
     merge), as dict(dst, terms, sr, sc) with the nodes written through, the longest chain that gives a
     strided view; `y` itself when none."""
@@ -322,39 +302,39 @@ def _output(ctx: _Ctx, y: int, batch_shape):
                     r = len(x.shape)
                     perm = [p % r if r else 0 for p in _ints(g, node.inputs[1])]
                     if sorted(perm) != list(range(r)):
-                        raise _NoMatch
+                        raise NoMatch
                     inv = [perm.index(i) for i in range(r)]
                     v.transpose(inv)
                 else:
                     v.reshape(x.shape)
                 if [int(np.prod([s for s, _ in d], dtype=np.int64)) if d else 1 for d in v.dims] \
                         != [int(d) for d in x.shape]:
-                    raise _NoMatch
+                    raise NoMatch
             r = len(v.dims)
             return dict(dst=dst, terms=v.batch_terms(batch_shape), sr=v.stride(r - 2), sc=v.stride(r - 1)), nodes
-        except _NoMatch:
+        except NoMatch:
             continue
-    raise _NoMatch
+    raise NoMatch
 
 
-def _score_chain(ctx: _Ctx, cur: int, m: int):
+def _score_chain(ctx: Matcher, cur: int, m: int):
     """Walk back from the softmax input to the first BATCH_MATMUL: (matmul node, steps in order, nodes)."""
     g = ctx.g
     if not ctx.single_use(cur) or cur not in ctx.prod or not _f32(g.t(cur)):
-        raise _NoMatch
+        raise NoMatch
     p, out = ctx.prod[cur], g.t(cur)
     if len(p.outputs) != 1:
-        raise _NoMatch
+        raise NoMatch
     if p.op == "BATCH_MATMUL":
         return p, [], []
     if p.op in VIEWS:
         if not out.shape or out.shape[-1] != m or g.t(p.inputs[0]).shape[-1:] != (m,):
-            raise _NoMatch
+            raise NoMatch
         mm, steps, nodes = _score_chain(ctx, p.inputs[0], m)
         return mm, steps, nodes + [p]
-    if p.op not in ("MUL", "DIV", "ADD", "SUB") or len(p.inputs) != 2 or not _act_free(p) \
+    if p.op not in ("MUL", "DIV", "ADD", "SUB") or len(p.inputs) != 2 or not act_free(p) \
             or any(i < 0 for i in p.inputs):
-        raise _NoMatch
+        raise NoMatch
     a, b = p.inputs
     for chain_in, other in ([(a, b)] if p.op in ("DIV", "SUB") else [(a, b), (b, a)]):
         if g.t(chain_in).size != out.size or other == chain_in:      # the chain side never broadcasts
@@ -370,15 +350,15 @@ def _score_chain(ctx: _Ctx, cur: int, m: int):
                 continue
             try:
                 terms, sj = _bias_terms(bt.shape, out.shape)
-            except _NoMatch:
+            except NoMatch:
                 continue
             step = (p.op, other, terms, sj)
         try:
             mm, steps, nodes = _score_chain(ctx, chain_in, m)
-        except _NoMatch:
+        except NoMatch:
             continue
         return mm, steps + [step], nodes + [p]
-    raise _NoMatch
+    raise NoMatch
 
 
 # Measured on the H100 (benchmarks/results/attention-h100-2026-11-24.md, GPU us of one attention, fused vs
@@ -393,24 +373,23 @@ def worthwhile(keys: int, head_dim: int) -> bool:
     return keys < LONG_KEYS or head_dim <= WIDE_HEAD
 
 
-def _match(graph: Graph, sm: Node):
-    ctx = _Ctx(graph)
-    g = graph
+def _match(ctx: Matcher, sm: Node):
+    g = graph = ctx.g
     if len(sm.inputs) != 1 or len(sm.outputs) != 1:
-        raise _NoMatch
+        raise NoMatch
     x, p_t = g.t(sm.inputs[0]), g.t(sm.outputs[0])
     if not x.shape or not _f32(x) or not _f32(p_t) or x.shape != p_t.shape:
-        raise _NoMatch
+        raise NoMatch
     beta = float(sm.attrs.get("beta", 1.0))
     if not (np.isfinite(beta) and beta > 0):
-        raise _NoMatch
+        raise NoMatch
     m = int(x.shape[-1])
     mm1, steps, score_nodes = _score_chain(ctx, sm.inputs[0], m)
     # forward: views to the second product
     cur, p_nodes = sm.outputs[0], []
     while True:
         if not ctx.single_use(cur):
-            raise _NoMatch
+            raise NoMatch
         u = ctx.users[cur][0]
         if u.op in VIEWS and len(u.outputs) == 1 and g.t(u.outputs[0]).shape[-1:] == (m,) \
                 and _f32(g.t(u.outputs[0])):
@@ -420,46 +399,46 @@ def _match(graph: Graph, sm: Node):
         if u.op == "BATCH_MATMUL" and len(u.inputs) == 2 and u.inputs[0] == cur and u.inputs[1] != cur:
             mm2 = u
             break
-        raise _NoMatch
+        raise NoMatch
     for mm in (mm1, mm2):
         if any(i < 0 for i in mm.inputs) or any(not _f32(g.t(t)) and not (g.t(t).is_const and g.t(t).dtype == "float32"
                                                                          and g.t(t).quant is None)
                                                for t in list(mm.inputs) + list(mm.outputs)):
-            raise _NoMatch
+            raise NoMatch
     if mm2.attrs.get("adj_x", False):
-        raise _NoMatch
+        raise NoMatch
     s_t, y = g.t(mm1.outputs[0]), g.t(mm2.outputs[0])
     if len(s_t.shape) < 2 or s_t.shape[-1] != m:
-        raise _NoMatch
+        raise NoMatch
     n = int(s_t.shape[-2])
     pm = g.t(mm2.inputs[0])
     if len(pm.shape) < 2 or pm.shape[-2] != n or pm.shape[-1] != m or len(y.shape) < 2 or y.shape[-2] != n:
-        raise _NoMatch
+        raise NoMatch
     batch1, batch2 = [int(d) for d in s_t.shape[:-2]], [int(d) for d in y.shape[:-2]]
     nb = int(np.prod(batch1, dtype=np.int64))
     if nb != int(np.prod(batch2, dtype=np.int64)) or nb != int(np.prod(pm.shape[:-2], dtype=np.int64)) \
             or nb * n == 0:
-        raise _NoMatch
+        raise NoMatch
     qa, ka = g.t(mm1.inputs[0]), g.t(mm1.inputs[1])
     adj_x, adj_y = bool(mm1.attrs.get("adj_x", False)), bool(mm1.attrs.get("adj_y", False))
     d = int(qa.shape[-2] if adj_x else qa.shape[-1])
     if (ka.shape[-1] if adj_y else ka.shape[-2]) != d or (ka.shape[-2] if adj_y else ka.shape[-1]) != m \
             or (qa.shape[-1] if adj_x else qa.shape[-2]) != n or d < 1:
-        raise _NoMatch
+        raise NoMatch
     if not worthwhile(m, d):
-        raise _NoMatch
+        raise NoMatch
     va = g.t(mm2.inputs[1])
     adj_v = bool(mm2.attrs.get("adj_y", False))
     dv = int(va.shape[-2] if adj_v else va.shape[-1])
     if (va.shape[-1] if adj_v else va.shape[-2]) != m or y.shape[-1] != dv or not 1 <= dv <= MAX_DV:
-        raise _NoMatch
+        raise NoMatch
     q, q_nodes = _operand(ctx, mm1.inputs[0], -1 if adj_x else -2, -2 if adj_x else -1, batch1)
     k, k_nodes = _operand(ctx, mm1.inputs[1], -2 if adj_y else -1, -1 if adj_y else -2, batch1)
     v, v_nodes = _operand(ctx, mm2.inputs[1], -1 if adj_v else -2, -2 if adj_v else -1, batch2)
     o, o_nodes = _output(ctx, mm2.outputs[0], batch2)
     biases = [s[1] for s in steps if s[0] in ("ADD", "SUB")]
     if len(biases) > MAX_BIAS:
-        raise _NoMatch
+        raise NoMatch
     read = []
     for ns in (q_nodes, k_nodes, v_nodes):
         read += [nd for nd in ns if all(nd is not a for a in read)]
@@ -470,29 +449,28 @@ def _match(graph: Graph, sm: Node):
 
 def fuse_attention(graph: Graph) -> None:
     """Replace each attention chain by one ATTENTION node (module docstring)."""
-    for sm in list(graph.nodes):
-        if sm.op != "SOFTMAX" or all(n is not sm for n in graph.nodes):
-            continue
-        try:
-            plan = _match(graph, sm)
-        except _NoMatch:
-            continue
-        steps, bi = [], 0
-        for s in plan["steps"]:
-            if s[0] in ("ADD", "SUB"):
-                steps.append(dict(op=s[0], bias=bi, terms=s[2], sj=s[3]))
-                bi += 1
-            else:
-                steps.append(dict(op=s[0], value=s[1]))
-        attrs = dict(n=plan["n"], m=plan["m"], d=plan["d"], dv=plan["dv"], batch=plan["batch"], beta=plan["beta"],
-                     steps=steps, fused=[nd.op for nd in graph.nodes if any(nd is a for a in plan["nodes"])])
-        for name in ("q", "k", "v", "o"):
-            o = plan[name]
-            attrs[name] = dict(off=o.get("off", 0), terms=o["terms"], sr=o["sr"], sc=o["sc"], steps=o.get("steps", []))
-        fused = Node(ATTN_OP, [plan["q"]["src"], plan["k"]["src"], plan["v"]["src"], *plan["biases"]],
-                     [plan["o"]["dst"]], attrs=attrs, index=plan["at"].index)
-        graph.nodes[next(i for i, nd in enumerate(graph.nodes) if nd is plan["at"])] = fused
-        gone = {id(nd) for nd in plan["nodes"] if nd is not plan["at"]}
-        graph.nodes = [nd for nd in graph.nodes if id(nd) not in gone]
-        graph.remove_unread(plan["read"])
+    rewrite(graph, [(Op("SOFTMAX", any_inputs=True, name="sm"), _fuse)])
+
+
+def _fuse(graph: Graph, match):
+    try:
+        plan = _match(match.matcher, match["sm"])
+    except NoMatch:
+        return False
+    steps, bi = [], 0
+    for s in plan["steps"]:
+        if s[0] in ("ADD", "SUB"):
+            steps.append(dict(op=s[0], bias=bi, terms=s[2], sj=s[3]))
+            bi += 1
+        else:
+            steps.append(dict(op=s[0], value=s[1]))
+    attrs = dict(n=plan["n"], m=plan["m"], d=plan["d"], dv=plan["dv"], batch=plan["batch"], beta=plan["beta"],
+                 steps=steps, fused=[nd.op for nd in graph.nodes if any(nd is a for a in plan["nodes"])])
+    for name in ("q", "k", "v", "o"):
+        o = plan[name]
+        attrs[name] = dict(off=o.get("off", 0), terms=o["terms"], sr=o["sr"], sc=o["sc"], steps=o.get("steps", []))
+    fused = Node(ATTN_OP, [plan["q"]["src"], plan["k"]["src"], plan["v"]["src"], *plan["biases"]],
+                 [plan["o"]["dst"]], attrs=attrs, index=plan["at"].index)
+    replace_nodes(graph, plan["at"], fused, plan["nodes"])
+    graph.remove_unread(plan["read"])
 

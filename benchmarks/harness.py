@@ -9,7 +9,7 @@ Every system runs the same models on the same inputs in this one process tree (L
 a child process per model, so its lingering device does not share the GPU with later rows; torch
 after every gpuc row); times are median/p90/min of `runs` calls, plus load time; max_rel_err is
 max|out - ref| / max|ref| against LiteRT CPU (plain builtin kernels) on the same input.
-Writes benchmarks/results/<device>-<date>.json (or --json FILE): a list of rows
+Writes benchmarks/results/<device>-<date>-harness.json (or --json FILE; benchmarks/README.md): a list of rows
 {system, model, device, batch, median_ms, p90_ms, min_ms, load_ms, max_rel_err[, note]}.
 
 gpuc rows (also images_per_s = batch / median, and gpu_ms, gpuc's own GPU timestamps):
@@ -258,7 +258,7 @@ def main(argv=None):
     ap.add_argument("--device")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--out", default=str(HERE / "results"))
-    ap.add_argument("--json", help="write the rows here (default: OUT/<device>-<date>.json)")
+    ap.add_argument("--json", help="write the rows here (default: OUT/<device>-<date>-harness.json)")
     ap.add_argument("--batch", default="1", help="batch sizes, e.g. 1,8,32 (gpuc above 1: one --max-batch bundle "
                     "of the largest; the torch peer runs every batch)")
     ap.add_argument("--precision", default="fp32", help="gpuc precisions, e.g. fp32,fp16 (rows gpuc-fp32, gpuc-fp16)")
@@ -370,7 +370,7 @@ def main(argv=None):
     else:
         os.makedirs(a.out, exist_ok=True)
         slug = re.sub(r"[^A-Za-z0-9]+", "-", device).strip("-").lower()
-        out = Path(a.out) / f"{slug}-{datetime.date.today().isoformat()}.json"
+        out = Path(a.out) / f"{slug}-{datetime.date.today().isoformat()}-harness.json"
     out.write_text(json.dumps(rows, indent=1))
     print(f"wrote {out}")
 

@@ -34,7 +34,7 @@ def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | 
     """(RQ, CK, CV, DC, VK, SKV_SIZE) for attention.comp, or None when no tiling fits.  BQ = 16 * RQ
     query rows and BK = 8 * CK keys per tile; CV value columns per invocation; Q and K are staged DC
     channels at a time (all of D at once, Q loaded once, where it fits); V VK keys at a time.
-    `rq` / `ck` force those (benchmarks/attention_plan_ab.py)."""
+    `rq` / `ck` force those (benchmarks/archive/attention_plan_ab.py)."""
     cv = -(-dv // TX)
     if cv > MAX_ACC:
         return None

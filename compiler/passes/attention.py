@@ -361,7 +361,7 @@ def _score_chain(ctx: Matcher, cur: int, m: int):
     raise NoMatch
 
 
-# Measured on the H100 (benchmarks/results/attention-h100-2026-11-24.md, GPU us of one attention, fused vs
+# Measured on the H100 (benchmarks/archive/results/attention-h100-2026-11-24.md, GPU us of one attention, fused vs
 # unfused): 49 keys x head dim 32 3.7x faster, 197 x 64 1.35x, 1500 x 64 1.0x, but 577 x 80 0.77x and
 # 1024 x 128 0.40x: with long key sequences and wide heads, the kernel (K/V tiles of 32 keys, no tensor
 # cores) loses to the two tiled products.  Those stay unfused until it has double-buffered tiles.

@@ -1,5 +1,5 @@
 """Tiny attention models (BATCH_MATMUL, scale, mask ADDs, SOFTMAX, BATCH_MATMUL) in the forms converters
-emit, for tests/compiler/test_attention_fusion.py and benchmarks/attention_bench.py."""
+emit, for tests/compiler/test_attention_fusion.py and benchmarks/archive/attention_bench.py."""
 from __future__ import annotations
 
 import numpy as np

@@ -142,7 +142,7 @@ def emit_program(program: list, index: dict, dtypes: dict, items: int = 1, unbat
                     continue
                 out.variants.append(B.Variant(len(out.dispatches) - 1, shader_of(vk, v.name),
                                               _groups(vk, out.variant_grids), v.requires,
-                                              v.name, vk.item_unit() if per_item else 0))
+                                              v.name, vk.item_unit() if per_item else 0, v.measured))
     for j, target in jumps:
         steps[j].target = label_at[id(target)]
     with progress.counter("compiling shaders", len(pending)) as bar:

@@ -61,6 +61,7 @@ class Dispatch:
     bindings: list
     groups: tuple
     push_constants: bytes = b""
+    measured: bool = False        # a candidate only: taken where tuning measures it faster (runtime/tuning.py)
     label: str = ""
     flops: int = 0                # arithmetic work estimate, for `gpuc profile`
     item_inner: int = 0           # batch-native: the grid's item-major unit (0: whole grid for any b)
@@ -202,7 +203,7 @@ def write_bundle(b: Bundle) -> bytes:
                   for s in b.steps] or None,
         "variants": [{"dispatch": v.dispatch, "shader": v.shader, "groups": list(v.groups),
                       "requires": json.dumps(v.requires, sort_keys=True), "name": v.name or None,
-                      "item_inner": v.item_inner}
+                      "item_inner": v.item_inner, "measured": v.measured or None}
                      for v in b.variants] or None,
         "checks": [{"status": c.status, "word": c.word, "op": c.op, "operator": c.operator, "tensor": c.tensor,
                     "bounds": np.asarray(c.bounds, np.int64)} for c in b.checks] or None,
@@ -346,7 +347,8 @@ def _from_payload(p, head, options, stats) -> Bundle:
                     [int(x) for x in _arr(s["inputs"])], [int(x) for x in _arr(s["outputs"])], s["target"],
                     s["label"] or "") for s in p["steps"] or []],
         variants=[Variant(v["dispatch"], v["shader"], tuple(int(x) for x in _arr(v["groups"])),
-                          json.loads(v["requires"] or "{}"), v["name"] or "", v["item_inner"] or 0)
+                          json.loads(v["requires"] or "{}"), v["name"] or "", v["item_inner"] or 0,
+                          bool(v["measured"]))
                   for v in p["variants"] or []],
         checks=[Check(c["status"], c["word"], c["op"] or "", c["operator"], c["tensor"] or "",
                       [int(x) for x in _arr(c["bounds"])]) for c in p["checks"] or []])

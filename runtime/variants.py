@@ -38,16 +38,27 @@ def _modes(spec: str | None) -> dict:
     return out
 
 
-def resolve(bundle, device, spec: str | None = None):
-    """`bundle` with every dispatch's variant chosen for `device` (a new Bundle without variants)."""
+def allowed(name: str, spec: str | None = None) -> bool:
+    """Whether GPUC_VARIANTS (or `spec`) lets variants called `name` run at all."""
+    modes = _modes(os.environ.get("GPUC_VARIANTS") if spec is None else spec)
+    return modes.get(name, modes.get("*", "auto")) != "off"
+
+
+def resolve(bundle, device, spec: str | None = None, choice: dict | None = None):
+    """`bundle` with every dispatch's variant chosen for `device` (a new Bundle without variants).
+    `choice` (runtime/tuning.py): {dispatch: position in bundle.variants, or None: its plain kernel},
+    measured on this device; a dispatch it names takes that, the others the first variant met that is
+    not `measured` (a candidate the compiler's cost model did not pick runs only where measured)."""
     if not bundle.variants:
         return bundle
     modes = _modes(os.environ.get("GPUC_VARIANTS") if spec is None else spec)
     dispatches = list(bundle.dispatches)
     chosen, unmet = {}, {}
-    for v in bundle.variants:
+    for vi, v in enumerate(bundle.variants):
         mode = modes.get(v.name, modes.get("*", "auto"))
         if mode == "off" or v.dispatch in chosen:
+            continue
+        if (choice[v.dispatch] != vi) if choice is not None and v.dispatch in choice else v.measured:
             continue
         why = missing(v.requires, device)
         if why is None:

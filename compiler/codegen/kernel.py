@@ -89,8 +89,10 @@ class KernelVariant:
     device meeting `requires` (runtime/capabilities.py) runs instead, e.g. the cooperative-matrix gemm.
     `make(kernel)` derives it from the final plain kernel (after every pass edited its defines), when
     the bundle is built, or returns None where that kernel has no such form; `f16_bindings`: it exists
-    only where these bindings are stored as float16."""
+    only where these bindings are stored as float16.  `measured`: a candidate the cost model did not
+    pick: the runtime takes it only where a measurement on the device finds it faster (runtime/tuning.py)."""
     name: str
     requires: dict
     make: object                         # Kernel -> Kernel
     f16_bindings: tuple = ()
+    measured: bool = False

@@ -1,6 +1,6 @@
 // Native int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (compiler/ops/int8_conv.py), LiteRT's integer
 // kernels: acc = sum w * (x - x_zp) (a window position outside the input adds nothing) + bias (int32), then
-// q8_requant(acc, multiplier[oc], shift[oc], RQ_MODE) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
+// q8_requant(acc, multiplier[oc], shift[oc], RQ_MODE; DEPTHWISE: channels from RQ_SPLIT on: mode 0) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
 // x, w, out_: int8 lanes of 32-bit words; out_ NHWC [N, OH, OW, COUT], x NHWC [N, H, W, CIN];
 // w: [COUT, KH, KW, CIN] (DEPTHWISE: [KH, KW, COUT], input channel oc / DM).  qp: int32 [3, COUT]
 // (bias, multiplier, shift).  Each invocation computes one output word (4 elements).
@@ -8,7 +8,7 @@
 // the input reads the zero point's lanes (XZ_WORD); sum w * x_zp is folded in as -IN_OFF_W: qp[3 * COUT + oc]
 // holds sum(w[oc]) and acc = sum w * x + IN_OFF * sum(w).  DOT4(a, b): the 4-lane signed dot product.
 // Defines: N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
-//          RQ_MODE NOUT
+//          RQ_MODE RQ_SPLIT NOUT
 // @include int8_requant.glsl
 #ifndef DOT4
 int DOT4(uint a, uint b) {
@@ -61,7 +61,12 @@ int conv_at(int e) {
     acc += IN_OFF * qp[3 * COUT + oc];
 #endif
     acc += qp[oc];
-    int r = q8_requant(acc, qp[COUT + oc], qp[2 * COUT + oc], RQ_MODE) + OUT_ZP;
+#if DEPTHWISE
+    int mode = oc < RQ_SPLIT ? RQ_MODE : 0;       // (the channels past the last block of 8: gemmlowp's)
+#else
+    int mode = RQ_MODE;
+#endif
+    int r = q8_requant(acc, qp[COUT + oc], qp[2 * COUT + oc], mode) + OUT_ZP;
     return clamp(r, ACT_MIN, ACT_MAX);
 }
 

@@ -10,8 +10,11 @@ activation runs as before: a float program with simulated quantization.
 The reference is LiteRT's interpreter with its builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES, as
 the tests use): requantization as LiteRT's x86 build computes it, checked bit for bit by
 tests/ops/test_int8_*.py:
-- CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (ruy's x86 gemm epilogue): RQ_RUY, a double rounding
-  with both steps rounding half up: r = (x * 2^ls * m + 2^30) >> 31, then (r + 2^(rs-1)) >> rs;
+- CONV_2D / FULLY_CONNECTED (ruy's x86 gemm epilogue): RQ_RUY, a double rounding with both steps
+  rounding half up: r = (x * 2^ls * m + 2^30) >> 31, then (r + 2^(rs-1)) >> rs;
+- DEPTHWISE_CONV_2D (the optimized depthwise kernel): output channels in whole blocks of 8 RQ_UPWARD
+  (RQ_GEMMLOWP's first step, a half-up shift), the channels past the last block of 8 RQ_GEMMLOWP
+  (found by experiment on LiteRT 2.3: channel depths 2-16, depth multipliers 1-2);
 - ADD / MEAN (common.h MultiplyByQuantizedMultiplier, gemmlowp's): RQ_GEMMLOWP, SaturatingRoundingDoublingHighMul
   then RoundingDivideByPOT, both rounding half away from zero.
 The multipliers are QuantizeMultiplier's (frexp, round half away, 31-bit fixed point).
@@ -22,7 +25,7 @@ import math
 
 import numpy as np
 
-RQ_GEMMLOWP, RQ_RUY = 0, 1
+RQ_GEMMLOWP, RQ_RUY, RQ_UPWARD = 0, 1, 2
 QMIN, QMAX = -128, 127
 FORMS: dict[str, str] = {}          # TFLite op -> its int8 op (each int8 module adds its own)
 CHECKS: dict[str, object] = {}      # int8 op -> (node, graph) -> None | reason (the source op's node)

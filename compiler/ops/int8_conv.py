@@ -15,7 +15,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
 from gpuc.compiler.ops.conv import _window
-from gpuc.compiler.ops.int8_common import (RQ_RUY, act_range, f32, int8_activation, native_form, per_tensor,
+from gpuc.compiler.ops.int8_common import (RQ_RUY, RQ_UPWARD, act_range, f32, int8_activation, native_form, per_tensor,
                                            quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
@@ -68,6 +68,8 @@ def _plan(node, graph) -> tuple[dict, object, int]:
                  DEPTHWISE=int(dw))
     if f.quant.scale.size not in (1, co):
         raise ValueError(f"filter {f.name!r} has {f.quant.scale.size} scales for {co} channels")
+    if node.op not in _FC and (len(node.inputs) < 3 or node.inputs[2] < 0):
+        raise ValueError("an int8 convolution needs a bias (LiteRT's kernel requires one)")
     if len(node.inputs) > 2 and node.inputs[2] >= 0:
         b = graph.t(node.inputs[2])
         if not b.is_const or b.dtype != "int32" or b.size != co:
@@ -114,7 +116,8 @@ def lower_int8_conv(node, graph):
     qp = graph.add_const(f"{y.name}#int8_qp", _params(node, graph, f, co, vec4))
     lo, hi = act_range(fused_act(node), y)
     xz = (zx & 0xFF) * 0x01010101
-    d.update(VEC4=int(vec4), IN_OFF=-zx, OUT_ZP=zy, ACT_MIN=lo, ACT_MAX=hi, RQ_MODE=RQ_RUY, NOUT=y.size,
+    d.update(VEC4=int(vec4), IN_OFF=-zx, OUT_ZP=zy, ACT_MIN=lo, ACT_MAX=hi, NOUT=y.size,
+             RQ_MODE=RQ_UPWARD if d["DEPTHWISE"] else RQ_RUY, RQ_SPLIT=co // 8 * 8,
              XZ_WORD=int(np.uint32(xz).view(np.int32)))
     binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qp)]
     taps = d["KH"] * d["KW"] * (1 if d["DEPTHWISE"] else d["CIN"])
@@ -128,9 +131,9 @@ def _flops(node, graph):
 
 
 _BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, DM=1,
-             IN_OFF=3, OUT_ZP=-2, ACT_MIN=-128, ACT_MAX=127, NOUT=150, XZ_WORD=-50529028)
+             IN_OFF=3, OUT_ZP=-2, ACT_MIN=-128, ACT_MAX=127, NOUT=150, RQ_SPLIT=0, XZ_WORD=-50529028)
 VARIANTS = {
-    "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1]}, ["out_", "x", "w", "qp"],
+    "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1, 2]}, ["out_", "x", "w", "qp"],
                   {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }
 

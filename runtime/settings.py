@@ -89,6 +89,8 @@ class Settings(Record):
         ("disable_float_controls", False, "GPUC_DISABLE_FLOAT_CONTROLS",
          "act as a device without VK_KHR_shader_float_controls"),
         ("variants", None, "GPUC_VARIANTS", "kernel variant choice: off, force, or NAME=auto|off|force,..."),
+        ("tune", "auto", "GPUC_TUNE", "kernel choice by measurement at first load: auto (GPUs, where the "
+                                      "bundle offers candidates), on, off (runtime/tuning.py)"),
         ("upload_memory", "device", "GPUC_UPLOAD_MEMORY", "input staging memory: device (BAR), cached or uncached"),
         ("weights_in_bar", False, "GPUC_WEIGHTS_IN_BAR", "weights in host-mapped device-local memory"),
         ("all_barriers", False, "GPUC_ALL_BARRIERS", "a barrier between every two dispatches (A/B, debugging)"),
@@ -125,7 +127,7 @@ def _parse(environ) -> Settings:
         disable_coopmat=flag(environ, "GPUC_DISABLE_COOPMAT"), disable_coopmat2=flag(environ, "GPUC_DISABLE_COOPMAT2"),
         disable_subgroup_ops=flag(environ, "GPUC_DISABLE_SUBGROUP_OPS"),
         disable_float_controls=flag(environ, "GPUC_DISABLE_FLOAT_CONTROLS"),
-        variants=g("GPUC_VARIANTS"), upload_memory=g("GPUC_UPLOAD_MEMORY", "device"),
+        variants=g("GPUC_VARIANTS"), tune=(g("GPUC_TUNE") or "auto").strip().lower(), upload_memory=g("GPUC_UPLOAD_MEMORY", "device"),
         weights_in_bar=flag(environ, "GPUC_WEIGHTS_IN_BAR"), all_barriers=flag(environ, "GPUC_ALL_BARRIERS"),
         load_threads=g("GPUC_LOAD_THREADS", "1") not in ("0", "off", "false"),
         pipeline_threads=_int(g("GPUC_PIPELINE_THREADS"), 0),

@@ -37,7 +37,8 @@ RUNS = 7               # timed runs per round (medians per dispatch), after one 
 
 
 def mode() -> str:
-    m = (os.environ.get("GPUC_TUNE") or "auto").strip().lower()
+    from gpuc.runtime import settings
+    m = settings.current().tune
     if m not in MODES:
         raise GpucError(f"GPUC_TUNE={m!r}: must be one of {', '.join(MODES)}")
     return m

@@ -17,9 +17,9 @@ e.g. GPUC_VARIANTS=coopmat=off,subgroup=force or GPUC_VARIANTS=off.
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from gpuc.errors import DeviceError
+from gpuc.runtime import settings
 from gpuc.runtime.capabilities import missing
 
 MODES = ("auto", "off", "force")
@@ -40,7 +40,7 @@ def _modes(spec: str | None) -> dict:
 
 def allowed(name: str, spec: str | None = None) -> bool:
     """Whether GPUC_VARIANTS (or `spec`) lets variants called `name` run at all."""
-    modes = _modes(os.environ.get("GPUC_VARIANTS") if spec is None else spec)
+    modes = _modes(settings.current().variants if spec is None else spec)
     return modes.get(name, modes.get("*", "auto")) != "off"
 
 
@@ -51,7 +51,7 @@ def resolve(bundle, device, spec: str | None = None, choice: dict | None = None)
     not `measured` (a candidate the compiler's cost model did not pick runs only where measured)."""
     if not bundle.variants:
         return bundle
-    modes = _modes(os.environ.get("GPUC_VARIANTS") if spec is None else spec)
+    modes = _modes(settings.current().variants if spec is None else spec)
     dispatches = list(bundle.dispatches)
     chosen, unmet = {}, {}
     for vi, v in enumerate(bundle.variants):

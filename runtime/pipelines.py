@@ -140,7 +140,7 @@ def _create_group(dev, cache, infos, idx, counting=None):
     made = []
     try:
         for k in range(0, len(idx), COUNTED_CHUNK):
-            made += _create_group(dev, cache, infos, idx[k:k + COUNTED_CHUNK])
+            made.extend(_create_group(dev, cache, infos, idx[k:k + COUNTED_CHUNK]))   # (a cffi array: not +=)
             counting.advance(min(COUNTED_CHUNK, len(idx) - k))
     except BaseException:
         for p in made:

@@ -24,7 +24,13 @@ endif
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers python3-venv
 
-.PHONY: setup test shaders unit validate fuzz clean demo wheels
+.PHONY: setup test shaders unit validate fuzz clean demo wheels docs
+
+# make test's parallelism: pytest-xdist workers (auto: one per core) and make shaders' processes.  Tests
+# are dealt to the workers a whole file at a time (--dist loadfile): a module's fixtures are built once,
+# on one worker, and Ray's cluster (test_ray_serve.py) is started by one worker only.  JOBS=1: serial.
+JOBS ?= auto
+XDIST = $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
 setup:
 	$(SUDO) apt-get update -q
@@ -36,16 +42,16 @@ setup:
 	$(PYTHON) -m compileall -q compiler runtime gpuc   # .pyc files, as a regular install has: no per-process recompiles
 
 shaders:
-	$(PYTHON) scripts/check_shaders.py
+	$(PYTHON) scripts/check_shaders.py $(if $(filter auto,$(JOBS)),,--jobs $(JOBS))
 
 unit:
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q $(XDIST) tests
 
 # the runtime-facing tests once more with VK_LAYER_KHRONOS_validation and its synchronization
 # validation (a missing barrier is a message): any message fails a test
 SYNCVAL := VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
 validate:
-	GPUC_VALIDATION=1 $(SYNCVAL) $(PYTHON) -m pytest -q \
+	GPUC_VALIDATION=1 $(SYNCVAL) $(PYTHON) -m pytest -q $(XDIST) \
 	  tests/ops/test_catalogue.py tests/ops/test_random_configs.py tests/ops/test_fp16_matmul_norm_arg.py tests/ops/test_lstm_cell.py tests/ops/test_subgroup_reduce.py tests/ops/test_nonfinite.py \
 	  tests/compiler/test_passes.py tests/compiler/test_compile_cache.py tests/compiler/test_precision.py tests/compiler/test_dynamic_dims.py \
 	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_coopmat2.py tests/runtime/test_load_overlap.py tests/runtime/test_barriers.py tests/runtime/test_gpu_timeout.py
@@ -57,7 +63,14 @@ FUZZ_CASES ?= 10000
 fuzz:
 	$(PYTHON) scripts/fuzz.py --cases $(FUZZ_CASES)
 
-test: shaders unit validate
+test: docs shaders unit validate
+
+# the API reference from the docstrings (pdoc), build/docs/index.html; any warning is an error (make
+# test builds it, so CI does).  The public modules: gpuc (less the CLI's own), and the runtime.
+DOCS_OUT ?= build/docs
+docs:
+	rm -rf $(DOCS_OUT)
+	$(PYTHON) -W error -m pdoc --no-show-source -o $(DOCS_OUT) gpuc '!gpuc.cli' '!gpuc.launch' '!gpuc.__main__' gpuc.runtime
 
 # a real face detector on a real photo: detections printed, gpuc vs LiteRT CPU time, build/face_demo.png (gpuc/demo.py)
 demo:

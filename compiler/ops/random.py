@@ -1,8 +1,9 @@
 """RANDOM_UNIFORM, RANDOM_STANDARD_NORMAL, MULTINOMIAL on the GPU (shaders/random.comp), with LiteRT's
 generator (tensorflow/lite/kernels/random_ops.cc over TF's Philox4x32-10).
 
-LiteRT seeds a node's Philox generator at Prepare from its (seed, seed2) options: key = seed's two
-32-bit halves, counter = (0, 0, seed2's halves).  Each invoke continues the stream: a uniform or normal
+LiteRT seeds a node's Philox generator at Prepare from its (seed, seed2) options (their low 32 bits,
+sign-extended, as LiteRT's option parser keeps them): key = seed's two 32-bit halves, counter = (0, 0,
+seed2's halves).  Each invoke continues the stream: a uniform or normal
 output of n elements takes ceil(n / 4) blocks (4 words each, the unused words of the last one dropped);
 MULTINOMIAL draws its samples from a copy of the generator (two words a sample, in row-major order,
 across rows) and then skips batch * round4(num_samples) * 512 blocks (int32 arithmetic, as LiteRT).
@@ -97,7 +98,9 @@ def _check(node, graph):
 
 
 def _seeds(node) -> tuple[int, int]:
-    seed, seed2 = int(node.attrs.get("seed", 0) or 0), int(node.attrs.get("seed2", 0) or 0)
+    # LiteRT's option parser keeps the low 32 bits of each (int64) seed, sign-extended
+    seed, seed2 = (int(np.array([int(node.attrs.get(k, 0) or 0) & 0xFFFFFFFF], np.uint32).view(np.int32)[0])
+                   for k in ("seed", "seed2"))
     if seed == 0 and seed2 == 0:           # LiteRT: a non-deterministic seed; gpuc: one per compile
         seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
     return seed & (2 ** 64 - 1), seed2 & (2 ** 64 - 1)

@@ -14,13 +14,14 @@
 // reduces each of its rows' min / max and stores the quantized row in shared memory (packed, 4 int8 per
 // uint); phase 2: invocation t takes 16-byte weight words t, t + NT, ... of each of its RN channels, reuses
 // each across the RM rows, and the int32 partial sums meet in shared memory (subgroupAdd first under
-// SUBGROUP; integer sums: the same result in any order).  Decode (M = 1) reads the weights once.
+// SUBGROUP; integer sums: the same result in any order; min / max too).  Decode (M = 1) reads the weights once.
 // RMS (ops/q8_fusion.py: an RMS_NORM read only by int8 FCs, folded into them): x is the norm's input and
 // row m is normalized first, in rms_norm.comp's order: r = rsqrt(sum(x * x) / GK + EPS), y = (x * r) * nw;
 // y is what is quantized.  GLU (ops/q8_fusion.py: gate and up FCs of one input, silu(gate) * up): a second
 // weight matrix wu (scales wus, sums wusum, bias ubias) over the same quantized rows, and
 // v = (g * logistic(g)) * u before the activation / residual / chain epilogue.
-// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS
+// PF: the first PF weight words of each invocation are loaded before phase 1 (their latency hidden behind it).
+// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF
 // Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
 #ifndef SUBGROUP
@@ -69,6 +70,28 @@ int dot4(uint a, uint b) {
     return ai.x * bi.x + ai.y * bi.y + ai.z * bi.z + ai.w * bi.w;
 }
 
+#ifndef PF
+#define PF 0
+#endif
+// phase 2's int32 sums (per invocation), and one 16-byte word qd of each of its RN channels (wv; uv: up's)
+// multiplied into them against the RM quantized rows
+int acc[RM][RN];
+#if GLU
+int acu[RM][RN];
+#endif
+void mac(int qd, uvec4 wv[RN], uvec4 uv[RN]) {
+    [[unroll]] for (int r = 0; r < RM; ++r) {
+        int base = (r * KQ + qd) * 4;
+        uvec4 xv = uvec4(xq[base], xq[base + 1], xq[base + 2], xq[base + 3]);
+        [[unroll]] for (int n = 0; n < RN; ++n) {
+            acc[r][n] += dot4(xv.x, wv[n].x) + dot4(xv.y, wv[n].y) + dot4(xv.z, wv[n].z) + dot4(xv.w, wv[n].w);
+#if GLU
+            acu[r][n] += dot4(xv.x, uv[n].x) + dot4(xv.y, uv[n].y) + dot4(xv.z, uv[n].z) + dot4(xv.w, uv[n].w);
+#endif
+        }
+    }
+}
+
 // @include epi_chain.glsl
 
 void main() {
@@ -77,6 +100,23 @@ void main() {
     int tn = wg % TILES_N, tm = wg / TILES_N;
     int m0 = tm * RM, n0 = tn * RN;
     if (m0 >= GM) return;                        // (whole workgroup: uniform)
+#if PF
+    // the first PF of this invocation's weight words, loaded before phase 1 so that their latency
+    // overlaps the row quantization (decode: usually every word it reads)
+    uvec4 pw[PF][RN], pu[PF][RN];
+    [[unroll]] for (int it = 0; it < PF; ++it) {
+        int qd = int(tid) + it * int(NT);
+        [[unroll]] for (int n = 0; n < RN; ++n) {
+            bool ok = qd < KQ && n0 + n < GN;
+            pw[it][n] = ok ? w[(n0 + n) * KQ + qd] : uvec4(0u);
+#if GLU
+            pu[it][n] = ok ? wu[(n0 + n) * KQ + qd] : uvec4(0u);
+#else
+            pu[it][n] = uvec4(0u);
+#endif
+        }
+    }
+#endif
     // phase 1: quantize this workgroup's rows into shared memory
     [[dont_unroll]] for (int r = 0; r < RM; ++r) {
         int m = min(m0 + r, GM - 1);             // (rows past GM: a copy of the last, never stored)
@@ -94,6 +134,20 @@ void main() {
             lo = min(lo, v);
             hi = max(hi, v);
         }
+#if SUBGROUP
+        lo = subgroupMin(lo);                    // (min / max: exact in any order)
+        hi = subgroupMax(hi);
+        if (subgroupElect()) {
+            red_lo[gl_SubgroupID] = lo;
+            red_hi[gl_SubgroupID] = hi;
+        }
+        barrier();
+        float rmin = red_lo[0], rmax = red_hi[0];
+        for (uint i = 1; i < gl_NumSubgroups; ++i) {
+            rmin = min(rmin, red_lo[i]);
+            rmax = max(rmax, red_hi[i]);
+        }
+#else
         red_lo[tid] = lo;
         red_hi[tid] = hi;
         barrier();
@@ -105,6 +159,7 @@ void main() {
             barrier();
         }
         float rmin = red_lo[0], rmax = red_hi[0];
+#endif
         float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
         float a = rmin * sc, b = rmax * sc;
         float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
@@ -133,29 +188,29 @@ void main() {
     }
     barrier();
     // phase 2: int8 x int8 dot products, exact in int32
-    int acc[RM][RN];
-    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) acc[r][n] = 0;
+    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {
+        acc[r][n] = 0;
 #if GLU
-    int acu[RM][RN];
-    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) acu[r][n] = 0;
+        acu[r][n] = 0;
 #endif
-    for (int qd = int(tid); qd < KQ; qd += int(NT)) {
-        uvec4 wv[RN];
-        [[unroll]] for (int n = 0; n < RN; ++n) wv[n] = n0 + n < GN ? w[(n0 + n) * KQ + qd] : uvec4(0u);
+    }
+#if PF
+    [[unroll]] for (int it = 0; it < PF; ++it) {
+        int qd = int(tid) + it * int(NT);
+        if (qd < KQ) mac(qd, pw[it], pu[it]);
+    }
+#endif
+    for (int qd = int(tid) + PF * int(NT); qd < KQ; qd += int(NT)) {
+        uvec4 wv[RN], uv[RN];
+        [[unroll]] for (int n = 0; n < RN; ++n) {
+            wv[n] = n0 + n < GN ? w[(n0 + n) * KQ + qd] : uvec4(0u);
 #if GLU
-        uvec4 uv[RN];
-        [[unroll]] for (int n = 0; n < RN; ++n) uv[n] = n0 + n < GN ? wu[(n0 + n) * KQ + qd] : uvec4(0u);
+            uv[n] = n0 + n < GN ? wu[(n0 + n) * KQ + qd] : uvec4(0u);
+#else
+            uv[n] = uvec4(0u);
 #endif
-        [[unroll]] for (int r = 0; r < RM; ++r) {
-            int base = (r * KQ + qd) * 4;
-            uvec4 xv = uvec4(xq[base], xq[base + 1], xq[base + 2], xq[base + 3]);
-            [[unroll]] for (int n = 0; n < RN; ++n) {
-                acc[r][n] += dot4(xv.x, wv[n].x) + dot4(xv.y, wv[n].y) + dot4(xv.z, wv[n].z) + dot4(xv.w, wv[n].w);
-#if GLU
-                acu[r][n] += dot4(xv.x, uv[n].x) + dot4(xv.y, uv[n].y) + dot4(xv.z, uv[n].z) + dot4(xv.w, uv[n].w);
-#endif
-            }
         }
+        mac(qd, wv, uv);
     }
     [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {
 #if SUBGROUP

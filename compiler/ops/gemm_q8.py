@@ -26,6 +26,7 @@ SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 
 MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
 LOCAL = 64
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
+PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
 
 
 def keeps_int8(node, graph) -> bool:
@@ -106,6 +107,8 @@ def q8_kernels(node, graph, bias) -> list:
         assert ukq == kq, "gate and up weights of one shape"
         binds += [("wu", u_id), ("wus", us_id), ("wusum", usum_id)] + ([("ubias", ub)] if ub >= 0 else [])
         defines.update(GLU=1, HAS_UBIAS=int(ub >= 0))
+    per = rn * (2 if node.attrs.get(GLU_ATTR) else 1)
+    defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // per))
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * LOCAL, defines, node.label(), local_x=LOCAL,
                   vec4=("w", "wu"), item_inner=0)
     kern.variants.append(SUBGROUP_VARIANT)
@@ -131,13 +134,13 @@ VARIANTS = {
     "gemm_q8": (_Q8, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 1, 3], "ACT2": [0, 1], "SUBGROUP": [0, 1]},
                 ["out_", "x", "w", "ws", "wsum", "bias", "res"], _TYPES,
                 lambda d: dict(local_x=LOCAL, vec4=("w",))),
-    "gemm_q8:fused": (dict(_Q8, RMS=1, EPS=1e-6, GLU=1), {"HAS_UBIAS": [0, 1], "SUBGROUP": [0, 1]},
+    "gemm_q8:fused": (dict(_Q8, RMS=1, EPS=1e-6, GLU=1, PF=1), {"HAS_UBIAS": [0, 1], "SUBGROUP": [0, 1]},
                       ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum", "ubias"], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w", "wu"))),
     "gemm_q8:rms_chain": (dict(_Q8, **_sample(3), RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
                           ["out_", "x", "w", "ws", "wsum", "nw"] + _EBIND[:2], _TYPES,
                           lambda d: dict(local_x=LOCAL, vec4=("w",))),
-    "gemm_q8:chain": (dict(_Q8, **_sample(3)), {"SUBGROUP": [0, 1]},
+    "gemm_q8:chain": (dict(_Q8, **_sample(3), PF=1), {"SUBGROUP": [0, 1]},
                       ["out_", "x", "w", "ws", "wsum"] + _EBIND[:2], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w",))),
 }

@@ -38,12 +38,14 @@ from gpuc.compiler.ops.util import checked
 UNIFORM, NORMAL, MULTI = "RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL"
 MULTI_OUT = ("int32", "int64")
 _B = ["out_", "st", "logits", "cdf"]
-_W = {"out_": "uint32", "st": "uint32", "cdf": "uint32"}
+_W = {"st": "uint32", "cdf": "uint32"}
+_D = dict(N=10, C=5, NS=2, I64=0, ADV_LO=0, ADV_HI=0)
 VARIANTS = {
-    "random:draw": (dict(N=10, C=1, NS=1, I64=0, ADV_LO=0, ADV_HI=0), {"MODE": [0, 1]}, _B, _W),
-    "random:advance": (dict(N=1, C=1, NS=1, I64=0, ADV_LO=3, ADV_HI=0, MODE=2), {}, _B, _W,
-                       lambda d: dict(rw=("out_",))),
-    "random:multi": (dict(N=10, C=5, NS=2, ADV_LO=0, ADV_HI=0), {"MODE": [3, 4], "I64": [0, 1]}, _B, _W),
+    "random:draw": (_D, {"MODE": [0, 1]}, _B, _W),
+    "random:advance": (dict(_D, MODE=2, ADV_LO=3), {}, _B, dict(_W, out_="uint32"), lambda d: dict(rw=("out_",))),
+    "random:cdf": (dict(_D, MODE=3), {}, _B, dict(_W, out_="uint32")),
+    "random:sample": (dict(_D, MODE=4), {}, _B, dict(_W, out_="int32")),
+    "random:sample64": (dict(_D, MODE=4, I64=1), {}, _B, dict(_W, out_="uint32")),
 }
 
 

@@ -42,12 +42,12 @@ def main():
     import vulkan  # noqa: F401
     T["import numpy+vulkan"] = (time.perf_counter() - t) * 1e3
     t = time.perf_counter()
-    from gpuc.runtime import (arenas, bundle as B, commands, descriptors, device as D, executor as ex, pipelines,
-                              read_bundle_file, slots)
+    from gpuc.runtime import (arenas, bundle as B, descriptors, device as D, executor as ex, pipelines,
+                              read_bundle_file, recorder, slots)
     T["import gpuc.runtime"] = (time.perf_counter() - t) * 1e3
     B.read_bundle = charged("verify+parse bundle", B.read_bundle)
     D.Device.__init__ = charged("instance+device", D.Device.__init__)
-    commands.Recorder.record = charged("record command buffers", commands.Recorder.record)
+    recorder.Recorder.record = charged("record command buffers", recorder.Recorder.record)
     for cls in (arenas.Arenas, slots.Slot, pipelines.Pipelines, descriptors.Descriptors):
         cls.__init__ = charged(f"{cls.__name__}()", cls.__init__)
     arenas.Arenas.upload = charged("Arenas.upload (weights, state)", arenas.Arenas.upload)

@@ -6,33 +6,17 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 
 import xxhash
 
 from gpuc.errors import BundleError
 from gpuc.runtime import flatbuf
+from gpuc.runtime.bundle_format import (  # noqa: F401 - the format's constants, re-exported
+    ARENA, BUNDLE_SCHEMA, CHECK_WORDS, FILE_ID, FORMAT_VERSION, GPU, HOST, JUMP, JUMP_IF_FALSE, MAGIC, MAX_BINDINGS,
+    OFFSET_ALIGN, STEP_KINDS, WEIGHTS, io_record)
+from gpuc.runtime.bundle_validate import validate_bundle
 from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, digest_ok, with_trailer  # noqa: F401 - re-exported
-
-
-def _schema() -> flatbuf.FbsSchema:
-    """bundle.fbs (installed beside this module) is the one statement of the format's tables."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundle.fbs"), encoding="utf-8") as f:
-        return flatbuf.parse_fbs(f.read())
-
-
-_FBS = _schema()
-BUNDLE_SCHEMA = _FBS.tables          # {table: {field: (slot, kind, default)}}, for flatbuf.read / write
-MAGIC = "gpuc-bundle"
-FILE_ID = _FBS.file_identifier.encode()
-FORMAT_VERSION = 3          # 2: program steps (host CPU ops, control flow); 3: shader manifests, run-time checks
-# Every tensor offset (arena and weights) is a multiple of OFFSET_ALIGN, so a tensor can be bound as a
-# storage buffer at its offset: a device needs minStorageBufferOffsetAlignment <= OFFSET_ALIGN (Vulkan
-# caps that limit at 256; LoadedModel checks it at load).  The compiler's memory plan uses it too.
-OFFSET_ALIGN = 256
-ARENA, WEIGHTS = _FBS.enums["Memory"]["Arena"], _FBS.enums["Memory"]["Weights"]      # TensorInfo.memory
-MAX_BINDINGS = 32
 
 
 @dataclass
@@ -93,13 +77,6 @@ class Check:
     bounds: list
 
 
-CHECK_WORDS = 4             # words of one check in a row of the status tensor
-
-
-GPU, HOST, JUMP_IF_FALSE, JUMP = (_FBS.enums["StepKind"][k] for k in ("Gpu", "Host", "JumpIfFalse", "Jump"))
-STEP_KINDS = ("gpu", "host", "jump_if_false", "jump")
-
-
 @dataclass
 class Step:
     """One step of a bundle's program (absent program: one GPU step running every dispatch).
@@ -153,23 +130,6 @@ class Bundle:
     signatures: list = field(default_factory=list)   # Bundle: the other signatures (same weights and arena)
     output_sizes: list = field(default_factory=list)  # OutputSize: outputs trimmed per run (runtime/output_sizes.py)
     interfaces: list = field(default_factory=list, repr=False)   # set by validate: runtime/shader_check.Interface
-
-
-def io_record(tensors: list, inputs: list, outputs: list, options: dict) -> dict:
-    """stats["io"]: the I/O tensors as the compiler made them ([index, shape, dtype] each), and the options
-    that size them at run time (the batch bound; dynamic dims and the I/O shapes over them).  The runtime
-    refuses a bundle whose payload disagrees with this header record (one of them lies)."""
-    def rec(idx):
-        return [[int(i), [int(x) for x in tensors[i].shape], tensors[i].dtype] if 0 <= i < len(tensors) else [int(i)]
-                for i in idx]
-    out = {"inputs": rec(inputs), "outputs": rec(outputs)}
-    if options.get("batch_native") or options.get("max_batch", 1) != 1:
-        out["batch"] = [options.get("batch_native"), options.get("max_batch")]
-    dd = options.get("dynamic_dims")
-    if dd is not None:
-        out["dynamic"] = {"dims": dd.get("dims") if isinstance(dd, dict) else dd,
-                          "shapes": dd.get("shapes") if isinstance(dd, dict) else None}
-    return json.loads(json.dumps(out))          # as the header's JSON reads back
 
 
 def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
@@ -375,5 +335,4 @@ def _arr(v):
 def validate(b: Bundle) -> None:
     """Every index and offset the runtime will hand to Vulkan must be in range, and the fields must agree
     with each other and with the shaders' manifests (runtime/bundle_validate.py)."""
-    from gpuc.runtime.bundle_validate import validate_bundle
     validate_bundle(b)

@@ -26,6 +26,7 @@ import xxhash
 
 from gpuc.errors import BundleError
 from gpuc.runtime import shader_check, spirv_tools
+from gpuc.runtime.bundle_format import ARENA
 
 MAX_INVOCATIONS = 1 << 32            # one dispatch: invocation indices fit 32 bits
 MAX_BUNDLE_INVOCATIONS = 1 << 40     # every dispatch of a run together
@@ -123,7 +124,6 @@ def interfaces(b) -> list:
 def _check_use(b, what: str, f, j: int, bindings, groups, item_inner, tree=None) -> int:
     """Dispatch j (or a variant of it) against its shader's interface; its invocation count.
     tree: a --dynamic bundle's workgroup-count tree for it (options dynamic_dims)."""
-    from gpuc.runtime.bundle import ARENA
     m = f.manifest
     ts = [b.tensors[t] for t in bindings]
     use = {"d": j, "t": list(bindings), "off": [t.offset for t in ts], "mem": [t.memory for t in ts],

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from gpuc.errors import BundleError
-from gpuc.runtime.bundle import (ARENA, CHECK_WORDS, GPU, HOST, JUMP, JUMP_IF_FALSE, MAX_BINDINGS, OFFSET_ALIGN,
-                                 STEP_KINDS, WEIGHTS, Bundle, io_record)
+from gpuc.runtime.bundle_format import (ARENA, CHECK_WORDS, GPU, HOST, JUMP, JUMP_IF_FALSE, MAX_BINDINGS,
+                                        OFFSET_ALIGN, STEP_KINDS, WEIGHTS, io_record)
 
 
 def validate_bundle(b) -> None:
@@ -75,7 +75,7 @@ def validate_bundle(b) -> None:
     b.interfaces = bundle_shaders.check(b)      # the modules, and every dispatch against its module's manifest
 
 
-def _validate_steps(b: Bundle) -> None:
+def _validate_steps(b) -> None:
     """Program steps: dispatch ranges, CPU ops the runtime has, tensor indices, jump targets."""
     from gpuc.runtime.cpu_ops import CPU_OPS
     nt, nd, ns = len(b.tensors), len(b.dispatches), len(b.steps)
@@ -108,7 +108,7 @@ def _validate_steps(b: Bundle) -> None:
             raise BundleError(f"corrupt bundle: program step {j} ({s.label or STEP_KINDS[s.kind] if s.kind < 4 else s.kind}): {bad}")
 
 
-def _validate_checks(b: Bundle) -> None:
+def _validate_checks(b) -> None:
     """Run-time checks: one status tensor, uint32 [rows, words] in the arena (rows: max_batch for a
     batch-native bundle, else 1), every check's words inside a row."""
     import numpy as np
@@ -126,7 +126,7 @@ def _validate_checks(b: Bundle) -> None:
             raise BundleError(f"corrupt bundle: check {j} ({c.op} of {c.tensor!r}) has a bad status word or bounds")
 
 
-def _validate_output_sizes(b: Bundle) -> None:
+def _validate_output_sizes(b) -> None:
     """Each trimmed output: a real output and axis, at most one entry per output, its length an int32
     scalar model input."""
     seen = set()

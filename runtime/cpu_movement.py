@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.runtime.cpu_ops import _axis, _const, cpu_op
+from gpuc.runtime.cpu_table import const_reason, cpu_op, norm_axis
 
 
 def _check_same_size(attrs, ins, outs):
@@ -23,7 +23,7 @@ def _reshape(attrs, x, outs):
 
 
 def _check_transpose(attrs, ins, outs):
-    bad = _const(ins, 1, "perm")
+    bad = const_reason(ins, 1, "perm")
     if bad:
         return bad
     perm = [int(p) for p in np.asarray(ins[1].value).reshape(-1)]
@@ -41,17 +41,17 @@ def _transpose(attrs, x, outs):
 
 @cpu_op("CONCATENATION", raw=True, summary="any dtype")
 def _concat(attrs, x, outs):
-    return [np.concatenate(x, axis=_axis(attrs.get("axis", 0), len(outs[0].shape)))]
+    return [np.concatenate(x, axis=norm_axis(attrs.get("axis", 0), len(outs[0].shape)))]
 
 
 @cpu_op("PACK", raw=True, summary="any dtype")
 def _pack(attrs, x, outs):
-    return [np.stack(x, axis=_axis(attrs.get("axis", 0), len(outs[0].shape)))]
+    return [np.stack(x, axis=norm_axis(attrs.get("axis", 0), len(outs[0].shape)))]
 
 
 @cpu_op("UNPACK", raw=True, summary="any dtype")
 def _unpack(attrs, x, outs):
-    ax = _axis(attrs.get("axis", 0), x[0].ndim)
+    ax = norm_axis(attrs.get("axis", 0), x[0].ndim)
     return [np.take(x[0], i, axis=ax) for i in range(x[0].shape[ax])]
 
 
@@ -59,7 +59,7 @@ def _check_gather(attrs, ins, outs):
     if len(ins) != 2 or ins[1].dtype not in ("int32", "int64"):
         return "expects data and int32/int64 indices"
     if ins[1].value is not None:
-        ax = _axis(attrs.get("axis", 0), len(ins[0].shape))
+        ax = norm_axis(attrs.get("axis", 0), len(ins[0].shape))
         v = np.asarray(ins[1].value)
         if v.size and (v.min() < 0 or v.max() >= ins[0].shape[ax]):
             return "constant indices out of range"
@@ -78,7 +78,7 @@ def _in_range(op, idx, bounds):
 
 @cpu_op("GATHER", check=_check_gather, raw=True, summary="any dtype; an index out of range fails the run")
 def _gather(attrs, x, outs):
-    ax = _axis(attrs.get("axis", 0), x[0].ndim)
+    ax = norm_axis(attrs.get("axis", 0), x[0].ndim)
     bd = int(attrs.get("batch_dims", 0) or 0)
     idx = np.asarray(x[1]).astype(np.int64)
     _in_range("gather", idx, x[0].shape[ax])
@@ -89,14 +89,14 @@ def _gather(attrs, x, outs):
     return [np.stack(res).reshape(outs[0].shape)]
 
 
-@cpu_op("TILE", check=lambda a, i, o: _const(i, 1, "multiples"), raw=True, summary="any dtype")
+@cpu_op("TILE", check=lambda a, i, o: const_reason(i, 1, "multiples"), raw=True, summary="any dtype")
 def _tile(attrs, x, outs):
     return [np.tile(x[0], [int(m) for m in np.asarray(x[1]).reshape(-1)])]
 
 
 @cpu_op("REVERSE_V2", raw=True, summary="any dtype")
 def _reverse(attrs, x, outs):
-    axes = tuple(_axis(a, x[0].ndim) for a in np.asarray(x[1]).reshape(-1))
+    axes = tuple(norm_axis(a, x[0].ndim) for a in np.asarray(x[1]).reshape(-1))
     return [np.flip(x[0], axis=axes)]
 
 
@@ -161,13 +161,13 @@ def _pad(attrs, x, outs):
 
 @cpu_op("SPLIT", raw=True, summary="equal parts along an axis, any dtype")
 def _split(attrs, x, outs):
-    ax = _axis(np.asarray(x[0]).reshape(-1)[0], x[1].ndim)
+    ax = norm_axis(np.asarray(x[0]).reshape(-1)[0], x[1].ndim)
     return np.split(x[1], len(outs), axis=ax)
 
 
 @cpu_op("SPLIT_V", raw=True, summary="parts of given sizes (one may be -1), any dtype")
 def _split_v(attrs, x, outs):
-    ax = _axis(np.asarray(x[2]).reshape(-1)[0], x[0].ndim)
+    ax = norm_axis(np.asarray(x[2]).reshape(-1)[0], x[0].ndim)
     sizes = [int(v) for v in np.asarray(x[1]).reshape(-1)]
     if sizes.count(-1) == 1:
         sizes[sizes.index(-1)] = x[0].shape[ax] - sum(v for v in sizes if v >= 0)

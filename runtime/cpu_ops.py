@@ -13,40 +13,13 @@ registers into the same table) take any dtype.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
+from gpuc.runtime.cpu_table import CPU_OPS, CpuOp, Spec, cpu_op, norm_axis  # noqa: F401 - Spec, CPU_OPS re-exported
 
-@dataclass
-class Spec:
-    shape: tuple
-    dtype: str
-    value: object = None          # the constant value, when known at compile time
-    quantized: bool = False
-
-
-@dataclass
-class CpuOp:
-    fn: Callable
-    check: Callable | None = None
-    raw: bool = False             # moves values without arithmetic: quantized integers are fine
-    summary: str = ""
-
-
-CPU_OPS: dict[str, CpuOp] = {}
 NUMERIC = ("float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
            "uint64", "bool")
 ACTS = {0: None, 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
-
-
-def cpu_op(*names, check=None, raw=False, summary=""):
-    def deco(fn):
-        for n in names:
-            CPU_OPS[n] = CpuOp(fn, check, raw, summary)
-        return fn
-    return deco
 
 
 def unsupported_reason(op: str, attrs: dict, in_specs: list, out_specs: list) -> str | None:
@@ -112,19 +85,6 @@ def litert_cast(x: np.ndarray, dtype) -> np.ndarray:
             t = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
         return np.where(np.isnan(t), info.max, t).astype(dt)
     return x.astype(dt)
-
-
-def _axis(a, rank):
-    a = int(a)
-    if not -rank <= a < max(rank, 1):
-        raise ValueError(f"axis {a} out of range for rank {rank}")
-    return a % max(rank, 1)
-
-
-def _const(specs, i, what):
-    if i >= len(specs) or specs[i] is None or specs[i].value is None:
-        return f"{what} (input {i}) must be a constant"
-    return None
 
 
 def _broadcast_check(attrs, ins, outs):
@@ -214,7 +174,7 @@ def _select(attrs, x, outs):
 
 # -- reductions and selection ------------------------------------------------------------------------
 def _axes(x, a):
-    return tuple(sorted({_axis(v, x.ndim) for v in np.asarray(a).reshape(-1)}))
+    return tuple(sorted({norm_axis(v, x.ndim) for v in np.asarray(a).reshape(-1)}))
 
 
 REDUCE = {"SUM": np.sum, "REDUCE_PROD": np.prod, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min,
@@ -246,17 +206,17 @@ def _mean(attrs, x, outs):
 
 @cpu_op("ARG_MAX", summary="first index of the max")
 def _argmax(attrs, x, outs):
-    return [np.argmax(x[0], axis=_axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)).astype(outs[0].dtype)]
+    return [np.argmax(x[0], axis=norm_axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)).astype(outs[0].dtype)]
 
 
 @cpu_op("ARG_MIN", summary="first index of the min")
 def _argmin(attrs, x, outs):
-    return [np.argmin(x[0], axis=_axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)).astype(outs[0].dtype)]
+    return [np.argmin(x[0], axis=norm_axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)).astype(outs[0].dtype)]
 
 
 @cpu_op("CUMSUM", summary="exclusive / reverse like LiteRT")
 def _cumsum(attrs, x, outs):
-    ax = _axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)
+    ax = norm_axis(np.asarray(x[1]).reshape(-1)[0], x[0].ndim)
     v = np.flip(x[0], ax) if attrs.get("reverse") else x[0]
     c = np.cumsum(v, axis=ax, dtype=v.dtype)
     if attrs.get("exclusive"):
@@ -321,7 +281,7 @@ def _one_hot(attrs, x, outs):
     hot = np.expand_dims(idx, -1) == np.arange(int(np.asarray(depth).reshape(-1)[0]))
     r = np.where(hot, np.asarray(on).reshape(()), np.asarray(off).reshape(()))
     axis = int(attrs.get("axis", -1))
-    return [r if axis == -1 else np.moveaxis(r, -1, _axis(axis, r.ndim))]
+    return [r if axis == -1 else np.moveaxis(r, -1, norm_axis(axis, r.ndim))]
 
 
 @cpu_op("RANK", raw=True, summary="the input's rank (folded at compile time)")

@@ -11,7 +11,7 @@ runtime/program.py, runtime/profile.py) use by their methods:
   arenas       the arenas (one per batch item) and the weights            (runtime/arenas.py)
   pipelines    pipelines, pipeline and descriptor-set layouts             (runtime/pipelines.py)
   descriptors  one descriptor set per dispatch and batch item             (runtime/descriptors.py)
-  recorder     records command buffers: copies, dispatches, barriers      (runtime/commands.py)
+  recorder     records command buffers: copies, dispatches, barriers      (runtime/recorder.py)
   slots        staging memory, fences, runs in flight, last GPU time      (runtime/slots.py)
   program      host (CPU) steps and control flow, when the bundle has any (runtime/program.py)
 """
@@ -23,7 +23,7 @@ import time
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, program, signatures, status
+from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, program, recorder, signatures, status
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -280,7 +280,7 @@ class LoadedModel:
             self._mark("pipelines")
             self.descriptors = Descriptors(res, b, self.pipelines, self.arenas)
             self._mark("descriptors")
-            self.recorder = commands.Recorder(res, b, self.arenas, self.pipelines, self.descriptors,
+            self.recorder = recorder.Recorder(res, b, self.arenas, self.pipelines, self.descriptors,
                                               self._inputs, copied)
             for sl in self.slots:
                 sl.cmd = self.recorder.record(sl, sl.pool)

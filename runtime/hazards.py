@@ -10,7 +10,7 @@ written.
 from __future__ import annotations
 
 from gpuc.runtime import spirv
-from gpuc.runtime.bundle import ARENA
+from gpuc.runtime.bundle_format import ARENA
 
 
 def plan(accesses, every: bool = False) -> list[bool]:

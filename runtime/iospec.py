@@ -9,7 +9,7 @@ import numpy as np
 
 from gpuc.errors import GpucError
 from gpuc.runtime import casting
-from gpuc.runtime.bundle import OFFSET_ALIGN
+from gpuc.runtime.bundle_format import OFFSET_ALIGN
 from gpuc.runtime.device_tensor import DeviceTensor
 
 

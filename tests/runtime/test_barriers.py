@@ -64,10 +64,10 @@ SCRIPT = """
 import sys, numpy as np, gpuc
 sys.path.insert(0, {tests!r})
 from gpuc.runtime import validation
-import gpuc.runtime.commands as C
+import gpuc.runtime.recorder as R
 from helpers.models import block_model
 if {strip}:
-    C.Recorder.barriers_before = lambda self, first, last: [False] * (last - first)
+    R.Recorder.barriers_before = lambda self, first, last: [False] * (last - first)
 with gpuc.load(gpuc.compile(block_model(), cache=False)) as m:
     m.run([np.ones((1, 6, 6, 4), np.float32)])
 print("hazards", sum("SYNC-HAZARD" in s for s in validation.MESSAGES), "messages", len(validation.MESSAGES))

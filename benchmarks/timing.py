@@ -1,0 +1,53 @@
+"""The one timing helper of the benchmarks: `timed` for repeated calls (median / p90 / min after a
+warm-up), `once` for a single timed call (compile, load, first run, a whole decode), `cuda_us` for a
+CUDA call's GPU time (the PyTorch peers)."""
+from __future__ import annotations
+
+import statistics
+import time
+
+WARMUP_S = 0.5   # GPU and CPU clocks ramp up under load: a model timed right after idling reads 2-3x slow
+
+
+def timed(fn, runs: int, warmup_s: float = WARMUP_S) -> dict:
+    """Median / p90 / min ms of `runs` calls of fn(), after warmup_s seconds of untimed calls (at least
+    one): the keys of the harness's rows."""
+    if runs < 1:
+        raise ValueError(f"timed: runs must be >= 1, got {runs}")
+    end = time.perf_counter() + warmup_s
+    fn()
+    while time.perf_counter() < end:
+        fn()
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return {"median_ms": statistics.median(ts) * 1e3, "p90_ms": ts[int(0.9 * (len(ts) - 1))] * 1e3,
+            "min_ms": ts[0] * 1e3}
+
+
+def once(fn, *args, **kwargs):
+    """(fn(*args, **kwargs), seconds it took): one call, no warm-up."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def cuda_us(fn, runs: int, warm: int = 3) -> float:
+    """Median microseconds of fn() between two CUDA events, after `warm` calls (the PyTorch side's GPU
+    time; torch is imported here only)."""
+    import torch
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(times)

@@ -1,0 +1,133 @@
+"""ATTENTION: an internal op made by passes/attention.py from BATCH_MATMUL(Q, K), scalar scales,
+bias / mask ADDs, SOFTMAX and BATCH_MATMUL(P, V).  Inputs: q, k, v (the tensors the operands are
+read from, through the strided views in attrs q / k / v), then up to 3 bias tensors; attrs n, m, d, dv,
+batch, beta, steps (the score chain in order: MUL / DIV by a value, ADD / SUB of bias i read at
+row terms + j * sj), q / k / v / o (views: batch terms, row and column strides, offset, scalar steps;
+o: where the output is written, e.g. through a head merge).  One dispatch (shaders/attention.comp): a workgroup per BQ query rows of one
+batch, K / V tiles of BK keys staged in shared memory, online softmax with fp32 statistics."""
+from __future__ import annotations
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
+from gpuc.compiler.ops.util import checked
+
+TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
+SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/conv.py WG_SMEM)
+MAX_ACC = 64                 # output accumulators per invocation (RQ * CV)
+FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before rows per group grow
+
+VARIANTS = {
+    "attention": (dict(N=5, M=7, D=20, DV=6, NBATCH=2, QBLOCKS=1, NWG=2, BETA=1.0, RQ=1, BQ=16, CK=1, BK=8, CV=1,
+                       DC=16, VK=8, SKV_SIZE=144, Q_T=[1, 2, 100], Q_NT=1, Q_SR=20, Q_SC=1, K_T=[1, 2, 140], K_NT=1,
+                       K_SJ=20, K_SC=1, V_T=[1, 2, 42], V_NT=1, V_SJ=6, V_SC=1, SC=[0.5, 2.0],
+                       Q_OFF=0, K_OFF=0, V_OFF=0, O_T=[1, 2, 30], O_NT=1, O_SR=6, O_SC=1,
+                       Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 5, 7],
+                       B_FIRST=[0], B_NT=[1], B_SJ=[1],
+                       SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));"),
+                  {"QCHUNKS": [1, 2], "Q_CFAST": [0, 1], "K_CFAST": [0, 1], "V_CFAST": [0, 1]},
+                  ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=TX * TY)),
+}
+
+
+def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | None = None,
+               ck: int | None = None):
+    """(RQ, CK, CV, DC, VK, SKV_SIZE) for attention.comp, or None when no tiling fits.  BQ = 16 * RQ
+    query rows and BK = 8 * CK keys per tile; CV value columns per invocation; Q and K are staged DC
+    channels at a time (all of D at once, Q loaded once, where it fits); V VK keys at a time.
+    `rq` / `ck` force those (benchmarks/archive/attention_plan_ab.py)."""
+    cv = -(-dv // TX)
+    if cv > MAX_ACC:
+        return None
+    if rq is None:
+        rq = 1 if n <= 16 else 2 if n <= 32 else 4
+        while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
+            rq //= 2                             # fewer rows per workgroup: more workgroups in flight
+    if ck is None:                               # keys per tile: 32, or 16 once the grid has many
+        many = batch * -(-n // (TY * rq)) >= 8 * FILL_GROUPS      # workgroups (smaller score tiles:
+        ck = 1 if m <= 8 else 2 if m <= 16 or many else 4         # more resident; H100, swin_t b32: 1.32x)
+    bq, bk = TY * rq, TX * ck
+    ss = bq * (bk + 1) + bq
+    for dc in [d] + [c for c in (64, 32, 16, 8) if c < d]:
+        sq = dc * (bq + 1)
+        vk = bk
+        while vk > 1 and sq + ss + max(dc * (bk + 1), vk * (dv + 1) + TX) > SMEM_FLOATS:
+            vk //= 2
+        skv = max(dc * (bk + 1), vk * (dv + 1) + TX)
+        if sq + ss + skv <= SMEM_FLOATS:
+            return rq, ck, cv, dc, vk, skv
+    return None
+
+
+def _terms(ts):
+    return [int(x) for t in ts for x in t] or [0]
+
+
+def _check(node, graph):
+    a = node.attrs
+    if len(node.inputs) != 3 + sum(s["op"] in ("ADD", "SUB") for s in a["steps"]):
+        return "inputs do not match the score steps"
+    if plan_tiles(a["n"], a["m"], a["d"], a["dv"], a["batch"]) is None:
+        return f"head sizes {a['d']} / {a['dv']} do not fit one workgroup"
+    y = graph.t(node.outputs[0])
+    if y.size != a["batch"] * a["n"] * a["dv"]:
+        return f"output {list(y.shape)} is not {a['batch']} x {a['n']} x {a['dv']}"
+    return None
+
+
+def _steps_glsl(steps, consts, var="x"):
+    out = []
+    for s in steps:
+        op, v = (s["op"], s.get("value")) if isinstance(s, dict) else s
+        if op in ("MUL", "DIV"):
+            consts.append(float(v))
+            out.append(f"{var} = ew_{op.lower()}({var}, SC[{len(consts) - 1}]);")
+        else:
+            b = s["bias"]
+            out.append(f"{var} = ew_{op.lower()}({var}, LD(bias{b}, bo[{b}][a] + j * B_SJ[{b}]));")
+    return " ".join(out)
+
+
+@register("ATTENTION", check=checked(_check), inputs=(3, 6),
+          summary="internal: fused attention, softmax(scale * Q K^T + bias) V (passes/attention.py)")
+def lower_attention(node, graph):
+    a = node.attrs
+    n, m, d, dv, nb = a["n"], a["m"], a["d"], a["dv"], a["batch"]
+    y = graph.t(node.outputs[0])
+    if y.size == 0:
+        return []
+    rq, ck, cv, dc, vk, skv = plan_tiles(n, m, d, dv, nb)
+    bq = TY * rq
+    qblocks = -(-n // bq)
+    consts: list[float] = []
+    q, k, v, o = a["q"], a["k"], a["v"], a["o"]
+    biases = [s for s in a["steps"] if s["op"] in ("ADD", "SUB")]
+    b_first, acc = [], 0
+    for s in biases:
+        b_first.append(acc)
+        acc += len(s["terms"])
+    defines = dict(
+        N=n, M=m, D=d, DV=dv, NBATCH=nb, QBLOCKS=qblocks, NWG=nb * qblocks, BETA=float(a["beta"]),
+        RQ=rq, BQ=bq, CK=ck, BK=TX * ck, CV=cv, DC=dc, QCHUNKS=-(-d // dc), VK=vk, SKV_SIZE=skv,
+        Q_T=_terms(q["terms"]), Q_NT=len(q["terms"]), Q_SR=q["sr"], Q_SC=q["sc"], Q_CFAST=int(q["sc"] == 1),
+        K_T=_terms(k["terms"]), K_NT=len(k["terms"]), K_SJ=k["sr"], K_SC=k["sc"], K_CFAST=int(k["sc"] == 1),
+        V_T=_terms(v["terms"]), V_NT=len(v["terms"]), V_SJ=v["sr"], V_SC=v["sc"], V_CFAST=int(v["sc"] == 1),
+        Q_OFF=q["off"], K_OFF=k["off"], V_OFF=v["off"],
+        O_T=_terms(o["terms"]), O_NT=len(o["terms"]), O_SR=o["sr"], O_SC=o["sc"],
+        Q_STEPS=_steps_glsl(q["steps"], consts), K_STEPS=_steps_glsl(k["steps"], consts),
+        SCORE_STEPS=_steps_glsl(a["steps"], consts),
+        NBIAS=len(biases), B_T=[x for s in biases for x in _terms(s["terms"])[:3 * len(s["terms"])]] or [0],
+        B_FIRST=b_first or [0], B_NT=[len(s["terms"]) for s in biases] or [0], B_SJ=[s["sj"] for s in biases] or [0],
+    )
+    defines["SC"] = consts or [0.0]
+    binds = [("out_", y.id), ("q", node.inputs[0]), ("k", node.inputs[1]), ("v", node.inputs[2])]
+    binds += [(f"bias{i}", t) for i, t in enumerate(node.inputs[3:])]
+    return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
+                   flops=2 * nb * n * m * (d + dv))]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+_MADE = Why("an internal op the fusion passes make after shapes are propagated and the graph batched")
+declare("ATTENTION", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+        fp16=NEUTRAL, in_place=False, templates=("attention",), flops=rules.per_output,
+        cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
+template("attention", item_major=False, flat=False)

@@ -1,0 +1,114 @@
+"""The workgroup-scope cooperative-matrix gemm (shaders/gemm_cm2.spvasm, VK_NV_cooperative_matrix2).
+
+On a device with VK_NV_cooperative_matrix2 (workgroup scope, flexible dimensions, tensor addressing), a
+fp16 gemm dispatch whose shape and epilogue fit runs as one workgroup-scope BM x BN accumulator per
+workgroup, the K loop in BM x BK by BK x BN float16 tiles loaded straight from the buffers through
+tensor layouts (the driver stages and pipelines them; edges are clamped to zero on load and dropped on
+store).  It is the first variant of such a dispatch (runtime/variants.py takes the first whose
+requirements hold), ahead of the subgroup-scope `coopmat` ones (ops/gemm_coopmat.py), which every
+other device with VK_KHR_cooperative_matrix runs.
+
+What fits (`eligible`, judged on the final kernel, after every epilogue fusion): A read directly (no
+im2col gather), one group, constant weights re-laid out as [GK][GNP] (B_T=0), and an epilogue of
+at most + bias[n] and + residual (no activation, chain or fake-quant: those take the `coopmat` path).
+Output, bias and residual may be float16 or float32; sums are fp32.  Which shapes (`worthwhile`: K >=
+MIN_K) and which tile (`plan_for`: BIG or SMALL) follow the H100 measurements noted at BIG / SMALL.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gpuc.compiler.codegen.kernel import KernelVariant
+from gpuc.compiler.ops import template
+
+TEMPLATE = "gemm_cm2"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cm2Plan:
+    BM: int
+    BN: int
+    BK: int
+    invocations: int
+
+
+# Tiles, measured on the H100 (2026-11-24).  BIG: 128 x 256 by 256 invocations, BK 32, where the tiles fill
+# the GPU twice over and K >= 1024: at 4096^3 274-294 TFLOP/s (128 x 128 by 128 invocations 266-288,
+# 256 x 128 242-270, 64 x 64 163-168; the subgroup-scope `coopmat` kernel 135), 8192^3 297 (141), 4096 x
+# 4096 x 1024 198 (126), 3072^3 197 (106) (benchmarks/coopmat2_sweep.py).  Larger tiles or BK 64 by 128
+# invocations collapsed (20-100: the accumulator no longer fits).  SMALL: 64 x 64 by 128 invocations,
+# everywhere else with K >= MIN_K: in ConvNeXt-T and Swin-T at batch 32 (benchmarks/coopmat2_models_ab.py,
+# each layer shape summed over the model) it took 6272 x 384 x 1536 942 -> 690 us and 627 -> 462,
+# 25088 x 192 x 768 302 -> 265, 1568 x 768 x 3072 297 -> 240, 1568 x 3072 x 768 240 -> 215, 6272 x 384 x 768
+# 58 -> 46, equal or better than 128 x 128 by 256 invocations on most; with K <= 384 it lost everywhere
+# (6272 x 1536 x 384 674 -> 717, 100352 x 384 x 96 307 -> 505, 25088 x 768 x 192 249 -> 347).
+BIG = Cm2Plan(128, 256, 32, 256)
+SMALL = Cm2Plan(64, 64, 32, 128)
+MIN_WAVES, BIG_K, MIN_K, SMS = 2, 1024, 768, 132
+FORCE: Cm2Plan | None = None       # benchmarks: every eligible gemm with this plan
+ALIGN = True                       # tell the driver where rows start 16-byte aligned (benchmarks A/B it)
+
+
+def _mem(aligned: bool) -> str:
+    return "Aligned 16" if aligned and ALIGN else "None"
+
+
+def eligible(d: dict) -> bool:
+    """Whether the plain gemm kernel with defines `d` has a gemm_cm2 form."""
+    return (not d.get("IM2COL") and d.get("GROUPS", 1) == 1 and not d.get("B_T") and not d.get("FQ")
+            and not d.get("EPI_CHAIN") and not d.get("ACT") and not d.get("ACT2"))
+
+
+def plan_for(M: int, N: int, K: int) -> Cm2Plan:
+    if FORCE is not None:
+        return FORCE
+    big_tiles = -(-M // BIG.BM) * -(-N // BIG.BN)
+    return BIG if big_tiles >= MIN_WAVES * SMS and K >= BIG_K else SMALL
+
+
+def worthwhile(M: int, N: int, K: int) -> bool:
+    """Where the workgroup-scope kernel beat the subgroup-scope one on the H100 (the notes above)."""
+    return FORCE is not None or K >= MIN_K
+
+
+def cm2_kernel(k):
+    """The gemm_cm2 kernel for plain gemm kernel `k` (same bindings), or None where it does not fit."""
+    d = k.defines
+    if not eligible(d):
+        return None
+    p = plan_for(d["GM"], d["GN"], d["GK"])
+    tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
+    defines = dict(GM=d["GM"], GN=d["GN"], GK=d["GK"], LDA=d["LDA"], LDC=d["LDC"], GNP=d["GNP"], BM=p.BM, BN=p.BN,
+                   BK=p.BK, TILES_N=tiles_n, NWG=tiles_m * tiles_n, HAS_BIAS=int(bool(d.get("HAS_BIAS"))),
+                   RESIDUAL=int(bool(d.get("RESIDUAL"))), K_FULL=d["GK"] // p.BK * p.BK, MEM_A=_mem(d["LDA"] % 8 == 0),
+                   MEM_B=_mem(d["GNP"] % 8 == 0), MEM_C=_mem(d["LDC"] % 8 == 0))
+    return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=tiles_m * tiles_n * p.invocations,
+                               local_x=p.invocations, vec4=(), variants=[], item_inner=tiles_n)
+
+
+def requires(M: int, N: int, K: int) -> dict:
+    p = plan_for(M, N, K)
+    return {"cooperative_matrix2": [p.BM, p.BN, p.BK, p.invocations], "fp16_storage": True}
+
+
+def cm2_variants(M: int, N: int, K: int) -> list:
+    """[the gemm_cm2 variant] for a gemm of this shape where it pays; whether the final kernel has that form
+    (`eligible`: no im2col, one group, constant weights, a plain epilogue) is decided when it is made."""
+    if not worthwhile(M, N, K):
+        return []
+    return [KernelVariant("coopmat2", requires(M, N, K), cm2_kernel, f16_bindings=("x", "w"))]
+
+
+_S = dict(GM=40, GN=24, GK=48, LDA=48, LDC=24, GNP=24, BM=32, BN=16, BK=16, TILES_N=2, NWG=4, MEM_A="Aligned 16",
+          MEM_B="None", MEM_C="Aligned 16", K_FULL=48)
+# `make shaders`: every path of the template, float16 and float32 output / bias / residual
+VARIANTS = {
+    "gemm_cm2": (_S, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1]}, ["out_", "x", "w", "bias", "res"],
+                 {"x": "float16", "w": "float16"}, lambda d: dict(local_x=128)),
+    "gemm_cm2:f16": (_S, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1]}, ["out_", "x", "w", "bias", "res"],
+                     {"out_": "float16", "x": "float16", "w": "float16", "bias": "float16", "res": "float16"},
+                     lambda d: dict(local_x=128)),
+}
+
+
+template(TEMPLATE, item_major=False, flat=False)   # (a variant of gemm's dispatches, chosen at load)

@@ -1,0 +1,146 @@
+"""Weight-only int8 FULLY_CONNECTED (shaders/gemm_q8.comp): int8 weights with float activations (a
+dynamic-range, "hybrid" model, e.g. litert-torch's int8 LLM exports) keep their int8 bytes in the bundle and
+are unpacked in registers; the activations are quantized per row on the fly and multiplied in exact int32,
+as LiteRT's default CPU path (XNNPACK's qd8-f32-qc8w kernels) computes these FCs.
+
+passes/quant.py asks `keeps_int8(node, graph)` which FCs keep their weights (the rest are dequantized to
+float32 at compile time, as before): symmetric int8 weights (every zero point 0), per-tensor or per output
+channel (axis 0), float32 input and output, fixed sizes.  Asymmetric weights (a non-zero zero point) and
+uint8 / int16 / int4 weights keep the float path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import template
+from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
+from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
+from gpuc.compiler.ops.util import epilogue, size
+from gpuc.compiler.symbolic import is_sym
+
+ATTR = "int8_weights"           # node.attrs flag set by passes/quant.py: lower with gemm_q8
+RMS_ATTR = "q8_rms"             # (norm weight tensor, eps): input 0 is RMS-normalized first (ops/q8_fusion.py)
+GLU_ATTR = "q8_glu"             # (up weight tensor, up bias tensor or -1): silu(x W^T) * (x Wu^T) (ops/q8_fusion.py)
+SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 16 KiB of shared memory
+MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
+LOCAL = 64
+GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
+PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
+
+
+def keeps_int8(node, graph) -> bool:
+    """Whether `node` is a FULLY_CONNECTED that gemm_q8 can run with its int8 weights as they are."""
+    if node.op != "FULLY_CONNECTED" or len(node.inputs) < 2 or node.inputs[1] < 0 or len(node.outputs) != 1:
+        return False
+    x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    if int(node.attrs.get("weights_format", 0)) != 0 or not w.is_const or w.dtype != "int8":
+        return False
+    q = w.quant
+    if q is None or len(w.shape) != 2 or q.scale.size not in (1, w.shape[0]) or w.data.size == 0:
+        return False
+    if q.zero_point.size and np.any(np.asarray(q.zero_point) != 0):
+        return False
+    if q.scale.size > 1 and int(getattr(q, "axis", 0) or 0) != 0:
+        return False
+    if not np.all(np.isfinite(q.scale)) or np.any(np.asarray(q.scale) <= 0):
+        return False
+    if x.dtype != "float32" or y.dtype != "float32" or x.quant is not None or y.quant is not None:
+        return False
+    if any(is_sym(d) for d in tuple(x.shape) + tuple(y.shape)):
+        return False
+    if len(node.inputs) > 2 and node.inputs[2] >= 0:
+        b = graph.t(node.inputs[2])
+        if b.dtype != "float32" or b.quant is not None:
+            return False
+    return x.size % w.shape[1] == 0
+
+
+def _consts(graph, w_id: int):
+    """The packed weights [N][KQ] uvec4 (as uint32 [N, KQ*4]), per-channel scales [N] and weight sums [N]
+    (memoized per weight tensor: FCs sharing weights share them)."""
+    memo = graph.memo.relayout
+    key = (w_id, "q8")
+    if key not in memo:
+        w = graph.t(w_id)
+        q = np.asarray(w.data, np.int8)
+        n, k = q.shape
+        kq = -(-k // 16)
+        packed = np.zeros((n, kq * 16), np.int8)
+        packed[:, :k] = q
+        scale = np.broadcast_to(np.asarray(w.quant.scale, np.float32).reshape(-1), (n,))
+        memo[key] = (graph.add_const(f"{w.name}/q8", packed.view(np.uint32).reshape(n, kq * 4)),
+                     graph.add_const(f"{w.name}/q8_scale", np.ascontiguousarray(scale, np.float32)),
+                     graph.add_const(f"{w.name}/q8_sum", q.astype(np.int32).sum(1).astype(np.int32)), kq)
+    return memo[key]
+
+
+def _tile(m: int, n: int, kq: int) -> tuple[int, int]:
+    rm = max(1, min(MAX_RM, m, SMEM_WORDS // (kq * 4)))
+    tiles_m = -(-m // rm)
+    for rn in (8, 4, 2):
+        if tiles_m * -(-n // rn) >= 2 * GPU_SMS:
+            return rm, rn
+    return rm, 1
+
+
+def q8_kernels(node, graph, bias) -> list:
+    """One gemm_q8 dispatch for FULLY_CONNECTED `node` (its weights int8: keeps_int8)."""
+    w = graph.t(node.inputs[1])
+    n, k = w.shape
+    m = size(graph.t(node.outputs[0]).shape) // n
+    w_id, s_id, sum_id, kq = _consts(graph, node.inputs[1])
+    binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", w_id), ("ws", s_id), ("wsum", sum_id)]
+    if bias is not None:
+        binds.append(("bias", bias))
+    rm, rn = _tile(m, n, kq)
+    tiles_m, tiles_n = -(-m // rm), -(-n // rn)
+    defines = dict(GM=m, GN=n, GK=k, KQ=kq, RM=rm, RN=rn, TILES_N=tiles_n, HAS_BIAS=int(bias is not None),
+                   **epilogue(node, binds, ignore=()))
+    if node.attrs.get(RMS_ATTR):
+        nw, eps = node.attrs[RMS_ATTR]
+        binds.append(("nw", nw))
+        defines.update(RMS=1, EPS=float(eps))
+    if node.attrs.get(GLU_ATTR):
+        wu, ub = node.attrs[GLU_ATTR]
+        u_id, us_id, usum_id, ukq = _consts(graph, wu)
+        assert ukq == kq, "gate and up weights of one shape"
+        binds += [("wu", u_id), ("wus", us_id), ("wusum", usum_id)] + ([("ubias", ub)] if ub >= 0 else [])
+        defines.update(GLU=1, HAS_UBIAS=int(ub >= 0))
+    per = rn * (2 if node.attrs.get(GLU_ATTR) else 1)
+    defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // per))
+    kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * LOCAL, defines, node.label(), local_x=LOCAL,
+                  vec4=("w", "wu"), item_inner=0)
+    kern.variants.append(SUBGROUP_VARIANT)
+    return [apply_chain(kern, node, graph)]
+
+
+def dequantized_weights(graph, w_id: int) -> int:
+    """A float32 copy of int8 weights `w_id` (a consumer that cannot read them as int8)."""
+    from gpuc.compiler.passes.fold import dequantize
+    memo = graph.memo.relayout
+    key = (w_id, "dequantized")
+    if key not in memo:
+        t = graph.t(w_id)
+        memo[key] = graph.add_const(f"{t.name}/f32", np.asarray(dequantize(t), np.float32))
+    return memo[key]
+
+
+template("gemm_q8", item_major=False, flat=False, in_place=("res",))
+
+_Q8 = dict(GM=3, GN=5, GK=40, KQ=3, RM=2, RN=4, TILES_N=2)
+_TYPES = {"w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"}
+VARIANTS = {
+    "gemm_q8": (_Q8, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 1, 3], "ACT2": [0, 1], "SUBGROUP": [0, 1]},
+                ["out_", "x", "w", "ws", "wsum", "bias", "res"], _TYPES,
+                lambda d: dict(local_x=LOCAL, vec4=("w",))),
+    "gemm_q8:fused": (dict(_Q8, RMS=1, EPS=1e-6, GLU=1, PF=1), {"HAS_UBIAS": [0, 1], "SUBGROUP": [0, 1]},
+                      ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum", "ubias"], _TYPES,
+                      lambda d: dict(local_x=LOCAL, vec4=("w", "wu"))),
+    "gemm_q8:rms_chain": (dict(_Q8, **_sample(3), RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
+                          ["out_", "x", "w", "ws", "wsum", "nw"] + _EBIND[:2], _TYPES,
+                          lambda d: dict(local_x=LOCAL, vec4=("w",))),
+    "gemm_q8:chain": (dict(_Q8, **_sample(3), PF=1), {"SUBGROUP": [0, 1]},
+                      ["out_", "x", "w", "ws", "wsum"] + _EBIND[:2], _TYPES,
+                      lambda d: dict(local_x=LOCAL, vec4=("w",))),
+}

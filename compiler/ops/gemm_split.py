@@ -1,0 +1,65 @@
+"""Split-K across workgroups: a gemm with too few output tiles to fill the GPU (batch-1 transformer layers:
+M = 49..196 rows against K = 768..3072) becomes two dispatches.  The first computes S partial products,
+each over K / S of the depth, as S groups of the one gemm (gemm.comp's GROUPS: group s reads A's columns
+and B's rows [s*K/S, (s+1)*K/S), both laid out so that this is the group offset) into a float32 scratch
+tensor [M, S*N]; the second (gemm.comp SPLIT_REDUCE = S) sums the S partials of each output in order
+and runs the gemm's whole epilogue (bias, activation, residual, chain, fake-quant) on the sum.
+
+Only where the groups can express the split: one group of constant weights (B [K][GNP]), A read as
+rows (no implicit-GEMM gather), S dividing K into multiples of 8, fixed sizes.  S is picked by
+ops/conv.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
+with the threshold and margin measured below; FORCE (benchmarks/split_k_sweep.py) fixes it.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gpuc.compiler.codegen.kernel import Kernel
+
+CHOICES = (2, 4, 8, 16)
+MIN_DEPTH = 64            # K / S at least this
+# Fitted on the H100 (benchmarks/split_k_sweep.py, 2026-11-24, 9 batch-1 FC shapes, each split forced):
+# the split won where the one-dispatch plan's modelled cost was 20.9k cycles or more (196 x 384 x 1536:
+# 41.1 -> 21.5 us; 49 x 768 x 3072: 32.0 -> 21.8; 197 x 768 x 3072: 81.1 -> 54.4; 49 x 3072 x 768 and
+# 197 x 3072 x 768: 26.4 -> 21.5, 69.7 -> 58.4) and lost or tied below 19.1k (784 x 768 x 192: 21.6 ->
+# 25.6; 196 x 1536 x 384: 19.5 -> 23.6; 1 x 1000 x 768: 4.7 -> 7.0): the second dispatch costs ~2-4 us.
+MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/conv.py gemm_cost) from which a split may pay
+GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it
+FORCE: int | None = None  # benchmarks: this split where it applies (1: none), instead of the model's pick
+
+
+def split_of(M: int, N: int, K: int, plan, cost) -> tuple[int, object]:
+    """(S, plan of the partial dispatch) of least modelled time; (1, None) when one dispatch is cheaper.
+    plan(M, N, K, G) -> GemmPlan, cost(plan, M, N, K, G) -> cycles (ops/conv.py)."""
+    options = [s for s in CHOICES if K % (8 * s) == 0 and K // s >= MIN_DEPTH]
+    if FORCE is not None:
+        return (FORCE, plan(M, N, K // FORCE, FORCE)) if FORCE in options else (1, None)
+    one = cost(plan(M, N, K, 1), M, N, K, 1)
+    best, best_cost = (1, None), one * GAIN
+    if one < MIN_CYCLES:
+        return best
+    for s in options:
+        p = plan(M, N, K // s, s)
+        c = cost(p, M, N, K // s, s)
+        if c < best_cost:
+            best, best_cost = (s, p), c
+    return best
+
+
+def split_kernels(k: Kernel, graph, s: int, p, out_name: str) -> list:
+    """[partials, reduce] for the one-dispatch gemm kernel `k` (bindings out_, x, w, then its epilogue's),
+    split s ways with partial plan p."""
+    d = k.defines
+    M, N, K = d["GM"], d["GN"], d["GK"]
+    scratch = graph.add_tensor(f"{out_name}/split{s}", (M, s * N), "float32")
+    tiles_m, tiles_n = -(-M // p.BM), -(-N // p.BN)
+    geometry = {n: d[n] for n in ("LDA", "GNP", "VEC_A", "B_T", "IM2COL")}
+    partial = Kernel("gemm", [("out_", scratch)] + k.bindings[1:3], tiles_m * tiles_n * s * p.threads,
+                     dict(geometry, GM=M, GN=N, GK=K // s, GROUPS=s, LDC=s * N, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
+                          TN=p.TN, KS=p.KS, SV4=int(p.V4), TILES_M=tiles_m, TILES_N=tiles_n,
+                          NWG=tiles_m * tiles_n * s, HAS_BIAS=0, ACT=0, RESIDUAL=0, EPI_CHAIN=0),
+                     k.label, local_x=p.threads, vec4=k.vec4, item_inner=tiles_n * s)
+    reduce = dataclasses.replace(k, bindings=[k.bindings[0], ("x", scratch)] + k.bindings[2:], invocations=M * N,
+                                 defines=dict(d, SPLIT_REDUCE=s, VEC_A=0), local_x=64,
+                                 vec4=tuple(v for v in k.vec4 if v != "x"), item_inner=1, variants=[])
+    return [partial, reduce]

@@ -1,0 +1,87 @@
+"""Native int8: what full-integer quantized models compute in int8 arithmetic, and LiteRT's integer
+parameters for it.
+
+passes/quant.py native_int8 rewrites each op of a full-integer int8 model into its int8 form (FORMS:
+source op -> the int8 op, registered by ops/int8_conv.py and ops/int8_eltwise.py) when every op that
+touches a quantized activation has one; int8 tensors then stay int8 in device buffers (4 per 32-bit
+word) and int8 weights stay int8 in the bundle.  A model with any other op touching a quantized
+activation runs as before: a float program with simulated quantization.
+
+The reference is LiteRT's interpreter with its builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES, as
+the tests use): requantization as LiteRT's x86 build computes it, checked bit for bit by
+tests/ops/test_int8_*.py:
+- CONV_2D / FULLY_CONNECTED (ruy's x86 gemm epilogue): RQ_RUY, a double rounding with both steps
+  rounding half up: r = (x * 2^ls * m + 2^30) >> 31, then (r + 2^(rs-1)) >> rs;
+- DEPTHWISE_CONV_2D (the optimized depthwise kernel): output channels in whole blocks of 8 RQ_UPWARD
+  (RQ_GEMMLOWP's first step, a half-up shift), the channels past the last block of 8 RQ_GEMMLOWP
+  (found by experiment on LiteRT 2.3: channel depths 2-16, depth multipliers 1-2);
+- ADD / MEAN (common.h MultiplyByQuantizedMultiplier, gemmlowp's): RQ_GEMMLOWP, SaturatingRoundingDoublingHighMul
+  then RoundingDivideByPOT, both rounding half away from zero.
+The multipliers are QuantizeMultiplier's (frexp, round half away, 31-bit fixed point).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+RQ_GEMMLOWP, RQ_RUY, RQ_UPWARD = 0, 1, 2
+QMIN, QMAX = -128, 127
+FORMS: dict[str, str] = {}          # TFLite op -> its int8 op (each int8 module adds its own)
+CHECKS: dict[str, object] = {}      # int8 op -> (node, graph) -> None | reason (the source op's node)
+BOUNDARY: dict[str, object] = {}    # ops that take int8 tensors as they are (QUANTIZE ...) -> check
+
+
+def native_form(*pairs, check):
+    """Declare `source op -> int8 op` pairs whose eligibility is `check(node, graph)`."""
+    for src, dst in pairs:
+        FORMS[src] = dst
+        CHECKS[dst] = check
+
+
+def quantize_multiplier(d: float) -> tuple[int, int]:
+    """LiteRT's QuantizeMultiplier: d = m * 2^(shift - 31), m in [2^30, 2^31)."""
+    if d == 0.0:
+        return 0, 0
+    q, shift = math.frexp(d)
+    qf = int(math.floor(abs(q) * (1 << 31) + 0.5)) * (1 if q >= 0 else -1)
+    if qf == (1 << 31):
+        qf //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return qf, shift
+
+
+def f32(v) -> float:
+    return float(np.float32(v))
+
+
+def per_tensor(t) -> bool:
+    return (t.dtype == "int8" and t.quant is not None and t.quant.scale.size == 1 and float(t.quant.scale[0]) > 0
+            and (t.quant.zero_point.size <= 1))
+
+
+def scale_zp(t) -> tuple[float, int]:
+    return f32(t.quant.scale[0]), int(t.quant.zero_point[0]) if t.quant.zero_point.size else 0
+
+
+def act_range(act: int, out) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized: TFLite's fused activation on the output grid."""
+    s, zp = scale_zp(out)
+
+    def q(f):
+        v = np.float32(f) / np.float32(s)
+        return zp + int(math.floor(abs(float(v)) + 0.5)) * (1 if v >= 0 else -1)
+    if act == 1:
+        return max(QMIN, q(0.0)), QMAX
+    if act == 3:
+        return max(QMIN, q(0.0)), min(QMAX, q(6.0))
+    if act == 2:
+        return max(QMIN, q(-1.0)), min(QMAX, q(1.0))
+    return QMIN, QMAX
+
+
+def int8_activation(graph, tid: int) -> bool:
+    t = graph.t(tid)
+    return not t.is_const and per_tensor(t)

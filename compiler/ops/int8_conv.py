@@ -1,0 +1,146 @@
+"""Native int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (shaders/int8_conv.comp): int32 accumulation
+of int8 weights (stored as int8) and int8 activations, int32 bias, per-channel (or per-tensor) fixed-point
+requantization exactly as LiteRT's builtin x86 kernels compute it (ops/int8_common.py), output zero point
+and fused activation clamp.  passes/quant.py native_int8 makes these ops from the TFLite ones.
+
+Kernel shape: one invocation per output word (4 int8 outputs), a plain int32 loop; where the input
+depth is a multiple of 4 the channel loop reads whole words (4 lanes) and sums 4-lane dot products,
+the form a packed integer dot product (VK_KHR_shader_integer_dot_product) or an s8 x s8 -> s32
+cooperative-matrix variant replaces (DOT4 in the template; not built yet).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
+from gpuc.compiler.ops.conv import _window
+from gpuc.compiler.ops.int8_common import (RQ_RUY, RQ_UPWARD, act_range, f32, int8_activation, native_form, per_tensor,
+                                           quantize_multiplier, scale_zp)
+from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.util import checked, fused_act
+
+CONV, DEPTHWISE, FC = "INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED"
+_DW = {DEPTHWISE, "DEPTHWISE_CONV_2D"}
+_FC = {FC, "FULLY_CONNECTED"}
+
+
+def _filter(node, graph):
+    if len(node.inputs) < 2 or node.inputs[1] < 0:
+        raise ValueError("missing filter input")
+    f = graph.t(node.inputs[1])
+    if not f.is_const or f.dtype != "int8" or f.quant is None or not f.quant.scale.size:
+        raise ValueError(f"filter {f.name!r} must be a constant int8 tensor with scales")
+    if f.quant.zero_point.size and np.any(f.quant.zero_point != 0):
+        raise ValueError(f"filter {f.name!r} has nonzero zero points (LiteRT's int8 kernels take symmetric filters)")
+    return f
+
+
+def _plan(node, graph) -> tuple[dict, object, int]:
+    """(defines without the requantization ones, filter tensor, output channels)."""
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if not (int8_activation(graph, x.id) and int8_activation(graph, y.id)):
+        raise ValueError("input and output must be per-tensor quantized int8")
+    f = _filter(node, graph)
+    act = fused_act(node)
+    if act not in (0, 1, 2, 3):
+        raise ValueError(f"fused activation {act} not supported")
+    if node.op in _FC:
+        if len(f.shape) != 2 or int(node.attrs.get("weights_format", 0)) != 0:
+            raise ValueError(f"weights {f.name!r} must be 2-D in the default format")
+        co, k = f.shape
+        if x.size % k or y.size != x.size // k * co:
+            raise ValueError(f"input {list(x.shape)} and output {list(y.shape)} do not fit weights {list(f.shape)}")
+        geo = dict(N=x.size // k, H=1, W=1, OH=1, OW=1, SH=1, SW=1, DH=1, DW=1, PT=0, PL=0)
+        d = dict(geo, CIN=k, COUT=co, KH=1, KW=1, DM=1, DEPTHWISE=0)
+    else:
+        if len(f.shape) != 4:
+            raise ValueError(f"filter {f.name!r} must be 4-D")
+        if node.epilogue.pad:
+            raise ValueError("a folded PAD is not supported")
+        geo, ci, co = _window(node, graph, f.shape[1], f.shape[2])
+        dw = node.op in _DW
+        if dw and (f.shape[0] != 1 or f.shape[3] != co or co % ci):
+            raise ValueError(f"depthwise filter {list(f.shape)} does not fit input channels {ci} -> {co}")
+        if not dw and (f.shape[0] != co or f.shape[3] != ci):
+            raise ValueError(f"filter {list(f.shape)} does not fit input channels {ci} -> {co} (grouped: not in int8)")
+        d = dict(geo, CIN=ci, COUT=co, KH=int(f.shape[1]), KW=int(f.shape[2]), DM=co // ci if dw else 1,
+                 DEPTHWISE=int(dw))
+    if f.quant.scale.size not in (1, co):
+        raise ValueError(f"filter {f.name!r} has {f.quant.scale.size} scales for {co} channels")
+    if node.op not in _FC and (len(node.inputs) < 3 or node.inputs[2] < 0):
+        raise ValueError("an int8 convolution needs a bias (LiteRT's kernel requires one)")
+    if len(node.inputs) > 2 and node.inputs[2] >= 0:
+        b = graph.t(node.inputs[2])
+        if not b.is_const or b.dtype != "int32" or b.size != co:
+            raise ValueError(f"bias {b.name!r} must be a constant int32 of {co} values")
+    return d, f, co
+
+
+def _params(node, graph, f, co, vec4: bool) -> np.ndarray:
+    """int32 [4, co]: bias, multiplier, shift, sum of each output channel's weights (VEC4)."""
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    sx, _ = scale_zp(x)
+    sy, _ = scale_zp(y)
+    scales = np.broadcast_to(f.quant.scale.astype(np.float32), (co,))
+    qp = np.zeros((4, co), np.int64)
+    if len(node.inputs) > 2 and node.inputs[2] >= 0:
+        qp[0] = np.asarray(graph.t(node.inputs[2]).data, np.int64).reshape(-1)
+    for c in range(co):
+        if node.op in _FC and f.quant.scale.size == 1:
+            # FULLY_CONNECTED per-tensor: GetQuantizedConvolutionMultipler (the scale product in float)
+            real = f32(np.float32(sx) * np.float32(scales[c])) / sy
+        else:
+            real = sx * float(scales[c]) / sy
+        qp[1, c], qp[2, c] = quantize_multiplier(real)
+    if vec4:
+        w = np.asarray(f.data, np.int64).reshape(co, -1)
+        qp[3] = w.sum(axis=1)
+    return qp.astype(np.int32)
+
+
+@checked
+def _check(node, graph):
+    _plan(node, graph)
+    return None
+
+
+@register(CONV, DEPTHWISE, FC, check=_check, dtypes=("int8",), inputs=(2, 3), optional=(2,), quantized_io=True,
+          summary="internal: native int8 conv / depthwise / fully connected (passes/quant.py native_int8)")
+def lower_int8_conv(node, graph):
+    d, f, co = _plan(node, graph)
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    _, zx = scale_zp(x)
+    _, zy = scale_zp(y)
+    vec4 = not d["DEPTHWISE"] and d["CIN"] % 4 == 0
+    qp = graph.add_const(f"{y.name}#int8_qp", _params(node, graph, f, co, vec4))
+    lo, hi = act_range(fused_act(node), y)
+    xz = (zx & 0xFF) * 0x01010101
+    d.update(VEC4=int(vec4), IN_OFF=-zx, OUT_ZP=zy, ACT_MIN=lo, ACT_MAX=hi, NOUT=y.size,
+             RQ_MODE=RQ_UPWARD if d["DEPTHWISE"] else RQ_RUY, RQ_SPLIT=co // 8 * 8,
+             XZ_WORD=int(np.uint32(xz).view(np.int32)))
+    binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qp)]
+    taps = d["KH"] * d["KW"] * (1 if d["DEPTHWISE"] else d["CIN"])
+    return [Kernel("int8_conv", binds, -(-y.size // 4), d, node.label(), flops=2 * y.size * taps)]
+
+
+def _flops(node, graph):
+    f = graph.t(node.inputs[1]).shape
+    taps = int(np.prod(f[1:])) if len(f) == 4 and node.op != DEPTHWISE else (f[-1] if len(f) == 2 else f[1] * f[2])
+    return 2 * graph.t(node.outputs[0]).size * taps
+
+
+_BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, DM=1,
+             IN_OFF=3, OUT_ZP=-2, ACT_MIN=-128, ACT_MAX=127, NOUT=150, RQ_SPLIT=0, XZ_WORD=-50529028)
+VARIANTS = {
+    "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1, 2]}, ["out_", "x", "w", "qp"],
+                  {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
+}
+
+native_form(("CONV_2D", CONV), ("DEPTHWISE_CONV_2D", DEPTHWISE), ("FULLY_CONNECTED", FC), check=_check)
+
+_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
+declare(CONV, DEPTHWISE, FC, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+        fp16=NEUTRAL, in_place=False, templates=("int8_conv",), flops=_flops,
+        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+template("int8_conv", item_major=False, flat=True)

@@ -1,0 +1,147 @@
+"""Native int8 ADD / MEAN / SOFTMAX (shaders/int8_eltwise.comp), as LiteRT's builtin integer kernels
+compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
+
+* ADD: both inputs rescaled to 2 * max(input scales) with a left shift of 20, summed, requantized to
+  the output (add.cc's int8 parameters; gemmlowp rounding), fused activation clamp.  Equal shapes, or
+  one input broadcast along the other's leading dims.
+* MEAN: the int32 sum minus zero point * count, times input scale / output scale with 1/count folded
+  into the multiplier (reduce.h QuantizedMeanOrSum); the reduced axes contiguous.  keep_dims over
+  axes [1, 2] of a 4-D input runs LiteRT's optimized Mean, a different formula: not native (yet).
+* SOFTMAX: LiteRT's table path on x86 (optimized_ops::Softmax): a 256-entry float table of
+  exp(-input_scale * beta * d), computed here at compile time, summed in order per row.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
+from gpuc.compiler.ops.int8_common import (QMAX, QMIN, act_range, f32, int8_activation, native_form,
+                                           quantize_multiplier, scale_zp)
+from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.util import checked, fused_act, size
+
+ADD, MEAN, SOFTMAX = "INT8_ADD", "INT8_MEAN", "INT8_SOFTMAX"
+
+
+def _io(node, graph, n_in):
+    ts = [graph.t(i) for i in node.inputs[:n_in]] + [graph.t(node.outputs[0])]
+    for t in ts:
+        if not int8_activation(graph, t.id):
+            raise ValueError(f"tensor {t.name!r} is not a per-tensor quantized int8 activation")
+    return ts
+
+
+def _add_plan(node, graph):
+    a, b, y = _io(node, graph, 2)
+    if fused_act(node) not in (0, 1, 2, 3):
+        raise ValueError(f"fused activation {fused_act(node)} not supported")
+    if a.size < b.size:
+        a, b = b, a
+    sb = list(b.shape)
+    while sb and sb[0] == 1:
+        sb.pop(0)
+    fits = tuple(a.shape) == tuple(b.shape) or not sb or tuple(a.shape[len(a.shape) - len(sb):]) == tuple(sb)
+    if tuple(a.shape) != tuple(y.shape) or len(sb) > len(a.shape) or not fits:
+        raise ValueError(f"shapes {list(a.shape)} + {list(b.shape)} -> {list(y.shape)}: only equal shapes or "
+                         "a broadcast along leading dims run in int8")
+    return a, b, y
+
+
+def _mean_axes(node, graph):
+    x, y = _io(node, graph, 1)
+    ax_t = graph.t(node.inputs[1])
+    if not ax_t.is_const:
+        raise ValueError("axis must be constant")
+    rank = len(x.shape)
+    axes = sorted({int(v) % rank for v in np.asarray(ax_t.data).reshape(-1)}) if rank else []
+    if not axes:
+        raise ValueError("no axis to reduce")
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        raise ValueError(f"axes {axes} are not contiguous")
+    if node.attrs.get("keep_dims") and rank == 4 and axes == [1, 2]:
+        raise ValueError("keep_dims over axes [1, 2] of a 4-D input (LiteRT's optimized Mean) runs as float")
+    outer, r = size(x.shape[:axes[0]]), size(x.shape[axes[0]:axes[-1] + 1])
+    return x, y, outer, r, size(x.shape[axes[-1] + 1:])
+
+
+def _softmax_plan(node, graph):
+    x, y = _io(node, graph, 1)
+    if not x.shape or x.shape[-1] < 1:
+        raise ValueError("softmax needs a last dimension")
+    s, zp = scale_zp(y)
+    if zp != -128 or s != f32(1.0 / 256):
+        raise ValueError("int8 softmax output must have scale 1/256 and zero point -128 (LiteRT requires it)")
+    return x, y
+
+
+@checked
+def _check(node, graph):
+    if node.op in (ADD, "ADD"):
+        _add_plan(node, graph)
+    elif node.op in (MEAN, "MEAN"):
+        _mean_axes(node, graph)
+    else:
+        _softmax_plan(node, graph)
+    return None
+
+
+def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
+    """table[255 - v] = expf(-in_scale * beta * v) (PopulateSoftmaxLookupTable), correctly rounded."""
+    sc = np.float32(-np.float32(in_scale) * np.float32(beta))
+    vals = [np.float32(math.exp(float(np.float32(sc * np.float32(v))))) for v in range(256)]
+    return np.array(vals[::-1], np.float32)
+
+
+@register(ADD, MEAN, SOFTMAX, check=_check, dtypes=("int8",), inputs=(1, 2), quantized_io=True,
+          summary="internal: native int8 add / mean / softmax (passes/quant.py native_int8)")
+def lower_int8_eltwise(node, graph):
+    y = graph.t(node.outputs[0])
+    d = dict(NOUT=y.size)
+    if node.op == ADD:
+        a, b, y = _add_plan(node, graph)
+        (s1, z1), (s2, z2), (so, zo) = scale_zp(a), scale_zp(b), scale_zp(y)
+        twice = 2.0 * f32(max(s1, s2))
+        m1, e1 = quantize_multiplier(s1 / twice)
+        m2, e2 = quantize_multiplier(s2 / twice)
+        mo, eo = quantize_multiplier(twice / f32((1 << 20) * np.float32(so)))
+        lo, hi = act_range(fused_act(node), y)
+        d.update(OP=0, OFF_A=-z1, OFF_B=-z2, M_A=m1, S_A=e1, M_B=m2, S_B=e2, MO=mo, SO=eo, OUT_ZP=zo,
+                 ACT_MIN=lo, ACT_MAX=hi, B_MOD=b.size)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
+    elif node.op == MEAN:
+        x, y, outer, r, inner = _mean_axes(node, graph)
+        (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
+        m, s = quantize_multiplier(si / so)
+        sh = min(r.bit_length() - 1, 32, 31 + s)
+        m, s = (m << sh) // r, s - sh
+        d.update(OP=1, OUTER=outer, R=r, INNER=inner, IN_ZP=zi, MO=m, SO=s, OUT_ZP=zo)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id))]
+    else:
+        x, y = _softmax_plan(node, graph)
+        si, _ = scale_zp(x)
+        lut = graph.add_const(f"{y.name}#softmax_table", _softmax_table(si, float(node.attrs.get("beta", 1.0))))
+        so, zo = scale_zp(y)
+        d.update(OP=2, L=int(x.shape[-1]), OUT_SCALE=so, OUT_ZP=zo)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]
+    return [Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())]
+
+
+_BASE = dict(NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30, S_B=-1, MO=1 << 30, SO=-3, OUT_ZP=1,
+             ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256)
+VARIANTS = {
+    "int8_eltwise": (dict(_BASE, OP=0), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
+    "int8_eltwise:mean": (dict(_BASE, OP=1), {}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
+                             {"out_": "uint32", "a": "uint32", "lut": "float32"}),
+}
+
+native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), check=_check)
+
+_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
+declare(ADD, MEAN, SOFTMAX, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+        fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
+        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+template("int8_eltwise", item_major=False, flat=True)

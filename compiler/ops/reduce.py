@@ -1,0 +1,119 @@
+"""Reductions (MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD) and SOFTMAX.
+
+Long reductions (RCOUNT >= WG_MIN elements per output; SOFTMAX rows of >= 64) use one workgroup per
+output / row.  Those kernels carry a `subgroup` variant (runtime/variants.py) that combines through
+GL_KHR_shader_subgroup_arithmetic first: the runtime picks it on a device reporting subgroup
+arithmetic for compute shaders, else the shared-memory tree runs.  Design: the workgroup size stays
+the compile-time one (64 / 128 / 256: a multiple of every power-of-two subgroup size up to it, and a
+subgroup larger than the workgroup is simply partly filled); the shader reads gl_SubgroupID and
+gl_NumSubgroups, so one SPIR-V module serves every subgroup size and nothing needs choosing per
+device at load beyond "has subgroup arithmetic".  Results differ from the tree only by the order of
+fp32 additions (max / min: not at all)."""
+from __future__ import annotations
+
+import numpy as np
+
+import dataclasses
+
+from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
+from gpuc.compiler.ops import BOUNDED, INTEGER, NEUTRAL, SHAPE_ONLY, UNSAFE, Why, declare, register, rules, template
+from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
+from gpuc.compiler.sym_scope import hinted
+
+REDUCE = {"MEAN": 0, "SUM": 1, "REDUCE_MAX": 2, "REDUCE_MIN": 3, "REDUCE_PROD": 4}
+WG_MIN = 256                 # reduced elements per output from which a workgroup reduces each output
+
+
+def _subgroup_kernel(k):
+    return dataclasses.replace(k, defines=dict(k.defines, SUBGROUP=1), variants=[])
+
+
+SUBGROUP_VARIANT = KernelVariant("subgroup", {"subgroup_arithmetic": True}, _subgroup_kernel)
+
+
+def _axes(node, graph):
+    x = graph.t(node.inputs[0])
+    axes = const_input(node, graph, 1, "reduction axes")
+    if axes is None:
+        raise ValueError("missing reduction axes input")
+    return sorted({norm_axis(int(a), len(x.shape)) for a in np.asarray(axes).reshape(-1)})
+
+
+@checked
+def _check_reduce(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    axes = _axes(node, graph)
+    kept = [d for i, d in enumerate(x.shape) if i not in axes]
+    if size(kept) != y.size:
+        return f"output {list(y.shape)} does not match reducing {list(x.shape)} over {axes}"
+    if x.size == 0:
+        return "empty input"
+    return None
+
+
+@register(*REDUCE, check=_check_reduce, inputs=(2, 2), summary="any axes, keep_dims")
+def lower_reduce(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    axes = _axes(node, graph)
+    st = strides(x.shape)
+    keep = [i for i in range(len(x.shape)) if i not in axes]
+    defines = dict(OP=REDUCE[node.op],
+                   NK=len(keep), K_SHAPE=[x.shape[i] for i in keep] or [1], K_STRIDES=[st[i] for i in keep] or [0],
+                   NR=len(axes), R_SHAPE=[x.shape[i] for i in axes] or [1], R_STRIDES=[st[i] for i in axes] or [0],
+                   RCOUNT=size([x.shape[i] for i in axes]))
+    binds = [("out_", y.id), ("x", x.id)]
+    with hinted():                      # (speed only: a dynamic count decides at its bound)
+        short = defines["RCOUNT"] < WG_MIN
+        local = 256 if defines["RCOUNT"] >= 4096 else 128 if defines["RCOUNT"] >= 1024 else 64
+    if short:
+        return [Kernel("reduce", binds, y.size, dict(defines, WG_PER_OUT=0), node.label())]
+    k = Kernel("reduce", binds, y.size * local, dict(defines, WG_PER_OUT=1), node.label(), local_x=local)
+    k.variants.append(SUBGROUP_VARIANT)
+    return [k]
+
+
+def softmax_axis(node, graph) -> int:
+    """The axis a SOFTMAX normalizes: the last, as TFLite's; passes/softmax_chain.py records another one
+    (attrs["axis"]) for a softmax a converter wrote out over a middle axis."""
+    rank = len(graph.t(node.inputs[0]).shape)
+    return int(node.attrs.get("axis", -1)) % max(rank, 1)
+
+
+@checked
+def _check_softmax(node, graph):
+    x = graph.t(node.inputs[0])
+    if not x.shape or x.shape[softmax_axis(node, graph)] < 1:
+        return "input must have a non-empty softmax axis"
+    return None
+
+
+@register("SOFTMAX", check=_check_softmax, inputs=(1, 1), summary="last axis (or a written-out softmax's axis), beta")
+def lower_softmax(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    a = softmax_axis(node, graph)
+    d = x.shape[a]
+    inner = size(x.shape[a + 1:])
+    rows = x.size // d
+    with hinted():                                   # (speed only: a dynamic row length decides at its bound)
+        wide = d >= 64                               # long rows: one workgroup per row
+        local = 128 if d >= 512 else 64
+    defines = dict(D=d, BETA=float(node.attrs.get("beta", 1.0)), ROW_PER_GROUP=int(wide), INNER=inner)
+    k = Kernel("softmax", [("out_", y.id), ("x", x.id)], rows * local if wide else rows, defines,
+               node.label(), local_x=local if wide else 64)
+    if wide:
+        k.variants.append(SUBGROUP_VARIANT)
+    return [k]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+_NUMPY = {"SUM": np.sum, "REDUCE_PROD": np.prod, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min, "MEAN": None}
+for _op, _fn in _NUMPY.items():
+    declare(_op, shape=rules.reduce(_fn), exact=SHAPE_ONLY if _fn is None else INTEGER, sym_shape="reduce",
+            batch=("axis_input", 1, "axes", 0, True), pieces=Why("computes values"),
+            fp16=UNSAFE if _op in ("SUM", "REDUCE_PROD") else NEUTRAL, in_place=False, templates=("reduce",),
+            flops=lambda node, graph: graph.t(node.inputs[0]).size, cpu=_op)
+declare("SOFTMAX", shape=rules.same_shape, exact=SHAPE_ONLY, sym_shape="same", batch="softmax",
+        pieces=Why("computes values"), fp16=BOUNDED, in_place=False, templates=("softmax",), flops=rules.per_output,
+        cpu=Why("no CPU kernel: the GPU runs every float SOFTMAX"))
+template("reduce", item_major=False, flat=False)
+template("softmax", item_major=True, flat=False)

@@ -1,0 +1,241 @@
+"""SDPA_DECODE: an `odml.scaled_dot_product_attention` composite for one query token (an LLM's decode
+step) in two dispatches, made by compiler/frontend/composite.py where its decomposition is the form
+litert-torch writes: K and V [1, KV, KH, D] put in head-major order (TRANSPOSE) and repeated to the H
+query heads (RESHAPE + BROADCAST_TO: GQA), Q and K each multiplied by a scalar, BATCH_MATMUL(Q, K^T),
+ADD of the mask [.., KV], SOFTMAX (beta 1), BATCH_MATMUL(P, V), back to [1, 1, H, D].  The match
+checks every movement op by tracing element indices through it (numpy), so any other layout, a
+per-head mask or another op keeps the decomposition.  Prefill (more than one query row) keeps it too
+(passes/attention.py fuses its core).
+
+Inputs: q [1, 1, H, D], k, v [1, KV, KH, D], mask [KV elements] (optional); attrs q_scale, k_scale
+(the decomposition's constants, applied as it does: (q * q_scale) . (k * k_scale)).  Flash-decoding:
+shaders/sdpa_decode_split.comp gives each workgroup one query head and CHUNK keys (score, chunk max,
+exp, sum, P.V: a partial [m, l, acc[D]] per (head, chunk)); shaders/sdpa_decode_combine.comp rescales
+and sums a head's partials per output element.  Query head h reads KV head h / (H / KH)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ir import Node
+from gpuc.compiler.ops import NEUTRAL, Why, declare, fuses, register, template
+from gpuc.compiler.ops.decomposition import Decomposition, attributes
+from gpuc.compiler.ops.util import checked
+
+OP = "SDPA_DECODE"
+COMPOSITE = "odml.scaled_dot_product_attention"
+LOCAL = 64                   # invocations per workgroup (split and combine)
+MAX_D = 256                  # head sizes the split shader holds in shared memory
+MAX_CHUNK, MIN_CHUNK = 256, 32
+FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before chunks grow
+MAX_TRACE = 1 << 25          # elements an index trace may build (compile-time memory)
+
+VARIANTS = {
+    "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25),
+                          {"HAS_MASK": [0, 1]}, ["out_", "q", "k", "v", "mask"], {},
+                          lambda d: dict(local_x=LOCAL)),
+    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, HAS_MASK=1, ROPE_Q=1,
+                                    H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
+                                    CS_STRIDES=[0, 0, 0, 1]), {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv"], {},
+                               lambda d: dict(local_x=LOCAL)),
+    "sdpa_decode_combine": (dict(H=4, D=20, NCHUNK=3), {}, ["out_", "x"], {}, lambda d: dict(local_x=LOCAL)),
+}
+
+
+def _trace(dec: Decomposition, tid: int):
+    """(source tensor, its element index per element of `tid`, the scalar MUL constants on the way)
+    back through RESHAPE / TRANSPOSE / BROADCAST_TO and MULs by a scalar constant to the tensor another
+    op (or none) makes; None where a trace grows too large."""
+    m = dec.made.get(tid)
+    t = dec.s.t(tid)
+    sc = [dec.scalar(i) for i in m.inputs] if m is not None and m.op == "MUL" and len(m.inputs) == 2 else []
+    scaled = sum(s is not None for s in sc) == 1 and m.attrs.get("fused_activation_function", 0) == 0
+    if m is None or not scaled and m.op not in ("RESHAPE", "TRANSPOSE", "BROADCAST_TO"):
+        if t.size > MAX_TRACE:
+            return None
+        return tid, np.arange(t.size, dtype=np.int64).reshape(t.shape), []
+    if scaled:
+        k = 0 if sc[0] is not None else 1
+        r = _trace(dec, m.inputs[1 - k])
+        if r is None or r[1].shape != tuple(t.shape):
+            return None
+        dec.used.add(id(m))
+        return r[0], r[1], r[2] + [sc[k]]
+    r = _trace(dec, m.inputs[0])
+    if r is None:
+        return None
+    src, idx, scales = r
+    if m.op == "RESHAPE":
+        idx = idx.reshape(t.shape)
+    elif m.op == "TRANSPOSE":
+        perm = dec.const(m.inputs[1])
+        if perm is None:
+            return None
+        idx = np.transpose(idx, [int(p) for p in perm.reshape(-1)])
+    else:
+        if int(np.prod(t.shape)) > MAX_TRACE:
+            return None
+        idx = np.broadcast_to(idx, tuple(t.shape))
+    if idx.shape != tuple(t.shape):
+        return None
+    dec.used.add(id(m))
+    return src, idx, scales
+
+
+def _one_scale(scales) -> float | None:
+    return 1.0 if not scales else scales[0] if len(scales) == 1 else None
+
+
+@fuses(COMPOSITE)
+def fuse(n: Node, g, s) -> list[Node] | None:
+    """The SDPA_DECODE node computing composite `n` (one query token), or None for any other form."""
+    if len(s.inputs) not in (3, 4) or len(s.outputs) != 1 or len(n.inputs) != len(s.inputs):
+        return None
+    q, k, v = (s.t(i) for i in s.inputs[:3])
+    if len(q.shape) != 4 or len(k.shape) != 4 or tuple(k.shape) != tuple(v.shape) or q.shape[0] != 1 \
+            or q.shape[1] != 1 or k.shape[0] != 1 or any(t.dtype != "float32" for t in (q, k, v)):
+        return None
+    _, _, H, D = (int(x) for x in q.shape)
+    _, KV, KH, DK = (int(x) for x in k.shape)
+    if DK != D or KH < 1 or H % KH or D > MAX_D or KV < 1:
+        return None
+    G = H // KH
+    dec = Decomposition(n, s)
+    # the output: BATCH_MATMUL(P, V) [H, 1, D] through movement ops to [1, 1, H, D]
+    r = _trace(dec, s.outputs[0])
+    if r is None or r[2]:
+        return None
+    pv = dec.node(r[0], "BATCH_MATMUL", 2, through_reshape=False)
+    if pv is None or tuple(s.t(pv.outputs[0]).shape) != (H, 1, D) or \
+            not np.array_equal(r[1].reshape(-1), np.arange(H * D)):
+        return None
+    if pv.attrs.get("adj_x") or pv.attrs.get("adj_y"):
+        return None
+    # V: [H, KV, D], element (h, j, d) = v[0, j, h // G, d]
+    h, j, d = np.meshgrid(np.arange(H), np.arange(KV), np.arange(D), indexing="ij")
+    rv = _trace(dec, pv.inputs[1])
+    if rv is None or rv[0] != s.inputs[2] or rv[2] or \
+            not np.array_equal(rv[1], (j * KH + h // G) * D + d):
+        return None
+    # P: SOFTMAX(beta 1) of ADD(scores, mask)
+    sm = dec.node(pv.inputs[0], "SOFTMAX", 1)
+    if sm is None or float(sm.attrs.get("beta", 1.0)) != 1.0 or s.t(sm.inputs[0]).shape[-1] != KV \
+            or s.t(sm.inputs[0]).size != H * KV:
+        return None                            # (softmax over the keys of each head)
+    scores, mask = sm.inputs[0], -1
+    if len(s.inputs) == 4:
+        add = dec.node(scores, "ADD", 2)
+        if add is None:
+            return None
+        srcs = [dec.source(i) for i in add.inputs]
+        if srcs.count(s.inputs[3]) != 1 or s.t(s.inputs[3]).size != KV:
+            return None                        # (a per-head or per-row mask: the decomposition)
+        mt = s.t(add.inputs[srcs.index(s.inputs[3])])
+        if not mt.shape or mt.shape[-1] != KV or s.t(add.outputs[0]).size != H * KV:
+            return None                        # (the mask row must broadcast along the keys)
+        scores = add.inputs[1 - srcs.index(s.inputs[3])]
+        mask = n.inputs[3]
+    qk = dec.node(scores, "BATCH_MATMUL", 2)
+    if qk is None or tuple(s.t(qk.outputs[0]).shape) != (H, 1, KV) or qk.attrs.get("adj_x"):
+        return None
+    # Q: [H, 1, D] = q[0, 0, h, d]; K^T: [H, D, KV] = k[0, j, h // G, d] (adj_y: [H, KV, D])
+    rq, rk = _trace(dec, qk.inputs[0]), _trace(dec, qk.inputs[1])
+    if rq is None or rk is None or rq[0] != s.inputs[0] or rk[0] != s.inputs[1]:
+        return None
+    if not np.array_equal(rq[1].reshape(-1), np.arange(H * D)) or rq[1].shape != (H, 1, D):
+        return None
+    want = (j * KH + h // G) * D + d               # [H, KV, D]
+    if not np.array_equal(rk[1], want if qk.attrs.get("adj_y") else np.transpose(want, (0, 2, 1))):
+        return None
+    qs, ks = _one_scale(rq[2]), _one_scale(rk[2])
+    if qs is None or ks is None or not dec.all_used():
+        return None
+    given = attributes(n).get("scale")
+    if given is not None and not np.isclose(np.float32(qs) * np.float32(ks), np.float32(given), rtol=1e-5):
+        return None                            # (the attribute disagrees with what LiteRT computes)
+    ins = list(n.inputs[:3]) + [mask]
+    return [Node(OP, ins, list(n.outputs), {"q_scale": qs, "k_scale": ks, "composite": COMPOSITE}, 1, n.index)]
+
+
+def _chunk(H: int, KV: int) -> int:
+    c = MAX_CHUNK
+    while c > MIN_CHUNK and H * -(-KV // c) < FILL_GROUPS:
+        c //= 2
+    return c
+
+
+def _q_shape(node, graph) -> tuple:
+    """q's shape: its tensor's, or with attrs rope (ops/rope.py: q rotated as it is read) the rotated one."""
+    rope = node.attrs.get("rope")
+    return tuple(rope["q_shape"]) if rope else tuple(graph.t(node.inputs[0]).shape)
+
+
+@checked
+def _check(node, graph):
+    from types import SimpleNamespace
+    q, k, v, y = (graph.t(t) for t in (*node.inputs[:3], node.outputs[0]))
+    if (len(node.inputs) == 6) != bool(node.attrs.get("rope")):
+        return "takes cos and sin (inputs 4, 5) exactly when it rotates q (attrs rope)"
+    if node.attrs.get("rope"):
+        from gpuc.compiler.ops.rope import check_rope
+        bad = check_rope(node.attrs["rope"], q, graph.t(node.inputs[4]), graph.t(node.inputs[5]))
+        if bad:
+            return bad
+        q = SimpleNamespace(shape=_q_shape(node, graph))
+        if int(np.prod(q.shape)) != int(np.prod(node.attrs["rope"]["x_shape"])):
+            return f"q {list(q.shape)} is not the rotated {list(node.attrs['rope']['x_shape'])}"
+    if len(q.shape) != 4 or len(k.shape) != 4 or tuple(q.shape[:2]) != (1, 1) or tuple(k.shape) != tuple(v.shape) \
+            or k.shape[0] != 1 or k.shape[3] != q.shape[3] or q.shape[2] % k.shape[2] or tuple(y.shape) != tuple(q.shape):
+        return (f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} -> {list(y.shape)} is not one query "
+                "token over a [1, KV, KH, D] cache with H a multiple of KH")
+    if q.shape[3] > MAX_D:
+        return f"head size {q.shape[3]} over {MAX_D}"
+    m = node.inputs[3] if len(node.inputs) > 3 else -1
+    if m >= 0 and graph.t(m).size != k.shape[1]:
+        return f"mask {list(graph.t(m).shape)} is not one row of {k.shape[1]} keys"
+    return None
+
+
+@register(OP, check=_check, inputs=(4, 6), optional=(3,),
+          summary="internal: a decode-step odml.scaled_dot_product_attention composite (flash-decoding, GQA)")
+def lower_sdpa_decode(node, graph):
+    q, k, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    H, D = (int(d) for d in _q_shape(node, graph)[2:])
+    KV, KH = int(k.shape[1]), int(k.shape[2])
+    chunk = _chunk(H, KV)
+    nchunk = -(-KV // chunk)
+    mask = node.inputs[3]
+    part = graph.add_tensor(f"{y.name}/partials", (H, nchunk, D + 2), "float32")
+    geo = dict(H=H, D=D, KV=KV, KH=KH, CHUNK=chunk, NCHUNK=nchunk)
+    binds = [("out_", part), ("q", q.id), ("k", k.id), ("v", node.inputs[2])] + ([("mask", mask)] if mask >= 0 else [])
+    defines = dict(geo, QS=float(node.attrs["q_scale"]), KS=float(node.attrs["k_scale"]), HAS_MASK=int(mask >= 0))
+    if node.attrs.get("rope"):          # q rotated as it is read (ops/rope.py)
+        from gpuc.compiler.ops.rope import rope_defines
+        defines.update(ROPE_Q=1, **rope_defines(node.attrs["rope"], graph.t(node.inputs[4]).shape))
+        binds += [("cosv", node.inputs[4]), ("sinv", node.inputs[5])]
+    split = Kernel("sdpa_decode_split", binds, H * nchunk * LOCAL, defines, node.label(), local_x=LOCAL,
+                   flops=4 * H * KV * D)
+    combine = Kernel("sdpa_decode_combine", [("out_", y.id), ("x", part)], H * D, dict(H=H, D=D, NCHUNK=nchunk),
+                     node.label(), local_x=LOCAL)
+    return [split, combine]
+
+
+def _flops(node, graph) -> int:
+    q, k = _q_shape(node, graph), graph.t(node.inputs[1])
+    return 4 * int(q[2]) * int(k.shape[1]) * int(q[3])
+
+
+def _shape(node, vals, graph, need=None):
+    from gpuc.compiler.ops.rules import out_dtype, placeholder
+    rope = node.attrs.get("rope")
+    return [placeholder(tuple(rope["q_shape"]) if rope else vals[0].shape, out_dtype(node, graph))]
+
+
+# --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
+declare(OP, shape=_shape, exact=Why("computes values on the GPU only"), sym_shape="same",
+        batch=Why("one query token of batch 1 (the decode step): --max-batch runs one arena per item"),
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
+        templates=("sdpa_decode_split", "sdpa_decode_combine"), flops=_flops,
+        cpu=Why("internal op: where the GPU refuses it the decomposition is inlined"))
+template("sdpa_decode_split", item_major=False, flat=False)
+template("sdpa_decode_combine", item_major=False, flat=False)

@@ -1,0 +1,181 @@
+"""Fusion passes: fold an op into its producer's epilogue so it costs no dispatch and no memory.
+
+Epilogue model (conv2d / fully_connected templates): v = act(acc + bias); v = act2(v + residual).
+The passes fill the producer's `Node.epilogue` (act: gpuc activation code, residual: tensor id,
+act2; a folded PAD: pad, pad_value).  The consumer node is removed and the producer writes the
+consumer's output tensor.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler import ew_table, ops
+from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.util import act_code
+from gpuc.compiler.passes.pattern import Op, Val, rewrite
+
+EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
+ACT_OPS = ew_table.ACT            # activation op -> its code
+ACT_HOSTS = EPILOGUE_OPS | ew_table.ACT_HOSTS | {"AVERAGE_POOL_2D", "MAX_POOL_2D"}
+
+
+def _hw_pads(data):
+    """(top, bottom, left, right) of a constant [4, 2] NHWC PAD amount that pads only H and W by
+    non-negative integers; else None (malformed paddings stay for the PAD check's clear error)."""
+    pads = np.asarray(data)
+    if pads.size != 8 or pads.dtype.kind not in "iu":
+        return None
+    pads = pads.reshape(4, 2)
+    if (pads < 0).any() or pads[0].any() or pads[3].any():
+        return None
+    return int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1])
+
+
+def _absorb(graph: Graph, producer: Node, consumer: Node) -> None:
+    """Producer now writes the consumer's output; consumer disappears."""
+    producer.outputs = [consumer.outputs[0]]
+    producer.attrs["fused"] = producer.attrs.get("fused", []) + [consumer.op]
+    graph.nodes.remove(consumer)
+
+
+def _own_act(p: Node) -> int:
+    return act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
+
+
+def _add_fits(m, match) -> bool:
+    g, p, add, res = m.g, match["p"], match["add"], match["res"]
+    y = g.t(add.outputs[0])
+    return g.t(p.outputs[0]).shape == y.shape and g.t(res).shape == y.shape and not g.t(res).is_const \
+        and g.nodes.index(m.prod.get(g.storage(res), p)) <= g.nodes.index(p)
+
+
+ADD_EPILOGUE = Op("ADD", Op(EPILOGUE_OPS, name="p", uses=1, where=lambda m, n: n.epilogue.residual is None),
+                  Val("res"), commute=True, name="add", check=_add_fits,
+                  where=lambda m, n: len(n.outputs) == 1 and not n.attrs.get("fused"))
+
+
+def _add_residual(graph: Graph, match) -> None:
+    p, add = match["p"], match["add"]
+    p.epilogue.act = _own_act(p)
+    p.epilogue.residual = match["res"]
+    p.epilogue.act2 = act_code(add)
+    _absorb(graph, p, add)
+
+
+def fuse_add_epilogue(graph: Graph) -> None:
+    """ADD(conv(x), r) with equal shapes -> conv with a residual epilogue."""
+    rewrite(graph, [(ADD_EPILOGUE, _add_residual)], repeat=True, variables=False)
+
+
+def _act_slot_free(m, match) -> bool:
+    p, act = match["p"], match["act"]
+    if m.g.t(p.outputs[0]).shape != m.g.t(act.outputs[0]).shape:
+        return False
+    return not p.epilogue.act2 if p.epilogue.residual is not None else not _own_act(p)
+
+
+ACTIVATION = Op(ACT_OPS, Op(ACT_HOSTS, name="p", uses=1), name="act", check=_act_slot_free,
+                where=lambda m, n: len(n.outputs) == 1)
+
+
+def _set_act(graph: Graph, match) -> None:
+    p, act = match["p"], match["act"]
+    if p.epilogue.residual is not None:
+        p.epilogue.act2 = ACT_OPS[act.op]
+    else:
+        p.epilogue.act = ACT_OPS[act.op]
+    _absorb(graph, p, act)
+
+
+def fuse_activation(graph: Graph) -> None:
+    """An activation op (RELU, RELU6, TANH ...: ew_table rows with a code) after a producer with a free
+    activation slot."""
+    rewrite(graph, [(ACTIVATION, _set_act)], variables=False)
+
+
+VIEW_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
+
+
+def reshape_as_view(graph: Graph) -> None:
+    """RESHAPE / SQUEEZE / EXPAND_DIMS of a runtime tensor: the output shares the input's memory."""
+    for node in list(graph.nodes):
+        if node.op in VIEW_OPS and len(node.outputs) == 1 and node.inputs and node.inputs[0] >= 0 \
+                and not graph.t(node.inputs[0]).is_const \
+                and graph.t(node.inputs[0]).dtype == graph.t(node.outputs[0]).dtype:
+            graph.aliases[node.outputs[0]] = node.inputs[0]
+            graph.nodes.remove(node)
+
+
+def _pad_node(m, n: Node) -> bool:
+    return len(n.outputs) == 1 and min(n.inputs[:2]) >= 0 and m.g.t(n.inputs[1]).is_const \
+        and len(m.g.t(n.inputs[0]).shape) == 4 and _hw_pads(m.g.t(n.inputs[1]).data) is not None
+
+
+PAD = Op(("PAD", "PADV2"), Val("x"), Val(), name="pad", uses=1, prefix=True, where=_pad_node)
+CONV_PAD = Op(("CONV_2D", "DEPTHWISE_CONV_2D"), PAD, name="conv", prefix=True,
+              where=lambda m, n: n.epilogue.pad is None,
+              check=lambda m, match: min(match["pad"].inputs) >= 0 and _pad_value(m.g, match["pad"]) == 0)
+
+
+def _pad_conv(graph: Graph, match) -> None:
+    pad, conv = match["pad"], match["conv"]
+    conv.epilogue.pad = _hw_pads(graph.t(pad.inputs[1]).data)
+    conv.inputs[0] = pad.inputs[0]
+    conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
+    graph.nodes.remove(pad)
+
+
+def fold_pad(graph: Graph) -> None:
+    """A zero PAD of H/W feeding only a CONV_2D / DEPTHWISE_CONV_2D becomes extra leading/trailing
+    padding of that conv (its bounds checks read zeros there); the padded tensor is never built."""
+    rewrite(graph, [(CONV_PAD, _pad_conv)], variables=False)
+
+
+def _pad_value(graph: Graph, pad: Node):
+    """The PAD's constant value (float), or None when it is not a constant."""
+    if pad.op == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
+        v = graph.t(pad.inputs[2])
+        return float(np.asarray(v.data).reshape(-1)[0]) if v.is_const and v.size == 1 else None
+    return 0.0
+
+
+def fold_pad_pool(graph: Graph) -> None:
+    """A PAD of H/W feeding only a MAX_POOL_2D / AVERAGE_POOL_2D becomes explicit padding of the pool
+    (pool2d.comp FOLDED_PAD) whose cells take part exactly as the padded tensor's did, so the result
+    is identical: the maximum sees the pad value (any constant: PADV2's -inf or the zero after a RELU
+    alike), the average counts padded cells - only zero padding there, which adds nothing to the sum
+    and so keeps LiteRT's summation exact.  Implicit SAME padding of the pool stays ignored.
+    Runs after plan_fp16_storage: under --precision fp16 a fold is skipped where the padded tensor
+    would have been float16 but its input fp32 (the pool would see unrounded values)."""
+    rewrite(graph, [(POOL_PAD, _pad_pool)], variables=False)
+
+
+def _pool_pad_fits(m, match) -> bool:
+    g, pad, pool = m.g, match["pad"], match["pool"]
+    out, src = pad.outputs[0], pad.inputs[0]
+    x, y = g.t(src), g.t(out)
+    if x.dtype != "float32" or y.dtype != "float32" or out in g.aliases.values() or out in g.aliases:
+        return False
+    value = _pad_value(g, pad)
+    if value is None or not (value == 0.0 or pool.op == "MAX_POOL_2D" and not np.isnan(value)):
+        return False
+    if y.fake_quant is not None and (y.fake_quant != x.fake_quant or value != 0.0):
+        return False        # the PAD re-rounded to another grid: keep it
+    pinned = g.fp32_pinned
+    return pinned is None or g.storage(src) not in pinned or g.storage(out) in pinned
+
+
+POOL_PAD = Op(("MAX_POOL_2D", "AVERAGE_POOL_2D"), PAD, name="pool", prefix=True,
+              where=lambda m, n: n.epilogue.pad is None, check=_pool_pad_fits)
+
+
+def _pad_pool(graph: Graph, match):
+    pad, pool = match["pad"], match["pool"]
+    pool.epilogue.pad, pool.epilogue.pad_value = _hw_pads(graph.t(pad.inputs[1]).data), _pad_value(graph, pad)
+    pool.inputs[0] = pad.inputs[0]
+    if ops.unsupported_reason(pool, graph) is not None:        # geometry must still check out
+        pool.inputs[0] = pad.outputs[0]
+        pool.epilogue.pad, pool.epilogue.pad_value = None, 0.0
+        return False
+    pool.attrs["fused"] = [pad.op] + pool.attrs.get("fused", [])
+    graph.nodes.remove(pad)

@@ -1,0 +1,194 @@
+"""Kernels chosen by measurement: where a bundle offers a dispatch more than one kernel (its plain
+kernel and `Bundle.variants`: the cooperative-matrix gemm, other tile plans, subgroup reductions),
+the first load on a device times each candidate there and keeps the fastest.  The compiler's cost
+model picks without a device; it also marks the candidates it did not pick as `measured`, which run
+only where a measurement chose them (runtime/variants.py).
+
+How: the candidates are measured in rounds, each a whole program with one kernel per dispatch
+(round 0: every plain kernel; round r: each dispatch's r-th candidate the device can run), with
+per-dispatch timestamps (runtime/profile.py) over a few runs on generated inputs.  Each dispatch
+keeps the fastest kernel; the compiler's own pick wins ties within `MARGIN`.  Rounds time dispatches
+in their real neighbourhood (caches, clocks), and a program of N dispatches costs as many rounds as
+its most-offered dispatch has candidates, not N x candidates.
+
+The choice is cached under the cache directory's `tuning/`, keyed by the bundle's checksum and the
+device (vendor, device id, driver version, pipeline-cache UUID): a later load reads it in a few
+microseconds.  A cache file that does not fit the bundle is ignored and measured again.
+
+GPUC_TUNE: "auto" (default: tune bundles with `measured` candidates on a GPU, not on a CPU
+implementation such as lavapipe, where timings say nothing of a GPU), "on" (tune every bundle with
+variants, on any device), "off" (the cost model's choice, as without a device).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+
+from gpuc.errors import GpucError
+
+VERSION = 1
+MODES = ("auto", "on", "off")
+MARGIN = 0.03          # another kernel must be 3% faster than the cost model's pick to replace it
+RUNS = 7               # timed runs per round (medians per dispatch), after one warm-up
+
+
+def mode() -> str:
+    from gpuc.runtime import settings
+    m = settings.current().tune
+    if m not in MODES:
+        raise GpucError(f"GPUC_TUNE={m!r}: must be one of {', '.join(MODES)}")
+    return m
+
+
+def wanted(bundle, device, m: str | None = None) -> bool:
+    """Whether loading `bundle` on `device` measures its kernels (see GPUC_TUNE)."""
+    m = mode() if m is None else m
+    if not bundle.variants or m == "off":
+        return False
+    return m == "on" or (not device.is_cpu and any(v.measured for v in bundle.variants))
+
+
+def candidates(bundle, device, spec=None) -> dict:
+    """{dispatch: [positions in bundle.variants the device can run]} for dispatches with any."""
+    from gpuc.runtime.capabilities import missing
+    from gpuc.runtime.variants import allowed
+    out = {}
+    for vi, v in enumerate(bundle.variants):
+        if allowed(v.name, spec) and missing(v.requires, device) is None:
+            out.setdefault(v.dispatch, []).append(vi)
+    return out
+
+
+def default_choice(bundle, cands: dict) -> dict:
+    """The cost model's pick per dispatch: its first candidate not `measured`, else its plain kernel."""
+    return {d: next((vi for vi in lst if not bundle.variants[vi].measured), None) for d, lst in cands.items()}
+
+
+def device_key(device) -> str:
+    p = device.props
+    return f"{p.vendorID:x}-{p.deviceID:x}-{p.driverVersion:x}-{bytes(p.pipelineCacheUUID).hex()}"
+
+
+def cache_file(bundle, device) -> str | None:
+    ident = bundle.checksum or bundle.fingerprint
+    if not ident:
+        return None
+    import xxhash
+    from gpuc.runtime import cachedir
+    key = xxhash.xxh64(f"{VERSION}|{ident}|{device.name}|{device_key(device)}".encode()).hexdigest()
+    return os.path.join(cachedir.cache_path("tuning", create=False), key + ".json")
+
+
+def read_cached(path: str | None, bundle, cands: dict) -> dict | None:
+    """The cached choice when it fits `bundle` and `cands` exactly, else None."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        raw = data["choice"]
+        choice = {int(d): (None if vi is None else int(vi)) for d, vi in raw.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if set(choice) != set(cands) or any(vi is not None and vi not in cands[d] for d, vi in choice.items()):
+        return None
+    return choice
+
+
+def write_cached(path: str | None, choice: dict, times: dict) -> None:
+    if not path:
+        return
+    from gpuc.runtime import cachedir
+    body = {"version": VERSION, "choice": {str(d): vi for d, vi in sorted(choice.items())},
+            "us": {str(d): {("plain" if k is None else str(k)): round(v, 3) for k, v in t.items()}
+                   for d, t in sorted(times.items())}}
+    try:
+        cachedir.cache_path("tuning")
+        cachedir.atomic_write(path, json.dumps(body).encode(), sync=False)
+    except OSError:
+        pass                          # an unwritable cache costs a measurement next time, nothing else
+
+
+def sample_inputs(specs, items: int) -> list:
+    """Inputs for timing: small normal values for floats, zeros for integers and booleans (indices
+    stay in range)."""
+    rng = np.random.default_rng(0)
+    out = []
+    for s in specs:
+        shape = list(s.shape)
+        if items > 1 and shape:
+            shape[0] = items
+        dt = np.dtype(s.dtype)
+        out.append((rng.standard_normal(shape) * 0.5).astype(dt) if dt.kind == "f" else np.zeros(shape, dt))
+    return out
+
+
+def measure(bundle, device, cands: dict, spec=None) -> tuple[dict, dict] | None:
+    """{dispatch: {position or None: microseconds}} over the rounds, or None where this program
+    cannot be timed per dispatch (host steps, control flow, sizes known only at run time, no
+    timestamp queries)."""
+    from gpuc.runtime.executor import LoadedModel
+    from gpuc.runtime.profile import profile
+    from gpuc.runtime.variants import resolve
+    rounds = 1 + max(len(lst) for lst in cands.values())
+    times = {d: {} for d in cands}
+    for r in range(rounds):
+        choice = {d: (lst[r - 1] if 0 < r <= len(lst) else None) for d, lst in cands.items()}
+        m = LoadedModel(resolve(bundle, device, spec, choice), device=device, slots=1)
+        try:
+            if m.program is not None or m.dims is not None or not m.timestamps:
+                return None
+            rows = profile(m, sample_inputs(m.inputs, m.max_batch), RUNS)["rows"]
+        finally:
+            m.close()
+        for row in rows:
+            d = row["index"]
+            if d in times and (r == 0 or choice[d] is not None):
+                times[d][choice[d]] = row["raw_us"]
+    return times
+
+
+def pick(times: dict, default: dict) -> dict:
+    """Each dispatch's fastest kernel; the cost model's pick unless another beats it by MARGIN."""
+    out = {}
+    for d, t in times.items():
+        best = min(t, key=t.get)
+        base = t.get(default.get(d), float("inf"))
+        out[d] = best if t[best] < base * (1 - MARGIN) else default.get(d)
+    return out
+
+
+def choose(bundle, device, info: dict | None = None, spec=None) -> dict | None:
+    """The measured (or cached) choice for `bundle` on `device` (runtime/variants.resolve's
+    `choice`), or None: the cost model's.  `info` (a LoadedModel's load_info) gets a "tuning"
+    record.  A failure to measure is a warning, never a failed load."""
+    if not wanted(bundle, device):
+        return None
+    cands = candidates(bundle, device, spec)
+    if not cands:
+        return None
+    t0 = time.perf_counter()
+    path = cache_file(bundle, device)
+    choice = read_cached(path, bundle, cands)
+    how = "cached"
+    if choice is None:
+        try:
+            times = measure(bundle, device, cands, spec)
+        except GpucError as e:
+            warnings.warn(f"gpuc: measuring kernel choices failed ({e}); using the cost model's", RuntimeWarning,
+                          stacklevel=2)
+            times = None
+        if times is None:
+            how, choice = "not measurable", None
+        else:
+            choice, how = pick(times, default_choice(bundle, cands)), "measured"
+            write_cached(path, choice, times)
+    if info is not None:
+        default = default_choice(bundle, cands)
+        info["tuning"] = {"how": how, "ms": round((time.perf_counter() - t0) * 1e3, 3), "dispatches": len(cands),
+                          "changed": sum(choice[d] != default[d] for d in cands) if choice else 0}
+    return choice

@@ -1,0 +1,51 @@
+// @storage16
+// CUMSUM along one axis: the input viewed as [OUTER][AXIS][INNER], one invocation per line
+// (outer, inner) summing sequentially in LiteRT's order.  EXCLUSIVE: each output is the sum of
+// the elements before it; REVERSE: the scan runs from the end of the axis.  IS_INT 0: float32;
+// 1: int32 (wraps); 2: int64 (wraps): x and out_ are 32-bit word views, element e = words (2e low,
+// 2e + 1 high), added with a carry.
+// Defines: AXIS INNER EXCLUSIVE REVERSE IS_INT
+#if IS_INT == 2
+#define XT uvec2
+uvec2 load(int e) { return uvec2(uint(LD(x, 2 * e)), uint(LD(x, 2 * e + 1))); }
+void store(int e, uvec2 v) {
+    ST(out_, 2 * e, v.x);
+    ST(out_, 2 * e + 1, v.y);
+}
+uvec2 add(uvec2 a, uvec2 b) {
+    uint carry;
+    uint lo = uaddCarry(a.x, b.x, carry);
+    return uvec2(lo, a.y + b.y + carry);
+}
+#else
+#if IS_INT
+#define XT int
+#else
+#define XT float
+#endif
+XT load(int e) { return XT(LD(x, e)); }
+void store(int e, XT v) { ST(out_, e, v); }
+XT add(XT a, XT b) { return a + b; }
+#endif
+
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    int o = int(gid) / INNER, i = int(gid) % INNER;
+    int base = o * AXIS * INNER + i;
+    XT acc = XT(0);
+    for (int a = 0; a < AXIS; ++a) {
+#if REVERSE
+        int e = base + (AXIS - 1 - a) * INNER;
+#else
+        int e = base + a * INNER;
+#endif
+#if EXCLUSIVE
+        store(e, acc);
+        acc = add(acc, load(e));
+#else
+        acc = add(acc, load(e));
+        store(e, acc);
+#endif
+    }
+}

@@ -1,0 +1,260 @@
+// @storage16
+// Weight-only int8 matmul: out[m, n] = epilogue(dot(x[m, :], W[n, :])) with int8 weights W (per-channel or
+// per-tensor scale, zero point 0) and float activations x, computed as LiteRT's dynamic-range FULLY_CONNECTED
+// on its default CPU path (XNNPACK qd8-f32-qc8w) computes it:
+//   row m of x is quantized on the fly to int8, asymmetrically: rmin = min(0, min x), rmax = max(0, max x),
+//   s = 255 / (rmax - rmin) (1 when equal), zp = round_even(clamp(-128 - rmin*s or 127 - rmax*s, whichever
+//   the rounding errors favour, -128, 127)), q = clamp(round_even(x * s) + zp, -128, 127);
+//   acc = sum_k q[k] * W[n, k] - zp * sum_k W[n, k]   (exact in int32)
+//   v = float(acc) * (1 / s) * wscale[n] + bias[n], then the activation / residual / chain epilogue.
+// The weights stay int8 in the bundle ([GN][KQ] uvec4 words: 16 int8 per word, K zero-padded to KQ * 16)
+// and are unpacked in registers.
+//
+// One workgroup per RM rows x RN output channels (wg = tm * TILES_N + tn: row tiles slowest).  Phase 1
+// reduces each of its rows' min / max and stores the quantized row in shared memory (packed, 4 int8 per
+// uint); phase 2: invocation t takes 16-byte weight words t, t + NT, ... of each of its RN channels, reuses
+// each across the RM rows, and the int32 partial sums meet in shared memory (subgroupAdd first under
+// SUBGROUP; integer sums: the same result in any order; min / max too).  Decode (M = 1) reads the weights once.
+// RMS (ops/q8_fusion.py: an RMS_NORM read only by int8 FCs, folded into them): x is the norm's input and
+// row m is normalized first, in rms_norm.comp's order: r = rsqrt(sum(x * x) / GK + EPS), y = (x * r) * nw;
+// y is what is quantized.  GLU (ops/q8_fusion.py: gate and up FCs of one input, silu(gate) * up): a second
+// weight matrix wu (scales wus, sums wusum, bias ubias) over the same quantized rows, and
+// v = (g * logistic(g)) * u before the activation / residual / chain epilogue.
+// PF: the first PF weight words of each invocation are loaded before phase 1 (their latency hidden behind it).
+// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF
+// Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
+#extension GL_EXT_control_flow_attributes : enable
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
+#endif
+#ifndef RMS
+#define RMS 0
+#endif
+#ifndef GLU
+#define GLU 0
+#endif
+#ifndef HAS_UBIAS
+#define HAS_UBIAS 0
+#endif
+#ifndef EPI_CHAIN
+#define EPI_CHAIN 0
+#endif
+#define NT gl_WorkGroupSize.x
+#if RMS
+#if !EPI_CHAIN
+// @include ew_math.glsl
+#endif
+shared float red[NT];
+// @include wg_reduce.glsl
+#endif
+
+shared uint xq[RM * KQ * 4];
+shared float red_lo[NT];
+shared float red_hi[NT];
+shared int accs[RM * RN];
+#if GLU
+shared int accu[RM * RN];
+#endif
+shared float q_inv[RM];
+shared int q_zp[RM];
+
+int dot4(uint a, uint b) {
+    ivec4 ai = ivec4(bitfieldExtract(int(a), 0, 8), bitfieldExtract(int(a), 8, 8), bitfieldExtract(int(a), 16, 8),
+                     bitfieldExtract(int(a), 24, 8));
+    ivec4 bi = ivec4(bitfieldExtract(int(b), 0, 8), bitfieldExtract(int(b), 8, 8), bitfieldExtract(int(b), 16, 8),
+                     bitfieldExtract(int(b), 24, 8));
+    return ai.x * bi.x + ai.y * bi.y + ai.z * bi.z + ai.w * bi.w;
+}
+
+#ifndef PF
+#define PF 0
+#endif
+// phase 2's int32 sums (per invocation), and one 16-byte word qd of each of its RN channels (wv; uv: up's)
+// multiplied into them against the RM quantized rows
+int acc[RM][RN];
+#if GLU
+int acu[RM][RN];
+#endif
+void mac(int qd, uvec4 wv[RN], uvec4 uv[RN]) {
+    [[unroll]] for (int r = 0; r < RM; ++r) {
+        int base = (r * KQ + qd) * 4;
+        uvec4 xv = uvec4(xq[base], xq[base + 1], xq[base + 2], xq[base + 3]);
+        [[unroll]] for (int n = 0; n < RN; ++n) {
+            acc[r][n] += dot4(xv.x, wv[n].x) + dot4(xv.y, wv[n].y) + dot4(xv.z, wv[n].z) + dot4(xv.w, wv[n].w);
+#if GLU
+            acu[r][n] += dot4(xv.x, uv[n].x) + dot4(xv.y, uv[n].y) + dot4(xv.z, uv[n].z) + dot4(xv.w, uv[n].w);
+#endif
+        }
+    }
+}
+
+// @include epi_chain.glsl
+
+void main() {
+    uint tid = gl_LocalInvocationID.x;
+    int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
+    int tn = wg % TILES_N, tm = wg / TILES_N;
+    int m0 = tm * RM, n0 = tn * RN;
+    if (m0 >= GM) return;                        // (whole workgroup: uniform)
+#if PF
+    // the first PF of this invocation's weight words, loaded before phase 1 so that their latency
+    // overlaps the row quantization (decode: usually every word it reads)
+    uvec4 pw[PF][RN], pu[PF][RN];
+    [[unroll]] for (int it = 0; it < PF; ++it) {
+        int qd = int(tid) + it * int(NT);
+        [[unroll]] for (int n = 0; n < RN; ++n) {
+            bool ok = qd < KQ && n0 + n < GN;
+            pw[it][n] = ok ? w[(n0 + n) * KQ + qd] : uvec4(0u);
+#if GLU
+            pu[it][n] = ok ? wu[(n0 + n) * KQ + qd] : uvec4(0u);
+#else
+            pu[it][n] = uvec4(0u);
+#endif
+        }
+    }
+#endif
+    // phase 1: quantize this workgroup's rows into shared memory
+    [[dont_unroll]] for (int r = 0; r < RM; ++r) {
+        int m = min(m0 + r, GM - 1);             // (rows past GM: a copy of the last, never stored)
+#if RMS
+        float ss = 0.0;
+        for (int k = int(tid); k < GK; k += int(NT)) { float v = LD(x, m * GK + k); ss += v * v; }
+        float rr = ew_rsqrt(wg_reduce(ss, false) / float(GK) + EPS);
+#define XV(k) ((LD(x, m * GK + (k)) * rr) * LD(nw, (k)))
+#else
+#define XV(k) LD(x, m * GK + (k))
+#endif
+        float lo = 0.0, hi = 0.0;
+        for (int k = int(tid); k < GK; k += int(NT)) {
+            float v = XV(k);
+            lo = min(lo, v);
+            hi = max(hi, v);
+        }
+#if SUBGROUP
+        lo = subgroupMin(lo);                    // (min / max: exact in any order)
+        hi = subgroupMax(hi);
+        if (subgroupElect()) {
+            red_lo[gl_SubgroupID] = lo;
+            red_hi[gl_SubgroupID] = hi;
+        }
+        barrier();
+        float rmin = red_lo[0], rmax = red_hi[0];
+        for (uint i = 1; i < gl_NumSubgroups; ++i) {
+            rmin = min(rmin, red_lo[i]);
+            rmax = max(rmax, red_hi[i]);
+        }
+#else
+        red_lo[tid] = lo;
+        red_hi[tid] = hi;
+        barrier();
+        for (uint s = NT / 2; s > 0; s >>= 1) {
+            if (tid < s) {
+                red_lo[tid] = min(red_lo[tid], red_lo[tid + s]);
+                red_hi[tid] = max(red_hi[tid], red_hi[tid + s]);
+            }
+            barrier();
+        }
+        float rmin = red_lo[0], rmax = red_hi[0];
+#endif
+        float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
+        float a = rmin * sc, b = rmax * sc;
+        float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
+        int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+        if (tid == 0) {
+            q_inv[r] = 1.0 / sc;
+            q_zp[r] = zp;
+        }
+        for (int wd = int(tid); wd < KQ * 4; wd += int(NT)) {
+            uint word = 0u;
+            [[unroll]] for (int j = 0; j < 4; ++j) {
+                int k = wd * 4 + j;
+                float v = k < GK ? XV(k) : 0.0;
+                int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
+                word |= (uint(q) & 0xffu) << (8 * j);
+            }
+            xq[r * KQ * 4 + wd] = word;
+        }
+        barrier();
+    }
+    for (int i = int(tid); i < RM * RN; i += int(NT)) {
+        accs[i] = 0;
+#if GLU
+        accu[i] = 0;
+#endif
+    }
+    barrier();
+    // phase 2: int8 x int8 dot products, exact in int32
+    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {
+        acc[r][n] = 0;
+#if GLU
+        acu[r][n] = 0;
+#endif
+    }
+#if PF
+    [[unroll]] for (int it = 0; it < PF; ++it) {
+        int qd = int(tid) + it * int(NT);
+        if (qd < KQ) mac(qd, pw[it], pu[it]);
+    }
+#endif
+    for (int qd = int(tid) + PF * int(NT); qd < KQ; qd += int(NT)) {
+        uvec4 wv[RN], uv[RN];
+        [[unroll]] for (int n = 0; n < RN; ++n) {
+            wv[n] = n0 + n < GN ? w[(n0 + n) * KQ + qd] : uvec4(0u);
+#if GLU
+            uv[n] = n0 + n < GN ? wu[(n0 + n) * KQ + qd] : uvec4(0u);
+#else
+            uv[n] = uvec4(0u);
+#endif
+        }
+        mac(qd, wv, uv);
+    }
+    [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {
+#if SUBGROUP
+        int s = subgroupAdd(acc[r][n]);
+        if (subgroupElect()) atomicAdd(accs[r * RN + n], s);
+#if GLU
+        int su = subgroupAdd(acu[r][n]);
+        if (subgroupElect()) atomicAdd(accu[r * RN + n], su);
+#endif
+#else
+        atomicAdd(accs[r * RN + n], acc[r][n]);
+#if GLU
+        atomicAdd(accu[r * RN + n], acu[r][n]);
+#endif
+#endif
+    }
+    barrier();
+    // epilogue: dequantize, bias, activation, residual, chain
+    for (int i = int(tid); i < RM * RN; i += int(NT)) {
+        int r = i / RN, n = n0 + i % RN, m = m0 + i / RN;
+        if (m >= GM || n >= GN) continue;
+        float v = float(accs[i] - q_zp[r] * LD(wsum, n)) * q_inv[r];
+#if HAS_BIAS
+        v = v * LD(ws, n) + LD(bias, n);
+#else
+        v = v * LD(ws, n);
+#endif
+#if GLU
+        float u = float(accu[i] - q_zp[r] * LD(wusum, n)) * q_inv[r];
+#if HAS_UBIAS
+        u = u * LD(wus, n) + LD(ubias, n);
+#else
+        u = u * LD(wus, n);
+#endif
+        v = (v * ew_logistic(v)) * u;
+#endif
+        v = gpuc_act(v);
+        int o = m * GN + n;
+#if RESIDUAL
+        v = gpuc_apply(v + LD(res, o), ACT2);
+#endif
+#if EPI_CHAIN
+        v = epi_chain(o, v);
+#endif
+        ST(out_, o, v);
+    }
+}

@@ -1,0 +1,83 @@
+// Native int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (compiler/ops/int8_conv.py), LiteRT's integer
+// kernels: acc = sum w * (x - x_zp) (a window position outside the input adds nothing) + bias (int32), then
+// q8_requant(acc, multiplier[oc], shift[oc], RQ_MODE; DEPTHWISE: channels from RQ_SPLIT on: mode 0) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
+// x, w, out_: int8 lanes of 32-bit words; out_ NHWC [N, OH, OW, COUT], x NHWC [N, H, W, CIN];
+// w: [COUT, KH, KW, CIN] (DEPTHWISE: [KH, KW, COUT], input channel oc / DM).  qp: int32 [3, COUT]
+// (bias, multiplier, shift).  Each invocation computes one output word (4 elements).
+// VEC4 (CIN % 4 == 0, not DEPTHWISE): the channel loop reads whole words of x and w and a position outside
+// the input reads the zero point's lanes (XZ_WORD); sum w * x_zp is folded in as -IN_OFF_W: qp[3 * COUT + oc]
+// holds sum(w[oc]) and acc = sum w * x + IN_OFF * sum(w).  DOT4(a, b): the 4-lane signed dot product.
+// Defines: N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
+//          RQ_MODE RQ_SPLIT NOUT
+// @include int8_requant.glsl
+#ifndef DOT4
+int DOT4(uint a, uint b) {
+    return q8_lane(a, 0) * q8_lane(b, 0) + q8_lane(a, 1) * q8_lane(b, 1) + q8_lane(a, 2) * q8_lane(b, 2)
+         + q8_lane(a, 3) * q8_lane(b, 3);
+}
+#endif
+int ld8(uint e, bool isw) {
+    uint v = isw ? w[e >> 2] : x[e >> 2];
+    return q8_lane(v, int(e & 3u));
+}
+
+int conv_at(int e) {
+    int oc = e % COUT;
+    int p = e / COUT;
+    int ox = p % OW;
+    p /= OW;
+    int oy = p % OH;
+    int n = p / OH;
+    int acc = 0;
+    for (int ky = 0; ky < KH; ++ky) {
+        int iy = oy * SH - PT + ky * DH;
+#if !VEC4
+        if (iy < 0 || iy >= H) continue;
+#endif
+        for (int kx = 0; kx < KW; ++kx) {
+            int ix = ox * SW - PL + kx * DW;
+#if VEC4
+            bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+            uint xb = uint(((n * H + iy) * W + ix) * CIN) >> 2;
+            uint wb = uint(((oc * KH + ky) * KW + kx) * CIN) >> 2;
+            for (int c = 0; c < CIN / 4; ++c) {
+                uint xv = inside ? x[xb + uint(c)] : uint(XZ_WORD);
+                acc += DOT4(xv, w[wb + uint(c)]);
+            }
+#else
+            if (ix < 0 || ix >= W) continue;
+            int base = ((n * H + iy) * W + ix) * CIN;
+#if DEPTHWISE
+            acc += ld8(uint((ky * KW + kx) * COUT + oc), true) * (ld8(uint(base + oc / DM), false) + IN_OFF);
+#else
+            int wbase = ((oc * KH + ky) * KW + kx) * CIN;
+            for (int c = 0; c < CIN; ++c)
+                acc += ld8(uint(wbase + c), true) * (ld8(uint(base + c), false) + IN_OFF);
+#endif
+#endif
+        }
+    }
+#if VEC4
+    acc += IN_OFF * qp[3 * COUT + oc];
+#endif
+    acc += qp[oc];
+#if DEPTHWISE
+    int mode = oc < RQ_SPLIT ? RQ_MODE : 0;       // (the channels past the last block of 8: gemmlowp's)
+#else
+    int mode = RQ_MODE;
+#endif
+    int r = q8_requant(acc, qp[COUT + oc], qp[2 * COUT + oc], mode) + OUT_ZP;
+    return clamp(r, ACT_MIN, ACT_MAX);
+}
+
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    uint word = 0u;
+    for (int j = 0; j < 4; ++j) {
+        int e = int(gid) * 4 + j;
+        if (e >= NOUT) break;
+        word |= (uint(conv_at(e)) & 0xFFu) << (8 * j);
+    }
+    out_[gid] = word;
+}

@@ -1,0 +1,59 @@
+// Native int8 ADD / MEAN / SOFTMAX (compiler/ops/int8_eltwise.py), as LiteRT's builtin integer kernels
+// compute them.  a, b, out_: int8 lanes of 32-bit words; each invocation computes one output word.
+// OP 0 ADD: v_i = q8_requant((x_i + OFF_i) << 20, M_i, S_i) (gemmlowp rounding), then
+//      q8_requant(v_a + v_b, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].  B_MOD: b's element
+//      index is e % B_MOD (b broadcast along the leading dims; B_MOD = NOUT for equal shapes).
+// OP 1 MEAN over the middle of [OUTER, R, INNER]: q8_requant(sum - IN_ZP * R, MO, SO) + OUT_ZP clamped.
+// OP 2 SOFTMAX over rows of L: LiteRT's table path: t = lut[255 - max + x] (lut: float exp table),
+//      s = sum of t in order, inv = 1 / (s * OUT_SCALE), q = round_half_away(t * inv) + OUT_ZP clamped.
+// Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER IN_ZP L OUT_SCALE
+// @include int8_requant.glsl
+int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
+
+#if OP == 0
+int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
+int value_at(int e) {
+    int va = q8_requant((ld_a(e) + OFF_A) << 20, M_A, S_A, 0);
+    int vb = q8_requant((ld_b(e % B_MOD) + OFF_B) << 20, M_B, S_B, 0);
+    return clamp(q8_requant(va + vb, MO, SO, 0) + OUT_ZP, ACT_MIN, ACT_MAX);
+}
+#elif OP == 1
+int value_at(int e) {
+    int o = e / INNER, i = e % INNER;
+    int s = 0;
+    for (int r = 0; r < R; ++r) s += ld_a((o * R + r) * INNER + i);
+    return clamp(q8_requant(s - IN_ZP * R, MO, SO, 0) + OUT_ZP, -128, 127);
+}
+#else
+int row_cached = -1;
+int row_max = 0;
+float row_inv = 0.0;
+int value_at(int e) {
+    int row = e / L;
+    if (row != row_cached) {
+        row_cached = row;
+        int mx = -128;
+        for (int j = 0; j < L; ++j) mx = max(mx, ld_a(row * L + j));
+        precise float s = 0.0;
+        for (int j = 0; j < L; ++j) s += lut[255 - mx + ld_a(row * L + j)];
+        precise float d = s * OUT_SCALE;
+        row_max = mx;
+        row_inv = 1.0 / d;
+    }
+    precise float p = lut[255 - row_max + ld_a(e)] * row_inv;
+    int q = int(sign(p) * floor(abs(p) + 0.5));
+    return clamp(q + OUT_ZP, -128, 127);
+}
+#endif
+
+void main() {
+    uint gid = gpuc_gid();
+    if (gid >= TOTAL) return;
+    uint word = 0u;
+    for (int j = 0; j < 4; ++j) {
+        int e = int(gid) * 4 + j;
+        if (e >= NOUT) break;
+        word |= (uint(value_at(e)) & 0xFFu) << (8 * j);
+    }
+    out_[gid] = word;
+}

@@ -1,0 +1,194 @@
+// NON_MAX_SUPPRESSION_V4 / V5 (float32) exactly as LiteRT's reference NonMaxSuppression runs it, one
+// workgroup of WG invocations:
+//   the candidates (score > score threshold, strictly) go into a max-heap of scores in index order and
+//   come out in the order libstdc++'s std::priority_queue gives them (push_heap / pop_heap as
+//   bits/stl_heap.h: equal scores do NOT come out by index), invocation 0 running the heap in the
+//   scratch tensor `heap` (3 words an entry: score bits, box, suppress_begin_index);
+//   a popped candidate is compared with the boxes selected since its suppress_begin_index, newest
+//   first: IoU >= iou_threshold suppresses it (the comparisons run in parallel over the workgroup);
+//   with soft-NMS (SOFT, sigma > 0) each IoU below it decays the score by exp(-0.5 * iou^2 / sigma)
+//   (invocation 0, in order, stopping once the score is <= the threshold);
+//   an unsuppressed candidate whose score did not change is selected; one whose score is still above
+//   the threshold goes back into the heap (a selected one too: LiteRT re-pushes it, and a box of zero
+//   area, whose IoU with itself is 0, is then selected again: kept, as LiteRT does).
+// IoU as LiteRT: corners normalized (min / max of y1, y2 and x1, x2), 0 when an area is <= 0.
+// Outputs: sel [MAXO] (selected boxes, then zeros), SOFT: sel_scores [MAXO] (scores, then zeros), valid
+// [1]; the run's max_output_size (max_out[0]) is clamped to [0, MAXO] (the compiler sizes MAXO).
+// The selected boxes stay in shared memory (MAXO <= MS_CAP).
+// Defines: N MAXO SOFT WG
+shared uint ssel[MAXO > 0 ? MAXO : 1];
+shared float c_score;
+shared float c_orig;
+shared uint c_idx;
+shared uint c_sb;
+shared uint hsize;
+shared uint nsel;
+shared uint nout;
+shared uint done;
+shared uint hard;
+
+float h_score(uint i) { return uintBitsToFloat(heap[3u * i]); }
+
+void h_copy(uint dst, uint src) {
+    heap[3u * dst] = heap[3u * src];
+    heap[3u * dst + 1u] = heap[3u * src + 1u];
+    heap[3u * dst + 2u] = heap[3u * src + 2u];
+}
+
+void h_set(uint i, float s, uint idx, uint sb) {
+    heap[3u * i] = floatBitsToUint(s);
+    heap[3u * i + 1u] = idx;
+    heap[3u * i + 2u] = sb;
+}
+
+// std::__push_heap(first, hole, 0, value): move the hole up while its parent's score < the value's
+void sift_up(uint hole, float s, uint idx, uint sb) {
+    while (hole > 0u) {
+        uint p = (hole - 1u) / 2u;
+        if (!(h_score(p) < s)) break;
+        h_copy(hole, p);
+        hole = p;
+    }
+    h_set(hole, s, idx, sb);
+}
+
+void push(float s, uint idx, uint sb) {
+    uint hole = hsize;
+    hsize = hole + 1u;
+    sift_up(hole, s, idx, sb);
+}
+
+// std::pop_heap then pop_back: the top goes to c_*, the last entry refills the hole (__adjust_heap)
+void pop() {
+    c_score = h_score(0u);
+    c_idx = heap[1];
+    c_sb = heap[2];
+    int n = int(hsize) - 1;
+    hsize = uint(n);
+    if (n < 1) return;
+    float vs = h_score(uint(n));
+    uint vi = heap[3u * uint(n) + 1u], vb = heap[3u * uint(n) + 2u];
+    int hole = 0, child = 0;
+    while (child < (n - 1) / 2) {
+        child = 2 * (child + 1);
+        if (h_score(uint(child)) < h_score(uint(child - 1))) child--;
+        h_copy(uint(hole), uint(child));
+        hole = child;
+    }
+    if ((n & 1) == 0 && child == (n - 2) / 2) {
+        child = 2 * (child + 1);
+        h_copy(uint(hole), uint(child - 1));
+        hole = child - 1;
+    }
+    sift_up(uint(hole), vs, vi, vb);
+}
+
+// a / b correctly rounded in the usual cases (one fma residual step: GLSL's division may be 2.5 ulp off)
+float div_rn(float a, float b) {
+    precise float q = a / b;
+    precise float r = fma(-q, b, a);
+    return fma(r, 1.0 / b, q);
+}
+
+// LiteRT's ComputeIou (float): corners normalized, 0 when an area is <= 0 or the union is 0
+float iou(uint i, uint j) {
+    vec4 a = vec4(boxes[4u * i], boxes[4u * i + 1u], boxes[4u * i + 2u], boxes[4u * i + 3u]);
+    vec4 b = vec4(boxes[4u * j], boxes[4u * j + 1u], boxes[4u * j + 2u], boxes[4u * j + 3u]);
+    vec4 na = vec4(min(a.x, a.z), min(a.y, a.w), max(a.x, a.z), max(a.y, a.w));
+    vec4 nb = vec4(min(b.x, b.z), min(b.y, b.w), max(b.x, b.z), max(b.y, b.w));
+    precise float area_a = (na.z - na.x) * (na.w - na.y);
+    precise float area_b = (nb.z - nb.x) * (nb.w - nb.y);
+    if (area_a <= 0.0 || area_b <= 0.0) return 0.0;
+    precise float ih = max(min(na.z, nb.z) - max(na.x, nb.x), 0.0);
+    precise float iw = max(min(na.w, nb.w) - max(na.y, nb.y), 0.0);
+    precise float inter = ih * iw;
+    precise float uni = area_a + area_b - inter;
+    if (uni == 0.0) return 0.0;
+    return div_rn(inter, uni);
+}
+
+#if SOFT
+// exp(x) for x <= 0: near 0 (where a decayed score may round back to the original) by its series,
+// which rounds as a correctly rounded expf does there; else GLSL's exp
+float exp_soft(float x) {
+    if (abs(x) < 0.0009765625) {
+        precise float t = x + 0.5 * x * x;
+        precise float r = 1.0 + t;
+        return r;
+    }
+    return exp(x);
+}
+#endif
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    float iou_t = iou_thr[0];
+    float thr = score_thr[0];
+    if (l == 0u) {
+        hsize = 0u;
+        for (uint i = 0u; i < uint(N); ++i) {
+            float s = scores[i];
+            if (s > thr) push(s, i, 0u);
+        }
+        int m = clamp(max_out[0], 0, MAXO);
+        nout = min(hsize, uint(m));
+        nsel = 0u;
+    }
+    barrier();
+#if SOFT
+    float sigma = sigma_in[0];
+    precise float scale = sigma > 0.0 ? -0.5 / sigma : 0.0;
+#endif
+    for (;;) {
+        if (l == 0u) {
+            done = (nsel < nout && hsize > 0u) ? 0u : 1u;
+            if (done == 0u) {
+                pop();
+                c_orig = c_score;
+                hard = 0u;
+            }
+        }
+        barrier();
+        if (done != 0u) break;                      // (read by all after a barrier: uniform)
+#if SOFT
+        if (sigma > 0.0) {
+            if (l == 0u) {
+                for (int j = int(nsel) - 1; j >= int(c_sb); --j) {
+                    float v = iou(c_idx, ssel[j]);
+                    if (v >= iou_t) { hard = 1u; break; }
+                    precise float e = (scale * v) * v;
+                    c_score = c_score * exp_soft(e);
+                    if (c_score <= thr) break;
+                }
+            }
+        } else
+#endif
+        {
+            for (uint j = c_sb + l; j < nsel; j += uint(WG))
+                if (iou(c_idx, ssel[j]) >= iou_t) hard = 1u;
+        }
+        barrier();
+        if (l == 0u) {
+            uint sb = nsel;
+            if (hard == 0u) {
+                if (c_score == c_orig) {
+                    ssel[nsel] = c_idx;
+                    sel[nsel] = int(c_idx);
+#if SOFT
+                    sel_scores[nsel] = c_score;
+#endif
+                    nsel = nsel + 1u;
+                }
+                if (c_score > thr) push(c_score, c_idx, sb);
+            }
+        }
+        barrier();
+    }
+    for (uint i = nsel + l; i < uint(MAXO); i += uint(WG)) {
+        sel[i] = 0;
+#if SOFT
+        sel_scores[i] = 0.0;
+#endif
+    }
+    if (l == 0u) valid[0] = int(nsel);
+}

@@ -1,0 +1,121 @@
+"""fuse_q8_gemv (compiler/ops/q8_fusion.py): an odml.rms_norm composite read only by int8-weight FCs is
+normalized inside their gemm_q8 prologue (no RMS_NORM dispatch), and litert-torch's MLP gate / up FCs
+with silu(gate) * up are one gemm_q8 dispatch (GLU).  Checked against LiteRT's default CPU path (XNNPACK's
+dynamic-range FC, which quantizes each normalized row as gemm_q8 does) and against gpuc without the pass;
+forms it must not take (the norm read elsewhere, up read elsewhere) keep their dispatches and still match."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flatbuffers import flexbuffers
+
+from helpers.builder import ModelBuilder, with_subgraphs
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.runtime.bundle import read_bundle  # noqa: E402
+
+D, F, Q = 48, 40, 24          # hidden, MLP width, qkv width
+RNG = np.random.default_rng(7)
+
+
+def _q8(n, k):
+    w = RNG.normal(0, k ** -0.5, (n, k)).astype(np.float32)
+    s = (np.abs(w).max(1) / 127).astype(np.float32)
+    return np.clip(np.round(w / s[:, None]), -127, 127).astype(np.int8), (s, 0, 0)
+
+
+def _rms_sub(m) -> ModelBuilder:
+    sb = ModelBuilder()
+    x, w = sb.input("x", [1, m, D]), sb.input("w", [D])
+    names = iter(range(100))
+
+    def op(o, ins, shape, **kw):
+        y = sb.tensor(f"s{next(names)}", shape)
+        sb.op(o, ins, [y], **kw)
+        return y
+    ms = op("MEAN", [op("MUL", [x, x], [1, m, D]), sb.const("ax", np.array([-1], np.int32))], [1, m, 1],
+            keep_dims=True)
+    r = op("RSQRT", [op("ADD", [ms, sb.const("e", np.array([1e-6], np.float32))], [1, m, 1])], [1, m, 1])
+    sb.output(op("MUL", [op("MUL", [x, r], [1, m, D]), w], [1, m, D]))
+    return sb
+
+
+def model(m=1, norm_out=False, up_out=False, up_bias=False) -> bytes:
+    """h -> RMS_NORM -> qkv FC (bias) and, through a second norm, gate / up FCs -> silu(gate) * up.
+    norm_out: the second norm's output is a model output too; up_out: so is up's."""
+    mb = ModelBuilder()
+    names = iter(range(100))
+
+    def t(shape):
+        return mb.tensor(f"t{next(names)}", shape)
+
+    def op(o, ins, shape, **kw):
+        y = t(shape)
+        mb.op(o, ins, [y], **kw)
+        return y
+
+    def norm(x, k):
+        y = t([1, m, D])
+        mb.operators.append({"opcode_index": mb.opcode("STABLEHLO_COMPOSITE"), "inputs": np.int32([x, wn[k]]),
+                             "outputs": np.int32([y]),
+                             "builtin_options2": ("StableHLOCompositeOptions", {
+                                 "name": "odml.rms_norm", "decomposition_subgraph_index": 1,
+                                 "composite_attributes": np.frombuffer(flexbuffers.Dumps({}), np.uint8)})})
+        return y
+
+    def fc(x, n, bias=False):
+        q, quant = _q8(n, D)
+        b = mb.const(f"b{next(names)}", RNG.normal(0, 0.1, n).astype(np.float32)) if bias else -1
+        return op("FULLY_CONNECTED", [x, mb.const(f"w{next(names)}", q, quant=quant), b], [1, m, n],
+                  keep_num_dims=True)
+    h = mb.input("h", [1, m, D])
+    wn = [mb.const(f"wn{k}", (1 + 0.1 * RNG.standard_normal(D)).astype(np.float32)) for k in range(2)]
+    qkv = fc(norm(h, 0), Q, bias=True)
+    x = norm(op("ADD", [h, h], [1, m, D]), 1)
+    gate, up = fc(x, F), fc(x, F, bias=up_bias)
+    y = op("MUL", [op("MUL", [gate, op("LOGISTIC", [gate], [1, m, F])], [1, m, F]), up], [1, m, F])
+    for o in [qkv, y] + ([x] if norm_out else []) + ([up] if up_out else []):
+        mb.output(o)
+    return with_subgraphs(mb, _rms_sub(m))
+
+
+def litert_default(data, xs):
+    from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_content=data)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), xs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def _run(bundle, xs):
+    with gpuc.load(bundle) as mod:
+        return mod.run(xs)
+
+
+def _labels(bundle) -> list[str]:
+    return [d.label for d in read_bundle(bundle).dispatches]
+
+
+@pytest.mark.parametrize("m,norm_out,up_out,up_bias,fused", [
+    (1, False, False, True, (0, 1)),          # decode: both norms folded, gate / up one dispatch
+    (3, False, False, False, (0, 1)),         # several rows (prefill)
+    (1, True, True, False, (1, 0)),           # the norm and up read elsewhere: kept
+])
+def test_matches_litert(m, norm_out, up_out, up_bias, fused):
+    data = model(m, norm_out, up_out, up_bias)
+    h = (RNG.normal(0, 1, (1, m, D)) + RNG.normal(0, 1, (1, m, 1))).astype(np.float32)
+    bundle = gpuc.compile(data)
+    labels = _labels(bundle)
+    norms, fcs = sum("RMS_NORM" in s for s in labels), sum("FULLY_CONNECTED" in s for s in labels)
+    assert norms == fused[0] and fcs == (2 if fused[1] else 3), labels
+    got = _run(bundle, [h])
+    ref = litert_default(data, [h])
+    plain = _run(gpuc.compile(data, disable_passes=["fuse_q8_gemv"]), [h])
+    for g, r, p in zip(got, ref, plain):
+        scale = np.abs(r).max()
+        assert np.abs(g - r).max() <= 1e-5 * scale        # the same integers: float rounding only
+        assert np.abs(g - p).max() <= 1e-5 * scale

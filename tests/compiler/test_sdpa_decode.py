@@ -1,0 +1,112 @@
+"""`odml.scaled_dot_product_attention` for one query token (compiler/ops/sdpa_decode.py): the
+decomposition litert-torch writes (GQA by TRANSPOSE + RESHAPE + BROADCAST_TO, Q and K scaled, the mask
+added, SOFTMAX, two BATCH_MATMULs) becomes SDPA_DECODE's two dispatches, checked against LiteRT (which
+runs the decomposition): GQA and MHA, several key chunks, chunks wholly masked (finfo.min and -inf).
+Forms it does not take (a per-head mask, two query rows) keep the decomposition and still match."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flatbuffers import flexbuffers
+
+from gpuc.compiler.frontend.importer import load_tflite
+from helpers.builder import ModelBuilder, with_subgraphs
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.runtime.bundle import read_bundle  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+
+NAME = "odml.scaled_dot_product_attention"
+
+
+def _op(b, op, ins, shape, **opts):
+    b.n = getattr(b, "n", 0) + 1
+    y = b.tensor(f"t{b.n}", list(shape))
+    b.op(op, ins, [y], version=2 if op == "BROADCAST_TO" else 1, **opts)     # (as litert-torch declares it)
+    return y
+
+
+def _c(b, v):
+    b.n = getattr(b, "n", 0) + 1
+    return b.const(f"c{b.n}", np.asarray(v))
+
+
+def _sub(H, KH, D, KV, T, mask_shape, scale):
+    """The decomposition as litert-torch's decode signature writes it (T query rows)."""
+    b = ModelBuilder()
+    q = b.input("q", [1, T, H, D])
+    k, v = b.input("k", [1, KV, KH, D]), b.input("v", [1, KV, KH, D])
+    mask = b.input("mask", list(mask_shape))
+    perm = _c(b, np.int32([0, 2, 1, 3]))
+
+    def heads(x):
+        xt = _op(b, "TRANSPOSE", [x, perm], [1, KH, KV, D])
+        x5 = _op(b, "RESHAPE", [xt, _c(b, np.int32([1, KH, 1, KV, D]))], [1, KH, 1, KV, D])
+        return _op(b, "BROADCAST_TO", [x5, _c(b, np.int32([1, KH, H // KH, KV, D]))], [1, KH, H // KH, KV, D])
+    kb, vb = heads(k), heads(v)
+    s = _c(b, np.float32(scale))
+    qs = _op(b, "MUL", [q, s], [1, T, H, D])
+    kh = _op(b, "RESHAPE", [kb, _c(b, np.int32([1, H, KV, D]))], [1, H, KV, D])
+    kt = _op(b, "TRANSPOSE", [_op(b, "MUL", [kh, s], [1, H, KV, D]), _c(b, np.int32([0, 1, 3, 2]))], [1, H, D, KV])
+    qt = _op(b, "TRANSPOSE", [qs, perm], [1, H, T, D])
+    sc = _op(b, "BATCH_MATMUL", [_op(b, "RESHAPE", [qt, _c(b, np.int32([H, T, D]))], [H, T, D]),
+                                 _op(b, "RESHAPE", [kt, _c(b, np.int32([H, D, KV]))], [H, D, KV])], [H, T, KV])
+    p = _op(b, "SOFTMAX", [_op(b, "ADD", [sc, mask], [1, H, T, KV])], [1, H, T, KV], beta=1.0)
+    o = _op(b, "BATCH_MATMUL", [_op(b, "RESHAPE", [p, _c(b, np.int32([H, T, KV]))], [H, T, KV]),
+                                _op(b, "RESHAPE", [vb, _c(b, np.int32([H, KV, D]))], [H, KV, D])], [H, T, D])
+    y = _op(b, "TRANSPOSE", [_op(b, "RESHAPE", [o, _c(b, np.int32([1, H, T, D]))], [1, H, T, D]), perm], [1, T, H, D])
+    b.output(y)
+    return b
+
+
+def model(H=4, KH=2, D=16, KV=100, T=1, mask_shape=None, attrs=None) -> bytes:
+    mask_shape = mask_shape or (1, 1, T, KV)
+    mb = ModelBuilder()
+    ins = [mb.input("q", [1, T, H, D]), mb.input("k", [1, KV, KH, D]), mb.input("v", [1, KV, KH, D]),
+           mb.input("mask", list(mask_shape))]
+    y = mb.tensor("y", [1, T, H, D])
+    mb.operators.append({"opcode_index": mb.opcode("STABLEHLO_COMPOSITE"), "inputs": np.asarray(ins, np.int32),
+                         "outputs": np.asarray([y], np.int32),
+                         "builtin_options2": ("StableHLOCompositeOptions",
+                                              {"name": NAME, "decomposition_subgraph_index": 1,
+                                               "composite_attributes": np.frombuffer(
+                                                   flexbuffers.Dumps(attrs if attrs is not None else {}), np.uint8)})})
+    mb.output(y)
+    return with_subgraphs(mb, _sub(H, KH, D, KV, T, mask_shape, D ** -0.25))
+
+
+def _inputs(H=4, KH=2, D=16, KV=100, T=1, mask_shape=None, valid=60, neg=np.finfo(np.float32).min, seed=0):
+    r = np.random.default_rng(seed)
+    mask = np.zeros(mask_shape or (1, 1, T, KV), np.float32)
+    mask[..., valid:] = neg
+    return [r.standard_normal([1, T, H, D]).astype(np.float32), r.standard_normal([1, KV, KH, D]).astype(np.float32),
+            r.standard_normal([1, KV, KH, D]).astype(np.float32), mask]
+
+
+def _check(data, xs, fused: bool):
+    ops = [n.op for n in load_tflite(data).main.nodes]
+    assert (ops == ["SDPA_DECODE"]) == fused, ops
+    bundle = gpuc.compile(data)
+    templates = {s.name for s in read_bundle(bundle).shaders}
+    assert ("sdpa_decode_split" in templates) == fused
+    ref = run_litert(data, xs)[0]
+    got = gpuc.load(bundle).run(xs)[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("H,KH,KV,valid,neg", [(4, 2, 100, 60, np.finfo(np.float32).min),   # GQA, 4 chunks, 2 masked
+                                                (2, 2, 100, 100, 0.0),                       # MHA, no key masked
+                                                (8, 1, 70, 33, -np.inf)])                    # one KV head, -inf mask
+def test_decode_form_fused_against_litert(H, KH, KV, valid, neg):
+    attrs = {"scale": float(np.float32(16 ** -0.5))}
+    _check(model(H, KH, KV=KV, attrs=attrs), _inputs(H, KH, KV=KV, valid=valid, neg=neg), fused=True)
+
+
+def test_other_forms_keep_the_decomposition():
+    per_head = (1, 4, 1, 100)                      # a mask per head: not the form SDPA_DECODE takes
+    _check(model(mask_shape=per_head), _inputs(mask_shape=per_head), fused=False)
+    _check(model(T=2), _inputs(T=2), fused=False)   # two query rows: prefill's form
+    # a scale attribute that disagrees with the decomposition's constants: LiteRT runs the constants
+    _check(model(attrs={"scale": 0.5}), _inputs(), fused=False)

@@ -1,0 +1,47 @@
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# the tests' compile and pipeline caches live in a folder of their own, removed at exit: ~/.cache/gpuc
+# is left as it was (a GPUC_CACHE_DIR already set, e.g. by CI to keep a warm cache, is used as given);
+# set here, at import, so every gpuc subprocess the tests start inherits it
+if not os.environ.get("GPUC_CACHE_DIR"):
+    os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["GPUC_CACHE_DIR"], True)
+
+from helpers.repo import shared_models_dir
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    d = shared_models_dir()
+    if d is None:
+        pytest.skip("shared models not found (set GPUC_SHARED_MODELS)")
+    return d
+
+
+@pytest.fixture(autouse=True)
+def no_validation_messages():
+    """With GPUC_VALIDATION=1 every validation-layer warning or error fails the test that caused it."""
+    from gpuc.runtime import validation
+    if not validation.enabled():
+        yield
+        return
+    start = len(validation.MESSAGES)
+    yield
+    new = validation.MESSAGES[start:]
+    assert not new, f"{len(new)} Vulkan validation message(s):\n" + "\n".join(new[:5])
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    """One Vulkan device for every op test module (helpers/runner.py: GpuRunner)."""
+    pytest.importorskip("vulkan")
+    from helpers.runner import GpuRunner
+    r = GpuRunner()
+    yield r
+    r.close()

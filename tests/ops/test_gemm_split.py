@@ -1,0 +1,127 @@
+"""Split-K across workgroups (ops/gemm_split.py, gemm.comp SPLIT_REDUCE): a gemm forced to S partial
+dispatches plus a reduce gives LiteRT's results with every epilogue (bias, fused activation, residual,
+fused chain), in fp32 and --precision fp16, in batch-native bundles at every batch size; shapes it
+cannot express (K not a multiple of 8 S, implicit-GEMM convolutions, runtime weights) stay one dispatch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpuc
+from gpuc.compiler.ops import gemm_split
+from gpuc.runtime.bundle import read_bundle
+from helpers.builder import ModelBuilder
+from helpers.litert import run_litert
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture
+def force(monkeypatch):
+    def set_(s):
+        monkeypatch.setattr(gemm_split, "FORCE", s)
+    return set_
+
+
+def fc_model(M=6, N=20, K=512, tail="none", act="NONE"):
+    mb = ModelBuilder()
+    x = mb.input("x", [M, K])
+    y = mb.tensor("y", [M, N])
+    mb.op("FULLY_CONNECTED", [x, mb.const("w", RNG.normal(0, 0.2, (N, K)).astype(np.float32)),
+                              mb.const("b", RNG.normal(0, 0.2, N).astype(np.float32))], [y],
+          fused_activation_function=act)
+    xs = [RNG.uniform(-1, 1, (M, K)).astype(np.float32)]
+    if tail == "residual":
+        r = mb.input("r", [M, N])
+        xs.append(RNG.uniform(-1, 1, (M, N)).astype(np.float32))
+        z = mb.tensor("z", [M, N])
+        mb.op("ADD", [y, r], [z])
+        y = z
+    elif tail == "gelu":
+        z = mb.tensor("z", [M, N])
+        mb.op("GELU", [y], [z])
+        y = z
+    mb.output(y)
+    return mb.finish(), xs
+
+
+def run(model, xs, **opts):
+    data = gpuc.compile(model, cache=False, **opts)
+    with gpuc.load(data) as m:
+        return m.run(xs)[0], len(read_bundle(data).dispatches)
+
+
+def close(out, ref, rel=1e-5):
+    assert np.isfinite(out).all()
+    assert float(np.abs(out - ref).max()) <= rel * float(np.abs(ref).max())
+
+
+@pytest.mark.parametrize("s", [2, 4, 8])
+@pytest.mark.parametrize("tail,act", [("none", "NONE"), ("none", "RELU6"), ("residual", "RELU"), ("gelu", "NONE")])
+def test_split_matches_litert(force, s, tail, act):
+    model, xs = fc_model(tail=tail, act=act)
+    force(s)
+    out, n = run(model, xs)
+    assert n == 2                                  # partials + reduce (residual and GELU in the reduce)
+    close(out, run_litert(model, xs)[0])
+    force(1)
+    one, n1 = run(model, xs)
+    assert n1 == 1
+    close(out, one)
+
+
+def test_split_fp16(force):
+    model, xs = fc_model(M=9, N=24, K=256, tail="residual")
+    force(4)
+    out, n = run(model, xs, precision="fp16")
+    assert n == 2
+    close(out, run_litert(model, xs)[0], rel=2e-2)
+
+
+def test_split_batch_native(force):
+    """--max-batch 4: each batch b in 1..4 runs the prefix of both dispatches and gives the items' rows."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 5, 256])
+    y = mb.tensor("y", [1, 5, 12])
+    mb.op("FULLY_CONNECTED", [x, mb.const("w", RNG.normal(0, 0.2, (12, 256)).astype(np.float32)),
+                              mb.const("b", RNG.normal(0, 0.2, 12).astype(np.float32))], [y], keep_num_dims=True)
+    mb.output(y)
+    model = mb.finish()
+    force(4)
+    data = gpuc.compile(model, cache=False, max_batch=4)
+    assert len(read_bundle(data).dispatches) == 2
+    items = RNG.uniform(-1, 1, (4, 1, 5, 256)).astype(np.float32)
+    refs = [run_litert(model, [items[i]])[0] for i in range(4)]
+    with gpuc.load(data) as m:
+        for b in (1, 3, 4):
+            out = m.run([items[:b, 0]])[0]
+            for i in range(b):
+                close(out[i:i + 1], refs[i])
+
+
+def test_split_only_where_groups_express_it(force):
+    force(4)
+    model, xs = fc_model(K=300)                    # 300 is not a multiple of 8 * 4
+    assert run(model, xs)[1] == 1
+    mb = ModelBuilder()                            # a 3x3 convolution (implicit-GEMM gather)
+    x = mb.input("x", [1, 6, 6, 16])
+    y = mb.tensor("y", [1, 6, 6, 8])
+    mb.op("CONV_2D", [x, mb.const("w", RNG.normal(0, 0.2, (8, 3, 3, 16)).astype(np.float32)),
+                      mb.const("b", np.zeros(8, np.float32))], [y], padding="SAME", stride_h=1, stride_w=1)
+    mb.output(y)
+    assert len(read_bundle(gpuc.compile(mb.finish(), cache=False)).dispatches) == 1
+    mb = ModelBuilder()                            # runtime weights (B_T)
+    a = mb.input("a", [4, 64])
+    w = mb.input("w", [8, 64])
+    y = mb.tensor("y", [4, 8])
+    mb.op("FULLY_CONNECTED", [a, w, -1], [y])
+    mb.output(y)
+    assert len(read_bundle(gpuc.compile(mb.finish(), cache=False)).dispatches) == 1
+
+
+def test_model_splits_only_for_a_clear_gain():
+    """The planner's own pick: a big-tile gemm (plenty of workgroups) stays one dispatch."""
+    from gpuc.compiler.ops.conv import gemm_cost, plan_gemm
+    s, _ = gemm_split.split_of(4096, 512, 512, lambda m, n, k, g: plan_gemm(m, n, k, g, True, True, False),
+                               lambda q, m, n, k, g: gemm_cost(q, m, n, k, g, True, True, False))
+    assert s == 1

@@ -1,0 +1,108 @@
+"""Kernels chosen by measurement (runtime/tuning.py): a load times each dispatch's candidate kernels
+on the device, keeps the fastest, and caches the choice per bundle and device; `measured` variants
+(candidates the cost model did not pick) run only where a measurement chose them."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.compiler import compile_model  # noqa: E402
+from gpuc.errors import GpucError  # noqa: E402
+from gpuc.runtime import bundle as B  # noqa: E402
+from gpuc.runtime import tuning  # noqa: E402
+from gpuc.runtime.variants import resolve  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+
+
+def reductions():
+    """Two long reductions (each with a `subgroup` variant on lavapipe) and an elementwise op."""
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 300])
+    ax = mb.const("ax", np.array([1], np.int32))
+    for op in ("SUM", "REDUCE_MAX"):
+        t = mb.tensor(op.lower(), [2])
+        mb.op(op, [x, ax], [t], keep_dims=False)
+        mb.output(t)
+    return compile_model(mb.finish(), cache=False)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return reductions()
+
+
+def as_measured(data: bytes, which) -> bytes:
+    """The bundle with variants `which` (positions) turned into measured-only candidates."""
+    b = B.read_bundle(data)
+    b = dataclasses.replace(b, variants=[dataclasses.replace(v, measured=i in which) for i, v in enumerate(b.variants)])
+    return B.write_bundle(b)
+
+
+def test_measured_flag_round_trips_and_is_never_run_unchosen(gpu, data):
+    b = B.read_bundle(as_measured(data, {0}))
+    assert [v.measured for v in b.variants] == [True, False]
+    plain = resolve(b, gpu.device)                         # the cost model: dispatch of variant 0 stays plain
+    assert plain.stats["variants_used"] == {"subgroup": 1}
+    d0 = b.variants[0].dispatch
+    assert plain.dispatches[d0].shader == next(i for i, s in enumerate(plain.shaders) if "subgroup" not in s.name)
+    both = resolve(b, gpu.device, choice={d0: 0})
+    assert both.stats["variants_used"] == {"subgroup": 2}
+    none = resolve(b, gpu.device, choice={d0: None, b.variants[1].dispatch: None})
+    assert none.stats.get("variants_used") == {}
+
+
+def test_load_measures_then_reads_the_cache(gpu, data, monkeypatch):
+    x = np.random.default_rng(0).standard_normal((2, 300)).astype(np.float32)
+    monkeypatch.setenv("GPUC_TUNE", "off")
+    with gpuc.load(data, device=gpu.device) as m:
+        assert "tuning" not in m.load_info
+        ref = m.run([x])
+    monkeypatch.setenv("GPUC_TUNE", "on")
+    with gpuc.load(data, device=gpu.device) as m:
+        rec = m.load_info["tuning"]
+        assert rec["how"] == "measured" and rec["dispatches"] == 2
+        out = m.run([x])
+    path = tuning.cache_file(B.read_bundle(data), gpu.device)
+    cached = json.loads(open(path).read())
+    assert set(cached["choice"]) == {str(v.dispatch) for v in B.read_bundle(data).variants}
+    assert all(set(t) == {"plain", str(i)} for i, t in enumerate(cached["us"].values()))
+    with gpuc.load(data, device=gpu.device) as m:
+        assert m.load_info["tuning"]["how"] == "cached"
+        again = m.run([x])
+    for a, b, c in zip(ref, out, again):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-4)
+        np.testing.assert_array_equal(c, b)
+
+
+def test_a_cache_file_that_does_not_fit_is_measured_again(gpu, data, monkeypatch):
+    monkeypatch.setenv("GPUC_TUNE", "on")
+    path = tuning.cache_file(B.read_bundle(data), gpu.device)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    for junk in (b"\x00garbage", b'{"choice": {"0": 7}}', b'{"choice": []}', b'{"choice": {"x": null}}'):
+        with open(path, "wb") as f:
+            f.write(junk)
+        with gpuc.load(data, device=gpu.device) as m:
+            assert m.load_info["tuning"]["how"] == "measured", junk
+
+
+def test_auto_leaves_cpu_devices_and_bundles_without_candidates_alone(gpu, data, monkeypatch):
+    monkeypatch.setenv("GPUC_TUNE", "auto")
+    b = B.read_bundle(data)
+    assert not tuning.wanted(b, gpu.device)                            # no measured candidates
+    measured = B.read_bundle(as_measured(data, {0, 1}))
+    assert tuning.wanted(measured, gpu.device) == (not gpu.device.is_cpu)
+    monkeypatch.setenv("GPUC_TUNE", "sometimes")
+    with pytest.raises(GpucError, match="GPUC_TUNE"):
+        tuning.mode()
+
+
+def test_pick_keeps_the_cost_models_choice_within_the_margin():
+    times = {0: {None: 10.0, 3: 9.9}, 1: {None: 10.0, 4: 5.0}, 2: {None: 4.0, 5: 8.0}}
+    assert tuning.pick(times, {0: None, 1: None, 2: 5}) == {0: None, 1: 4, 2: None}

@@ -44,6 +44,9 @@ setup:
 shaders:
 	$(PYTHON) scripts/check_shaders.py $(if $(filter auto,$(JOBS)),,--jobs $(JOBS))
 
+# a test session that changes ~/.cache/gpuc fails (tests/helpers/cache_guard.py; plain pytest only reports it)
+unit validate: export GPUC_TEST_CACHE_GUARD = 1
+
 unit:
 	$(PYTHON) -m pytest -q $(XDIST) tests
 

@@ -13,7 +13,14 @@ if not os.environ.get("GPUC_CACHE_DIR"):
     os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
     atexit.register(shutil.rmtree, os.environ["GPUC_CACHE_DIR"], True)
 
+from helpers import cache_guard
 from helpers.repo import shared_models_dir
+
+_user_cache = cache_guard.start()          # ~/.cache/gpuc as the session found it (helpers/cache_guard.py)
+
+
+def pytest_sessionfinish(session):
+    cache_guard.finish(session, _user_cache)
 
 
 @pytest.fixture(scope="session")

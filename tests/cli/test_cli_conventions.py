@@ -110,3 +110,34 @@ def test_bundles_honour_the_umask_and_cache_hits_are_copies(bundle, tmp_path, mo
         assert st.st_nlink == 1 and st.st_ino != entry[0].stat().st_ino, name
     (tmp_path / "hit.gpuc").write_bytes(b"overwritten")          # the user's file is theirs: the cache is intact
     assert gpuc.compile(model) == (tmp_path / "miss.gpuc").read_bytes()
+
+
+def test_cache_guard_sees_a_changed_user_cache(tmp_path, monkeypatch):
+    """tests/helpers/cache_guard.py: a file added to, changed in or removed from the user's cache
+    folder during a session is reported, and fails the session under GPUC_TEST_CACHE_GUARD=1."""
+    from types import SimpleNamespace
+    from helpers import cache_guard
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    root = tmp_path / "gpuc"
+    (root / "bundles").mkdir(parents=True)
+    (root / "bundles" / "a.bundle").write_bytes(b"a")
+    (root / "bundles" / "b.bundle").write_bytes(b"b")
+    state = cache_guard.start()
+    assert state[0] == str(root) and len(state[1]) == 2
+    lines = []
+    session = SimpleNamespace(exitstatus=0, config=SimpleNamespace(pluginmanager=SimpleNamespace(
+        get_plugin=lambda name: SimpleNamespace(write_line=lambda msg, **kw: lines.append(msg)))))
+    monkeypatch.setenv("GPUC_TEST_CACHE_GUARD", "1")
+    cache_guard.finish(session, state)
+    assert (session.exitstatus, lines) == (0, [])                     # unchanged: nothing said
+    (root / "bundles" / "a.bundle").write_bytes(b"aa")
+    (root / "bundles" / "b.bundle").unlink()
+    (root / "pipelines").mkdir()
+    (root / "pipelines" / "c.bin").write_bytes(b"c")
+    cache_guard.finish(session, state)
+    assert session.exitstatus == 1 and "changed 3 file(s)" in lines[0] and "c.bin" in lines[0]
+    session.exitstatus = 0
+    monkeypatch.delenv("GPUC_TEST_CACHE_GUARD")
+    cache_guard.finish(session, state)
+    assert session.exitstatus == 0 and len(lines) == 2                 # plain pytest: reported only

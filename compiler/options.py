@@ -38,7 +38,7 @@ class CompileOptions(Record):
         ("input_shapes", (), None, "concrete shapes for -1 input dims: ((name, dims), ...) (--input-shape)"),
         ("dynamic", (), None, "bounded dynamic dims NAME:AXIS<=MAX (--dynamic)"),
         ("max_binding_bytes", (1 << 32) - 1, None, "the largest tensor a kernel may bind (--max-binding-bytes)"),
-        ("verify_passes", False, None, "check the graph between passes (debugging; slower)"),
+        ("verify_passes", False, "GPUC_VERIFY_PASSES", "check the graph between passes (debugging; slower)"),
         ("break_op", None, "GPUC_TEST_BREAK_OP", "tests: miscompile every kernel of this op on purpose"),
         ("coopmat_emulate", False, "GPUC_TEST_COOPMAT_EMULATE", "tests: every fp16 gemm gets the emulated "
                                                                 "cooperative-matrix variant (runs on lavapipe)"),

@@ -12,6 +12,8 @@ import pytest
 if not os.environ.get("GPUC_CACHE_DIR"):
     os.environ["GPUC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuc-test-cache-")
     atexit.register(shutil.rmtree, os.environ["GPUC_CACHE_DIR"], True)
+# every compile in the tests checks the graph between passes (compiler/passes/verify.py)
+os.environ.setdefault("GPUC_VERIFY_PASSES", "1")
 
 from helpers import cache_guard
 from helpers.repo import shared_models_dir
@@ -42,6 +44,22 @@ def no_validation_messages():
     yield
     new = validation.MESSAGES[start:]
     assert not new, f"{len(new)} Vulkan validation message(s):\n" + "\n".join(new[:5])
+
+
+@pytest.fixture
+def compile_options():
+    """compile_options(dw_plan=..., split_k=...): CompileOptions fields in force for the rest of the
+    test (gpuc.compiler.options.using; compiles inside it carry them, in their cache key too)."""
+    from gpuc.compiler import options
+    entered = []
+
+    def set_(**fields):
+        u = options.using(options.current().replace(**fields))
+        u.__enter__()
+        entered.append(u)
+    yield set_
+    while entered:
+        entered.pop().__exit__(None, None, None)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from gpuc.compiler.ir import Graph
 from gpuc.compiler.passes.attention import fuse_attention
 from gpuc.compiler.passes.batching import batch_items
 from gpuc.compiler.passes.softmax_chain import fuse_softmax_chain
-from gpuc.compiler.passes.verify import verify as check_graph
+from gpuc.compiler.passes.verify import model_problems, verify as check_graph
 from gpuc.compiler.passes.transpose_pairs import compose_transposes, sink_transposes, transpose_into_matmul
 from gpuc.compiler.passes.ew_fusion import fuse_elementwise, fuse_reduce_prologue
 from gpuc.compiler.passes.fold import fold_constants
@@ -61,16 +61,26 @@ def pass_names() -> list[str]:
     return [p.__name__ for p in PIPELINE] + PROGRAM_PASSES
 
 
-def run_passes(graph: Graph, disabled=()) -> None:
+def run_passes(graph: Graph, disabled=(), verify: bool | None = None) -> None:
+    """Run PIPELINE but the `disabled` passes.  verify: check the graph (passes/verify.py) before the
+    first pass and after each, naming the pass that broke it (None: the verify_passes compile option)."""
     unknown = set(disabled) - set(pass_names())
     if unknown:
         raise GpucError(f"unknown pass(es) {sorted(unknown)}; passes are: {', '.join(pass_names())}")
+    if verify is None:
+        from gpuc.compiler.options import current
+        verify = current().verify_passes
+    if verify:
+        known = model_problems(graph)
+        check_graph(graph, "(none: the graph as imported)", known)
     for p in PIPELINE:
         if p.__name__ not in disabled:
             if graph.dynamic_dims:
                 _run_dynamic(p, graph)
             else:
                 p(graph)
+            if verify:
+                check_graph(graph, p.__name__, known)
 
 
 def _run_dynamic(p, graph: Graph) -> None:

@@ -35,6 +35,7 @@ from gpuc.compiler.ew_table import COSTLY
 from gpuc.compiler.ops.epi_chain import chain_reason
 from gpuc.compiler.ops.gemm_coopmat import gemm_shape, worthwhile
 from gpuc.compiler.passes.ew_fusion import FUSED_OP, _external, _fusible, _step
+from gpuc.compiler.passes.pattern import Op, index_of, plain_f32, rewrite
 
 HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL", "DEPTHWISE_CONV_2D"}
 
@@ -52,12 +53,7 @@ def _consumer_steps(graph: Graph, c: Node):
 
 
 def _plain(graph: Graph, tid: int) -> bool:
-    t = graph.t(tid)
-    return t.dtype == "float32" and t.fake_quant is None and not t.is_variable and t.quant is None
-
-
-def _index(nodes: list, n: Node) -> int:
-    return next(k for k, m in enumerate(nodes) if m is n)
+    return plain_f32(graph.t(tid), variables=False)
 
 
 def _tensor_core_costly(graph: Graph, p: Node, steps: list) -> bool:
@@ -73,9 +69,8 @@ def _tensor_core_costly(graph: Graph, p: Node, steps: list) -> bool:
     return shape is not None and worthwhile(*shape[:4], gather=shape[4])
 
 
-def _try(graph: Graph, p: Node, readers: dict, prod: dict) -> bool:
-    if p.op not in HOSTS or len(p.outputs) != 1 or p.outputs[0] < 0:
-        return False
+def _try(graph: Graph, match) -> bool:
+    p, readers, prod = match["p"], match.matcher.users, match.matcher.prod
     tid = p.outputs[0]
     if graph.storage(tid) != tid or not _plain(graph, tid) or graph.t(tid).size == 0:
         return False
@@ -119,7 +114,7 @@ def _try(graph: Graph, p: Node, readers: dict, prod: dict) -> bool:
     if chain_reason(graph, graph.t(tid).size, chain, inputs) is not None or _tensor_core_costly(graph, p, chain):
         return False
     # the producer must run after every chain input is made: else it moves to the consumer's place
-    late = any(_index(graph.nodes, prod[st]) > _index(graph.nodes, p) for i, _ in inputs
+    late = any(index_of(graph.nodes, prod[st]) > index_of(graph.nodes, p) for i, _ in inputs
                for st in [graph.storage(i)] if st in prod)      # (a view: its base's producer)
     if late and any(i >= 0 and graph.t(i).is_variable for i in p.inputs):
         return False
@@ -136,19 +131,15 @@ def _try(graph: Graph, p: Node, readers: dict, prod: dict) -> bool:
         graph.aliases[y.id] = tid
     p.attrs["fused"] = p.attrs.get("fused", []) + names
     if late:
-        del graph.nodes[_index(graph.nodes, p)]
-        graph.nodes[_index(graph.nodes, c)] = p
+        del graph.nodes[index_of(graph.nodes, p)]
+        graph.nodes[index_of(graph.nodes, c)] = p
     else:
-        del graph.nodes[_index(graph.nodes, c)]
+        del graph.nodes[index_of(graph.nodes, c)]
     return True
 
 
+HOST = Op(HOSTS, any_inputs=True, name="p", where=lambda m, n: len(n.outputs) == 1 and n.outputs[0] >= 0)
+
+
 def fuse_gemm_epilogue(graph: Graph) -> None:
-    changed = True
-    while changed:
-        changed = False
-        readers, prod = graph.consumers(), graph.producers()
-        for p in list(graph.nodes):
-            if _try(graph, p, readers, prod):
-                changed = True
-                break
+    rewrite(graph, [(HOST, _try)], repeat=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.passes.pattern import NoMatch, Op, Val, act_free, index_of, rewrite
 from gpuc.compiler.symbolic import dim
 
 LN_OP = "LAYER_NORM"
@@ -29,10 +30,6 @@ BINARY = ("ADD", "SUB", "MUL", "DIV", "SQUARED_DIFFERENCE", "POW")
 UNARY = ("NEG", "SQUARE", "RSQRT", "SQRT")
 X, M, V, S = (1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1)
 ONE = (0, 0, 0, 0)
-
-
-class _NoMatch(Exception):
-    pass
 
 
 def _sq(shape) -> tuple:
@@ -80,25 +77,21 @@ def _mul(a, b):
         for kb, vb in b.items():
             k = tuple(x + y for x, y in zip(ka, kb))
             if max(abs(e) for e in k) > 4:
-                raise _NoMatch
+                raise NoMatch
             out[k] = out[k] + va * vb if k in out else va * vb
     return _clean(out)
 
 
 def _inverse(p):
     if len(p) != 1:
-        raise _NoMatch
+        raise NoMatch
     (k, v), = p.items()
     if not np.isscalar(v) and not np.all(v == v.reshape(-1)[0]):
-        raise _NoMatch
+        raise NoMatch
     v = float(np.asarray(v).reshape(-1)[0])
     if v == 0 or not np.isfinite(v):
-        raise _NoMatch
+        raise NoMatch
     return {tuple(-e for e in k): 1.0 / v}
-
-
-def _index(nodes, node) -> int:
-    return next(i for i, n in enumerate(nodes) if n is node)
 
 
 def _is_poly(p, want) -> bool:
@@ -111,11 +104,11 @@ class _Matcher:
         x = graph.t(m1.inputs[0])
         axes = _axes(m1, graph, len(x.shape))
         if axes is None:
-            raise _NoMatch
+            raise NoMatch
         red = [a for a in axes if x.shape[a] != 1]
         big = [i for i, d in enumerate(x.shape) if d != 1]
         if not red or red != big[len(big) - len(red):]:
-            raise _NoMatch
+            raise NoMatch
         self.nch = len(red)
         self.nd = tuple(x.shape[a] for a in red)
         self.C = int(np.prod(self.nd))
@@ -135,14 +128,14 @@ class _Matcher:
         c = np.asarray(self.g.t(tid).data, np.float64)
         if c.size and np.all(c == c.reshape(-1)[0]):
             if len(c.shape) > len(out_shape):
-                raise _NoMatch
+                raise NoMatch
             return float(c.reshape(-1)[0])
         if kind != "full" or len(c.shape) > len(out_shape) or c.size == 0:
-            raise _NoMatch
+            raise NoMatch
         chan = _channel_pos(out_shape, self.nch)
         cs = (1,) * (len(out_shape) - len(c.shape)) + tuple(c.shape)
         if any(cs[i] != 1 and (i not in chan or cs[i] != out_shape[i]) for i in range(len(out_shape))):
-            raise _NoMatch
+            raise NoMatch
         rows = tuple(out_shape[i] if i in chan else 1 for i in range(len(out_shape)))     # (one row)
         return np.ascontiguousarray(np.broadcast_to(c.reshape(cs), rows)).reshape(-1)
 
@@ -152,60 +145,60 @@ class _Matcher:
             k, p = self.vals[tid]
             s = (1,) * (len(out_shape) - len(t.shape)) + tuple(t.shape)
             if len(t.shape) > len(out_shape) or any(a != 1 and a != b for a, b in zip(s, out_shape)):
-                raise _NoMatch
+                raise NoMatch
             if k == "row" and kind == "full" and any(s[i] != 1 for i in _channel_pos(out_shape, self.nch)):
-                raise _NoMatch
+                raise NoMatch
             return p
         if t.is_const and t.dtype == "float32":
             return {ONE: self.const(tid, out_shape, kind)}
-        raise _NoMatch
+        raise NoMatch
 
     def mean(self, node, p):
         xt = self.g.t(node.inputs[0])
         axes = _axes(node, self.g, len(xt.shape))
         if axes is None or self.vals[node.inputs[0]][0] != "full" \
                 or [a for a in axes if xt.shape[a] != 1] != _channel_pos(xt.shape, self.nch):
-            raise _NoMatch
+            raise NoMatch
         if _is_poly(p, {X: 1.0}):
             return {M: 1.0}
         if _is_poly(p, {(2, 0, 0, 0): 1.0, (1, 1, 0, 0): -2.0, (0, 2, 0, 0): 1.0}):
             return {V: 1.0}
-        raise _NoMatch
+        raise NoMatch
 
     def root(self, p, power):
         """sqrt(V + eps) ** power (power +-1)."""
         if not p.keys() <= {V, ONE} or p.get(V) != 1.0:
-            raise _NoMatch
+            raise NoMatch
         eps = float(p.get(ONE, 0.0))
         if not np.isfinite(eps) or eps < 0 or (self.eps is not None and self.eps != eps):
-            raise _NoMatch
+            raise NoMatch
         self.eps = eps
         return {(0, 0, 0, power): 1.0}
 
     def step(self, node: Node):
-        """The polynomial of `node`'s output, or raise _NoMatch."""
+        """The polynomial of `node`'s output, or raise NoMatch."""
         g = self.g
         if len(node.outputs) != 1 or any(i < 0 for i in node.inputs):
-            raise _NoMatch
+            raise NoMatch
         y = g.t(node.outputs[0])
         kind = self.kind_of(node.outputs[0])
         if kind is None or y.dtype != "float32" or y.fake_quant is not None or y.quant is not None \
-                or y.is_variable or node.attrs.get("fused_activation_function", 0) not in (0, "NONE"):
-            raise _NoMatch
+                or y.is_variable or not act_free(node):
+            raise NoMatch
         op, ins = node.op, node.inputs
         if op in RESHAPES:
             k, p = self.vals.get(ins[0], (None, None))
             if k != kind:
-                raise _NoMatch
+                raise NoMatch
             return p
         if op == "MEAN":
             if ins[0] not in self.vals or kind != "row":
-                raise _NoMatch
+                raise NoMatch
             return self.mean(node, self.vals[ins[0]][1])
         if op in UNARY:
             if len(ins) != 1 or ins[0] not in self.vals or self.vals[ins[0]][0] != kind \
                     or g.t(ins[0]).size != y.size:
-                raise _NoMatch
+                raise NoMatch
             p = self.vals[ins[0]][1]
             if op == "NEG":
                 return _add({}, p, -1.0)
@@ -214,7 +207,7 @@ class _Matcher:
             return self.root(p, -1 if op == "RSQRT" else 1)
         if op in BINARY:
             if len(ins) != 2:
-                raise _NoMatch
+                raise NoMatch
             a, b = (self.operand(i, y.shape, kind) for i in ins)
             if op == "ADD":
                 return _add(a, b)
@@ -229,14 +222,14 @@ class _Matcher:
                 return _mul(d, d)
             # POW with a constant exponent
             if b.keys() != {ONE} or not np.isscalar(b[ONE]):
-                raise _NoMatch
+                raise NoMatch
             e = b[ONE]
             if e == 2.0:
                 return _mul(a, a)
             if e in (0.5, -0.5):
                 return self.root(a, 1 if e > 0 else -1)
-            raise _NoMatch
-        raise _NoMatch
+            raise NoMatch
+        raise NoMatch
 
     def layer_norm(self, p):
         """(gamma, beta) as [C] arrays / scalars / None if p is G*X/S - G*M/S (+ B), else None."""
@@ -258,10 +251,10 @@ def _chan_const(graph: Graph, name: str, v, C: int) -> int:
 def _try(graph: Graph, m1: Node) -> bool:
     try:
         mt = _Matcher(graph, m1)
-    except _NoMatch:
+    except NoMatch:
         return False
     users, prod = graph.consumers(), graph.producers()
-    start = _index(graph.nodes, m1)
+    start = index_of(graph.nodes, m1)
     region = []
     for node in graph.nodes[start:]:
         ins = [i for i in node.inputs if i >= 0]
@@ -270,7 +263,7 @@ def _try(graph: Graph, m1: Node) -> bool:
             continue
         try:
             p = mt.step(node)
-        except _NoMatch:
+        except NoMatch:
             continue
         mt.vals[node.outputs[0]] = (mt.kind_of(node.outputs[0]), p)
         if node.op in RESHAPES and node.inputs[0] in mt.xs:
@@ -301,16 +294,20 @@ def _try(graph: Graph, m1: Node) -> bool:
         bid = -1 if beta is None else _chan_const(graph, f"{graph.t(y).name}/ln_beta", beta, C)
         fused = Node(LN_OP, [mt.x, gid, bid], [y], index=y_node.index,
                      attrs=dict(eps=mt.eps, norm_size=C, fused=[n.op for n in graph.nodes if id(n) in need]))
-        graph.nodes[_index(graph.nodes, y_node)] = fused
+        graph.nodes[index_of(graph.nodes, y_node)] = fused
         graph.nodes = [n for n in graph.nodes if id(n) not in need]
         return True
     return False
 
 
+def _mean_of_float(m, node: Node) -> bool:
+    x = m.g.t(node.inputs[0])
+    return x.dtype == "float32" and x.fake_quant is None and x.quant is None and x.size > 0
+
+
+MEAN = Op("MEAN", Val(), name="mean", prefix=True, where=_mean_of_float)
+
+
 def fuse_layer_norm(graph: Graph) -> None:
     """Replace each LayerNorm chain by one LAYER_NORM node (module docstring)."""
-    for m1 in list(graph.nodes):
-        if any(n is m1 for n in graph.nodes) and m1.op == "MEAN" and m1.inputs and m1.inputs[0] >= 0:
-            x = graph.t(m1.inputs[0])
-            if x.dtype == "float32" and x.fake_quant is None and x.quant is None and x.size > 0:
-                _try(graph, m1)
+    rewrite(graph, [(MEAN, lambda g, match: _try(g, match["mean"]))])

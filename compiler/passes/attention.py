@@ -203,7 +203,7 @@ def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
         for a, (b0, n) in enumerate(zip(begin, size)):
             v.select(a, b0, x.shape[a] - b0 if n == -1 else n)
     elif op == "STRIDED_SLICE":
-        from gpuc.compiler.ops.movement import strided_slice_dims
+        from gpuc.compiler.ops.strided_slice import strided_slice_dims
         at = node.attrs
         try:
             plan, _ = strided_slice_dims(x.shape, _ints(g, node.inputs[1]), _ints(g, node.inputs[2]),

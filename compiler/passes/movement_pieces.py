@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops.movement import strided_slice_dims
+from gpuc.compiler.ops.strided_slice import strided_slice_dims
 from gpuc.compiler.ops import rules
 from gpuc.compiler.ops.util import norm_axis, size, strides
 

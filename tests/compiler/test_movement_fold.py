@@ -179,7 +179,7 @@ def test_strided_slices_through_transpose(gpu, spec):
 
 def run_shape(begin, end, stride, masks):
     """The output shape of a STRIDED_SLICE of a [1, 8, 5] tensor, from numpy semantics."""
-    from gpuc.compiler.ops.movement import strided_slice_dims
+    from gpuc.compiler.ops.strided_slice import strided_slice_dims
     _, out = strided_slice_dims([1, 8, 5], begin, end, stride, masks.get("begin_mask", 0), masks.get("end_mask", 0),
                                 masks.get("ellipsis_mask", 0), masks.get("new_axis_mask", 0),
                                 masks.get("shrink_axis_mask", 0))
@@ -264,7 +264,7 @@ def random_chain(seed, dtype="float32"):
 
 
 def random_ops(net, rng, x):
-    from gpuc.compiler.ops.movement import strided_slice_dims
+    from gpuc.compiler.ops.strided_slice import strided_slice_dims
     for _ in range(rng.integers(2, 7)):
         s = net.shapes[x]
         r = len(s)

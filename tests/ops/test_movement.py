@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from gpuc.compiler.ops.movement import strided_slice_dims  # noqa: E402
+from gpuc.compiler.ops.strided_slice import strided_slice_dims  # noqa: E402
 from gpuc.errors import RunError, UnsupportedError  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402

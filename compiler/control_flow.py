@@ -6,6 +6,8 @@ clustering, once per subgraph) and then merged into the main graph's tensor spac
 
     WHILE(x) -> y:   y <- x;  L: cond(y) -> c;  JUMP_IF_FALSE c -> END;  body(y) -> b;  y <- b;  JUMP L;  END:
     IF(c, x) -> y:   JUMP_IF_FALSE c -> ELSE;  then(x) -> t;  y <- t;  JUMP END;  ELSE: else(x) -> e;  y <- e;  END:
+    STABLEHLO_CASE(i, x) -> y:  per branch k < n-1: f = (i == k); JUMP_IF_FALSE f -> NEXT; branch_k(x); y <- ..;
+                     JUMP END; NEXT: ...  the last branch (also every out-of-range index);  END:
 
 The runtime reads the condition back on the host (runtime/program.py) and resubmits the recorded
 GPU segments of the body.  Loop variables are ordinary arena tensors: the linear lifetimes of the
@@ -19,12 +21,13 @@ import copy
 import dataclasses
 
 from gpuc.compiler.ir import Graph, Jump, Label, Node
+from gpuc.compiler.ops import case_branch
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.passes.variables import bind_variable
 from gpuc.errors import UnsupportedError
 
-CONTROL_OPS = ("WHILE", "IF")
+CONTROL_OPS = ("WHILE", "IF", case_branch.OP)
 
 
 def _subgraph(ctx, node: Node, attr: str) -> int:
@@ -123,6 +126,8 @@ def lower_control(node: Node, graph: Graph, ctx) -> list:
     """WHILE / IF `node` of `graph` as program items; ctx: the model's prepare.Lowering."""
     if node.op == "WHILE":
         return _lower_while(node, graph, ctx)
+    if node.op == case_branch.OP:
+        return _lower_case(node, graph, ctx)
     return _lower_if(node, graph, ctx)
 
 
@@ -166,4 +171,23 @@ def _lower_if(node: Node, graph: Graph, ctx) -> list:
         _check_vars(node, graph, "branch output", outs, ys)
         items += branch + _assign(graph, node, ys, outs, "result")
         items += [end] if last else [Jump(end), other]
+    return items
+
+
+def _lower_case(node: Node, graph: Graph, ctx) -> list:
+    if not node.inputs or node.inputs[0] < 0 or any(t < 0 for t in node.inputs[1:] + node.outputs):
+        raise UnsupportedError(f"{node.label()}: needs an index input and no absent tensors")
+    gis = case_branch.branches(node, len(ctx.model.subgraphs))
+    args, ys = list(node.inputs[1:]), list(node.outputs)
+    end, items = Label(), []
+    for k, gi in enumerate(gis):
+        last = k == len(gis) - 1
+        if not last:
+            nxt = Label()
+            test, flag = case_branch.branch_flag(node, graph, k)
+            items += ctx.lower(graph, [test], {}) + [Jump(nxt, cond=flag)]
+        branch, outs = _call(ctx, graph, node, gi, args, len(ys))
+        _check_vars(node, graph, "branch output", outs, ys)
+        items += branch + _assign(graph, node, ys, outs, "result")
+        items += [end] if last else [Jump(end), nxt]
     return items

@@ -21,7 +21,7 @@
 // weight matrix wu (scales wus, sums wusum, bias ubias) over the same quantized rows, and
 // v = (g * logistic(g)) * u before the activation / residual / chain epilogue.
 // PF: the first PF weight words of each invocation are loaded before phase 1 (their latency hidden behind it).
-// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF
+// Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF FLAT
 // Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
 #ifndef SUBGROUP
@@ -73,6 +73,10 @@ int dot4(uint a, uint b) {
 #ifndef PF
 #define PF 0
 #endif
+#ifndef FLAT
+#define FLAT 0
+#endif
+#if !FLAT
 // phase 2's int32 sums (per invocation), and one 16-byte word qd of each of its RN channels (wv; uv: up's)
 // multiplied into them against the RM quantized rows
 int acc[RM][RN];
@@ -91,6 +95,9 @@ void mac(int qd, uvec4 wv[RN], uvec4 uv[RN]) {
         }
     }
 }
+#else
+int dot16(uvec4 a, uvec4 b) { return dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z, b.z) + dot4(a.w, b.w); }
+#endif
 
 // @include epi_chain.glsl
 
@@ -100,7 +107,27 @@ void main() {
     int tn = wg % TILES_N, tm = wg / TILES_N;
     int m0 = tm * RM, n0 = tn * RN;
     if (m0 >= GM) return;                        // (whole workgroup: uniform)
-#if PF
+#if FLAT
+    // FLAT (one row, RM = 1): TPR = NT / RN invocations per channel; invocation t takes words
+    // t % TPR, + TPR, ... of channel n0 + t / TPR; the first PF of them loaded before phase 1
+    const int TPR = int(NT) / RN;
+#if SUBGROUP
+    int pos = int(gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID);    // (a subgroup: consecutive)
+#else
+    int pos = int(tid);
+#endif
+    int nl = pos / TPR, q0 = pos % TPR;
+    bool nok = n0 + nl < GN;
+    uvec4 fw[PF], fu[PF];
+    [[unroll]] for (int it = 0; it < PF; ++it) {
+        int qd = q0 + it * TPR;
+        bool ok = nok && qd < KQ;
+        fw[it] = ok ? w[(n0 + nl) * KQ + qd] : uvec4(0u);
+#if GLU
+        fu[it] = ok ? wu[(n0 + nl) * KQ + qd] : uvec4(0u);
+#endif
+    }
+#elif PF
     // the first PF of this invocation's weight words, loaded before phase 1 so that their latency
     // overlaps the row quantization (decode: usually every word it reads)
     uvec4 pw[PF][RN], pu[PF][RN];
@@ -188,6 +215,48 @@ void main() {
     }
     barrier();
     // phase 2: int8 x int8 dot products, exact in int32
+#if FLAT
+    int fa = 0, fb = 0;
+    [[unroll]] for (int it = 0; it < PF; ++it) {
+        int qd = q0 + it * TPR;
+        if (qd < KQ) {
+            uvec4 xv = uvec4(xq[qd * 4], xq[qd * 4 + 1], xq[qd * 4 + 2], xq[qd * 4 + 3]);
+            fa += dot16(xv, fw[it]);
+#if GLU
+            fb += dot16(xv, fu[it]);
+#endif
+        }
+    }
+    for (int qd = q0 + PF * TPR; qd < KQ; qd += TPR) {
+        uvec4 xv = uvec4(xq[qd * 4], xq[qd * 4 + 1], xq[qd * 4 + 2], xq[qd * 4 + 3]);
+        if (nok) {
+            fa += dot16(xv, w[(n0 + nl) * KQ + qd]);
+#if GLU
+            fb += dot16(xv, wu[(n0 + nl) * KQ + qd]);
+#endif
+        }
+    }
+#if SUBGROUP
+    if (TPR >= int(gl_SubgroupSize)) {           // (uniform) a subgroup within one channel
+        fa = subgroupAdd(fa);
+#if GLU
+        fb = subgroupAdd(fb);
+#endif
+        if (subgroupElect()) {
+            atomicAdd(accs[nl], fa);
+#if GLU
+            atomicAdd(accu[nl], fb);
+#endif
+        }
+    } else
+#endif
+    {
+        atomicAdd(accs[nl], fa);
+#if GLU
+        atomicAdd(accu[nl], fb);
+#endif
+    }
+#else
     [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {
         acc[r][n] = 0;
 #if GLU
@@ -227,6 +296,7 @@ void main() {
 #endif
 #endif
     }
+#endif
     barrier();
     // epilogue: dequantize, bias, activation, residual, chain
     for (int i = int(tid); i < RM * RN; i += int(NT)) {

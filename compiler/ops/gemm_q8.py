@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import template
-from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
+from gpuc.compiler.ops.epi_chain import EBIND, apply_chain, sample_chain
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import epilogue, size
 from gpuc.compiler.symbolic import is_sym
@@ -25,6 +25,7 @@ GLU_ATTR = "q8_glu"             # (up weight tensor, up bias tensor or -1): silu
 SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 16 KiB of shared memory
 MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
 LOCAL = 64
+LOCAL_FLAT = 256                # one activation row (decode): invocations per workgroup
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
 PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
 
@@ -84,6 +85,15 @@ def _tile(m: int, n: int, kq: int) -> tuple[int, int]:
     return rm, 1
 
 
+def _flat_rn(n: int, kq: int, per: int) -> int:
+    """RN for one activation row (FLAT: LOCAL_FLAT / RN invocations per channel): the most channels per
+    workgroup that still give >= 2 workgroups per SM and at most PF_WORDS // per prefetched words each."""
+    for rn in (64, 32, 16, 8, 4, 2):
+        if -(-n // rn) >= 2 * GPU_SMS and -(-kq // (LOCAL_FLAT // rn)) * per <= PF_WORDS // 2:
+            return rn
+    return 1
+
+
 def q8_kernels(node, graph, bias) -> list:
     """One gemm_q8 dispatch for FULLY_CONNECTED `node` (its weights int8: keeps_int8)."""
     w = graph.t(node.inputs[1])
@@ -93,7 +103,10 @@ def q8_kernels(node, graph, bias) -> list:
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", w_id), ("ws", s_id), ("wsum", sum_id)]
     if bias is not None:
         binds.append(("bias", bias))
-    rm, rn = _tile(m, n, kq)
+    per = 2 if node.attrs.get(GLU_ATTR) else 1
+    flat = m == 1
+    rm, rn = (1, _flat_rn(n, kq, per)) if flat else _tile(m, n, kq)
+    local = LOCAL_FLAT if flat else LOCAL
     tiles_m, tiles_n = -(-m // rm), -(-n // rn)
     defines = dict(GM=m, GN=n, GK=k, KQ=kq, RM=rm, RN=rn, TILES_N=tiles_n, HAS_BIAS=int(bias is not None),
                    **epilogue(node, binds, ignore=()))
@@ -107,9 +120,11 @@ def q8_kernels(node, graph, bias) -> list:
         assert ukq == kq, "gate and up weights of one shape"
         binds += [("wu", u_id), ("wus", us_id), ("wusum", usum_id)] + ([("ubias", ub)] if ub >= 0 else [])
         defines.update(GLU=1, HAS_UBIAS=int(ub >= 0))
-    per = rn * (2 if node.attrs.get(GLU_ATTR) else 1)
-    defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // per))
-    kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * LOCAL, defines, node.label(), local_x=LOCAL,
+    if flat:                   # (words per invocation: ceil(kq / (local / rn)), the first PF_WORDS // 2 ahead)
+        defines.update(FLAT=1, PF=max(1, min(-(-kq // (local // rn)), PF_WORDS // (2 * per))))
+    else:
+        defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // (rn * per)))
+    kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * local, defines, node.label(), local_x=local,
                   vec4=("w", "wu"), item_inner=0)
     kern.variants.append(SUBGROUP_VARIANT)
     return [apply_chain(kern, node, graph)]
@@ -137,10 +152,13 @@ VARIANTS = {
     "gemm_q8:fused": (dict(_Q8, RMS=1, EPS=1e-6, GLU=1, PF=1), {"HAS_UBIAS": [0, 1], "SUBGROUP": [0, 1]},
                       ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum", "ubias"], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w", "wu"))),
-    "gemm_q8:rms_chain": (dict(_Q8, **_sample(3), RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
-                          ["out_", "x", "w", "ws", "wsum", "nw"] + _EBIND[:2], _TYPES,
+    "gemm_q8:flat": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, PF=2, RMS=1, EPS=1e-6), {"GLU": [0, 1], "SUBGROUP": [0, 1]},
+                     ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum"], _TYPES,
+                     lambda d: dict(local_x=LOCAL_FLAT, vec4=("w", "wu"))),
+    "gemm_q8:rms_chain": (dict(_Q8, **sample_chain(3), RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
+                          ["out_", "x", "w", "ws", "wsum", "nw"] + EBIND[:2], _TYPES,
                           lambda d: dict(local_x=LOCAL, vec4=("w",))),
-    "gemm_q8:chain": (dict(_Q8, **_sample(3), PF=1), {"SUBGROUP": [0, 1]},
-                      ["out_", "x", "w", "ws", "wsum"] + _EBIND[:2], _TYPES,
+    "gemm_q8:chain": (dict(_Q8, **sample_chain(3), PF=1), {"SUBGROUP": [0, 1]},
+                      ["out_", "x", "w", "ws", "wsum"] + EBIND[:2], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w",))),
 }

@@ -119,3 +119,22 @@ def test_matches_litert(m, norm_out, up_out, up_bias, fused):
         scale = np.abs(r).max()
         assert np.abs(g - r).max() <= 1e-5 * scale        # the same integers: float rounding only
         assert np.abs(g - p).max() <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("pf_words", [16, 2])
+def test_one_row_words_past_the_prefetch(monkeypatch, pf_words):
+    """gemm_q8's one-row (FLAT) path over a long row: every weight word prefetched, or (PF_WORDS 2) the
+    first word of each invocation prefetched and the rest read in its loop."""
+    from gpuc.compiler.ops import gemm_q8
+    monkeypatch.setattr(gemm_q8, "PF_WORDS", pf_words)
+    k, n = 4200, 12
+    q, quant = _q8(n, k)
+    mb = ModelBuilder()
+    x, y = mb.input("x", [1, k]), mb.tensor("y", [1, n])
+    mb.op("FULLY_CONNECTED", [x, mb.const("w", q, quant=quant), mb.const("b", RNG.normal(0, 1, n).astype(np.float32))],
+          [y])
+    mb.output(y)
+    data = mb.finish()
+    xv = RNG.normal(0, 1, (1, k)).astype(np.float32)
+    (got,), (ref,) = _run(gpuc.compile(data), [xv]), litert_default(data, [xv])
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()

@@ -374,7 +374,7 @@ def worthwhile(keys: int, head_dim: int) -> bool:
 
 
 def _match(ctx: Matcher, sm: Node):
-    g = graph = ctx.g
+    g = ctx.g
     if len(sm.inputs) != 1 or len(sm.outputs) != 1:
         raise NoMatch
     x, p_t = g.t(sm.inputs[0]), g.t(sm.outputs[0])

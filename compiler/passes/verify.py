@@ -161,7 +161,8 @@ def _node_fields(node: Node, where: str) -> list[str]:
     if not isinstance(node.epilogue, Epilogue):
         out.append(f"{where}: field epilogue is a {type(node.epilogue).__name__}")
     elif set(vars(node.epilogue)) - _DECLARED[Epilogue]:
-        out.append(f"{where}: epilogue has undeclared field(s) {sorted(set(vars(node.epilogue)) - _DECLARED[Epilogue])}")
+        extra = sorted(set(vars(node.epilogue)) - _DECLARED[Epilogue])
+        out.append(f"{where}: epilogue has undeclared field(s) {extra}")
     if not isinstance(node.attrs, dict) or any(not isinstance(k, str) for k in node.attrs):
         out.append(f"{where}: field attrs must be a dict keyed by strings")
     if any(t == -1 for t in node.outputs):

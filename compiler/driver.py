@@ -169,7 +169,7 @@ def program_stats(steps: list) -> dict:
             "cpu_ops": [s.label for s in steps if s.kind == B.HOST]}
 
 
-def _scheduled(graph: Graph, kernels: list, used: list, state: list, mem):
+def scheduled(graph: Graph, kernels: list, used: list, state: list, mem):
     """(program, memory plan) with the fewest barriers among program order and the level orders
     (compiler/schedule.py), within schedule.ARENA_SLACK / ARENA_SLACK_BYTES of program order's arena."""
     ordered = schedule.by_levels(graph, kernels)
@@ -194,7 +194,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     progress.stage("planning memory")
     mem = plan_memory(graph, kernels, used, state)
     if "schedule_dispatches" not in options.get("disable_passes", ()):
-        kernels, mem = _scheduled(graph, kernels, used, state, mem)
+        kernels, mem = scheduled(graph, kernels, used, state, mem)
     kernels, added = resolve_arena(graph, kernels, mem.offsets, mem.arena_bytes)   # kernels reading the arena whole
     used += added
     progress.stage("packing weights")

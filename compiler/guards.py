@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.sym_scope import Context, _ctx, pretty
+from gpuc.compiler.sym_scope import Context, context, pretty
 from gpuc.compiler.symbolic import Sym, evaluate
 from gpuc.errors import UnsupportedError
 
@@ -34,7 +34,7 @@ def same_everywhere(a, b) -> bool:
     d = a - b
     if not isinstance(d, Sym):
         return d == 0
-    c = _ctx()
+    c = context()
     if c is None:
         return False
     with np.errstate(all="ignore"):

@@ -65,7 +65,7 @@ class _Part:
     """One signature between its memory plan and the bundle."""
 
     def __init__(self, name: str, prepared, opts: dict, state_names: list):
-        from gpuc.compiler.driver import _scheduled, variable_state
+        from gpuc.compiler.driver import scheduled, variable_state
         self.name, self.p, self.graph = name, prepared, prepared.graph
         g = self.graph
         kernels, self.status_words = status.finish(g, prepared.program)
@@ -76,7 +76,7 @@ class _Part:
         self.state = [t for t, _ in self.pairs] + ([self.status_words] if self.status_words is not None else [])
         self.mem = plan_memory(g, kernels, self.used, self.state)
         if "schedule_dispatches" not in opts.get("disable_passes", ()):
-            kernels, self.mem = _scheduled(g, kernels, self.used, self.state, self.mem)
+            kernels, self.mem = scheduled(g, kernels, self.used, self.state, self.mem)
         self.kernels = kernels
         self.state_names = state_names
 

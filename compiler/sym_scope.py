@@ -25,14 +25,14 @@ class Context:
 _TLS = threading.local()        # the compile's Context, per thread (compiles in threads never share one)
 
 
-def _ctx() -> Context | None:
+def context() -> Context | None:
     return getattr(_TLS, "ctx", None)
 
 
 @contextlib.contextmanager
 def session(names, hints):
     """Dim variables d0.. named `names` with `hints` for the duration (one compile)."""
-    old = _ctx()
+    old = context()
     _TLS.ctx = Context(list(names), list(hints))
     try:
         yield _TLS.ctx
@@ -51,17 +51,17 @@ def end() -> None:
 
 
 def current() -> Context | None:
-    return _ctx()
+    return context()
 
 
 def active() -> bool:
-    return _ctx() is not None
+    return context() is not None
 
 
 @contextlib.contextmanager
 def site(label: str):
     """Name the op being compiled in guards and errors."""
-    c = _ctx()
+    c = context()
     if c is None:
         yield
         return
@@ -76,7 +76,7 @@ def site(label: str):
 def structural():
     """Equality tests inside are True only for identical expressions (no guard): for decisions where
     "not equal" is always safe (merging dims of equal strides, a contiguous fast path)."""
-    c = _ctx()
+    c = context()
     if c is None:
         yield
         return
@@ -90,7 +90,7 @@ def structural():
 @contextlib.contextmanager
 def hinted():
     """Comparisons inside decide at the hint without a guard: for choices that only affect speed."""
-    c = _ctx()
+    c = context()
     if c is None:
         yield
         return
@@ -102,11 +102,11 @@ def hinted():
 
 
 def hints() -> list:
-    return list(_ctx().hints) if _ctx() is not None else []
+    return list(context().hints) if context() is not None else []
 
 
 def pretty(text: str) -> str:
     """A message with the variables gpuc_dK named as the user did (tokens:1)."""
-    names = _ctx().names if _ctx() is not None else []
+    names = context().names if context() is not None else []
     return re.sub(r"gpuc_d(\d+)", lambda m: f"[{names[int(m.group(1))]}]" if int(m.group(1)) < len(names)
                   else m.group(0), text)

@@ -27,7 +27,7 @@ import operator
 import numpy as np
 
 from gpuc.compiler.glsl_literal import literal
-from gpuc.compiler.sym_scope import _ctx, hints, pretty
+from gpuc.compiler.sym_scope import context, hints, pretty
 from gpuc.errors import UnsupportedError
 
 
@@ -179,7 +179,7 @@ class Sym:
         d = self - o
         if not isinstance(d, Sym):
             return fn(d, 0)
-        c = _ctx()
+        c = context()
         if c is not None and c.exact and name in ("==", "!="):
             return name == "!="                 # (not identical: unequal, see structural())
         if isinstance(o, (int, np.integer)) and o == 1:
@@ -188,7 +188,7 @@ class Sym:
             # against a fixed one, so the general program is right at size 1 too
             return bool(fn(2, 1))
         out = bool(fn(evaluate(d, hints()), 0))
-        c = _ctx()
+        c = context()
         if c is not None and not c.quiet:
             c.guards.append((d, name, out, c.site))
         return out
@@ -223,7 +223,7 @@ class Sym:
 
     # no silent specialization
     def _fixed(self, what):
-        where = f"{_ctx().site}: " if _ctx() is not None and _ctx().site else ""
+        where = f"{context().site}: " if context() is not None and context().site else ""
         raise SymbolicSize(pretty(f"{where}needs a fixed {what} but {self} depends on a dynamic dim "
                                   f"(known only at run time)"))
 
@@ -469,7 +469,7 @@ class FExpr:
         return FExpr("-", FExpr("c", 0.0), self)
 
     def _fixed(self, *a):
-        where = f"{_ctx().site}: " if _ctx() is not None and _ctx().site else ""
+        where = f"{context().site}: " if context() is not None and context().site else ""
         raise SymbolicSize(pretty(f"{where}needs a fixed number but {self.glsl()} depends on a dynamic dim"))
 
     __float__ = __int__ = __index__ = __bool__ = _fixed

@@ -13,8 +13,8 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler import sym_shapes as D
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
-from gpuc.compiler.ops.conv import _float_const, gemm_kernels
-from gpuc.compiler.ops.epi_chain import _EBIND, _sample, apply_chain
+from gpuc.compiler.ops.conv import float_const, gemm_kernels
+from gpuc.compiler.ops.epi_chain import EBIND, apply_chain, sample_chain
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
 from gpuc.compiler.symbolic import hint
 
@@ -30,9 +30,9 @@ VARIANTS = {
                      lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]))),
 }
 for _n in (1, 7):       # a fused elementwise chain (ops/epi_chain.py) of 1 and 7 operands
-    VARIANTS[f"batch_matmul:chain{_n}"] = (dict(VARIANTS["batch_matmul"][0], **_sample(_n)),
+    VARIANTS[f"batch_matmul:chain{_n}"] = (dict(VARIANTS["batch_matmul"][0], **sample_chain(_n)),
                                           {"A_KFAST": [0, 1], "B_NFAST": [0, 1], "EPI_R16": [0, 1]},
-                                          ["out_", "a", "b"] + _EBIND[:_n - 1], {},
+                                          ["out_", "a", "b"] + EBIND[:_n - 1], {},
                                           VARIANTS["batch_matmul"][4])
 
 
@@ -84,7 +84,7 @@ def lower_batch_matmul(node, graph):
     a, b, y, adj_x, adj_y, m, n, k, batch = _plan(node, graph)
     if y.size == 0:
         return []
-    if _float_const(graph, b.id) and not adj_x and all(d == 1 for d in b.shape[:-2]):
+    if float_const(graph, b.id) and not adj_x and all(d == 1 for d in b.shape[:-2]):
         w = np.asarray(b.data, np.float32).reshape(b.shape[-2:])
         w_kn = (w.T if adj_y else w)[None]                      # [1, K, N]
         return gemm_kernels(node, graph, M=size(batch) * m, GN=n, GK=k, G=1, lda=k, ldc=n, w_id=b.id,

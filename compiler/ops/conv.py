@@ -32,7 +32,7 @@ def _bias(node, graph, n_out):
     return node.inputs[2]
 
 
-def _window(node, graph, kh, kw):
+def window(node, graph, kh, kw):
     """Shared geometry of conv/pool: input/output NHWC dims, strides, dilation, leading pads."""
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
     if len(x.shape) != 4 or len(y.shape) != 4:
@@ -69,7 +69,7 @@ def _check_conv(node, graph):
     if len(f.shape) != 4:
         return f"filter {f.name!r} must be 4-D"
     dw = node.op == "DEPTHWISE_CONV_2D"
-    geo, ci, co = _window(node, graph, f.shape[1], f.shape[2])
+    geo, ci, co = window(node, graph, f.shape[1], f.shape[2])
     if dw:
         if f.shape[0] != 1 or f.shape[3] != co or co % ci:
             return f"depthwise filter {list(f.shape)} does not fit input channels {ci} -> {co}"
@@ -233,7 +233,7 @@ def _relayout(graph, tid: int, kind: str, make):
     return memo[key]
 
 
-def _float_const(graph, tid) -> bool:
+def float_const(graph, tid) -> bool:
     t = graph.t(tid)
     return t.is_const and np.dtype(t.dtype).kind == "f"
 
@@ -293,7 +293,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
 def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int, bias) -> Kernel:
     """One `depthwise` dispatch; the filter [1, KH, KW, CO] is used as it is ([KH][KW][CO])."""
     w_id = node.inputs[1]
-    if _float_const(graph, w_id) and graph.t(w_id).dtype != "float32":
+    if float_const(graph, w_id) and graph.t(w_id).dtype != "float32":
         w_id = _relayout(graph, w_id, "f32", lambda: graph.t(node.inputs[1]).data)
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", w_id)]
     if bias is not None:
@@ -322,7 +322,7 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
 def lower_conv(node, graph):
     f = graph.t(node.inputs[1])
     kh, kw = f.shape[1], f.shape[2]
-    geo, ci, co = _window(node, graph, kh, kw)
+    geo, ci, co = window(node, graph, kh, kw)
     bias = _bias(node, graph, co)
     if node.op == "DEPTHWISE_CONV_2D":
         return [depthwise_kernel(node, graph, geo, ci, co, kh, kw, bias)]
@@ -331,7 +331,7 @@ def lower_conv(node, graph):
     cog = co // groups
     gk = kh * kw * cig
     w_kn = None
-    if _float_const(graph, node.inputs[1]):     # [CO, KH, KW, CIG] -> [G, KH*KW*CIG, COG]
+    if float_const(graph, node.inputs[1]):     # [CO, KH, KW, CIG] -> [G, KH*KW*CIG, COG]
         w_kn = np.asarray(f.data, np.float32).reshape(groups, cog, gk).transpose(0, 2, 1)
     pointwise = (kh == kw == 1 and geo["SH"] == geo["SW"] == 1 and geo["PT"] == geo["PL"] == 0
                  and geo["OH"] == geo["H"] and geo["OW"] == geo["W"])
@@ -363,7 +363,7 @@ def lower_fc(node, graph):
     if node.attrs.get(gemm_q8.ATTR) and w.dtype == "int8":       # int8 weights kept (passes/quant.py)
         return gemm_q8.q8_kernels(node, graph, bias)
     rows = size(graph.t(node.outputs[0]).shape) // o
-    w_kn = np.asarray(w.data, np.float32).T[None] if _float_const(graph, node.inputs[1]) else None
+    w_kn = np.asarray(w.data, np.float32).T[None] if float_const(graph, node.inputs[1]) else None
     return gemm_kernels(node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=node.inputs[1], w_kn=w_kn,
                         bias=bias, conv=None, ignore=())
 
@@ -373,7 +373,7 @@ def _check_pool(node, graph):
     kh, kw = int(node.attrs.get("filter_height", 0)), int(node.attrs.get("filter_width", 0))
     if kh < 1 or kw < 1:
         return f"filter size {kh}x{kw} must be >= 1"
-    _, c, oc = _window(node, graph, kh, kw)
+    _, c, oc = window(node, graph, kh, kw)
     if c != oc:
         return "pooling must keep the channel count"
     return check_act(node, graph)
@@ -382,7 +382,7 @@ def _check_pool(node, graph):
 @register("AVERAGE_POOL_2D", "MAX_POOL_2D", check=_check_pool, inputs=(1, 1), summary="2-D pooling, SAME/VALID")
 def lower_pool(node, graph):
     kh, kw = int(node.attrs["filter_height"]), int(node.attrs["filter_width"])
-    geo, c, _ = _window(node, graph, kh, kw)
+    geo, c, _ = window(node, graph, kh, kw)
     geo.pop("DH"), geo.pop("DW")
     defines = dict(geo, C=c, KH=kh, KW=kw, OP=int(node.op == "MAX_POOL_2D"), ACT=act_code(node))
     if node.epilogue.pad is not None:    # a PAD folded in (passes/fusion.py fold_pad_pool): its cells count
@@ -405,7 +405,7 @@ POOL_WG_MIN = 256            # window cells from which a workgroup computes each
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
-def _window_sym(node, graph, values=None):
+def window_sym(node, graph, values=None):
     x, shapes = D.in_shapes(node, graph)[0], D.in_shapes(node, graph)
     a = node.attrs
     if len(x) != 4:
@@ -456,13 +456,13 @@ def _fc_flops(node, graph):
 
 _NO_HOST = Why("no host rule: the symbolic rule gives its shape")
 _COMMON = dict(exact=SHAPE_ONLY, batch="merge", pieces=Why("computes values"), fp16=NEUTRAL, in_place=False)
-declare("CONV_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("gemm",), flops=_conv_flops,
+declare("CONV_2D", shape=_NO_HOST, sym_shape=window_sym, templates=("gemm",), flops=_conv_flops,
         cpu=Why("no CPU kernel: LiteRT's float conv is what the GPU runs"), **_COMMON)
-declare("DEPTHWISE_CONV_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("depthwise",), flops=_conv_flops,
+declare("DEPTHWISE_CONV_2D", shape=_NO_HOST, sym_shape=window_sym, templates=("depthwise",), flops=_conv_flops,
         cpu=Why("no CPU kernel: LiteRT's float depthwise conv is what the GPU runs"), **_COMMON)
 declare("FULLY_CONNECTED", shape=_fc_shape, sym_shape=_fc_sym, templates=("gemm", "gemm_q8"), flops=_fc_flops,
         cpu=Why("no CPU kernel: the GPU runs every float FC"), **_COMMON)
-declare("AVERAGE_POOL_2D", "MAX_POOL_2D", shape=_NO_HOST, sym_shape=_window_sym, templates=("pool2d",),
+declare("AVERAGE_POOL_2D", "MAX_POOL_2D", shape=_NO_HOST, sym_shape=window_sym, templates=("pool2d",),
         flops=rules.per_output, cpu=Why("no CPU kernel: the GPU runs every float pool"), **_COMMON)
 template("gemm", item_major=False, flat=False, in_place=("res",))
 template("depthwise", item_major=True, flat=False, in_place=("res",))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.ops.ew_fused import MAX_INPUTS, _Inputs, _steps_reason, render_body
+from gpuc.compiler.ops.ew_fused import MAX_INPUTS, Inputs, render_body, steps_reason
 from gpuc.compiler.ops.util import broadcast_strides, size
 from gpuc.compiler.symbolic import dim
 
@@ -114,7 +114,7 @@ def chain_reason(graph, out_size: int, steps, inputs) -> str | None:
             return f"chain input {t.name!r} must be float32"
     if any(s.get("op") == "CAST" for s in steps or []):
         return "CAST in an epilogue chain"
-    return _steps_reason(_Inputs([-1] + [t for t, _ in inputs], {"steps": steps}), graph)
+    return steps_reason(Inputs([-1] + [t for t, _ in inputs], {"steps": steps}), graph)
 
 
 def apply_chain(k, node, graph):
@@ -142,10 +142,10 @@ def apply_chain(k, node, graph):
     return k
 
 
-def _sample(nin: int) -> dict:
+def sample_chain(nin: int) -> dict:
     """Defines of a chain using every input and every fusible op once (for `make shaders`)."""
-    from gpuc.compiler.ops.ew_fused import _sample_steps
-    steps = _sample_steps()
+    from gpuc.compiler.ops.ew_fused import sample_steps
+    steps = sample_steps()
     for k in range(1, nin):             # then one ADD per chain input
         steps.append(dict(op="ADD", args=[("t", len(steps) - 1), ("x", k)], act=0, r16=k == 1))
     body, result = render_body(steps)
@@ -154,7 +154,7 @@ def _sample(nin: int) -> dict:
     return d
 
 
-_EBIND = [f"e{k}" for k in range(1, MAX_INPUTS)]
+EBIND = [f"e{k}" for k in range(1, MAX_INPUTS)]
 _GEMM = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, GM=9, GN=6, GK=36, GROUPS=2,
              LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8, TM=2, TN=2, TILES_M=2, TILES_N=1, NWG=4, VEC_A=0, B_T=1)
 _DW = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, CI=4, CO=8, MULT=2, CG=2, OXB=1,
@@ -166,22 +166,22 @@ _CM = dict(_GEMM, COOPMAT=1, CM_WM=2, CM_WN=1, CM_TM=1, CM_TN=2, CM_SG=32, BM=32
 VARIANTS = {}
 for _n in (1, MAX_INPUTS):
     VARIANTS[f"gemm:chain{_n}"] = (
-        dict(_GEMM, **_sample(_n)), {"IM2COL": [0, 1], "KS": [1, 2], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1],
+        dict(_GEMM, **sample_chain(_n)), {"IM2COL": [0, 1], "KS": [1, 2], "HAS_BIAS": [0, 1], "RESIDUAL": [0, 1],
                                      "ACT": [0, 3], "EPI_R16": [0, 1]},
-        ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {},
+        ["out_", "x", "w", "bias", "res"] + EBIND[:_n - 1], {},
         lambda d: dict(local_x=(d["BM"] // d["TM"]) * (d["BN"] // d["TN"]) * d["KS"]))
     VARIANTS[f"gemm:coopmat_chain{_n}"] = (      # (register epilogue: chain inputs as row, column, element)
-        dict(_CM, **_sample(_n), EPI_TILE=1, **{f"EPI_CM{k}": (k - 1) % 3 for k in range(1, _n)},
+        dict(_CM, **sample_chain(_n), EPI_TILE=1, **{f"EPI_CM{k}": (k - 1) % 3 for k in range(1, _n)},
              **{f"EPI_SR{k}": 0 for k in range(1, _n)}),
         {"IM2COL": [0, 1], "RESIDUAL": [0, 1], "CM_EMULATE": [0, 1], "CM_DIRECT": [0, 1]},
-        ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {"x": "float16", "w": "float16"},
+        ["out_", "x", "w", "bias", "res"] + EBIND[:_n - 1], {"x": "float16", "w": "float16"},
         lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"]))
     VARIANTS[f"depthwise:chain{_n}"] = (
-        dict(_DW, **_sample(_n)), {"VEC": [0, 1], "PX": [1, 3], "RESIDUAL": [0, 1], "EPI_R16": [0, 1]},
-        ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {},
+        dict(_DW, **sample_chain(_n)), {"VEC": [0, 1], "PX": [1, 3], "RESIDUAL": [0, 1], "EPI_R16": [0, 1]},
+        ["out_", "x", "w", "bias", "res"] + EBIND[:_n - 1], {},
         lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ()))
     VARIANTS[f"depthwise:tile_chain{_n}"] = (
-        dict(_DW, **_sample(_n), TILE=1, RY=2, OYB=2), {"VEC": [0, 1], "WREG": [0, 1], "PX": [1, 3],
+        dict(_DW, **sample_chain(_n), TILE=1, RY=2, OYB=2), {"VEC": [0, 1], "WREG": [0, 1], "PX": [1, 3],
                                                         "RESIDUAL": [0, 1], "EPI_R16": [0, 1]},
-        ["out_", "x", "w", "bias", "res"] + _EBIND[:_n - 1], {},
+        ["out_", "x", "w", "bias", "res"] + EBIND[:_n - 1], {},
         lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ()))

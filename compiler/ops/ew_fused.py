@@ -23,7 +23,7 @@ from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import call
-from gpuc.compiler.ops.reduce import _axes
+from gpuc.compiler.ops.reduce import reduce_axes
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
 
 MAX_INPUTS = 7
@@ -81,7 +81,7 @@ def render_body(steps) -> tuple[str, str]:
     return body, f"t{len(steps) - 1}"
 
 
-def _steps_reason(node, graph) -> str | None:
+def steps_reason(node, graph) -> str | None:
     steps = node.attrs.get("steps")
     if not isinstance(steps, list) or not steps:
         return "no fused steps"
@@ -115,7 +115,7 @@ def _check(node, graph):
             return f"int32 input {t.name!r} feeds an op other than CAST"
     if graph.t(node.outputs[0]).dtype != "float32":
         return "output must be float32"
-    return _steps_reason(node, graph)
+    return steps_reason(node, graph)
 
 
 @register("FUSED_ELEMENTWISE", check=_check, inputs=(1, MAX_INPUTS), dtypes=("float32", "int32"),
@@ -137,7 +137,7 @@ def lower_ew_fused(node, graph):
     return [Kernel("ew_fused", binds, size(y.shape), defines, label)]
 
 
-def _sample_steps() -> list:
+def sample_steps() -> list:
     """Every op once, chained on input 0 (for `make shaders`)."""
     steps, prev = [], ("x", 0)
     for op in sorted(OPS):
@@ -148,7 +148,7 @@ def _sample_steps() -> list:
     return steps
 
 
-_BODY, _RESULT = render_body(_sample_steps())
+_BODY, _RESULT = render_body(sample_steps())
 VARIANTS = {
     "ew_fused": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], EW_BODY=_BODY, EW_RESULT=_RESULT, FQ_SCALE=0.0235, FQ_ZP=-5,
                       FQ_MIN=-128, FQ_MAX=127, **{f"I{k}_STRIDES": [12, 4, 1] if k % 2 else [0, 0, 1]
@@ -184,12 +184,12 @@ def _check_reduce(node, graph):
             return f"input {graph.t(i).name!r} {list(s)} does not broadcast to {list(x.shape)}"
         if graph.t(i).dtype != "float32":
             return f"prologue input {graph.t(i).name!r} must be float32"
-    reason = _steps_reason(_Inputs(node.inputs[:-1], node.attrs), graph)
+    reason = steps_reason(Inputs(node.inputs[:-1], node.attrs), graph)
     return reason or REGISTRY[node.attrs["reduce"]].check(_reduce_node(node), graph)
 
 
-class _Inputs:
-    """A node-like view (inputs, attrs) for _steps_reason."""
+class Inputs:
+    """A node-like view (inputs, attrs) for steps_reason."""
     def __init__(self, inputs, attrs):
         self.inputs, self.attrs = list(inputs), attrs
 
@@ -200,7 +200,7 @@ def lower_fused_reduce(node, graph):
     rn = _reduce_node(node)
     ks = REGISTRY[rn.op].lower(rn, graph)
     x = graph.t(node.attrs["x"])
-    axes = _axes(rn, graph)
+    axes = reduce_axes(rn, graph)
     keep = [d for d in range(len(x.shape)) if d not in axes]
     ins = [graph.t(i) for i in node.inputs[:-1]]
     ik, ir = [], []

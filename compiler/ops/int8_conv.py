@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
-from gpuc.compiler.ops.conv import _window
+from gpuc.compiler.ops.conv import window
 from gpuc.compiler.ops.int8_common import (RQ_RUY, RQ_UPWARD, act_range, f32, int8_activation, native_form, per_tensor,
                                            quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.math import words
@@ -58,7 +58,7 @@ def _plan(node, graph) -> tuple[dict, object, int]:
             raise ValueError(f"filter {f.name!r} must be 4-D")
         if node.epilogue.pad:
             raise ValueError("a folded PAD is not supported")
-        geo, ci, co = _window(node, graph, f.shape[1], f.shape[2])
+        geo, ci, co = window(node, graph, f.shape[1], f.shape[2])
         dw = node.op in _DW
         if dw and (f.shape[0] != 1 or f.shape[3] != co or co % ci):
             raise ValueError(f"depthwise filter {list(f.shape)} does not fit input channels {ci} -> {co}")

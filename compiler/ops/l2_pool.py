@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, template
-from gpuc.compiler.ops.conv import _window, _window_sym
+from gpuc.compiler.ops.conv import window, window_sym
 from gpuc.compiler.ops.util import act_code, check_act, checked, size
 
 VARIANTS = {"l2_pool": (dict(N=1, H=5, W=6, C=3, OH=3, OW=3, KH=2, KW=3, SH=2, SW=2, PT=0, PL=1), {"ACT": [0, 1]},
@@ -17,7 +17,7 @@ def _plan(node, graph):
         raise ValueError(f"filter size {kh}x{kw} must be >= 1")
     if node.epilogue.pad is not None:
         raise ValueError("a folded PAD is not supported")
-    geo, c, oc = _window(node, graph, kh, kw)
+    geo, c, oc = window(node, graph, kh, kw)
     if c != oc:
         raise ValueError("pooling must keep the channel count")
     geo.pop("DH"), geo.pop("DW")
@@ -46,6 +46,6 @@ def _flops(node, graph):
 
 
 declare("L2_POOL_2D", shape=Why("no host rule: the symbolic rule gives its shape"), exact=SHAPE_ONLY,
-        sym_shape=_window_sym, batch="merge", pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
+        sym_shape=window_sym, batch="merge", pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
         templates=("l2_pool",), flops=_flops, cpu=Why("no CPU kernel: the GPU runs every float L2 pool"))
 template("l2_pool", item_major=True, flat=True)

@@ -97,7 +97,7 @@ def _weights(node, graph):
 
 
 @checked
-def _check(node, graph):
+def lstm_check(node, graph):
     b, t, i, c, o, tm = _dims(node, graph)
     if min(b, t, i, c, o) < 1:
         return "empty dimension"
@@ -123,7 +123,7 @@ def _check(node, graph):
     return None
 
 
-@register("UNIDIRECTIONAL_SEQUENCE_LSTM", check=_check, inputs=(20, 24), optional=OPTIONAL,
+@register("UNIDIRECTIONAL_SEQUENCE_LSTM", check=lstm_check, inputs=(20, 24), optional=OPTIONAL,
           summary="float32; CIFG, peephole, projection, cell/proj clip, time_major; state persists across runs")
 def lower_lstm(node, graph):
     b, t, i, c, o, tm = _dims(node, graph)

@@ -10,11 +10,11 @@ import dataclasses
 
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules
-from gpuc.compiler.ops.lstm import OPTIONAL, _check as _check_seq, lower_lstm
+from gpuc.compiler.ops.lstm import OPTIONAL, lstm_check as _check_seq, lower_lstm
 from gpuc.compiler.ops.util import checked
 
 
-class _SeqView:
+class SeqView:
     """The graph, with some tensors seen under another shape (for checking without adding views)."""
 
     def __init__(self, graph, shapes: dict):
@@ -44,13 +44,13 @@ def _shapes(node, graph):
 
 
 @checked
-def _check(node, graph):
+def lstm_check(node, graph):
     xs, ys = _shapes(node, graph)
     return _check_seq(_seq_node(node, node.inputs[0], node.outputs[0]),
-                      _SeqView(graph, {node.inputs[0]: xs, node.outputs[0]: ys}))
+                      SeqView(graph, {node.inputs[0]: xs, node.outputs[0]: ys}))
 
 
-@register("LSTM", check=_check, inputs=(20, 24), optional=OPTIONAL,
+@register("LSTM", check=lstm_check, inputs=(20, 24), optional=OPTIONAL,
           summary="float32 full kernel (one step of the sequence LSTM); CIFG, peephole, projection, clips; "
                   "state persists across runs")
 def lower_lstm_step(node, graph):

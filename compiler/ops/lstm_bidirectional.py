@@ -22,8 +22,8 @@ import numpy as np
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register
 from gpuc.compiler.ops import rnn_cell as R
-from gpuc.compiler.ops.lstm import CELL_ACTS, _check as _check_seq, lower_lstm
-from gpuc.compiler.ops.lstm_basic import _SeqView
+from gpuc.compiler.ops.lstm import CELL_ACTS, lstm_check as _check_seq, lower_lstm
+from gpuc.compiler.ops.lstm_basic import SeqView
 from gpuc.compiler.ops.util import checked
 
 NAME = "BIDIRECTIONAL_SEQUENCE_LSTM"
@@ -84,7 +84,7 @@ def _plan(node, graph):
         R.output(graph, y, (t, b, width or o) if tm else (b, t, width or o), "merged output" if merge else
                  ("forward output", "backward output")[k])
         dn = _dir_node(node, d, xin, y)
-        view = _SeqView(graph, {y: (t, b, o) if tm else (b, t, o)})
+        view = SeqView(graph, {y: (t, b, o) if tm else (b, t, o)})
         wa = None
         if aux_w[0]:
             c = graph.t(node.inputs[d[0] + 1]).shape[0]
@@ -99,7 +99,7 @@ def _plan(node, graph):
 
 
 @checked
-def _check(node, graph):
+def lstm_check(node, graph):
     plans, _, _ = _plan(node, graph)
     for k, (dn, view, _, _) in enumerate(plans):
         for p in range(1, 18):
@@ -111,7 +111,7 @@ def _check(node, graph):
     return None
 
 
-@register(NAME, check=_check, inputs=(39, 48), outputs=(1, 2),
+@register(NAME, check=lstm_check, inputs=(39, 48), outputs=(1, 2),
           optional=tuple(p for p in range(48) if p not in (0, 2, 3, 4, 6, 7, 8, 13, 14, 15, 19, 20, 21, 23, 24, 25,
                                                              30, 31, 32, 35, 36, 37, 38)),
           summary="float32; CIFG, peephole, projection, clips, time_major, merge_outputs, aux input (with and "

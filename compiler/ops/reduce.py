@@ -31,7 +31,7 @@ def _subgroup_kernel(k):
 SUBGROUP_VARIANT = KernelVariant("subgroup", {"subgroup_arithmetic": True}, _subgroup_kernel)
 
 
-def _axes(node, graph):
+def reduce_axes(node, graph):
     x = graph.t(node.inputs[0])
     axes = const_input(node, graph, 1, "reduction axes")
     if axes is None:
@@ -42,7 +42,7 @@ def _axes(node, graph):
 @checked
 def _check_reduce(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-    axes = _axes(node, graph)
+    axes = reduce_axes(node, graph)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
     if size(kept) != y.size:
         return f"output {list(y.shape)} does not match reducing {list(x.shape)} over {axes}"
@@ -54,7 +54,7 @@ def _check_reduce(node, graph):
 @register(*REDUCE, check=_check_reduce, inputs=(2, 2), summary="any axes, keep_dims")
 def lower_reduce(node, graph):
     x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-    axes = _axes(node, graph)
+    axes = reduce_axes(node, graph)
     st = strides(x.shape)
     keep = [i for i in range(len(x.shape)) if i not in axes]
     defines = dict(OP=REDUCE[node.op],

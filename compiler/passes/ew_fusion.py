@@ -45,7 +45,7 @@ def template_of(node: Node) -> str:
     return "binary_math" if TABLE[op].arity == 2 else "unary_math"
 
 
-def _fusible(graph: Graph, node: Node) -> bool:
+def fusible(graph: Graph, node: Node) -> bool:
     if node.op not in OPS or len(node.outputs) != 1 or any(i < 0 for i in node.inputs) \
             or len(node.inputs) != arity(node.op):
         return False
@@ -64,7 +64,7 @@ def _fusible(graph: Graph, node: Node) -> bool:
     return ops.unsupported_reason(node, graph) is None
 
 
-def _step(node: Node) -> dict:
+def chain_step(node: Node) -> dict:
     if node.op == "CAST":
         return dict(op="CAST")
     s = dict(op=node.op, **params(node))
@@ -79,7 +79,7 @@ def _groups(graph: Graph) -> list[list[Node]]:
     viewed = {graph.storage(v) for v in graph.aliases} | set(graph.aliases)
     group: dict[int, list[Node]] = {}           # id(root) -> members
     for node in graph.nodes:
-        if not _fusible(graph, node):
+        if not fusible(graph, node):
             continue
         members = [node]
         y = graph.t(node.outputs[0])
@@ -89,7 +89,7 @@ def _groups(graph: Graph) -> list[list[Node]]:
                     or tid in graph.outputs or tid in viewed or tuple(graph.t(tid).shape) != tuple(y.shape):
                 continue
             cand = group[id(p)] + members
-            if len(_external(graph, cand)) > MAX_INPUTS:
+            if len(external_inputs(graph, cand)) > MAX_INPUTS:
                 continue
             del group[id(p)]
             members = cand
@@ -108,7 +108,7 @@ def _groups(graph: Graph) -> list[list[Node]]:
             b = owners.pop()
             cand = ms + group[b]
             if tuple(graph.t(tid).shape) != tuple(graph.t(group[b][-1].outputs[0]).shape) \
-                    or len(_external(graph, cand)) > MAX_INPUTS:
+                    or len(external_inputs(graph, cand)) > MAX_INPUTS:
                 continue
             group[b] = sorted(cand, key=graph.nodes.index)
             where.update({id(m): b for m in ms})
@@ -124,7 +124,7 @@ def _inline_const(graph: Graph, tid: int) -> bool:
     return graph.fp32_pinned is None or np.float32(np.float16(v)) == np.float32(v)
 
 
-def _external(graph: Graph, members: list[Node]) -> list[int]:
+def external_inputs(graph: Graph, members: list[Node]) -> list[int]:
     made = {o for m in members for o in m.outputs}
     return list(dict.fromkeys(i for m in members for i in m.inputs if i not in made and not _inline_const(graph, i)))
 
@@ -138,7 +138,7 @@ def _stored_fp16(graph: Graph, tid: int, producer: Node, consumer: Node) -> bool
 def fuse_elementwise(graph: Graph) -> None:
     for members in _groups(graph):
         root = members[-1]
-        ext = _external(graph, members)
+        ext = external_inputs(graph, members)
         if not ext:
             continue
         index = {}
@@ -153,7 +153,7 @@ def fuse_elementwise(graph: Graph) -> None:
                     args.append(("x", ext.index(i)))
                 else:
                     args.append(("c", float(np.asarray(graph.t(i).data).reshape(-1)[0])))
-            s = _step(m)
+            s = chain_step(m)
             s["args"] = args
             o = m.outputs[0]
             if m is not root:
@@ -202,11 +202,11 @@ def _reduce_prologue(graph: Graph, match):
     xt = r.inputs[0]
     if p.op == FUSED_OP:
         steps, ext, names = copy.deepcopy(p.attrs["steps"]), list(p.inputs), list(p.attrs["fused"])
-    elif _fusible(graph, p) and p.op != "CAST":
-        ext = _external(graph, [p])
+    elif fusible(graph, p) and p.op != "CAST":
+        ext = external_inputs(graph, [p])
         if not ext:
             return False
-        steps = [dict(_step(p), args=[("x", ext.index(i)) if i in ext else
+        steps = [dict(chain_step(p), args=[("x", ext.index(i)) if i in ext else
                                       ("c", float(np.asarray(graph.t(i).data).reshape(-1)[0])) for i in p.inputs])]
         names = [p.op]
     else:

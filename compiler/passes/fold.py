@@ -52,7 +52,7 @@ def dequantize(t) -> np.ndarray:
     return ((data.astype(np.float64) - zp.reshape(shape)) * scale.reshape(shape)).astype(np.float32)
 
 
-def _value(graph: Graph, node: Node):
+def const_value(graph: Graph, node: Node):
     """The folded output value, or None when the node cannot be folded."""
     ins = [graph.t(i) if i >= 0 else None for i in node.inputs]
     if not ins or ins[0] is None or len(node.outputs) != 1 or node.outputs[0] < 0:
@@ -133,7 +133,7 @@ def _shape_value(graph: Graph, node: Node, ins):
 
 def foldable(graph: Graph, node: Node) -> bool:
     try:
-        return _value(graph, node) is not None
+        return const_value(graph, node) is not None
     except (ValueError, IndexError, TypeError):
         return False
 
@@ -170,7 +170,7 @@ def fold_constants(graph: Graph) -> None:
                 graph.nodes.remove(node)
             continue
         try:
-            v = _value(graph, node)
+            v = const_value(graph, node)
         except (ValueError, IndexError, TypeError):
             v = None
         if v is None:

@@ -34,7 +34,7 @@ from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ew_table import COSTLY
 from gpuc.compiler.ops.epi_chain import chain_reason
 from gpuc.compiler.ops.gemm_coopmat import gemm_shape, worthwhile
-from gpuc.compiler.passes.ew_fusion import FUSED_OP, _external, _fusible, _step
+from gpuc.compiler.passes.ew_fusion import FUSED_OP, chain_step, external_inputs, fusible
 from gpuc.compiler.passes.pattern import Op, index_of, plain_f32, rewrite
 
 HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL", "DEPTHWISE_CONV_2D"}
@@ -44,12 +44,12 @@ def _consumer_steps(graph: Graph, c: Node):
     """(steps, external inputs, op names) of elementwise node `c` in ops/ew_fused.py's format, or None."""
     if c.op == FUSED_OP:
         return [dict(s) for s in c.attrs["steps"]], list(c.inputs), list(c.attrs.get("fused", [c.op]))
-    if not _fusible(graph, c) or c.op == "CAST":
+    if not fusible(graph, c) or c.op == "CAST":
         return None
-    ext = _external(graph, [c])
+    ext = external_inputs(graph, [c])
     args = [("x", ext.index(i)) if i in ext else ("c", float(np.asarray(graph.t(i).data).reshape(-1)[0]))
             for i in c.inputs]
-    return [dict(_step(c), args=args)], ext, [c.op]
+    return [dict(chain_step(c), args=args)], ext, [c.op]
 
 
 def _plain(graph: Graph, tid: int) -> bool:

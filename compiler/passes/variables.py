@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Model, Node
-from gpuc.compiler.passes.fold import _value
+from gpuc.compiler.passes.fold import const_value
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import cpu_ops
 
@@ -38,7 +38,7 @@ def _name(key) -> str:
 def _eval_node(g: Graph, n: Node) -> list[np.ndarray]:
     """Output values of a non-variable node whose inputs are all known (constants)."""
     try:
-        v = _value(g, n)
+        v = const_value(g, n)
     except (ValueError, IndexError, TypeError):
         v = None
     if v is not None:

@@ -1,15 +1,17 @@
 """gpuc compiler: TFLite -> IR -> passes -> GLSL -> SPIR-V -> bundle.
 
-`compile_model` consults the compile cache before importing the heavy parts, so a hit costs
-little more than hashing the model and the cached bundle.  This module imports only `os` and
-gpuc.errors: the CLI's fast path (gpuc/launch.py) uses `normalize_options` from here.  So the
-imports inside its functions are deliberately lazy (start-up time), none breaks an import cycle.
+`compile` (-> CompileResult; `compile_model` -> its bytes) consults the compile cache before importing
+the heavy parts, so a hit costs little more than hashing the model and the cached bundle.  This module
+imports only `os`, gpuc.errors and the lean options / settings records: the CLI's fast path
+(gpuc/launch.py) uses `normalize_options` from here.  So the imports inside its functions are deliberately lazy (start-up time), none breaks an import cycle.
 """
 from __future__ import annotations
 
 import os
 
+from gpuc.compiler.options import CompileOptions, resolve, using
 from gpuc.errors import GpucError, UnsupportedError
+from gpuc.runtime.settings import Record
 
 # max_binding_bytes: the largest tensor a kernel may bind (the target's maxStorageBufferRange; the
 # runtime checks the bundle's against the device it loads on)
@@ -80,12 +82,29 @@ def read_model_bytes(model) -> tuple[bytes, str]:
     return data, model_name(model)
 
 
-last_compile = {"cache": None, "stats": None}   # cache: "hit" / "miss" / None (cache off); stats: the bundle's
+class CompileResult(Record):
+    """What one compile gave: the bundle, where it was written, and whether the cache answered."""
+    FIELDS = (
+        ("bundle", b"", None, "the bundle's bytes"),
+        ("path", None, None, "the file it was written to (the `output` given), else None"),
+        ("cache", None, None, '"hit", "miss", or None (the compile cache was off)'),
+        ("key", None, None, "its compile-cache key (None: cache off)"),
+        ("stats", None, None, "the bundle header's stats (dispatches, arena_bytes, warnings...)"),
+        ("options", None, None, "the CompileOptions it was compiled with"),
+    )
+    __slots__ = tuple(f[0] for f in FIELDS)
+
+    @property
+    def hit(self) -> bool:
+        return self.cache == "hit"
 
 
-def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
+def compile(model, output=None, cache: bool = True, options=None, **kwargs) -> CompileResult:  # noqa: A001
+    """Compile a .tflite (path or bytes) through the compile cache.  options: a CompileOptions
+    (gpuc.compiler.options); kwargs: any of its fields (precision="fp16", max_batch=8, ...), which
+    win over `options`.  The compile-time environment variables are read here, once."""
     from gpuc.compiler import cache as cc               # (lazy: start-up time, see above)
-    opts = normalize_options(options)
+    opts = resolve(options, **kwargs)
     name = None
     if not isinstance(model, MODEL_BYTES_TYPES) and not cc.regular_file(model):
         model, name = read_model_bytes(model)     # a pipe or FIFO can be read once: keep its bytes
@@ -99,7 +118,6 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
         cc.repeat_warnings(stats)
     else:
         out, stats, key = _compile(model, opts, key, name)
-    last_compile.update(cache=("hit" if found is not None else "miss") if key else None, stats=stats)
     if output is not None:
         from gpuc.runtime import cachedir
         try:
@@ -109,10 +127,16 @@ def compile_model(model, output=None, cache: bool = True, **options) -> bytes:
                 cachedir.atomic_write(output, out, private=False)
         except OSError as e:
             raise GpucError(f"cannot write bundle {os.fspath(output)!r}: {e.strerror}") from None
-    return out
+    return CompileResult(bundle=out, path=output, cache=("hit" if found is not None else "miss") if key else None,
+                         key=key, stats=stats, options=opts)
 
 
-def _compile(model, opts: dict, key: str | None, name: str | None = None) -> tuple[bytes, dict, str | None]:
+def compile_model(model, output=None, cache: bool = True, options=None, **kwargs) -> bytes:
+    """compile(...).bundle: the bundle's bytes (the long-standing API)."""
+    return compile(model, output, cache, options, **kwargs).bundle
+
+
+def _compile(model, opts: CompileOptions, key: str | None, name: str | None = None) -> tuple[bytes, dict, str | None]:
     """Compile (a cache miss, or the cache off); stores the bundle when `key`.  Returns the bundle,
     its stats and the key it was stored under: that of exactly the bytes compiled."""
     from gpuc.compiler import cache as cc               # (lazy: start-up time, see above)
@@ -120,9 +144,10 @@ def _compile(model, opts: dict, key: str | None, name: str | None = None) -> tup
     from gpuc.runtime.bundle import header_stats
     data, read_name = read_model_bytes(model)
     name = name or read_name
-    out = compile_bytes(data, name, opts)
-    if opts["max_batch"] > 1:
-        check_max_batch(out, opts["max_batch"])
+    with using(opts):
+        out = compile_bytes(data, name, opts.bundle_options())
+    if opts.max_batch > 1:
+        check_max_batch(out, opts.max_batch)
     stats = header_stats(out)
     if key:
         key = cc.cache_key(data, name, opts)

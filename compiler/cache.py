@@ -15,7 +15,7 @@ the path, size, mtime and ctime of every source file, so a process does not read
 Imports only os, sys, marshal, xxhash and lean gpuc modules: gpuc/launch.py serves CLI hits from
 here without the compiler, click or numpy.  Not even json: on an interpreter whose start-up has not
 imported `re` already (a plain venv), json costs ~8 ms, more than all the work of a hit; so the
-options enter the key as the repr of their sorted items, and sidecars are marshalled.
+options enter the key as their canonical repr (CompileOptions.key_text), and sidecars are marshalled.
 """
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ import sys
 import xxhash
 
 from gpuc import __version__
-from gpuc.compiler import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name, normalize_options
+from gpuc.compiler import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name
+from gpuc.compiler.options import CompileOptions, resolve
 from gpuc.errors import BundleError
-from gpuc.runtime import cachedir
+from gpuc.runtime import cachedir, settings
 from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, claimed_digest, digest_ok
 
 SUB = "bundles"
@@ -41,7 +42,7 @@ _sources_memo: dict = {}           # roots -> digest, for this process
 
 
 def enabled(cache: bool = True) -> bool:
-    return bool(cache) and os.environ.get("GPUC_NO_CACHE", "") in ("", "0")
+    return bool(cache) and not settings.current().no_compile_cache
 
 
 # --- the key ---------------------------------------------------------------------------------------
@@ -121,27 +122,18 @@ def _write_memo(path: str, digest: str) -> None:
         pass
 
 
-def options_text(options: dict) -> str:
-    """The normalized options (gpuc.compiler.normalize_options) as the canonical text in the key."""
-    return repr(sorted(options.items()))
-
-
-# environment switches that change what the compiler emits (tests and A/B timing)
-KEY_ENV = ("GPUC_FP16_PLAIN_GEMMS", "GPUC_TEST_COOPMAT_EMULATE")
-
-
-def _finish_key(h, model_bytes: int, name: str, options: dict) -> str:
+def _finish_key(h, model_bytes: int, name: str, options: CompileOptions) -> str:
     """Every field after the model goes in with its length first: no two (model, name, options)
-    triples share a key by moving bytes from one field into the next."""
-    env = ";".join(f"{k}={os.environ.get(k, '')}" for k in KEY_ENV)
-    for field in (name, options_text(options), __version__, sources_digest(), env):
+    triples share a key by moving bytes from one field into the next.  The options enter whole
+    (CompileOptions.key_text: every field, the compile-time environment switches included)."""
+    for field in (name, options.key_text(), __version__, sources_digest()):
         b = field.encode()
         h.update(len(b).to_bytes(8, "little") + b)
     h.update(model_bytes.to_bytes(8, "little"))
     return h.hexdigest()
 
 
-def cache_key(model, name: str, options: dict) -> str:
+def cache_key(model, name: str, options: CompileOptions) -> str:
     """xxh3-128 of model bytes + name, options, version, sources (each length-prefixed)."""
     h = xxhash.xxh3_128()
     with memoryview(model) as m:
@@ -177,7 +169,7 @@ def regular_file(path) -> bool:
         return True
 
 
-def model_key(model, options: dict, name: str | None = None) -> str:
+def model_key(model, options: CompileOptions, name: str | None = None) -> str:
     """cache_key of a model given as bytes (named `name`, default BYTES_MODEL_NAME) or as the path
     of a regular file (hashed as it is read); OSError when unreadable."""
     if isinstance(model, MODEL_BYTES_TYPES):
@@ -317,8 +309,9 @@ def repeat_warnings(stats: dict) -> None:
 
 def serve(model: str, output: str, options: dict) -> dict | None:
     """Write `output` from the cache without the compiler, click or the flatbuffer reader: the
-    sidecar (with `size` and `stats`) when done, None (nothing written) when not vouched for."""
-    opts = normalize_options(options)
+    sidecar (with `size` and `stats`) when done, None (nothing written) when not vouched for.
+    options: keyword options of gpuc.compiler.compile (the environment's compile switches apply)."""
+    opts = resolve(**options)
     if not regular_file(model):          # a pipe: hashing it here would leave nothing to compile
         return None
     try:

@@ -9,7 +9,6 @@ packs weights and emits shaders and steps.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from gpuc import progress
@@ -23,6 +22,7 @@ from gpuc.compiler.ir import Graph, Model, Node
 from gpuc.compiler.ops import fact
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.shape import copy_kernel
+from gpuc.compiler.options import CompileOptions, current, using
 from gpuc.compiler.passes import run_passes
 from gpuc.compiler.passes.quant import apply_fake_quant
 from gpuc.compiler.passes.variables import resolve_variables
@@ -109,7 +109,7 @@ class Lowering:
     def lower(self, graph: Graph, nodes, cpu: dict) -> list:
         """Program items of `nodes` (of `graph`) in order: nodes in `cpu` become host steps, WHILE /
         IF inline their subgraphs between jumps (control_flow.py), the others their kernels."""
-        broken = os.environ.get("GPUC_TEST_BREAK_OP")      # test hook: miscompile one op on purpose
+        broken = current().break_op          # test hook (CompileOptions.break_op): miscompile one op on purpose
         self.gpu_nodes += sum(1 for n in nodes if id(n) not in cpu and n.op not in CONTROL_OPS)
         items = []
         for n in nodes:
@@ -131,7 +131,7 @@ class Lowering:
                 try:
                     ks = apply_fake_quant(n, graph, ops.lower(n, graph))
                 except symbolic.SymbolicSize as e:
-                    if os.environ.get("GPUC_DYNAMIC_DEBUG"):
+                    if current().dynamic_debug:
                         raise
                     from gpuc.compiler.sym_shapes import dynamic_tensor
                     raise UnsupportedError(f"--dynamic: {n.label()} (input {dynamic_tensor(n, graph)}) cannot take "
@@ -172,7 +172,11 @@ class Prepared:
 def prepare(source, options: dict | None = None, *, warn: bool = True, expose_intermediates: bool = False) -> Prepared:
     """.tflite bytes (or an imported Model, e.g. one a test edited) -> the lowered program of its main
     graph.  options: precision and disable_passes as in compile (gpuc.compiler.normalize_options);
-    warn: print each CPU-fallback warning; expose_intermediates: every node output becomes a graph output."""
+    warn: print each CPU-fallback warning; expose_intermediates: every node output becomes a graph output.
+    A CompileOptions is used whole (in force while preparing); with a dict the rest is current()'s."""
+    if isinstance(options, CompileOptions):
+        with using(options):
+            return prepare(source, options.bundle_options(), warn=warn, expose_intermediates=expose_intermediates)
     opts = dict(DEFAULT_OPTIONS, **(options or {}))
     progress.stage("importing the model")
     model = load_tflite(bytes(source)) if isinstance(source, MODEL_BYTES_TYPES) else source

@@ -21,6 +21,7 @@ from contextlib import nullcontext
 from gpuc import progress
 from gpuc.errors import GpucError, GpuTimeoutError
 from gpuc.progress import Terminal
+from gpuc.runtime import settings
 
 DRIVER_CACHES_OFF = {"__GL_SHADER_DISK_CACHE": "0", "MESA_SHADER_CACHE_DISABLE": "true"}
 
@@ -66,7 +67,7 @@ def worker(bundle: str, runs: int, device, progress: bool) -> dict:
 
 def _spawn(bundle, runs, device, env_extra, show=False) -> dict:
     """worker() in a fresh process (show: its progress bar on our stderr, a terminal)."""
-    env = dict(os.environ, **env_extra)
+    env = settings.child_env(**env_extra)
     cmd = [sys.executable, "-m", "gpuc.bench", bundle, str(runs), "" if device is None else str(device),
            "1" if show else "0"]
     r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None if show else subprocess.PIPE, text=True)

@@ -244,10 +244,10 @@ def run_demo(image=None, out="face_demo.png", runs: int = 20, device=None, save_
         np.save(save_input, x)
 
     t0 = time.perf_counter()
-    bundle = gpuc.compile(model)                                  # bundle bytes (the compile cache may serve them)
+    from gpuc.compiler import compile as compile_result
+    compiled = compile_result(model)                              # the compile cache may serve it
     compile_ms = (time.perf_counter() - t0) * 1e3
-    from gpuc.compiler import last_compile
-    cache = last_compile.get("cache")                             # "hit", "miss", or None (cache off)
+    bundle, cache = compiled.bundle, compiled.cache               # cache: "hit", "miss", or None (cache off)
     with gpuc.load(bundle, device=device) as m:
         device_name, device_type = m.device.name, m.device.describe()["type"]
         t0 = time.perf_counter()

@@ -8,7 +8,6 @@ parser does not fully understand, a cache miss, anything doubtful -- goes to the
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -88,7 +87,8 @@ def serve_hit(a: dict) -> bool:
     """Serve `gpuc compile` from the compile cache and print what the click CLI would; False when
     the cache cannot answer (nothing printed; the output may have been written, identically)."""
     from gpuc.compiler import cache
-    if not cache.enabled() or "_GPUC_COMPLETE" in os.environ:
+    from gpuc.runtime import settings
+    if not cache.enabled() or settings.current().completing:
         return False
     t0 = time.perf_counter()
     meta = cache.serve(a["model"], a["output"], {"precision": a["precision"],

@@ -38,6 +38,7 @@ import os
 import numpy as np
 
 from gpuc.errors import GpucError
+from gpuc.runtime import settings
 
 DEFAULT_WAIT_MS = 5.0
 
@@ -92,7 +93,7 @@ class BundleRunner:
         d = self.model.device.describe()
         return {"device": d["name"], "uuid": d["uuid"], "pci_bus_id": d["pci_bus_id"], "index": d["index"],
                 "max_batch": self.max_batch, "pid": os.getpid(),
-                "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}
+                "CUDA_VISIBLE_DEVICES": dict(settings.current().visible_devices).get("CUDA_VISIBLE_DEVICES")}
 
     def item(self, inputs, cast: bool = False) -> list:
         """One request's inputs (one array, a list in model order, or a dict by name), each of the
@@ -358,7 +359,7 @@ def serve_forever(model, replicas: int = 1, max_batch: int | None = None, batch_
     else:
         data = _bundle_bytes(path)
     if not ray.is_initialized():
-        ray.init(address=address or os.environ.get("RAY_ADDRESS"), configure_logging=False)
+        ray.init(address=address or settings.current().ray_address, configure_logging=False)
     serve.start(http_options={"host": host, "port": int(port)})
     app = application(data, replicas=replicas, max_batch=max_batch, batch_wait_ms=batch_wait_ms, num_gpus=num_gpus)
     handle = serve.run(app, name="gpuc", route_prefix="/")

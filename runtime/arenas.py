@@ -2,12 +2,10 @@
 and the weights, uploaded once; variable tensors (state) get their initial values in every arena."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import vulkan as vk
 
-from gpuc.runtime import commands
+from gpuc.runtime import commands, settings
 from gpuc.runtime.device import MemoryKind
 
 _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
@@ -21,7 +19,7 @@ class Arenas:
         # weights in host-mapped device-local (BAR) memory: only with GPUC_WEIGHTS_IN_BAR=1 -- it saves a
         # staging copy at load, but on the H100 kernels read such weights up to 4x slower (MobileNetV2 int8:
         # 1.2 vs 0.3 ms of GPU time), so by default they go through a staging buffer (upload_weights)
-        self.weights_direct = (os.environ.get("GPUC_WEIGHTS_IN_BAR", "") not in ("", "0")
+        self.weights_direct = (settings.current().weights_in_bar
                                and self.device.bar_fits(bundle.weights.nbytes))
         self.weights, self._weights_mem, _ = res.buffer(bundle.weights.nbytes, _STORAGE | _SRC | _DST,
                                                         MemoryKind.BAR if self.weights_direct else MemoryKind.DEVICE)

@@ -50,9 +50,9 @@ def _whole_module_error(code: bytes) -> str | None:
 
 
 def _marker(checksum: str) -> str | None:
-    if not checksum or os.environ.get("GPUC_NO_VALIDATION_CACHE", "") not in ("", "0"):
+    from gpuc.runtime import cachedir, settings
+    if not checksum or settings.current().no_validation_cache:
         return None
-    from gpuc.runtime import cachedir
     try:
         return os.path.join(cachedir.cache_path("validated"), checksum)
     except OSError:

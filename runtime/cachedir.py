@@ -5,23 +5,22 @@ Location: $GPUC_CACHE_DIR, else $XDG_CACHE_HOME/gpuc, else ~/.cache/gpuc; create
 An entry `NAME.ext` may have a sidecar `NAME.meta` (compiler/cache.py): it is not an entry of its
 own, and goes with its entry when that is evicted or cleared.
 
-Imports only `os` (pathlib lazily, for the Path-returning helpers), so that the compile cache's
+Imports only `os` and runtime/settings.py (pathlib lazily, for the Path-returning helpers), so that the compile cache's
 fast path (gpuc/launch.py) stays cheap.
 """
 from __future__ import annotations
 
 import os
 
+from gpuc.runtime import settings
+
 DEFAULT_MAX_BYTES = 2 << 30
 SIDECAR = ".meta"
 
 
 def cache_root() -> str:
-    base = os.environ.get("GPUC_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "gpuc")
-    return base
+    s = settings.current()
+    return s.cache_dir or os.path.join(s.xdg_cache_home or os.path.join(os.path.expanduser("~"), ".cache"), "gpuc")
 
 
 def cache_path(sub: str = "", create: bool = True) -> str:
@@ -43,10 +42,7 @@ def cache_dir(sub: str = ""):
 
 
 def max_bytes() -> int:
-    try:
-        return int(os.environ.get("GPUC_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
-    except ValueError:
-        return DEFAULT_MAX_BYTES
+    return settings.current().cache_max_bytes
 
 
 def sidecar_of(path) -> str:

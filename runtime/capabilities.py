@@ -25,6 +25,7 @@ Requirement vocabulary (a JSON object; every key must hold):
                                                      for that many invocations whose granularities
                                                      divide BM x BN x BK, all within the max dimension
   {"fp16_storage": true}                             16-bit storage buffers
+  {"integer_dot_product": true}                      VK_KHR_shader_integer_dot_product (packed 4 x int8 dots)
   {"shared_memory": 49152}                           at least that many bytes of shared memory per
                                                      workgroup (maxComputeSharedMemorySize)
 `missing(requires, device)` names the first unmet key (None when all hold).
@@ -106,9 +107,26 @@ def enable(dev, tail=None):
     _subgroup(dev)
     exts = ({e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(dev.physical, None)}
             if dev.props.apiVersion >= vk.VK_MAKE_VERSION(1, 1, 0) else set())
-    head, keep, names = _coopmat(dev, exts, tail)
+    head, keep0, names0 = _int_dot(dev, exts, tail)
+    head, keep, names = _coopmat(dev, exts, head)
     head, keep2, names2 = _coopmat2(dev, exts, head)
-    return head, keep + keep2, names + names2 + _float_controls(dev, exts)
+    return head, keep0 + keep + keep2, names0 + names + names2 + _float_controls(dev, exts)
+
+
+def _int_dot(dev, exts, tail):
+    """dev.int_dot: VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (the 4 x int8 packed dot
+    products of the native int8 kernels, compiler/ops/int8_conv.py), enabled where present."""
+    dev.int_dot = False
+    name = "VK_KHR_shader_integer_dot_product"
+    if name not in exts:
+        return tail, [], []
+    f = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures()
+    vk.vkGetPhysicalDeviceFeatures2(dev.physical, vk.VkPhysicalDeviceFeatures2(pNext=f))
+    if not f.shaderIntegerDotProduct:
+        return tail, [], []
+    dev.int_dot = True
+    on = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures(pNext=tail, shaderIntegerDotProduct=vk.VK_TRUE)
+    return on, [on], [name]
 
 
 def _coopmat(dev, exts, tail):
@@ -222,6 +240,9 @@ def _missing(requires: dict, dev) -> str | None:
             have = int(getattr(getattr(dev, "limits", None), "maxComputeSharedMemorySize", 0) or 0)
             if have < int(want):
                 return f"{have} bytes of shared memory per workgroup, not {int(want)}"
+        elif key == "integer_dot_product":
+            if want and not getattr(dev, "int_dot", False):
+                return "no VK_KHR_shader_integer_dot_product"
         elif key == "fp16_storage":
             if want and not getattr(dev, "fp16_storage", False):
                 return "no 16-bit storage buffers"

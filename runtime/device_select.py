@@ -9,16 +9,16 @@ NVML (nvidia-ml-py, `import pynvml`) turns index entries into UUIDs; it is an op
 """
 from __future__ import annotations
 
-import os
 import re
 import warnings
 
 import vulkan as vk
 
 from gpuc.errors import DeviceError
+from gpuc.runtime import settings
 
 AUTO = "auto"
-VISIBLE_ENVS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+VISIBLE_ENVS = settings.VISIBLE_ENVS             # (read through runtime/settings.py)
 
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 _PCI = re.compile(r"(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])")
@@ -89,7 +89,7 @@ def auto_uuid(environ=None) -> tuple[str | None, str]:
     """(UUID as 32 hex digits or None for the default device, why): the first entry of
     CUDA_VISIBLE_DEVICES (else NVIDIA_VISIBLE_DEVICES), a GPU- UUID taken as it is, an index mapped
     through NVML.  No variable, an empty / "all" / "none" value, or no NVML for an index: None."""
-    env = os.environ if environ is None else environ
+    env = dict(settings.current().visible_devices) if environ is None else environ
     for var in VISIBLE_ENVS:
         value = env.get(var)
         if value is None:

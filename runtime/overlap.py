@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import threading
 
+from gpuc.runtime import settings
+
 
 def enabled() -> bool:
-    return os.environ.get("GPUC_LOAD_THREADS", "1") not in ("0", "off", "false")
+    return settings.current().load_threads
 
 
 _RUNNING: set = set()          # jobs still in their thread (finish_all waits for them at exit)
@@ -78,10 +80,7 @@ def threads_for(n_items: int) -> int:
     count (at most 8), never more than the items; 1 when threads are off."""
     if not enabled() or n_items <= 1:
         return 1
-    try:
-        want = int(os.environ.get("GPUC_PIPELINE_THREADS", "0"))
-    except ValueError:
-        want = 0
+    want = settings.current().pipeline_threads
     if want <= 0:
         want = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
     return max(1, min(want, n_items))

@@ -8,14 +8,13 @@ File: <cache dir>/pipelines/<bundle key>-<vendor>-<device>.bin.  GPUC_PIPELINE_C
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import vulkan as vk
 import xxhash
 
 from gpuc import __version__
-from gpuc.runtime import cachedir
+from gpuc.runtime import cachedir, settings
 
 MAGIC = b"GPUCPC01"
 _HEAD = struct.Struct("<8sIII16s16s32sQQ")     # magic vendor device driver uuid version key length xxh64
@@ -23,7 +22,7 @@ SUB = "pipelines"
 
 
 def enabled() -> bool:
-    return os.environ.get("GPUC_PIPELINE_CACHE", "1") not in ("0", "off", "false", "")
+    return settings.current().pipeline_cache
 
 
 class PipelineCache:

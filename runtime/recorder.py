@@ -9,11 +9,9 @@ GPUC_ALL_BARRIERS=1 puts a barrier between every two dispatches (A/B timing, deb
 """
 from __future__ import annotations
 
-import os
-
 import vulkan as vk
 
-from gpuc.runtime import dynamic, hazards, iospec
+from gpuc.runtime import dynamic, hazards, iospec, settings
 from gpuc.runtime.commands import C, H, RW, T, barrier, wait_all
 
 
@@ -41,7 +39,7 @@ class Recorder:
         self.access = hazards.arena_access(bundle)
         self.native = iospec.batch_native(bundle)      # one arena; each dispatch covers every item
         self.max_items = bundle.options.get("max_batch", 1)
-        self.all_barriers = os.environ.get("GPUC_ALL_BARRIERS", "") not in ("", "0")
+        self.all_barriers = settings.current().all_barriers
         self.dims = dynamic.Dims.of(bundle)          # --dynamic off the batch axis: sizes per run (or None)
 
     def barriers_before(self, first: int, last: int) -> list[bool]:

@@ -19,6 +19,8 @@ import sysconfig
 import threading
 from pathlib import Path
 
+from gpuc.runtime import settings
+
 ENV_VULKAN_1_1 = 18                # spv_target_env SPV_ENV_VULKAN_1_1: SPIR-V 1.3
 LIB_NAME = "libSPIRV-Tools-shared.so"
 _SUCCESS = 0
@@ -50,7 +52,7 @@ def prefix_dirs() -> list[Path]:
 
 def lib_dirs() -> list[Path]:
     """GPUC_GLSLANG_LIB_DIR, then every cmeel.prefix/lib."""
-    env = os.environ.get("GPUC_GLSLANG_LIB_DIR")
+    env = settings.current().glslang_lib_dir
     return ([Path(env)] if env else []) + [p / "lib" for p in prefix_dirs()]
 
 
@@ -84,7 +86,7 @@ def _load():
     global _lib
     if _lib is not None:
         return _lib or None
-    path = None if os.environ.get("GPUC_NO_SPIRV_TOOLS", "") not in ("", "0") else find_shared_lib(LIB_NAME)
+    path = None if settings.current().no_spirv_tools else find_shared_lib(LIB_NAME)
     if path is None:
         _lib = False
         return None

@@ -2,18 +2,17 @@
 every warning and error.  Tests fail on any recorded message (tests/conftest.py)."""
 from __future__ import annotations
 
-import os
-
 import vulkan as vk
 
 from gpuc.errors import DeviceError
+from gpuc.runtime import settings
 
 LAYER = "VK_LAYER_KHRONOS_validation"
 MESSAGES: list[str] = []
 
 
 def enabled() -> bool:
-    return os.environ.get("GPUC_VALIDATION", "") not in ("", "0")
+    return settings.current().validation
 
 
 def instance_layers_and_extensions():

@@ -8,8 +8,15 @@
 // the input reads the zero point's lanes (XZ_WORD); sum w * x_zp is folded in as -IN_OFF_W: qp[3 * COUT + oc]
 // holds sum(w[oc]) and acc = sum w * x + IN_OFF * sum(w).  DOT4(a, b): the 4-lane signed dot product.
 // Defines: N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
-//          RQ_MODE RQ_SPLIT NOUT
+//          RQ_MODE RQ_SPLIT NOUT XZ_WORD DOT_EXT (VEC4 only: DOT4 is the SPIR-V OpSDot of 4 x int8 lanes)
 // @include int8_requant.glsl
+#if DOT_EXT
+// the variant for devices with VK_KHR_shader_integer_dot_product: OpSDot on 4 x int8 packed words
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int q8_sdot(uint a, uint b, spirv_literal int fmt);
+#define DOT4(a, b) q8_sdot(a, b, 0)
+#endif
 #ifndef DOT4
 int DOT4(uint a, uint b) {
     return q8_lane(a, 0) * q8_lane(b, 0) + q8_lane(a, 1) * q8_lane(b, 1) + q8_lane(a, 2) * q8_lane(b, 2)

@@ -18,6 +18,7 @@ from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
 from gpuc.compiler.ops.gemm_split import split_kernels, split_of
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
+from gpuc.compiler.options import current
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
                                     same_padding, size)
 from gpuc.compiler.symbolic import hint, is_sym
@@ -95,7 +96,7 @@ MAX_THREADS = 256
 GLOBAL_LATENCY = 600        # cycles: a K chunk's global loads are overlapped with the previous chunk
 LAUNCH_CYCLES = 1500        # fixed cost of a dispatch (first load, epilogue store, barrier with the next)
 L2_BYTES_PER_CYCLE = 2500   # tiles re-read A (once per column tile) and B (once per row tile) through L2
-REG_FACTOR = 2              # registers of KS > 1 plans / counted.  At 1 the model put 8x8 register blocks with
+REG_FACTOR = 2              # registers of KS > 1 plans / counted (CompileOptions.reg_factor overrides it).  At 1 the model put 8x8 register blocks with
 #                             in-workgroup split-K on most batch-1 transformer GEMMs, 1.3-2x slower than 8x4 ones:
 #                             H100 sweep (2026-11-24) of 12 batch-1 ConvNeXt/Swin FC shapes, 38 forced plans
 #                             each: the model's picks summed to 998 us, 809 us with 2 (best measured: 698 us).
@@ -127,8 +128,16 @@ class GemmPlan:
         return max(ab, self.KS * self.BM * self.BN) if self.KS > 1 else ab
 
 
-def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: bool, im2col: bool) -> float:
-    """Estimated cycles of one dispatch (only meaningful relative to other plans of the same GEMM)."""
+def reg_factor() -> float:
+    """The register factor of KS > 1 plans: CompileOptions.reg_factor, else REG_FACTOR."""
+    f = current().reg_factor
+    return REG_FACTOR if f is None else f
+
+
+def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: bool, im2col: bool,
+              factor: float | None = None) -> float:
+    """Estimated cycles of one dispatch (only meaningful relative to other plans of the same GEMM);
+    factor: the register factor (default reg_factor())."""
     T = p.threads
     smem = 4 * p.smem_floats()
     if smem > WG_SMEM:
@@ -144,7 +153,7 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     # REG_FACTOR times that (measured on the H100, benchmarks/gemm_plan_sweep.py)
     regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
     if p.KS > 1:
-        regs *= REG_FACTOR
+        regs *= reg_factor() if factor is None else factor
     nwg = -(-M // p.BM) * -(-N // p.BN) * G
     per_sm = min(SM_THREADS // T, SM_WGS, SM_REGS // (regs * T), SM_SMEM // smem)
     if per_sm < 1:
@@ -196,6 +205,11 @@ def plan_gemm_sv4(M: int, N: int, K: int, G: int = 1) -> GemmPlan | None:
 
 @lru_cache(maxsize=4096)
 def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bool = True,
+    return _plan_gemm(M, N, K, G, vec_a, vec_b, im2col, reg_factor())
+
+
+@lru_cache(maxsize=4096)
+def _plan_gemm(M: int, N: int, K: int, G: int, vec_a: bool, vec_b: bool, im2col: bool, factor: float) -> GemmPlan:
               im2col: bool = False) -> GemmPlan:
     big = plan_gemm_sv4(M, N, K, G)
     if big is not None:
@@ -217,7 +231,7 @@ def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bo
                             if base * KS > MAX_THREADS or (KS > 1 and (KS - 1) * BK >= K):
                                 break
                             p = GemmPlan(BM, BN, BK, TM, TN, KS)
-                            c = gemm_cost(p, M, N, K, G, vec_a, vec_b, im2col)
+                            c = gemm_cost(p, M, N, K, G, vec_a, vec_b, im2col, factor)
                             if c < best_cost * 0.999:     # near-ties keep the earlier (smaller) tile
                                 best, best_cost = p, c
     return best

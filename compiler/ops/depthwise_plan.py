@@ -10,17 +10,18 @@ and how much output each invocation computes.
 Measured on the H100 (2026-11-24, benchmarks/depthwise_bench.py, results in
 benchmarks/results/nvidia-h100-2026-11-24-s4-depthwise.md): at batch 32 the tiles took 10-25% off the
 TILE=0 times; at batch 1, where a layer's tensors sit in L2 and a dispatch has few invocations, TILE=0 was
-fastest on every layer timed, so layers under BIG_LAYER keep it.  FORCE (the benchmark, the tests)
-overrides the choice.
+fastest on every layer timed, so layers under BIG_LAYER keep it.  CompileOptions.dw_plan (the
+benchmark, the tests) overrides the choice.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuc.compiler.options import current
+
 TILE_MAX_TAPS = 64            # weights held in registers: 64 floats (8x8 one channel, 4x4 vec4)
 BIG_LAYER = 4 * 65536         # TILE=1 only for layers of at least this many output pixel x 4-channel groups
 MIN_INVOCATIONS = 65536       # a tile is shrunk until the grid has at least this many invocations
-FORCE: "DwPlan | None" = None
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,9 @@ def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int,
     old=True: the TILE=0 plan alone (benchmarks/depthwise_bench.py compares the two).  Small layers (all
     of batch 1's, where the tensors sit in L2 and TILE=0 ran fastest) and kernels over TILE_MAX_TAPS taps
     keep TILE=0."""
-    if FORCE is not None and not old:
-        return DwPlan(FORCE.tile, max(1, min(FORCE.ry, oh)), max(1, min(FORCE.px, ow)), FORCE.scalar)
+    force = current().dw_plan
+    if force is not None and not old:
+        return DwPlan(force.tile, max(1, min(force.ry, oh)), max(1, min(force.px, ow)), force.scalar)
     cg = -(-co // 4)
     work = n * oh * ow * cg
     old_plan = DwPlan(0, 1, depthwise_px(work, ow))

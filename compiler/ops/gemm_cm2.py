@@ -20,6 +20,7 @@ import dataclasses
 
 from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.ops import template
+from gpuc.compiler.options import current
 
 TEMPLATE = "gemm_cm2"
 
@@ -45,7 +46,6 @@ class Cm2Plan:
 BIG = Cm2Plan(128, 256, 32, 256)
 SMALL = Cm2Plan(64, 64, 32, 128)
 MIN_WAVES, BIG_K, MIN_K, SMS = 2, 1024, 768, 132
-FORCE: Cm2Plan | None = None       # benchmarks: every eligible gemm with this plan
 ALIGN = True                       # tell the driver where rows start 16-byte aligned (benchmarks A/B it)
 
 
@@ -60,15 +60,17 @@ def eligible(d: dict) -> bool:
 
 
 def plan_for(M: int, N: int, K: int) -> Cm2Plan:
-    if FORCE is not None:
-        return FORCE
+    """CompileOptions.cm2_plan where given (benchmarks, tests: every eligible gemm with that plan)."""
+    force = current().cm2_plan
+    if force is not None:
+        return force
     big_tiles = -(-M // BIG.BM) * -(-N // BIG.BN)
     return BIG if big_tiles >= MIN_WAVES * SMS and K >= BIG_K else SMALL
 
 
 def worthwhile(M: int, N: int, K: int) -> bool:
     """Where the workgroup-scope kernel beat the subgroup-scope one on the H100 (the notes above)."""
-    return FORCE is not None or K >= MIN_K
+    return current().cm2_plan is not None or K >= MIN_K
 
 
 def cm2_kernel(k):

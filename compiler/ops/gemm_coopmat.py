@@ -18,10 +18,10 @@ memory becomes a variant requiring `shared_memory`, with a 32 KiB plan after it.
 from __future__ import annotations
 
 import dataclasses
-import os
 from functools import lru_cache
 
 from gpuc.compiler.codegen.kernel import KernelVariant
+from gpuc.compiler.options import current
 
 CM = 16                       # M = N = K of the cooperative matrix shape
 CM_SG = 32                    # subgroup size the workgroup layout assumes (NVIDIA)
@@ -122,7 +122,8 @@ def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) 
     return best
 
 
-VEC8 = True        # 16-byte loads (two f16vec4) of A and B rows where they are aligned (benchmarks A/B it)
+# defaults; CompileOptions.coopmat_vec8 / coopmat_direct / coopmat_reg_chain override them (benchmarks A/B, tests)
+VEC8 = True        # 16-byte loads (two f16vec4) of A and B rows where they are aligned
 DIRECT = True      # full accumulator tiles get their epilogue in registers and go straight to the output
 # ... also where a fused chain runs last.  Off: on the H100 (benchmarks/coopmat_epilogue_ab.py, 2026-11-24,
 # ConvNeXt-T b32 fp16) the register epilogue took the FC + bias + GELU-chain layers from 356 to 500 us,
@@ -131,10 +132,14 @@ DIRECT = True      # full accumulator tiles get their epilogue in registers and 
 REG_CHAIN = False
 
 
+def _switch(value, default: bool) -> bool:
+    return default if value is None else value
+
+
 def vector_widths(d: dict) -> tuple[int, int]:
     """(CM_AV, CM_BV): halves per A / B load of the COOPMAT kernel with plain-kernel defines `d`: 8 where
     every group of 8 consecutive k (A) / n (B, B_T=0) starts 16-byte aligned and lies inside a row."""
-    if not VEC8:
+    if not _switch(current().coopmat_vec8, VEC8):
         return 4, 4
     cig = d.get("CIG", d["GK"])
     a8 = bool(d["VEC_A"]) and d["GK"] % 8 == 0 and d["LDA"] % 8 == 0 and (
@@ -149,17 +154,20 @@ def direct_store(d: dict) -> bool:
     ops/epi_chain.py), the
     output's rows (and so the residual's) 16-byte aligned as float16 (LDC and the group offset multiples
     of 8 elements).  Otherwise every tile is staged through shared memory for `finish`."""
-    return (DIRECT and not d.get("FQ") and (not d.get("EPI_CHAIN") or REG_CHAIN and bool(d.get("EPI_TILE")))
+    o = current()
+    chain = _switch(o.coopmat_reg_chain, REG_CHAIN)
+    return (_switch(o.coopmat_direct, DIRECT) and not d.get("FQ")
+            and (not d.get("EPI_CHAIN") or chain and bool(d.get("EPI_TILE")))
             and d["LDC"] % 8 == 0 and (d["GROUPS"] == 1 or d["GN"] % 8 == 0))
 
 
 def coopmat_kernel(k, smem_limit: int = WG_SMEM):
     """The COOPMAT=1 kernel for the plain gemm kernel `k` (same bindings, epilogue defines), tiled
     for `smem_limit` bytes of shared memory per workgroup.
-    GPUC_TEST_COOPMAT_EMULATE=1 (tests): the emulated path (CM_EMULATE) under the requirements
+    CompileOptions.coopmat_emulate (tests): the emulated path (CM_EMULATE) under the requirements
     EMULATED_REQUIRES, so that lavapipe runs and checks the variant's tiling and epilogue."""
     d = dict(k.defines)
-    if os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0"):
+    if current().coopmat_emulate:
         d["CM_EMULATE"] = 1
     p = plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
@@ -179,13 +187,10 @@ EMULATED_REQUIRES = {"fp16_storage": True}
 # benchmarks/fp16_plain_ab.py and profile_dump.py: ConvNeXt-T's gemms 1069 -> 1367 us, Swin-T's
 # 1133 -> 1426, ResNet-50's 1070 -> 1205), so a gemm without the coopmat variant asks for float32
 # everywhere; one with it needs x and w in float16 (the variant exists only then).
-# GPUC_FP16_PLAIN_GEMMS=1 (or PLAIN_FP32 = False) stores them as float16 all the same (a smaller arena;
-# tests of the float16 storage paths use it).
-PLAIN_FP32 = True
-
-
+# CompileOptions.fp16_plain_gemms (GPUC_FP16_PLAIN_GEMMS=1) stores them as float16 all the same (a smaller
+# arena; tests of the float16 storage paths use it).
 def plain_fp32() -> bool:
-    return PLAIN_FP32 and os.environ.get("GPUC_FP16_PLAIN_GEMMS", "") in ("", "0")
+    return not current().fp16_plain_gemms
 
 
 def gemm_shape(node, graph):
@@ -279,8 +284,8 @@ def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -
     """The variants a fp16 gemm kernel of this (per-group) shape carries, best first: tiled for
     BIG_SMEM bytes of shared memory where that plan needs more than the portable WG_SMEM (requiring
     the device to allow it), then tiled for WG_SMEM; none where tensor cores do not pay
-    (under GPUC_TEST_COOPMAT_EMULATE: the emulated WG_SMEM one, for every shape)."""
-    if os.environ.get("GPUC_TEST_COOPMAT_EMULATE", "") not in ("", "0"):
+    (under CompileOptions.coopmat_emulate: the emulated WG_SMEM one, for every shape)."""
+    if current().coopmat_emulate:
         return [KernelVariant("coopmat", EMULATED_REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))]
     if not worthwhile(M, N, K, G, gather):
         return []

@@ -8,13 +8,14 @@ and runs the gemm's whole epilogue (bias, activation, residual, chain, fake-quan
 Only where the groups can express the split: one group of constant weights (B [K][GNP]), A read as
 rows (no implicit-GEMM gather), S dividing K into multiples of 8, fixed sizes.  S is picked by
 ops/conv.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
-with the threshold and margin measured below; FORCE (benchmarks/split_k_sweep.py) fixes it.
+with the threshold and margin measured below; CompileOptions.split_k (benchmarks/split_k_sweep.py) fixes it.
 """
 from __future__ import annotations
 
 import dataclasses
 
 from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.options import current
 
 CHOICES = (2, 4, 8, 16)
 MIN_DEPTH = 64            # K / S at least this
@@ -25,15 +26,15 @@ MIN_DEPTH = 64            # K / S at least this
 # 25.6; 196 x 1536 x 384: 19.5 -> 23.6; 1 x 1000 x 768: 4.7 -> 7.0): the second dispatch costs ~2-4 us.
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/conv.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it
-FORCE: int | None = None  # benchmarks: this split where it applies (1: none), instead of the model's pick
 
 
 def split_of(M: int, N: int, K: int, plan, cost) -> tuple[int, object]:
     """(S, plan of the partial dispatch) of least modelled time; (1, None) when one dispatch is cheaper.
     plan(M, N, K, G) -> GemmPlan, cost(plan, M, N, K, G) -> cycles (ops/conv.py)."""
     options = [s for s in CHOICES if K % (8 * s) == 0 and K // s >= MIN_DEPTH]
-    if FORCE is not None:
-        return (FORCE, plan(M, N, K // FORCE, FORCE)) if FORCE in options else (1, None)
+    force = current().split_k           # benchmarks, tests: this split where it applies (1: none)
+    if force is not None:
+        return (force, plan(M, N, K // force, force)) if force in options else (1, None)
     one = cost(plan(M, N, K, 1), M, N, K, 1)
     best, best_cost = (1, None), one * GAIN
     if one < MIN_CYCLES:

@@ -4,15 +4,19 @@ requantization exactly as LiteRT's builtin x86 kernels compute it (ops/int8_comm
 and fused activation clamp.  passes/quant.py native_int8 makes these ops from the TFLite ones.
 
 Kernel shape: one invocation per output word (4 int8 outputs), a plain int32 loop; where the input
-depth is a multiple of 4 the channel loop reads whole words (4 lanes) and sums 4-lane dot products,
-the form a packed integer dot product (VK_KHR_shader_integer_dot_product) or an s8 x s8 -> s32
-cooperative-matrix variant replaces (DOT4 in the template; not built yet).
+depth is a multiple of 4 the channel loop reads whole words (4 lanes) and sums 4-lane dot products
+(DOT4 in the template): in int32 arithmetic, or, the `int_dot` variant chosen at load
+(runtime/variants.py) on devices with VK_KHR_shader_integer_dot_product, SPIR-V's packed OpSDot.  An
+s8 x s8 -> s32 cooperative-matrix variant would take the same bindings (the weights as [COUT, K] int8
+rows, K = KH*KW*CIN, and qp's bias / multiplier / shift / weight sums); not built yet.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.kernel import Kernel
+import dataclasses
+
+from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
 from gpuc.compiler.ops.conv import window
 from gpuc.compiler.ops.int8_common import (RQ_RUY, RQ_UPWARD, act_range, f32, int8_activation, native_form, per_tensor,
@@ -121,7 +125,17 @@ def lower_int8_conv(node, graph):
              XZ_WORD=int(np.uint32(xz).view(np.int32)))
     binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qp)]
     taps = d["KH"] * d["KW"] * (1 if d["DEPTHWISE"] else d["CIN"])
-    return [Kernel("int8_conv", binds, -(-y.size // 4), d, node.label(), flops=2 * y.size * taps)]
+    k = Kernel("int8_conv", binds, -(-y.size // 4), d, node.label(), flops=2 * y.size * taps)
+    if vec4:
+        k.variants.append(DOT_VARIANT)
+    return [k]
+
+
+def _dot_kernel(k):
+    return dataclasses.replace(k, defines=dict(k.defines, DOT_EXT=1), variants=[])
+
+
+DOT_VARIANT = KernelVariant("int_dot", {"integer_dot_product": True}, _dot_kernel)
 
 
 def _flops(node, graph):
@@ -135,6 +149,8 @@ _BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, D
 VARIANTS = {
     "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1, 2]}, ["out_", "x", "w", "qp"],
                   {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
+    "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1), {}, ["out_", "x", "w", "qp"],
+                      {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }
 
 native_form(("CONV_2D", CONV), ("DEPTHWISE_CONV_2D", DEPTHWISE), ("FULLY_CONNECTED", FC), check=_check)

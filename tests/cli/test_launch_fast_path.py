@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.compiler import cache, last_compile, normalize_options
+from gpuc.compiler import cache, compile as compile_result, options
 from gpuc.launch import parse_compile
 from helpers.builder import ModelBuilder
 
@@ -136,9 +136,9 @@ def test_damage_is_a_miss_for_the_fast_path(cache_dir, model, tmp_path, what):
     _damage(cache_dir, what)
     assert cache.serve(str(model), str(tmp_path / "x.bundle"), {}) is None
     assert not (tmp_path / "x.bundle").exists()
-    out = gpuc.compile(model, output=tmp_path / "y.bundle")           # the normal path decides
-    assert out == good == (tmp_path / "y.bundle").read_bytes()
-    assert last_compile["cache"] == ("miss" if what.endswith(("entry", "trailer")) else "hit")
+    r = compile_result(model, output=tmp_path / "y.bundle")           # the normal path decides
+    assert r.bundle == good == (tmp_path / "y.bundle").read_bytes()
+    assert r.cache == ("miss" if what.endswith(("entry", "trailer")) else "hit")
     assert cache.serve(str(model), str(tmp_path / "z.bundle"), {}) is not None    # sidecar rewritten
     assert (tmp_path / "z.bundle").read_bytes() == good
 
@@ -159,7 +159,7 @@ def test_sidecar_of_another_entry_is_refused(cache_dir, tmp_path):
     b.write_bytes(_model(9))
     good_a = gpuc.compile(a)
     gpuc.compile(b)
-    ka, kb = (cache.model_key(m, normalize_options({})) for m in (a, b))
+    ka, kb = (cache.model_key(m, options.resolve()) for m in (a, b))
     meta_a, meta_b = cache_dir / "bundles" / f"{ka}.meta", cache_dir / "bundles" / f"{kb}.meta"
     meta_a.write_bytes(meta_b.read_bytes())                         # copied: names the other key
     assert cache.serve(str(a), str(tmp_path / "x.bundle"), {}) is None
@@ -167,19 +167,20 @@ def test_sidecar_of_another_entry_is_refused(cache_dir, tmp_path):
     meta_a.write_bytes(cache.seal(forged))
     assert cache.read_meta(ka) is not None
     assert cache.serve(str(a), str(tmp_path / "x.bundle"), {}) is None
-    assert gpuc.compile(a) == good_a and last_compile["cache"] == "hit"
+    r = compile_result(a)
+    assert r.bundle == good_a and r.hit
     assert cache.read_meta(ka)["digest"] != forged["digest"]        # rewritten by the full check
 
 
 def test_in_process_hit_checks_once_without_the_header_parser(model, monkeypatch):
     from gpuc.runtime import bundle
-    ref = gpuc.compile(model)
-    stats = bundle.header_stats(ref)
-    assert last_compile["stats"] == stats
+    first = compile_result(model)
+    stats = bundle.header_stats(first.bundle)
+    assert first.stats == stats
     calls = []
     monkeypatch.setattr(bundle, "read_header", lambda *a: calls.append(a))
-    assert gpuc.compile(model) == ref
-    assert last_compile["cache"] == "hit" and last_compile["stats"] == stats and calls == []
+    r = compile_result(model)
+    assert r.bundle == first.bundle and r.hit and r.stats == stats and calls == []
 
 
 def _tree(tmp_path):
@@ -247,12 +248,10 @@ def test_changed_source_misses(model, tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "source_roots", lambda: roots)
     cache._sources_memo.clear()
     gpuc.compile(model)
-    gpuc.compile(model)
-    assert last_compile["cache"] == "hit"
+    assert compile_result(model).cache == "hit"
     (tmp_path / "src" / "b" / "s.fbs").write_text("table U {}\n")
     cache._sources_memo.clear()
-    gpuc.compile(model)
-    assert last_compile["cache"] == "miss"
+    assert compile_result(model).cache == "miss"
     cache._sources_memo.clear()
 
 
@@ -320,7 +319,7 @@ def test_cache_list_and_clear_handle_sidecars(model, cache_dir, monkeypatch):
 def test_key_fields_cannot_slide_into_each_other():
     """Model bytes D+'ab' named 'model' and D named 'abmodel' are different compiles: different keys."""
     from gpuc.compiler import cache as cc
-    opts = {"precision": "fp32", "disable_passes": [], "max_batch": 1}
+    opts = options.resolve()
     d = b"TFL3" * 8
     assert cc.cache_key(d + b"ab", "model", opts) != cc.cache_key(d, "abmodel", opts)
 
@@ -331,17 +330,17 @@ def test_model_from_a_pipe_compiles_with_the_cache_on(tmp_path, monkeypatch):
     import subprocess
     import sys
     import threading
-    from gpuc.compiler import compile_model, last_compile
+    from gpuc.compiler import compile as compile_result
     monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path / "cache"))
     data = _model()
     for expect in ("miss", "hit"):
         r, w = os.pipe()
         threading.Thread(target=lambda: (os.write(w, data), os.close(w)), daemon=True).start()
         try:
-            out = compile_model(f"/dev/fd/{r}")
+            res = compile_result(f"/dev/fd/{r}")
         finally:
             os.close(r)
-        assert last_compile["cache"] == expect and out[4:8] == b"GPUB"
+        assert res.cache == expect and res.bundle[4:8] == b"GPUB"
     cli = subprocess.run([sys.executable, "-c", "import sys; from gpuc.launch import main; sys.exit(main())",
                           "compile", "/dev/stdin", "-o", str(tmp_path / "p.bundle")],
                          input=data, capture_output=True, env=dict(os.environ, GPUC_CACHE_DIR=str(tmp_path / "c2")))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.compiler import last_compile
+from gpuc.compiler import compile as compile_result
 from helpers.builder import ModelBuilder
 from helpers.data import rnd
 
@@ -31,14 +31,12 @@ def model():
 
 def test_compile_cache_hit_and_options_in_key(cache_dir, tmp_path):
     m = model()
-    a = gpuc.compile(m, output=tmp_path / "a.bundle")
-    assert last_compile["cache"] == "miss"
-    b = gpuc.compile(m, output=tmp_path / "b.bundle")
-    assert last_compile["cache"] == "hit" and a == b == (tmp_path / "b.bundle").read_bytes()
-    gpuc.compile(m, disable_passes=["fuse_activation"])
-    assert last_compile["cache"] == "miss"
-    gpuc.compile(m, cache=False)
-    assert last_compile["cache"] is None
+    a = compile_result(m, output=tmp_path / "a.bundle")
+    assert a.cache == "miss" and not a.hit and a.path == tmp_path / "a.bundle"
+    b = compile_result(m, output=tmp_path / "b.bundle")
+    assert b.hit and b.key == a.key and a.bundle == b.bundle == (tmp_path / "b.bundle").read_bytes()
+    assert compile_result(m, disable_passes=["fuse_activation"]).cache == "miss"
+    assert compile_result(m, cache=False).cache is None
     assert oct(os.stat(cache_dir).st_mode & 0o777) == "0o700"
 
 
@@ -55,7 +53,8 @@ def test_damaged_compile_cache_entry_is_recompiled(cache_dir, damage):
     else:
         data = b""
     entry.write_bytes(bytes(data))
-    assert gpuc.compile(m) == good and last_compile["cache"] == "miss"
+    r = compile_result(m)
+    assert r.bundle == good and r.cache == "miss"
 
 
 def test_cache_size_cap_evicts_least_recently_used(cache_dir, monkeypatch):

@@ -16,15 +16,12 @@ def run16(gpu, model, xs, **opts):
         return m.run(xs), read_bundle(bundle)
 
 
-def compile_coopmat_emulated(model, monkeypatch) -> bytes:
+def compile_coopmat_emulated(model) -> bytes:
     """A --precision fp16 bundle of `model` whose cooperative-matrix variants emulate the matrix operations
-    per invocation (GPUC_TEST_COOPMAT_EMULATE, set for the compile only), so a device without the
-    extension runs their tiling, staging and epilogue (load it with GPUC_VARIANTS=coopmat=force)."""
+    per invocation (CompileOptions.coopmat_emulate), so a device without the extension runs their
+    tiling, staging and epilogue (load it with GPUC_VARIANTS=coopmat=force)."""
     from gpuc.compiler import compile_model
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    data = compile_model(model, cache=False, precision="fp16")
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
-    return data
+    return compile_model(model, cache=False, precision="fp16", coopmat_emulate=True)
 
 
 def dtype_of(b, name):

@@ -92,10 +92,10 @@ def run_case(gpu, case, precision="fp32", max_batch=None, items=None):
 
 @pytest.mark.parametrize("tile", TILES, ids=[f"{r}x{p}" for r, p in TILES])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_forced_tile(gpu, monkeypatch, tile, case):
+def test_forced_tile(gpu, compile_options, tile, case):
     """vec4 channel groups where CO % 4 == 0 and MULT == 1 (taps in registers for 3x3, from L1 for
     7x7), one channel per invocation otherwise."""
-    monkeypatch.setattr(dp, "FORCE", dp.DwPlan(1, *tile))
+    compile_options(dw_plan=dp.DwPlan(1, *tile))
     run_case(gpu, case)
 
 
@@ -104,26 +104,26 @@ VEC_CASES = [c for c in CASES if c[4] % 4 == 0 and c[5] == 1]
 
 @pytest.mark.parametrize("tile", TILES[1:4], ids=[f"{r}x{p}" for r, p in TILES[1:4]])
 @pytest.mark.parametrize("case", VEC_CASES, ids=[c[0] for c in VEC_CASES])
-def test_forced_tile_scalar(gpu, monkeypatch, tile, case):
+def test_forced_tile_scalar(gpu, compile_options, tile, case):
     """The one-channel tile on shapes that would take vec4 views."""
-    monkeypatch.setattr(dp, "FORCE", dp.DwPlan(1, *tile, scalar=True))
+    compile_options(dw_plan=dp.DwPlan(1, *tile, scalar=True))
     run_case(gpu, case)
 
 
 @pytest.mark.parametrize("case", CASES[::2], ids=[c[0] for c in CASES[::2]])
-def test_forced_tile_fp16(gpu, monkeypatch, case):
-    monkeypatch.setattr(dp, "FORCE", dp.DwPlan(1, 3, 2))
+def test_forced_tile_fp16(gpu, compile_options, case):
+    compile_options(dw_plan=dp.DwPlan(1, 3, 2))
     run_case(gpu, case, precision="fp16")
 
 
-def test_forced_tile_batch_native(gpu, monkeypatch):
+def test_forced_tile_batch_native(gpu, compile_options):
     """A --max-batch 4 bundle run on 3 items: a prefix of the grid computes a prefix of the items."""
-    monkeypatch.setattr(dp, "FORCE", dp.DwPlan(1, 2, 4))
+    compile_options(dw_plan=dp.DwPlan(1, 2, 4))
     run_case(gpu, CASES[0], max_batch=4, items=3)
 
 
-def test_forced_tile_reaches_kernel(monkeypatch):
-    """FORCE reaches the rendered kernel (so the tests above run the TILE=1 path)."""
+def test_forced_tile_reaches_kernel(monkeypatch, compile_options):
+    """CompileOptions.dw_plan reaches the rendered kernel (so the tests above run the TILE=1 path)."""
     from gpuc.compiler.codegen.kernel import Kernel
     from gpuc.compiler.ops import conv
     seen = []
@@ -134,7 +134,7 @@ def test_forced_tile_reaches_kernel(monkeypatch):
         seen.append(kern)
         return kern
     monkeypatch.setattr(conv, "Kernel", spy)
-    monkeypatch.setattr(dp, "FORCE", dp.DwPlan(1, 3, 2))
+    compile_options(dw_plan=dp.DwPlan(1, 3, 2))
     model, _ = dw_model("spy", 1, 9, 11, 6, 1, (3, 3))
     gpuc.compile(model, cache=False)
     (k,) = [k for k in seen if isinstance(k, Kernel) and k.template == "depthwise"]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.compiler import normalize_options
+from gpuc.compiler import normalize_options, options
 from gpuc.compiler.driver import prepare_batched
 from gpuc.compiler.ir import GPU
 from gpuc.compiler.ops import gemm_coopmat as cm
@@ -26,11 +26,11 @@ RNG = np.random.default_rng(7)
 
 
 @pytest.fixture(autouse=True)
-def _small_tiles(monkeypatch):
+def _small_tiles(monkeypatch, compile_options):
     """32 x 32 tiles of two subgroups (emulated variants of the bigger plans compile slowly on lavapipe);
-    chains in the register epilogue too (REG_CHAIN: off by default for speed, not for correctness)."""
+    chains in the register epilogue too (coopmat_reg_chain: off by default for speed, not for correctness)."""
     monkeypatch.setattr(cm, "plan_coopmat", lambda M, N, K, G=1, lim=cm.WG_SMEM: cm.CoopPlan(2, 1, 1, 2, 32, 2))
-    monkeypatch.setattr(cm, "REG_CHAIN", True)
+    compile_options(coopmat_reg_chain=True)
 
 
 def _index(in_shape, out_shape, ldc):
@@ -73,14 +73,14 @@ def test_tile_access_is_the_broadcast_index():
     assert named > 100
 
 
-def test_direct_store_rule(monkeypatch):
+def test_direct_store_rule(compile_options):
     d = dict(GM=64, GN=64, GK=64, GROUPS=1, LDC=64, HAS_BIAS=1, ACT=3, RESIDUAL=1, EPI_CHAIN=0, FQ=0)
     assert cm.direct_store(d)
     assert cm.direct_store(dict(d, CM_EMULATE=1))
     assert not cm.direct_store(dict(d, FQ=1))                            # fake-quant keeps the staged path
     assert not cm.direct_store(dict(d, EPI_CHAIN=1))                     # a chain input not read as a matrix
     assert cm.direct_store(dict(d, EPI_CHAIN=1, EPI_TILE=1))
-    monkeypatch.setattr(cm, "REG_CHAIN", False)
+    compile_options(coopmat_reg_chain=False)
     assert not cm.direct_store(dict(d, EPI_CHAIN=1, EPI_TILE=1))
     assert not cm.direct_store(dict(d, LDC=60))                          # rows not 16-byte aligned as float16
     assert not cm.direct_store(dict(d, GROUPS=2, GN=20, LDC=40))
@@ -131,14 +131,10 @@ def fc_model(tail: str, rows=(2, 24), ci=16, co=32):
 
 
 def _variant_defines(model, monkeypatch):
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    p = prepare_batched(model, normalize_options({"precision": "fp16"}))
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
-    (k,) = [k for k in p.program if k.kind == GPU and k.template == "gemm"]
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    v = k.variants[0].make(k).defines
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE")
-    return v
+    with options.using(options.current().replace(coopmat_emulate=True)):
+        p = prepare_batched(model, normalize_options({"precision": "fp16"}))
+        (k,) = [k for k in p.program if k.kind == GPU and k.template == "gemm"]
+        return k.variants[0].make(k).defines
 
 
 def _run(gpu, data, xs):
@@ -150,7 +146,7 @@ def _run(gpu, data, xs):
 @pytest.mark.parametrize("tail,direct,chain", [("gelu", 1, ()), ("layer_scale", 1, ((0, 0), (0, 32))),
                                                ("row", 1, ((1, 0),)), ("scalar", 1, ((2, 0),)),
                                                ("mixed", 0, None), ("residual", 1, None)])
-def test_register_epilogue_matches_staged_and_litert(gpu, monkeypatch, tail, direct, chain):
+def test_register_epilogue_matches_staged_and_litert(gpu, monkeypatch, compile_options, tail, direct, chain):
     """Each tail takes the register epilogue where its operands allow (`direct`), reading each chain input
     in the named form; the outputs equal the staged epilogue's bit for bit and LiteRT's within fp16."""
     model, xs = fc_model(tail)
@@ -159,21 +155,21 @@ def test_register_epilogue_matches_staged_and_litert(gpu, monkeypatch, tail, dir
     if chain is not None:
         assert tuple((d[f"EPI_CM{k}"], d[f"EPI_SR{k}"]) for k in range(1, d["EPI_NIN"])) == chain
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
-    out = _run(gpu, compile_coopmat_emulated(model, monkeypatch), xs)
+    out = _run(gpu, compile_coopmat_emulated(model), xs)
     ref = run_litert(model, xs)[0]
     assert np.isfinite(out).all()
     assert float(np.abs(out - ref).max()) <= TOL16 * float(np.abs(ref).max())
-    monkeypatch.setattr(cm, "DIRECT", False)                    # every tile staged: the same numbers
-    assert np.array_equal(_run(gpu, compile_coopmat_emulated(model, monkeypatch), xs), out)
+    compile_options(coopmat_direct=False)                       # every tile staged: the same numbers
+    assert np.array_equal(_run(gpu, compile_coopmat_emulated(model), xs), out)
 
 
-def test_edge_tiles_keep_the_staged_epilogue(gpu, monkeypatch):
+def test_edge_tiles_keep_the_staged_epilogue(gpu, monkeypatch, compile_options):
     """M = 2 x 21 rows and N = 40: tiles across either edge are staged, the rest direct; one result."""
     model, xs = fc_model("layer_scale", rows=(2, 21), co=40)
     assert _variant_defines(model, monkeypatch)["CM_DIRECT"] == 1
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
-    out = _run(gpu, compile_coopmat_emulated(model, monkeypatch), xs)
+    out = _run(gpu, compile_coopmat_emulated(model), xs)
     ref = run_litert(model, xs)[0]
     assert float(np.abs(out - ref).max()) <= TOL16 * float(np.abs(ref).max())
-    monkeypatch.setattr(cm, "DIRECT", False)
-    assert np.array_equal(_run(gpu, compile_coopmat_emulated(model, monkeypatch), xs), out)
+    compile_options(coopmat_direct=False)
+    assert np.array_equal(_run(gpu, compile_coopmat_emulated(model), xs), out)

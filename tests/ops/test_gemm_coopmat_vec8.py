@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.compiler import normalize_options
+from gpuc.compiler import normalize_options, options
 from gpuc.compiler.driver import prepare_batched
 from gpuc.compiler.ir import GPU
 from gpuc.compiler.ops import gemm_coopmat as cm
@@ -46,15 +46,13 @@ def aligned_model(seed=0):
 
 
 def _gemms(model, monkeypatch, emulate: bool):
-    if emulate:
-        monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
-    p = prepare_batched(model, normalize_options({"precision": "fp16"}))
-    store_fp16(p.graph, p.program)
-    monkeypatch.delenv("GPUC_TEST_COOPMAT_EMULATE", raising=False)
+    with options.using(options.current().replace(coopmat_emulate=emulate)):
+        p = prepare_batched(model, normalize_options({"precision": "fp16"}))
+        store_fp16(p.graph, p.program)
     return p.graph, [k for k in p.program if k.kind == GPU and k.template == "gemm"]
 
 
-def test_vector_widths_follow_alignment(monkeypatch):
+def test_vector_widths_follow_alignment(monkeypatch, compile_options):
     m, _ = aligned_model()
     _, gemms = _gemms(m, monkeypatch, emulate=True)
     widths = [cm.vector_widths(k.defines) for k in gemms]
@@ -63,7 +61,7 @@ def test_vector_widths_follow_alignment(monkeypatch):
     assert cm.vector_widths(dict(d, CIG=12)) == (4, 8)           # k groups of 8 would cross pixels
     assert cm.vector_widths(dict(d, VEC_A=0)) == (4, 8)
     assert cm.vector_widths(dict(d, B_T=1)) == (8, 4)
-    monkeypatch.setattr(cm, "VEC8", False)
+    compile_options(coopmat_vec8=False)
     assert cm.vector_widths(d) == (4, 4)
 
 
@@ -76,26 +74,26 @@ def test_smem_staging_reuses_the_ab_bytes():
 
 
 @pytest.mark.parametrize("stages", [1, 2])
-def test_emulated_vec8_variant_matches(gpu, monkeypatch, stages):
+def test_emulated_vec8_variant_matches(gpu, monkeypatch, compile_options, stages):
     m, xs = aligned_model()
     refs = run_litert(m, xs)
     orig = cm.plan_coopmat
     monkeypatch.setattr(cm, "plan_coopmat", lambda M, N, K, G=1, lim=cm.WG_SMEM: orig(M, N, K, G, lim)
                         if stages == 2 else cm.CoopPlan(2, 1, 1, 2, 32, 1))
-    data = compile_coopmat_emulated(m, monkeypatch)
+    data = compile_coopmat_emulated(m)
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
     with gpuc.load(data, device=gpu.device) as lm:
         assert lm.bundle.stats["variants_used"] == {"coopmat": 3}
         out = lm.run(xs)[0]
     assert np.isfinite(out).all()
     assert float(np.abs(out - refs[0]).max()) <= TOL16 * float(np.abs(refs[0]).max())
-    monkeypatch.setattr(cm, "VEC8", False)                     # the 8-byte path gives the same sums
-    data4 = compile_coopmat_emulated(m, monkeypatch)
+    compile_options(coopmat_vec8=False)                        # the 8-byte path gives the same sums
+    data4 = compile_coopmat_emulated(m)
     with gpuc.load(data4, device=gpu.device) as lm:
         assert np.array_equal(lm.run(xs)[0], out)
 
 
-def test_plain_gemm_tensors_stay_fp32(monkeypatch):
+def test_plain_gemm_tensors_stay_fp32(monkeypatch, compile_options):
     """Without a coopmat variant (tiny gemms) every gemm binding stays float32 under fp16; with the
     variant, A and B are float16 (the variant needs them), the rest as fp16 storage allows."""
     m, _ = aligned_model()
@@ -107,6 +105,6 @@ def test_plain_gemm_tensors_stay_fp32(monkeypatch):
     for k in gemms:
         dt = {n: g.t(t).dtype for n, t in k.bindings}
         assert dt["w"] == dt["x"] == "float16"
-    monkeypatch.setattr(cm, "PLAIN_FP32", False)
+    compile_options(fp16_plain_gemms=True)
     g, gemms = _gemms(m, monkeypatch, emulate=False)
     assert g.t(dict(gemms[1].bindings)["x"]).dtype == "float16"

@@ -11,7 +11,6 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
 from gpuc.compiler.ops import depthwise_plan as dw_plan  # noqa: E402
-from gpuc.compiler.ops import gemm_split  # noqa: E402
 from gpuc.inspect import inspect_bundle  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.data import rnd, seed_of  # noqa: E402
@@ -180,8 +179,8 @@ def test_conv_forced_plan(gpu, monkeypatch, plan, case):
 
 @pytest.mark.parametrize("px", [2, 3, 5])
 @pytest.mark.parametrize("case", [c for c in CONV_CASES if c[1] == "DEPTHWISE_CONV_2D"], ids=lambda c: c[0])
-def test_depthwise_pixels_per_invocation(gpu, monkeypatch, px, case):
-    monkeypatch.setattr(dw_plan, "FORCE", dw_plan.DwPlan(0, 1, px))      # the TILE=0 path at PX pixels
+def test_depthwise_pixels_per_invocation(gpu, compile_options, px, case):
+    compile_options(dw_plan=dw_plan.DwPlan(0, 1, px))      # the TILE=0 path at PX pixels
     _run_case(gpu, case)
 
 
@@ -227,11 +226,11 @@ FC_CASES = [
                          ids=["auto", "8x8", "gemv", "split4"])
 @pytest.mark.parametrize("case", FC_CASES, ids=lambda c: f"{'x'.join(map(str, c[0]))}-to-{c[1]}"
                          f"{'-runtimeW' if not c[4] else ''}{'-res' if c[5] else ''}")
-def test_fully_connected(gpu, monkeypatch, plan, case):
+def test_fully_connected(gpu, monkeypatch, compile_options, plan, case):
     rows_shape, o, bias, act, const_w, residual = case
     if plan is not None:            # (the forced plan itself: no split across workgroups, ops/gemm_split.py)
         monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **k: conv_mod.GemmPlan(*plan))
-        monkeypatch.setattr(gemm_split, "FORCE", 1)
+        compile_options(split_k=1)
     s = seed_of(str(case))
     k = rows_shape[-1]
     w = rnd((o, k), s + 1)

@@ -17,9 +17,9 @@ RNG = np.random.default_rng(11)
 
 
 @pytest.fixture
-def force(monkeypatch):
+def force(compile_options):
     def set_(s):
-        monkeypatch.setattr(gemm_split, "FORCE", s)
+        compile_options(split_k=s)
     return set_
 
 

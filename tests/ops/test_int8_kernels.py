@@ -180,3 +180,13 @@ def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
     xin = _qin(rng, (1, 6, 6, 4))
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))
     assert d.max() <= 1
+
+
+@pytest.mark.parametrize("mode", ["off", "force"])
+def test_conv_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode):
+    """The `int_dot` variant (packed OpSDot, VK_KHR_shader_integer_dot_product) and the plain int32 word
+    loop give LiteRT's bits; "force" fails on a device without the extension, naming it."""
+    if mode == "force" and not getattr(gpu.device, "int_dot", False):
+        pytest.skip("the device has no VK_KHR_shader_integer_dot_product")
+    monkeypatch.setenv("GPUC_VARIANTS", f"int_dot={mode}")
+    test_conv_bit_exact(gpu, CONV_CASES[0])

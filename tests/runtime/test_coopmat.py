@@ -211,7 +211,7 @@ def test_emulated_coopmat_variant_matches(gpu, model, monkeypatch):
     """The variant's own code (global loads, fp16 staging layouts, tile ownership, masked edges,
     epilogue) on lavapipe: only the cooperative-matrix operations are emulated."""
     m, xs, refs = model
-    data = compile_coopmat_emulated(m, monkeypatch)
+    data = compile_coopmat_emulated(m)
     monkeypatch.setenv("GPUC_VARIANTS", "off")
     with gpuc.load(data, device=gpu.device) as lm:
         plain = lm.run(xs)
@@ -243,7 +243,7 @@ def test_emulated_coopmat_grouped_conv_and_runtime_weights(gpu, monkeypatch):
     model = mb.finish()
     xs = [rng.uniform(-1, 1, (1, 8, 6, 8)).astype(np.float32), rng.normal(0, 0.2, (18, 12)).astype(np.float32)]
     refs = run_litert(model, xs)
-    data = compile_coopmat_emulated(model, monkeypatch)
+    data = compile_coopmat_emulated(model)
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
     with gpuc.load(data, device=gpu.device) as lm:
         assert lm.bundle.stats["variants_used"] == {"coopmat": 2}

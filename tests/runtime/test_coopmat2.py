@@ -101,10 +101,10 @@ def fc_model(act="NONE", bias=True, residual=False, seed=0):
 
 
 @pytest.fixture
-def forced(monkeypatch):
+def forced(monkeypatch, compile_options):
     """Every fp16 gemm gets the variant (the emulated subgroup-scope one too, so the shape rules pass),
     tiled 32 x 32 x 16 for 128 invocations."""
-    monkeypatch.setattr(gemm_cm2, "FORCE", gemm_cm2.Cm2Plan(32, 32, 16, 128))
+    compile_options(cm2_plan=gemm_cm2.Cm2Plan(32, 32, 16, 128))
     return monkeypatch
 
 
@@ -112,7 +112,7 @@ def forced(monkeypatch):
                                                    ("RELU", True, False, False)])
 def test_variant_where_the_epilogue_fits(gpu, forced, act, bias, residual, has):
     m, xs = fc_model(act, bias, residual)
-    data = compile_coopmat_emulated(m, forced)
+    data = compile_coopmat_emulated(m)
     b = B.read_bundle(data)
     cm2 = [v for v in b.variants if v.name == "coopmat2"]
     assert bool(cm2) == has                         # an activation takes the subgroup-scope path only
@@ -132,7 +132,7 @@ def test_forcing_coopmat2_is_refused_cleanly(gpu, forced):
     if gpu.device.coopmat2:
         pytest.skip("this device has VK_NV_cooperative_matrix2")
     m, xs = fc_model()
-    data = compile_coopmat_emulated(m, forced)
+    data = compile_coopmat_emulated(m)
     forced.setenv("GPUC_VARIANTS", "coopmat2=force")
     with pytest.raises(DeviceError, match="forces the 'coopmat2' kernels.*no VK_NV_cooperative_matrix2"):
         gpuc.load(data, device=gpu.device)

@@ -55,6 +55,8 @@ class CompileOptions(Record):
         ("coopmat_direct", None, None, "coopmat gemms: register epilogue for full tiles (default gemm_coopmat.DIRECT)"),
         ("coopmat_reg_chain", None, None, "coopmat gemms: fused chains in the register epilogue too "
                                           "(default gemm_coopmat.REG_CHAIN)"),
+        ("tune_candidates", 2, None, "fp16 coopmat gemms: other tile plans each carries as `measured` variants, "
+                                     "timed on the device at first load (runtime/tuning.py; 0: none)"),
     )
     __slots__ = tuple(f[0] for f in FIELDS)
 
@@ -134,6 +136,8 @@ def _check(o: CompileOptions) -> None:
         bad("break_op", "must be None or an op name")
     if o.dynamic_debug not in (0, 1, 2) or isinstance(o.dynamic_debug, bool):
         bad("dynamic_debug", "must be 0, 1 or 2")
+    if isinstance(o.tune_candidates, bool) or not isinstance(o.tune_candidates, int) or o.tune_candidates < 0:
+        bad("tune_candidates", "must be an integer >= 0")
     if o.split_k is not None and (isinstance(o.split_k, bool) or not isinstance(o.split_k, int) or o.split_k < 1):
         bad("split_k", "must be None or an integer >= 1")
     if o.reg_factor is not None and (isinstance(o.reg_factor, bool) or not isinstance(o.reg_factor, (int, float))

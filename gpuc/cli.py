@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 import time
 
@@ -18,6 +17,7 @@ import click
 from gpuc import __version__, progress, require_compiler
 from gpuc.errors import GpucError
 from gpuc.compile_flags import COMPILE_OPTIONS, compile_summary
+from gpuc.runtime import settings
 
 
 def _fail(msg: str, code: int):
@@ -40,7 +40,7 @@ def guarded(fn):
             sys.stderr.close()
             sys.exit(0)
         except Exception as e:  # noqa: BLE001 - the CLI's last line of defence
-            if os.environ.get("GPUC_DEBUG"):
+            if settings.current().debug:
                 raise
             first = str(e).splitlines()[0] if str(e) else ""
             _fail(f"internal error: {type(e).__name__}: {first} (set GPUC_DEBUG=1 for details; please report it)", 1)
@@ -80,7 +80,7 @@ def _timeout_option(fn):
     """--timeout SECONDS: sets GPUC_GPU_TIMEOUT_S for the command (and the processes it starts)."""
     def apply(ctx, param, value):
         if value is not None:
-            os.environ["GPUC_GPU_TIMEOUT_S"] = repr(float(value))
+            settings.export("GPUC_GPU_TIMEOUT_S", repr(float(value)))
     return click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
                         expose_value=False, callback=apply,
                         help="how long one run may take on the GPU before it fails (exit 4); 0: no limit "
@@ -102,21 +102,21 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, i
                 max_binding_bytes, quiet, as_json):
     """Compile MODEL (.tflite) into a bundle."""
     require_compiler("gpuc compile")
-    from gpuc.compiler import compile_model, last_compile
+    from gpuc.compiler import compile as compile_result
     t0 = time.perf_counter()
     with progress.reporting(progress.terminal(not quiet and not as_json)):   # stages on stderr, a terminal only
-        data = compile_model(model, output=output, cache=not no_cache, precision=precision,
-                             disable_passes=list(disable_passes), max_batch=max_batch,
-                             input_shapes=list(input_shapes), dynamic=list(dynamic),
-                             max_binding_bytes=max_binding_bytes)
+        r = compile_result(model, output=output, cache=not no_cache, precision=precision,
+                           disable_passes=list(disable_passes), max_batch=max_batch,
+                           input_shapes=list(input_shapes), dynamic=list(dynamic),
+                           max_binding_bytes=max_binding_bytes)
     dt = time.perf_counter() - t0
+    data = r.bundle
     if as_json:
         click.echo(json.dumps({"output": output, "bytes": len(data), "seconds": round(dt, 4),
-                               "cache": last_compile["cache"], "stats": last_compile["stats"]}, default=str))
+                               "cache": r.cache, "stats": r.stats}, default=str))
     elif not quiet:
         bound = max([max_batch] + [int(str(d).rpartition("<=")[2]) for d in dynamic if str(d).rpartition("<=")[2].isdigit()])
-        for line in compile_summary(output, len(data), last_compile["stats"], dt, last_compile["cache"] == "hit",
-                                    bound):
+        for line in compile_summary(output, len(data), r.stats, dt, r.hit, bound):
             click.echo(line)
 
 

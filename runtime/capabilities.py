@@ -39,15 +39,16 @@ import os
 
 import vulkan as vk
 
-from gpuc.runtime import validation
+from gpuc.runtime import settings, validation
 
 _COMPONENT = {getattr(vk, f"VK_COMPONENT_TYPE_{n.upper()}_KHR", None): n
               for n in ("float16", "float32", "float64", "sint8", "sint16", "sint32", "sint64",
                         "uint8", "uint16", "uint32", "uint64")}
 
 
-def _off(var: str) -> bool:
-    return os.environ.get(var, "") not in ("", "0")
+def _off(field: str) -> bool:
+    """A device capability the settings switch off (runtime/settings.py: disable_*)."""
+    return getattr(settings.current(), field)
 
 
 def _subgroup(dev) -> None:
@@ -57,7 +58,7 @@ def _subgroup(dev) -> None:
     sp = vk.VkPhysicalDeviceSubgroupProperties()
     vk.vkGetPhysicalDeviceProperties2(dev.physical, vk.VkPhysicalDeviceProperties2(pNext=sp))
     dev.subgroup_size = int(sp.subgroupSize)
-    if sp.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT and not _off("GPUC_DISABLE_SUBGROUP_OPS"):
+    if sp.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT and not _off("disable_subgroup_ops"):
         dev.subgroup_ops = int(sp.supportedOperations)
 
 
@@ -90,7 +91,7 @@ def _float_controls(dev, exts) -> list:
     GPUC_DISABLE_FLOAT_CONTROLS=1 acts as a device without VK_KHR_shader_float_controls."""
     dev.nan_preserve_widths = set()
     name = vk.VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME
-    if _off("GPUC_DISABLE_FLOAT_CONTROLS") or name not in exts:
+    if _off("disable_float_controls") or name not in exts:
         return []
     fc = vk.VkPhysicalDeviceFloatControlsProperties()
     vk.vkGetPhysicalDeviceProperties2(dev.physical, vk.VkPhysicalDeviceProperties2(pNext=fc))
@@ -131,7 +132,7 @@ def _int_dot(dev, exts, tail):
 
 def _coopmat(dev, exts, tail):
     dev.coopmat = []
-    if _off("GPUC_DISABLE_COOPMAT") or _off("GPUC_DISABLE_FP16") or not validation.layer_knows_cooperative_matrix():
+    if _off("disable_coopmat") or _off("disable_fp16") or not validation.layer_knows_cooperative_matrix():
         return tail, [], []
     need = (vk.VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, vk.VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,
             vk.VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)
@@ -174,7 +175,7 @@ def _raw(stype: int, count: int = 1):
 
 def _coopmat2(dev, exts, tail):
     dev.coopmat2, dev.coopmat2_max_dim = [], 0
-    if not dev.coopmat or NV_CM2 not in exts or _off("GPUC_DISABLE_COOPMAT2"):
+    if not dev.coopmat or NV_CM2 not in exts or _off("disable_coopmat2"):
         return tail, [], []
     feats = _raw(_CM2_FEATURES)
     vk.vkGetPhysicalDeviceFeatures2(dev.physical, vk.VkPhysicalDeviceFeatures2(pNext=feats))

@@ -105,7 +105,7 @@ def test_cpu_op_matches_litert(gpu, name, capfd):
     if op in ON_GPU:
         assert "runs on CPU" not in err
     else:
-        assert f"{op} runs on CPU" in err or gpuc.compiler.last_compile["cache"] == "hit"
+        assert f"{op} runs on CPU" in err          # (a compile cache hit repeats the warnings)
     for o, r in zip(outs, refs):
         assert o.dtype == r.dtype and o.shape == r.shape
         if o.dtype.kind in "fc":
@@ -251,7 +251,6 @@ def test_warnings_repeat_on_a_compile_cache_hit(tmp_path, monkeypatch, capfd):
     monkeypatch.delenv("GPUC_NO_CACHE", raising=False)
     model = mixed_model()
     for expect in ("miss", "hit"):
-        gpuc.compile(model, **MIXED_OPTIONS)
-        assert gpuc.compiler.last_compile["cache"] == expect
+        assert gpuc.compiler.compile(model, **MIXED_OPTIONS).cache == expect
         err = capfd.readouterr().err
         assert "op #4 ADD_N runs on CPU: no GPU kernel" in err and err.count("runs on CPU") == 3

@@ -203,14 +203,13 @@ def plan_gemm_sv4(M: int, N: int, K: int, G: int = 1) -> GemmPlan | None:
     return min(SV4_PLANS, key=lambda e: -(-M // e[0].BM) * -(-N // e[0].BN) * G * (e[1] + e[2] * k8))[0]
 
 
-@lru_cache(maxsize=4096)
 def plan_gemm(M: int, N: int, K: int, G: int = 1, vec_a: bool = False, vec_b: bool = True,
+              im2col: bool = False) -> GemmPlan:
     return _plan_gemm(M, N, K, G, vec_a, vec_b, im2col, reg_factor())
 
 
 @lru_cache(maxsize=4096)
 def _plan_gemm(M: int, N: int, K: int, G: int, vec_a: bool, vec_b: bool, im2col: bool, factor: float) -> GemmPlan:
-              im2col: bool = False) -> GemmPlan:
     big = plan_gemm_sv4(M, N, K, G)
     if big is not None:
         return big

@@ -1,12 +1,18 @@
 // @storage16
 // Flash-decoding, pass 1 (ops/sdpa_decode.py: an odml.scaled_dot_product_attention composite for one
-// query token).  Workgroup wg = h * NCHUNK + c takes query head h and keys [c * CHUNK, ...) of the cache
-// k, v [KV, KH, D] (query head h reads KV head h / (H / KH)):
+// query token).  Workgroup wg = kh * NCHUNK + c takes KV head kh, the G = H / KH query heads that read it
+// (GQA: each key and value is read once for all of them) and keys [c * CHUNK, ...) of the cache
+// k, v [KV, KH, D]; for each of its query heads h:
 //   s_j = sum_d (q[h, d] * QS) * (k[j, kh, d] * KS) (+ mask[j]);  m = max_j s_j;  p_j = exp(s_j - m)
 // and writes out_[h, c] = [m, sum_j p_j, sum_j p_j * v[j, kh, 0..D-1]] (D + 2 floats).  A chunk whose
 // scores are all -inf gives p = 0 (the combine then weighs it 0).
-// Defines: H D KV KH CHUNK NCHUNK QS KS HAS_MASK; ROPE_Q 1 (ops/rope.py: q is the rotary embedding of a
+// Masked keys (HAS_MASK): a chunk whose mask values are all <= DEAD (-1e30: litert-torch's causal mask
+// writes the float minimum or -inf) is not read when some key of the row is live: there its keys'
+// weights exp(s_j - max) are exactly 0 (the scores differ by ~1e30 or more), so the chunk writes
+// m = -inf and nothing else is computed; the decode step then reads the cache only up to its position.
+// Defines: H D KV KH G CHUNK NCHUNK QS KS HAS_MASK; ROPE_Q 1 (ops/rope.py: q is the rotary embedding of a
 // tensor, computed here as it is read, by rope.glsl from q (that tensor), cosv and sinv; its defines too)
+#extension GL_EXT_control_flow_attributes : enable
 #define SUBGROUP 0
 #ifndef ROPE_Q
 #define ROPE_Q 0
@@ -21,48 +27,90 @@ float q_at(int i) { return LD(q, i); }
 // @include ew_math.glsl
 shared float red[gl_WorkGroupSize.x];
 // @include wg_reduce.glsl
-shared float qs[D];
-shared float sc[CHUNK];
+shared float qs[G * D];
+shared float sc[G * CHUNK];
+shared int live[2];
+const float DEAD = -1e30;
 
 void main() {
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (wg * gl_WorkGroupSize.x >= TOTAL) return;      // whole workgroup leaves together
-    int h = int(wg) / NCHUNK, c = int(wg) % NCHUNK, kh = h / (H / KH);
+    int kh = int(wg) / NCHUNK, c = int(wg) % NCHUNK;
     int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
     int j0 = c * CHUNK, nj = min(CHUNK, KV - j0);
     const float NEG_INF = uintBitsToFloat(0xff800000u);
-    for (int d = l; d < D; d += n) qs[d] = q_at(h * D + d) * QS;
+#if HAS_MASK
+    if (l == 0) { live[0] = 0; live[1] = 0; }
+    barrier();
+    bool mine = false;
+    for (int jj = l; jj < nj; jj += n) mine = mine || !(LD(mask, j0 + jj) <= DEAD);    // (NaN: live)
+    if (mine) atomicOr(live[0], 1);
+    barrier();
+    if (live[0] == 0) {                                // (uniform) a dead chunk: is any key live?
+        bool any = false;
+        for (int j = l; j < KV; j += n) any = any || !(LD(mask, j) <= DEAD);
+        if (any) atomicOr(live[1], 1);
+        barrier();
+        if (live[1] != 0) {
+            for (int i = l; i < G * (D + 2); i += n) {
+                int g = i / (D + 2), e = i % (D + 2);
+                ST(out_, ((kh * G + g) * NCHUNK + c) * (D + 2) + e, e == 0 ? NEG_INF : 0.0);
+            }
+            return;
+        }
+    }
+#endif
+    for (int d = l; d < G * D; d += n) qs[d] = q_at(kh * G * D + d) * QS;
     memoryBarrierShared();
     barrier();
-    float mx = NEG_INF;
+    float mx[G];
+    [[unroll]] for (int g = 0; g < G; ++g) mx[g] = NEG_INF;
     for (int jj = l; jj < nj; jj += n) {
         int b = ((j0 + jj) * KH + kh) * D;
-        float s = 0.0;
-        for (int d = 0; d < D; ++d) s += qs[d] * (LD(k, b + d) * KS);
+        float s[G];
+        [[unroll]] for (int g = 0; g < G; ++g) s[g] = 0.0;
+        for (int d = 0; d < D; ++d) {
+            float kv = LD(k, b + d) * KS;
+            [[unroll]] for (int g = 0; g < G; ++g) s[g] += qs[g * D + d] * kv;
+        }
 #if HAS_MASK
-        s = s + LD(mask, j0 + jj);
+        float mk = LD(mask, j0 + jj);
 #endif
-        sc[jj] = s;
-        mx = max(mx, s);
+        [[unroll]] for (int g = 0; g < G; ++g) {
+#if HAS_MASK
+            s[g] = s[g] + mk;
+#endif
+            sc[g * CHUNK + jj] = s[g];
+            mx[g] = max(mx[g], s[g]);
+        }
     }
-    float m = wg_reduce(mx, true);
-    float ls = 0.0;
-    for (int jj = l; jj < nj; jj += n) {
-        float p = m == NEG_INF ? 0.0 : exp(sc[jj] - m);
-        sc[jj] = p;
-        ls += p;
+    float m[G], lsum[G];
+    [[unroll]] for (int g = 0; g < G; ++g) {
+        m[g] = wg_reduce(mx[g], true);
+        float ls = 0.0;
+        for (int jj = l; jj < nj; jj += n) {
+            float p = m[g] == NEG_INF ? 0.0 : exp(sc[g * CHUNK + jj] - m[g]);
+            sc[g * CHUNK + jj] = p;
+            ls += p;
+        }
+        lsum[g] = wg_reduce(ls, false);
     }
-    float lsum = wg_reduce(ls, false);
     memoryBarrierShared();
     barrier();
-    int o = (h * NCHUNK + c) * (D + 2);
     for (int d = l; d < D; d += n) {
-        float acc = 0.0;
-        for (int jj = 0; jj < nj; ++jj) acc += sc[jj] * LD(v, ((j0 + jj) * KH + kh) * D + d);
-        ST(out_, o + 2 + d, acc);
+        float acc[G];
+        [[unroll]] for (int g = 0; g < G; ++g) acc[g] = 0.0;
+        for (int jj = 0; jj < nj; ++jj) {
+            float vv = LD(v, ((j0 + jj) * KH + kh) * D + d);
+            [[unroll]] for (int g = 0; g < G; ++g) acc[g] += sc[g * CHUNK + jj] * vv;
+        }
+        [[unroll]] for (int g = 0; g < G; ++g) ST(out_, ((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + d, acc[g]);
     }
     if (l == 0) {
-        ST(out_, o, m);
-        ST(out_, o + 1, lsum);
+        [[unroll]] for (int g = 0; g < G; ++g) {
+            int o = ((kh * G + g) * NCHUNK + c) * (D + 2);
+            ST(out_, o, m[g]);
+            ST(out_, o + 1, lsum[g]);
+        }
     }
 }

@@ -9,8 +9,9 @@ per-head mask or another op keeps the decomposition.  Prefill (more than one que
 
 Inputs: q [1, 1, H, D], k, v [1, KV, KH, D], mask [KV elements] (optional); attrs q_scale, k_scale
 (the decomposition's constants, applied as it does: (q * q_scale) . (k * k_scale)).  Flash-decoding:
-shaders/sdpa_decode_split.comp gives each workgroup one query head and CHUNK keys (score, chunk max,
-exp, sum, P.V: a partial [m, l, acc[D]] per (head, chunk)); shaders/sdpa_decode_combine.comp rescales
+shaders/sdpa_decode_split.comp gives each workgroup one KV head, its H / KH query heads and CHUNK keys
+(score, chunk max, exp, sum, P.V: a partial [m, l, acc[D]] per (query head, chunk); a chunk of masked
+keys only is skipped where another key is live: the step reads the cache up to its position); shaders/sdpa_decode_combine.comp rescales
 and sums a head's partials per output element.  Query head h reads KV head h / (H / KH)."""
 from __future__ import annotations
 
@@ -26,15 +27,16 @@ OP = "SDPA_DECODE"
 COMPOSITE = "odml.scaled_dot_product_attention"
 LOCAL = 64                   # invocations per workgroup (split and combine)
 MAX_D = 256                  # head sizes the split shader holds in shared memory
-MAX_CHUNK, MIN_CHUNK = 256, 32
+MAX_CHUNK, MIN_CHUNK = 256, 16
 FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before chunks grow
+SHARED_WORDS = 2048          # floats of shared memory for the scores (G * CHUNK) and for q (G * D)
 MAX_TRACE = 1 << 25          # elements an index trace may build (compile-time memory)
 
 VARIANTS = {
-    "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25),
+    "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25),
                           {"HAS_MASK": [0, 1]}, ["out_", "q", "k", "v", "mask"], {},
                           lambda d: dict(local_x=LOCAL)),
-    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, HAS_MASK=1, ROPE_Q=1,
+    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, HAS_MASK=1, ROPE_Q=1,
                                     H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
                                     CS_STRIDES=[0, 0, 0, 1]), {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv"], {},
                                lambda d: dict(local_x=LOCAL)),
@@ -97,7 +99,8 @@ def fuse(n: Node, g, s) -> list[Node] | None:
         return None
     _, _, H, D = (int(x) for x in q.shape)
     _, KV, KH, DK = (int(x) for x in k.shape)
-    if DK != D or KH < 1 or H % KH or D > MAX_D or KV < 1:
+    if DK != D or KH < 1 or H % KH or D > MAX_D or KV < 1 or H // KH * D > SHARED_WORDS \
+            or H // KH * MIN_CHUNK > SHARED_WORDS:
         return None
     G = H // KH
     dec = Decomposition(n, s)
@@ -157,9 +160,10 @@ def fuse(n: Node, g, s) -> list[Node] | None:
     return [Node(OP, ins, list(n.outputs), {"q_scale": qs, "k_scale": ks, "composite": COMPOSITE}, 1, n.index)]
 
 
-def _chunk(H: int, KV: int) -> int:
+def _chunk(KH: int, KV: int, G: int) -> int:
+    """Keys per split workgroup (one per KV head and chunk, its G query heads together)."""
     c = MAX_CHUNK
-    while c > MIN_CHUNK and H * -(-KV // c) < FILL_GROUPS:
+    while c > MIN_CHUNK and (KH * -(-KV // c) < FILL_GROUPS or G * c > SHARED_WORDS):
         c //= 2
     return c
 
@@ -190,6 +194,8 @@ def _check(node, graph):
                 "token over a [1, KV, KH, D] cache with H a multiple of KH")
     if q.shape[3] > MAX_D:
         return f"head size {q.shape[3]} over {MAX_D}"
+    if q.shape[2] // k.shape[2] * max(q.shape[3], MIN_CHUNK) > SHARED_WORDS:
+        return f"{q.shape[2] // k.shape[2]} query heads per KV head of size {q.shape[3]}: over {SHARED_WORDS} floats"
     m = node.inputs[3] if len(node.inputs) > 3 else -1
     if m >= 0 and graph.t(m).size != k.shape[1]:
         return f"mask {list(graph.t(m).shape)} is not one row of {k.shape[1]} keys"
@@ -202,18 +208,18 @@ def lower_sdpa_decode(node, graph):
     q, k, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     H, D = (int(d) for d in _q_shape(node, graph)[2:])
     KV, KH = int(k.shape[1]), int(k.shape[2])
-    chunk = _chunk(H, KV)
+    chunk = _chunk(KH, KV, H // KH)
     nchunk = -(-KV // chunk)
     mask = node.inputs[3]
     part = graph.add_tensor(f"{y.name}/partials", (H, nchunk, D + 2), "float32")
-    geo = dict(H=H, D=D, KV=KV, KH=KH, CHUNK=chunk, NCHUNK=nchunk)
+    geo = dict(H=H, D=D, KV=KV, KH=KH, G=H // KH, CHUNK=chunk, NCHUNK=nchunk)
     binds = [("out_", part), ("q", q.id), ("k", k.id), ("v", node.inputs[2])] + ([("mask", mask)] if mask >= 0 else [])
     defines = dict(geo, QS=float(node.attrs["q_scale"]), KS=float(node.attrs["k_scale"]), HAS_MASK=int(mask >= 0))
     if node.attrs.get("rope"):          # q rotated as it is read (ops/rope.py)
         from gpuc.compiler.ops.rope import rope_defines
         defines.update(ROPE_Q=1, **rope_defines(node.attrs["rope"], graph.t(node.inputs[4]).shape))
         binds += [("cosv", node.inputs[4]), ("sinv", node.inputs[5])]
-    split = Kernel("sdpa_decode_split", binds, H * nchunk * LOCAL, defines, node.label(), local_x=LOCAL,
+    split = Kernel("sdpa_decode_split", binds, KH * nchunk * LOCAL, defines, node.label(), local_x=LOCAL,
                    flops=4 * H * KV * D)
     combine = Kernel("sdpa_decode_combine", [("out_", y.id), ("x", part)], H * D, dict(H=H, D=D, NCHUNK=nchunk),
                      node.label(), local_x=LOCAL)

@@ -1,7 +1,8 @@
 """`odml.scaled_dot_product_attention` for one query token (compiler/ops/sdpa_decode.py): the
 decomposition litert-torch writes (GQA by TRANSPOSE + RESHAPE + BROADCAST_TO, Q and K scaled, the mask
 added, SOFTMAX, two BATCH_MATMULs) becomes SDPA_DECODE's two dispatches, checked against LiteRT (which
-runs the decomposition): GQA and MHA, several key chunks, chunks wholly masked (finfo.min and -inf).
+runs the decomposition): GQA and MHA, several key chunks, chunks wholly masked (finfo.min and -inf: skipped
+where a key is live), every key masked (nothing skipped).
 Forms it does not take (a per-head mask, two query rows) keep the decomposition and still match."""
 from __future__ import annotations
 
@@ -98,7 +99,9 @@ def _check(data, xs, fused: bool):
 
 @pytest.mark.parametrize("H,KH,KV,valid,neg", [(4, 2, 100, 60, np.finfo(np.float32).min),   # GQA, 4 chunks, 2 masked
                                                 (2, 2, 100, 100, 0.0),                       # MHA, no key masked
-                                                (8, 1, 70, 33, -np.inf)])                    # one KV head, -inf mask
+                                                (8, 1, 70, 33, -np.inf),                     # one KV head, -inf mask
+                                                (14, 2, 100, 37, np.finfo(np.float32).min),  # 7 query heads a KV head
+                                                (4, 2, 100, 0, np.finfo(np.float32).min)])   # every key masked
 def test_decode_form_fused_against_litert(H, KH, KV, valid, neg):
     attrs = {"scale": float(np.float32(16 ** -0.5))}
     _check(model(H, KH, KV=KV, attrs=attrs), _inputs(H, KH, KV=KV, valid=valid, neg=neg), fused=True)

@@ -48,6 +48,5 @@ declare("COMPLEX_ABS", "REAL", "IMAG", shape=rules.same_shape, exact=SHAPE_ONLY,
 declare("COMPLEX_ABS", cpu="COMPLEX_ABS")
 declare("REAL", cpu="REAL")
 declare("IMAG", cpu="IMAG")
-for _op in ("ADD_N", "ONE_HOT"):
-    declare(_op, shape=Why("no shape rule yet (the model's output shape is kept)"), exact=SHAPE_ONLY,
-            sym_shape=_NO_SYM, cpu=_op, **_HOST)
+declare("ADD_N", shape=Why("no shape rule yet (the model's output shape is kept)"), exact=SHAPE_ONLY,
+        sym_shape=_NO_SYM, cpu="ADD_N", **_HOST)

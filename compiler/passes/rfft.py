@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.passes.pattern import Op, rewrite
 from gpuc.compiler.symbolic import is_sym
 
 VIEWS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -71,45 +72,48 @@ def _plan(graph: Graph, node: Node, users: dict):
 
 
 def rfft_as_matmul(graph: Graph) -> None:
-    users = graph.consumers()
-    for node in [nd for nd in graph.nodes if nd.op == "RFFT2D"]:
-        plan = _plan(graph, node, users)
-        if plan is None:
-            continue
-        m, n, views, leaves = plan
-        x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
-        rows, cols = x.shape[-2:]
-        batch = x.size // (rows * cols)
-        k = m * (n // 2 + 1)
-        w_re, w_im = dft_matrices(rows, cols, m, n)
-        new = []
-        flat = graph.add_tensor(f"{x.name}/rfft_rows", (batch, rows * cols), "float32")
-        new.append(graph.reshape_node(x.id, flat, [batch, rows * cols]))
-        parts = {}
-        for part, w in (("re", w_re), ("im", w_im)):
-            if any(lf.op in ("COMPLEX_ABS", "REAL" if part == "re" else "IMAG") for lf in leaves):
-                parts[part] = graph.add_tensor(f"{y.name}/{part}", (batch, k), "float32")
-                new.append(Node("FULLY_CONNECTED", [flat, graph.add_const(f"{y.name}/dft_{part}", w), -1],
-                                [parts[part]], {"fused_activation_function": 0, "keep_num_dims": False},
-                                index=node.index))
-        for lf in leaves:
-            out = lf.outputs[0]
-            if lf.op == "COMPLEX_ABS":
-                sq = []
-                for part in ("re", "im"):
-                    sq.append(graph.add_tensor(f"{y.name}/{part}_squared", (batch, k), "float32"))
-                    new.append(Node("MUL", [parts[part], parts[part]], [sq[-1]], {"fused_activation_function": 0},
-                                    index=lf.index))
-                total = graph.add_tensor(f"{y.name}/abs_squared", (batch, k), "float32")
-                new.append(Node("ADD", sq, [total], {"fused_activation_function": 0}, index=lf.index))
-                mag = graph.add_tensor(f"{y.name}/abs", (batch, k), "float32")
-                new.append(Node("SQRT", [total], [mag], index=lf.index))
-                src = mag
-            else:
-                src = parts["re" if lf.op == "REAL" else "im"]
-            new.append(graph.reshape_node(src, out, graph.t(out).shape))
-        drop = {id(nd) for nd in [node] + views + leaves}
-        pos = next(i for i, nd in enumerate(graph.nodes) if nd is node)
-        graph.nodes = [nd for nd in graph.nodes[:pos] if id(nd) not in drop] + new + \
-                      [nd for nd in graph.nodes[pos:] if id(nd) not in drop]
-        users = graph.consumers()
+    rewrite(graph, [(Op("RFFT2D", any_inputs=True, name="rfft"), _lower)])
+
+
+def _lower(graph: Graph, match):
+    """The RFFT2D and its readers (through views) become the products and their reads (module docstring)."""
+    node = match["rfft"]
+    plan = _plan(graph, node, match.matcher.users)
+    if plan is None:
+        return False
+    m, n, views, leaves = plan
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    rows, cols = x.shape[-2:]
+    batch = x.size // (rows * cols)
+    k = m * (n // 2 + 1)
+    w_re, w_im = dft_matrices(rows, cols, m, n)
+    new = []
+    flat = graph.add_tensor(f"{x.name}/rfft_rows", (batch, rows * cols), "float32")
+    new.append(graph.reshape_node(x.id, flat, [batch, rows * cols]))
+    parts = {}
+    for part, w in (("re", w_re), ("im", w_im)):
+        if any(lf.op in ("COMPLEX_ABS", "REAL" if part == "re" else "IMAG") for lf in leaves):
+            parts[part] = graph.add_tensor(f"{y.name}/{part}", (batch, k), "float32")
+            new.append(Node("FULLY_CONNECTED", [flat, graph.add_const(f"{y.name}/dft_{part}", w), -1],
+                            [parts[part]], {"fused_activation_function": 0, "keep_num_dims": False},
+                            index=node.index))
+    for lf in leaves:
+        out = lf.outputs[0]
+        if lf.op == "COMPLEX_ABS":
+            sq = []
+            for part in ("re", "im"):
+                sq.append(graph.add_tensor(f"{y.name}/{part}_squared", (batch, k), "float32"))
+                new.append(Node("MUL", [parts[part], parts[part]], [sq[-1]], {"fused_activation_function": 0},
+                                index=lf.index))
+            total = graph.add_tensor(f"{y.name}/abs_squared", (batch, k), "float32")
+            new.append(Node("ADD", sq, [total], {"fused_activation_function": 0}, index=lf.index))
+            mag = graph.add_tensor(f"{y.name}/abs", (batch, k), "float32")
+            new.append(Node("SQRT", [total], [mag], index=lf.index))
+            src = mag
+        else:
+            src = parts["re" if lf.op == "REAL" else "im"]
+        new.append(graph.reshape_node(src, out, graph.t(out).shape))
+    drop = {id(nd) for nd in [node] + views + leaves}
+    pos = next(i for i, nd in enumerate(graph.nodes) if nd is node)
+    graph.nodes = [nd for nd in graph.nodes[:pos] if id(nd) not in drop] + new + \
+                  [nd for nd in graph.nodes[pos:] if id(nd) not in drop]

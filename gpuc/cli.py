@@ -177,7 +177,8 @@ def run_cmd(bundle, inputs, output, cast, device, robust, signature, as_json):
     gpuc.prewarm(device)          # the driver starts while numpy and the runtime import
     from gpuc import io_files
     plan = io_files.output_plan(output)        # checked, and its folder made, before anything runs
-    with gpuc.load(bundle, device=device, robust=robust) as top:
+    shown = progress.reporting(progress.terminal(not as_json))     # pipelines N of M on a first run, a terminal only
+    with shown, gpuc.load(bundle, device=device, robust=robust) as top:
         m = top if signature is None else top.signature(signature)
         if plan:
             plan.check_count(len(m.outputs))
@@ -216,11 +217,13 @@ def _stats(name, a) -> dict:
 @main.command("generate")
 @click.argument("bundle", type=click.Path(dir_okay=False))
 @click.option("--prompt-ids", required=True, metavar="IDS", help="the prompt's token ids, comma-separated: 1,2,3")
-@click.option("-n", "--max-new-tokens", default=16, show_default=True, type=click.IntRange(0))
+@click.option("-n", "--max-new-tokens", default=16, show_default=True, type=click.IntRange(0),
+              help="stop after this many new tokens")
 @click.option("--temperature", default=0.0, show_default=True, type=float, help="0: greedy")
 @click.option("--top-k", default=0, show_default=True, type=click.IntRange(0), help="0: no cut")
-@click.option("--top-p", default=1.0, show_default=True, type=float)
-@click.option("--seed", default=None, type=int)
+@click.option("--top-p", default=1.0, show_default=True, type=float,
+              help="sample from the smallest set of tokens whose probability reaches this (1: no cut)")
+@click.option("--seed", default=None, type=int, help="random seed of the sampler (default: a fresh one each time)")
 @click.option("--stop-ids", default="", metavar="IDS", help="token ids that end the generation (comma-separated)")
 @click.option("--device", default=None, help="Vulkan device index or name substring")
 @_timeout_option
@@ -262,10 +265,10 @@ def inspect_cmd(path, as_json):
 @_input_option
 @_cast_option
 @click.option("--per-op", is_flag=True, help="compare every intermediate tensor and name the first op that diverges")
-@click.option("--device", default=None)
+@click.option("--device", default=None, help="Vulkan device: index, UUID, PCI bus id, name substring or auto (default: GPUC_DEVICE, else the first discrete GPU)")
 @click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True,
               help="compile precision (fp16 is judged with tolerance 2e-2 * max|ref|)")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object: per output its errors and pass, and pass")
 @_timeout_option
 @guarded
 def verify_cmd(model, inputs, cast, per_op, device, precision, as_json):
@@ -330,10 +333,10 @@ def _first_nonfinite_lines(r):
 @click.argument("bundle", type=click.Path(dir_okay=False))
 @_input_option
 @_cast_option
-@click.option("--runs", default=10, show_default=True)
-@click.option("--device", default=None)
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--csv", "as_csv", is_flag=True)
+@click.option("--runs", default=10, show_default=True, help="runs timed; each dispatch's median is shown")
+@click.option("--device", default=None, help="Vulkan device: index, UUID, PCI bus id, name substring or auto (default: GPUC_DEVICE, else the first discrete GPU)")
+@click.option("--json", "as_json", is_flag=True, help="print the table as one JSON object")
+@click.option("--csv", "as_csv", is_flag=True, help="print the table as CSV")
 @_timeout_option
 @_robust_option
 @guarded
@@ -375,7 +378,7 @@ def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, robust):
 @click.argument("bundle", type=click.Path(dir_okay=False, exists=True))
 @click.option("--runs", default=100, show_default=True, help="timed run() calls")
 @click.option("--device", default=None, help="Vulkan device index or name substring")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object: load times and run time statistics")
 @_timeout_option
 @guarded
 def bench_cmd(bundle, runs, device, as_json):
@@ -429,7 +432,7 @@ def cache_clear():
 
 
 @main.command("ops")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object: every op with where it runs, and counts")
 @guarded
 def ops_cmd(as_json):
     """List every builtin of the TFLite schema and every custom op gpuc knows: GPU, CPU or refused (why)."""
@@ -452,8 +455,8 @@ def ops_cmd(as_json):
 @click.option("--max-batch", default=None, type=click.IntRange(1, 4096),
               help="batch up to this many requests (default: the bundle's --max-batch; a .tflite is compiled with it)")
 @click.option("--batch-wait-ms", default=5.0, type=click.FloatRange(0), help="how long a batch waits to fill")
-@click.option("--host", default="127.0.0.1")
-@click.option("--port", default=8000, type=click.IntRange(1, 65535))
+@click.option("--host", default="127.0.0.1", show_default=True, help="address the HTTP server listens on")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="HTTP port")
 @click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)")
 @click.option("--num-gpus", default=None, type=click.FloatRange(0), help="GPUs per replica (default: 1 if Ray sees GPUs, else 0)")
 @guarded
@@ -469,7 +472,7 @@ def serve_cmd(model, replicas, max_batch, batch_wait_ms, host, port, address, nu
 @guarded
 def devices_cmd(as_json):
     """List Vulkan devices (any of index, UUID, PCI bus id, name substring, or "auto" is a --device)."""
-    from gpuc.runtime.device import list_devices
+    from gpuc.runtime.vk_instance import list_devices
     devs = list_devices()
     if as_json:
         click.echo(json.dumps(devs))

@@ -20,7 +20,8 @@ class Option:
 
 COMPILE_OPTIONS = (
     Option(("-o", "--output"), "output", "bundle to write", required=True, path=True),
-    Option(("--precision",), "precision", default="fp32", choices=("fp32", "fp16")),
+    Option(("--precision",), "precision", "fp16: activations and weights stored as float16, computed in fp32 "
+           "(a device without 16-bit storage runs the bundle's fp32 fallback)", default="fp32", choices=("fp32", "fp16")),
     Option(("--disable-pass",), "disable_passes", "skip an IR pass (repeatable)", multiple=True, metavar="NAME"),
     Option(("--no-cache",), "no_cache", "always compile; neither read nor write the compile cache", flag=True,
            fast=False),
@@ -30,7 +31,9 @@ COMPILE_OPTIONS = (
            "(-1 dims of its signature only; shapes downstream are recomputed and shape arithmetic folds; repeatable)",
            multiple=True, metavar="NAME=DIMS", fast=False),
     Option(("--dynamic",), "dynamic", "bound a dynamic dimension: NAME:AXIS<=MAX (the last ':' splits off the "
-           "axis; today the batch axis 0 of every input: the bundle then runs any batch 1..MAX; repeatable)",
+           "axis; repeatable): the batch axis 0 of every input (the bundle runs any batch 1..MAX), or any other "
+           "axis of an input, such as a sequence length or an image's height and width (the bundle runs every "
+           "size 1..MAX)",
            multiple=True, metavar="NAME:AXIS<=MAX", fast=False),
     Option(("--max-binding-bytes",), "max_binding_bytes", "refuse a tensor bound to a kernel larger than this "
            "(the target device's maxStorageBufferRange; Vulkan guarantees 134217728)", default=4294967295,

@@ -141,3 +141,52 @@ def test_cache_guard_sees_a_changed_user_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("GPUC_TEST_CACHE_GUARD")
     cache_guard.finish(session, state)
     assert session.exitstatus == 0 and len(lines) == 2                 # plain pytest: reported only
+
+
+def _commands():
+    import click
+    from gpuc.cli import main
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, path + [name])
+        else:
+            yield " ".join(path), cmd
+    return dict(walk(main, []))
+
+
+def test_every_command_and_option_has_help():
+    import click
+    cmds = _commands()
+    assert {"compile", "run", "verify", "profile", "bench", "generate", "serve", "devices", "ops"} <= set(cmds)
+    bare = [f"{name} {p.opts}" for name, c in cmds.items() for p in c.params
+            if isinstance(p, click.Option) and not p.hidden and not (p.help or "").strip()]
+    assert bare == [], f"options without help: {bare}"
+    assert [n for n, c in cmds.items() if not (c.help or "").strip()] == []
+
+
+def test_readme_cli_reference_agrees_with_the_commands():
+    """Each README CLI-reference row's synopsis names only options its command has; compile --help
+    says what the README says of --dynamic (any axis, not the batch axis only)."""
+    import re
+    from helpers.repo import ROOT
+    cmds = _commands()
+    rows = 0
+    for line in (ROOT / "README.md").read_text().splitlines():
+        m = re.match(r"\| `gpuc ([a-z]+(?: [a-z]+)?)([^`]*)`", line)
+        if not m:
+            continue
+        synopsis = m.group(2)
+        name = m.group(1) if m.group(1) in cmds else m.group(1).split()[0]
+        cmd = cmds.get(name) or next((c for n, c in cmds.items() if n.startswith(name + " ")), None)
+        assert cmd is not None, f"README names a command gpuc lacks: {m.group(1)}"
+        opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
+        named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", synopsis))
+        assert named <= opts, f"README's `gpuc {name}` names {sorted(named - opts)}, which it does not take"
+        rows += 1
+    assert rows >= 10
+    r = subprocess.run([sys.executable, "-m", "gpuc", "compile", "--help"], capture_output=True, text=True)
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "any other axis of an input" in text and "height and width" in text
+    assert "any other axis" in (ROOT / "README.md").read_text()

@@ -6,7 +6,11 @@
 // OP 1 MEAN over the middle of [OUTER, R, INNER]: q8_requant(sum - IN_ZP * R, MO, SO) + OUT_ZP clamped.
 // OP 2 SOFTMAX over rows of L: LiteRT's table path: t = lut[255 - max + x] (lut: float exp table),
 //      s = sum of t in order, inv = 1 / (s * OUT_SCALE), q = round_half_away(t * inv) + OUT_ZP clamped.
+// OP 3 AVERAGE_POOL_2D / OP 4 MAX_POOL_2D (NHWC [N, H, W, C] -> [N, OH, OW, C], input and output on one grid):
+//      the window's cells inside the input; average: sum rounded half away from zero over their count
+//      (LiteRT's integer division), both clamped to [ACT_MIN, ACT_MAX].
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER IN_ZP L OUT_SCALE
+//          H W C OH OW KH KW SH SW PT PL
 // @include int8_requant.glsl
 int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
 
@@ -23,6 +27,33 @@ int value_at(int e) {
     int s = 0;
     for (int r = 0; r < R; ++r) s += ld_a((o * R + r) * INNER + i);
     return clamp(q8_requant(s - IN_ZP * R, MO, SO, 0) + OUT_ZP, -128, 127);
+}
+#elif OP == 3 || OP == 4
+int value_at(int e) {
+    int c = e % C;
+    int p = e / C;
+    int ox = p % OW;
+    p /= OW;
+    int oy = p % OH;
+    int n = p / OH;
+    int acc = OP == 3 ? 0 : -128;
+    int count = 0;
+    for (int ky = 0; ky < KH; ++ky) {
+        int iy = oy * SH - PT + ky;
+        if (iy < 0 || iy >= H) continue;
+        for (int kx = 0; kx < KW; ++kx) {
+            int ix = ox * SW - PL + kx;
+            if (ix < 0 || ix >= W) continue;
+            int v = ld_a(((n * H + iy) * W + ix) * C + c);
+            acc = OP == 3 ? acc + v : max(acc, v);
+            count += 1;
+        }
+    }
+#if OP == 3
+    if (count > 0)
+        acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+#endif
+    return clamp(acc, ACT_MIN, ACT_MAX);
 }
 #else
 int row_cached = -1;

@@ -7,6 +7,8 @@ compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
 * MEAN: the int32 sum minus zero point * count, times input scale / output scale with 1/count folded
   into the multiplier (reduce.h QuantizedMeanOrSum); the reduced axes contiguous.  keep_dims over
   axes [1, 2] of a 4-D input runs LiteRT's optimized Mean, a different formula: not native (yet).
+* AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
+  the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
 * SOFTMAX: LiteRT's table path on x86 (optimized_ops::Softmax): a 256-entry float table of
   exp(-input_scale * beta * d), computed here at compile time, summed in order per row.
 """
@@ -20,10 +22,12 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
 from gpuc.compiler.ops.int8_common import (QMAX, QMIN, act_range, f32, int8_activation, native_form,
                                            quantize_multiplier, scale_zp)
+from gpuc.compiler.ops.conv import window
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
-ADD, MEAN, SOFTMAX = "INT8_ADD", "INT8_MEAN", "INT8_SOFTMAX"
+ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL = "INT8_ADD", "INT8_MEAN", "INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D"
+_POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 
 
 def _io(node, graph, n_in):
@@ -77,12 +81,32 @@ def _softmax_plan(node, graph):
     return x, y
 
 
+def _pool_plan(node, graph):
+    x, y = _io(node, graph, 1)
+    if scale_zp(x) != scale_zp(y):
+        raise ValueError("input and output quantization differ (LiteRT's int8 pooling requires them equal)")
+    if fused_act(node) not in (0, 1, 2, 3):
+        raise ValueError(f"fused activation {fused_act(node)} not supported")
+    if node.epilogue.pad:
+        raise ValueError("a folded PAD is not supported")
+    kh, kw = int(node.attrs.get("filter_height", 0)), int(node.attrs.get("filter_width", 0))
+    if kh < 1 or kw < 1:
+        raise ValueError(f"filter {kh}x{kw} must be at least 1x1")
+    geo, c, _ = window(node, graph, kh, kw)
+    if geo["DH"] != 1 or geo["DW"] != 1:
+        raise ValueError("pooling has no dilation")
+    geo.pop("DH"), geo.pop("DW"), geo.pop("N")
+    return x, y, dict(geo, C=c, KH=kh, KW=kw)
+
+
 @checked
 def _check(node, graph):
     if node.op in (ADD, "ADD"):
         _add_plan(node, graph)
     elif node.op in (MEAN, "MEAN"):
         _mean_axes(node, graph)
+    elif node.op in _POOLS:
+        _pool_plan(node, graph)
     else:
         _softmax_plan(node, graph)
     return None
@@ -95,8 +119,8 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
     return np.array(vals[::-1], np.float32)
 
 
-@register(ADD, MEAN, SOFTMAX, check=_check, dtypes=("int8",), inputs=(1, 2), quantized_io=True,
-          summary="internal: native int8 add / mean / softmax (passes/quant.py native_int8)")
+@register(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, check=_check, dtypes=("int8",), inputs=(1, 2), quantized_io=True,
+          summary="internal: native int8 add / mean / softmax / pooling (passes/quant.py native_int8)")
 def lower_int8_eltwise(node, graph):
     y = graph.t(node.outputs[0])
     d = dict(NOUT=y.size)
@@ -119,6 +143,11 @@ def lower_int8_eltwise(node, graph):
         m, s = (m << sh) // r, s - sh
         d.update(OP=1, OUTER=outer, R=r, INNER=inner, IN_ZP=zi, MO=m, SO=s, OUT_ZP=zo)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id))]
+    elif node.op in _POOLS:
+        x, y, geo = _pool_plan(node, graph)
+        lo, hi = act_range(fused_act(node), y)
+        d.update(geo, OP=_POOLS[node.op], ACT_MIN=lo, ACT_MAX=hi)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id))]
     else:
         x, y = _softmax_plan(node, graph)
         si, _ = scale_zp(x)
@@ -130,18 +159,21 @@ def lower_int8_eltwise(node, graph):
 
 
 _BASE = dict(NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30, S_B=-1, MO=1 << 30, SO=-3, OUT_ZP=1,
-             ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256)
+             ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256,
+             H=5, W=5, C=3, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1)
 VARIANTS = {
     "int8_eltwise": (dict(_BASE, OP=0), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
 }
 
-native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), check=_check)
+native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
+            ("MAX_POOL_2D", MAX_POOL), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ADD, MEAN, SOFTMAX, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+declare(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_eltwise", item_major=False, flat=True)

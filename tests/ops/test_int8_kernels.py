@@ -2,7 +2,7 @@
 int8 models: bit for bit equal to LiteRT's builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES), with
 random scales, zero points, weights and inputs.  Each model is checked to run its int8 form
 ("INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED", "INT8_ADD", "INT8_MEAN",
-"INT8_SOFTMAX"); a model with an op lacking an int8 kernel runs as a float program, as before."""
+"INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D"); a model with an op lacking an int8 kernel runs as a float program, as before."""
 import numpy as np
 import pytest
 
@@ -160,19 +160,18 @@ def test_quantize_dequantize_edges_stay_int8(gpu):
 
 
 def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
-    """A quantized model with an op lacking an int8 kernel (MAX_POOL_2D) compiles and runs as a float
+    """A quantized model with an op lacking an int8 kernel (CONCATENATION) compiles and runs as a float
     program with simulated quantization, within one quantization step of LiteRT."""
     rng = np.random.default_rng(9)
     mb = ModelBuilder()
-    x = mb.input("x", [1, 6, 6, 4], I8, quant=(0.05, 2))
+    x = mb.input("x", [1, 6, 6, 4], I8, quant=(0.05, -1))
     ws = rng.uniform(0.002, 0.02, 4).astype(np.float32)
     w = mb.const("w", rng.integers(-127, 128, (4, 1, 1, 4)).astype(np.int8), quant=(ws, 0, 0))
     h = mb.tensor("h", [1, 6, 6, 4], I8, quant=(0.05, -1))
     b = mb.const("b", rng.integers(-500, 500, 4).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
     mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
-    y = mb.tensor("y", [1, 3, 3, 4], I8, quant=(0.05, -1))
-    mb.op("MAX_POOL_2D", [h], [y], padding="VALID", stride_w=2, stride_h=2, filter_width=2, filter_height=2,
-          fused_activation_function="NONE")
+    y = mb.tensor("y", [1, 6, 6, 8], I8, quant=(0.05, -1))
+    mb.op("CONCATENATION", [h, x], [y], axis=3, fused_activation_function="NONE")
     mb.output(y)
     model = mb.finish()
     ops = _ops(model)
@@ -180,6 +179,22 @@ def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
     xin = _qin(rng, (1, 6, 6, 4))
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))
     assert d.max() <= 1
+
+
+@pytest.mark.parametrize("op,k,s,pad,act", [("AVERAGE_POOL_2D", 3, 2, "SAME", "NONE"),
+                                            ("AVERAGE_POOL_2D", 2, 2, "VALID", "RELU6"),
+                                            ("MAX_POOL_2D", 3, 2, "SAME", "RELU")])
+def test_pool_bit_exact(gpu, op, k, s, pad, act):
+    rng = np.random.default_rng(k * 10 + s + len(act))
+    mb = ModelBuilder()
+    q = (float(rng.uniform(0.02, 0.1)), int(rng.integers(-30, 30)))
+    x = mb.input("x", [2, 9, 8, 5], I8, quant=q)
+    oh, ow = (-(-9 // s), -(-8 // s)) if pad == "SAME" else ((9 - k) // s + 1, (8 - k) // s + 1)
+    y = mb.tensor("y", [2, oh, ow, 5], I8, quant=q)
+    mb.op(op, [x], [y], padding=pad, stride_w=s, stride_h=s, filter_width=k, filter_height=k,
+          fused_activation_function=act)
+    mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, (2, 9, 8, 5))], "INT8_" + op)
 
 
 @pytest.mark.parametrize("mode", ["off", "force"])

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.passes.pattern import (Matcher, NoMatch, Op, act_free, ints, plain_f32, replace_nodes, rewrite,
+from gpuc.compiler.pattern import (Matcher, NoMatch, Op, act_free, ints, plain_f32, replace_nodes, rewrite,
                                            scalar)
 
 ATTN_OP = "ATTENTION"

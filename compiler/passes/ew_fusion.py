@@ -27,7 +27,7 @@ from gpuc.compiler.ew_table import TABLE
 from gpuc.compiler.ops.ew_fused import MAX_INPUTS, OPS, arity
 from gpuc.compiler.ops.math import params
 from gpuc.compiler.ops.util import act_code
-from gpuc.compiler.passes.pattern import Op, Val, rewrite, scalar
+from gpuc.compiler.pattern import Op, Val, rewrite, scalar
 
 FUSED_OP = "FUSED_ELEMENTWISE"
 

@@ -12,7 +12,7 @@ import numpy as np
 from gpuc.compiler import ew_table, ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code
-from gpuc.compiler.passes.pattern import Op, Val, rewrite
+from gpuc.compiler.pattern import Op, Val, rewrite
 
 EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
 ACT_OPS = ew_table.ACT            # activation op -> its code

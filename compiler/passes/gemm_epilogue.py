@@ -35,7 +35,7 @@ from gpuc.compiler.ew_table import COSTLY
 from gpuc.compiler.ops.epi_chain import chain_reason
 from gpuc.compiler.ops.gemm_coopmat import gemm_shape, worthwhile
 from gpuc.compiler.passes.ew_fusion import FUSED_OP, chain_step, external_inputs, fusible
-from gpuc.compiler.passes.pattern import Op, index_of, plain_f32, rewrite
+from gpuc.compiler.pattern import Op, index_of, plain_f32, rewrite
 
 HOSTS = {"FULLY_CONNECTED", "CONV_2D", "BATCH_MATMUL", "DEPTHWISE_CONV_2D"}
 

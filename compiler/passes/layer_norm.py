@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.passes.pattern import NoMatch, Op, Val, act_free, index_of, rewrite
+from gpuc.compiler.pattern import NoMatch, Op, Val, act_free, index_of, rewrite
 from gpuc.compiler.symbolic import dim
 
 LN_OP = "LAYER_NORM"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.passes.pattern import Op, rewrite
+from gpuc.compiler.pattern import Op, rewrite
 from gpuc.compiler.symbolic import is_sym
 
 VIEWS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")

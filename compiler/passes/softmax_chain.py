@@ -9,7 +9,7 @@ are float32 and not quantized.  The guard changes only rows whose every value is
 -1e30): softmax does not depend on the value subtracted, and those rows underflow either way.
 Over the last axis the result is TFLite's own SOFTMAX (so fuse_attention can take it); over another
 axis it records attrs["axis"] (ops/reduce.py lower_softmax strides the rows).
-The chain is a pattern of compiler/passes/pattern.py (one per optional part: guard, beta).
+The chain is a pattern of compiler/pattern.py (one per optional part: guard, beta).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import norm_axis
-from gpuc.compiler.passes.pattern import Op, Val, Views, plain_f32, replace_nodes, rewrite, scalar
+from gpuc.compiler.pattern import Op, Val, Views, plain_f32, replace_nodes, rewrite, scalar
 
 GUARD_MAX = -1e30
 VIEWS = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.passes.pattern import Op, Val, rewrite
+from gpuc.compiler.pattern import Op, Val, rewrite
 
 
 def _perm(graph: Graph, node: Node):

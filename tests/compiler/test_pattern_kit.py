@@ -1,11 +1,11 @@
-"""The fusion passes' pattern kit (compiler/passes/pattern.py) on tiny hand-built graphs: the matcher's
+"""The fusion passes' pattern kit (compiler/pattern.py) on tiny hand-built graphs: the matcher's
 captures and constraints, commutation, repeated names, Views, and the rewrite driver."""
 from __future__ import annotations
 
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.passes.pattern import Matcher, Op, Val, Views, act_free, ints, plain_f32, rewrite, scalar
+from gpuc.compiler.pattern import Matcher, Op, Val, Views, act_free, ints, plain_f32, rewrite, scalar
 
 
 def _graph():

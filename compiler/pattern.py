@@ -1,5 +1,7 @@
 """The fusion passes' pattern kit: patterns are data, one matcher, one rewrite driver, and the
-predicates every pass shares (a float32 tensor, a scalar constant, a single reader ...).
+predicates every pass shares (a float32 tensor, a scalar constant, a single reader ...).  It sits
+beside the IR (it imports only compiler/ir.py), so the fusions that op modules own (ops/rope.py)
+use it as the passes under compiler/passes/ do.
 
 A pattern is a tree rooted at the node a rewrite replaces (usually the last node of a chain) and
 read backwards through producers:

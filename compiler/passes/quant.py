@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops import gemm_q8, int8_common
+from gpuc.compiler.ops import fact, gemm_q8, int8_common
 from gpuc.compiler.passes.fold import dequantize
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -61,6 +61,8 @@ def native_int8(graph: Graph) -> bool:
         touched = [t for t in list(n.inputs) + list(n.outputs) if t >= 0 and t in acts]
         if not touched:
             continue
+        if _int8_view(n, graph):
+            continue
         if n.op in int8_common.BOUNDARY:
             if int8_common.BOUNDARY[n.op](n, graph) is not None:
                 return False
@@ -74,6 +76,15 @@ def native_int8(graph: Graph) -> bool:
     for n, form in rewrite:
         n.op = form
     return True
+
+
+def _int8_view(n: Node, graph: Graph) -> bool:
+    """A view op (RESHAPE, SQUEEZE, EXPAND_DIMS: ops.fact pieces "reshape") of a runtime int8 tensor: it
+    stays, and reshape_as_view makes its output a view of its input (a quantized reshape copies bytes)."""
+    if fact(n.op, "pieces") != "reshape" or len(n.outputs) != 1 or not n.inputs or n.inputs[0] < 0:
+        return False
+    x, y = graph.t(n.inputs[0]), graph.t(n.outputs[0])
+    return not x.is_const and x.dtype == y.dtype == "int8" and x.size == y.size
 
 
 def simulate_quantization(graph: Graph) -> None:

@@ -20,6 +20,7 @@ from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.shape import copy_kernel
 from gpuc.compiler.ops.util import broadcast_strides, checked, fused_act, strides
+from gpuc.compiler.pattern import Op, Val, replace_nodes, rewrite
 
 OP = "ROPE"
 ATTENTION = "SDPA_DECODE"
@@ -40,115 +41,79 @@ def _ints(shape):
         return None
 
 
-class _Chain:
-    def __init__(self, g: Graph):
-        self.g = g
-        self.made = g.producers()
-        self.users = g.consumers()
-        self.chain: list[Node] = []
-
-    def node(self, tid: int, op: str, n_inputs: int) -> Node | None:
-        m = self.made.get(tid)
-        if m is None or m.op != op or len(m.inputs) != n_inputs or len(m.outputs) != 1 or fused_act(m) != 0:
-            return None
-        self.chain.append(m)
-        return m
-
-    def const(self, tid: int):
-        t = self.g.t(tid) if tid >= 0 else None
-        return None if t is None or t.data is None else np.asarray(t.data).reshape(-1)
-
-    def last_axis_slice(self, m: Node, shape) -> tuple[int, int] | None:
-        """(begin, size) of SLICE `m` along its input's last axis, None unless it slices that axis only."""
-        b, s = self.const(m.inputs[1]), self.const(m.inputs[2])
-        if b is None or s is None or len(b) != len(shape) or len(s) != len(shape) or b.dtype.kind not in "iu":
-            return None
-        s = [int(shape[d]) - int(b[d]) if int(s[d]) == -1 else int(s[d]) for d in range(len(shape))]
-        if any(int(b[d]) != 0 or s[d] != shape[d] for d in range(len(shape) - 1)):
-            return None
-        if not 0 <= int(b[-1]) <= int(b[-1]) + s[-1] <= shape[-1]:
-            return None
-        return int(b[-1]), s[-1]
+def _const(g: Graph, tid: int):
+    t = g.t(tid) if tid >= 0 else None
+    return None if t is None or t.data is None else np.asarray(t.data).reshape(-1)
 
 
-def _mul_pair(ch: _Chain, tid: int, xs: tuple) -> tuple[int, int] | None:
-    """(the operand of MUL `tid` among xs, its other operand)."""
-    m = ch.node(tid, "MUL", 2)
-    if m is None:
+def last_axis_slice(g: Graph, m: Node, shape) -> tuple[int, int] | None:
+    """(begin, size) of SLICE `m` along its input's last axis, None unless it slices that axis only."""
+    b, s = _const(g, m.inputs[1]), _const(g, m.inputs[2])
+    if b is None or s is None or len(b) != len(shape) or len(s) != len(shape) or b.dtype.kind not in "iu":
         return None
-    a, b = m.inputs
-    return (a, b) if a in xs else (b, a) if b in xs else None
-
-
-def _match(g: Graph, cat: Node, pick: int) -> tuple[Node, list[Node], list[Node]] | None:
-    """The ROPE node computing CONCATENATION `cat`, the nodes it replaces and the RESHAPE / SLICE making
-    its x (dropped where nothing else reads them); None where not the chain."""
-    if len(cat.inputs) != 2 or len(cat.outputs) != 1 or fused_act(cat) != 0:
+    s = [int(shape[d]) - int(b[d]) if int(s[d]) == -1 else int(s[d]) for d in range(len(shape))]
+    if any(int(b[d]) != 0 or s[d] != shape[d] for d in range(len(shape) - 1)):
         return None
+    if not 0 <= int(b[-1]) <= int(b[-1]) + s[-1] <= shape[-1]:
+        return None
+    return int(b[-1]), s[-1]
+
+
+def _plain(m, n: Node) -> bool:
+    return len(n.outputs) == 1 and fused_act(n) == 0
+
+
+def _fits(m, match) -> bool:
+    """The chain's shapes, slices, dtypes and broadcasts (module docstring)."""
+    g, cat = m.g, match["cat"]
     out = g.t(cat.outputs[0])
     oshape = _ints(out.shape)
-    if not oshape or out.dtype != "float32" or oshape[-1] % 2 or oshape[-1] < 2:
-        return None
-    if int(cat.attrs.get("axis", 0)) % len(oshape) != len(oshape) - 1:
-        return None
+    if not oshape or out.dtype != "float32" or oshape[-1] % 2 or oshape[-1] < 2 \
+            or int(cat.attrs.get("axis", 0)) % len(oshape) != len(oshape) - 1:
+        return False
     h = oshape[-1] // 2
     half = oshape[:-1] + [h]
-    ch = _Chain(g)
-    sub, add = ch.node(cat.inputs[0], "SUB", 2), ch.node(cat.inputs[1], "ADD", 2)
-    if sub is None or add is None:
-        return None
-    m1 = ch.made.get(sub.inputs[0])          # x1 * c: find x1 and x2 through the SLICEs
-    if m1 is None or m1.op != "MUL" or len(m1.inputs) != 2:
-        return None
-    x1 = m1.inputs[pick]                     # (pick: which operand of x1 * c is x1; the caller tries both)
-    sl1 = ch.made.get(x1)
-    if sl1 is None or sl1.op != "SLICE" or len(sl1.inputs) != 3:
-        return None
-    xt = sl1.inputs[0]
-    xshape = _ints(g.t(xt).shape)
-    if xshape != oshape or g.t(xt).dtype != "float32":
-        return None
-    ch.chain.append(sl1)
-    if ch.last_axis_slice(sl1, xshape) != (0, h):
-        return None
-    p1 = _mul_pair(ch, sub.inputs[0], (x1,))          # x1 * c
-    m2 = ch.made.get(sub.inputs[1])
-    x2 = None if m2 is None or m2.op != "MUL" else \
-        next((t for t in m2.inputs if t != x1 and ch.made.get(t) is not None and ch.made[t].op == "SLICE"), None)
-    if x2 is None or p1 is None:
-        return None
-    sl2 = ch.made[x2]
-    ch.chain.append(sl2)
-    if len(sl2.inputs) != 3 or sl2.inputs[0] != xt or ch.last_axis_slice(sl2, xshape) != (h, h):
-        return None
-    p2 = _mul_pair(ch, sub.inputs[1], (x2,))          # x2 * s
-    q = [_mul_pair(ch, t, (x1, x2)) for t in add.inputs]   # x2 * c, x1 * s
-    if p2 is None or None in q:
-        return None
-    c, s = p1[1], p2[1]
-    if {q[0], q[1]} != {(x2, c), (x1, s)} or c in (x1, x2) or s in (x1, x2):
-        return None
+    xt, c, s = g.t(match["x"]), match["c"], match["s"]
+    x1, x2 = match["sl1"].outputs[0], match["sl2"].outputs[0]
+    if _ints(xt.shape) != oshape or xt.dtype != "float32" or last_axis_slice(g, match["sl1"], oshape) != (0, h) \
+            or last_axis_slice(g, match["sl2"], oshape) != (h, h) or c in (x1, x2) or s in (x1, x2):
+        return False
     tc, ts = g.t(c), g.t(s)
     cshape = _ints(tc.shape)
     if cshape is None or _ints(ts.shape) != cshape or tc.dtype != "float32" or ts.dtype != "float32" \
-            or len(cshape) > len(half) or \
-            any(a not in (1, b) for a, b in zip(cshape[::-1], half[::-1])):
-        return None
-    for m in ch.chain:            # every intermediate: half-shaped, read by the chain alone
-        if tuple(_ints(g.t(m.outputs[0]).shape) or ()) != tuple(half):
-            return None
-    inner = {o for m in ch.chain for o in m.outputs}
-    mine = {id(m) for m in ch.chain} | {id(cat)}
-    for t in inner:
-        if t in g.outputs or g.t(t).is_variable or any(id(u) not in mine for u in ch.users.get(t, [])):
-            return None
-    # where x is a RESHAPE of a last-axis SLICE of src, read src
-    src, row, w, begin, feeders = sliced_source(g, xt, ch.made) or (xt, oshape[-1], oshape[-1], 0, [])
-    if row % oshape[-1]:
+            or len(cshape) > len(half) or any(a not in (1, b) for a, b in zip(cshape[::-1], half[::-1])):
+        return False
+    return all(tuple(_ints(g.t(n.outputs[0]).shape) or ()) == tuple(half) for n in match.nodes if n is not cat)
+
+
+def _mul(a, b, name):
+    return Op("MUL", a, b, name=name, commute=True, uses=1, where=_plain)
+
+
+_X1, _X2 = (Op("SLICE", Val("x"), Val(), Val(), name=f"sl{k}", uses=2) for k in (1, 2))
+# CONCATENATION([x1 * c - x2 * s, x2 * c + x1 * s]) (every intermediate read by the chain alone)
+CHAIN = Op("CONCATENATION",
+           Op("SUB", _mul(_X1, Val("c"), "m1"), _mul(_X2, Val("s"), "m2"), uses=1, where=_plain),
+           Op("ADD", _mul(_X2, Val("c"), "m3"), _mul(_X1, Val("s"), "m4"), uses=1, commute=True, where=_plain),
+           name="cat", where=_plain, check=_fits)
+
+
+def _fuse(g: Graph, match) -> None:
+    """ROPE(src, c, s) writes the CONCATENATION's output; the chain goes, and the RESHAPE / SLICE making x
+    where nothing else reads them."""
+    cat, xt = match["cat"], match["x"]
+    oshape = _ints(g.t(cat.outputs[0]).shape)
+    src, row, w, begin, feeders = sliced_source(g, xt, match.matcher.prod) or (xt, oshape[-1], oshape[-1], 0, [])
+    if row % oshape[-1]:                     # where x is a RESHAPE of a last-axis SLICE of src, read src
         src, row, w, begin, feeders = xt, oshape[-1], oshape[-1], 0, []
-    node = Node(OP, [src, c, s], [cat.outputs[0]],
-                {"half": h, "src_row": row, "src_w": w, "src_begin": begin, "x_shape": tuple(oshape)}, 1, cat.index)
-    return node, ch.chain + [cat], feeders
+    node = Node(OP, [src, match["c"], match["s"]], [cat.outputs[0]],
+                {"half": oshape[-1] // 2, "src_row": row, "src_w": w, "src_begin": begin, "x_shape": tuple(oshape)},
+                1, cat.index)
+    replace_nodes(g, cat, node, match.nodes)
+    for m in feeders:            # (the RESHAPE first, then its SLICE)
+        o = m.outputs[0]
+        if not g.consumers().get(o) and o not in g.outputs and not g.t(o).is_variable:
+            g.nodes = [n for n in g.nodes if n is not m]
 
 
 def sliced_source(g: Graph, xt: int, made: dict | None = None):
@@ -168,7 +133,7 @@ def sliced_source(g: Graph, xt: int, made: dict | None = None):
             or g.t(xt).dtype != "float32":
         return None
     zshape = _ints(g.t(sl.inputs[0]).shape)
-    cut = _Chain(g).last_axis_slice(sl, zshape) if zshape else None
+    cut = last_axis_slice(g, sl, zshape) if zshape else None
     if cut is None or cut[1] < 1:
         return None
     return sl.inputs[0], cut[1], zshape[-1], cut[0], [m for m in (rs, sl) if m is not None]
@@ -179,17 +144,7 @@ def fuse_rope(g: Graph) -> None:
     making x are dropped where nothing else reads them."""
     if getattr(g, "dynamic_dims", None):
         return                       # (sizes must be plain ints: the kernel's index maps are fixed)
-    for cat in [n for n in g.nodes if n.op == "CONCATENATION"]:
-        found = _match(g, cat, 0) or _match(g, cat, 1)
-        if found is None:
-            continue
-        node, gone, feeders = found
-        drop = {id(m) for m in gone if m is not cat}
-        g.nodes = [node if n is cat else n for n in g.nodes if id(n) not in drop]
-        for m in feeders:            # (the RESHAPE first, then its SLICE)
-            o = m.outputs[0]
-            if not g.consumers().get(o) and o not in g.outputs and not g.t(o).is_variable:
-                g.nodes = [n for n in g.nodes if n is not m]
+    rewrite(g, [(CHAIN, _fuse)])
     _into_attention(g)
 
 

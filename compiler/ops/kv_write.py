@@ -10,32 +10,38 @@ from __future__ import annotations
 
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.ops.rope import rope_of, sliced_source
+from gpuc.compiler.pattern import Op, Val, rewrite
 
 OP = "DYNAMIC_UPDATE_SLICE"
 ROPE = "ROPE"
 
 
+UPDATE = Op(OP, Val(), Val(), Val(), name="dus", where=lambda m, n: "upd_src" not in n.attrs)
+
+
 def fold_update_slices(g: Graph) -> None:
     if getattr(g, "dynamic_dims", None):
         return                       # (sizes must be plain ints: the kernel's index map is fixed)
-    for n in [n for n in g.nodes if n.op == OP and len(n.inputs) == 3 and "upd_src" not in n.attrs]:
-        u = n.inputs[1]
-        users = g.consumers()
-        if _into_rope(g, n, users):
-            continue
-        found = sliced_source(g, u) if u >= 0 and users.get(u) == [n] else None
-        if found is None or u in g.outputs or g.t(u).is_variable or g.t(n.inputs[0]).dtype != "float32":
-            continue
-        src, row, w, begin, feeders = found
-        n.attrs = dict(n.attrs, upd_src=(row, w, begin), upd_shape=tuple(int(d) for d in g.t(u).shape))
-        n.inputs = [n.inputs[0], src, n.inputs[2]]
-        for m in feeders:            # (the RESHAPE first, then its SLICE)
-            o = m.outputs[0]
-            if not g.consumers().get(o) and o not in g.outputs and not g.t(o).is_variable:
-                g.nodes = [k for k in g.nodes if k is not m]
+    rewrite(g, [(UPDATE, lambda g, match: _into_rope(g, match["dus"])), (UPDATE, _read_source)])
 
 
-def _into_rope(g: Graph, n, users) -> bool:
+def _read_source(g: Graph, match):
+    """The update read from the wider tensor it is a last-axis SLICE of (module docstring)."""
+    n = match["dus"]
+    u = n.inputs[1]
+    found = sliced_source(g, u) if match.matcher.users.get(u) == [n] else None
+    if found is None or u in g.outputs or g.t(u).is_variable or g.t(n.inputs[0]).dtype != "float32":
+        return False
+    src, row, w, begin, feeders = found
+    n.attrs = dict(n.attrs, upd_src=(row, w, begin), upd_shape=tuple(int(d) for d in g.t(u).shape))
+    n.inputs = [n.inputs[0], src, n.inputs[2]]
+    for m in feeders:            # (the RESHAPE first, then its SLICE)
+        o = m.outputs[0]
+        if not g.consumers().get(o) and o not in g.outputs and not g.t(o).is_variable:
+            g.nodes = [k for k in g.nodes if k is not m]
+
+
+def _into_rope(g: Graph, n) -> bool:
     """DYNAMIC_UPDATE_SLICE `n` of a ROPE's output as that ROPE writing into the cache (True if done)."""
     cache, u, start = n.inputs
     found = rope_of(g, u, n) if u >= 0 else None

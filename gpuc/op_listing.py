@@ -4,7 +4,7 @@ A status is "GPU" (a GPU kernel runs it; dtypes it does not take go to the CPU w
 exists), "CPU" (only runtime/cpu_ops.py's numpy kernel runs it) or "refused" (with the reason).  It
 is read off the op registry (compiler/ops/__init__.py: REGISTRY, FACTS, REFUSED, HANDLED), the CPU
 kernels (runtime/cpu_ops.py) and the program structure the compiler lowers itself (control flow,
-resource variables); nothing here names an op.  scripts/gen_op_table.py writes the README's table
+resource variables); nothing here names an op.  scripts/gen_op_table.py writes its markdown table
 from `listing()`.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def lines(data: dict) -> list[str]:
 
 
 def markdown(data: dict) -> str:
-    """The README's op table (scripts/gen_op_table.py)."""
+    """The op table as markdown (scripts/gen_op_table.py)."""
     def cell(s: str) -> str:
         return str(s).replace("|", "\\|").replace("\n", " ")
     rows = ["| op | status | dtypes (GPU) | note / reason |", "|---|---|---|---|"]

@@ -15,7 +15,14 @@
 // Outputs: sel [MAXO] (selected boxes, then zeros), SOFT: sel_scores [MAXO] (scores, then zeros), valid
 // [1]; the run's max_output_size (max_out[0]) is clamped to [0, MAXO] (the compiler sizes MAXO).
 // The selected boxes stay in shared memory (MAXO <= MS_CAP).
-// Defines: N MAXO SOFT WG
+// FAST (N <= FAST_CAP, NP = N rounded up to a power of 2): the workgroup first sorts the candidates by
+// score in shared memory (bitonic).  When no two candidates have equal scores (and no soft-NMS decay
+// runs), the heap's order is the sorted order and each selected box, pushed back with the top score, is
+// popped again at once: it suppresses itself (IoU with itself >= iou_threshold: dropped) or is selected
+// again and again until the output is full.  That path walks the sorted candidates: each selected box
+// marks, in parallel, the later candidates it suppresses (IoU >= iou_threshold, computed as the heap
+// path computes it) and the next unmarked one is the next pop.  Equal candidate scores take the heap path.
+// Defines: N MAXO SOFT WG FAST NP
 shared uint ssel[MAXO > 0 ? MAXO : 1];
 shared float c_score;
 shared float c_orig;
@@ -26,6 +33,13 @@ shared uint nsel;
 shared uint nout;
 shared uint done;
 shared uint hard;
+#if FAST
+shared uint skey[NP];          // sort key: the order-preserving bits of a candidate's score, 0 for the others
+shared uint sidx[NP];          // box index; bit 31: suppressed
+shared uint ncand;
+shared uint snext;
+shared uint sties;
+#endif
 
 float h_score(uint i) { return uintBitsToFloat(heap[3u * i]); }
 
@@ -120,10 +134,7 @@ float exp_soft(float x) {
 }
 #endif
 
-void main() {
-    uint l = gl_LocalInvocationID.x;
-    float iou_t = iou_thr[0];
-    float thr = score_thr[0];
+void heap_nms(uint l, float iou_t, float thr) {
     if (l == 0u) {
         hsize = 0u;
         for (uint i = 0u; i < uint(N); ++i) {
@@ -184,6 +195,104 @@ void main() {
         }
         barrier();
     }
+}
+
+#if FAST
+uint score_key(float s) {                   // larger score -> larger key (s is not NaN)
+    uint u = floatBitsToUint(s);
+    return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
+}
+
+// sorts the candidates (descending); true when the sorted walk gives the heap's result
+bool sort_candidates(uint l, float thr) {
+    if (l == 0u) { ncand = 0u; sties = 0u; }
+    barrier();
+    for (uint i = l; i < uint(NP); i += uint(WG)) {
+        float s = i < uint(N) ? scores[i] : 0.0;
+        bool cand = i < uint(N) && s > thr;
+        skey[i] = cand ? score_key(s) : 0u;
+        sidx[i] = i;
+        if (cand) atomicAdd(ncand, 1u);
+    }
+    barrier();
+    for (uint k = 2u; k <= uint(NP); k <<= 1) {
+        for (uint j = k >> 1; j > 0u; j >>= 1) {
+            for (uint i = l; i < uint(NP); i += uint(WG)) {
+                uint p = i ^ j;
+                if (p > i) {
+                    bool desc = (i & k) == 0u;
+                    uint a = skey[i], b = skey[p];
+                    if (desc ? a < b : a > b) {
+                        skey[i] = b; skey[p] = a;
+                        uint t = sidx[i]; sidx[i] = sidx[p]; sidx[p] = t;
+                    }
+                }
+            }
+            barrier();
+        }
+    }
+    for (uint i = l; i + 1u < ncand; i += uint(WG))
+        if (skey[i] == skey[i + 1u]) sties = 1u;
+    barrier();
+    return sties == 0u;
+}
+
+void sorted_nms(uint l, float iou_t, float thr) {
+    uint nc = ncand;
+    if (l == 0u) {
+        nout = min(nc, uint(clamp(max_out[0], 0, MAXO)));
+        nsel = 0u;
+        snext = 0u;
+    }
+    barrier();
+    for (;;) {
+        uint p = snext;
+        if (nsel >= nout || p >= nc) break;         // (shared values after a barrier: uniform)
+        uint c = sidx[p] & 0x7FFFFFFFu;
+        bool again = !(iou(c, c) >= iou_t);         // popped again at once and not suppressed by itself
+        barrier();
+        if (l == 0u) {
+            uint stop = again ? nout : nsel + 1u;
+            for (uint k = nsel; k < stop; ++k) {
+                ssel[k] = c;
+                sel[k] = int(c);
+#if SOFT
+                sel_scores[k] = scores[c];
+#endif
+            }
+            nsel = stop;
+            snext = nc;
+        }
+        barrier();
+        if (again) break;
+        for (uint q = p + 1u + l; q < nc; q += uint(WG)) {
+            uint e = sidx[q];
+            if ((e & 0x80000000u) != 0u) continue;
+            if (iou(e, c) >= iou_t) sidx[q] = e | 0x80000000u;
+            else atomicMin(snext, q);
+        }
+        barrier();
+    }
+}
+#endif
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    float iou_t = iou_thr[0];
+    float thr = score_thr[0];
+#if FAST
+#if SOFT
+    bool fast = !(sigma_in[0] > 0.0);
+#else
+    bool fast = true;
+#endif
+    if (fast) fast = sort_candidates(l, thr);
+    if (fast) sorted_nms(l, iou_t, thr);
+    else heap_nms(l, iou_t, thr);
+#else
+    heap_nms(l, iou_t, thr);
+#endif
+    barrier();
     for (uint i = nsel + l; i < uint(MAXO); i += uint(WG)) {
         sel[i] = 0;
 #if SOFT

@@ -15,7 +15,10 @@ selected candidate goes back into the queue (LiteRT's loop has no `continue`), w
 order of later ties, and a zero-area box (or any box when iou_threshold > 1) is then selected again
 and again; soft-NMS (sigma > 0) decays a score by exp(-0.5 iou^2 / sigma) per selected box and puts
 it back into the queue.  shaders/nms_heap.comp runs that algorithm in one workgroup (the heap in a
-scratch tensor, the IoU comparisons spread over the workgroup).
+scratch tensor, the IoU comparisons spread over the workgroup).  Up to FAST_CAP boxes it first sorts the
+candidates in shared memory: with no equal candidate scores and no soft-NMS decay, the heap's pops are the
+sorted order, and the workgroup walks it, each selected box suppressing the later candidates in parallel
+(the heap only for ties and soft-NMS).
 
 A run-time max_output_size gives outputs of a size known only at run time: the compiler sizes them
 for min(N, MS_CAP) and the bundle records that their length is that input's value (runtime/
@@ -31,10 +34,11 @@ from gpuc.compiler.ops.output_lengths import declare_length
 
 OPS = ("NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5")
 MS_CAP = 2048            # selected boxes a run may hold (shared memory: 8 KiB)
-WG = 128
+FAST_CAP = 4096          # boxes the sorted path holds (shared memory: 32 KiB of keys and indices)
+WG = 256
 
 VARIANTS = {
-    "nms_heap": (dict(N=100, MAXO=10, WG=WG), {"SOFT": [0, 1]},
+    "nms_heap": (dict(N=100, MAXO=10, WG=WG, NP=128), {"SOFT": [0, 1], "FAST": [0, 1]},
                  ["sel", "sel_scores", "valid", "heap", "boxes", "scores", "max_out", "iou_thr", "score_thr",
                   "sigma_in"],
                  {"sel": "int32", "valid": "int32", "heap": "uint32", "max_out": "int32"},
@@ -121,8 +125,10 @@ def lower_nms(node, graph):
     binds = [("sel", outs[0]), ("sel_scores", scores_out), ("valid", outs[-1]), ("heap", heap),
              ("boxes", node.inputs[0]), ("scores", node.inputs[1]), ("max_out", node.inputs[2]),
              ("iou_thr", node.inputs[3]), ("score_thr", node.inputs[4]), ("sigma_in", sigma)]
-    return [Kernel("nms_heap", binds, WG, dict(N=n, MAXO=cap, WG=WG, SOFT=int(soft)), node.label(), local_x=WG,
-                   rw=("sel_scores", "valid", "heap"))]
+    np2 = 1 << max(1, (n - 1).bit_length())
+    fast = dict(FAST=int(np2 <= FAST_CAP), NP=np2 if np2 <= FAST_CAP else 1)
+    return [Kernel("nms_heap", binds, WG, dict(N=n, MAXO=cap, WG=WG, SOFT=int(soft), **fast), node.label(),
+                   local_x=WG, rw=("sel_scores", "valid", "heap"))]
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

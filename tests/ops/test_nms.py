@@ -99,6 +99,29 @@ def test_many_boxes(gpu):
     assert ref[-1] >= 300
 
 
+SORTED_CASES = [  # (boxes, v5, max_output_size, iou_threshold, score_threshold, score grid, box size, zero-area share)
+    (2000, False, 100, 0.5, 0.1, 0, 0.4, 0.0),      # benchmarks/nms_speed.py's size: the sorted walk
+    (800, True, 300, 0.3, 0.0, 0, 0.08, 0.0),       # long walks, V5 without decay
+    (400, False, 400, 0.6, 0.2, 0, 0.2, 0.3),       # many zero-area boxes: one of them fills the output
+    (500, False, 200, 0.45, 0.05, 64, 0.1, 0.02),   # many equal scores: the heap path
+    (300, True, 50, 1.2, 0.0, 0, 0.2, 0.0),         # iou_threshold > 1: the first box repeated
+    (400, False, 80, 0.0, 0.5, 0, 0.2, 0.0),        # iou_threshold 0
+    (4100, False, 120, 0.5, 0.3, 0, 0.1, 0.05),     # above FAST_CAP boxes: the heap path
+]
+
+
+@pytest.mark.parametrize("case", SORTED_CASES)
+def test_sorted_walk_matches_litert(gpu, case):
+    """Random boxes with distinct scores (the sorted parallel walk) and with ties (the heap), both
+    checked against LiteRT over two draws each."""
+    n, v5, mo, iou, thr, grid, size, zero = case
+    rng = np.random.default_rng(n + mo)
+    model = nms_model(n, v5, mo, iou, thr)
+    for _ in range(2):
+        ins = [random_boxes(n, rng, degenerate=zero, size=size), random_scores(n, rng, grid)]
+        check(gpu, model, ins)
+
+
 def test_runs_on_the_gpu_without_round_trips(tmp_path):
     from click.testing import CliRunner
     from gpuc.cli import main

@@ -1,8 +1,10 @@
 // Boundary (de)quantization of 1-byte tensors, per-tensor parameters.
-// TO_BYTES 0: x = int8/uint8 bytes (KIND 4 / 3, 4 per 32-bit word) -> out_ float: (q - Q_ZP) * Q_SCALE.
-// TO_BYTES 1: x float -> out_ bytes: q = clamp(round_half_away(v / Q_SCALE) + Q_ZP, Q_MIN, Q_MAX);
-//             each invocation writes one whole word (4 elements).
-// Defines: N (elements) Q_SCALE Q_ZP Q_MIN Q_MAX.  Buffers are read / written as raw 32-bit words.
+// As LiteRT's builtin kernels compute them (bit for bit, tests/ops/test_int8_kernels.py):
+// TO_BYTES 0: x = int8/uint8 bytes (KIND 4 / 3, 4 per 32-bit word) -> out_ float: q * Q_SCALE - Q_ZP * Q_SCALE
+//             (two rounded products, no fused multiply-add);
+// TO_BYTES 1: x float -> out_ bytes: q = clamp(round_half_even(v * Q_INV) + Q_ZP, Q_MIN, Q_MAX), Q_INV the
+//             float 1 / scale; each invocation writes one whole word (4 elements).
+// Defines: N (elements) Q_SCALE Q_INV Q_ZP Q_MIN Q_MAX.  Buffers are read / written as raw 32-bit words.
 uint q_bits(float v) { return floatBitsToUint(v); }
 uint q_bits(int v) { return uint(v); }
 uint q_bits(uint v) { return v; }
@@ -18,8 +20,8 @@ void main() {
     for (int j = 0; j < 4; ++j) {
         int e = int(gid) * 4 + j;
         if (e >= N) break;
-        float v = uintBitsToFloat(q_bits(x[e])) / Q_SCALE;
-        float r = sign(v) * floor(abs(v) + 0.5);
+        precise float v = uintBitsToFloat(q_bits(x[e])) * Q_INV;
+        float r = roundEven(v);
         int q = int(clamp(r + float(Q_ZP), float(Q_MIN), float(Q_MAX)));
         w |= (uint(q) & 0xFFu) << (8 * j);
     }
@@ -32,6 +34,9 @@ void main() {
 #else
     int q = int(b);
 #endif
-    q_put(out_[gid], floatBitsToUint(float(q - Q_ZP) * Q_SCALE));
+    precise float qs = float(q) * Q_SCALE;
+    precise float zs = float(Q_ZP) * Q_SCALE;
+    precise float v = qs - zs;
+    q_put(out_[gid], floatBitsToUint(v));
 #endif
 }

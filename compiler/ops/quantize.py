@@ -8,11 +8,14 @@ fake-quant grid, so inside the model:
   to the output's grid (the FQ epilogue lower_graph adds for fake-quantized outputs).
 
 At the model's boundary, int8/uint8 tensors stay real bytes (4 per 32-bit word):
-* DEQUANTIZE int8/uint8 graph input -> float32: v = (q - zp) * scale;
-* QUANTIZE float32 -> int8/uint8 graph output: q = clamp(round_half_away(v / scale) + zp, qmin, qmax).
+* DEQUANTIZE int8/uint8 graph input -> float32: v = q * scale - zp * scale (LiteRT's builtin kernel);
+* QUANTIZE float32 -> int8/uint8 graph output: q = clamp(round_half_even(v * (1 / scale)) + zp, qmin, qmax)
+  (LiteRT's builtin kernel; the fake-quant epilogues inside a float program round half away instead).
 Per-tensor quantization only.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, int8_common, register, rules, template
@@ -50,7 +53,7 @@ def lower_quantize(node, graph):
     q = x if node.op == "DEQUANTIZE" else y
     lo, hi = QRANGE[q.dtype]
     defines = dict(TO_BYTES=int(node.op == "QUANTIZE"), KIND=KIND[q.dtype], N=y.size,
-                   Q_SCALE=float(q.quant.scale[0]), Q_ZP=int(q.quant.zero_point[0]) if q.quant.zero_point.size else 0,
+                   Q_SCALE=float(q.quant.scale[0]), Q_INV=float(np.float32(1.0) / np.float32(q.quant.scale[0])), Q_ZP=int(q.quant.zero_point[0]) if q.quant.zero_point.size else 0,
                    Q_MIN=lo, Q_MAX=hi)
     binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id))]
     n = -(-y.size // 4) if node.op == "QUANTIZE" else y.size
@@ -72,7 +75,7 @@ def _native_boundary(node, graph):
 int8_common.BOUNDARY["QUANTIZE"] = int8_common.BOUNDARY["DEQUANTIZE"] = _native_boundary
 
 VARIANTS = {
-    "quantize": (dict(N=22, Q_SCALE=0.05, Q_ZP=-3, Q_MIN=-128, Q_MAX=127), {"TO_BYTES": [0, 1], "KIND": [3, 4]},
+    "quantize": (dict(N=22, Q_SCALE=0.05, Q_INV=20.0, Q_ZP=-3, Q_MIN=-128, Q_MAX=127), {"TO_BYTES": [0, 1], "KIND": [3, 4]},
                  ["out_", "x"], {"out_": "uint32", "x": "uint32"}),
 }
 

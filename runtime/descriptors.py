@@ -5,7 +5,7 @@ from __future__ import annotations
 import vulkan as vk
 
 from gpuc.runtime.bundle import ARENA
-from gpuc.runtime.device import _check
+from gpuc.runtime.vk_instance import vk_check
 
 
 class Descriptors:
@@ -35,7 +35,7 @@ class Descriptors:
             "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, "descriptorPool": pool,
             "descriptorSetCount": n, "pSetLayouts": layouts})
         sets = ffi.new("VkDescriptorSet[]", n)
-        _check("allocating descriptor sets", vk.lib.vkAllocateDescriptorSets(dev, ainfo, sets))
+        vk_check("allocating descriptor sets", vk.lib.vkAllocateDescriptorSets(dev, ainfo, sets))
         total = sum(len(d.bindings) for d in b.dispatches)
         if total:
             infos = ffi.new("VkDescriptorBufferInfo[]", total)

@@ -23,7 +23,10 @@ import weakref
 import vulkan as vk
 
 from gpuc.errors import DeviceError, GpuTimeoutError, GpucError
-from gpuc.runtime import capabilities, device_select, overlap, robustness, validation
+from gpuc.runtime import capabilities, device_select, overlap, robustness
+from gpuc.runtime.timeouts import CPU_TIMEOUT_S, GPU_TIMEOUT_S, TIMEOUT_ENV, describe_timeout, parse_timeout
+from gpuc.runtime.vk_instance import choose_physical, instance, type_name, vk_call, vk_check
+
 
 class MemoryKind(enum.Enum):
     """Where a buffer's memory lives (Device.buffer)."""
@@ -33,57 +36,9 @@ class MemoryKind(enum.Enum):
     BAR = "bar"          # device-local and host-visible (a large BAR): weights with GPUC_WEIGHTS_IN_BAR=1
 
 
-_TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0, vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
-              vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
-              vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: 4}
-_TYPE_NAME = {0: "discrete GPU", 1: "integrated GPU", 2: "virtual GPU", 3: "CPU", 4: "other"}
-
-# How long a run may keep the GPU before it fails with GpuTimeoutError (math.inf: no limit).  The
-# default fits the device: a GPU that takes a minute over one submission has hung (or been given far
-# too much), while a CPU implementation (lavapipe) runs a big model for minutes and must not be cut off.
-TIMEOUT_ENV = "GPUC_GPU_TIMEOUT_S"
-GPU_TIMEOUT_S = 60.0
-CPU_TIMEOUT_S = math.inf
 CLOSE_GRACE_S = 10.0        # close(): how long to wait for runs that timed out before leaving them be
 _WAIT_SLICE_NS = 500_000_000    # a passive wait returns to Python this often (Ctrl-C is seen)
 SPIN_S = 500e-6                  # a passive wait spins at most this long around a run's expected end
-
-
-def parse_timeout(value, what: str = "timeout") -> float | None:
-    """Seconds (> 0), or math.inf for 0 / "none" / "inf" (no limit); None / "" -> None (the default)."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, str) and value.strip().lower() in ("none", "inf", "off"):
-        return math.inf
-    try:
-        t = float(value)
-    except (TypeError, ValueError):
-        t = math.nan
-    if isinstance(value, bool) or not t >= 0:
-        raise GpucError(f"{what} must be a number of seconds (0: no limit), not {value!r}")
-    return math.inf if t == 0 else t
-
-
-def describe_timeout(t: float) -> str:
-    return "no limit" if t == math.inf else f"{t:g} s"
-
-def run_timeout_error(timeout_s: float) -> GpuTimeoutError:
-    """A run (host steps and jumps included: runtime/program.py) went past its timeout."""
-    return GpuTimeoutError(
-        f"the run did not finish within {describe_timeout(timeout_s)} (host (CPU) steps and jumps count too: a "
-        f"loop that does not end?); allow longer with --timeout SECONDS, {TIMEOUT_ENV} or "
-        "gpuc.load(..., timeout_s=...) (0: no limit)")
-
-
-def _vk_call(what, fn, *args):
-    try:
-        return fn(*args)
-    except vk.VkErrorOutOfDeviceMemory:
-        raise DeviceError(f"{what}: out of device memory; try a smaller model or batch") from None
-    except vk.VkErrorOutOfHostMemory:
-        raise DeviceError(f"{what}: out of host memory") from None
-    except vk.VkErrorDeviceLost:
-        raise DeviceError(f"{what}: the Vulkan device was lost (driver reset or GPU fault); reload the model") from None
 
 
 _SHARED: dict = {}
@@ -118,53 +73,6 @@ def _close_shared():
     _SHARED.clear()
 
 
-def _check(what, result):
-    """Raise for a VkResult returned by a direct (vk.lib) call, as the binding's wrappers would."""
-    if result != vk.VK_SUCCESS:
-        exc = vk.exception_codes.get(result)
-        if exc is None:
-            raise DeviceError(f"{what}: Vulkan error {result}")
-        _vk_call(what, _raise, exc)
-
-
-def _raise(exc):
-    raise exc()
-
-
-def _instance():
-    """(instance, destroy_messenger) -- the messenger exists only with GPUC_VALIDATION=1."""
-    app = vk.VkApplicationInfo(pApplicationName="gpuc", applicationVersion=1, pEngineName="gpuc",
-                               engineVersion=1, apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
-    layers, exts = validation.instance_layers_and_extensions()
-    info = vk.VkInstanceCreateInfo(pApplicationInfo=app, enabledLayerCount=len(layers),
-                                   ppEnabledLayerNames=layers or None, enabledExtensionCount=len(exts),
-                                   ppEnabledExtensionNames=exts or None)
-    try:
-        inst = vk.vkCreateInstance(info, None)
-        return inst, validation.attach(inst)
-    except (vk.VkErrorIncompatibleDriver, vk.VkErrorInitializationFailed) as e:
-        raise DeviceError("no Vulkan driver found (install your GPU's Vulkan driver, or "
-                          f"mesa-vulkan-drivers for the CPU device lavapipe): {type(e).__name__}") from None
-
-
-def list_devices():
-    """[{index, name, type, uuid, pci_bus_id}] of every Vulkan physical device: uuid is deviceUUID as
-    NVML writes it ("GPU-…"; None on Vulkan 1.0), pci_bus_id "dddd:bb:dd.f" (None without
-    VK_EXT_pci_bus_info); either one, or the index, is a `select` (runtime/device_select.py)."""
-    inst, unhook = _instance()
-    try:
-        out = []
-        for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(inst)):
-            p = vk.vkGetPhysicalDeviceProperties(pd)
-            uuid, bus = device_select.device_ids(pd)
-            out.append({"index": i, "name": p.deviceName, "type": _TYPE_NAME[_TYPE_RANK.get(p.deviceType, 4)],
-                        "uuid": device_select.format_uuid(uuid), "pci_bus_id": bus})
-        return out
-    finally:
-        unhook()
-        vk.vkDestroyInstance(inst, None)
-
-
 class Device:
     """One logical device with one compute queue."""
 
@@ -181,12 +89,12 @@ class Device:
         self._users = 0                        # threads inside using() (device-tensor transfers)
         self._pinned = set()                   # mapped buffers not freed yet (runtime/resources.py Mapped)
         self._deferred = None                  # (device, instance) left for the last pinned buffer
-        self.instance, self._unhook = _instance()
+        self.instance, self._unhook = instance()
         t_instance = time.perf_counter()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
         if not pds:
             raise DeviceError("no Vulkan device found")
-        self.physical, self.index = self._choose(pds, select if select is not None else os.environ.get("GPUC_DEVICE"))
+        self.physical, self.index = choose_physical(pds, select if select is not None else os.environ.get("GPUC_DEVICE"))
         self.props = vk.vkGetPhysicalDeviceProperties(self.physical)
         self.name = self.props.deviceName
         self.limits = self.props.limits
@@ -211,7 +119,7 @@ class Device:
                                       ppEnabledExtensionNames=exts or None,
                                       pEnabledFeatures=robust_on[0] if robust_on else None)
         t_query = time.perf_counter()
-        self.device = _vk_call("creating the Vulkan device", vk.vkCreateDevice, self.physical, dinfo, None)
+        self.device = vk_call("creating the Vulkan device", vk.vkCreateDevice, self.physical, dinfo, None)
         t_device = time.perf_counter()
         del feats, cap_keep
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
@@ -257,19 +165,11 @@ class Device:
         onf = vk.VkPhysicalDeviceShaderFloat16Int8Features(pNext=on16, shaderFloat16=vk.VK_TRUE)
         return onf, [onf, on16]
 
-    @staticmethod
-    def _choose(pds, select):
-        """(physical device, index) for `select`: index, deviceUUID, PCI bus id, "auto" or name
-        substring (runtime/device_select.py); None / "": the best ranked."""
-        ranked = sorted(range(len(pds)), key=lambda i: (_TYPE_RANK.get(vk.vkGetPhysicalDeviceProperties(pds[i]).deviceType, 4), i))
-        i = device_select.choose(pds, select, ranked)
-        return pds[i], i
-
     def describe(self) -> dict:
         v = self.props.apiVersion
         uuid, bus = device_select.device_ids(self.physical)
         return {"name": self.name, "index": self.index, "uuid": device_select.format_uuid(uuid), "pci_bus_id": bus,
-                "type": _TYPE_NAME[_TYPE_RANK.get(self.props.deviceType, 4)],
+                "type": type_name(self.props.deviceType),
                 "vendor_id": self.props.vendorID, "device_id": self.props.deviceID,
                 "driver_version": self.props.driverVersion,
                 "api_version": f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}",
@@ -330,13 +230,13 @@ class Device:
             raise TypeError(f"memory kind must be a MemoryKind, not {kind!r}")
         size = max(int(size), 256)
         binfo = vk.VkBufferCreateInfo(size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-        buf = _vk_call("creating a buffer", vk.vkCreateBuffer, self.device, binfo, None)
+        buf = vk_call("creating a buffer", vk.vkCreateBuffer, self.device, binfo, None)
         req = vk.vkGetBufferMemoryRequirements(self.device, buf)
         want, prefer, avoid = self._memory_flags(kind, size)
         ainfo = vk.VkMemoryAllocateInfo(allocationSize=req.size,
                                         memoryTypeIndex=self._memory_type(req.memoryTypeBits, want, prefer, avoid))
         try:
-            mem = _vk_call(f"allocating {size} bytes of device memory", vk.vkAllocateMemory, self.device, ainfo, None)
+            mem = vk_call(f"allocating {size} bytes of device memory", vk.vkAllocateMemory, self.device, ainfo, None)
         except DeviceError:
             vk.vkDestroyBuffer(self.device, buf, None)
             raise
@@ -357,7 +257,7 @@ class Device:
                                                   "commandBufferCount": len(cmds), "pCommandBuffers": arr}), arr)
             self._submit_infos[cmds] = info
         with self.lock:
-            _check("submitting work", vk.lib.vkQueueSubmit(self.queue, 1, info[0], fence))
+            vk_check("submitting work", vk.lib.vkQueueSubmit(self.queue, 1, info[0], fence))
 
     @property
     def is_cpu(self) -> bool:
@@ -390,7 +290,7 @@ class Device:
                 if st == vk.VK_SUCCESS:
                     break
                 if st != vk.VK_NOT_READY:
-                    _vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE, 0)
+                    vk_call("waiting for the GPU", vk.vkWaitForFences, self.device, 1, [fence], vk.VK_TRUE, 0)
                 if time.perf_counter() > deadline:
                     self._timed_out(fence, timeout_s)
         else:
@@ -404,10 +304,10 @@ class Device:
                     break
                 if left <= 0 or time.perf_counter() >= deadline:
                     self._timed_out(fence, timeout_s)
-            _check("waiting for the GPU", r)
+            vk_check("waiting for the GPU", r)
         if self._late:
             self._late.discard(fence)
-        _check("resetting a fence", vk.lib.vkResetFences(self.device, 1, vk.ffi.new("VkFence*", fence)))
+        vk_check("resetting a fence", vk.lib.vkResetFences(self.device, 1, vk.ffi.new("VkFence*", fence)))
 
     def _spin(self, fence, spin_at: float, timeout_s: float) -> bool:
         """Block until `spin_at` (within timeout_s), then spin up to SPIN_S; whether the fence is signalled."""

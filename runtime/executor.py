@@ -27,7 +27,7 @@ from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, p
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
-from gpuc.runtime.device import CLOSE_GRACE_S, Device, parse_timeout, shared_device
+from gpuc.runtime.device import CLOSE_GRACE_S, Device, shared_device
 from gpuc.runtime.iospec import IOSpec  # noqa: F401 - re-exported
 from gpuc.runtime.outputs import NamedHandle
 from gpuc.runtime.overlap import Background
@@ -35,6 +35,7 @@ from gpuc.runtime.pipelines import Pipelines
 from gpuc.runtime.precision import select_program
 from gpuc.runtime.resources import Resources
 from gpuc.runtime.slots import RunHandle, Slot, Slots, StagingView, closed_error
+from gpuc.runtime.timeouts import parse_timeout
 
 
 def check_alignment(device) -> None:

@@ -19,7 +19,7 @@ import vulkan as vk
 from gpuc import progress
 from gpuc.errors import BundleError
 from gpuc.runtime import spirv
-from gpuc.runtime.device import _vk_call
+from gpuc.runtime.vk_instance import vk_call
 from gpuc.runtime.overlap import Background, threads_for
 from gpuc.runtime.pipeline_cache import PipelineCache
 
@@ -102,7 +102,7 @@ class Pipelines:
 def _refused_as_bundle_error(j, shader, fn, *args):
     """fn(*args); a raw Vulkan error (the driver refused the module) as a BundleError naming shader j."""
     try:
-        return _vk_call(f"creating the pipeline of shader {j} ({shader.name})", fn, *args)
+        return vk_call(f"creating the pipeline of shader {j} ({shader.name})", fn, *args)
     except vk.VkError as e:
         raise BundleError(f"shader {j} ({shader.name}) was refused by the driver ({type(e).__name__}): the "
                           "bundle is corrupt or was made for another device; recompile it") from None
@@ -136,7 +136,7 @@ def _create_group(dev, cache, infos, idx, counting=None):
     """The pipelines of infos[i] for i in idx, in one call, or COUNTED_CHUNK at a time, counted."""
     if counting is None:
         group = [infos[i] for i in idx]
-        return _vk_call("creating compute pipelines", vk.vkCreateComputePipelines, dev, cache, len(group), group, None)
+        return vk_call("creating compute pipelines", vk.vkCreateComputePipelines, dev, cache, len(group), group, None)
     made = []
     try:
         for k in range(0, len(idx), COUNTED_CHUNK):

@@ -29,7 +29,8 @@ import vulkan as vk
 from gpuc.errors import BundleError, GpucError
 from gpuc.runtime import commands, cpu_ops, iospec
 from gpuc.runtime.bundle import ARENA, GPU, HOST, JUMP, JUMP_IF_FALSE, WEIGHTS
-from gpuc.runtime.device import MemoryKind, run_timeout_error
+from gpuc.runtime.device import MemoryKind
+from gpuc.runtime.timeouts import run_timeout_error
 from gpuc.runtime.slots import RunHandle, closed_error
 
 MAX_STEPS_PER_RUN = 50_000_000          # a WHILE that never ends is reported, not hung on forever

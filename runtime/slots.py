@@ -19,7 +19,8 @@ import vulkan as vk
 
 from gpuc.errors import GpucError, GpuTimeoutError, RunError
 from gpuc.runtime import commands, hostcopy, iospec
-from gpuc.runtime.device import MemoryKind, run_timeout_error
+from gpuc.runtime.device import MemoryKind
+from gpuc.runtime.timeouts import run_timeout_error
 
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 # A passive wait blocks until this long before the run's expected end (the shortest submit-to-done time

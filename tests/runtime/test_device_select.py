@@ -15,14 +15,14 @@ import vulkan as vk  # noqa: E402
 import gpuc  # noqa: E402
 from gpuc.errors import DeviceError  # noqa: E402
 from gpuc.runtime import device_select as ds  # noqa: E402
-from gpuc.runtime.device import _instance, list_devices  # noqa: E402
+from gpuc.runtime.vk_instance import instance, list_devices  # noqa: E402
 
 OTHER = "GPU-00000000-1111-2222-3333-444444444444"
 
 
 @pytest.fixture(scope="module")
 def pds():
-    inst, unhook = _instance()
+    inst, unhook = instance()
     yield vk.vkEnumeratePhysicalDevices(inst)
     unhook()
     vk.vkDestroyInstance(inst, None)

@@ -70,6 +70,8 @@ CASES = {
     "add-n-int32": ("ADD_N", [((4,), "int32"), ((4,), "int32")], [(4,)], ["int32"], {}),
     "one-hot-last": ("ONE_HOT", [((2, 3), "int32"), np.array(4, np.int32), np.array(1.5, np.float32),
                                  np.array(-1, np.float32)], [(2, 3, 4)], ["float32"], {"axis": -1}),
+    "one-hot-axis1-int32": ("ONE_HOT", [((2, 3, 2), "int32"), np.array(3, np.int32), ((), "int32"), np.array(-7, np.int32)],
+                            [(2, 3, 3, 2)], ["int32"], {"axis": 1}),
     "one-hot-axis0-int64": ("ONE_HOT", [((3,), "int32"), np.array(5, np.int32), np.array(7, np.int64),
                                         np.array(0, np.int64)], [(5, 3)], [I64], {"axis": 0}),
     "slice-int64": ("SLICE", [((3, 4), I64), np.array([1, 0], np.int32), np.array([2, -1], np.int32)], [(2, 4)], [I64], {}),

@@ -17,6 +17,7 @@ import sys
 from benchmarks.profile_models import one  # noqa: E402
 
 from gpuc.compiler.frontend.importer import load_tflite
+from gpuc.compiler import options
 from gpuc.compiler.ops import gemm_cm2
 from gpuc.compiler.ops.gemm_coopmat import gemm_shape
 
@@ -44,12 +45,12 @@ def main() -> int:
     for m in a.models:
         per_shape = collections.defaultdict(dict)
         for spec in a.plans.split(","):
-            gemm_cm2.FORCE = None if spec in ("coopmat", "auto") else gemm_cm2.Cm2Plan(*map(int, spec.split("x")))
+            plan = None if spec in ("coopmat", "auto") else gemm_cm2.Cm2Plan(*map(int, spec.split("x")))
             os.environ["GPUC_VARIANTS"] = "coopmat2=off" if spec == "coopmat" else "auto"
             try:
-                p = one(m, a.batch, "fp16", a.runs, cache=False)
+                with options.using(options.current().replace(cm2_plan=plan)):     # (one() compiles inside)
+                    p = one(m, a.batch, "fp16", a.runs, cache=False)
             finally:
-                gemm_cm2.FORCE = None
                 os.environ.pop("GPUC_VARIANTS", None)
             gemm = [r for r in p["all_rows"] if r["shader"].startswith("gemm")]
             for r in gemm:

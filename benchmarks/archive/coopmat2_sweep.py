@@ -62,16 +62,14 @@ def main() -> int:
                 if why:
                     line.append(f"{spec}: ({why})")
                     continue
-            gemm_cm2.FORCE = plan
             os.environ["GPUC_VARIANTS"] = {"coopmat": "coopmat2=off", "auto": "auto"}.get(spec, "coopmat2=force")
             try:
-                err, g = measure(compile_model(model, cache=False, precision="fp16"), dev, xs, ref, a.runs)
+                err, g = measure(compile_model(model, cache=False, precision="fp16", cm2_plan=plan), dev, xs, ref, a.runs)
             except Exception as e:     # a plan the driver rejects: report it, go on
                 line.append(f"{spec}: FAILED {type(e).__name__}: {str(e)[:200]}")
                 bad += 1
                 continue
             finally:
-                gemm_cm2.FORCE = None
                 os.environ.pop("GPUC_VARIANTS", None)
             tf = 2 * M * N * K / g["us"] / 1e6
             flag = "" if err <= 1e-2 else f" ERR {err:.1e}"

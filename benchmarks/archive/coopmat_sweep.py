@@ -4,8 +4,8 @@ numpy (1e-2 of max|ref|).  For tuning compiler/ops/gemm_coopmat.py FAMILIES.
 
     python benchmarks/coopmat_sweep.py [--runs 10] [--json out.json] [--quick]
 
-Plans are (WM, WN, TM, TN, BK, ST) as CoopPlan; a suffix "/v4" turns the 16-byte loads off (VEC8),
-"/s" the direct accumulator store (DIRECT); "auto" is the planner's own pick.
+Plans are (WM, WN, TM, TN, BK, ST) as CoopPlan; a suffix "/v4" turns the 16-byte loads off (the
+coopmat_vec8 compile option), "/s" the direct accumulator store (coopmat_direct); "auto" is the planner's own pick.
 """
 from __future__ import annotations
 
@@ -59,9 +59,12 @@ def measure(data: bytes, dev, xs, ref, runs: int):
     return err, next(r for r in rows if r["shader"].startswith("gemm"))
 
 
+SWITCHES: dict = {}        # CompileOptions fields of the spec being timed
+
+
 def force(spec: str):
     orig = cm.plan_coopmat
-    cm.VEC8, cm.DIRECT = "/v4" not in spec, "/s" not in spec
+    SWITCHES.update(coopmat_vec8="/v4" not in spec, coopmat_direct="/s" not in spec)
     if not spec.startswith("auto"):
         p = cm.CoopPlan(*map(int, spec.split("/")[0].split("x")))
         cm.plan_coopmat = lambda *a, **k: p
@@ -86,10 +89,10 @@ def main() -> int:
         for spec in specs:
             orig = force(spec)
             try:
-                data = compile_model(model, cache=False, precision="fp16")
+                data = compile_model(model, cache=False, precision="fp16", **SWITCHES)
             finally:
                 cm.plan_coopmat = orig
-                cm.VEC8 = cm.DIRECT = True
+                SWITCHES.clear()
             err, g = measure(data, dev, xs, ref, a.runs)
             tf = 2 * M * N * K / g["us"] / 1e6
             flag = "" if err <= 1e-2 else f" ERR {err:.1e}"

@@ -47,16 +47,20 @@ SHAPES = [
 _PLAN_OF = conv_mod.plan_depthwise
 
 
+DW_PLAN = None      # the CompileOptions.dw_plan of the plan being timed
+
+
 def set_plan(plan: str) -> None:
     """old: today's TILE=0 plan; new: the planner; tT:RYxPX: that plan forced for every layer."""
-    dp.FORCE = None
+    global DW_PLAN
+    DW_PLAN = None
     conv_mod.plan_depthwise = _PLAN_OF
     if plan == "old":
         conv_mod.plan_depthwise = lambda *a, **k: _PLAN_OF(*a, old=True)
     elif plan != "new":
         t, tile = plan[1:].split(":")          # t0:1xPX, t1:RYxPX, t1s:RYxPX (one channel per invocation)
         ry, px = map(int, tile.split("x"))
-        dp.FORCE = dp.DwPlan(int(t[0]), ry, px, scalar=t.endswith("s"))
+        DW_PLAN = dp.DwPlan(int(t[0]), ry, px, scalar=t.endswith("s"))
 
 
 def ref_dw(x, w, b, s):
@@ -99,7 +103,7 @@ def build(shapes, batch: int, rng):
 
 def time_plan(model, feeds, refs, shapes, batch, prec, plan, dev, runs, warm_s):
     set_plan(plan)
-    data = compile_model(model, cache=False, precision=prec)
+    data = compile_model(model, cache=False, precision=prec, dw_plan=DW_PLAN)
     b = read_bundle(data)
     dtypes = {t.name: t.dtype for t in b.tensors}
     with gpuc.load(data, device=dev) as m:

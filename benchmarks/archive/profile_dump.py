@@ -25,12 +25,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--json", required=True)
     ap.add_argument("--fp16-plain-gemms", action="store_true",
-                    help="A/B: plain gemms take float16 tensors too (gemm_coopmat.PLAIN_FP32 off)")
+                    help="A/B: plain gemms take float16 tensors too (the fp16_plain_gemms compile option)")
     a = ap.parse_args()
-    if a.fp16_plain_gemms:
-        from gpuc.compiler.ops import gemm_coopmat
-        gemm_coopmat.PLAIN_FP32 = False
-    opts = {"precision": a.precision}
+    opts = {"precision": a.precision, "fp16_plain_gemms": a.fp16_plain_gemms}
     if a.batch > 1:
         opts["max_batch"] = a.batch
     out = os.path.join(tempfile.mkdtemp(), "m.bundle")

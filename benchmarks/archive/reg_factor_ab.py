@@ -15,7 +15,6 @@ import numpy as np
 
 import gpuc
 from gpuc.compiler import compile_model
-from gpuc.compiler.ops import conv as conv_mod
 from gpuc.runtime.profile import profile
 
 
@@ -31,9 +30,7 @@ def main() -> int:
         batch = int(b or 1)
         line = []
         for f in [float(x) for x in a.factors.split(",")]:
-            conv_mod.REG_FACTOR = f
-            conv_mod.plan_gemm.cache_clear()
-            data = compile_model(path, cache=False, precision="fp32", max_batch=batch)
+            data = compile_model(path, cache=False, precision="fp32", max_batch=batch, reg_factor=f)
             with gpuc.load(data) as m:
                 xs = [rng.uniform(-1, 1, [batch] + list(s.shape[1:])).astype(np.float32) for s in m.inputs]
                 profile(m, xs, runs=5)

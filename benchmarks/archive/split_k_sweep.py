@@ -17,7 +17,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import gpuc  # noqa: E402
-from gpuc.compiler.ops import gemm_split  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
 from benchmarks.fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
@@ -61,8 +60,7 @@ def main() -> int:
         tflite, xs, ref = model(M, N, K, rng)
         row = dict(M=M, N=N, K=K, us={})
         for s in (None, 1, 2, 4, 8, 16):
-            gemm_split.FORCE = s
-            out, us, nd = time_one(gpuc.compile(tflite, cache=False), xs, a.runs)
+            out, us, nd = time_one(gpuc.compile(tflite, cache=False, split_k=s), xs, a.runs)
             err = float(np.abs(out - ref).max() / np.abs(ref).max())
             bad += err > 1e-4
             key = "model" if s is None else str(s)
@@ -70,7 +68,6 @@ def main() -> int:
                 row["us"][key] = round(us, 2)
             if s is None:
                 row["model_dispatches"] = nd
-        gemm_split.FORCE = None
         res.append(row)
         print(f"{M:5d} x {N:5d} x {K:5d}  model ({row['model_dispatches']} dispatches) {row['us']['model']:7.2f} us  "
               + "  ".join(f"S={k}: {v:7.2f}" for k, v in row["us"].items() if k != "model"))

@@ -150,7 +150,7 @@ def gemm_cost(p: GemmPlan, M: int, N: int, K: int, G: int, vec_a: bool, vec_b: b
     shared_reads = (p.TM + p.TN) // 4 if p.V4 else p.TM + p.TN
     iter_instr = load_instr + p.BK * (p.TM * p.TN + shared_reads) + 6
     # registers per invocation: the live values counted here; in-workgroup split-K plans (KS > 1) take
-    # REG_FACTOR times that (measured on the H100, benchmarks/gemm_plan_sweep.py)
+    # REG_FACTOR times that (measured on the H100, benchmarks/archive/gemm_plan_sweep.py)
     regs = p.TM * p.TN + p.TM + p.TN + la * va + lb * vb + (3 * la if im2col else la) + 20
     if p.KS > 1:
         regs *= reg_factor() if factor is None else factor
@@ -181,7 +181,7 @@ def _pow2_upto(limit: int, start: int = 1):
 
 # SV4 plans (vec4 shared reads, two stages, BK = 8: BK = 16 measured 1.2-1.6x slower) for GEMMs with
 # enough tiles to fill the GPU, and the time model that picks among them: per wave of one tile per SM,
-# A + B * (K rounded up to 8) microseconds.  Fitted on the H100 (2026-11-24, benchmarks/gemm_plan_sweep.py
+# A + B * (K rounded up to 8) microseconds.  Fitted on the H100 (2026-11-24, benchmarks/archive/gemm_plan_sweep.py
 # --v4, results/nvidia-h100-2026-11-24-gemm_plan_sweep-sv4.json: 7 shapes, M 1568..100352, N 96..4096,
 # K 96..4096); its pick was within 5% of the best measured SV4 plan on each, and 1.1-2.7x faster than the
 # SIMT plans the older model picked.  Smaller GEMMs (fewer than SV4_MIN_TILES 64 x 64 tiles) keep the

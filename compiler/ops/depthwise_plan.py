@@ -7,8 +7,8 @@ and how much output each invocation computes.
   (RY-1)*SH + (KH-1)*DH + 1 input rows swept once (each input element is loaded ~(SPAN/PX)*(IR/RY)
   times), the KH*KW taps in registers where they fit (WREG), else loaded per use from L1.
 
-Measured on the H100 (2026-11-24, benchmarks/depthwise_bench.py, results in
-benchmarks/results/nvidia-h100-2026-11-24-s4-depthwise.md): at batch 32 the tiles took 10-25% off the
+Measured on the H100 (2026-11-24, benchmarks/archive/depthwise_bench.py, results in
+benchmarks/archive/results/nvidia-h100-2026-11-24-s4-depthwise.md): at batch 32 the tiles took 10-25% off the
 TILE=0 times; at batch 1, where a layer's tensors sit in L2 and a dispatch has few invocations, TILE=0 was
 fastest on every layer timed, so layers under BIG_LAYER keep it.  CompileOptions.dw_plan (the
 benchmark, the tests) overrides the choice.
@@ -49,7 +49,7 @@ def depthwise_px(invocations: int, ow: int) -> int:
 
 def _tiles(kh: int, kw: int, sw: int, vec: bool):
     """Candidate (RY, PX, scalar) tiles for a TILE=1 plan, the preferred one first (H100, 2026-11-24,
-    benchmarks/depthwise_bench.py at batch 32: 5x5 / 7x7 ran fastest as one channel x 4 x 4 with the taps
+    benchmarks/archive/depthwise_bench.py at batch 32: 5x5 / 7x7 ran fastest as one channel x 4 x 4 with the taps
     in registers, 3x3 as vec4 x 2 x 4 (stride 2: 2 x 2); the smaller ones keep enough invocations)."""
     if kh * kw > 9 or not vec:
         return [(4, 4, True), (2, 4, True), (2, 2, True), (1, 2, True)]
@@ -61,7 +61,7 @@ def _tiles(kh: int, kw: int, sw: int, vec: bool):
 def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
                    vec: bool = True, old: bool = False) -> DwPlan:
     """The plan for one layer (sizes: the bound of a dynamic dim); vec: CO % 4 == 0 and MULT == 1.
-    old=True: the TILE=0 plan alone (benchmarks/depthwise_bench.py compares the two).  Small layers (all
+    old=True: the TILE=0 plan alone (benchmarks/archive/depthwise_bench.py compares the two).  Small layers (all
     of batch 1's, where the tensors sit in L2 and TILE=0 ran fastest) and kernels over TILE_MAX_TAPS taps
     keep TILE=0."""
     force = current().dw_plan

@@ -61,7 +61,7 @@ class CoopPlan:
 
 # The tile families, (WM, WN, TM, TN, BK), each with the throughput it reached on the H100 at a few
 # depths K (TFLOP/s of the tiles' own area, i.e. padding excluded: the measured rate times the padded /
-# real area; benchmarks/coopmat_sweep.py, 2026-11-24: square 4096 and Swin-T's batch-32 FC shapes
+# real area; benchmarks/archive/coopmat_sweep.py, 2026-11-24: square 4096 and Swin-T's batch-32 FC shapes
 # 100352 x 384 x 96, 100352 x 96 x 384, 25088 x 192 x 768) and how many workgroups an SM holds at once
 # (by registers: a 4x4 block of accumulators is 128 fp32 registers per invocation; 16 subgroups: 1).
 # Small K is where they differ most: the loop is short and the epilogue, the loads' latency and the
@@ -125,7 +125,7 @@ def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) 
 # defaults; CompileOptions.coopmat_vec8 / coopmat_direct / coopmat_reg_chain override them (benchmarks A/B, tests)
 VEC8 = True        # 16-byte loads (two f16vec4) of A and B rows where they are aligned
 DIRECT = True      # full accumulator tiles get their epilogue in registers and go straight to the output
-# ... also where a fused chain runs last.  Off: on the H100 (benchmarks/coopmat_epilogue_ab.py, 2026-11-24,
+# ... also where a fused chain runs last.  Off: on the H100 (benchmarks/archive/coopmat_epilogue_ab.py, 2026-11-24,
 # ConvNeXt-T b32 fp16) the register epilogue took the FC + bias + GELU-chain layers from 356 to 500 us,
 # while bias / residual epilogues gained (the whole run: staged 6.83 ms, register 7.31, register without
 # chains 6.11).  Tests switch it on to check the chain loads.
@@ -184,7 +184,7 @@ EMULATED_REQUIRES = {"fp16_storage": True}
 
 # --precision fp16 storage wishes of gemm kernels (passes/precision.py assign_storage).  The plain
 # kernel ran slower with float16 tensors than with float32 ones on the H100 (batch 1, 2026-11-24,
-# benchmarks/fp16_plain_ab.py and profile_dump.py: ConvNeXt-T's gemms 1069 -> 1367 us, Swin-T's
+# benchmarks/archive/fp16_plain_ab.py and profile_dump.py: ConvNeXt-T's gemms 1069 -> 1367 us, Swin-T's
 # 1133 -> 1426, ResNet-50's 1070 -> 1205), so a gemm without the coopmat variant asks for float32
 # everywhere; one with it needs x and w in float16 (the variant exists only then).
 # CompileOptions.fp16_plain_gemms (GPUC_FP16_PLAIN_GEMMS=1) stores them as float16 all the same (a smaller

@@ -8,7 +8,7 @@ and runs the gemm's whole epilogue (bias, activation, residual, chain, fake-quan
 Only where the groups can express the split: one group of constant weights (B [K][GNP]), A read as
 rows (no implicit-GEMM gather), S dividing K into multiples of 8, fixed sizes.  S is picked by
 ops/conv.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
-with the threshold and margin measured below; CompileOptions.split_k (benchmarks/split_k_sweep.py) fixes it.
+with the threshold and margin measured below; CompileOptions.split_k (benchmarks/archive/split_k_sweep.py) fixes it.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from gpuc.compiler.options import current
 
 CHOICES = (2, 4, 8, 16)
 MIN_DEPTH = 64            # K / S at least this
-# Fitted on the H100 (benchmarks/split_k_sweep.py, 2026-11-24, 9 batch-1 FC shapes, each split forced):
+# Fitted on the H100 (benchmarks/archive/split_k_sweep.py, 2026-11-24, 9 batch-1 FC shapes, each split forced):
 # the split won where the one-dispatch plan's modelled cost was 20.9k cycles or more (196 x 384 x 1536:
 # 41.1 -> 21.5 us; 49 x 768 x 3072: 32.0 -> 21.8; 197 x 768 x 3072: 81.1 -> 54.4; 49 x 3072 x 768 and
 # 197 x 3072 x 768: 26.4 -> 21.5, 69.7 -> 58.4) and lost or tied below 19.1k (784 x 768 x 192: 21.6 ->

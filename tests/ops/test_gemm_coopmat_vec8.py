@@ -2,7 +2,7 @@
 array, accumulator staging over the A/B bytes), and the fp16
 storage wishes of gemm kernels (passes/precision.py: a plain gemm's tensors stay float32 unless a
 coopmat gemm needs them in float16).  The variant runs through the emulated path on lavapipe
-(GPUC_TEST_COOPMAT_EMULATE); benchmarks/coopmat_sweep.py checks the real one on a GPU."""
+(GPUC_TEST_COOPMAT_EMULATE); benchmarks/archive/coopmat_sweep.py checks the real one on a GPU."""
 from __future__ import annotations
 
 import numpy as np

@@ -43,7 +43,7 @@ def test_small_m_plans_fit():
 
 
 def test_measured_slow_plan_no_longer_picked(compile_options):
-    """H100 (benchmarks/gemm_plan_sweep.py): at 196x1536x384 the 32x32 tile with 8x8 blocks and KS = 8
+    """H100 (benchmarks/archive/gemm_plan_sweep.py): at 196x1536x384 the 32x32 tile with 8x8 blocks and KS = 8
     (the pick at REG_FACTOR 1) ran 1.7x slower than 32x32 with 8x4 blocks and KS = 4."""
     slow = conv_mod.GemmPlan(32, 32, 8, 8, 8, 8)
     _fresh(compile_options, 1)

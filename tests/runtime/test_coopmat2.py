@@ -4,7 +4,7 @@ SPIR-V assembly templates it is written in (compiler/codegen/spvasm.py).
 lavapipe has no VK_NV_cooperative_matrix2, so here: the template engine and assembler (every path of the
 template assembles and validates), which gemms carry the variant (shape rule, epilogues that fit), that a
 device without the extension runs the other kernels with the same results, forcing it is refused naming
-the extension, and the requirement on fake devices.  benchmarks/coopmat2_sweep.py runs the real one on the
+the extension, and the requirement on fake devices.  benchmarks/archive/coopmat2_sweep.py runs the real one on the
 H100 and checks every result against numpy."""
 from __future__ import annotations
 

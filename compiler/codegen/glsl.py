@@ -1,9 +1,6 @@
 """Render a Kernel into GLSL source: header, defines, binding declarations, common code, template."""
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-
 import numpy as np
 
 from gpuc.compiler import symbolic
@@ -13,12 +10,12 @@ from gpuc.compiler.codegen.glslang import compile_glsl
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import act_glsl
 from gpuc.compiler.glsl_literal import literal
+from gpuc.compiler.shader_text import supports_storage16, template_source
 from gpuc.runtime import spirv
 
 GLSL_TYPE = {"float32": "float", "float16": "float16_t", "int32": "int", "uint32": "uint", "bool": "uint"}
 VEC4_TYPE = {"float": "vec4", "float16_t": "f16vec4", "int": "ivec4", "uint": "uvec4"}
 ARITH_TYPE = {"float16_t": "float", "f16vec4": "vec4"}     # what a load widens to (stores narrow back)
-STORAGE16_MARK = "// @storage16"       # a template carrying this line reads/writes every binding via LD/ST
 # float16 vec4 bindings a kernel only reads, declared as uvec2 (the same 8 bytes) and widened by
 
 
@@ -33,26 +30,8 @@ GLSL_HELPERS = """int gpuc_fdiv(int a, int b) { int q = a / b; return (q * b != 
 int gpuc_fmod(int a, int b) { return a - b * gpuc_fdiv(a, b); }"""
 
 
-INCLUDE_MARK = "// @include "          # a template line "// @include NAME.glsl" is replaced by that file
 # the cases of common.glsl's gpuc_apply, from the activation codes of compiler/ew_table.py
 ACT_CASES = [f"#define GPUC_ACT_CASES {act_glsl('float32')}", f"#define GPUC_IACT_CASES {act_glsl('int32')}"]
-
-
-@lru_cache(maxsize=None)
-def template_source(name: str) -> str:
-    text = resources.files("gpuc.shaders").joinpath(name).read_text()
-    return "\n".join(template_source(ln[len(INCLUDE_MARK):].strip()) if ln.startswith(INCLUDE_MARK) else ln
-                     for ln in text.split("\n"))
-
-
-@lru_cache(maxsize=None)
-def supports_storage16(template: str) -> bool:
-    """True when `template` accesses its bindings only through LD/ST (common.glsl), so any float
-    binding may be stored as float16 (loads widen to float, arithmetic stays fp32, stores narrow)."""
-    try:
-        return STORAGE16_MARK in template_source(template + ".comp")
-    except OSError:              # not a shader (e.g. a host step of the program): its tensors stay fp32
-        return False
 
 
 def _array(name: str, values) -> str:

@@ -11,7 +11,7 @@ import sys
 from importlib import resources
 
 from gpuc.compiler import ops  # noqa: F401  (imports every op module: their VARIANTS)
-from gpuc.compiler.codegen.glsl import supports_storage16
+from gpuc.compiler.shader_text import supports_storage16
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACTS
 _FQ = dict(FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127)

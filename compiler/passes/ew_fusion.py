@@ -21,7 +21,7 @@ import copy
 import numpy as np
 
 from gpuc.compiler import ops
-from gpuc.compiler.codegen.glsl import supports_storage16
+from gpuc.compiler.shader_text import supports_storage16
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ew_table import TABLE
 from gpuc.compiler.ops.ew_fused import MAX_INPUTS, OPS, arity

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.glsl import supports_storage16
+from gpuc.compiler.shader_text import supports_storage16
 from gpuc.compiler.ew_table import BOUNDED_ACTS
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ew_table import FUSIBLE

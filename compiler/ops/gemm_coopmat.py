@@ -161,7 +161,22 @@ def direct_store(d: dict) -> bool:
             and d["LDC"] % 8 == 0 and (d["GROUPS"] == 1 or d["GN"] % 8 == 0))
 
 
-def coopmat_kernel(k, smem_limit: int = WG_SMEM):
+def alternative_plans(M: int, N: int, K: int, G: int, n: int) -> list:
+    """The `n` plans coop_cost ranks next after the plan of each shared-memory limit (BIG_SMEM or
+    WG_SMEM): the candidates a device measures against the cost model's pick (runtime/tuning.py)."""
+    picked = {plan_coopmat(M, N, K, G, BIG_SMEM), plan_coopmat(M, N, K, G, WG_SMEM)}
+    ranked = []
+    for (wm, wn, tm, tn, bk), rates, resident in FAMILIES:
+        rate = family_rate(rates, K)
+        for p in (CoopPlan(wm, wn, tm, tn, bk, 2), CoopPlan(wm, wn, tm, tn, bk, 1), CoopPlan(wm, wn, tm, tn, 16, 1)):
+            if p.smem_bytes() <= BIG_SMEM:
+                ranked.append((coop_cost(p, rate * (1.0 if p.ST == 2 else 0.9), resident, M, N, K, G), p))
+                break
+    ranked.sort(key=lambda cp: cp[0])
+    return [p for _, p in ranked if p not in picked][:n]
+
+
+def coopmat_kernel(k, smem_limit: int = WG_SMEM, plan: CoopPlan | None = None):
     """The COOPMAT=1 kernel for the plain gemm kernel `k` (same bindings, epilogue defines), tiled
     for `smem_limit` bytes of shared memory per workgroup.
     CompileOptions.coopmat_emulate (tests): the emulated path (CM_EMULATE) under the requirements
@@ -169,7 +184,7 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM):
     d = dict(k.defines)
     if current().coopmat_emulate:
         d["CM_EMULATE"] = 1
-    p = plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
+    p = plan or plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     nwg = tiles_m * tiles_n * d["GROUPS"]
     av, bv = vector_widths(d)
@@ -283,7 +298,9 @@ def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool
 def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> list:
     """The variants a fp16 gemm kernel of this (per-group) shape carries, best first: tiled for
     BIG_SMEM bytes of shared memory where that plan needs more than the portable WG_SMEM (requiring
-    the device to allow it), then tiled for WG_SMEM; none where tensor cores do not pay
+    the device to allow it), then tiled for WG_SMEM, then CompileOptions.tune_candidates other tile
+    plans as `measured` candidates (runtime/tuning.py times them on the device at first load); none
+    where tensor cores do not pay
     (under CompileOptions.coopmat_emulate: the emulated WG_SMEM one, for every shape)."""
     if current().coopmat_emulate:
         return [KernelVariant("coopmat", EMULATED_REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))]
@@ -295,6 +312,11 @@ def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -
         out.append(KernelVariant("coopmat", dict(REQUIRES, shared_memory=BIG_SMEM),
                                  lambda k: coopmat_kernel(k, BIG_SMEM), f16_bindings=("x", "w")))
     out.append(KernelVariant("coopmat", REQUIRES, coopmat_kernel, f16_bindings=("x", "w")))
+    for p in alternative_plans(M, N, K, G, current().tune_candidates):   # measured on the device at load
+        big = p.smem_bytes() > WG_SMEM or p.threads > 256
+        out.append(KernelVariant("coopmat", dict(REQUIRES, shared_memory=BIG_SMEM) if big else REQUIRES,
+                                 lambda k, p=p, lim=BIG_SMEM if big else WG_SMEM: coopmat_kernel(k, lim, p),
+                                 f16_bindings=("x", "w"), measured=True))
     return out
 
 _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, FQ_SCALE=0.0235, FQ_ZP=-5,

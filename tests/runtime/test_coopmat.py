@@ -172,7 +172,8 @@ def test_selection_rules_on_fake_devices(model, small_gemms_qualify):
     nvidia = _fake([(16, 8, 16, "float16", "float16", "float16", "float16"), entry])
     r = resolve(b, nvidia, spec="")
     assert r.stats["variants_used"] == {"coopmat": 3} and not r.variants
-    for v in b.variants:                                  # swapped shader and groups, same bindings
+    for v in (v for v in b.variants if not v.measured):  # swapped shader and groups, same bindings
+        #                                                   (measured candidates run only where tuning chose them)
         d = r.dispatches[v.dispatch]
         assert r.shaders[d.shader].name == "gemm+coopmat" and d.groups == v.groups
         assert d.bindings == b.dispatches[v.dispatch].bindings

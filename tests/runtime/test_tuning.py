@@ -106,3 +106,28 @@ def test_auto_leaves_cpu_devices_and_bundles_without_candidates_alone(gpu, data,
 def test_pick_keeps_the_cost_models_choice_within_the_margin():
     times = {0: {None: 10.0, 3: 9.9}, 1: {None: 10.0, 4: 5.0}, 2: {None: 4.0, 5: 8.0}}
     assert tuning.pick(times, {0: None, 1: None, 2: 5}) == {0: None, 1: 4, 2: None}
+
+
+def test_fp16_gemms_carry_other_tile_plans_as_measured_candidates(gpu):
+    from gpuc.compiler.ops import gemm_coopmat as cm
+    from gpuc.compiler.options import CompileOptions
+    M = N = K = 512
+    alts = cm.alternative_plans(M, N, K, 1, 2)
+    picked = {cm.plan_coopmat(M, N, K, 1, cm.BIG_SMEM), cm.plan_coopmat(M, N, K, 1, cm.WG_SMEM)}
+    assert len(alts) == 2 and not picked & set(alts)
+    mb = ModelBuilder()
+    x0 = mb.input("x", [M, K])
+    x = mb.tensor("x2", [M, K])
+    mb.op("ADD", [x0, x0], [x])                    # the gemm reads a float16 activation, as in a network
+    w = mb.const("w", (np.random.default_rng(1).standard_normal((N, K)) * 0.05).astype(np.float32))
+    y = mb.tensor("y", [M, N])
+    mb.op("FULLY_CONNECTED", [x, w, -1], [y])
+    mb.output(y)
+    model = mb.finish()
+    for n in (2, 0):
+        b = B.read_bundle(compile_model(model, cache=False, options=CompileOptions(precision="fp16", tune_candidates=n)))
+        flags = [v.measured for v in b.variants if v.name == "coopmat"]
+        assert flags.count(True) == n and flags.count(False) >= 1
+        assert len({v.dispatch for v in b.variants}) == 1
+        plain = resolve(b, gpu.device)              # lavapipe has no cooperative matrices: the plain kernel
+        assert "coopmat" not in plain.stats["variants_used"]

@@ -4,7 +4,7 @@ builder models, one process: dispatches, median GPU time of a plain run (timesta
 buffer), median run() wall time, the largest difference from a float64 reference (relative to max|ref|),
 and PyTorch's scaled_dot_product_attention (fp32, CUDA events) where torch and CUDA are there.
 
-    python benchmarks/attention_bench.py [--runs 200] [--json OUT] [--models MODEL.tflite ...]
+    python -m benchmarks.archive.attention_bench [--runs 200] [--json OUT] [--models MODEL.tflite ...]
 
 --models: whole models compiled with and without fuse_attention (dispatches, median GPU time, and the
 largest difference between the two outputs relative to max|unfused|).

@@ -2,7 +2,7 @@
 CK key groups per workgroup) on a model: compile with each forced (rq, ck), profile, print the GPU time
 of the ATTENTION dispatches (and the whole run), and check the outputs against the default plan's.
 
-    python benchmarks/attention_plan_ab.py MODEL.tflite --batch 32 --plans auto,4x8,2x8,4x2
+    python -m benchmarks.archive.attention_plan_ab MODEL.tflite --batch 32 --plans auto,4x8,2x8,4x2
 """
 from __future__ import annotations
 

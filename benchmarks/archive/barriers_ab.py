@@ -3,7 +3,7 @@ interleaved rounds: `all`, program order with a barrier between every two dispat
 issue 15); `needed`, program order with only the barriers that matter (runtime/commands.py);
 `scheduled`, independent dispatches side by side (compiler/schedule.py) with only those barriers.
 
-    python benchmarks/barriers_ab.py MODEL.tflite ... [--runs 200] [--rounds 3] [--json OUT]
+    python -m benchmarks.archive.barriers_ab MODEL.tflite ... [--runs 200] [--rounds 3] [--json OUT]
 """
 from __future__ import annotations
 

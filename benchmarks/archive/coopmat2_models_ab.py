@@ -2,7 +2,7 @@
 the subgroup-scope `coopmat` one: run GPU time, gemm GPU time, and per gemm shape the time of each
 configuration (which plan wins where).  For tuning compiler/ops/gemm_cm2.py's shape rule.
 
-    python benchmarks/coopmat2_models_ab.py MODEL.tflite ... [--batch 32] [--plans coopmat,auto,64x64x32x64,...]
+    python -m benchmarks.archive.coopmat2_models_ab MODEL.tflite ... [--batch 32] [--plans coopmat,auto,64x64x32x64,...]
 
 "coopmat": the subgroup-scope kernel only; "auto": the compiler's own choice; BMxBNxBKxINVOCATIONS: forced.
 """

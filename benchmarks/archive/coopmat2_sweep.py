@@ -3,7 +3,7 @@ subgroup-scope `coopmat` kernel, on square 4096 and transformer-like FULLY_CONNE
 dispatch GPU time, each result checked against numpy (1e-2 of max|ref|).  For tuning
 compiler/ops/gemm_cm2.py PLAN.
 
-    python benchmarks/coopmat2_sweep.py [--runs 10] [--json out.json] [--plans 128x128x32x256,...]
+    python -m benchmarks.archive.coopmat2_sweep [--runs 10] [--json out.json] [--plans 128x128x32x256,...]
 
 A plan is BMxBNxBKxINVOCATIONS, "/na": without the alignment operands; "auto": the compiler's own choice;
 "coopmat" is the subgroup-scope kernel (GPUC_VARIANTS=coopmat2=off).

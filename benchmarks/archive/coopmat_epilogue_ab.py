@@ -3,7 +3,7 @@ DIRECT) against the staged one, per model: GPU time of the gemm dispatches and o
 Configurations: register (every full tile), register-nochain (tiles of gemms with a fused chain staged),
 staged (every tile); each compiled without the cache.
 
-    python benchmarks/coopmat_epilogue_ab.py MODEL.tflite ... [--batch 32] [--precision fp16]
+    python -m benchmarks.archive.coopmat_epilogue_ab MODEL.tflite ... [--batch 32] [--precision fp16]
 """
 from __future__ import annotations
 

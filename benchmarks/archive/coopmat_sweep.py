@@ -2,7 +2,7 @@
 Swin-T's FULLY_CONNECTED layers at batch 32), gemm dispatch GPU time, each result checked against
 numpy (1e-2 of max|ref|).  For tuning compiler/ops/gemm_coopmat.py FAMILIES.
 
-    python benchmarks/coopmat_sweep.py [--runs 10] [--json out.json] [--quick]
+    python -m benchmarks.archive.coopmat_sweep [--runs 10] [--json out.json] [--quick]
 
 Plans are (WM, WN, TM, TN, BK, ST) as CoopPlan; a suffix "/v4" turns the 16-byte loads off (the
 coopmat_vec8 compile option), "/s" the direct accumulator store (coopmat_direct); "auto" is the planner's own pick.

@@ -8,7 +8,7 @@ not an fp32 model output).  Each layer's dispatch time comes from runtime/profil
 after ~1 s of warm-up runs (each plan), with a barrier between every two dispatches (GPUC_ALL_BARRIERS=1); GB/s counts the x2 read and y write once (DRAM traffic).  Each layer's
 output is checked against the float64 numpy reference (fp32: 1e-4 x max|ref|; fp16: 1e-2).
 
-    python benchmarks/depthwise_bench.py [--batches 1,32] [--precision fp32,fp16] [--plans old,new,t1:4x8,...]
+    python -m benchmarks.archive.depthwise_bench [--batches 1,32] [--precision fp32,fp16] [--plans old,new,t1:4x8,...]
 """
 from __future__ import annotations
 

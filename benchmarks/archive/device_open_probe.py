@@ -1,6 +1,6 @@
 """Where a fresh process's Vulkan device open goes, step by step, and what the driver loads.
 
-    python benchmarks/device_open_probe.py [--repeat 3]
+    python -m benchmarks.archive.device_open_probe [--repeat 3]
 
 Each row is measured in a fresh process (the driver's per-process start-up is the point), under a few
 loader/driver settings.  Also times the CUDA driver's own context creation (libcuda, through ctypes)

@@ -2,7 +2,7 @@
 compile time, and the median run time at each size, for the builder sequence and attention models,
 the tiny conv net and (with --mobilenet PATH) MobileNetV2 with dynamic height and width.
 
-    PYTHONPATH=$PWD python benchmarks/dynamic_dims.py [--runs N] [--mobilenet models/mobilenet_v2_224_f32.tflite]
+    python -m benchmarks.archive.dynamic_dims [--runs N] [--mobilenet models/mobilenet_v2_224_f32.tflite]
 
 Prints one table per model and writes JSON lines with --json.
 """

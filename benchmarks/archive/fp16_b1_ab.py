@@ -3,7 +3,7 @@ one process (fp32; fp16; fp16 with plain gemms storing float16 too, GPUC_FP16_PL
 storage before ops/gemm_coopmat.py storage_wishes), timed in interleaved blocks so clock drift hits
 each alike: run() median (numpy in and out) and the median GPU time of the same runs.
 
-    python benchmarks/fp16_b1_ab.py MODEL.tflite [--runs 300] [--json out.json]
+    python -m benchmarks.archive.fp16_b1_ab MODEL.tflite [--runs 300] [--json out.json]
 """
 from __future__ import annotations
 

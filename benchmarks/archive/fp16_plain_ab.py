@@ -2,7 +2,7 @@
 dispatch's GPU time for FULLY_CONNECTED shapes (default: ConvNeXt-T / Swin-T at batch 1) under
 storage variants, in one process.
 
-    python benchmarks/fp16_plain_ab.py [--runs 20] [--json out.json]
+    python -m benchmarks.archive.fp16_plain_ab [--runs 20] [--json out.json]
 
 Each shape is ADD(x, x) -> FULLY_CONNECTED (+ a fused residual ADD of ADD(r, r) with --res shapes)
 -> TRANSPOSE, so the gemm reads and writes float16 tensors as inside a network.  Variants:

@@ -2,7 +2,7 @@
 gemm_cost / plan_gemm): per shape, the plan the planner picks ("auto"), its best-ranked plans and a
 seeded random sample of the other valid plans, each as the gemm dispatch's GPU time (timestamps).
 
-    python benchmarks/gemm_plan_sweep.py [--shapes M,N,K;M,N,K...] [--top 10] [--sample 40] [--json out.json]
+    python -m benchmarks.archive.gemm_plan_sweep [--shapes M,N,K;M,N,K...] [--top 10] [--sample 40] [--json out.json]
 
 Default shapes: the MLP / projection GEMMs of a batch-1 ConvNeXt-T / Swin-T (M = 3136, 784, 196, 49
 rows) - the small-M FULLY_CONNECTED layers issue 15 is about.  Each result is checked against numpy.

@@ -10,7 +10,7 @@ NAMES="mlp_small_f32 mobilenet_v2_224_f32 unet_small_128_f32 mp_hand_landmark_li
 python3 -c "from gpuc.runtime.device import Device; d = Device(); print(d.name, 'SignedZeroInfNanPreserve widths:', sorted(d.nan_preserve_widths)); d.close()"
 for p in fp32 fp16; do
   echo "== special values, $p =="
-  GPUC_CACHE_DIR=/tmp/cache-new python3 benchmarks/nonfinite_models.py --models-dir $M --refs $M/nfrefs --precision $p \
+  GPUC_CACHE_DIR=/tmp/cache-new python3 -m benchmarks.nonfinite_models --models-dir $M --refs $M/nfrefs --precision $p \
     --json $OUT/nonfinite_$p.json $NAMES
 done
 echo "== A/B MobileNetV2 batch 1 (old = before issue 19) =="
@@ -19,7 +19,7 @@ for round in 1 2 3; do
   for tree in old new; do
     if [ $tree = old ]; then pp=/tmp/site:$PWD/.ab_old; else pp=/tmp/site:$PWD; fi
     for m in ${AB_MODELS:-mobilenet_v2_224_f32}; do
-      PYTHONPATH=$pp GPUC_CACHE_DIR=/tmp/cache-$tree python3 benchmarks/run_model.py $M/$m.tflite \
+      PYTHONPATH=$pp GPUC_CACHE_DIR=/tmp/cache-$tree python3 -m benchmarks.run_model $M/$m.tflite \
         --ref-dir $M/ref --runs 500 --json | sed "s/^/$tree round $round: /"
     done
   done

@@ -2,7 +2,7 @@
 threads) on run(): median run() ms of a model for each threshold, interleaved in blocks, plus the
 in-place path (no copies) for reference.
 
-    python benchmarks/hostcopy_split_ab.py MODEL.tflite [--splits 4194304,524288,131072] [--runs 300]
+    python -m benchmarks.archive.hostcopy_split_ab MODEL.tflite [--splits 4194304,524288,131072] [--runs 300]
 """
 from __future__ import annotations
 

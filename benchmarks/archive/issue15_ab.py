@@ -3,7 +3,7 @@ schedule_dispatches and loads with a barrier between every two dispatches (GPUC_
 gpuc did; `after` is the default.  Median run() time over interleaved rounds, dispatches, barriers,
 and the largest relative difference between the two outputs (barriers_ab.compare_loads).
 
-    python benchmarks/issue15_ab.py MODEL.tflite ... [--runs 200] [--rounds 3] [--json OUT]
+    python -m benchmarks.archive.issue15_ab MODEL.tflite ... [--runs 200] [--rounds 3] [--json OUT]
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Does a channel-packed layout (PHWC4: C padded to a multiple of 4) pay for tensors with C % 4 != 0?
 
-    python benchmarks/layout_phwc4.py [--runs 30] [--device N|NAME]
+    python -m benchmarks.archive.layout_phwc4 [--runs 30] [--device N|NAME]
 
 In the shared models the only such tensors are graph inputs (C=3 images) and outputs (C=1/2 masks),
 which stay NHWC for the user, so PHWC4 there means a conversion dispatch at the boundary.  This

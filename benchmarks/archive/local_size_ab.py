@@ -2,7 +2,7 @@
 elementwise, copies, gathers): compile a model with those kernels' local_x forced to each size given, profile it, and print the GPU
 time per template.
 
-    python benchmarks/local_size_ab.py MODEL.tflite --batch 32 --sizes 64,256 [--templates a,b]
+    python -m benchmarks.archive.local_size_ab MODEL.tflite --batch 32 --sizes 64,256 [--templates a,b]
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 bit-identical between the two (lavapipe or any device), plus the error against a model's LiteRT
 reference where `ref/NAME.in0.npy` / `ref/NAME.out0.npy` sit beside it.
 
-    python benchmarks/movement_fold_counts.py MODEL.tflite ...
+    python -m benchmarks.archive.movement_fold_counts MODEL.tflite ...
 """
 import os
 import sys

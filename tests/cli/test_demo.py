@@ -117,3 +117,33 @@ def test_quickstart_cli_lines(run, tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert re.search(r"^PASS$", r.stdout, re.M), r.stdout[-2000:]
     assert (tmp_path / "build" / "face_out.npz").is_file()
+
+
+def test_full_range_detector_and_the_no_face_hint(demo, run, capsys):
+    """--model full: the full-range detector (192x192 input, one stride-4 layer, 2304 anchors),
+    decoded as MediaPipe does, finds the astronaut's face (LiteRT's outputs: this checks the decoder;
+    gpuc runs the model as it runs the short-range one); a run that finds no face says why and
+    names the other detector."""
+    from skimage import data
+    full = demo.DETECTORS["full"]
+    a = demo.ssd_anchors(full)
+    assert a.shape == (2304, 2)
+    np.testing.assert_allclose(a[[0, 1, 48, -1]], [[1 / 96, 1 / 96], [3 / 96, 1 / 96], [1 / 96, 3 / 96],
+                                                   [95 / 96, 95 / 96]])
+    rgb = data.astronaut()
+    x, pad = demo.preprocess(rgb, full.input_size)
+    assert x.shape == (1, 192, 192, 3)
+    (det,) = demo.decode(*run_litert(demo.model_path(full.file).read_bytes(), [x]), pad, full)
+    for name, v in zip(("x0", "y0", "x1", "y1"), det.box_px(512, 512)):
+        lo, hi = FACE[name]
+        assert lo <= v <= hi, f"{name} = {v} px, not within {FACE[name]}"
+    res, _, _ = run
+    assert res["detector"] == "short" and demo.no_face_hint(res) is None
+    none = dict(res, detections=[])
+    text = demo.report(none)
+    assert "0 face(s)" in text and "no face found" in text and "--model full" in text
+    assert "--model short" in demo.no_face_hint(dict(none, detector="full"))
+    assert demo.main(["--model", "full", "--model-path"]) == 0
+    assert capsys.readouterr().out.strip().endswith("face_detection_full_range.tflite")
+    with pytest.raises(SystemExit):
+        demo.main(["--model", "long"])

@@ -75,6 +75,32 @@ def act_free(node: Node) -> bool:
     return node.attrs.get("fused_activation_function", 0) in (0, None, "NONE")
 
 
+# (the same facts as `where` constraints: (matcher, tensor id) for Val, (matcher, node) for Op)
+def const(m, tid: int) -> bool:
+    """Val constraint: a constant tensor."""
+    return m.g.t(tid).is_const
+
+
+def scalar_const(m, tid: int) -> bool:
+    """Val constraint: a float constant of one element."""
+    return scalar(m.g, tid) is not None
+
+
+def f32(m, tid: int) -> bool:
+    """Val constraint: plain_f32."""
+    return plain_f32(m.g.t(tid))
+
+
+def no_act(m, node: Node) -> bool:
+    """Op constraint: act_free."""
+    return act_free(node)
+
+
+def one_output(m, node: Node) -> bool:
+    """Op constraint: the node has exactly one output."""
+    return len(node.outputs) == 1
+
+
 def index_of(nodes: list, node: Node) -> int:
     """Position of `node` (by identity) in `nodes`."""
     return next(i for i, n in enumerate(nodes) if n is node)

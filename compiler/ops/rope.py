@@ -19,8 +19,8 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.shape import copy_kernel
-from gpuc.compiler.ops.util import broadcast_strides, checked, fused_act, strides
-from gpuc.compiler.pattern import Op, Val, replace_nodes, rewrite
+from gpuc.compiler.ops.util import broadcast_strides, checked, strides
+from gpuc.compiler.pattern import Op, Val, no_act, one_output, replace_nodes, rewrite
 
 OP = "ROPE"
 ATTENTION = "SDPA_DECODE"
@@ -59,10 +59,6 @@ def last_axis_slice(g: Graph, m: Node, shape) -> tuple[int, int] | None:
     return int(b[-1]), s[-1]
 
 
-def _plain(m, n: Node) -> bool:
-    return len(n.outputs) == 1 and fused_act(n) == 0
-
-
 def _fits(m, match) -> bool:
     """The chain's shapes, slices, dtypes and broadcasts (module docstring)."""
     g, cat = m.g, match["cat"]
@@ -86,16 +82,19 @@ def _fits(m, match) -> bool:
     return all(tuple(_ints(g.t(n.outputs[0]).shape) or ()) == tuple(half) for n in match.nodes if n is not cat)
 
 
+PLAIN = (one_output, no_act)
+
+
 def _mul(a, b, name):
-    return Op("MUL", a, b, name=name, commute=True, uses=1, where=_plain)
+    return Op("MUL", a, b, name=name, commute=True, uses=1, where=PLAIN)
 
 
 _X1, _X2 = (Op("SLICE", Val("x"), Val(), Val(), name=f"sl{k}", uses=2) for k in (1, 2))
 # CONCATENATION([x1 * c - x2 * s, x2 * c + x1 * s]) (every intermediate read by the chain alone)
 CHAIN = Op("CONCATENATION",
-           Op("SUB", _mul(_X1, Val("c"), "m1"), _mul(_X2, Val("s"), "m2"), uses=1, where=_plain),
-           Op("ADD", _mul(_X2, Val("c"), "m3"), _mul(_X1, Val("s"), "m4"), uses=1, commute=True, where=_plain),
-           name="cat", where=_plain, check=_fits)
+           Op("SUB", _mul(_X1, Val("c"), "m1"), _mul(_X2, Val("s"), "m2"), uses=1, where=PLAIN),
+           Op("ADD", _mul(_X2, Val("c"), "m3"), _mul(_X1, Val("s"), "m4"), uses=1, commute=True, where=PLAIN),
+           name="cat", where=PLAIN, check=_fits)
 
 
 def _fuse(g: Graph, match) -> None:

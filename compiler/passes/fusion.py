@@ -12,7 +12,7 @@ import numpy as np
 from gpuc.compiler import ew_table, ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.util import act_code
-from gpuc.compiler.pattern import Op, Val, rewrite
+from gpuc.compiler.pattern import Op, Val, const, one_output, rewrite
 
 EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
 ACT_OPS = ew_table.ACT            # activation op -> its code
@@ -74,8 +74,7 @@ def _act_slot_free(m, match) -> bool:
     return not p.epilogue.act2 if p.epilogue.residual is not None else not _own_act(p)
 
 
-ACTIVATION = Op(ACT_OPS, Op(ACT_HOSTS, name="p", uses=1), name="act", check=_act_slot_free,
-                where=lambda m, n: len(n.outputs) == 1)
+ACTIVATION = Op(ACT_OPS, Op(ACT_HOSTS, name="p", uses=1), name="act", check=_act_slot_free, where=one_output)
 
 
 def _set_act(graph: Graph, match) -> None:
@@ -106,12 +105,11 @@ def reshape_as_view(graph: Graph) -> None:
             graph.nodes.remove(node)
 
 
-def _pad_node(m, n: Node) -> bool:
-    return len(n.outputs) == 1 and min(n.inputs[:2]) >= 0 and m.g.t(n.inputs[1]).is_const \
-        and len(m.g.t(n.inputs[0]).shape) == 4 and _hw_pads(m.g.t(n.inputs[1]).data) is not None
+def _hw_pad(m, n: Node) -> bool:
+    return len(m.g.t(n.inputs[0]).shape) == 4 and _hw_pads(m.g.t(n.inputs[1]).data) is not None
 
 
-PAD = Op(("PAD", "PADV2"), Val("x"), Val(), name="pad", uses=1, prefix=True, where=_pad_node)
+PAD = Op(("PAD", "PADV2"), Val("x"), Val(where=const), name="pad", uses=1, prefix=True, where=(one_output, _hw_pad))
 CONV_PAD = Op(("CONV_2D", "DEPTHWISE_CONV_2D"), PAD, name="conv", prefix=True,
               where=lambda m, n: n.epilogue.pad is None,
               check=lambda m, match: min(match["pad"].inputs) >= 0 and _pad_value(m.g, match["pad"]) == 0)

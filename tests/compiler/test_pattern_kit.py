@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.pattern import Matcher, Op, Val, Views, act_free, ints, plain_f32, rewrite, scalar
+from gpuc.compiler.pattern import (Matcher, Op, Val, Views, act_free, const, f32, ints, no_act, one_output,
+                                   plain_f32, rewrite, scalar, scalar_const)
 
 
 def _graph():
@@ -106,3 +107,12 @@ def test_shared_predicates():
     assert plain_f32(g.t(0)) and not plain_f32(g.t(0), variables=False)
     assert act_free(Node("ADD", [], [], {"fused_activation_function": "NONE"}))
     assert not act_free(Node("ADD", [], [], {"fused_activation_function": 1}))
+
+
+def test_constraint_predicates_in_patterns():
+    g = _graph()
+    pat = Op("MUL", Val("c", where=(const, scalar_const)), Val("e", where=f32), name="mul", where=(one_output, no_act))
+    assert Matcher(g).match(pat, g.nodes[1])["c"] == 5
+    g.nodes[1].attrs["fused_activation_function"] = 1
+    assert Matcher(g).match(pat, g.nodes[1]) is None
+    assert Matcher(g).match(Op("RESHAPE", Val(), Val(where=scalar_const)), g.nodes[2]) is None    # [2, 3]: int32

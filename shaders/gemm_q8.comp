@@ -22,6 +22,7 @@
 // v = (g * logistic(g)) * u before the activation / residual / chain epilogue.
 // PF: the first PF weight words of each invocation are loaded before phase 1 (their latency hidden behind it).
 // Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF FLAT
+//          DOT_EXT (the int_dot variants: dot4 is SPIR-V's OpSDot, exact as the plain int32 sum)
 // Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
 #ifndef SUBGROUP
@@ -62,6 +63,16 @@ shared int accu[RM * RN];
 shared float q_inv[RM];
 shared int q_zp[RM];
 
+#ifndef DOT_EXT
+#define DOT_EXT 0
+#endif
+#if DOT_EXT
+// the variant for devices with VK_KHR_shader_integer_dot_product: OpSDot on 4 x int8 packed words
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int q8_sdot(uint a, uint b, spirv_literal int fmt);
+int dot4(uint a, uint b) { return q8_sdot(a, b, 0); }
+#else
 int dot4(uint a, uint b) {
     ivec4 ai = ivec4(bitfieldExtract(int(a), 0, 8), bitfieldExtract(int(a), 8, 8), bitfieldExtract(int(a), 16, 8),
                      bitfieldExtract(int(a), 24, 8));
@@ -69,6 +80,7 @@ int dot4(uint a, uint b) {
                      bitfieldExtract(int(b), 24, 8));
     return ai.x * bi.x + ai.y * bi.y + ai.z * bi.z + ai.w * bi.w;
 }
+#endif
 
 #ifndef PF
 #define PF 0

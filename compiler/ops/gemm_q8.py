@@ -10,9 +10,11 @@ uint8 / int16 / int4 weights keep the float path.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import template
 from gpuc.compiler.ops.epi_chain import EBIND, apply_chain, sample_chain
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
@@ -126,8 +128,18 @@ def q8_kernels(node, graph, bias) -> list:
         defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // (rn * per)))
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * local, defines, node.label(), local_x=local,
                   vec4=("w", "wu"), item_inner=0)
-    kern.variants.append(SUBGROUP_VARIANT)
+    kern.variants += [SUBGROUP_DOT_VARIANT, DOT_VARIANT, SUBGROUP_VARIANT]    # (the first the device meets)
     return [apply_chain(kern, node, graph)]
+
+
+def _with(**defines):
+    return lambda k: dataclasses.replace(k, defines=dict(k.defines, **defines), variants=[])
+
+
+# packed int8 dot products (VK_KHR_shader_integer_dot_product: OpSDot, the same int32 sums), with subgroups or not
+SUBGROUP_DOT_VARIANT = KernelVariant("subgroup_int_dot", {"subgroup_arithmetic": True, "integer_dot_product": True},
+                                     _with(SUBGROUP=1, DOT_EXT=1))
+DOT_VARIANT = KernelVariant("int_dot", {"integer_dot_product": True}, _with(DOT_EXT=1))
 
 
 def dequantized_weights(graph, w_id: int) -> int:
@@ -149,10 +161,12 @@ VARIANTS = {
     "gemm_q8": (_Q8, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 1, 3], "ACT2": [0, 1], "SUBGROUP": [0, 1]},
                 ["out_", "x", "w", "ws", "wsum", "bias", "res"], _TYPES,
                 lambda d: dict(local_x=LOCAL, vec4=("w",))),
-    "gemm_q8:fused": (dict(_Q8, RMS=1, EPS=1e-6, GLU=1, PF=1), {"HAS_UBIAS": [0, 1], "SUBGROUP": [0, 1]},
+    "gemm_q8:fused": (dict(_Q8, RMS=1, EPS=1e-6, GLU=1, PF=1), {"HAS_UBIAS": [0, 1], "SUBGROUP": [0, 1],
+                                                                 "DOT_EXT": [0, 1]},
                       ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum", "ubias"], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w", "wu"))),
-    "gemm_q8:flat": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, PF=2, RMS=1, EPS=1e-6), {"GLU": [0, 1], "SUBGROUP": [0, 1]},
+    "gemm_q8:flat": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, PF=2, RMS=1, EPS=1e-6),
+                     {"GLU": [0, 1], "SUBGROUP": [0, 1], "DOT_EXT": [0, 1]},
                      ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum"], _TYPES,
                      lambda d: dict(local_x=LOCAL_FLAT, vec4=("w", "wu"))),
     "gemm_q8:rms_chain": (dict(_Q8, **sample_chain(3), RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},

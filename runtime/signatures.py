@@ -19,8 +19,8 @@ def names(model) -> list[str]:
 
 
 def runner(model, name: str):
-    """The runner of signature `name` (the model itself for its own signature)."""
-    from gpuc.runtime.executor import LoadedModel
+    """The runner of signature `name` (the model itself for its own signature; another of the model's
+    kind, LoadedModel, on the same device and arenas for each other one)."""
     model._check_open()
     keys = names(model)
     if name not in keys:
@@ -32,7 +32,7 @@ def runner(model, name: str):
         r = model._runners.get(name)
         if r is None:
             sub = next(s for s in model.bundle.signatures if s.signature == name)
-            r = LoadedModel(sub, device=model.device, timeout_s=model.timeout_s, arenas=model.arenas)
+            r = type(model)(sub, device=model.device, timeout_s=model.timeout_s, arenas=model.arenas)
             model._runners[name] = r
     return r
 

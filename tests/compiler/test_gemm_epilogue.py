@@ -22,10 +22,10 @@ SQRT_2_PI = 0.7978845608028654
 
 
 @pytest.fixture(autouse=True)
-def _fp16_plain_gemms(monkeypatch):
+def _fp16_plain_gemms(compile_options):
     """These tests exercise float16 storage around small gemms, which --precision fp16 otherwise keeps
     float32 (ops/gemm_coopmat.py storage_wishes): store those as float16 too."""
-    monkeypatch.setenv("GPUC_FP16_PLAIN_GEMMS", "1")
+    compile_options(fp16_plain_gemms=True)
 
 
 def run(model, inputs, **opts):

@@ -161,3 +161,13 @@ def test_only_the_options_and_settings_modules_touch_the_environment():
     hits = sorted(str(p.relative_to(REPO)) for top in ("compiler", "runtime", "gpuc") for p in (REPO / top).rglob("*.py")
                   if ENV_ACCESS.search(p.read_text()))
     assert set(hits) == ALLOWED, f"environment read outside options/settings: {sorted(set(hits) - ALLOWED)}"
+
+
+def test_readme_lists_every_option_and_setting():
+    """README's configuration tables name every CompileOptions field and every settings variable."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Configuration"):text.index("## Threads")]
+    missing = [f"`{n}`" for n in O.CompileOptions.field_names() if f"`{n}`" not in section]
+    missing += [v for v in S.ENV_NAMES if v != "_GPUC_COMPLETE" and f"`{v}" not in section]
+    missing += [v for _, v in O.ENV_FIELDS if f"`{v}" not in section]
+    assert not missing, f"README's configuration section does not list {missing}"

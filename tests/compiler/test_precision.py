@@ -19,10 +19,10 @@ from helpers.precision import assert_close16, dtype_of, run16  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _fp16_plain_gemms(monkeypatch):
+def _fp16_plain_gemms(compile_options):
     """These tests exercise float16 storage around small gemms, which --precision fp16 otherwise keeps
     float32 (ops/gemm_coopmat.py storage_wishes): store those as float16 too."""
-    monkeypatch.setenv("GPUC_FP16_PLAIN_GEMMS", "1")
+    compile_options(fp16_plain_gemms=True)
 
 
 def cnn_model():
@@ -205,11 +205,13 @@ def test_inspect_shows_storage_precision():
 
 
 def test_cli_fp16_compile_inspect_verify(models_dir, tmp_path):
+    import os
     import subprocess
     import sys
 
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "gpuc.cli", *map(str, args)], capture_output=True, text=True)
+    def cli(*args):       # (the CLI reads the compile switch at its boundary: the variable, as a user sets it)
+        return subprocess.run([sys.executable, "-m", "gpuc.cli", *map(str, args)], capture_output=True, text=True,
+                              env=dict(os.environ, GPUC_FP16_PLAIN_GEMMS="1"))
     model, out = models_dir / "mlp_small_f32.tflite", tmp_path / "m16.bundle"
     r = cli("compile", model, "-o", out, "--precision", "fp16", "--no-cache")
     assert r.returncode == 0 and "tensors fp16" in r.stdout, r.stderr

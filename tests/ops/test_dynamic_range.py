@@ -170,10 +170,10 @@ def test_batch_matmul_constant_rhs(gpu):
     check(gpu, make, [RNG.normal(0, 1, (2, 3, 10)).astype(np.float32)])
 
 
-def test_dynamic_range_fp16(gpu, monkeypatch):
+def test_dynamic_range_fp16(gpu, compile_options):
     """Dynamic-range weights also go to fp16 storage with --precision fp16 (where gemms store float16:
-    a gemm this small keeps float32 tensors unless GPUC_FP16_PLAIN_GEMMS, ops/gemm_coopmat.py)."""
-    monkeypatch.setenv("GPUC_FP16_PLAIN_GEMMS", "1")
+    a gemm this small keeps float32 tensors unless the fp16_plain_gemms option, ops/gemm_coopmat.py)."""
+    compile_options(fp16_plain_gemms=True)
     from gpuc.runtime.bundle import WEIGHTS, read_bundle
     wf = RNG.normal(0, 1, (12, 20)).astype(np.float32)
     q, quant, deq = quantize(wf, axis=0)

@@ -64,9 +64,9 @@ def test_conv_large_tiles(gpu, monkeypatch, plan, case):
 
 @pytest.mark.parametrize("plan", COOP, ids=lambda p: f"{p.BM}x{p.BN}x{p.BK}-st{p.ST}")
 @pytest.mark.parametrize("case", CONVS, ids=lambda c: f"{'x'.join(map(str, c[0]))}-co{c[1]}-k{c[2]}s{c[3]}g{c[4]}")
-def test_conv_coopmat_families_emulated(gpu, monkeypatch, plan, case):
+def test_conv_coopmat_families_emulated(gpu, monkeypatch, compile_options, plan, case):
     monkeypatch.setattr(cm_mod, "plan_coopmat", lambda *a, **k: plan)
-    monkeypatch.setenv("GPUC_TEST_COOPMAT_EMULATE", "1")
+    compile_options(coopmat_emulate=True)
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
     _conv_case(gpu, case, "fp16", 1e-2)
 

@@ -37,7 +37,7 @@ shared uint hard;
 shared uint skey[NP];          // sort key: the order-preserving bits of a candidate's score, 0 for the others
 shared uint sidx[NP];          // box index; bit 31: suppressed
 shared uint ncand;
-shared uint snext;
+shared uint snx[3];
 shared uint sties;
 #endif
 
@@ -105,9 +105,9 @@ float div_rn(float a, float b) {
 }
 
 // LiteRT's ComputeIou (float): corners normalized, 0 when an area is <= 0 or the union is 0
-float iou(uint i, uint j) {
-    vec4 a = vec4(boxes[4u * i], boxes[4u * i + 1u], boxes[4u * i + 2u], boxes[4u * i + 3u]);
-    vec4 b = vec4(boxes[4u * j], boxes[4u * j + 1u], boxes[4u * j + 2u], boxes[4u * j + 3u]);
+vec4 box(uint i) { return vec4(boxes[4u * i], boxes[4u * i + 1u], boxes[4u * i + 2u], boxes[4u * i + 3u]); }
+
+float iou_boxes(vec4 a, vec4 b) {
     vec4 na = vec4(min(a.x, a.z), min(a.y, a.w), max(a.x, a.z), max(a.y, a.w));
     vec4 nb = vec4(min(b.x, b.z), min(b.y, b.w), max(b.x, b.z), max(b.y, b.w));
     precise float area_a = (na.z - na.x) * (na.w - na.y);
@@ -120,6 +120,8 @@ float iou(uint i, uint j) {
     if (uni == 0.0) return 0.0;
     return div_rn(inter, uni);
 }
+
+float iou(uint i, uint j) { return iou_boxes(box(i), box(j)); }
 
 #if SOFT
 // exp(x) for x <= 0: near 0 (where a decayed score may round back to the original) by its series,
@@ -237,42 +239,42 @@ bool sort_candidates(uint l, float thr) {
     return sties == 0u;
 }
 
+// One barrier a selection: every invocation counts the selections itself (the same decisions from the
+// same shared values), and the next position is found in the next of three rotating words (one read this
+// round, one collecting this round's minimum, one reset for the round after).
 void sorted_nms(uint l, float iou_t, float thr) {
     uint nc = ncand;
-    if (l == 0u) {
-        nout = min(nc, uint(clamp(max_out[0], 0, MAXO)));
-        nsel = 0u;
-        snext = 0u;
-    }
+    uint nout_l = min(nc, uint(clamp(max_out[0], 0, MAXO)));
+    if (l == 0u) { snx[0] = 0u; snx[1] = nc; snx[2] = nc; }
     barrier();
-    for (;;) {
-        uint p = snext;
-        if (nsel >= nout || p >= nc) break;         // (shared values after a barrier: uniform)
+    uint n = 0u;
+    for (uint t = 0u;; ++t) {
+        uint p = snx[t % 3u];
+        if (n >= nout_l || p >= nc) break;          // (shared values after a barrier: uniform)
         uint c = sidx[p] & 0x7FFFFFFFu;
-        bool again = !(iou(c, c) >= iou_t);         // popped again at once and not suppressed by itself
-        barrier();
+        vec4 bc = box(c);
+        bool again = !(iou_boxes(bc, bc) >= iou_t);   // popped again at once and not suppressed by itself
+        uint stop = again ? nout_l : n + 1u;
         if (l == 0u) {
-            uint stop = again ? nout : nsel + 1u;
-            for (uint k = nsel; k < stop; ++k) {
-                ssel[k] = c;
+            for (uint k = n; k < stop; ++k) {
                 sel[k] = int(c);
 #if SOFT
                 sel_scores[k] = scores[c];
 #endif
             }
-            nsel = stop;
-            snext = nc;
+            snx[(t + 2u) % 3u] = nc;
         }
-        barrier();
+        n = stop;
         if (again) break;
         for (uint q = p + 1u + l; q < nc; q += uint(WG)) {
             uint e = sidx[q];
             if ((e & 0x80000000u) != 0u) continue;
-            if (iou(e, c) >= iou_t) sidx[q] = e | 0x80000000u;
-            else atomicMin(snext, q);
+            if (iou_boxes(box(e), bc) >= iou_t) sidx[q] = e | 0x80000000u;
+            else atomicMin(snx[(t + 1u) % 3u], q);
         }
         barrier();
     }
+    if (l == 0u) nsel = n;
 }
 #endif
 

@@ -22,7 +22,10 @@ glibc rounds correctly and is within 2 ulp where it does not.  MULTINOMIAL's CDF
 exp of logit - max finite logit, summed in order) is float-float here (~48 bits): an index differs from
 LiteRT's only when a draw falls within ~2^-44 (relative) of a CDF step.
 Seeds (0, 0): LiteRT draws a seed from /dev/urandom at each Prepare; gpuc draws one from os.urandom when
-it compiles the node (each bundle then repeats its own stream after reset_state()).
+it compiles the node (a bundle, and the compile cache's copy of it, then repeats its own stream after
+reset_state()).  Measured on lavapipe: 65,536 normals equal the correctly rounded Box-Muller exactly;
+against LiteRT ~1.4% of them differ, by at most 2 ulp.  --max-batch: no batch-native rule; the replicated
+program gives each item slot its own copy of the generator.
 """
 from __future__ import annotations
 

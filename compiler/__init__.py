@@ -140,7 +140,7 @@ def _compile(model, opts: CompileOptions, key: str | None, name: str | None = No
     """Compile (a cache miss, or the cache off); stores the bundle when `key`.  Returns the bundle,
     its stats and the key it was stored under: that of exactly the bytes compiled."""
     from gpuc.compiler import cache as cc               # (lazy: start-up time, see above)
-    from gpuc.compiler.driver import compile_bytes
+    from gpuc.compiler.entry import compile_bytes
     from gpuc.runtime.bundle import header_stats
     data, read_name = read_model_bytes(model)
     name = name or read_name

@@ -1,4 +1,5 @@
-"""compile_bytes: tflite bytes -> prepare (IR, passes, placement, lowering) -> bundle bytes.
+"""One program's compile (compiler/entry.py compile_bytes runs it): tflite bytes -> prepare (IR, passes,
+placement, lowering) -> bundle bytes.
 
 The back half is `build_bundle`: variable state, memory plan (memory_plan.py), weight packing, the
 tensor table and program emission (GLSL -> SPIR-V per distinct kernel, dispatches, host steps, jumps).
@@ -19,7 +20,6 @@ from gpuc.compiler.codegen import glsl, manifest
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
 from gpuc.compiler.ops.gather_copy import resolve_arena
-from gpuc.compiler.passes.precision import store_fp16
 from gpuc.compiler.passes.variables import initial_value
 from gpuc.compiler.prepare import prepare
 from gpuc.errors import GpucError, UnsupportedError
@@ -254,35 +254,3 @@ def prepare_batched(data: bytes, opts: dict):
     p = prepare(data, dict(opts, disable_passes=sorted(set(opts["disable_passes"]) | {"batch_native"})))
     p.graph.batch_refusal = why
     return p
-
-
-def compile_bytes(data: bytes, name: str, opts: dict) -> bytes:
-    """Compile .tflite bytes with normalized options (see gpuc.compiler.normalize_options)."""
-    if opts["precision"] not in ("fp32", "fp16"):
-        raise UnsupportedError(f"precision {opts['precision']!r} not supported (fp32 or fp16)")
-    fp = fingerprint(data, opts)
-    from gpuc.compiler import signatures
-    if signatures.signature_count(data) > 1:     # every SignatureDef in one bundle (compiler/signatures.py)
-        out, n16 = signatures.compile_signatures(data, name, opts, fp)
-        return attach_fallback(out, data, name, opts) if n16 else out
-    try:
-        p = prepare_batched(data, opts)
-        stats = p.stats()                        # warnings are printed again when the compile cache answers
-        n16 = store_fp16(p.graph, p.program)     # --precision fp16: tensors stored as float16
-        if n16:
-            stats["fp16_tensors"] = n16
-        out = build_bundle(p.graph, p.program, name, opts, fp, stats)
-    finally:
-        sym_scope.end()                          # (--dynamic: the compile's dim variables)
-    return attach_fallback(out, data, name, opts) if n16 else out
-
-
-def attach_fallback(bundle_bytes: bytes, data: bytes, name: str, opts: dict) -> bytes:
-    """Embed the fp32 program of the same model in an fp16 bundle: a device without 16-bit storage
-    buffers loads that one instead (one warning).  The fallback is a complete, separately verified
-    bundle, so the runtime needs no conversion code and runs exactly what `--precision fp32` runs."""
-    progress.stage("the fp32 fallback")
-    fallback = compile_bytes(data, name, dict(opts, precision="fp32"))
-    b = B.read_bundle(bundle_bytes)
-    b.fallback = fallback
-    return B.write_bundle(b)

@@ -34,7 +34,7 @@ from gpuc.compiler.ops.output_lengths import declare_length
 
 OPS = ("NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5")
 MS_CAP = 2048            # selected boxes a run may hold (shared memory: 8 KiB)
-FAST_CAP = 4096          # boxes the sorted path holds (shared memory: 32 KiB of keys and indices)
+FAST_CAP = 2048          # boxes the sorted path holds (16 KiB of keys and indices + 8 KiB of selections: under 32 KiB)
 WG = 256
 
 VARIANTS = {

@@ -26,12 +26,12 @@ import sys
 
 import xxhash
 
-from gpuc import __version__
 from gpuc.compiler import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name
 from gpuc.compiler.options import CompileOptions, resolve
 from gpuc.errors import BundleError
 from gpuc.runtime import cachedir, settings
 from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, claimed_digest, digest_ok
+from gpuc.version import __version__
 
 SUB = "bundles"
 SOURCES_SUB = "sources"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from gpuc import __version__, progress
+from gpuc import progress
 from gpuc.compiler import schedule, status, sym_scope, symbolic
 from gpuc.compiler.guards import check_guards
 from gpuc.compiler.codegen import glsl, manifest
@@ -24,6 +24,7 @@ from gpuc.compiler.passes.variables import initial_value
 from gpuc.compiler.prepare import prepare
 from gpuc.errors import GpucError, UnsupportedError
 from gpuc.runtime import bundle as B
+from gpuc.version import __version__
 
 def fingerprint(data: bytes, options: dict) -> str:
     h = xxhash.xxh3_128()

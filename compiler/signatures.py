@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import xxhash
 
-from gpuc import __version__, progress
+from gpuc import progress
 from gpuc.compiler import sym_scope, status
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.ir import Graph
@@ -28,6 +28,7 @@ from gpuc.compiler.ops.gather_copy import resolve_arena
 from gpuc.compiler.passes.precision import store_fp16
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
+from gpuc.version import __version__
 
 THREADING_OPS = ("DYNAMIC_UPDATE_SLICE",)
 

@@ -3,7 +3,7 @@
 `gpuc.load` needs only the runtime (numpy, vulkan, flatbuffers, xxhash); `gpuc.compile`
 imports the compiler (glslang) on first use.
 """
-__version__ = "0.1.0"
+from gpuc.version import __version__  # noqa: F401
 
 
 def load(bundle, device=None, timeout_s=None, robust=False):

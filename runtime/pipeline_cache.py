@@ -13,8 +13,8 @@ import struct
 import vulkan as vk
 import xxhash
 
-from gpuc import __version__
 from gpuc.runtime import cachedir, settings
+from gpuc.version import __version__
 
 MAGIC = b"GPUCPC01"
 _HEAD = struct.Struct("<8sIII16s16s32sQQ")     # magic vendor device driver uuid version key length xxh64

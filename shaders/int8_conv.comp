@@ -1,13 +1,14 @@
 // Native int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (compiler/ops/int8_conv.py), LiteRT's integer
 // kernels: acc = sum w * (x - x_zp) (a window position outside the input adds nothing) + bias (int32), then
-// q8_requant(acc, multiplier[oc], shift[oc], RQ_MODE; DEPTHWISE: channels from RQ_SPLIT on: mode 0) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
+// requantized (int8_requant.glsl q8_rq<RQ_MODE>; DEPTHWISE with RQ_MODE 2: channels from RQ_SPLIT on q8_rq0) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
 // x, w, out_: int8 lanes of 32-bit words; out_ NHWC [N, OH, OW, COUT], x NHWC [N, H, W, CIN];
 // w: [COUT, KH, KW, CIN] (DEPTHWISE: [KH, KW, COUT], input channel oc / DM).  qp: int32 [3, COUT]
 // (bias, multiplier, shift).  Each invocation computes one output word (4 elements).
+// OC4 (with VEC4, COUT % 4 == 0): a word's 4 outputs are one pixel's 4 channels, computed together.
 // VEC4 (CIN % 4 == 0, not DEPTHWISE): the channel loop reads whole words of x and w and a position outside
 // the input reads the zero point's lanes (XZ_WORD); sum w * x_zp is folded in as -IN_OFF_W: qp[3 * COUT + oc]
 // holds sum(w[oc]) and acc = sum w * x + IN_OFF * sum(w).  DOT4(a, b): the 4-lane signed dot product.
-// Defines: N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
+// Defines: OC4 N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
 //          RQ_MODE RQ_SPLIT NOUT XZ_WORD DOT_EXT (VEC4 only: DOT4 is the SPIR-V OpSDot of 4 x int8 lanes)
 // @include int8_requant.glsl
 #if DOT_EXT
@@ -26,6 +27,26 @@ int DOT4(uint a, uint b) {
 int ld8(uint e, bool isw) {
     uint v = isw ? w[e >> 2] : x[e >> 2];
     return q8_lane(v, int(e & 3u));
+}
+
+// bias, requantization, output zero point and activation clamp of output channel oc's int32 sum
+int q8_finish(int acc, int oc) {
+#if VEC4
+    acc += IN_OFF * qp[3 * COUT + oc];
+#endif
+    acc += qp[oc];
+    int m = qp[COUT + oc], sh = qp[2 * COUT + oc];
+#if DEPTHWISE && RQ_MODE == 2
+    int r = oc < RQ_SPLIT ? q8_rq2(acc, m, sh) : q8_rq0(acc, m, sh);   // (past the last block of 8: gemmlowp's)
+#elif RQ_MODE == 2
+    int r = q8_rq2(acc, m, sh);
+#elif RQ_MODE == 1
+    int r = q8_rq1(acc, m, sh);
+#else
+    int r = q8_rq0(acc, m, sh);
+#endif
+    r += OUT_ZP;
+    return clamp(r, ACT_MIN, ACT_MAX);
 }
 
 int conv_at(int e) {
@@ -64,22 +85,47 @@ int conv_at(int e) {
 #endif
         }
     }
-#if VEC4
-    acc += IN_OFF * qp[3 * COUT + oc];
-#endif
-    acc += qp[oc];
-#if DEPTHWISE
-    int mode = oc < RQ_SPLIT ? RQ_MODE : 0;       // (the channels past the last block of 8: gemmlowp's)
-#else
-    int mode = RQ_MODE;
-#endif
-    int r = q8_requant(acc, qp[COUT + oc], qp[2 * COUT + oc], mode) + OUT_ZP;
-    return clamp(r, ACT_MIN, ACT_MAX);
+    return q8_finish(acc, oc);
 }
+
+#if VEC4 && OC4
+// 4 consecutive output channels of one pixel (COUT % 4 == 0): each input word is read once for the 4
+int q8_word4(int e0) {
+    int oc0 = e0 % COUT;
+    int p = e0 / COUT;
+    int ox = p % OW;
+    p /= OW;
+    int oy = p % OH;
+    int n = p / OH;
+    ivec4 acc = ivec4(0);
+    const uint ws = uint(KH * KW * CIN) >> 2;         // words per output channel's filter
+    for (int ky = 0; ky < KH; ++ky) {
+        int iy = oy * SH - PT + ky * DH;
+        for (int kx = 0; kx < KW; ++kx) {
+            int ix = ox * SW - PL + kx * DW;
+            bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+            uint xb = uint(((n * H + iy) * W + ix) * CIN) >> 2;
+            uint wb = uint(((oc0 * KH + ky) * KW + kx) * CIN) >> 2;
+            for (int c = 0; c < CIN / 4; ++c) {
+                uint xv = inside ? x[xb + uint(c)] : uint(XZ_WORD);
+                uint wi = wb + uint(c);
+                acc += ivec4(DOT4(xv, w[wi]), DOT4(xv, w[wi + ws]), DOT4(xv, w[wi + 2u * ws]), DOT4(xv, w[wi + 3u * ws]));
+            }
+        }
+    }
+    uint word = 0u;
+    for (int j = 0; j < 4; ++j)
+        word |= (uint(q8_finish(acc[j], oc0 + j)) & 0xFFu) << (8 * j);
+    return int(word);
+}
+#endif
 
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
+#if VEC4 && OC4
+    out_[gid] = uint(q8_word4(int(gid) * 4));
+#else
     uint word = 0u;
     for (int j = 0; j < 4; ++j) {
         int e = int(gid) * 4 + j;
@@ -87,4 +133,5 @@ void main() {
         word |= (uint(conv_at(e)) & 0xFFu) << (8 * j);
     }
     out_[gid] = word;
+#endif
 }

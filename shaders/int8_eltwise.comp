@@ -1,9 +1,9 @@
 // Native int8 ADD / MEAN / SOFTMAX (compiler/ops/int8_eltwise.py), as LiteRT's builtin integer kernels
 // compute them.  a, b, out_: int8 lanes of 32-bit words; each invocation computes one output word.
-// OP 0 ADD: v_i = q8_requant((x_i + OFF_i) << 20, M_i, S_i) (gemmlowp rounding), then
-//      q8_requant(v_a + v_b, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].  B_MOD: b's element
+// OP 0 ADD: v_i = q8_rq0((x_i + OFF_i) << 20, M_i, S_i) (gemmlowp rounding), then
+//      q8_rq0(v_a + v_b, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].  B_MOD: b's element
 //      index is e % B_MOD (b broadcast along the leading dims; B_MOD = NOUT for equal shapes).
-// OP 1 MEAN over the middle of [OUTER, R, INNER]: q8_requant(sum - IN_ZP * R, MO, SO) + OUT_ZP clamped.
+// OP 1 MEAN over the middle of [OUTER, R, INNER]: q8_rq0(sum - IN_ZP * R, MO, SO) + OUT_ZP clamped.
 // OP 2 SOFTMAX over rows of L: LiteRT's table path: t = lut[255 - max + x] (lut: float exp table),
 //      s = sum of t in order, inv = 1 / (s * OUT_SCALE), q = round_half_away(t * inv) + OUT_ZP clamped.
 // OP 3 AVERAGE_POOL_2D / OP 4 MAX_POOL_2D (NHWC [N, H, W, C] -> [N, OH, OW, C], input and output on one grid):
@@ -17,16 +17,16 @@ int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
 #if OP == 0
 int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
 int value_at(int e) {
-    int va = q8_requant((ld_a(e) + OFF_A) << 20, M_A, S_A, 0);
-    int vb = q8_requant((ld_b(e % B_MOD) + OFF_B) << 20, M_B, S_B, 0);
-    return clamp(q8_requant(va + vb, MO, SO, 0) + OUT_ZP, ACT_MIN, ACT_MAX);
+    int va = q8_rq0((ld_a(e) + OFF_A) << 20, M_A, S_A);
+    int vb = q8_rq0((ld_b(e % B_MOD) + OFF_B) << 20, M_B, S_B);
+    return clamp(q8_rq0(va + vb, MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX);
 }
 #elif OP == 1
 int value_at(int e) {
     int o = e / INNER, i = e % INNER;
     int s = 0;
     for (int r = 0; r < R; ++r) s += ld_a((o * R + r) * INNER + i);
-    return clamp(q8_requant(s - IN_ZP * R, MO, SO, 0) + OUT_ZP, -128, 127);
+    return clamp(q8_rq0(s - IN_ZP * R, MO, SO) + OUT_ZP, -128, 127);
 }
 #elif OP == 3 || OP == 4
 int value_at(int e) {

@@ -5,7 +5,8 @@ and fused activation clamp.  passes/quant.py native_int8 makes these ops from th
 
 Kernel shape: one invocation per output word (4 int8 outputs), a plain int32 loop; where the input
 depth is a multiple of 4 the channel loop reads whole words (4 lanes) and sums 4-lane dot products
-(DOT4 in the template): in int32 arithmetic, or, the `int_dot` variant chosen at load
+(DOT4 in the template), and where the output depth is too, an invocation computes one pixel's 4
+channels from one read of each input word (OC4): in int32 arithmetic, or, the `int_dot` variant chosen at load
 (runtime/variants.py) on devices with VK_KHR_shader_integer_dot_product, SPIR-V's packed OpSDot.  An
 s8 x s8 -> s32 cooperative-matrix variant would take the same bindings (the weights as [COUT, K] int8
 rows, K = KH*KW*CIN, and qp's bias / multiplier / shift / weight sums); not built yet.
@@ -120,7 +121,7 @@ def lower_int8_conv(node, graph):
     qp = graph.add_const(f"{y.name}#int8_qp", _params(node, graph, f, co, vec4))
     lo, hi = act_range(fused_act(node), y)
     xz = (zx & 0xFF) * 0x01010101
-    d.update(VEC4=int(vec4), IN_OFF=-zx, OUT_ZP=zy, ACT_MIN=lo, ACT_MAX=hi, NOUT=y.size,
+    d.update(VEC4=int(vec4), OC4=int(vec4 and co % 4 == 0), IN_OFF=-zx, OUT_ZP=zy, ACT_MIN=lo, ACT_MAX=hi, NOUT=y.size,
              RQ_MODE=RQ_UPWARD if d["DEPTHWISE"] else RQ_RUY, RQ_SPLIT=co // 8 * 8,
              XZ_WORD=int(np.uint32(xz).view(np.int32)))
     binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qp)]
@@ -145,11 +146,11 @@ def _flops(node, graph):
 
 
 _BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, DM=1,
-             IN_OFF=3, OUT_ZP=-2, ACT_MIN=-128, ACT_MAX=127, NOUT=150, RQ_SPLIT=0, XZ_WORD=-50529028)
+             IN_OFF=3, OUT_ZP=-2, ACT_MIN=-128, ACT_MAX=127, NOUT=150, RQ_SPLIT=0, XZ_WORD=-50529028, OC4=0)
 VARIANTS = {
-    "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1, 2]}, ["out_", "x", "w", "qp"],
+    "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1, 2], "OC4": [0, 1]}, ["out_", "x", "w", "qp"],
                   {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
-    "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1), {}, ["out_", "x", "w", "qp"],
+    "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1, OC4=1), {}, ["out_", "x", "w", "qp"],
                       {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }
 

@@ -12,8 +12,8 @@ read backwards through producers:
                                                                (reshapes ...) in front of `pattern`
 
 `Op` inputs are matched against the node's inputs in order (exactly that many; `prefix=True`: the
-first ones, more may follow; `any_inputs=True`: not looked at); `commute=True` also tries a binary
-node's two inputs swapped.  `uses=n`: the node's output is read by exactly n nodes and
+first ones, more may follow; none given: the inputs are not looked at); `commute=True` also tries a
+binary node's two inputs swapped.  `uses=n`: the node's output is read by exactly n nodes and
 is no graph output (nor a variable, unless the Matcher lets variables through).  `where` predicates
 take (matcher, node) for Op and (matcher, tensor id) for Val; `check(matcher, match)` runs once the
 node's inputs have matched, with the captures so far (a failed check tries the next alternative).
@@ -140,7 +140,7 @@ class Val:
 
 @dataclass(frozen=True, eq=False)
 class Op:
-    """A node with op in `ops` (None: any op) whose inputs match `inputs` (None: not looked at)."""
+    """A node with op in `ops` (None: any op) whose inputs match `inputs` (none given: not looked at)."""
     ops: frozenset | None
     inputs: tuple | None = None
     name: str | None = None
@@ -151,10 +151,9 @@ class Op:
 
     prefix: bool = False
 
-    def __init__(self, ops, *inputs, name=None, where=None, uses=None, commute=False, check=None, any_inputs=False,
-                 prefix=False):
+    def __init__(self, ops, *inputs, name=None, where=None, uses=None, commute=False, check=None, prefix=False):
         object.__setattr__(self, "ops", _ops(ops))
-        object.__setattr__(self, "inputs", None if any_inputs else tuple(inputs))
+        object.__setattr__(self, "inputs", tuple(inputs) if inputs else None)
         object.__setattr__(self, "prefix", prefix)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "where", _preds(where))

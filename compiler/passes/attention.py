@@ -449,7 +449,7 @@ def _match(ctx: Matcher, sm: Node):
 
 def fuse_attention(graph: Graph) -> None:
     """Replace each attention chain by one ATTENTION node (module docstring)."""
-    rewrite(graph, [(Op("SOFTMAX", any_inputs=True, name="sm"), _fuse)])
+    rewrite(graph, [(Op("SOFTMAX", name="sm"), _fuse)])
 
 
 def _fuse(graph: Graph, match):

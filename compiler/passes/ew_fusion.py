@@ -193,7 +193,7 @@ def _prologue_fits(m, match) -> bool:
         and ops.unsupported_reason(r, g) is None
 
 
-REDUCE_PROLOGUE = Op(REDUCE_OPS, Op(None, any_inputs=True, name="p", uses=1), Val(), name="r", check=_prologue_fits,
+REDUCE_PROLOGUE = Op(REDUCE_OPS, Op(None, name="p", uses=1), Val(), name="r", check=_prologue_fits,
                      where=lambda m, n: len(n.outputs) == 1)
 
 

@@ -138,7 +138,7 @@ def _try(graph: Graph, match) -> bool:
     return True
 
 
-HOST = Op(HOSTS, any_inputs=True, name="p", where=lambda m, n: len(n.outputs) == 1 and n.outputs[0] >= 0)
+HOST = Op(HOSTS, name="p", where=lambda m, n: len(n.outputs) == 1 and n.outputs[0] >= 0)
 
 
 def fuse_gemm_epilogue(graph: Graph) -> None:

@@ -72,7 +72,7 @@ def _plan(graph: Graph, node: Node, users: dict):
 
 
 def rfft_as_matmul(graph: Graph) -> None:
-    rewrite(graph, [(Op("RFFT2D", any_inputs=True, name="rfft"), _lower)])
+    rewrite(graph, [(Op("RFFT2D", name="rfft"), _lower)])
 
 
 def _lower(graph: Graph, match):

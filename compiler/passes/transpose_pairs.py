@@ -167,7 +167,7 @@ def _sink_fits(m, match) -> bool:
                 for t in op.inputs + op.outputs + outer.outputs)
 
 
-SINK = Op("TRANSPOSE", Op(ELEMENTWISE_BINARY, Op("TRANSPOSE", any_inputs=True, name="inner", uses=1), Val("other"),
+SINK = Op("TRANSPOSE", Op(ELEMENTWISE_BINARY, Op("TRANSPOSE", name="inner", uses=1), Val("other"),
                           name="op", uses=1, commute=True, check=_sink_fits,
                           where=lambda m, n: len(n.outputs) == 1 and n.inputs[0] != n.inputs[1]),
           Val(), name="outer", where=_perm_ok)

@@ -53,6 +53,10 @@ shared float red[NT];
 // @include wg_reduce.glsl
 #endif
 
+#ifndef Q8_MODE
+#define Q8_MODE 0
+#endif
+#if Q8_MODE == 0
 shared uint xq[RM * KQ * 4];
 shared float red_lo[NT];
 shared float red_hi[NT];
@@ -62,6 +66,7 @@ shared int accu[RM * RN];
 #endif
 shared float q_inv[RM];
 shared int q_zp[RM];
+#endif
 
 #ifndef DOT_EXT
 #define DOT_EXT 0
@@ -88,7 +93,7 @@ int dot4(uint a, uint b) {
 #ifndef FLAT
 #define FLAT 0
 #endif
-#if !FLAT
+#if !FLAT && Q8_MODE == 0
 // phase 2's int32 sums (per invocation), and one 16-byte word qd of each of its RN channels (wv; uv: up's)
 // multiplied into them against the RM quantized rows
 int acc[RM][RN];
@@ -113,6 +118,9 @@ int dot16(uvec4 a, uvec4 b) { return dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z,
 
 // @include epi_chain.glsl
 
+#if Q8_MODE != 0
+// @include gemm_q8_tiled.glsl
+#else
 void main() {
     uint tid = gl_LocalInvocationID.x;
     int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
@@ -340,3 +348,4 @@ void main() {
         ST(out_, o, v);
     }
 }
+#endif

@@ -28,6 +28,8 @@ SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 
 MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
 LOCAL = 64
 LOCAL_FLAT = 256                # one activation row (decode): invocations per workgroup
+TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
+TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
 PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
 
@@ -105,6 +107,8 @@ def q8_kernels(node, graph, bias) -> list:
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", w_id), ("ws", s_id), ("wsum", sum_id)]
     if bias is not None:
         binds.append(("bias", bias))
+    if m >= TILED_MIN_M:
+        return _tiled(node, graph, binds, m, n, k, kq)
     per = 2 if node.attrs.get(GLU_ATTR) else 1
     flat = m == 1
     rm, rn = (1, _flat_rn(n, kq, per)) if flat else _tile(m, n, kq)
@@ -116,12 +120,7 @@ def q8_kernels(node, graph, bias) -> list:
         nw, eps = node.attrs[RMS_ATTR]
         binds.append(("nw", nw))
         defines.update(RMS=1, EPS=float(eps))
-    if node.attrs.get(GLU_ATTR):
-        wu, ub = node.attrs[GLU_ATTR]
-        u_id, us_id, usum_id, ukq = _consts(graph, wu)
-        assert ukq == kq, "gate and up weights of one shape"
-        binds += [("wu", u_id), ("wus", us_id), ("wusum", usum_id)] + ([("ubias", ub)] if ub >= 0 else [])
-        defines.update(GLU=1, HAS_UBIAS=int(ub >= 0))
+    _glu(node, graph, binds, defines, kq)
     if flat:                   # (words per invocation: ceil(kq / (local / rn)), the first PF_WORDS // 2 ahead)
         defines.update(FLAT=1, PF=max(1, min(-(-kq // (local // rn)), PF_WORDS // (2 * per))))
     else:
@@ -130,6 +129,38 @@ def q8_kernels(node, graph, bias) -> list:
                   vec4=("w", "wu"), item_inner=0)
     kern.variants += [SUBGROUP_DOT_VARIANT, DOT_VARIANT, SUBGROUP_VARIANT]    # (the first the device meets)
     return [apply_chain(kern, node, graph)]
+
+
+def _glu(node, graph, binds, defines, kq) -> None:
+    if node.attrs.get(GLU_ATTR):
+        wu, ub = node.attrs[GLU_ATTR]
+        u_id, us_id, usum_id, ukq = _consts(graph, wu)
+        assert ukq == kq, "gate and up weights of one shape"
+        binds += [("wu", u_id), ("wus", us_id), ("wusum", usum_id)] + ([("ubias", ub)] if ub >= 0 else [])
+        defines.update(GLU=1, HAS_UBIAS=int(ub >= 0))
+
+
+def _tiled(node, graph, binds, m, n, k, kq) -> list:
+    """Many rows (prefill): the rows quantized once (Q8_MODE 1), then 64 x 64 output tiles (Q8_MODE 2)."""
+    y = graph.t(node.outputs[0])
+    rows = graph.add_tensor(f"{y.name}/q8_rows", (m, kq * 4 + 2), "uint32")
+    rb = [("out_", rows), ("x", node.inputs[0])]
+    rd = dict(GM=m, GK=k, KQ=kq, RM=1, RN=1, Q8_MODE=1)
+    if node.attrs.get(RMS_ATTR):
+        nw, eps = node.attrs[RMS_ATTR]
+        rb.append(("nw", nw))
+        rd.update(RMS=1, EPS=float(eps))
+    quant = Kernel("gemm_q8", rb, m * LOCAL, rd, f"{node.label()}: rows quantized", local_x=LOCAL, item_inner=0)
+    quant.variants.append(SUBGROUP_VARIANT)
+    binds = [("out_", binds[0][1]), ("xq", rows)] + binds[2:]
+    tiles_n = -(-n // TILE)
+    defines = dict(GM=m, GN=n, GK=k, KQ=kq, RM=1, RN=1, TILES_N=tiles_n, HAS_BIAS=int(any(b == "bias" for b, _ in binds)),
+                   Q8_MODE=2, **epilogue(node, binds, ignore=()))
+    _glu(node, graph, binds, defines, kq)
+    kern = Kernel("gemm_q8", binds, -(-m // TILE) * tiles_n * 256, defines, node.label(), local_x=256,
+                  vec4=("w", "wu"), item_inner=0)
+    kern.variants += [DOT_VARIANT]
+    return [quant, apply_chain(kern, node, graph)]
 
 
 def _with(**defines):
@@ -169,6 +200,12 @@ VARIANTS = {
                      {"GLU": [0, 1], "SUBGROUP": [0, 1], "DOT_EXT": [0, 1]},
                      ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum"], _TYPES,
                      lambda d: dict(local_x=LOCAL_FLAT, vec4=("w", "wu"))),
+    "gemm_q8:rows": (dict(GM=3, GK=40, KQ=3, RM=1, RN=1, Q8_MODE=1, RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
+                     ["out_", "x", "nw"], {"out_": "uint32"}, lambda d: dict(local_x=LOCAL)),
+    "gemm_q8:tiled": (dict(_Q8, RM=1, RN=1, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, **sample_chain(3)),
+                      {"GLU": [0, 1], "DOT_EXT": [0, 1]},
+                      ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"] + EBIND[:2],
+                      dict(_TYPES, xq="uint32"), lambda d: dict(local_x=256, vec4=("w", "wu"))),
     "gemm_q8:rms_chain": (dict(_Q8, **sample_chain(3), RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
                           ["out_", "x", "w", "ws", "wsum", "nw"] + EBIND[:2], _TYPES,
                           lambda d: dict(local_x=LOCAL, vec4=("w",))),

@@ -102,7 +102,8 @@ def _labels(bundle) -> list[str]:
 
 @pytest.mark.parametrize("m,norm_out,up_out,up_bias,fused", [
     (1, False, False, True, (0, 1)),          # decode: both norms folded, gate / up one dispatch
-    (3, False, False, False, (0, 1)),         # several rows (prefill)
+    (3, False, False, False, (0, 1)),         # several rows
+    (70, False, False, True, (0, 1)),         # prefill: rows quantized once, 64 x 64 output tiles
     (1, True, True, False, (1, 0)),           # the norm and up read elsewhere: kept
 ])
 def test_matches_litert(m, norm_out, up_out, up_bias, fused):
@@ -110,7 +111,9 @@ def test_matches_litert(m, norm_out, up_out, up_bias, fused):
     h = (RNG.normal(0, 1, (1, m, D)) + RNG.normal(0, 1, (1, m, 1))).astype(np.float32)
     bundle = gpuc.compile(data)
     labels = _labels(bundle)
-    norms, fcs = sum("RMS_NORM" in s for s in labels), sum("FULLY_CONNECTED" in s for s in labels)
+    norms = sum("RMS_NORM" in s for s in labels)
+    fcs = sum("FULLY_CONNECTED" in s and "rows quantized" not in s for s in labels)
+    assert sum("rows quantized" in s for s in labels) == (fcs if m >= 16 else 0)     # (prefill: quantized once)
     assert norms == fused[0] and fcs == (2 if fused[1] else 3), labels
     got = _run(bundle, [h])
     ref = litert_default(data, [h])

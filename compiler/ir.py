@@ -88,7 +88,7 @@ class Epilogue:
 
 @dataclass
 class Node:
-    op: str                     # builtin op name ("CONV_2D") or "CUSTOM:<code>"
+    op: str                     # builtin op name (e.g. CONV_2D) or "CUSTOM:<code>"
     inputs: list[int]
     outputs: list[int]
     attrs: dict[str, Any] = field(default_factory=dict)     # the operator's options, as the model gives them

@@ -24,14 +24,12 @@ from gpuc.compiler import sym_scope, status
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.memory_plan import align, plan_memory
+from gpuc.compiler.ops import fact
 from gpuc.compiler.ops.gather_copy import resolve_arena
 from gpuc.compiler.passes.precision import store_fp16
 from gpuc.errors import UnsupportedError
 from gpuc.runtime import bundle as B
 from gpuc.version import __version__
-
-THREADING_OPS = ("DYNAMIC_UPDATE_SLICE",)
-
 
 def signature_count(data: bytes) -> int:
     return len(load_tflite(data).signatures)
@@ -50,7 +48,7 @@ def thread_state(graph: Graph, sig: dict) -> list[str]:
         tin, tout = sig["inputs"][name], sig["outputs"][name]
         a, b = graph.t(tin), graph.t(tout)
         p = producers.get(tout)
-        if (tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype or p is None or p.op not in THREADING_OPS
+        if (tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype or p is None or not fact(p.op, "updates_in_place")
                 or p.inputs[0] != tin or len(users.get(tin, [])) != 1 or tin not in graph.inputs
                 or tout not in graph.outputs):
             continue                 # not an in-place update of the input: it stays an input and an output

@@ -77,6 +77,9 @@ OPTIONAL_FACTS = {
     "sym_value": "BY_SHAPE_RULE | (node, vals, graph) -> object array | None: its value on sizes known only at "
                  "run time (--dynamic shape arithmetic, compiler/dynamic.py; vals: object arrays of ints and Syms; "
                  "None: not for these inputs).  Left out: the op refuses to compute with a dynamic size as data",
+    "updates_in_place": "True: its output is input 0 with a part rewritten, and its kernel writes just that part "
+                        "where the output lives in input 0's bytes (a signature threading a tensor through it "
+                        "keeps that tensor as state: compiler/signatures.py)",
 }
 BY_SHAPE_RULE = "by-shape-rule"     # sym_value: its `shape` rule computes the value on object arrays (data movement)
 
@@ -106,6 +109,7 @@ class OpDef:
     flops: object = MISSING
     cpu: object = MISSING
     sym_value: object = None         # OPTIONAL_FACTS
+    updates_in_place: object = None  # OPTIONAL_FACTS
 
     @property
     def gpu(self) -> bool:

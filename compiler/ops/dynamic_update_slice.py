@@ -123,4 +123,5 @@ declare("DYNAMIC_UPDATE_SLICE", shape=rules.same_shape, exact=SHAPE_ONLY, sym_sh
         pieces=Why("writes a runtime-addressed window"), fp16=NEUTRAL,
         in_place=False, templates=("dynamic_update_slice", "copy_nd"), flops=rules.per_output,
         cpu=Why("no CPU kernel: the GPU takes every dtype gpuc runs it in"))
+declare("DYNAMIC_UPDATE_SLICE", updates_in_place=True)    # (compiler/signatures.py: KV-cache state)
 template("dynamic_update_slice", item_major=False, flat=False)

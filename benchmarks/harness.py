@@ -34,13 +34,12 @@ import os
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks import ratios, torch_peer
-from benchmarks.timing import timed
+from benchmarks.timing import once, timed
 
 HERE = Path(__file__).resolve().parent
 
@@ -53,10 +52,12 @@ def rel(outs, refs):
 
 def litert_cpu(path, xs, runs, threads):
     from ai_edge_litert.interpreter import Interpreter
-    t0 = time.perf_counter()
-    it = Interpreter(model_path=str(path), num_threads=threads)
-    it.allocate_tensors()
-    load = (time.perf_counter() - t0) * 1e3
+    def make():
+        it = Interpreter(model_path=str(path), num_threads=threads)
+        it.allocate_tensors()
+        return it
+    it, load_s = once(make)
+    load = load_s * 1e3
     ins, outs = it.get_input_details(), it.get_output_details()
 
     def run():
@@ -71,10 +72,11 @@ def litert_cpu(path, xs, runs, threads):
 def litert_gpu(path, xs, runs):
     from ai_edge_litert.compiled_model import CompiledModel
     from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-    t0 = time.perf_counter()
-    cm = CompiledModel.from_file(str(path), hardware_accel=HardwareAccelerator.GPU)
-    ins, outs = cm.create_input_buffers(0), cm.create_output_buffers(0)
-    load = (time.perf_counter() - t0) * 1e3
+    def make():
+        cm = CompiledModel.from_file(str(path), hardware_accel=HardwareAccelerator.GPU)
+        return cm, cm.create_input_buffers(0), cm.create_output_buffers(0)
+    (cm, ins, outs), load_s = once(make)
+    load = load_s * 1e3
     sig = cm.get_signature_by_index(0)
     out_det = cm.get_output_tensor_details(sig.get("key", sig.get("signature_key", "serving_default")))
 
@@ -153,9 +155,8 @@ def gpuc_run(path, xs, runs, device, precision="fp32"):
     """Rows for run() and run_in_place of one batch-1 bundle; the outputs of run(); the device's name."""
     import gpuc
     bundle = gpuc.compile(path, precision=precision)
-    t0 = time.perf_counter()
-    m = gpuc.load(bundle, device=device)
-    load = (time.perf_counter() - t0) * 1e3
+    m, load_s = once(gpuc.load, bundle, device=device)
+    load = load_s * 1e3
     if m.has_state:
         m.reset_state()
     res = m.run(xs)
@@ -186,9 +187,9 @@ def gpuc_batch_rows(path, stack, batches, runs, device, refs, base, precision="f
         bundle = gpuc.compile(path, max_batch=n, precision=precision)
     except gpuc.errors.GpucError as e:
         return [{**base, "system": system, "batch": n, "note": f"max-batch: {str(e)[:180]}"}]
-    t0 = time.perf_counter()
-    m = gpuc.load(bundle, device=device)
-    load = (time.perf_counter() - t0) * 1e3
+    m, load_s = once(gpuc.load, bundle, device=device)
+    load = load_s * 1e3
+
     def fresh(run):                   # stateful models: every comparison starts from the initial state
         if m.has_state:
             m.reset_state()

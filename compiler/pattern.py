@@ -24,7 +24,7 @@ share x).  `match` returns a `Match`: the captures by name and every node the pa
 order: for each node still in the graph, the first rule whose pattern matches there runs
 `fn(graph, match)`; a fn that returns False declines (the graph must then be unchanged) and the next
 rule is tried.  After each rewrite the readers / producers are recomputed; `repeat=True` sweeps
-again until a sweep changes nothing.
+again until a sweep changes nothing, `restart=True` starts over at the first node after each rewrite.
 
 Op names in patterns are the passes' own (tests/compiler/test_no_op_names.py lists them); this module
 names none.
@@ -288,9 +288,10 @@ class Matcher:
 
 
 # --- the driver ------------------------------------------------------------------------------------
-def rewrite(graph: Graph, rules, repeat: bool = False, variables: bool = True) -> int:
+def rewrite(graph: Graph, rules, repeat: bool = False, variables: bool = True, restart: bool = False) -> int:
     """Apply `rules` [(pattern, fn(graph, match) -> None | False)] over the graph in program order
-    (module docstring); returns how many rewrites ran."""
+    (module docstring); restart=True: after each rewrite start again at the first node (until a sweep
+    changes nothing).  Returns how many rewrites ran."""
     count = 0
     while True:
         m, changed = Matcher(graph, variables), False
@@ -303,5 +304,7 @@ def rewrite(graph: Graph, rules, repeat: bool = False, variables: bool = True) -
                     count, changed = count + 1, True
                     m = Matcher(graph, variables)
                     break
-        if not (repeat and changed):
+            if changed and restart:
+                break
+        if not ((repeat or restart) and changed):
             return count

@@ -64,7 +64,7 @@ def _add_residual(graph: Graph, match) -> None:
 
 def fuse_add_epilogue(graph: Graph) -> None:
     """ADD(conv(x), r) with equal shapes -> conv with a residual epilogue."""
-    rewrite(graph, [(ADD_EPILOGUE, _add_residual)], repeat=True, variables=False)
+    rewrite(graph, [(ADD_EPILOGUE, _add_residual)], restart=True, variables=False)
 
 
 def _act_slot_free(m, match) -> bool:

@@ -142,4 +142,4 @@ HOST = Op(HOSTS, name="p", where=lambda m, n: len(n.outputs) == 1 and n.outputs[
 
 
 def fuse_gemm_epilogue(graph: Graph) -> None:
-    rewrite(graph, [(HOST, _try)], repeat=True)
+    rewrite(graph, [(HOST, _try)], restart=True)

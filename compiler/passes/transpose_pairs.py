@@ -54,7 +54,7 @@ def _compose(graph: Graph, match) -> None:
 
 
 def compose_transposes(graph: Graph) -> None:
-    rewrite(graph, [(COMPOSE, _compose)], repeat=True)
+    rewrite(graph, [(COMPOSE, _compose)], restart=True)
 
 
 def _swaps_last_two(perm) -> bool:
@@ -143,7 +143,7 @@ def transpose_into_matmul(graph: Graph) -> None:
     go (NCHW converters transpose keys and attention outputs: EfficientFormerV2)."""
     rewrite(graph, [(MATMUL, lambda g, m: _operand(g, m["mm"], 0, "adj_x", m.matcher.prod)),
                     (MATMUL, lambda g, m: _operand(g, m["mm"], 1, "adj_y", m.matcher.prod)),
-                    (MATMUL, lambda g, m: _result(g, m["mm"], m.matcher.users))], repeat=True)
+                    (MATMUL, lambda g, m: _result(g, m["mm"], m.matcher.users))], restart=True)
 
 
 ELEMENTWISE_BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
@@ -155,7 +155,7 @@ def sink_transposes(graph: Graph) -> None:
     the outer TRANSPOSE's result.  Three copies-or-ops become two (NCHW converters' residual ADDs:
     ADD(x_nchw, TRANSPOSE(conv_nhwc)) -> TRANSPOSE back to NHWC).  Operands and result of one shape
     (no broadcast), float, not quantized; the inner TRANSPOSE and the op read by nothing else."""
-    rewrite(graph, [(SINK, _sink)], repeat=True, variables=False)
+    rewrite(graph, [(SINK, _sink)], restart=True, variables=False)
 
 
 def _sink_fits(m, match) -> bool:

@@ -8,6 +8,7 @@ read backwards through producers:
 
     Op(ops, *inputs, name=, where=, uses=, commute=, check=)   a node whose op is one of `ops`
     Val(name=, where=)                                         any tensor (a graph input, a constant ...)
+    None                                                       any input, absent (-1) included
     Views(pattern, ops)                                        zero or more single-reader nodes of `ops`
                                                                (reshapes ...) in front of `pattern`
 

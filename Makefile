@@ -26,10 +26,11 @@ APT_PACKAGES := mesa-vulkan-drivers libvulkan1 vulkan-validationlayers python3-v
 
 .PHONY: setup test shaders unit validate fuzz clean demo wheels docs
 
-# make test's parallelism: pytest-xdist workers (auto: one per core) and make shaders' processes.  Tests
-# are dealt to the workers a whole file at a time (--dist loadfile): a module's fixtures are built once,
-# on one worker, and Ray's cluster (test_ray_serve.py) is started by one worker only.  JOBS=1: serial.
-JOBS ?= auto
+# make test's parallelism: pytest-xdist workers and make shaders' processes, one per CPU the machine
+# gives us (nproc: logical CPUs; pytest's -n auto would count physical cores, 1 on many 2-vCPU VMs).
+# Tests are dealt to the workers a whole file at a time (--dist loadfile): a module's fixtures are built
+# once, on one worker, and Ray's cluster (test_ray_serve.py) is started by one worker only.  JOBS=1: serial.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 XDIST = $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
 setup:
@@ -42,7 +43,7 @@ setup:
 	$(PYTHON) -m compileall -q compiler runtime gpuc   # .pyc files, as a regular install has: no per-process recompiles
 
 shaders:
-	$(PYTHON) scripts/check_shaders.py $(if $(filter auto,$(JOBS)),,--jobs $(JOBS))
+	$(PYTHON) scripts/check_shaders.py --jobs $(JOBS)
 
 # a test session that changes ~/.cache/gpuc fails (tests/helpers/cache_guard.py; plain pytest only reports it)
 unit validate: export GPUC_TEST_CACHE_GUARD = 1

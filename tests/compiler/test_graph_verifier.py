@@ -90,3 +90,10 @@ def test_every_pass_keeps_real_models_sound(name, opts):
              "lstm": lambda: models.lstm_model()[0], "hard_swish": models.hard_swish_model,
              "conv_mean_softmax": models.conv_mean_softmax, "attention": lambda: attention_model()[0]}[name]()
     prepare(model, DEFAULT.replace(verify_passes=True, **opts), warn=False)   # raises GraphInvariantError if not
+
+
+@pytest.mark.parametrize("name", ["mlp_small_f32.tflite", "microwakeword_okay_nabu.tflite", "llm/qwen_tiny_q8_kv128.tflite"])
+def test_every_pass_keeps_shared_models_sound(models_dir, name):
+    if not (models_dir / name).exists():
+        pytest.skip(f"{name} not among the shared models")
+    prepare((models_dir / name).read_bytes(), DEFAULT.replace(verify_passes=True), warn=False)

@@ -35,8 +35,6 @@ GPUC_DISABLE_COOPMAT=1 / GPUC_DISABLE_COOPMAT2=1 / GPUC_DISABLE_SUBGROUP_OPS=1 a
 """
 from __future__ import annotations
 
-import os
-
 import vulkan as vk
 
 from gpuc.runtime import settings, validation

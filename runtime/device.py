@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import atexit
 import enum
-import math
-import os
 import sys
 import threading
 import time
@@ -23,7 +21,7 @@ import weakref
 import vulkan as vk
 
 from gpuc.errors import DeviceError, GpuTimeoutError, GpucError
-from gpuc.runtime import capabilities, device_select, overlap, robustness
+from gpuc.runtime import capabilities, device_select, overlap, robustness, settings
 from gpuc.runtime.timeouts import CPU_TIMEOUT_S, GPU_TIMEOUT_S, TIMEOUT_ENV, describe_timeout, parse_timeout
 from gpuc.runtime.vk_instance import choose_physical, instance, type_name, vk_call, vk_check
 
@@ -49,12 +47,10 @@ def shared_device(select=None, robust: bool = False) -> "Device":
     """The process's Device for `select` (index, name substring or None: the default), created on
     first use and kept open until exit: models loaded without an explicit device share it (one
     VkInstance and VkDevice per process, as drivers expect; a second load skips the driver's start-up,
-    ~150 ms on the H100).  The GPUC_* environment (GPUC_DEVICE, GPUC_DISABLE_FP16, GPUC_VALIDATION...)
-    is part of the key, so a changed setting gets a device of its own (not GPUC_GPU_TIMEOUT_S: a
-    setting of the models, read when they load)."""
-    key = (None if select is None else str(select), bool(robust)) + tuple(sorted(
-        (k, v) for k, v in os.environ.items()
-        if (k.startswith("GPUC_") and k != TIMEOUT_ENV) or k in device_select.VISIBLE_ENVS))
+    ~150 ms on the H100).  The device's settings (runtime/settings.py Settings.device_key: GPUC_DEVICE,
+    GPUC_DISABLE_FP16, GPUC_VALIDATION...) are part of the key, so a changed setting gets a device of
+    its own (not GPUC_GPU_TIMEOUT_S: a setting of the models, read when they load)."""
+    key = (None if select is None else str(select), bool(robust)) + settings.current().device_key()
     with _SHARED_LOCK:
         d = _SHARED.get(key)
         if d is None or d.device is None:          # first use, or closed by its user
@@ -89,12 +85,13 @@ class Device:
         self._users = 0                        # threads inside using() (device-tensor transfers)
         self._pinned = set()                   # mapped buffers not freed yet (runtime/resources.py Mapped)
         self._deferred = None                  # (device, instance) left for the last pinned buffer
+        self.settings = settings.current()      # what this device was opened under (shared_device's key)
         self.instance, self._unhook = instance()
         t_instance = time.perf_counter()
         pds = vk.vkEnumeratePhysicalDevices(self.instance)
         if not pds:
             raise DeviceError("no Vulkan device found")
-        self.physical, self.index = choose_physical(pds, select if select is not None else os.environ.get("GPUC_DEVICE"))
+        self.physical, self.index = choose_physical(pds, select if select is not None else self.settings.device)
         self.props = vk.vkGetPhysicalDeviceProperties(self.physical)
         self.name = self.props.deviceName
         self.limits = self.props.limits
@@ -145,7 +142,7 @@ class Device:
         Returns the feature chain to pass to vkCreateDevice (kept alive by the caller; ends in `tail`),
         or None."""
         self.fp16_storage = self.fp16_arith = False
-        if os.environ.get("GPUC_DISABLE_FP16", "") not in ("", "0"):
+        if self.settings.disable_fp16:
             return (tail, [tail]) if tail is not None else None
         if self.props.apiVersion < vk.VK_MAKE_VERSION(1, 1, 0):
             return (tail, [tail]) if tail is not None else None
@@ -182,7 +179,7 @@ class Device:
     def bar_fits(self, size: int) -> bool:
         """True when `size` bytes may go in device-local, host-visible memory (a large BAR: at most
         1/8 of that heap each, so a small 256 MiB BAR is left for others)."""
-        return os.environ.get("GPUC_UPLOAD_MEMORY", "device") == "device" and 0 < size <= self._bar_bytes() // 8
+        return self.settings.upload_memory == "device" and 0 < size <= self._bar_bytes() // 8
 
     def _bar_bytes(self) -> int:
         """Size of the largest heap with a device-local, host-visible memory type (0 if none)."""
@@ -215,7 +212,7 @@ class Device:
         # device-local + host-visible, i.e. a resizable BAR, so the GPU's copy into the arena stays in
         # VRAM -- on the H100 runs took 5-10% less than from cached host memory), cached, or uncached
         # (write-combined host memory).  A small BAR is left for others.  HOST: cached host memory.
-        choice = os.environ.get("GPUC_UPLOAD_MEMORY", "device") if kind is MemoryKind.UPLOAD else "cached"
+        choice = self.settings.upload_memory if kind is MemoryKind.UPLOAD else "cached"
         if choice == "device" and not self.bar_fits(size):
             choice = "cached"
         prefer = host | {"uncached": 0, "device": vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT}.get(
@@ -266,7 +263,7 @@ class Device:
 
     def default_timeout_s(self) -> float:
         """GPUC_GPU_TIMEOUT_S where set, else 60 s on a GPU and no limit on a CPU implementation."""
-        t = parse_timeout(os.environ.get(TIMEOUT_ENV), TIMEOUT_ENV)
+        t = parse_timeout(settings.current().gpu_timeout_s, TIMEOUT_ENV)
         if t is not None:
             return t
         return CPU_TIMEOUT_S if self.is_cpu else GPU_TIMEOUT_S

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from gpuc.compiler import driver  # noqa: E402
+from gpuc.compiler import entry  # noqa: E402
 from gpuc.errors import GpucError, UnsupportedError  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
@@ -30,12 +30,12 @@ def device():
 @pytest.fixture
 def count_compiles(monkeypatch):
     calls = []
-    real = driver.compile_bytes
+    real = entry.compile_bytes
 
     def counting(*a, **k):
         calls.append(1)
         return real(*a, **k)
-    monkeypatch.setattr(driver, "compile_bytes", counting)
+    monkeypatch.setattr(entry, "compile_bytes", counting)
     import gpuc.compiler as C
     if hasattr(C, "compile_bytes"):
         monkeypatch.setattr(C, "compile_bytes", counting)

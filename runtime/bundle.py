@@ -45,7 +45,6 @@ class Dispatch:
     bindings: list
     groups: tuple
     push_constants: bytes = b""
-    measured: bool = False        # a candidate only: taken where tuning measures it faster (runtime/tuning.py)
     label: str = ""
     flops: int = 0                # arithmetic work estimate, for `gpuc profile`
     item_inner: int = 0           # batch-native: the grid's item-major unit (0: whole grid for any b)
@@ -62,6 +61,7 @@ class Variant:
     requires: dict
     name: str = ""
     item_inner: int = 0           # as Dispatch.item_inner, for this variant's grid
+    measured: bool = False        # a candidate only: taken where tuning measures it faster (runtime/tuning.py)
 
 
 @dataclass

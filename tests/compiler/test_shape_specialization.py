@@ -127,7 +127,8 @@ def test_colon_names_parse():
 
 def test_input_shapes_enter_the_cache_key():
     from gpuc.compiler.cache import model_key
+    from gpuc.compiler.options import resolve
     model = audio_frontend()
-    keys = {model_key(model, normalize_options(o)) for o in
+    keys = {model_key(model, resolve(**o)) for o in
             ({}, {"input_shapes": {IN_NAME: (1, 2000)}}, {"input_shapes": [f"{IN_NAME}=1x3000"]})}
     assert len(keys) == 3

@@ -3,13 +3,14 @@
 // OP 0 ADD: v_i = q8_rq0((x_i + OFF_i) << 20, M_i, S_i) (gemmlowp rounding), then
 //      q8_rq0(v_a + v_b, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].  B_MOD: b's element
 //      index is e % B_MOD (b broadcast along the leading dims; B_MOD = NOUT for equal shapes).
-// OP 1 MEAN over the middle of [OUTER, R, INNER]: q8_rq0(sum - IN_ZP * R, MO, SO) + OUT_ZP clamped.
+// OP 1 MEAN over the middle of [OUTER, R, INNER]: q8_rq0(sum - IN_ZP * R, MO, SO) + OUT_ZP clamped;
+//      MEAN_OPT (LiteRT's optimized Mean, IN_ZP 0, OUT_ZP its bias): inner index < BLK rounded by q8_rq2.
 // OP 2 SOFTMAX over rows of L: LiteRT's table path: t = lut[255 - max + x] (lut: float exp table),
 //      s = sum of t in order, inv = 1 / (s * OUT_SCALE), q = round_half_away(t * inv) + OUT_ZP clamped.
 // OP 3 AVERAGE_POOL_2D / OP 4 MAX_POOL_2D (NHWC [N, H, W, C] -> [N, OH, OW, C], input and output on one grid):
 //      the window's cells inside the input; average: sum rounded half away from zero over their count
 //      (LiteRT's integer division), both clamped to [ACT_MIN, ACT_MAX].
-// Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER IN_ZP L OUT_SCALE
+// Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
 // @include int8_requant.glsl
 int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
@@ -26,6 +27,9 @@ int value_at(int e) {
     int o = e / INNER, i = e % INNER;
     int s = 0;
     for (int r = 0; r < R; ++r) s += ld_a((o * R + r) * INNER + i);
+#if MEAN_OPT
+    return clamp((i < BLK ? q8_rq2(s, MO, SO) : q8_rq0(s, MO, SO)) + OUT_ZP, -128, 127);
+#endif
     return clamp(q8_rq0(s - IN_ZP * R, MO, SO) + OUT_ZP, -128, 127);
 }
 #elif OP == 3 || OP == 4

@@ -6,7 +6,11 @@ compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
   one input broadcast along the other's leading dims.
 * MEAN: the int32 sum minus zero point * count, times input scale / output scale with 1/count folded
   into the multiplier (reduce.h QuantizedMeanOrSum); the reduced axes contiguous.  keep_dims over
-  axes [1, 2] of a 4-D input runs LiteRT's optimized Mean, a different formula: not native (yet).
+  axes [1, 2] of a 4-D input (axis data exactly [1, 2] or [2, 1]) runs LiteRT's optimized Mean
+  (optimized/integer_ops/mean.h) instead: the raw int32 sum times the float32 input scale / (count *
+  output scale) plus a float-rounded bias, output zp - round(input zp * input scale / output scale);
+  channels in whole blocks of 16 (its vector path) rounded as RQ_UPWARD, the rest RQ_GEMMLOWP
+  (found by experiment on LiteRT 2.3, tests/ops/test_int8_kernels.py).
 * AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
   the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
 * SOFTMAX: LiteRT's table path on x86 (optimized_ops::Softmax): a 256-entry float table of
@@ -65,10 +69,14 @@ def _mean_axes(node, graph):
         raise ValueError("no axis to reduce")
     if axes != list(range(axes[0], axes[-1] + 1)):
         raise ValueError(f"axes {axes} are not contiguous")
-    if node.attrs.get("keep_dims") and rank == 4 and axes == [1, 2]:
-        raise ValueError("keep_dims over axes [1, 2] of a 4-D input (LiteRT's optimized Mean) runs as float")
     outer, r = size(x.shape[:axes[0]]), size(x.shape[axes[0]:axes[-1] + 1])
     return x, y, outer, r, size(x.shape[axes[-1] + 1:])
+
+
+def _optimized_mean(node, graph) -> bool:
+    """LiteRT's optimized Mean takes keep_dims over axis data exactly [1, 2] / [2, 1] of a 4-D input."""
+    raw = [int(v) for v in np.asarray(graph.t(node.inputs[1]).data).reshape(-1)]
+    return bool(node.attrs.get("keep_dims")) and len(graph.t(node.inputs[0]).shape) == 4 and sorted(raw) == [1, 2]
 
 
 def _softmax_plan(node, graph):
@@ -138,10 +146,18 @@ def lower_int8_eltwise(node, graph):
     elif node.op == MEAN:
         x, y, outer, r, inner = _mean_axes(node, graph)
         (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
-        m, s = quantize_multiplier(si / so)
-        sh = min(r.bit_length() - 1, 32, 31 + s)
-        m, s = (m << sh) // r, s - sh
-        d.update(OP=1, OUTER=outer, R=r, INNER=inner, IN_ZP=zi, MO=m, SO=s, OUT_ZP=zo)
+        if _optimized_mean(node, graph):
+            f = np.float32
+            m, s = quantize_multiplier(float(f(si) / (f(r) * f(so))))
+            temp = f(f(zi) * f(si)) / f(so)
+            temp = temp + f(0.5) if temp > 0 else temp - f(0.5)
+            d.update(OP=1, OUTER=outer, R=r, INNER=inner, IN_ZP=0, MO=m, SO=s, OUT_ZP=zo - int(temp), MEAN_OPT=1,
+                     BLK=inner // 16 * 16)
+        else:
+            m, s = quantize_multiplier(si / so)
+            sh = min(r.bit_length() - 1, 32, 31 + s)
+            m, s = (m << sh) // r, s - sh
+            d.update(OP=1, OUTER=outer, R=r, INNER=inner, IN_ZP=zi, MO=m, SO=s, OUT_ZP=zo)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id))]
     elif node.op in _POOLS:
         x, y, geo = _pool_plan(node, graph)
@@ -159,11 +175,11 @@ def lower_int8_eltwise(node, graph):
 
 
 _BASE = dict(NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30, S_B=-1, MO=1 << 30, SO=-3, OUT_ZP=1,
-             ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256,
+             ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, MEAN_OPT=0, BLK=16, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256,
              H=5, W=5, C=3, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1)
 VARIANTS = {
     "int8_eltwise": (dict(_BASE, OP=0), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
-    "int8_eltwise:mean": (dict(_BASE, OP=1), {}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),

@@ -126,6 +126,22 @@ def test_mean_bit_exact(gpu, axes, keep):
     _exact(gpu, mb.finish(), [_qin(rng, shape)], "INT8_MEAN")
 
 
+@pytest.mark.parametrize("shape,axes", [([2, 5, 6, 37], [1, 2]), ([1, 3, 3, 16], [2, 1]), ([1, 4, 2, 5], [1, 2])])
+def test_mean_keep_dims_hw_bit_exact(gpu, shape, axes):
+    """keep_dims over axes [1, 2] of a 4-D input: LiteRT's optimized Mean (blocks of 16 channels round
+    differently from the rest); one input per zero point / scale case, equal grids included."""
+    rng = np.random.default_rng(shape[3])
+    for same in (False, True):
+        mb = ModelBuilder()
+        qx = _q(rng)
+        x = mb.input("x", shape, I8, quant=qx)
+        ax = mb.const("ax", np.array(axes, np.int32))
+        y = mb.tensor("y", [shape[0], 1, 1, shape[3]], I8, quant=qx if same else _q(rng))
+        mb.op("MEAN", [x, ax], [y], keep_dims=True)
+        mb.output(y)
+        _exact(gpu, mb.finish(), [_qin(rng, shape)], "INT8_MEAN")
+
+
 @pytest.mark.parametrize("beta", [1.0, 0.7])
 def test_softmax_bit_exact(gpu, beta):
     rng = np.random.default_rng(int(beta * 10))

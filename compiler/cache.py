@@ -26,7 +26,7 @@ import sys
 
 import xxhash
 
-from gpuc.compiler import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name
+from gpuc.compiler.compile_inputs import BYTES_MODEL_NAME, MODEL_BYTES_TYPES, model_name
 from gpuc.compiler.options import CompileOptions, resolve
 from gpuc.errors import BundleError
 from gpuc.runtime import cachedir, settings

@@ -152,7 +152,7 @@ def _check(o: CompileOptions) -> None:
 def normalized(o: CompileOptions) -> CompileOptions:
     """`o` with its bundle options normalized (gpuc.compiler.normalize_options: sorted, checked) and
     every other field checked; bad values raise GpucError naming the field."""
-    from gpuc.compiler import normalize_options          # (lazy: gpuc.compiler imports this module)
+    from gpuc.compiler.compile_inputs import normalize_options   # (lazy: start-up time of the CLI's fast path)
     given = {k: getattr(o, k) for k in BUNDLE_FIELDS}
     shapes = given["input_shapes"]
     if isinstance(shapes, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in shapes):

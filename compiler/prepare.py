@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuc import progress
-from gpuc.compiler import DEFAULT_OPTIONS, MODEL_BYTES_TYPES, ops, partition, sym_scope, symbolic
+from gpuc.compiler import ops, partition, sym_scope, symbolic
+from gpuc.compiler.compile_inputs import DEFAULT_OPTIONS, MODEL_BYTES_TYPES
 from gpuc.compiler.guards import check_guards
 from gpuc.compiler import dynamic as dyn
 from gpuc.compiler.codegen.kernel import Kernel

@@ -36,14 +36,6 @@ CORE_CODEGEN_EXCEPTIONS = {
 }
 # import cycles allowed for now: the modules of each, and why (the list only shrinks)
 CYCLE_EXCEPTIONS: list[tuple[frozenset, str]] = [
-    (frozenset({"gpuc.compiler", "gpuc.compiler.cache", "gpuc.compiler.driver", "gpuc.compiler.entry",
-                "gpuc.compiler.ops.gemm_coopmat", "gpuc.compiler.options", "gpuc.compiler.passes",
-                "gpuc.compiler.passes.gemm_epilogue", "gpuc.compiler.passes.precision", "gpuc.compiler.prepare",
-                "gpuc.compiler.signatures"}),
-     "the package facade compiler/__init__.py still defines what the modules below it read back "
-     "(normalize_options: options.py; DEFAULT_OPTIONS, MODEL_BYTES_TYPES: prepare.py; BYTES_MODEL_NAME, "
-     "model_name: cache.py); it ends when those move into compiler/options.py and a module of their own "
-     "(issue 27 item 4's CompileOptions work is moving them)"),
     (frozenset({"gpuc.runtime.executor", "gpuc.runtime.precision", "gpuc.runtime.tuning"}),
      "runtime/tuning.py times a bundle's candidate kernels by loading it as an executor.LoadedModel while a "
      "LoadedModel loads (executor -> precision.select_program -> tuning.choose -> executor); it ends when "

@@ -322,6 +322,9 @@ NUMERIC = NUMERIC + ("complex64",)
 
 from gpuc.runtime import cpu_movement  # noqa: E402,F401  (registers the data-movement kernels)
 from gpuc.runtime import cpu_reduce_window  # noqa: E402
+from gpuc.runtime import cpu_lsh  # noqa: E402
 
 CPU_OPS["REDUCE_WINDOW"] = CpuOp(cpu_reduce_window.kernel, cpu_reduce_window.check,
                                  summary="LiteRT's window fold (bool / int8 / int16 / int64 / uint8 / float64)")
+CPU_OPS["LSH_PROJECTION"] = CpuOp(cpu_lsh.lsh_projection, cpu_lsh.check, raw=True,
+                                  summary="farmhash Fingerprint64 of (seed, row bytes), signed sum in double")

@@ -22,7 +22,7 @@ from gpuc.compiler.passes.fold import dequantize
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 # ops that see the raw integer values of their inputs (not the real values): left unsupported
-RAW_OPS = {"CAST", "BITCAST"}
+RAW_OPS = {"CAST", "BITCAST", "LSH_PROJECTION"}   # (LSH_PROJECTION hashes the raw bytes)
 # a node's own output grid is recorded before fusion in Node.epilogue.fq_mid (a fused residual ADD needs
 # both roundings); the requantization rounding of LiteRT's gemm kernels in Node.epilogue.fq_rs
 RS_OPS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 64}   # op -> rounding mode offset
@@ -56,12 +56,15 @@ def native_int8(graph: Graph) -> bool:
     acts = {tid for tid in range(len(graph.tensors)) if _quantized_activation(graph, tid)}
     if not acts or any(graph.t(t).dtype != "int8" for t in acts):
         return False
-    rewrite = []
+    rewrite, moves = [], []
     for n in graph.nodes:
         touched = [t for t in list(n.inputs) + list(n.outputs) if t >= 0 and t in acts]
         if not touched:
             continue
         if _int8_view(n, graph):
+            continue
+        if int8_common.int8_move(n, graph) is None:
+            moves.append(n)
             continue
         if n.op in int8_common.BOUNDARY:
             if int8_common.BOUNDARY[n.op](n, graph) is not None:
@@ -75,6 +78,8 @@ def native_int8(graph: Graph) -> bool:
         return False
     for n, form in rewrite:
         n.op = form
+    for n in moves:
+        int8_common.int8_pad_value(n, graph)
     return True
 
 

@@ -71,8 +71,8 @@ def run_passes(graph: Graph, disabled=(), verify: bool | None = None) -> None:
         from gpuc.compiler.options import current
         verify = current().verify_passes
     if verify:
-        known = model_problems(graph)
-        check_graph(graph, "(none: the graph as imported)", known)
+        known, sound = model_problems(graph), set()
+        check_graph(graph, "(none: the graph as imported)", known, sound)
     for p in PIPELINE:
         if p.__name__ not in disabled:
             if graph.dynamic_dims:
@@ -80,7 +80,7 @@ def run_passes(graph: Graph, disabled=(), verify: bool | None = None) -> None:
             else:
                 p(graph)
             if verify:
-                check_graph(graph, p.__name__, known)
+                check_graph(graph, p.__name__, known, sound)
 
 
 def _run_dynamic(p, graph: Graph) -> None:

@@ -75,6 +75,7 @@ DOCS_OUT ?= build/docs
 docs:
 	rm -rf $(DOCS_OUT)
 	$(PYTHON) -W error -m pdoc --no-show-source -o $(DOCS_OUT) gpuc '!gpuc.cli' '!gpuc.launch' '!gpuc.__main__' gpuc.runtime
+	$(PYTHON) scripts/gen_op_table.py $(DOCS_OUT)/ops.md
 
 # a real face detector on a real photo: detections printed, gpuc vs LiteRT CPU time, build/face_demo.png (gpuc/demo.py)
 demo:

@@ -63,7 +63,9 @@ def native_int8(graph: Graph) -> bool:
             continue
         if _int8_view(n, graph):
             continue
-        if int8_common.int8_move(n, graph) is None:
+        if n.op in int8_common.MOVES:
+            if int8_common.MOVES[n.op][0](n, graph) is not None:
+                return False
             moves.append(n)
             continue
         if n.op in int8_common.BOUNDARY:
@@ -79,7 +81,7 @@ def native_int8(graph: Graph) -> bool:
     for n, form in rewrite:
         n.op = form
     for n in moves:
-        int8_common.int8_pad_value(n, graph)
+        int8_common.MOVES[n.op][1](n, graph)
     return True
 
 

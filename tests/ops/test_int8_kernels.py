@@ -243,3 +243,34 @@ def test_reshape_between_int8_ops_is_a_view(gpu):
     model = mb.finish()
     assert "INT8_CONV_2D" in _ops(model)
     _exact(gpu, model, [_qin(rng, (1, 4, 4, 8))], "INT8_FULLY_CONNECTED")
+
+
+def test_transpose_and_pads_move_int8_bytes(gpu):
+    """TRANSPOSE NCHW -> NHWC, PAD (pads with the output zero point) -> conv, PADV2 (its constant's raw
+    value) -> MAX_POOL, as a quantized resnet's stem: all int8 (INT8_TRANSPOSE, INT8_PAD), LiteRT's bits."""
+    rng = np.random.default_rng(23)
+    mb = ModelBuilder()
+    q = (0.04, -7)
+    x = mb.input("x", [2, 4, 5, 6], I8, quant=q)
+    t = mb.tensor("t", [2, 5, 6, 4], I8, quant=q)
+    mb.op("TRANSPOSE", [x, mb.const("perm", np.array([0, 2, 3, 1], np.int32))], [t])
+    p = mb.tensor("p", [2, 7, 8, 4], I8, quant=q)
+    mb.op("PAD", [t, mb.const("pads", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))], [p])
+    ws = rng.uniform(0.002, 0.02, 8).astype(np.float32)
+    w = mb.const("w", rng.integers(-127, 128, (8, 3, 3, 4)).astype(np.int8), quant=(ws, 0, 0))
+    b = mb.const("b", rng.integers(-3000, 3000, 8).astype(np.int32), quant=(np.float32(q[0]) * ws, 0, 0))
+    qh = (0.05, 11)
+    h = mb.tensor("h", [2, 5, 6, 8], I8, quant=qh)
+    mb.op("CONV_2D", [p, w, b], [h], padding="VALID", stride_w=1, stride_h=1, fused_activation_function="NONE")
+    p2 = mb.tensor("p2", [2, 7, 8, 8], I8, quant=qh)
+    cv = mb.const("cv", np.array([-128], np.int8), quant=(np.float32(qh[0]), qh[1]))
+    mb.op("PADV2", [h, mb.const("pads2", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32)), cv], [p2])
+    y = mb.tensor("y", [2, 3, 3, 8], I8, quant=qh)
+    mb.op("MAX_POOL_2D", [p2], [y], padding="VALID", stride_w=2, stride_h=2, filter_width=3, filter_height=3,
+          fused_activation_function="NONE")
+    mb.output(y)
+    mb.output(p)
+    model = mb.finish()
+    ops = _ops(model)
+    assert {"INT8_TRANSPOSE", "INT8_PAD", "INT8_CONV_2D", "INT8_MAX_POOL_2D"} <= set(ops), ops
+    _exact(gpu, model, [_qin(rng, (2, 4, 5, 6))], "INT8_PAD")

@@ -28,7 +28,10 @@ def inspect_bundle(data: bytes):
     rep = {"kind": "bundle", "model": b.model_name, "format_version": b.format_version,
            "compiler_version": b.compiler_version, "fingerprint": b.fingerprint, "options": b.options,
            "dispatches": len(b.dispatches), "shaders": len(b.shaders), "arena_bytes": b.arena_bytes,
-           "weights_bytes": int(b.weights.nbytes), **{k: v for k, v in b.stats.items() if k not in ("dispatches",)},
+           "weights_bytes": int(b.weights.nbytes),
+           **({"max_batch": b.options["max_batch"], "batch_native": bool(b.options.get("batch_native"))}
+              if b.options.get("max_batch", 1) > 1 else {}),
+           **{k: v for k, v in b.stats.items() if k not in ("dispatches",)},
            "inputs": [{"name": ts[i].name, "shape": list(ts[i].shape), "dtype": ts[i].dtype, "quant": ts[i].quant,
                        "precision": precision(ts[i])} for i in b.inputs],
            "outputs": [{"name": ts[i].name, "shape": list(ts[i].shape), "dtype": ts[i].dtype, "quant": ts[i].quant,
@@ -53,7 +56,8 @@ def inspect_bundle(data: bytes):
              f"weights {b.weights.nbytes} B"
              + ((f"; batch 1..{b.options['max_batch']} (batch-native: each dispatch computes the items)"
                  if b.options.get("batch_native") else
-                 f"; batch 1..{b.options['max_batch']} (one arena per item: {b.stats.get('batch_refusal')})")
+                 f"; batch 1..{b.options['max_batch']} replicated per item, not batch-native (the batch-1 "
+                 f"program runs once per item, one arena each): {b.stats.get('batch_refusal')}")
                 if b.options.get("max_batch", 1) > 1 else "")]
     if b.checks:                         # kernels that fail the run where LiteRT's invoke fails (runtime/status.py)
         lines.append("run-time checks: " + ", ".join(f"{c.op} #{c.operator} ({c.tensor!r} within {c.bounds})"

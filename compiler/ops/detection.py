@@ -204,7 +204,7 @@ def lower_detection(node, graph):
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 declare(OP, shape=Why("no shape rule: OpDef.shapes sets its outputs' sizes from its options"), exact=SHAPE_ONLY,
         sym_shape=Why("no dynamic-size rule: its anchors fix the box count"),
-        batch=Why("no batch rule: a --max-batch program with it replicates per item"),
+        batch=Why("its decode, sort and NMS shaders have no item dimension yet"),
         pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
         templates=("det_decode", "sort_bitonic", "nms_greedy", "det_output"), flops=rules.per_output,
         cpu=Why("no CPU kernel: LiteRT's custom op has no numpy twin here; the GPU runs every float model"))

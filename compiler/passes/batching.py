@@ -304,6 +304,22 @@ def rule_for(op: str):
     return FAMILIES.get(key) if isinstance(key, str) else None
 
 
+def no_rule_reason(graph: Graph) -> str:
+    """Every op of `graph` without a batch rule, with the reason its `batch` fact gives."""
+    from gpuc.compiler.ops import FACTS, MISSING, Why
+    seen: dict[str, list] = {}
+    for node in graph.nodes:
+        if rule_for(node.op) is None:
+            seen.setdefault(node.op, []).append(node)
+    parts = []
+    for op, nodes in seen.items():
+        why = getattr(FACTS.get(op), "batch", None)
+        parts.append(f"{nodes[0].label()}{f' and {len(nodes) - 1} more' if len(nodes) > 1 else ''}: no batch rule "
+                     f"for {op}" + (f" ({why.reason.removeprefix('no batch rule: ')})"
+                                   if isinstance(why, Why) and why is not MISSING else ""))
+    return "; ".join(parts)
+
+
 def plan(graph: Graph, n: int) -> Rewrite:
     """The rewrite of `graph` for n items; raises Refuse (nothing changed) when it cannot be made."""
     rw = Rewrite(graph, n)
@@ -322,7 +338,7 @@ def plan(graph: Graph, n: int) -> Rewrite:
     for node in graph.nodes:
         rule = rule_for(node.op)
         if rule is None:
-            raise Refuse(f"{node.label()}: no batch rule for {node.op}")
+            raise Refuse(no_rule_reason(graph))
         if not any(rw.runtime(t) for t in node.inputs) and not any(graph.t(t).is_variable for t in node.outputs):
             if outputs & set(node.outputs):
                 raise Refuse(f"{node.label()}: a model output computed from constants only")

@@ -65,7 +65,7 @@ class LoadedModel:
         with self._close_lock:
             try:
                 self.device.adopt(self)             # Device.close() closes this model first
-                self.bundle = select_program(bundle, self.device, self.load_info)      # fp16 bundle on a device without fp16: fp32
+                self.bundle = select_program(bundle, self.device, self.load_info, type(self))      # fp16 bundle on a device without fp16: fp32
                 load_checks.check(self.bundle, self.device)           # grids, sizes and ranges within its limits
                 self._setup()
             except BaseException:

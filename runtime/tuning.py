@@ -127,18 +127,17 @@ def sample_inputs(specs, items: int) -> list:
     return out
 
 
-def measure(bundle, device, cands: dict, spec=None) -> tuple[dict, dict] | None:
+def measure(bundle, device, cands: dict, model_class, spec=None) -> dict | None:
     """{dispatch: {position or None: microseconds}} over the rounds, or None where this program
     cannot be timed per dispatch (host steps, control flow, sizes known only at run time, no
-    timestamp queries)."""
-    from gpuc.runtime.executor import LoadedModel
+    timestamp queries).  `model_class` (executor.LoadedModel) loads each round's program."""
     from gpuc.runtime.profile import profile
     from gpuc.runtime.variants import resolve
     rounds = 1 + max(len(lst) for lst in cands.values())
     times = {d: {} for d in cands}
     for r in range(rounds):
         choice = {d: (lst[r - 1] if 0 < r <= len(lst) else None) for d, lst in cands.items()}
-        m = LoadedModel(resolve(bundle, device, spec, choice), device=device, slots=1)
+        m = model_class(resolve(bundle, device, spec, choice), device=device, slots=1)
         try:
             if m.program is not None or m.dims is not None or not m.timestamps:
                 return None
@@ -162,11 +161,12 @@ def pick(times: dict, default: dict) -> dict:
     return out
 
 
-def choose(bundle, device, info: dict | None = None, spec=None) -> dict | None:
+def choose(bundle, device, info: dict | None = None, spec=None, model_class=None) -> dict | None:
     """The measured (or cached) choice for `bundle` on `device` (runtime/variants.resolve's
     `choice`), or None: the cost model's.  `info` (a LoadedModel's load_info) gets a "tuning"
-    record.  A failure to measure is a warning, never a failed load."""
-    if not wanted(bundle, device):
+    record.  A failure to measure is a warning, never a failed load.  `model_class`: what loads the
+    candidate programs (the loading LoadedModel's class); without one, nothing is measured."""
+    if model_class is None or not wanted(bundle, device):
         return None
     cands = candidates(bundle, device, spec)
     if not cands:
@@ -177,7 +177,7 @@ def choose(bundle, device, info: dict | None = None, spec=None) -> dict | None:
     how = "cached"
     if choice is None:
         try:
-            times = measure(bundle, device, cands, spec)
+            times = measure(bundle, device, cands, model_class, spec)
         except GpucError as e:
             warnings.warn(f"gpuc: measuring kernel choices failed ({e}); using the cost model's", RuntimeWarning,
                           stacklevel=2)

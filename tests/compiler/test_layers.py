@@ -35,12 +35,7 @@ CORE_CODEGEN_EXCEPTIONS = {
                                   "codegen Kernels (a lowering step that sits with the quantization pass)",
 }
 # import cycles allowed for now: the modules of each, and why (the list only shrinks)
-CYCLE_EXCEPTIONS: list[tuple[frozenset, str]] = [
-    (frozenset({"gpuc.runtime.executor", "gpuc.runtime.precision", "gpuc.runtime.tuning"}),
-     "runtime/tuning.py times a bundle's candidate kernels by loading it as an executor.LoadedModel while a "
-     "LoadedModel loads (executor -> precision.select_program -> tuning.choose -> executor); it ends when "
-     "the measurement takes the model class from its caller"),
-]
+CYCLE_EXCEPTIONS: list[tuple[frozenset, str]] = []
 # (importing module, module, private name) -> why (the list only shrinks)
 PRIVATE_EXCEPTIONS: dict[tuple, str] = {}
 

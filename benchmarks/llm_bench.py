@@ -338,10 +338,21 @@ def _median(fn, runs: int) -> float:
     return timed(fn, runs, warmup_s=0)["median_ms"] / 1e3
 
 
-def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int, runs: int, device=None) -> dict:
+def dispatch_counts(bundle: bytes) -> dict:
+    """Per signature: dispatches of one call and the barriers the runtime records between them."""
+    from gpuc.runtime import hazards
+    from gpuc.runtime.bundle import read_bundle
+    b = read_bundle(bundle)
+    return {sb.signature: {"dispatches": len(sb.dispatches), "barriers": sum(hazards.plan(hazards.arena_access(sb)))}
+            for sb in [b] + b.signatures}
+
+
+def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int, runs: int, device=None,
+               disable_passes=()) -> dict:
     import gpuc
-    bundle, compile_s = once(gpuc.compile, model)
-    res = {"compile_s": compile_s, "bundle_bytes": len(bundle)}
+    bundle, compile_s = once(lambda: gpuc.compile(model, disable_passes=list(disable_passes)))
+    res = {"compile_s": compile_s, "bundle_bytes": len(bundle), "disable_passes": list(disable_passes),
+           "per_call": dispatch_counts(bundle)}
     rng = np.random.default_rng(1)
     prompt = rng.integers(0, cfg.vocab, n_prefill + 1).astype(np.int32)
     with gpuc.load(bundle, **({"device": device} if device else {})) as m:
@@ -601,6 +612,8 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", default="gpuc,torch,llamacpp", help="comma list of gpuc, torch, llamacpp")
     ap.add_argument("--torch-dtype", default="bfloat16", choices=["bfloat16", "float16"])
     ap.add_argument("--device", default=None, help="gpuc device name filter (e.g. NVIDIA)")
+    ap.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
+                    help="compile gpuc's bundle without this pass (A/B, e.g. fuse_q8_gemv); repeatable")
     ap.add_argument("--llamacpp-cpu", action="store_true",
                     help="let the llama.cpp peer run on ggml's CPU backend when it finds no GPU (harness tests only)")
     ap.add_argument("--save-model", default=None, help="also write the generated .tflite here")
@@ -628,7 +641,8 @@ def main(argv=None) -> int:
                     "decode_tok_s": a.bandwidth / wb}
     peers = a.peers.split(",")
     if "gpuc" in peers:
-        res["gpuc"] = _peer("gpuc", bench_gpuc, model, cfg, a.kv, a.prefill, a.decode, a.runs, a.device)
+        res["gpuc"] = _peer("gpuc", bench_gpuc, model, cfg, a.kv, a.prefill, a.decode, a.runs, a.device,
+                            a.disable_pass)
     del model
     if "torch" in peers:
         res["torch"] = _peer("torch", bench_torch, cfg, w, a.kv, a.prefill, a.decode, a.runs, a.torch_dtype)
@@ -648,6 +662,8 @@ def main(argv=None) -> int:
         pf = f"{r['prefill_tok_s']:14.0f}" if "prefill_tok_s" in r else f"{'':14}"
         tt = f"{r['ttft_s'] * 1e3:9.1f}" if "ttft_s" in r else ""
         print(f"{name:18} {pf} {r['decode_tok_s']:13.1f} {r['decode_s_per_tok'] * 1e3:9.3f} {tt}")
+    for sig, c in (res.get("gpuc") or {}).get("per_call", {}).items():
+        print(f"gpuc {sig}: {c['dispatches']} dispatches, {c['barriers']} barriers a call")
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=1))
     return 0

@@ -28,6 +28,7 @@ SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 
 MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
 LOCAL = 64
 LOCAL_FLAT = 256                # one activation row (decode): invocations per workgroup
+SMALL_TILES = 8                 # workgroups an FC too narrow to fill the GPU still gets (one row)
 TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
@@ -92,10 +93,12 @@ def _tile(m: int, n: int, kq: int) -> tuple[int, int]:
 def _flat_rn(n: int, kq: int, per: int) -> int:
     """RN for one activation row (FLAT: LOCAL_FLAT / RN invocations per channel): the most channels per
     workgroup that still give >= 2 workgroups per SM and at most PF_WORDS // per prefetched words each."""
-    for rn in (64, 32, 16, 8, 4, 2):
-        if -(-n // rn) >= 2 * GPU_SMS and -(-kq // (LOCAL_FLAT // rn)) * per <= PF_WORDS // 2:
-            return rn
-    return 1
+    fits = [rn for rn in (64, 32, 16, 8, 4, 2, 1) if -(-kq // (LOCAL_FLAT // rn)) * per <= PF_WORDS // 2] or [1]
+    for least in (2 * GPU_SMS, SMALL_TILES):      # (a small N cannot fill the GPU: a few workgroups then)
+        for rn in fits:
+            if -(-n // rn) >= least:
+                return rn
+    return fits[-1]
 
 
 def q8_kernels(node, graph, bias) -> list:

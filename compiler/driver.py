@@ -20,6 +20,7 @@ from gpuc.compiler.codegen import glsl, manifest
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
 from gpuc.compiler.memory_plan import align, plan_memory
 from gpuc.compiler.ops.gather_copy import resolve_arena
+from gpuc.compiler.passes.batching import stateful_refusal
 from gpuc.compiler.passes.variables import initial_value
 from gpuc.compiler.prepare import prepare
 from gpuc.errors import GpucError, UnsupportedError
@@ -241,8 +242,10 @@ def prepare_batched(data: bytes, opts: dict):
     failed to lower after it, is prepared again replicated (the batch-1 program per item, which the
     runtime runs whenever that one is fully on the GPU); the stats say why.  --dynamic has no such
     fallback: its errors name the op."""
-    if opts.get("max_batch", 1) <= 1 or "batch_native" in opts["disable_passes"]:
+    if opts.get("max_batch", 1) <= 1:
         return prepare(data, opts)
+    if "batch_native" in opts["disable_passes"]:
+        return _batchable(prepare(data, opts), opts)
     try:
         p = prepare(data, opts, warn=False)
         cpu = [n.label() for n in p.graph.nodes if id(n) in p.front.cpu]     # (its placement: front.cpu)
@@ -251,7 +254,15 @@ def prepare_batched(data: bytes, opts: dict):
         kind = "" if isinstance(e, GpucError) else f"{type(e).__name__}: "
         why = f"the batched graph failed to lower: {kind}{e}"
     if why is None:
-        return p
+        return _batchable(p, opts)
     p = prepare(data, dict(opts, disable_passes=sorted(set(opts["disable_passes"]) | {"batch_native"})))
     p.graph.batch_refusal = why
+    return _batchable(p, opts)
+
+
+def _batchable(p, opts: dict):
+    """p, unless an op refuses --max-batch outright (passes/batching.py stateful_refusal)."""
+    why = stateful_refusal(p.graph)
+    if why:
+        raise UnsupportedError(f"--max-batch {opts['max_batch']}: {why}")
     return p

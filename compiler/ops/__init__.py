@@ -49,6 +49,13 @@ class Why:
 
 MISSING = Why("not declared")     # the default of every fact: missing_facts reports it
 
+
+class NoBatch(Why):
+    """A `batch` fact for an op that --max-batch cannot run at all, batch-native or replicated per item (a
+    random op's stream continues across runs, so items of one run cannot draw from copies of it): the
+    compile fails with the reason (passes/batching.py stateful_refusal)."""
+    __slots__ = ()
+
 # fp16 classes (passes/precision.py)
 UNSAFE, BOUNDED, NEUTRAL = "unsafe", "bounded", "neutral"
 # exact: when `shape` gives LiteRT's exact values on constant inputs (shapes.exact, constant folding)

@@ -24,8 +24,9 @@ LiteRT's only when a draw falls within ~2^-44 (relative) of a CDF step.
 Seeds (0, 0): LiteRT draws a seed from /dev/urandom at each Prepare; gpuc draws one from os.urandom when
 it compiles the node (a bundle, and the compile cache's copy of it, then repeats its own stream after
 reset_state()).  Measured on lavapipe: 65,536 normals equal the correctly rounded Box-Muller exactly;
-against LiteRT ~1.4% of them differ, by at most 2 ulp.  --max-batch: no batch-native rule; the replicated
-program gives each item slot its own copy of the generator.
+against LiteRT ~1.4% of them differ, by at most 2 ulp.  --max-batch refuses these ops (batch fact NoBatch):
+a replicated program would give each item slot its own copy of the generator, so the items of one run
+would draw identical numbers, which no LiteRT run does.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ import os
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, NoBatch, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked
 
@@ -172,8 +173,9 @@ def _shape(node, vals, graph, need=None):
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 declare(UNIFORM, NORMAL, MULTI, shape=_shape, exact=SHAPE_ONLY,
         sym_shape=Why("no dynamic-size rule: the output size is a value"),
-        batch=Why("no batch rule: one generator stream per node, each run continues it (items are not "
-                  "independent draws of one program)"),
+        batch=NoBatch("a random op's seeded stream is per-node state that continues across invokes: the items of "
+                      "one run would each draw from their own copy of it (identical numbers), which matches no "
+                      "LiteRT run; compile it for batch 1 and run the items one by one"),
         pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("random",),
         flops=lambda node, graph: graph.t(node.outputs[0]).size * 60,
         cpu=Why("no CPU kernel: the GPU runs every dtype LiteRT takes"))

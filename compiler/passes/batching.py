@@ -320,6 +320,16 @@ def no_rule_reason(graph: Graph) -> str:
     return "; ".join(parts)
 
 
+def stateful_refusal(graph: Graph) -> str | None:
+    """Why --max-batch cannot run `graph` at all (an op whose `batch` fact is NoBatch), else None."""
+    from gpuc.compiler.ops import FACTS, NoBatch
+    for node in graph.nodes:
+        why = getattr(FACTS.get(node.op), "batch", None)
+        if isinstance(why, NoBatch):
+            return f"{node.label()}: {why.reason}"
+    return None
+
+
 def plan(graph: Graph, n: int) -> Rewrite:
     """The rewrite of `graph` for n items; raises Refuse (nothing changed) when it cannot be made."""
     rw = Rewrite(graph, n)

@@ -2,7 +2,7 @@
 LiteRT over consecutive runs (the seeded Philox stream continues across invokes): uniform bit-exact,
 normal within 2 ulp (LiteRT's glibc logf / sincosf are not always correctly rounded; gpuc's are),
 multinomial indices equal (int32 and int64, non-finite logits); a shape the compiler folds (LiteRT: a
-dynamic output), reset_state, seeds (0, 0), refusals."""
+dynamic output), reset_state, seeds (0, 0), refusals (--max-batch among them)."""
 from __future__ import annotations
 
 import numpy as np
@@ -138,16 +138,13 @@ def test_refusals_name_the_input():
         gpuc.compile(mb.finish())
 
 
-def test_max_batch_replicates_with_reason():
-    """--max-batch: no batch-native rule (one stream per node); the replicated program gives each item
-    slot its own copy of the generator state, so slot i's stream advances only on runs that include it."""
-    model = _model("RANDOM_UNIFORM", [1, 8], 3, 4, from_input=True)
-    with gpuc.load(gpuc.compile(model, max_batch=2)) as m:
-        stats = m.bundle.stats
-        assert stats["batch"] == "replicated" and "RANDOM_UNIFORM" in stats["batch_refusal"]
-        first = m.run([np.zeros((1, 8), np.float32)])[0]
-        both = m.run([np.zeros((2, 8), np.float32)])[0]
-    ref = _litert_runs(model, [[np.zeros((1, 8), np.float32)]] * 2)
-    np.testing.assert_array_equal(first, ref[0])
-    np.testing.assert_array_equal(both[:1], ref[1])
-    np.testing.assert_array_equal(both[1:], ref[0])
+@pytest.mark.parametrize("op", ["RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL"])
+def test_max_batch_is_refused(op):
+    """--max-batch: the stream is per-node state continuing across invokes; copies of it per item slot
+    would draw identical numbers for the items of one run (no LiteRT behaviour): one clear error naming
+    the op, whether or not the batch-native pass runs."""
+    model = _multi_model(1, 4, 3, "int32", 3, 4) if op == "MULTINOMIAL" else _model(op, [1, 8], 3, 4, True)
+    for extra in ({}, {"disable_passes": ["batch_native"]}):
+        with pytest.raises(GpucError, match=rf"--max-batch 2: {op} \(operator #\d+\): a random op's seeded "
+                                            "stream is per-node state"):
+            gpuc.compile(model, max_batch=2, **extra)

@@ -7,6 +7,16 @@ passes/quant.py asks `keeps_int8(node, graph)` which FCs keep their weights (the
 float32 at compile time, as before): symmetric int8 weights (every zero point 0), per-tensor or per output
 channel (axis 0), float32 input and output, fixed sizes.  Asymmetric weights (a non-zero zero point) and
 uint8 / int16 / int4 weights keep the float path.
+
+Three paths by the number of activation rows M (all the same integers, so the same results):
+- M = 1 (decode, FLAT): 256 invocations a workgroup, LOCAL_FLAT / RN of them per output channel on
+  consecutive 16-byte weight words, every word (up to PF) loaded before the row is quantized;
+- 1 < M < TILED_MIN_M: RM rows x RN channels a workgroup, int32 partial sums meeting in shared memory;
+- M >= TILED_MIN_M (prefill): the rows quantized once (one dispatch), then 64 x 64 output tiles
+  (shaders/gemm_q8_tiled.glsl).
+ops/q8_fusion.py may fold an RMS_NORM into the row quantization (RMS_ATTR) and merge the gate / up FCs of
+an MLP into one kernel with silu(gate) * up (GLU_ATTR).  Devices with packed int8 dot products
+(VK_KHR_shader_integer_dot_product) get the int_dot variants.
 """
 from __future__ import annotations
 

@@ -141,3 +141,20 @@ def test_one_row_words_past_the_prefetch(monkeypatch, pf_words):
     xv = RNG.normal(0, 1, (1, k)).astype(np.float32)
     (got,), (ref,) = _run(gpuc.compile(data), [xv]), litert_default(data, [xv])
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+def test_one_row_channels_narrower_than_a_subgroup():
+    """A wide, short FC (an LM head's shape): 64 channels a workgroup, 4 invocations each, fewer than a
+    subgroup, so the channel sums meet through shared atomics (the subgroup sum needs a whole subgroup)."""
+    from gpuc.compiler.ops import gemm_q8
+    k, n = 64, 64 * 2 * gemm_q8.GPU_SMS
+    assert gemm_q8._flat_rn(n, k // 16, 1) == 64
+    q, quant = _q8(n, k)
+    mb = ModelBuilder()
+    x, y = mb.input("x", [1, k]), mb.tensor("y", [1, n])
+    mb.op("FULLY_CONNECTED", [x, mb.const("w", q, quant=quant), -1], [y])
+    mb.output(y)
+    data = mb.finish()
+    xv = RNG.normal(0, 1, (1, k)).astype(np.float32)
+    (got,), (ref,) = _run(gpuc.compile(data), [xv]), litert_default(data, [xv])
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()

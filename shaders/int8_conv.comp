@@ -11,42 +11,10 @@
 // Defines: OC4 N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
 //          RQ_MODE RQ_SPLIT NOUT XZ_WORD DOT_EXT (VEC4 only: DOT4 is the SPIR-V OpSDot of 4 x int8 lanes)
 // @include int8_requant.glsl
-#if DOT_EXT
-// the variant for devices with VK_KHR_shader_integer_dot_product: OpSDot on 4 x int8 packed words
-#extension GL_EXT_spirv_intrinsics : require
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
-int q8_sdot(uint a, uint b, spirv_literal int fmt);
-#define DOT4(a, b) q8_sdot(a, b, 0)
-#endif
-#ifndef DOT4
-int DOT4(uint a, uint b) {
-    return q8_lane(a, 0) * q8_lane(b, 0) + q8_lane(a, 1) * q8_lane(b, 1) + q8_lane(a, 2) * q8_lane(b, 2)
-         + q8_lane(a, 3) * q8_lane(b, 3);
-}
-#endif
+// @include int8_conv.glsl
 int ld8(uint e, bool isw) {
     uint v = isw ? w[e >> 2] : x[e >> 2];
     return q8_lane(v, int(e & 3u));
-}
-
-// bias, requantization, output zero point and activation clamp of output channel oc's int32 sum
-int q8_finish(int acc, int oc) {
-#if VEC4
-    acc += IN_OFF * qp[3 * COUT + oc];
-#endif
-    acc += qp[oc];
-    int m = qp[COUT + oc], sh = qp[2 * COUT + oc];
-#if DEPTHWISE && RQ_MODE == 2
-    int r = oc < RQ_SPLIT ? q8_rq2(acc, m, sh) : q8_rq0(acc, m, sh);   // (past the last block of 8: gemmlowp's)
-#elif RQ_MODE == 2
-    int r = q8_rq2(acc, m, sh);
-#elif RQ_MODE == 1
-    int r = q8_rq1(acc, m, sh);
-#else
-    int r = q8_rq0(acc, m, sh);
-#endif
-    r += OUT_ZP;
-    return clamp(r, ACT_MIN, ACT_MAX);
 }
 
 int conv_at(int e) {

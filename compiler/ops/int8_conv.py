@@ -118,18 +118,41 @@ def lower_int8_conv(node, graph):
     _, zx = scale_zp(x)
     _, zy = scale_zp(y)
     vec4 = not d["DEPTHWISE"] and d["CIN"] % 4 == 0
-    qp = graph.add_const(f"{y.name}#int8_qp", _params(node, graph, f, co, vec4))
+    qp = _params(node, graph, f, co, vec4)
     lo, hi = act_range(fused_act(node), y)
     xz = (zx & 0xFF) * 0x01010101
     d.update(VEC4=int(vec4), OC4=int(vec4 and co % 4 == 0), IN_OFF=-zx, OUT_ZP=zy, ACT_MIN=lo, ACT_MAX=hi, NOUT=y.size,
              RQ_MODE=RQ_UPWARD if d["DEPTHWISE"] else RQ_RUY, RQ_SPLIT=co // 8 * 8,
              XZ_WORD=int(np.uint32(xz).view(np.int32)))
-    binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qp)]
     taps = d["KH"] * d["KW"] * (1 if d["DEPTHWISE"] else d["CIN"])
-    k = Kernel("int8_conv", binds, -(-y.size // 4), d, node.label(), flops=2 * y.size * taps)
+    gm = y.size // co
+    tiled = d["OC4"] and gm * co >= TILED_MIN_OUTPUTS
+    if tiled:       # the layer's geometry leads qp (shaders/int8_conv_tiled.comp G_*): one module for all layers
+        g = dict(d, CW=d["CIN"] // 4, GM=gm, KWORDS=taps // 4, TILES_N=-(-co // TILE["BN"]))
+        head = np.array([g[k] for k in GEOMETRY] + [0] * (QP0 - len(GEOMETRY)), np.int64)
+        qp = np.concatenate([head, qp.reshape(-1).astype(np.int64)]).astype(np.int32)
+    qpt = graph.add_const(f"{y.name}#int8_qp", qp)
+    binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qpt)]
+    if tiled:
+        k = Kernel("int8_conv_tiled", binds, -(-gm // TILE["BM"]) * g["TILES_N"] * TILE_LOCAL,
+                   dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0), node.label(), local_x=TILE_LOCAL,
+                   flops=2 * y.size * taps, item_inner=0)
+    else:
+        k = Kernel("int8_conv", binds, -(-y.size // 4), d, node.label(), flops=2 * y.size * taps)
     if vec4:
         k.variants.append(DOT_VARIANT)
     return [k]
+
+
+# the implicit-GEMM kernel (shaders/int8_conv_tiled.comp) takes convolutions / fully connected layers with
+# CIN and COUT multiples of 4 (OC4) and at least one full tile of outputs; smaller ones keep the flat kernel
+TILE = dict(BM=64, BN=64, BK=8)                 # (each invocation: a 4 x 4 block of pixels x channels)
+TILE_LOCAL = (TILE["BM"] // 4) * (TILE["BN"] // 4)
+TILED_MIN_OUTPUTS = TILE["BM"] * TILE["BN"]
+# qp's leading ints for the tiled kernel, in its G_* order
+GEOMETRY = ("N", "H", "W", "CW", "OH", "OW", "COUT", "KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "IN_OFF", "OUT_ZP",
+            "ACT_MIN", "ACT_MAX", "XZ_WORD", "GM", "KWORDS", "TILES_N")
+QP0 = 24
 
 
 def _dot_kernel(k):
@@ -150,6 +173,9 @@ _BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, D
 VARIANTS = {
     "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1, 2], "OC4": [0, 1]}, ["out_", "x", "w", "qp"],
                   {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
+    "int8_conv_tiled": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1),
+                        {"DOT_EXT": [0, 1]}, ["out_", "x", "w", "qp"],
+                        {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
     "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1, OC4=1), {}, ["out_", "x", "w", "qp"],
                       {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }
@@ -158,6 +184,7 @@ native_form(("CONV_2D", CONV), ("DEPTHWISE_CONV_2D", DEPTHWISE), ("FULLY_CONNECT
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
 declare(CONV, DEPTHWISE, FC, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("int8_conv",), flops=_flops,
+        fp16=NEUTRAL, in_place=False, templates=("int8_conv", "int8_conv_tiled"), flops=_flops,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_conv", item_major=False, flat=True)
+template("int8_conv_tiled", item_major=False, flat=False)

@@ -46,6 +46,10 @@ CONV_CASES = [   # (op, input shape, cout or depth multiplier, kernel, stride, p
     ("CONV_2D", (2, 8, 7, 3), 6, 3, 2, "SAME", "NONE", True, True),         # byte loop, batch 2
     ("CONV_2D", (1, 6, 6, 16), 5, 1, 1, "VALID", "RELU", False, True),      # 1x1, per-tensor
     ("CONV_2D", (1, 10, 10, 4), 8, 3, 2, "VALID", "NONE", True, True),
+    # the implicit-GEMM kernel (at least 64 x 64 outputs): partial tiles along pixels, channels and K
+    ("CONV_2D", (2, 12, 10, 12), 68, 3, 1, "SAME", "RELU6", True, True),
+    ("CONV_2D", (1, 8, 8, 16), 64, 1, 1, "VALID", "NONE", False, True),
+    ("CONV_2D", (2, 17, 15, 8), 48, 3, 2, "VALID", "RELU", True, True),
     ("DEPTHWISE_CONV_2D", (1, 9, 9, 8), 1, 3, 1, "SAME", "RELU6", True, True),
     ("DEPTHWISE_CONV_2D", (1, 8, 8, 3), 2, 3, 2, "SAME", "NONE", True, True),
     ("DEPTHWISE_CONV_2D", (1, 7, 7, 6), 1, 5, 1, "VALID", "RELU_N1_TO_1", False, True),
@@ -83,19 +87,20 @@ def test_conv_bit_exact(gpu, case):
     _exact(gpu, mb.finish(), [_qin(rng, shape)], "INT8_" + op)
 
 
-@pytest.mark.parametrize("per_ch", [False, True])
-def test_fully_connected_bit_exact(gpu, per_ch):
-    rng = np.random.default_rng(11 + per_ch)
+@pytest.mark.parametrize("per_ch,rows,co", [(False, 3, 20), (True, 3, 20), (True, 70, 64)])
+def test_fully_connected_bit_exact(gpu, per_ch, rows, co):
+    """(70 rows x 64: the implicit-GEMM kernel)"""
+    rng = np.random.default_rng(11 + per_ch + rows)
     mb = ModelBuilder()
     sx, zx = _q(rng)
-    x = mb.input("x", [3, 40], I8, quant=(sx, zx))
-    ws = rng.uniform(0.002, 0.02, 20 if per_ch else 1).astype(np.float32)
-    w = mb.const("w", rng.integers(-127, 128, (20, 40)).astype(np.int8), quant=(ws, 0, 0))
-    b = mb.const("b", rng.integers(-4000, 4000, 20).astype(np.int32), quant=(np.float32(sx) * ws, 0, 0))
-    y = mb.tensor("y", [3, 20], I8, quant=(float(rng.uniform(0.05, 0.3)), int(rng.integers(-20, 20))))
+    x = mb.input("x", [rows, 40], I8, quant=(sx, zx))
+    ws = rng.uniform(0.002, 0.02, co if per_ch else 1).astype(np.float32)
+    w = mb.const("w", rng.integers(-127, 128, (co, 40)).astype(np.int8), quant=(ws, 0, 0))
+    b = mb.const("b", rng.integers(-4000, 4000, co).astype(np.int32), quant=(np.float32(sx) * ws, 0, 0))
+    y = mb.tensor("y", [rows, co], I8, quant=(float(rng.uniform(0.05, 0.3)), int(rng.integers(-20, 20))))
     mb.op("FULLY_CONNECTED", [x, w, b], [y], fused_activation_function="RELU")
     mb.output(y)
-    _exact(gpu, mb.finish(), [_qin(rng, (3, 40))], "INT8_FULLY_CONNECTED")
+    _exact(gpu, mb.finish(), [_qin(rng, (rows, 40))], "INT8_FULLY_CONNECTED")
 
 
 @pytest.mark.parametrize("bshape,act", [((1, 5, 5, 8), "NONE"), ((8,), "RELU6"), ((1, 1, 5, 8), "NONE")])
@@ -214,14 +219,15 @@ def test_pool_bit_exact(gpu, op, k, s, pad, act):
     _exact(gpu, mb.finish(), [_qin(rng, (2, 9, 8, 5))], "INT8_" + op)
 
 
+@pytest.mark.parametrize("case", [0, 4], ids=["flat", "tiled"])
 @pytest.mark.parametrize("mode", ["off", "force"])
-def test_conv_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode):
+def test_conv_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode, case):
     """The `int_dot` variant (packed OpSDot, VK_KHR_shader_integer_dot_product) and the plain int32 word
     loop give LiteRT's bits; "force" fails on a device without the extension, naming it."""
     if mode == "force" and not getattr(gpu.device, "int_dot", False):
         pytest.skip("the device has no VK_KHR_shader_integer_dot_product")
     monkeypatch.setenv("GPUC_VARIANTS", f"int_dot={mode}")
-    test_conv_bit_exact(gpu, CONV_CASES[0])
+    test_conv_bit_exact(gpu, CONV_CASES[case])
 
 
 def test_reshape_between_int8_ops_is_a_view(gpu):

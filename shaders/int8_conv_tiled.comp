@@ -1,0 +1,108 @@
+// Native int8 CONV_2D / FULLY_CONNECTED as an implicit GEMM (compiler/ops/int8_conv.py, where CIN and COUT
+// are multiples of 4 and the output is large enough): out[m, oc] for the GM = N * OH * OW output pixels m
+// and COUT channels, K = KH * KW * CIN reduced in KWORDS packed words of 4 int8 (CW = CIN / 4 per window
+// position).  A workgroup of (BM / 4) * (BN / 4) invocations computes a BM x BN tile (TILES_N tiles
+// along COUT); each K step stages BK words of the BM pixels' im2col rows (a position outside the input
+// reads the zero point's lanes, XZ_WORD) and of the BN channels' weights in shared memory, and each
+// invocation accumulates a 4 x 4 register block (pixels ty + i * BM / 4, channels 4 tx + j) with DOT4
+// (int8_conv.glsl: OpSDot under DOT_EXT).  Then q8_finish (LiteRT's exact requantization) and one packed
+// word per pixel and 4 channels.
+// The layer's geometry is data, not defines: qp's first QP0 ints (G_* below), then bias, multiplier,
+// shift and weight sums per channel; so one module serves every layer of a model (bundle size).
+// Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT
+// @include int8_requant.glsl
+#define QP0 24
+#define G_N 0
+#define G_H 1
+#define G_W 2
+#define G_CW 3
+#define G_OH 4
+#define G_OW 5
+#define G_COUT 6
+#define G_KH 7
+#define G_KW 8
+#define G_SH 9
+#define G_SW 10
+#define G_DH 11
+#define G_DW 12
+#define G_PT 13
+#define G_PL 14
+#define G_IN_OFF 15
+#define G_OUT_ZP 16
+#define G_ACT_MIN 17
+#define G_ACT_MAX 18
+#define G_XZ_WORD 19
+#define G_GM 20
+#define G_KWORDS 21
+#define G_TILES_N 22
+int COUT, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX;
+#define RQ_SPLIT 0
+// @include int8_conv.glsl
+#define NT ((BM / 4) * (BN / 4))
+#define RA (BM * BK / NT)                    // pixels each invocation stages per K step
+#define RB (BN * BK / NT)                    // channels each invocation stages per K step
+shared uint sa[BK * BM];
+shared uint sb[BK * BN];
+
+void main() {
+    COUT = qp[G_COUT];
+    IN_OFF = qp[G_IN_OFF];
+    OUT_ZP = qp[G_OUT_ZP];
+    ACT_MIN = qp[G_ACT_MIN];
+    ACT_MAX = qp[G_ACT_MAX];
+    int H = qp[G_H], W = qp[G_W], CW = qp[G_CW], KW = qp[G_KW], DH = qp[G_DH], DW = qp[G_DW];
+    int GM = qp[G_GM], KWORDS = qp[G_KWORDS], TILES_N = qp[G_TILES_N];
+    uint xz = uint(qp[G_XZ_WORD]);
+    int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
+    int tid = int(gl_LocalInvocationID.x);
+    int m0 = (wg / TILES_N) * BM, n0 = (wg % TILES_N) * BN;
+    int tx = tid % (BN / 4), ty = tid / (BN / 4);
+    // what this invocation stages: word kk of pixels m0 + tid / BK + r * NT / BK and channels alike
+    int kk = tid % BK;
+    int px_base[RA], px_y[RA], px_x[RA];
+    for (int r = 0; r < RA; ++r) {
+        int m = m0 + tid / BK + r * (NT / BK);
+        int ox = m % qp[G_OW];
+        int p = m / qp[G_OW];
+        px_base[r] = m < GM ? p / qp[G_OH] * H : -1;
+        px_y[r] = p % qp[G_OH] * qp[G_SH] - qp[G_PT];
+        px_x[r] = ox * qp[G_SW] - qp[G_PL];
+    }
+    ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));   // [pixel i][channel j]
+    for (int k0 = 0; k0 < KWORDS; k0 += BK) {
+        int k = k0 + kk;
+        int c = k % CW, t = k / CW;
+        int dy = t / KW * DH, dx = t % KW * DW;
+        for (int r = 0; r < RA; ++r) {
+            int iy = px_y[r] + dy, ix = px_x[r] + dx;
+            bool inside = px_base[r] >= 0 && k < KWORDS && iy >= 0 && iy < H && ix >= 0 && ix < W;
+            uint v = inside ? x[((px_base[r] + iy) * W + ix) * CW + c] : xz;
+            sa[kk * BM + tid / BK + r * (NT / BK)] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
+        }
+        for (int r = 0; r < RB; ++r) {
+            int nn = tid / BK + r * (NT / BK);
+            int oc = n0 + nn;
+            sb[kk * BN + nn] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
+        }
+        barrier();
+        for (int q = 0; q < BK; ++q) {
+            int ab = q * BM + ty, bb = q * BN + tx * 4;
+            uvec4 b = uvec4(sb[bb], sb[bb + 1], sb[bb + 2], sb[bb + 3]);
+            for (int i = 0; i < 4; ++i) {
+                uint a = sa[ab + i * (BM / 4)];
+                acc[i] += ivec4(DOT4(a, b.x), DOT4(a, b.y), DOT4(a, b.z), DOT4(a, b.w));
+            }
+        }
+        barrier();
+    }
+    int oc0 = n0 + tx * 4;
+    if (oc0 >= COUT) return;
+    for (int i = 0; i < 4; ++i) {
+        int m = m0 + ty + i * (BM / 4);
+        if (m < GM)
+            out_[(m * COUT + oc0) >> 2] = (uint(q8_finish(acc[i].x, oc0)) & 0xFFu)
+                | (uint(q8_finish(acc[i].y, oc0 + 1)) & 0xFFu) << 8
+                | (uint(q8_finish(acc[i].z, oc0 + 2)) & 0xFFu) << 16
+                | (uint(q8_finish(acc[i].w, oc0 + 3)) & 0xFFu) << 24;
+    }
+}

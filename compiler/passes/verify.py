@@ -5,7 +5,8 @@ verify=True: the `verify_passes` compile option, on in the tests; a debugging ai
   exists; a node lists no absent (-1) output;
 - producers: each tensor is written by one node at most, and every tensor read (by a node, an
   epilogue or as a graph output) is a constant, a graph input, a variable, written by an earlier
-  node, or a view (Graph.aliases) of one of those; a view is written by no node; no node appears twice;
+  node, or a view (Graph.aliases) of one of those; a view is written by no node, except by a node that
+  also reads the view's base, a variable (an in-place update of model state: a KV cache); no node appears twice;
 - types: every tensor's dtype is a numpy dtype name; a constant's data has its tensor's dtype and
   shape; shapes are tuples of sizes >= 0;
 - op level (nodes whose op declares facts, except those the model itself gets wrong: model_problems):
@@ -32,6 +33,14 @@ from gpuc.compiler.ir import Epilogue, Graph, Node, Tensor
 class GraphInvariantError(Exception):
     """A pass left the graph inconsistent: a compiler bug, not bad input."""
 
+
+
+def _state_update(node, k: int, tid: int, graph) -> bool:
+    """Output k of `node` is a view of a tensor the node also reads: an in-place update of model state
+    (DYNAMIC_UPDATE_SLICE, `updates_in_place`, as compiler/signatures.py threads a KV cache, or a
+    kernel a fusion made write that cache, e.g. ROPE + the cache write, ops/kv_write.py)."""
+    base = graph.aliases.get(tid)
+    return base in node.inputs and graph.t(base).is_variable
 
 def _fields(cls) -> set:
     return {f.name for f in dataclasses.fields(cls)}
@@ -95,7 +104,7 @@ def problems(graph: Graph, known=frozenset(), sound: set | None = None) -> list[
                 continue
             if tid in made:
                 out.append(f"{where}: outputs[{k}] {graph.t(tid).name!r} is also written by {made[tid].label()}")
-            if tid in graph.aliases:
+            if tid in graph.aliases and not _state_update(node, k, tid, graph):
                 out.append(f"{where}: outputs[{k}] {graph.t(tid).name!r} is a view (graph.aliases) of "
                            f"{graph.t(graph.aliases[tid]).name!r}; a view is written by no node")
             if graph.t(tid).is_const:

@@ -60,7 +60,7 @@ def problems(graph: Graph, known=frozenset(), sound: set | None = None) -> list[
     out += _declared(graph)
     for k, t in enumerate(graph.tensors):
         key = None if sound is None else ("tensor", id(t), k, t.dtype, t.shape, id(t.data))
-        if key is None or key not in sound:
+        if (key is None or key not in sound) and ("tensor", k) not in known:
             found = _tensor(t, k)
             out += found
             if key is not None and not found:
@@ -142,8 +142,10 @@ def _op_level(graph: Graph, node: Node) -> list[str]:
 
 def model_problems(graph: Graph) -> set:
     """Ids of the nodes whose arity or shapes disagree with their op's declaration before any pass
-    ran: the model's own (the op's check reports it, or LiteRT resizes), not a pass's doing."""
-    return {id(n) for n in graph.nodes if isinstance(n, Node) and _op_level(graph, n)}
+    ran, and ("tensor", k) of the tensors whose fields are bad then (e.g. a negative size a bad
+    option gives): the model's own (the op's check reports it, or LiteRT resizes), not a pass's doing."""
+    return {id(n) for n in graph.nodes if isinstance(n, Node) and _op_level(graph, n)} | \
+        {("tensor", k) for k, t in enumerate(graph.tensors) if _tensor(t, k)}
 
 
 def _declared(graph: Graph) -> list[str]:

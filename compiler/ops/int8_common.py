@@ -30,6 +30,7 @@ QMIN, QMAX = -128, 127
 FORMS: dict[str, str] = {}          # TFLite op -> its int8 op (each int8 module adds its own)
 CHECKS: dict[str, object] = {}      # int8 op -> (node, graph) -> None | reason (the source op's node)
 BOUNDARY: dict[str, object] = {}    # ops that take int8 tensors as they are (QUANTIZE ...) -> check
+WIDEN: dict[str, object] = {}       # int8 op -> (node, graph) -> None: reshapes it for faster kernels (after the rewrite)
 MOVES: dict[str, object] = {}       # data-movement ops -> (node, graph) -> None | reason; rewrite (ops/int8_move.py)
 
 

@@ -20,7 +20,7 @@ import dataclasses
 from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
 from gpuc.compiler.ops.conv import window
-from gpuc.compiler.ops.int8_common import (RQ_RUY, RQ_UPWARD, act_range, f32, int8_activation, native_form, per_tensor,
+from gpuc.compiler.ops.int8_common import (WIDEN, RQ_RUY, RQ_UPWARD, act_range, f32, int8_activation, native_form, per_tensor,
                                            quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
@@ -180,6 +180,29 @@ VARIANTS = {
                       {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }
 
+def _widen(node, graph) -> None:
+    """A CONV_2D whose input depth is not a multiple of 4 (an RGB stem) with enough outputs for the tiled
+    kernel: its input's channels padded to a multiple of 4 with the zero point (an INT8_PAD before it) and
+    its filter's with zeros, which add nothing, so the word-wise tiled kernel takes it."""
+    x, f, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    if len(x.shape) != 4 or len(f.shape) != 4 or x.shape[3] % 4 == 0 or f.shape[0] % 4 or node.epilogue.pad \
+            or y.size < TILED_MIN_OUTPUTS or f.data is None:
+        return
+    from gpuc.compiler.ir import Node
+    from gpuc.compiler.ops.int8_move import PAD
+    ci = int(x.shape[3])
+    c4 = -(-ci // 4) * 4
+    xp = graph.add_tensor(f"{x.name}#c{c4}", (*x.shape[:3], c4), "int8", quant=x.quant)
+    pads = graph.add_const(f"{x.name}#c{c4}_pads", np.array([[0, 0], [0, 0], [0, 0], [0, c4 - ci]], np.int32))
+    zp = graph.add_const(f"{x.name}#c{c4}_zp", np.array([scale_zp(x)[1]], np.int8))
+    wd = np.zeros((*f.shape[:3], c4), np.int8)
+    wd[..., :ci] = np.asarray(f.data, np.int8)
+    wt = graph.add_tensor(f"{f.name}#c{c4}", wd.shape, "int8", wd, quant=f.quant)
+    graph.nodes.insert(graph.nodes.index(node), Node(PAD, [x.id, pads, zp], [xp], index=node.index))
+    node.inputs = [xp, wt] + list(node.inputs[2:])
+
+
+WIDEN[CONV] = _widen
 native_form(("CONV_2D", CONV), ("DEPTHWISE_CONV_2D", DEPTHWISE), ("FULLY_CONNECTED", FC), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")

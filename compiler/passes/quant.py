@@ -82,6 +82,9 @@ def native_int8(graph: Graph) -> bool:
         n.op = form
     for n in moves:
         int8_common.MOVES[n.op][1](n, graph)
+    for n, form in rewrite:
+        if form in int8_common.WIDEN:
+            int8_common.WIDEN[form](n, graph)
     return True
 
 

@@ -44,6 +44,7 @@ CONV_CASES = [   # (op, input shape, cout or depth multiplier, kernel, stride, p
 # (LiteRT's int8 convolutions require a bias; FULLY_CONNECTED's is optional)
     ("CONV_2D", (1, 9, 9, 8), 12, 3, 1, "SAME", "RELU6", True, True),       # word-wise channel loop (VEC4)
     ("CONV_2D", (2, 8, 7, 3), 6, 3, 2, "SAME", "NONE", True, True),         # byte loop, batch 2
+    ("CONV_2D", (2, 16, 14, 3), 12, 3, 1, "SAME", "RELU", True, True),     # RGB: channels padded to 4, tiled
     ("CONV_2D", (1, 6, 6, 16), 5, 1, 1, "VALID", "RELU", False, True),      # 1x1, per-tensor
     ("CONV_2D", (1, 10, 10, 4), 8, 3, 2, "VALID", "NONE", True, True),
     # the implicit-GEMM kernel (at least 64 x 64 outputs): partial tiles along pixels, channels and K
@@ -219,7 +220,7 @@ def test_pool_bit_exact(gpu, op, k, s, pad, act):
     _exact(gpu, mb.finish(), [_qin(rng, (2, 9, 8, 5))], "INT8_" + op)
 
 
-@pytest.mark.parametrize("case", [0, 4], ids=["flat", "tiled"])
+@pytest.mark.parametrize("case", [0, 5], ids=["flat", "tiled"])
 @pytest.mark.parametrize("mode", ["off", "force"])
 def test_conv_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode, case):
     """The `int_dot` variant (packed OpSDot, VK_KHR_shader_integer_dot_product) and the plain int32 word

@@ -3,13 +3,14 @@
 // boxes[a * 4 + 0..3] = (ymin, xmin, ymax, xmax) with
 //   ycenter = y / YS * anchor.h + anchor.y,  half_h = 0.5 * exp(h / HS) * anchor.h  (x, w alike).
 // (LiteRT rounds each of these from double arithmetic; float here differs by an ulp or so.)
-// Defines: N L YS XS HS WS
+// ITEMS batch items (--max-batch): encodings and boxes of item i follow item i - 1's, the anchors are shared.
+// Defines: N L YS XS HS WS ITEMS
 void main() {
     uint a = gpuc_gid();
-    if (a >= uint(N)) return;
-    uint e = a * uint(L);
+    if (a >= uint(N) * uint(ITEMS)) return;
+    uint e = a * uint(L), r = a % uint(N);
     float y = enc[e], x = enc[e + 1], h = enc[e + 2], w = enc[e + 3];
-    float ay = anc[4 * a], ax = anc[4 * a + 1], ah = anc[4 * a + 2], aw = anc[4 * a + 3];
+    float ay = anc[4 * r], ax = anc[4 * r + 1], ah = anc[4 * r + 2], aw = anc[4 * r + 3];
     precise float yc = y / YS * ah + ay;
     precise float xc = x / XS * aw + ax;
     precise float hh = 0.5 * exp(h / HS) * ah;

@@ -8,10 +8,22 @@
 // kept (class, anchor) goes to its rank in the order (score descending, class, anchor), found by a
 // binary search in each class's list; ranks >= MAXDET are dropped; num = min(total, MAXDET).
 // Invocations: REGULAR=0 max(MAXDET, 1); REGULAR=1 SEGS * M (entries) + max(MAXDET * KK, 1) (padding, num).
-// Defines: REGULAR SEGS M MAXDET KK NCAT NCLS CB OFF
-vec4 box_of(uint a) { return vec4(boxes[4 * a], boxes[4 * a + 1], boxes[4 * a + 2], boxes[4 * a + 3]); }
+// ITEMS batch items: the invocations above per item, item i reading its NA boxes and score rows, its
+// segments' sel, and writing its own output slots and out_num[i].  SEGS counts one item's segments.
+// Defines: REGULAR SEGS M MAXDET KK NCAT NCLS CB OFF ITEMS NA
+uint item, box0, sel0, slot0;      // this invocation's item, its first box, sel entry and output slot
+
+void set_item(uint i) {
+    item = i;
+    box0 = i * uint(NA);
+    sel0 = i * uint(SEGS) * uint(M + 1);
+    slot0 = i * uint(MAXDET * KK);
+}
+
+vec4 box_of(uint a) { a += box0; return vec4(boxes[4 * a], boxes[4 * a + 1], boxes[4 * a + 2], boxes[4 * a + 3]); }
 
 void put(uint slot, vec4 b, float cls, float score) {
+    slot += slot0;
     out_boxes[4 * slot] = b.x;
     out_boxes[4 * slot + 1] = b.y;
     out_boxes[4 * slot + 2] = b.z;
@@ -20,7 +32,7 @@ void put(uint slot, vec4 b, float cls, float score) {
     out_scores[slot] = score;
 }
 
-float score_of(uint a, uint c) { return scores[a * uint(CB) + uint(OFF) + c]; }
+float score_of(uint a, uint c) { return scores[(box0 + a) * uint(CB) + uint(OFF) + c]; }
 
 #if REGULAR == 0
 #if NCAT > 1
@@ -70,13 +82,15 @@ void partial_sort() {
 #endif
 
 void main() {
-    uint b = gpuc_gid();
-    uint count = uint(sel[0]);
-    if (b == 0u) out_num[0] = float(count);
+    uint g = gpuc_gid(), per = uint(max(MAXDET, 1)), b = g % per;
+    if (g / per >= uint(ITEMS)) return;
+    set_item(g / per);
+    uint count = uint(sel[sel0]);
+    if (b == 0u) out_num[item] = float(count);
     if (b >= uint(MAXDET)) return;
     uint col = 0u;
     if (b < count) {
-        uint a = uint(sel[1u + b]);
+        uint a = uint(sel[sel0 + 1u + b]);
         vec4 box = box_of(a);
 #if NCAT > 1
         row = a;
@@ -96,8 +110,8 @@ void main() {
     for (; col < uint(KK); ++col) put(b * uint(KK) + col, vec4(0.0), 0.0, 0.0);
 }
 #else
-uint count_of(uint s) { return uint(sel[s * uint(M + 1)]); }
-float entry_score(uint s, uint q) { return score_of(uint(sel[s * uint(M + 1) + 1u + q]), s); }
+uint count_of(uint s) { return uint(sel[sel0 + s * uint(M + 1)]); }
+float entry_score(uint s, uint q) { return score_of(uint(sel[sel0 + s * uint(M + 1) + 1u + q]), s); }
 
 // how many entries of class s come before score v: those with a score >= v (ge) or > v (!ge)
 uint before(uint s, float v, bool ge) {
@@ -111,13 +125,13 @@ uint before(uint s, float v, bool ge) {
 }
 
 void main() {
-    uint t = gpuc_gid();
-    if (t >= TOTAL) return;
-    uint entries = uint(SEGS) * uint(M);
+    uint entries = uint(SEGS) * uint(M), per = entries + uint(max(MAXDET * KK, 1)), g = gpuc_gid(), t = g % per;
+    if (g / per >= uint(ITEMS)) return;
+    set_item(g / per);
     if (t < entries) {
         uint s = t / uint(M), q = t % uint(M);
         if (q >= count_of(s)) return;
-        uint a = uint(sel[s * uint(M + 1) + 1u + q]);
+        uint a = uint(sel[sel0 + s * uint(M + 1) + 1u + q]);
         float v = score_of(a, s);
         uint rank = q;
         for (uint o = 0u; o < uint(SEGS) && rank < uint(MAXDET); ++o)
@@ -129,7 +143,7 @@ void main() {
     uint total = 0u;
     for (uint s = 0u; s < uint(SEGS); ++s) total += count_of(s);
     total = min(total, uint(MAXDET));
-    if (r == 0u) out_num[0] = float(total);
+    if (r == 0u) out_num[item] = float(total);
     if (r >= total && r < uint(MAXDET * KK)) put(r, vec4(0.0), 0.0, 0.0);
 }
 #endif

@@ -6,7 +6,8 @@
 // chunk's own suppression bitmask (bit u of row t: candidate u, earlier in the order, overlaps t);
 // then invocation 0 resolves the chunk in order with the bitmask (torchvision's CUDA NMS scheme).
 // Output sel: per segment M + 1 ints, [count, anchor of the 1st kept, 2nd, ...].
-// Defines: SEGS P M MS CHUNK IOU (MS = max(M, 1): the shared array size)
+// Batch items: segment s reads item s / ISEGS's boxes (anchors a of item i are boxes[i * NA + a]).
+// Defines: SEGS P M MS CHUNK IOU (MS = max(M, 1): the shared array size) ISEGS NA
 #define INVALID_KEY 0xFFFFFFFFu
 #define W (CHUNK / 32)
 
@@ -18,7 +19,8 @@ shared uint cmask[CHUNK * W];
 shared uint nkept;
 shared uint done;
 
-vec4 box_of(uint a) { return vec4(boxes[4 * a], boxes[4 * a + 1], boxes[4 * a + 2], boxes[4 * a + 3]); }
+uint box0;                        // the first box of this segment's item
+vec4 box_of(uint a) { a += box0; return vec4(boxes[4 * a], boxes[4 * a + 1], boxes[4 * a + 2], boxes[4 * a + 3]); }
 
 // LiteRT's ComputeIntersectionOverUnion(i, j) > IOU; boxes (ymin, xmin, ymax, xmax)
 bool overlaps(vec4 i, vec4 j) {
@@ -35,6 +37,7 @@ bool overlaps(vec4 i, vec4 j) {
 void main() {
     uint seg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (seg >= uint(SEGS)) return;
+    box0 = (seg / uint(ISEGS)) * uint(NA);
     uint l = gl_LocalInvocationID.x;
     if (l == 0u) {
         nkept = 0u;

@@ -9,8 +9,12 @@
 // < N of segment s gets ~orderable(score) when score >= THR (NaN never), else 0xFFFFFFFF (after every
 // kept score), index p; positions p >= N pad with 0xFFFFFFFF, p.  The score is scores[p * CB + OFF + s]
 // (PER_SEGMENT=1), or the maximum of scores[p * CB + OFF + c] over c < NCLS (PER_SEGMENT=0).  -0.0
-// keys like +0.0, so equal scores (as C++ compares them) tie and keep the lower index first.
-// Defines: MODE SEGS P BLOCK K J INIT N CB OFF NCLS PER_SEGMENT THR
+// keys like +0.0, so equal scores (as C++ compares them) tie and keep the lower index first.  ISEGS
+// (default SEGS): segments per batch item; segment s reads item s / ISEGS's N score rows, as its s % ISEGS.
+// Defines: MODE SEGS P BLOCK K J INIT N CB OFF NCLS PER_SEGMENT THR (ISEGS)
+#ifndef ISEGS
+#define ISEGS SEGS
+#endif
 #define INVALID_KEY 0xFFFFFFFFu
 
 bool after(uint ka, uint ia, uint kb, uint ib) { return ka > kb || (ka == kb && ia > ib); }
@@ -42,10 +46,11 @@ uint score_key(float v) {
 }
 
 float elem_score(uint seg, uint p) {
+    uint row = (seg / uint(ISEGS)) * uint(N) + p;
 #if PER_SEGMENT
-    return scores[p * CB + OFF + seg];
+    return scores[row * CB + OFF + seg % uint(ISEGS)];
 #else
-    uint base = p * CB + OFF;
+    uint base = row * CB + OFF;
     float m = scores[base];
     for (uint c = 1u; c < uint(NCLS); ++c) {
         float v = scores[base + c];

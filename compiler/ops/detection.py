@@ -17,6 +17,11 @@ chunks of candidates with a suppression bitmask (shaders/nms_greedy.comp); then 
 (shaders/det_output.comp): fast NMS repeats each kept box for its best classes in LiteRT's
 std::partial_sort order, regular NMS orders every kept (class, anchor) by score, then class, then
 anchor (what LiteRT's stable merge of the classes' lists gives) and keeps max_detections.
+
+--max-batch: batch-native (batch fact ("per_item", (2,)): constant anchors shared by the items).  The
+rewrite stacks the items on axis 0 of the inputs and outputs and sets node.attrs[ITEMS_ATTR]; each shader
+then runs every item (its segments, boxes and output slots follow the previous item's), so item i's
+outputs are exactly its batch-1 run's.
 """
 from __future__ import annotations
 
@@ -32,12 +37,13 @@ from gpuc.compiler.ops.sort import bitonic_sort, padded
 OP = "CUSTOM:TFLite_Detection_PostProcess"
 CHUNK = 128                # candidates a suppression workgroup resolves per step (nms_greedy.comp)
 MAX_KEPT = 1024            # boxes one segment may keep (they live in shared memory: 16 KiB)
+ITEMS_ATTR = "batch_items"  # node attribute: the items of a batch-native --max-batch program (passes/batching.py)
 
 VARIANTS = {
-    "det_decode": (dict(N=100, L=4, YS=10.0, XS=10.0, HS=5.0, WS=5.0), {}, ["boxes", "enc", "anc"]),
-    "nms_greedy": (dict(SEGS=3, P=1024, M=100, MS=100, CHUNK=CHUNK, IOU=0.6), {}, ["sel", "keys", "boxes"],
-                   {"sel": "int32", "keys": "uint32"}, lambda d: dict(local_x=CHUNK)),
-    "det_output": (dict(SEGS=3, M=100, MAXDET=10, KK=3, NCLS=5, CB=6, OFF=1),
+    "det_decode": (dict(N=100, L=4, YS=10.0, XS=10.0, HS=5.0, WS=5.0, ITEMS=2), {}, ["boxes", "enc", "anc"]),
+    "nms_greedy": (dict(SEGS=6, ISEGS=3, NA=100, P=1024, M=100, MS=100, CHUNK=CHUNK, IOU=0.6), {},
+                   ["sel", "keys", "boxes"], {"sel": "int32", "keys": "uint32"}, lambda d: dict(local_x=CHUNK)),
+    "det_output": (dict(SEGS=3, M=100, MAXDET=10, KK=3, NCLS=5, CB=6, OFF=1, ITEMS=2, NA=100),
                    {"REGULAR": [0, 1], "NCAT": [1, 3]},
                    ["out_boxes", "out_classes", "out_scores", "out_num", "sel", "boxes", "scores"], {"sel": "int32"},
                    lambda d: dict(rw=("out_classes", "out_scores", "out_num"))),
@@ -113,8 +119,8 @@ def _plan(node, graph) -> Plan:
     for t, rank in ((enc, 3), (sc, 3), (anc, 2)):
         if len(t.shape) != rank:
             raise ValueError(f"input {t.name!r} has shape {list(t.shape)}, expected rank {rank}")
-    n = enc.shape[1]
-    if enc.shape[0] != 1 or sc.shape[0] != 1:
+    n, items = enc.shape[1], items_of(node)
+    if enc.shape[0] != items or sc.shape[0] != items:
         raise ValueError(f"batch {enc.shape[0]} (inputs {enc.name!r}, {sc.name!r}): LiteRT's kernel takes batch 1")
     if enc.shape[2] < 4:
         raise ValueError(f"box encodings {enc.name!r} have {enc.shape[2]} values per box (at least 4)")
@@ -149,11 +155,16 @@ def _plan(node, graph) -> Plan:
     return Plan(o, n, enc.shape[2], cb, cb - o.num_classes, o.max_classes_per_detection, segs, kept)
 
 
+def items_of(node) -> int:
+    """The batch items the node computes (1, or --max-batch's N in a batch-native program)."""
+    return int(node.attrs.get(ITEMS_ATTR, 1))
+
+
 def output_shapes(node, graph) -> list:
-    """The shapes LiteRT's Prepare gives the outputs (the model leaves them unknown)."""
-    o = parse_options(node)
+    """The shapes LiteRT's Prepare gives the outputs (the model leaves them unknown), per item stacked."""
+    o, b = parse_options(node), items_of(node)
     d = o.max_detections * o.max_classes_per_detection
-    return [(1, d, 4), (1, d), (1, d), (1,)]
+    return [(b, d, 4), (b, d), (b, d), (b,)]
 
 
 def _check(node, graph):
@@ -173,30 +184,31 @@ def _check(node, graph):
           summary="SSD box decoding + fast or regular NMS (GPU sort, bitmask suppression); float32")
 def lower_detection(node, graph):
     p = _plan(node, graph)
-    o, label = p.opt, node.label()
+    o, label, items = p.opt, node.label(), items_of(node)
     enc, scores, anc = node.inputs
-    boxes = graph.add_tensor(f"{label}/decoded_boxes", [max(p.n, 1) * 4], "float32")
-    ks = [Kernel("det_decode", [("boxes", boxes), ("enc", enc), ("anc", anc)], p.n,
-                 dict(N=p.n, L=p.enc_len, YS=o.y_scale, XS=o.x_scale, HS=o.h_scale, WS=o.w_scale),
+    boxes = graph.add_tensor(f"{label}/decoded_boxes", [items * max(p.n, 1) * 4], "float32")
+    ks = [Kernel("det_decode", [("boxes", boxes), ("enc", enc), ("anc", anc)], items * p.n,
+                 dict(N=p.n, L=p.enc_len, YS=o.y_scale, XS=o.x_scale, HS=o.h_scale, WS=o.w_scale, ITEMS=items),
                  f"{label} decode")]
-    seg_len = padded(p.n)
-    keys = graph.add_tensor(f"{label}/sort_keys", [2 * p.segs * seg_len], "uint32")
-    init = ([("scores", scores)], dict(N=p.n, CB=p.cb, OFF=p.off, NCLS=o.num_classes,
+    seg_len, segs = padded(p.n), items * p.segs
+    keys = graph.add_tensor(f"{label}/sort_keys", [2 * segs * seg_len], "uint32")
+    init = ([("scores", scores)], dict(N=p.n, CB=p.cb, OFF=p.off, NCLS=o.num_classes, ISEGS=p.segs,
                                        PER_SEGMENT=int(o.use_regular_nms), THR=o.nms_score_threshold))
-    ks += bitonic_sort(keys, p.segs, seg_len, label, init)
-    sel = graph.add_tensor(f"{label}/kept", [p.segs * (p.kept + 1)], "int32")
-    ks.append(Kernel("nms_greedy", [("sel", sel), ("keys", keys), ("boxes", boxes)], p.segs * CHUNK,
-                     dict(SEGS=p.segs, P=seg_len, M=p.kept, MS=max(p.kept, 1), CHUNK=CHUNK, IOU=o.nms_iou_threshold),
+    ks += bitonic_sort(keys, segs, seg_len, label, init)
+    sel = graph.add_tensor(f"{label}/kept", [segs * (p.kept + 1)], "int32")
+    ks.append(Kernel("nms_greedy", [("sel", sel), ("keys", keys), ("boxes", boxes)], segs * CHUNK,
+                     dict(SEGS=segs, ISEGS=p.segs, NA=p.n, P=seg_len, M=p.kept, MS=max(p.kept, 1), CHUNK=CHUNK,
+                          IOU=o.nms_iou_threshold),
                      f"{label} suppression", local_x=CHUNK))
     outs = list(node.outputs)
     slots = o.max_detections * p.kk
     regular = int(o.use_regular_nms)
     ks.append(Kernel("det_output", [("out_boxes", outs[0]), ("out_classes", outs[1]), ("out_scores", outs[2]),
                                     ("out_num", outs[3]), ("sel", sel), ("boxes", boxes), ("scores", scores)],
-                     p.segs * p.kept + max(slots, 1) if regular else max(o.max_detections, 1),
+                     items * (p.segs * p.kept + max(slots, 1) if regular else max(o.max_detections, 1)),
                      dict(REGULAR=regular, SEGS=p.segs, M=p.kept, MAXDET=o.max_detections, KK=p.kk,
                           NCAT=min(p.kk, o.num_classes) if not regular else 1, NCLS=o.num_classes, CB=p.cb,
-                          OFF=p.off),
+                          OFF=p.off, ITEMS=items, NA=p.n),
                      f"{label} outputs", rw=("out_classes", "out_scores", "out_num")))
     return ks
 
@@ -204,7 +216,7 @@ def lower_detection(node, graph):
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 declare(OP, shape=Why("no shape rule: OpDef.shapes sets its outputs' sizes from its options"), exact=SHAPE_ONLY,
         sym_shape=Why("no dynamic-size rule: its anchors fix the box count"),
-        batch=Why("its decode, sort and NMS shaders have no item dimension yet"),
+        batch=("per_item", (2,), ITEMS_ATTR),
         pieces=Why("computes values"), fp16=NEUTRAL, in_place=False,
         templates=("det_decode", "sort_bitonic", "nms_greedy", "det_output"), flops=rules.per_output,
         cpu=Why("no CPU kernel: LiteRT's custom op has no numpy twin here; the GPU runs every float model"))

@@ -282,6 +282,18 @@ def rule_select_rows(rw: Rewrite, node: Node) -> Plan:
     return rule_elementwise(rw, node)
 
 
+def _per_item(shared: tuple, attr: str):
+    """Ops whose kernels run the items themselves (TFLite_Detection_PostProcess): every runtime input and
+    output merged (items on axis 0), the inputs at positions `shared` constants common to the items;
+    node.attrs[attr] tells the lowering the item count."""
+    def rule(rw: Rewrite, node: Node) -> Plan:
+        for k in shared:
+            if k < len(node.inputs) and rw.runtime(node.inputs[k]):
+                raise Refuse(f"{node.label()}: input {k} is computed at run time (the items share it)")
+        return Plan(True, merged_prep=lambda rw, node: rw.edits.append(lambda: node.attrs.__setitem__(attr, rw.n)))
+    return rule
+
+
 # the batch families an op's `batch` fact names (compiler/ops/__init__.py): a key, or (key, *params)
 FAMILIES = {
     "merge": rule_merge, "unary": rule_unary, "lstm": rule_lstm, "variable": lambda rw, node: Plan(True),
@@ -291,7 +303,7 @@ FAMILIES = {
     "gather": rule_gather, "gather_nd": rule_gather_nd, "embedding": rule_embedding,
     "batch_matmul": rule_batch_matmul,
     "axis_attr": lambda attr, which: _axis_attr(attr, _rank_out if which == "out" else _rank_in),
-    "axis_input": _axis_input,
+    "axis_input": _axis_input, "per_item": _per_item,
 }
 
 

@@ -24,13 +24,13 @@ def _inspect(tmp_path, model: bytes):
     return text.output.splitlines()[1], json.loads(js.output)
 
 
-def test_detection_bundle_says_replicated_and_why(tmp_path):
+def test_detection_bundle_is_batch_native(tmp_path):
+    """(Its per-item exactness: tests/ops/test_detection_postprocess.py test_max_batch_runs_batch_native.)"""
     model = detection_model(12, 3, random_anchors(12, np.random.default_rng(0)), num_classes=2, max_detections=4)
     line, info = _inspect(tmp_path, model)
-    assert "batch 1..8 replicated per item, not batch-native" in line
-    assert "no batch rule for CUSTOM:TFLite_Detection_PostProcess (its decode, sort and NMS shaders" in line
-    assert (info["max_batch"], info["batch_native"], info["batch"]) == (8, False, "replicated")
-    assert "CUSTOM:TFLite_Detection_PostProcess (operator #0)" in info["batch_refusal"]
+    assert "batch 1..8 (batch-native: each dispatch computes the items)" in line
+    assert (info["max_batch"], info["batch_native"], info["batch"]) == (8, True, "native")
+    assert (info["cpu_nodes"], info["host_round_trips"]) == (0, 0) and "batch_refusal" not in info
 
 
 def test_every_op_without_a_rule_is_named(tmp_path):

@@ -153,25 +153,30 @@ def test_malformed_options_and_anchors_are_refused():
         gpuc.compile(detection_model(n, 4, anchors))
 
 
-def test_batch_bundle_says_why_not_native(tmp_path, gpu):
-    """--max-batch 8: the op takes batch 1 (as LiteRT's kernel), so the bundle replicates the batch-1
-    program per item, `gpuc inspect` names the op, and each item matches its batch-1 run."""
+@pytest.mark.parametrize("regular,kk", [(False, 1), (False, 2), (True, 2)])
+def test_max_batch_runs_batch_native(tmp_path, gpu, regular, kk):
+    """--max-batch 4: batch-native (`gpuc inspect --json`: batch native), every item as its batch-1 run
+    (bit for bit) and as LiteRT's run of that item, for runs of 4 and of 3 items (grid ties included)."""
     n, c = 30, 3
-    model = detection_model(n, c + 1, random_anchors(n, np.random.default_rng(0)), num_classes=c, max_detections=5)
+    model = detection_model(n, c + 1, random_anchors(n, np.random.default_rng(0)), num_classes=c, max_detections=5,
+                            use_regular_nms=regular, max_classes_per_detection=kk, detections_per_class=4)
     path = tmp_path / "d.bundle"
-    gpuc.compile(model, output=str(path), max_batch=8)
+    gpuc.compile(model, output=str(path), max_batch=4)
     from click.testing import CliRunner
     from gpuc.cli import main
     res = CliRunner().invoke(main, ["inspect", str(path), "--json"])
     assert res.exit_code == 0, res.output
     info = json.loads(res.output)
-    assert info["batch"] == "replicated" and "TFLite_Detection_PostProcess" in info["batch_refusal"]
-    items = [inputs(n, c + 1, seed) for seed in range(3)]
+    assert (info["batch"], info["batch_native"], info["cpu_nodes"]) == ("native", True, 0), info.get("batch_refusal")
+    items = [inputs(n, c + 1, seed, grid=8 if seed % 2 else 0) for seed in range(4)]
     with gpuc.load(str(path)) as m:
-        outs = m.run([np.concatenate([it[k] for it in items]) for k in range(2)])
-    for i, it in enumerate(items):
-        for o, r in zip(outs, run_litert(model, list(it))):
-            np.testing.assert_allclose(o[i:i + 1], r, atol=1e-5, rtol=0)
+        runs = [m.run([np.concatenate([it[k] for it in items[:b]]) for k in range(2)]) for b in (4, 3)]
+    for b, outs in zip((4, 3), runs):
+        for i, it in enumerate(items[:b]):
+            one = gpu.run(model, list(it))
+            for o, r in zip(outs, one):
+                np.testing.assert_array_equal(o[i:i + 1], r, err_msg=f"batch {b} item {i}")
+            check(model, it, gpu, kk, regular, min(kk, c))
 
 
 def test_shared_ssdlite_matches_litert(models_dir, gpu):

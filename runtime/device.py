@@ -159,7 +159,8 @@ class Device:
         on16 = vk.VkPhysicalDevice16BitStorageFeatures(pNext=tail, storageBuffer16BitAccess=vk.VK_TRUE)
         if not self.fp16_arith:
             return on16, [on16]
-        onf = vk.VkPhysicalDeviceShaderFloat16Int8Features(pNext=on16, shaderFloat16=vk.VK_TRUE)
+        onf = vk.VkPhysicalDeviceShaderFloat16Int8Features(pNext=on16, shaderFloat16=vk.VK_TRUE,   # (int8: the
+                                                           shaderInt8=f16.shaderInt8)   # int8 coopmat variant)
         return onf, [onf, on16]
 
     def describe(self) -> dict:

@@ -9,7 +9,7 @@
 // word per pixel and 4 channels.
 // The layer's geometry is data, not defines: qp's first QP0 ints (G_* below), then bias, multiplier,
 // shift and weight sums per channel; so one module serves every layer of a model (bundle size).
-// Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT
+// Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT COOPMAT
 // @include int8_requant.glsl
 #define QP0 24
 #define G_N 0
@@ -41,6 +41,26 @@ int COUT, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX;
 #define NT ((BM / 4) * (BN / 4))
 #define RA (BM * BK / NT)                    // pixels each invocation stages per K step
 #define RB (BN * BK / NT)                    // channels each invocation stages per K step
+#if COOPMAT
+// the variant for devices with s8 x s8 -> s32 16 x 16 x 32 cooperative matrices and subgroups of 32 (BM = BN
+// = 64, BK = 8 words = 32 int8, 256 invocations: 8 subgroups, subgroup s computing pixels 16 (s / 2) ..
+// + 16 by channels 32 (s % 2) .. + 32): the tiles are staged row-major (a pixel's / a channel's BK words
+// contiguous), the products accumulate in int32 cooperative matrices, stored to shared memory for the
+// same epilogue
+#if BM != 64 || BN != 64 || BK != 8
+#error the cooperative-matrix form is laid out for 64 x 64 tiles of 8-word K steps
+#endif
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#define SA(kk, mm) ((mm) * BK + (kk))
+#define SB(kk, nn) ((nn) * BK + (kk))
+shared int sc[BM * BN];
+#else
+#define SA(kk, mm) ((kk) * BM + (mm))
+#define SB(kk, nn) ((kk) * BN + (nn))
+#endif
 shared uint sa[BK * BM];
 shared uint sb[BK * BN];
 
@@ -69,6 +89,12 @@ void main() {
         px_x[r] = ox * qp[G_SW] - qp[G_PL];
     }
     ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));   // [pixel i][channel j]
+#if COOPMAT
+    int sg = int(gl_SubgroupID);
+    coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c0 =
+        coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0);
+    coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c1 = c0;
+#endif
     for (int k0 = 0; k0 < KWORDS; k0 += BK) {
         int k = k0 + kk;
         int c = k % CW, t = k / CW;
@@ -77,14 +103,24 @@ void main() {
             int iy = px_y[r] + dy, ix = px_x[r] + dx;
             bool inside = px_base[r] >= 0 && k < KWORDS && iy >= 0 && iy < H && ix >= 0 && ix < W;
             uint v = inside ? x[((px_base[r] + iy) * W + ix) * CW + c] : xz;
-            sa[kk * BM + tid / BK + r * (NT / BK)] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
+            sa[SA(kk, tid / BK + r * (NT / BK))] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
         }
         for (int r = 0; r < RB; ++r) {
             int nn = tid / BK + r * (NT / BK);
             int oc = n0 + nn;
-            sb[kk * BN + nn] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
+            sb[SB(kk, nn)] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
         }
         barrier();
+#if COOPMAT
+        coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> fa;
+        coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb0;
+        coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb1;
+        coopMatLoad(fa, sa, (sg / 2) * 16 * BK, BK, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(fb0, sb, (sg % 2) * 32 * BK, BK, gl_CooperativeMatrixLayoutColumnMajor);
+        coopMatLoad(fb1, sb, ((sg % 2) * 32 + 16) * BK, BK, gl_CooperativeMatrixLayoutColumnMajor);
+        c0 = coopMatMulAdd(fa, fb0, c0);
+        c1 = coopMatMulAdd(fa, fb1, c1);
+#else
         for (int q = 0; q < BK; ++q) {
             int ab = q * BM + ty, bb = q * BN + tx * 4;
             uvec4 b = uvec4(sb[bb], sb[bb + 1], sb[bb + 2], sb[bb + 3]);
@@ -93,8 +129,18 @@ void main() {
                 acc[i] += ivec4(DOT4(a, b.x), DOT4(a, b.y), DOT4(a, b.z), DOT4(a, b.w));
             }
         }
+#endif
         barrier();
     }
+#if COOPMAT
+    coopMatStore(c0, sc, (sg / 2) * 16 * BN + (sg % 2) * 32, BN, gl_CooperativeMatrixLayoutRowMajor);
+    coopMatStore(c1, sc, (sg / 2) * 16 * BN + (sg % 2) * 32 + 16, BN, gl_CooperativeMatrixLayoutRowMajor);
+    barrier();
+    for (int i = 0; i < 4; ++i) {
+        int e = (ty + i * (BM / 4)) * BN + tx * 4;
+        acc[i] = ivec4(sc[e], sc[e + 1], sc[e + 2], sc[e + 3]);
+    }
+#endif
     int oc0 = n0 + tx * 4;
     if (oc0 >= COUT) return;
     for (int i = 0; i < 4; ++i) {

@@ -137,6 +137,7 @@ def lower_int8_conv(node, graph):
         k = Kernel("int8_conv_tiled", binds, -(-gm // TILE["BM"]) * g["TILES_N"] * TILE_LOCAL,
                    dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0), node.label(), local_x=TILE_LOCAL,
                    flops=2 * y.size * taps, item_inner=0)
+        k.variants.append(COOPMAT_VARIANT)
     else:
         k = Kernel("int8_conv", binds, -(-y.size // 4), d, node.label(), flops=2 * y.size * taps)
     if vec4:
@@ -145,10 +146,11 @@ def lower_int8_conv(node, graph):
 
 
 # the implicit-GEMM kernel (shaders/int8_conv_tiled.comp) takes convolutions / fully connected layers with
-# CIN and COUT multiples of 4 (OC4) and at least one full tile of outputs; smaller ones keep the flat kernel
+# CIN and COUT multiples of 4 (OC4) and outputs for at least 8 tiles' workgroups; smaller ones keep the flat
+# kernel, one invocation per output word, which spreads a small layer over more of the GPU
 TILE = dict(BM=64, BN=64, BK=8)                 # (each invocation: a 4 x 4 block of pixels x channels)
 TILE_LOCAL = (TILE["BM"] // 4) * (TILE["BN"] // 4)
-TILED_MIN_OUTPUTS = TILE["BM"] * TILE["BN"]
+TILED_MIN_OUTPUTS = 8 * TILE["BM"] * TILE["BN"]
 # qp's leading ints for the tiled kernel, in its G_* order
 GEOMETRY = ("N", "H", "W", "CW", "OH", "OW", "COUT", "KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "IN_OFF", "OUT_ZP",
             "ACT_MIN", "ACT_MAX", "XZ_WORD", "GM", "KWORDS", "TILES_N")
@@ -160,6 +162,16 @@ def _dot_kernel(k):
 
 
 DOT_VARIANT = KernelVariant("int_dot", {"integer_dot_product": True}, _dot_kernel)
+
+
+def _coopmat_kernel(k):
+    return dataclasses.replace(k, defines=dict(k.defines, COOPMAT=1), variants=[])
+
+
+# the tiled kernel's s8 x s8 -> s32 cooperative-matrix form (shaders/int8_conv_tiled.comp COOPMAT: 16 x 16 x 32
+# subgroup-scope matrices, 8 subgroups of 32 per 64 x 64 tile); before int_dot (the first the device meets)
+COOPMAT_VARIANT = KernelVariant("coopmat_int8", {"cooperative_matrix": [16, 16, 32, "sint8", "sint8", "sint32", "sint32"],
+                                                 "subgroup_size": 32}, _coopmat_kernel)
 
 
 def _flops(node, graph):
@@ -176,6 +188,8 @@ VARIANTS = {
     "int8_conv_tiled": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1),
                         {"DOT_EXT": [0, 1]}, ["out_", "x", "w", "qp"],
                         {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
+    "int8_conv_tiled:coopmat": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, COOPMAT=1), {}, ["out_", "x", "w", "qp"],
+                                {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
     "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1, OC4=1), {}, ["out_", "x", "w", "qp"],
                       {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }

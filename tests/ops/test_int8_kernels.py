@@ -44,13 +44,13 @@ CONV_CASES = [   # (op, input shape, cout or depth multiplier, kernel, stride, p
 # (LiteRT's int8 convolutions require a bias; FULLY_CONNECTED's is optional)
     ("CONV_2D", (1, 9, 9, 8), 12, 3, 1, "SAME", "RELU6", True, True),       # word-wise channel loop (VEC4)
     ("CONV_2D", (2, 8, 7, 3), 6, 3, 2, "SAME", "NONE", True, True),         # byte loop, batch 2
-    ("CONV_2D", (2, 16, 14, 3), 12, 3, 1, "SAME", "RELU", True, True),     # RGB: channels padded to 4, tiled
+    ("CONV_2D", (2, 32, 32, 3), 16, 3, 1, "SAME", "RELU", True, True),     # RGB: channels padded to 4, tiled
     ("CONV_2D", (1, 6, 6, 16), 5, 1, 1, "VALID", "RELU", False, True),      # 1x1, per-tensor
     ("CONV_2D", (1, 10, 10, 4), 8, 3, 2, "VALID", "NONE", True, True),
-    # the implicit-GEMM kernel (at least 64 x 64 outputs): partial tiles along pixels, channels and K
-    ("CONV_2D", (2, 12, 10, 12), 68, 3, 1, "SAME", "RELU6", True, True),
-    ("CONV_2D", (1, 8, 8, 16), 64, 1, 1, "VALID", "NONE", False, True),
-    ("CONV_2D", (2, 17, 15, 8), 48, 3, 2, "VALID", "RELU", True, True),
+    # the implicit-GEMM kernel (at least 8 x 64 x 64 outputs): partial tiles along pixels, channels and K
+    ("CONV_2D", (2, 15, 17, 12), 68, 3, 1, "SAME", "RELU6", True, True),
+    ("CONV_2D", (1, 32, 32, 16), 64, 1, 1, "VALID", "NONE", False, True),
+    ("CONV_2D", (2, 33, 31, 8), 72, 3, 2, "VALID", "RELU", True, True),
     ("DEPTHWISE_CONV_2D", (1, 9, 9, 8), 1, 3, 1, "SAME", "RELU6", True, True),
     ("DEPTHWISE_CONV_2D", (1, 8, 8, 3), 2, 3, 2, "SAME", "NONE", True, True),
     ("DEPTHWISE_CONV_2D", (1, 7, 7, 6), 1, 5, 1, "VALID", "RELU_N1_TO_1", False, True),
@@ -88,9 +88,9 @@ def test_conv_bit_exact(gpu, case):
     _exact(gpu, mb.finish(), [_qin(rng, shape)], "INT8_" + op)
 
 
-@pytest.mark.parametrize("per_ch,rows,co", [(False, 3, 20), (True, 3, 20), (True, 70, 64)])
+@pytest.mark.parametrize("per_ch,rows,co", [(False, 3, 20), (True, 3, 20), (True, 520, 64)])
 def test_fully_connected_bit_exact(gpu, per_ch, rows, co):
-    """(70 rows x 64: the implicit-GEMM kernel)"""
+    """(520 rows x 64: the implicit-GEMM kernel)"""
     rng = np.random.default_rng(11 + per_ch + rows)
     mb = ModelBuilder()
     sx, zx = _q(rng)

@@ -187,9 +187,10 @@ VARIANTS = {
                   {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
     "int8_conv_tiled": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1),
                         {"DOT_EXT": [0, 1]}, ["out_", "x", "w", "qp"],
-                        {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
+                        {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}, lambda d: {"local_x": TILE_LOCAL}),
     "int8_conv_tiled:coopmat": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, COOPMAT=1), {}, ["out_", "x", "w", "qp"],
-                                {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
+                                {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
+                                lambda d: {"local_x": TILE_LOCAL}),
     "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1, OC4=1), {}, ["out_", "x", "w", "qp"],
                       {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }

@@ -281,3 +281,27 @@ def test_transpose_and_pads_move_int8_bytes(gpu):
     ops = _ops(model)
     assert {"INT8_TRANSPOSE", "INT8_PAD", "INT8_CONV_2D", "INT8_MAX_POOL_2D"} <= set(ops), ops
     _exact(gpu, model, [_qin(rng, (2, 4, 5, 6))], "INT8_PAD")
+
+
+def test_tiled_coopmat_variant_is_valid_spirv_and_gated(gpu, monkeypatch):
+    """The tiled kernel's s8 x s8 -> s32 cooperative-matrix form (coopmat_int8) is valid SPIR-V and is
+    offered with its requirement; a device with int8 cooperative matrices runs it bit-exact, any other
+    reports the missing capability (lavapipe: no cooperative matrices)."""
+    from gpuc.compiler.codegen import glsl
+    from gpuc.compiler.codegen.glslang import spirv_val
+    from gpuc.compiler.codegen.variants import all_variants
+    from gpuc.compiler.ops import int8_conv
+    from gpuc.runtime.capabilities import missing
+    cm = [k for t, k, _ in all_variants() if t == "int8_conv_tiled" and k.defines.get("COOPMAT")]
+    assert cm
+    for t, k, dt in all_variants():
+        if t == "int8_conv_tiled":
+            spirv_val(glsl.kernel_spirv(k, dt))
+    req = int8_conv.COOPMAT_VARIANT.requires
+    assert req["cooperative_matrix"][3:] == ["sint8", "sint8", "sint32", "sint32"]
+    why = missing(req, gpu.device)
+    if why is not None:
+        assert "cooperative" in why or "subgroup" in why, why
+        return
+    monkeypatch.setenv("GPUC_VARIANTS", "coopmat_int8=force")
+    test_conv_bit_exact(gpu, CONV_CASES[5])

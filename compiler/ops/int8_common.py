@@ -74,7 +74,12 @@ def act_range(act: int, out) -> tuple[int, int]:
 
     def q(f):
         v = np.float32(f) / np.float32(s)
-        return zp + int(math.floor(abs(float(v)) + 0.5)) * (1 if v >= 0 else -1)
+        r = math.floor(abs(float(v)) + 0.5) * (1 if v >= 0 else -1)
+        if not -2.0 ** 31 <= r <= 2.0 ** 31:       # LiteRT's Quantize fails the model (no_integer_overflow_from_quantization)
+            from gpuc.errors import UnsupportedError
+            raise UnsupportedError(f"tensor {out.name!r}: its scale {s:g} puts the fused activation bound {f:g} "
+                                   "outside int32 (LiteRT refuses the model)")
+        return zp + int(r)
     if act == 1:
         return max(QMIN, q(0.0)), QMAX
     if act == 3:

@@ -305,3 +305,24 @@ def test_tiled_coopmat_variant_is_valid_spirv_and_gated(gpu, monkeypatch):
         return
     monkeypatch.setenv("GPUC_VARIANTS", "coopmat_int8=force")
     test_conv_bit_exact(gpu, CONV_CASES[5])
+
+
+def test_activation_bound_overflowing_int32_is_refused_as_litert_does():
+    """A RELU6 output scale so small that 6 / scale exceeds int32 (a collapsed calibration): LiteRT fails
+    the model at prepare; gpuc refuses it with an error naming the tensor."""
+    import gpuc
+    from gpuc.errors import GpucError
+    rng = np.random.default_rng(5)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4, 4, 4], I8, quant=(0.05, 0))
+    ws = np.full(4, 0.01, np.float32)
+    w = mb.const("w", rng.integers(-127, 128, (4, 1, 1, 4)).astype(np.int8), quant=(ws, 0, 0))
+    b = mb.const("b", np.zeros(4, np.int32), quant=(np.float32(0.05) * ws, 0, 0))
+    y = mb.tensor("tiny", [1, 4, 4, 4], I8, quant=(1e-10, -128))
+    mb.op("CONV_2D", [x, w, b], [y], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU6")
+    mb.output(y)
+    model = mb.finish()
+    with pytest.raises(Exception):
+        run_litert(model, [_qin(rng, (1, 4, 4, 4))])
+    with pytest.raises(GpucError, match="tiny"):
+        gpuc.compile(model)

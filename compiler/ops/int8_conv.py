@@ -3,13 +3,18 @@ of int8 weights (stored as int8) and int8 activations, int32 bias, per-channel (
 requantization exactly as LiteRT's builtin x86 kernels compute it (ops/int8_common.py), output zero point
 and fused activation clamp.  passes/quant.py native_int8 makes these ops from the TFLite ones.
 
-Kernel shape: one invocation per output word (4 int8 outputs), a plain int32 loop; where the input
-depth is a multiple of 4 the channel loop reads whole words (4 lanes) and sums 4-lane dot products
-(DOT4 in the template), and where the output depth is too, an invocation computes one pixel's 4
-channels from one read of each input word (OC4): in int32 arithmetic, or, the `int_dot` variant chosen at load
-(runtime/variants.py) on devices with VK_KHR_shader_integer_dot_product, SPIR-V's packed OpSDot.  An
-s8 x s8 -> s32 cooperative-matrix variant would take the same bindings (the weights as [COUT, K] int8
-rows, K = KH*KW*CIN, and qp's bias / multiplier / shift / weight sums); not built yet.
+Kernels: where CIN and COUT are multiples of 4 (not depthwise) and the output fills at least 8 tiles of
+64 x 64, the implicit GEMM of shaders/int8_conv_tiled.comp (64 pixels x 64 channels per workgroup, packed
+int8 words staged in shared memory, a 4 x 4 register block per invocation; the layer's geometry leads
+the qp constant, so one shader module serves every layer), with two variants chosen at load
+(runtime/variants.py): `coopmat_int8` (s8 x s8 -> s32 16 x 16 x 32 cooperative matrices, subgroups of
+32) and `int_dot` (SPIR-V's packed OpSDot, VK_KHR_shader_integer_dot_product).  An RGB stem conv (CIN
+% 4 != 0) of that size gets its input channels padded to 4 with the zero point (an INT8_PAD) and its
+filter's with zeros (WIDEN).  Otherwise the flat kernel of shaders/int8_conv.comp: one invocation per
+output word (4 int8 outputs), a plain int32 loop; where the input depth is a multiple of 4 the channel
+loop reads whole words (4 lanes) and sums 4-lane dot products (DOT4), and where the output depth is
+too, an invocation computes one pixel's 4 channels from one read of each input word (OC4), with the
+same `int_dot` variant.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 int8 models: bit for bit equal to LiteRT's builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES), with
 random scales, zero points, weights and inputs.  Each model is checked to run its int8 form
 ("INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED", "INT8_ADD", "INT8_MEAN",
-"INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D"); a model with an op lacking an int8 kernel runs as a float program, as before."""
+"INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D", "INT8_TRANSPOSE", "INT8_PAD"); a model with an op lacking an int8 kernel runs as a float program, as before."""
 import numpy as np
 import pytest
 

@@ -32,6 +32,7 @@ CHECKS: dict[str, object] = {}      # int8 op -> (node, graph) -> None | reason 
 BOUNDARY: dict[str, object] = {}    # ops that take int8 tensors as they are (QUANTIZE ...) -> check
 WIDEN: dict[str, object] = {}       # int8 op -> (node, graph) -> None: reshapes it for faster kernels (after the rewrite)
 MOVES: dict[str, object] = {}       # data-movement ops -> (node, graph) -> None | reason; rewrite (ops/int8_move.py)
+FOLDS: list = []                    # graph -> None: folds after the rewrite (ops/int8_move.py fold_pads)
 
 
 def native_form(*pairs, check):

@@ -66,8 +66,6 @@ def _plan(node, graph) -> tuple[dict, object, int]:
     else:
         if len(f.shape) != 4:
             raise ValueError(f"filter {f.name!r} must be 4-D")
-        if node.epilogue.pad:
-            raise ValueError("a folded PAD is not supported")
         geo, ci, co = window(node, graph, f.shape[1], f.shape[2])
         dw = node.op in _DW
         if dw and (f.shape[0] != 1 or f.shape[3] != co or co % ci):

@@ -11,7 +11,7 @@ import copy
 import numpy as np
 
 from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules
-from gpuc.compiler.ops.int8_common import MOVES, per_tensor, scale_zp
+from gpuc.compiler.ops.int8_common import FOLDS, MOVES, per_tensor, scale_zp
 from gpuc.compiler.ops.util import checked
 
 TRANSPOSE, PAD = "INT8_TRANSPOSE", "INT8_PAD"
@@ -47,6 +47,36 @@ def _to_int8(node, graph) -> None:
 
 for _op in ("TRANSPOSE", "PAD", "PADV2"):
     MOVES[_op] = (_eligible, _to_int8)
+
+
+def fold_pads(graph) -> None:
+    """An INT8_PAD of H and W only whose value is its input's zero point (input and output on one grid),
+    read only by a native int8 convolution as its input, becomes that convolution's extra padding
+    (Epilogue.pad, which ops/conv.py window takes): its taps outside the input read the zero point
+    there too, so the sums are unchanged and the padded tensor is never built."""
+    from gpuc.compiler.ops.int8_conv import CONV, DEPTHWISE
+    users = graph.consumers()
+    for pad in [n for n in graph.nodes if n.op == PAD]:
+        x, y = graph.t(pad.inputs[0]), graph.t(pad.outputs[0])
+        amounts, value = graph.t(pad.inputs[1]), graph.t(pad.inputs[2])
+        readers = users.get(y.id, [])
+        if len(readers) != 1 or readers[0].op not in (CONV, DEPTHWISE) or readers[0].inputs[0] != y.id \
+                or readers[0].epilogue.pad is not None or y.id in graph.outputs or y.id in graph.aliases.values():
+            continue
+        p = np.asarray(amounts.data)
+        if len(x.shape) != 4 or p.size != 8 or (p < 0).any() or p.reshape(4, 2)[[0, 3]].any() \
+                or not per_tensor(x) or scale_zp(x) != scale_zp(y) \
+                or int(np.asarray(value.data).reshape(-1)[0]) != scale_zp(x)[1]:
+            continue
+        p = p.reshape(4, 2)
+        conv = readers[0]
+        conv.epilogue.pad = (int(p[1, 0]), int(p[1, 1]), int(p[2, 0]), int(p[2, 1]))
+        conv.inputs[0] = x.id
+        conv.attrs["fused"] = ["PAD"] + conv.attrs.get("fused", [])
+        graph.nodes.remove(pad)
+
+
+FOLDS.append(fold_pads)
 
 
 def _generic(node):

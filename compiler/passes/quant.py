@@ -85,6 +85,8 @@ def native_int8(graph: Graph) -> bool:
     for n, form in rewrite:
         if form in int8_common.WIDEN:
             int8_common.WIDEN[form](n, graph)
+    for fold in int8_common.FOLDS:
+        fold(graph)
     return True
 
 

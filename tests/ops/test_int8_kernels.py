@@ -326,3 +326,28 @@ def test_activation_bound_overflowing_int32_is_refused_as_litert_does():
         run_litert(model, [_qin(rng, (1, 4, 4, 4))])
     with pytest.raises(GpucError, match="tiny"):
         gpuc.compile(model)
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_zero_point_pad_folds_into_int8_conv(gpu, op):
+    """PAD (H and W, the zero point) -> conv: the pad becomes the conv's padding (no INT8_PAD left)."""
+    rng = np.random.default_rng(31)
+    mb = ModelBuilder()
+    q = (0.03, 9)
+    x = mb.input("x", [1, 6, 7, 8], I8, quant=q)
+    p = mb.tensor("p", [1, 9, 8, 8], I8, quant=q)
+    mb.op("PAD", [x, mb.const("pads", np.array([[0, 0], [1, 2], [0, 1], [0, 0]], np.int32))], [p])
+    dw = op == "DEPTHWISE_CONV_2D"
+    ws = rng.uniform(0.002, 0.02, 8).astype(np.float32)
+    w = mb.const("w", rng.integers(-127, 128, (1, 3, 3, 8) if dw else (8, 3, 3, 8)).astype(np.int8),
+                 quant=(ws, 0, 3 if dw else 0))
+    b = mb.const("b", rng.integers(-3000, 3000, 8).astype(np.int32), quant=(np.float32(q[0]) * ws, 0, 0))
+    y = mb.tensor("y", [1, 4, 3, 8], I8, quant=(0.06, -4))
+    opts = dict(padding="VALID", stride_w=2, stride_h=2, fused_activation_function="NONE")
+    if dw:
+        opts["depth_multiplier"] = 1
+    mb.op(op, [p, w, b], [y], **opts)
+    mb.output(y)
+    model = mb.finish()
+    assert "INT8_PAD" not in _ops(model)
+    _exact(gpu, model, [_qin(rng, (1, 6, 7, 8))], "INT8_" + op)

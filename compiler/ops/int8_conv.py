@@ -203,8 +203,8 @@ def _widen(node, graph) -> None:
     kernel: its input's channels padded to a multiple of 4 with the zero point (an INT8_PAD before it) and
     its filter's with zeros, which add nothing, so the word-wise tiled kernel takes it."""
     x, f, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    if len(x.shape) != 4 or len(f.shape) != 4 or x.shape[3] % 4 == 0 or f.shape[0] % 4 or node.epilogue.pad \
-            or y.size < TILED_MIN_OUTPUTS or f.data is None:
+    if len(x.shape) != 4 or len(f.shape) != 4 or x.shape[3] % 4 == 0 or f.shape[0] % 4 \
+            or y.size < TILED_MIN_OUTPUTS or f.data is None:          # (a folded H / W pad stays as it is)
         return
     from gpuc.compiler.ir import Node
     from gpuc.compiler.ops.int8_move import PAD

@@ -82,11 +82,11 @@ def native_int8(graph: Graph) -> bool:
         n.op = form
     for n in moves:
         int8_common.MOVES[n.op][1](n, graph)
+    for fold in int8_common.FOLDS:
+        fold(graph)
     for n, form in rewrite:
         if form in int8_common.WIDEN:
             int8_common.WIDEN[form](n, graph)
-    for fold in int8_common.FOLDS:
-        fold(graph)
     return True
 
 

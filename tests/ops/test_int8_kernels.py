@@ -328,9 +328,27 @@ def test_activation_bound_overflowing_int32_is_refused_as_litert_does():
         gpuc.compile(model)
 
 
-@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "RGB"])
 def test_zero_point_pad_folds_into_int8_conv(gpu, op):
-    """PAD (H and W, the zero point) -> conv: the pad becomes the conv's padding (no INT8_PAD left)."""
+    """PAD (H and W, the zero point) -> conv: the pad becomes the conv's padding (no INT8_PAD left); an
+    RGB stem's (input channels widened to 4 after the fold: one INT8_PAD, of the channels)."""
+    if op == "RGB":
+        rng = np.random.default_rng(33)
+        mb = ModelBuilder()
+        q = (0.03, 9)
+        x = mb.input("x", [2, 32, 32, 3], I8, quant=q)
+        p = mb.tensor("p", [2, 35, 35, 3], I8, quant=q)
+        mb.op("PAD", [x, mb.const("pads", np.array([[0, 0], [1, 2], [2, 1], [0, 0]], np.int32))], [p])
+        ws = rng.uniform(0.002, 0.02, 16).astype(np.float32)
+        w = mb.const("w", rng.integers(-127, 128, (16, 3, 3, 3)).astype(np.int8), quant=(ws, 0, 0))
+        b = mb.const("b", rng.integers(-3000, 3000, 16).astype(np.int32), quant=(np.float32(q[0]) * ws, 0, 0))
+        y = mb.tensor("y", [2, 33, 33, 16], I8, quant=(0.06, -4))
+        mb.op("CONV_2D", [p, w, b], [y], padding="VALID", stride_w=1, stride_h=1, fused_activation_function="RELU")
+        mb.output(y)
+        model = mb.finish()
+        assert _ops(model).count("INT8_PAD") == 1
+        _exact(gpu, model, [_qin(rng, (2, 32, 32, 3))], "INT8_CONV_2D")
+        return
     rng = np.random.default_rng(31)
     mb = ModelBuilder()
     q = (0.03, 9)

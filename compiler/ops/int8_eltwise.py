@@ -95,8 +95,8 @@ def _pool_plan(node, graph):
         raise ValueError("input and output quantization differ (LiteRT's int8 pooling requires them equal)")
     if fused_act(node) not in (0, 1, 2, 3):
         raise ValueError(f"fused activation {fused_act(node)} not supported")
-    if node.epilogue.pad:
-        raise ValueError("a folded PAD is not supported")
+    if node.epilogue.pad and node.op not in (MAX_POOL, "MAX_POOL_2D"):
+        raise ValueError("a folded PAD is not supported")      # (a max pool's: int8_move.fold_pads, window takes it)
     kh, kw = int(node.attrs.get("filter_height", 0)), int(node.attrs.get("filter_width", 0))
     if kh < 1 or kw < 1:
         raise ValueError(f"filter {kh}x{kw} must be at least 1x1")

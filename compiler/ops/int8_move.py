@@ -51,22 +51,26 @@ for _op in ("TRANSPOSE", "PAD", "PADV2"):
 
 def fold_pads(graph) -> None:
     """An INT8_PAD of H and W only whose value is its input's zero point (input and output on one grid),
-    read only by a native int8 convolution as its input, becomes that convolution's extra padding
+    read only by a native int8 convolution as its input (or -128, read only by an int8 MAX_POOL_2D),
+    becomes that op's extra padding
     (Epilogue.pad, which ops/conv.py window takes): its taps outside the input read the zero point
     there too, so the sums are unchanged and the padded tensor is never built."""
     from gpuc.compiler.ops.int8_conv import CONV, DEPTHWISE
+    from gpuc.compiler.ops.int8_eltwise import MAX_POOL
     users = graph.consumers()
     for pad in [n for n in graph.nodes if n.op == PAD]:
         x, y = graph.t(pad.inputs[0]), graph.t(pad.outputs[0])
         amounts, value = graph.t(pad.inputs[1]), graph.t(pad.inputs[2])
         readers = users.get(y.id, [])
-        if len(readers) != 1 or readers[0].op not in (CONV, DEPTHWISE) or readers[0].inputs[0] != y.id \
+        if len(readers) != 1 or readers[0].op not in (CONV, DEPTHWISE, MAX_POOL) or readers[0].inputs[0] != y.id \
                 or readers[0].epilogue.pad is not None or y.id in graph.outputs or y.id in graph.aliases.values():
             continue
         p = np.asarray(amounts.data)
+        v = int(np.asarray(value.data).reshape(-1)[0])
+        # (a max pool's window skips cells outside its input, which is what padding with -128 gives)
         if len(x.shape) != 4 or p.size != 8 or (p < 0).any() or p.reshape(4, 2)[[0, 3]].any() \
                 or not per_tensor(x) or scale_zp(x) != scale_zp(y) \
-                or int(np.asarray(value.data).reshape(-1)[0]) != scale_zp(x)[1]:
+                or v != (-128 if readers[0].op == MAX_POOL else scale_zp(x)[1]):
             continue
         p = p.reshape(4, 2)
         conv = readers[0]

@@ -254,7 +254,8 @@ def test_reshape_between_int8_ops_is_a_view(gpu):
 
 def test_transpose_and_pads_move_int8_bytes(gpu):
     """TRANSPOSE NCHW -> NHWC, PAD (pads with the output zero point) -> conv, PADV2 (its constant's raw
-    value) -> MAX_POOL, as a quantized resnet's stem: all int8 (INT8_TRANSPOSE, INT8_PAD), LiteRT's bits."""
+    value, -128: folded into the pool) -> MAX_POOL, as a quantized resnet's stem: all int8 (INT8_TRANSPOSE,
+    INT8_PAD), LiteRT's bits."""
     rng = np.random.default_rng(23)
     mb = ModelBuilder()
     q = (0.04, -7)
@@ -280,6 +281,7 @@ def test_transpose_and_pads_move_int8_bytes(gpu):
     model = mb.finish()
     ops = _ops(model)
     assert {"INT8_TRANSPOSE", "INT8_PAD", "INT8_CONV_2D", "INT8_MAX_POOL_2D"} <= set(ops), ops
+    assert ops.count("INT8_PAD") == 1, ops        # (the -128 PADV2 folds into the max pool; PAD is an output)
     _exact(gpu, model, [_qin(rng, (2, 4, 5, 6))], "INT8_PAD")
 
 

@@ -12,6 +12,12 @@
 // m = -inf and nothing else is computed; the decode step then reads the cache only up to its position.
 // Defines: H D KV KH G CHUNK NCHUNK QS KS HAS_MASK; ROPE_Q 1 (ops/rope.py: q is the rotary embedding of a
 // tensor, computed here as it is read, by rope.glsl from q (that tensor), cosv and sinv; its defines too)
+// KV_WRITE 1 (ops/kv_write.py: the step's cache writes folded in; needs ROPE_Q): position P = start[1]
+// clamped to [0, MAX_POS] of the caches k and v (bound read-write) takes the new key, the rotary embedding
+// of kx (rope_k: rope.glsl's formula with the K_ defines, cosv / sinv) and the new value vx[(f / V_ROW) *
+// V_W + V_BEGIN + f % V_ROW] (f = kh * D + d).  Only workgroup (kh, P / CHUNK) writes head kh of row P, and
+// it reads that row from the registers it wrote (shared kn / vn), never from the cache: no other
+// workgroup reads row P, so no ordering between workgroups is needed.
 #extension GL_EXT_control_flow_attributes : enable
 #define SUBGROUP 0
 #ifndef ROPE_Q
@@ -23,6 +29,44 @@
 float q_at(int i) { return rope_value(i); }
 #else
 float q_at(int i) { return LD(q, i); }
+#endif
+#ifndef KV_WRITE
+#define KV_WRITE 0
+#endif
+#if KV_WRITE
+int rope_k_src(int f) { return (f / K_SRC_ROW) * K_SRC_W + K_SRC_BEGIN + f % K_SRC_ROW; }
+
+float rope_k(int f) {                  // (rope.glsl's rope_value with k's source and broadcast)
+    int p = f % (2 * H2);
+    int j = p % H2;
+    int row = f / (2 * H2);
+    int f1 = row * 2 * H2 + j;
+    int t = row * H2 + j, ci = 0;
+    for (int d = K_RANK - 1; d >= 0; --d) {
+        ci += (t % K_HALF_SHAPE[d]) * K_CS_STRIDES[d];
+        t /= K_HALF_SHAPE[d];
+    }
+    float x1 = LD(kx, rope_k_src(f1)), x2 = LD(kx, rope_k_src(f1 + H2));
+    float c = LD(cosv, ci), s = LD(sinv, ci);
+    precise float r;
+    if (p < H2) {
+        precise float a = x1 * c;
+        precise float b = x2 * s;
+        r = a - b;
+    } else {
+        precise float a = x2 * c;
+        precise float b = x1 * s;
+        r = a + b;
+    }
+    return r;
+}
+shared float kn[D];
+shared float vn[D];
+#define K_AT(fresh, i, d) ((fresh) ? kn[d] : LD(k, i))
+#define V_AT(fresh, i, d) ((fresh) ? vn[d] : LD(v, i))
+#else
+#define K_AT(fresh, i, d) LD(k, i)
+#define V_AT(fresh, i, d) LD(v, i)
 #endif
 // @include ew_math.glsl
 shared float red[gl_WorkGroupSize.x];
@@ -39,6 +83,23 @@ void main() {
     int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
     int j0 = c * CHUNK, nj = min(CHUNK, KV - j0);
     const float NEG_INF = uintBitsToFloat(0xff800000u);
+#if KV_WRITE
+    int P = clamp(start[1], 0, MAX_POS);
+    if (c == P / CHUNK) {              // (uniform) this workgroup's chunk holds the new row
+        for (int d = l; d < D; d += n) {
+            int f = kh * D + d, o = (P * KH + kh) * D + d;
+            float kk = rope_k(f), vv = LD(vx, (f / V_ROW) * V_W + V_BEGIN + f % V_ROW);
+            ST(k, o, kk);
+            ST(v, o, vv);
+            kn[d] = float(k_S(kk));    // (the values as the cache holds them)
+            vn[d] = float(v_S(vv));
+        }
+        memoryBarrierShared();
+        barrier();
+    }
+#else
+    int P = -1;
+#endif
 #if HAS_MASK
     if (l == 0) { live[0] = 0; live[1] = 0; }
     barrier();
@@ -69,8 +130,9 @@ void main() {
         int b = ((j0 + jj) * KH + kh) * D;
         float s[G];
         [[unroll]] for (int g = 0; g < G; ++g) s[g] = 0.0;
+        bool fresh = j0 + jj == P;
         for (int d = 0; d < D; ++d) {
-            float kv = LD(k, b + d) * KS;
+            float kv = K_AT(fresh, b + d, d) * KS;
             [[unroll]] for (int g = 0; g < G; ++g) s[g] += qs[g * D + d] * kv;
         }
 #if HAS_MASK
@@ -101,7 +163,7 @@ void main() {
         float acc[G];
         [[unroll]] for (int g = 0; g < G; ++g) acc[g] = 0.0;
         for (int jj = 0; jj < nj; ++jj) {
-            float vv = LD(v, ((j0 + jj) * KH + kh) * D + d);
+            float vv = V_AT(j0 + jj == P, ((j0 + jj) * KH + kh) * D + d, d);
             [[unroll]] for (int g = 0; g < G; ++g) acc[g] += sc[g * CHUNK + jj] * vv;
         }
         [[unroll]] for (int g = 0; g < G; ++g) ST(out_, ((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + d, acc[g]);

@@ -12,7 +12,10 @@ Inputs: q [1, 1, H, D], k, v [1, KV, KH, D], mask [KV elements] (optional); attr
 shaders/sdpa_decode_split.comp gives each workgroup one KV head, its H / KH query heads and CHUNK keys
 (score, chunk max, exp, sum, P.V: a partial [m, l, acc[D]] per (query head, chunk); a chunk of masked
 keys only is skipped where another key is live: the step reads the cache up to its position); shaders/sdpa_decode_combine.comp rescales
-and sums a head's partials per output element.  Query head h reads KV head h / (H / KH)."""
+and sums a head's partials per output element.  Query head h reads KV head h / (H / KH).
+attrs kv_write (ops/kv_write.py fold_into_attention): the step's cache writes run in the split too --
+inputs kx, vx, start after cos and sin, outputs y and the k and v caches; the workgroup whose chunk holds
+the position writes the new row and reads it from registers (shaders/sdpa_decode_split.comp KV_WRITE)."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,6 +43,13 @@ VARIANTS = {
                                     H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
                                     CS_STRIDES=[0, 0, 0, 1]), {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv"], {},
                                lambda d: dict(local_x=LOCAL)),
+    "sdpa_decode_split:kv": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, HAS_MASK=1, ROPE_Q=1,
+                                  H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
+                                  CS_STRIDES=[0, 0, 0, 1], KV_WRITE=1, K_SRC_ROW=40, K_SRC_W=160, K_SRC_BEGIN=80,
+                                  K_RANK=4, K_HALF_SHAPE=[1, 1, 2, 10], K_CS_STRIDES=[0, 0, 0, 1], V_ROW=40,
+                                  V_W=160, V_BEGIN=120, MAX_POS=69),
+                             {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv", "kx", "vx", "start"],
+                             {"start": "int32"}, lambda d: dict(local_x=LOCAL, rw=("k", "v"))),
     "sdpa_decode_combine": (dict(H=4, D=20, NCHUNK=3), {}, ["out_", "x"], {}, lambda d: dict(local_x=LOCAL)),
 }
 
@@ -178,8 +188,19 @@ def _q_shape(node, graph) -> tuple:
 def _check(node, graph):
     from types import SimpleNamespace
     q, k, v, y = (graph.t(t) for t in (*node.inputs[:3], node.outputs[0]))
-    if (len(node.inputs) == 6) != bool(node.attrs.get("rope")):
-        return "takes cos and sin (inputs 4, 5) exactly when it rotates q (attrs rope)"
+    kvw = node.attrs.get("kv_write")
+    ints = {node.inputs[8]} if len(node.inputs) == 9 else set()
+    if any(graph.t(t).dtype != "float32" for t in (*node.inputs, *node.outputs) if t >= 0 and t not in ints):
+        return "attends over float32 tensors (int32: the cache writes' start indices only)"
+    if kvw:
+        bad = _check_kv_write(node, graph, kvw)
+        if bad:
+            return bad
+    elif len(node.outputs) != 1:
+        return "has one output unless it writes the KV caches (attrs kv_write)"
+    if (len(node.inputs) in (6, 9)) != bool(node.attrs.get("rope")) or len(node.inputs) == 9 and not kvw:
+        return ("takes cos and sin (inputs 4, 5) exactly when it rotates q (attrs rope), and the new k, v and "
+                "start (inputs 6-8) exactly when it writes the caches (attrs kv_write)")
     if node.attrs.get("rope"):
         from gpuc.compiler.ops.rope import check_rope
         bad = check_rope(node.attrs["rope"], q, graph.t(node.inputs[4]), graph.t(node.inputs[5]))
@@ -202,7 +223,33 @@ def _check(node, graph):
     return None
 
 
-@register(OP, check=_check, inputs=(4, 6), optional=(3,),
+def _check_kv_write(node, graph, a) -> str | None:
+    """Why the cache-writing form (ops/kv_write.py: inputs kx, vx, start; outputs y, k cache, v cache) cannot run."""
+    from gpuc.compiler.ops.rope import check_rope
+    if len(node.inputs) != 9 or len(node.outputs) != 3 or not node.attrs.get("rope"):
+        return "writes the caches with 9 inputs (q, k, v, mask, cos, sin, kx, vx, start), 3 outputs and a rotated q"
+    kc, vc, ko, vo = (graph.t(t) for t in (node.inputs[1], node.inputs[2], *node.outputs[1:]))
+    kx, vx, st = (graph.t(t) for t in node.inputs[6:9])
+    KV, KH, D = (int(d) for d in kc.shape[1:]) if len(kc.shape) == 4 else (0, 0, 0)
+    if any(tuple(t.shape) != tuple(kc.shape) or t.dtype != "float32" for t in (vc, ko, vo)):
+        return f"caches k {list(kc.shape)}, v {list(vc.shape)} -> {list(ko.shape)}, {list(vo.shape)} differ"
+    if st.dtype != "int32" or tuple(st.shape) != (4,):
+        return f"start indices must be int32 [4] (got {st.dtype} {list(st.shape)})"
+    if tuple(a["rope_k"]["upd_shape"]) != (1, 1, KH, D):
+        return f"the new key {list(a['rope_k']['upd_shape'])} is not one row [1, 1, {KH}, {D}] of the cache"
+    bad = check_rope(a["rope_k"], kx, graph.t(node.inputs[4]), graph.t(node.inputs[5]))
+    if bad:
+        return bad
+    if list(a["rope_k"]["x_shape"])[-1] != D or int(np.prod(a["rope_k"]["x_shape"])) != KH * D:
+        return f"the new key {list(a['rope_k']['x_shape'])} is not {KH} heads of {D}"
+    row, w, begin = (int(x) for x in a["v_src"])
+    if vx.dtype != "float32" or row < 1 or begin < 0 or begin + row > w or (KH * D) % row \
+            or vx.size != KH * D // row * w:
+        return f"the new value [1, 1, {KH}, {D}] cannot be read from {list(vx.shape)} at (row {row}, width {w}, begin {begin})"
+    return None
+
+
+@register(OP, check=_check, inputs=(4, 9), optional=(3,), outputs=(1, 3), dtypes=("float32", "int32"),
           summary="internal: a decode-step odml.scaled_dot_product_attention composite (flash-decoding, GQA)")
 def lower_sdpa_decode(node, graph):
     q, k, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
@@ -219,11 +266,35 @@ def lower_sdpa_decode(node, graph):
         from gpuc.compiler.ops.rope import rope_defines
         defines.update(ROPE_Q=1, **rope_defines(node.attrs["rope"], graph.t(node.inputs[4]).shape))
         binds += [("cosv", node.inputs[4]), ("sinv", node.inputs[5])]
+    kernels, rw = [], ()
+    if node.attrs.get("kv_write"):      # the step's cache writes folded in (ops/kv_write.py)
+        kernels, binds, rw = _kv_write(node, graph, binds, defines)
     split = Kernel("sdpa_decode_split", binds, KH * nchunk * LOCAL, defines, node.label(), local_x=LOCAL,
-                   flops=4 * H * KV * D)
+                   flops=4 * H * KV * D, rw=rw)
     combine = Kernel("sdpa_decode_combine", [("out_", y.id), ("x", part)], H * D, dict(H=H, D=D, NCHUNK=nchunk),
                      node.label(), local_x=LOCAL)
-    return [split, combine]
+    return kernels + [split, combine]
+
+
+def _kv_write(node, graph, binds, defines):
+    """(operand copies, the split's bindings, its read-write names) for the cache-writing form: k and v
+    bound to the output caches (a copy of the input cache first where they do not share its bytes)."""
+    from gpuc.compiler.ops.rope import rope_defines
+    from gpuc.compiler.ops.shape import copy_kernel
+    a = node.attrs["kv_write"]
+    kernels = []
+    for cin, cout in zip(node.inputs[1:3], node.outputs[1:3]):
+        t = graph.t(cout)
+        if graph.storage(cin) != graph.storage(cout) and t.size:
+            kernels.append(copy_kernel(cin, cout, [t.size], [1], [1], label=f"{node.label()}: cache copy"))
+    kd = rope_defines(a["rope_k"], graph.t(node.inputs[4]).shape)
+    row, w, begin = (int(x) for x in a["v_src"])
+    defines.update(KV_WRITE=1, K_SRC_ROW=kd["SRC_ROW"], K_SRC_W=kd["SRC_W"], K_SRC_BEGIN=kd["SRC_BEGIN"],
+                   K_RANK=kd["RANK"], K_HALF_SHAPE=kd["HALF_SHAPE"], K_CS_STRIDES=kd["CS_STRIDES"],
+                   V_ROW=row, V_W=w, V_BEGIN=begin, MAX_POS=int(graph.t(node.outputs[1]).shape[1]) - 1)
+    binds = [(nm, node.outputs[1] if nm == "k" else node.outputs[2] if nm == "v" else t) for nm, t in binds]
+    binds += [("kx", node.inputs[6]), ("vx", node.inputs[7]), ("start", node.inputs[8])]
+    return kernels, binds, ("k", "v")
 
 
 def _flops(node, graph) -> int:
@@ -234,7 +305,8 @@ def _flops(node, graph) -> int:
 def _shape(node, vals, graph, need=None):
     from gpuc.compiler.ops.rules import out_dtype, placeholder
     rope = node.attrs.get("rope")
-    return [placeholder(tuple(rope["q_shape"]) if rope else vals[0].shape, out_dtype(node, graph))]
+    y = placeholder(tuple(rope["q_shape"]) if rope else vals[0].shape, out_dtype(node, graph))
+    return [y] + [placeholder(vals[i].shape, vals[i].dtype) for i in (1, 2)][:len(node.outputs) - 1]
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

@@ -1,7 +1,9 @@
 """The bundle: the one contract between compiler and runtime (schema in bundle.fbs, read at import).
 
-`write_bundle(Bundle) -> bytes` (used by the compiler) and `read_bundle(bytes) -> Bundle`
-(used by the runtime: checks identifier, magic, version, checksum and every index/offset).
+`write_bundle(Bundle) -> bytes` / `write_bundle_parts` / `write_bundle_to(Bundle, file)` (used by the
+compiler) and `read_bundle(bytes or memory map) -> Bundle` (used by the runtime: checks identifier, magic,
+version, checksum, the sections (format 4) and every index/offset).  Format 4 files are
+flatbuffer + sections (weights, fp32 fallback) + trailer (bundle.fbs), so weights may exceed 2 GB.
 """
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from gpuc.errors import BundleError
 from gpuc.runtime import flatbuf
 from gpuc.runtime.bundle_format import (  # noqa: F401 - the format's constants, re-exported
     ARENA, BUNDLE_SCHEMA, CHECK_WORDS, FILE_ID, FORMAT_VERSION, GPU, HOST, JUMP, JUMP_IF_FALSE, MAGIC, MAX_BINDINGS,
-    OFFSET_ALIGN, STEP_KINDS, WEIGHTS, io_record)
+    OFFSET_ALIGN, OLDEST_FORMAT, SECTION_ALIGN, STEP_KINDS, WEIGHTS, io_record)
 from gpuc.runtime.bundle_validate import validate_bundle
-from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, digest_ok, with_trailer  # noqa: F401 - re-exported
+from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, digest_ok, trailer_of, with_trailer  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -122,7 +124,7 @@ class Bundle:
     format_version: int = FORMAT_VERSION
     checksum: str = ""                       # set by read_bundle (identifies the exact bundle)
     state_init: list = field(default_factory=list)   # [(arena tensor, weights tensor with its initial value)]
-    fallback: bytes = b""      # fp16 bundles: the complete fp32 bundle, for devices without 16-bit storage
+    fallback: bytes = b""      # fp16 bundles: the complete fp32 bundle (bytes or a view of the file's section)
     steps: list = field(default_factory=list)        # program (Step); empty: every dispatch on the GPU, once
     variants: list = field(default_factory=list)     # Variant: per-dispatch hardware paths, chosen at load
     checks: list = field(default_factory=list)       # Check: run-time checks of the kernels (runtime/status.py)
@@ -132,18 +134,49 @@ class Bundle:
     interfaces: list = field(default_factory=list, repr=False)   # set by validate: runtime/shader_check.Interface
 
 
-def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str) -> str:
-    """Covers the payload and every other header field (magic and identifier are checked by value)."""
+def checksum(payload, compiler_version: str, fingerprint: str, format_version: int, stats: str,
+             sections: tuple = ()) -> str:
+    """Covers the payload and every other header field (magic and identifier are checked by value);
+    format 4: the section fields too (flatbuffer_bytes, weights_offset, weights_size, fallback_offset, _size)."""
     h = xxhash.xxh3_128()
     h.update(payload)
     h.update(f"|{compiler_version}|{fingerprint}|{format_version}|{stats}".encode())
+    if format_version >= 4:
+        h.update(("|" + ",".join(str(int(x)) for x in sections)).encode())
     return h.hexdigest()
 
 
+SECTION_FIELDS = ("flatbuffer_bytes", "weights_offset", "weights_size", "fallback_offset", "fallback_size")
+
+
+def _align(n: int) -> int:
+    return -(-n // SECTION_ALIGN) * SECTION_ALIGN
+
+
 def write_bundle(b: Bundle) -> bytes:
+    """The bundle file's bytes (write_bundle_parts joined)."""
+    return b"".join(write_bundle_parts(b))
+
+
+def write_bundle_to(b: Bundle, f) -> int:
+    """Write the bundle file to binary file object `f` part by part (no joined copy); returns its size."""
+    n = 0
+    for part in write_bundle_parts(b):
+        f.write(part)
+        n += len(part)
+    return n
+
+
+def write_bundle_parts(b: Bundle) -> list:
+    """The bundle file as buffers to concatenate: format 4 (b.format_version >= 4) the flatbuffer, the
+    weights and fallback sections (views of b.weights and b.fallback, not copies) with their padding, and
+    the trailer; format 3 (a bundle read from a v3 file) the flatbuffer with them inline, and the trailer."""
     import flatbuffers
     import numpy as np
-    pb = flatbuffers.Builder(1024 + int(b.weights.nbytes))
+    v3 = b.format_version < 4
+    weights = memoryview(np.ascontiguousarray(b.weights).reshape(-1).view(np.uint8))
+    fallback = memoryview(b.fallback).cast("B") if len(b.fallback) else None
+    pb = flatbuffers.Builder(1024 + (len(weights) + len(b.fallback) if v3 else 0))
     payload = {
         "model_name": b.model_name, "options": json.dumps(b.options, sort_keys=True),
         "tensors": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "memory": t.memory,
@@ -155,9 +188,9 @@ def write_bundle(b: Bundle) -> bytes:
                         "push_constants": np.frombuffer(d.push_constants, np.uint8),
                         "groups": list(d.groups), "label": d.label, "flops": d.flops,
                         "item_inner": d.item_inner} for d in b.dispatches],
-        "arena_bytes": b.arena_bytes, "weights": b.weights,
+        "arena_bytes": b.arena_bytes, "weights": np.frombuffer(weights, np.uint8) if v3 else None,
         "state_init": [int(x) for pair in b.state_init for x in pair] or None,   # absent when stateless
-        "fallback": np.frombuffer(b.fallback, np.uint8) if b.fallback else None,
+        "fallback": np.frombuffer(fallback, np.uint8) if v3 and fallback is not None else None,
         "steps": [{"kind": s.kind, "first": s.first, "count": s.count, "op": s.op or None, "attrs": s.attrs or None,
                    "inputs": s.inputs, "outputs": s.outputs, "target": s.target, "label": s.label or None}
                   for s in b.steps] or None,
@@ -168,43 +201,69 @@ def write_bundle(b: Bundle) -> bytes:
         "checks": [{"status": c.status, "word": c.word, "op": c.op, "operator": c.operator, "tensor": c.tensor,
                     "bounds": np.asarray(c.bounds, np.int64)} for c in b.checks] or None,
         "signature": b.signature or None,
-        "signatures": [{"name": sub.signature, "bundle": np.frombuffer(write_bundle(_without_weights(sub)), np.uint8)}
+        "signatures": [{"name": sub.signature,
+                        "bundle": np.frombuffer(write_bundle(_without_weights(sub, b.format_version)), np.uint8)}
                        for sub in b.signatures] or None,
         "output_sizes": [{"output": o.output, "axis": o.axis, "length": o.length, "rule": o.rule or None}
                          for o in b.output_sizes] or None,
     }
     pb.Finish(flatbuf.write(pb, BUNDLE_SCHEMA, "Payload", payload))
     payload_bytes = bytes(pb.Output())
-    ob = flatbuffers.Builder(len(payload_bytes) + 1024)
+    del pb
     stats = json.dumps(b.stats, sort_keys=True)
-    root = flatbuf.write(ob, BUNDLE_SCHEMA, "Bundle", {
-        "magic": MAGIC, "format_version": b.format_version, "compiler_version": b.compiler_version,
-        "fingerprint": b.fingerprint,
-        "checksum": checksum(payload_bytes, b.compiler_version, b.fingerprint, b.format_version, stats),
-        "payload": np.frombuffer(payload_bytes, np.uint8), "stats": stats})
-    ob.Finish(root, file_identifier=FILE_ID)
-    body = bytes(ob.Output())
-    return with_trailer(body)
+
+    def header(sections: tuple) -> bytes:
+        ob = flatbuffers.Builder(len(payload_bytes) + len(stats) + 1024)
+        fields = {"magic": MAGIC, "format_version": b.format_version, "compiler_version": b.compiler_version,
+                  "fingerprint": b.fingerprint,
+                  "checksum": checksum(payload_bytes, b.compiler_version, b.fingerprint, b.format_version, stats,
+                                       sections),
+                  "payload": np.frombuffer(payload_bytes, np.uint8), "stats": stats}
+        if not v3:
+            fields.update(zip(SECTION_FIELDS, sections))
+        ob.Finish(flatbuf.write(ob, BUNDLE_SCHEMA, "Bundle", fields), file_identifier=FILE_ID)
+        return bytes(ob.Output())
+
+    if v3:
+        body = header(())
+        return [body, trailer_of([body])]
+    nw, nf = len(weights), len(fallback) if fallback is not None else 0
+    # Its length does not depend on the section fields' values, only on which are non-zero (a zero scalar
+    # is left out): measure it with stand-ins, then place the sections after it.
+    size = len(header((1, int(nw > 0), nw, int(nf > 0), nf)))
+    woff = _align(size) if nw else 0
+    foff = _align(woff + nw if nw else size) if nf else 0
+    body = header((size, woff, nw, foff, nf))
+    assert len(body) == size, "bundle header length changed with its section fields"
+    parts, at = [body], size
+    for off, sec in ((woff, weights), (foff, fallback)):
+        if sec is not None and len(sec):
+            parts += [bytes(off - at), sec]
+            at = off + len(sec)
+    return parts + [trailer_of(parts)]
 
 
-def _without_weights(sub: Bundle) -> Bundle:
+def _without_weights(sub: Bundle, version: int = FORMAT_VERSION) -> Bundle:
     """A signature as its bundle stores it: its weight tensors lie in the top's blob."""
     import dataclasses
     import numpy as np
-    return dataclasses.replace(sub, weights=np.zeros(0, np.uint8), signatures=[], fallback=b"")
+    return dataclasses.replace(sub, weights=np.zeros(0, np.uint8), signatures=[], fallback=b"", format_version=version)
+
+
+def _field_error(field: str, value: int, what: str):
+    raise BundleError(f"corrupt bundle: header field {field} = {value} {what}")
 
 
 def read_header(data) -> dict:
-    """Check the whole-file digest, then parse and check the outer table (magic, version, checksum)."""
+    """Check the whole-file digest, then parse and check the outer table (magic, version, checksum; format 4:
+    the flatbuffer's length and the sections).  The dict gets "sections": {"weights": (offset, size),
+    "fallback": (offset, size)} (v4) and "body": the file without its trailer."""
     if len(data) < 8 or bytes(data[4:8]) != FILE_ID:
         raise BundleError("not a gpuc bundle (missing 'GPUB' identifier); compile one with `gpuc compile`")
     if not digest_ok(data):
         raise BundleError("corrupt bundle: file digest mismatch (damaged or truncated); recompile it")
-    data = memoryview(data)[:len(data) - TRAILER_BYTES]
-    try:
-        head = flatbuf.read(data, BUNDLE_SCHEMA, "Bundle")
-    except flatbuf.FlatbufferError as e:
-        raise BundleError(f"corrupt bundle: {e}") from None
+    body = memoryview(data).cast("B")[:len(data) - TRAILER_BYTES]
+    head = _parse_header(body)
     if head["magic"] != MAGIC:
         raise BundleError(f"corrupt bundle: bad magic {head['magic']!r}")
     ver = head["format_version"]
@@ -212,15 +271,54 @@ def read_header(data) -> dict:
         raise BundleError(f"bundle format version {ver} is newer than this runtime supports "
                           f"({FORMAT_VERSION}); rebuild it with this gpuc, or upgrade gpuc "
                           f"(made by gpuc {head['compiler_version']})")
-    if ver < FORMAT_VERSION:
+    if ver < OLDEST_FORMAT:
         raise BundleError(f"bundle format version {ver} is no longer supported (this gpuc writes version "
                           f"{FORMAT_VERSION}); rebuild it: recompile the model with `gpuc compile`")
+    sections = tuple(int(head.get(k) or 0) for k in SECTION_FIELDS)
+    if ver >= 4:
+        size = sections[0]
+        if not 8 <= size <= len(body):
+            _field_error("flatbuffer_bytes", size, f"is not a length within the file's {len(body)} bytes")
+        head = _parse_header(body[:size])           # no offset of the flatbuffer may point past its length
+        _check_sections(sections, len(body))
+        head["sections"] = {"weights": sections[1:3], "fallback": sections[3:5]}
+    elif any(sections):
+        raise BundleError("corrupt bundle: a format 3 bundle with format 4 section fields")
     if head["payload"] is None:
         raise BundleError("corrupt bundle: no payload")
     if checksum(head["payload"], head["compiler_version"] or "", head["fingerprint"] or "", ver,
-                head["stats"] or "") != head["checksum"]:
+                head["stats"] or "", sections) != head["checksum"]:
         raise BundleError("corrupt bundle: checksum mismatch (file damaged or truncated); recompile it")
+    head["body"] = body
     return head
+
+
+def _parse_header(body) -> dict:
+    try:
+        return dict(flatbuf.read(body, BUNDLE_SCHEMA, "Bundle"))
+    except flatbuf.FlatbufferError as e:
+        raise BundleError(f"corrupt bundle: {e}") from None
+
+
+def _check_sections(sections: tuple, body_bytes: int) -> None:
+    """Each section: absent (offset and size 0), or aligned, past the flatbuffer, inside the file; disjoint."""
+    fb = sections[0]
+    spans = []
+    for name, off, size in (("weights", *sections[1:3]), ("fallback", *sections[3:5])):
+        if size == 0:
+            if off:
+                _field_error(f"{name}_offset", off, f"is set but {name}_size is 0")
+            continue
+        if off % SECTION_ALIGN:
+            _field_error(f"{name}_offset", off, f"is not a multiple of {SECTION_ALIGN}")
+        if off < fb:
+            _field_error(f"{name}_offset", off, f"overlaps the flatbuffer ({fb} bytes)")
+        if off + size > body_bytes:
+            _field_error(f"{name}_size", size, f"runs past the end of the file's body ({name}_offset {off}, "
+                                               f"{body_bytes} bytes before the trailer)")
+        spans.append((off, off + size, name))
+    if len(spans) == 2 and spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]:
+        _field_error("fallback_offset", sections[3], "overlaps the weights section")
 
 
 def header_stats(data) -> dict:
@@ -229,6 +327,9 @@ def header_stats(data) -> dict:
 
 
 def read_bundle(data) -> Bundle:
+    """The bundle of file bytes `data` (bytes, or any buffer: a memory map is read in place; the weights
+    and the fallback are views of it, not copies)."""
+    import numpy as np
     head = read_header(data)
     try:
         p = flatbuf.read(head["payload"], BUNDLE_SCHEMA, "Payload")
@@ -236,8 +337,17 @@ def read_bundle(data) -> Bundle:
         stats = json.loads(head["stats"] or "{}")
     except (flatbuf.FlatbufferError, ValueError) as e:
         raise BundleError(f"corrupt bundle payload: {e}") from None
+    if "sections" in head:
+        if p["weights"] is not None or p["fallback"] is not None:
+            raise BundleError("corrupt bundle: a format 4 payload with inline weights or fallback (they lie in "
+                              "the file's sections)")
+        (woff, wn), (foff, fn) = head["sections"]["weights"], head["sections"]["fallback"]
+        weights = np.frombuffer(head["body"], np.uint8, wn, woff) if wn else np.zeros(0, np.uint8)
+        fallback = head["body"][foff:foff + fn] if fn else b""
+    else:
+        weights, fallback = _arr(p["weights"]), bytes(_arr(p["fallback"]))
     try:
-        b = _from_payload(p, head, options, stats)
+        b = _from_payload(p, head, options, stats, weights, fallback)
     except ValueError as e:                        # e.g. a variant's requirements that are not JSON
         raise BundleError(f"corrupt bundle payload: {e}") from None
     b.signature = p.get("signature") or ""
@@ -256,12 +366,15 @@ def _signature(j: int, entry, top: Bundle) -> Bundle:
         stats = json.loads(head["stats"] or "{}")
     except (flatbuf.FlatbufferError, ValueError) as e:
         raise BundleError(f"corrupt bundle: signature {j} ({name!r}): {e}") from None
-    if _arr(p["weights"]).size or p.get("signatures") or p.get("fallback") is not None and _arr(p["fallback"]).size:
+    if _arr(p["weights"]).size or p.get("signatures") or p.get("fallback") is not None and _arr(p["fallback"]).size \
+            or any(n for _, n in head.get("sections", {}).values()):
         raise BundleError(f"corrupt bundle: signature {j} ({name!r}) has weights, a fallback or signatures of "
                           "its own")
-    p["weights"] = top.weights                     # its weight tensors lie in the top's blob (validated so)
-    try:
-        sub = _from_payload(p, head, options, stats)
+    if head["format_version"] != top.format_version:
+        raise BundleError(f"corrupt bundle: signature {j} ({name!r}) is format {head['format_version']}, "
+                          f"the bundle {top.format_version}")
+    try:                                           # its weight tensors lie in the top's blob (validated so)
+        sub = _from_payload(p, head, options, stats, top.weights, b"")
     except ValueError as e:
         raise BundleError(f"corrupt bundle: signature {j} ({name!r}): {e}") from None
     sub.signature = p.get("signature") or ""
@@ -283,7 +396,7 @@ def _validate_signatures(b: Bundle) -> None:
                               f"the bundle {b.arena_bytes} (one arena serves every signature)")
 
 
-def _from_payload(p, head, options, stats) -> Bundle:
+def _from_payload(p, head, options, stats, weights, fallback) -> Bundle:
     tensors = [TensorInfo(t["name"] or "", tuple(int(x) for x in (t["shape"] if t["shape"] is not None else ())),
                           t["dtype"] or "", t["memory"], t["offset"], t["nbytes"],
                           None if t["quant"] is None else {
@@ -299,10 +412,10 @@ def _from_payload(p, head, options, stats) -> Bundle:
         dispatches=[Dispatch(d["shader"], [int(x) for x in _arr(d["bindings"])], tuple(int(x) for x in _arr(d["groups"])),
                              bytes(_arr(d["push_constants"])), d["label"] or "", d["flops"], d["item_inner"] or 0)
                     for d in p["dispatches"] or []],
-        arena_bytes=p["arena_bytes"], weights=_arr(p["weights"]), options=options, stats=stats,
+        arena_bytes=p["arena_bytes"], weights=weights, options=options, stats=stats,
         compiler_version=head["compiler_version"] or "", fingerprint=head["fingerprint"] or "",
         format_version=head["format_version"], checksum=head["checksum"] or "",
-        state_init=_pairs(p["state_init"]), fallback=bytes(_arr(p["fallback"])),
+        state_init=_pairs(p["state_init"]), fallback=fallback,
         steps=[Step(s["kind"], s["first"], s["count"], s["op"] or "", s["attrs"] or "",
                     [int(x) for x in _arr(s["inputs"])], [int(x) for x in _arr(s["outputs"])], s["target"],
                     s["label"] or "") for s in p["steps"] or []],

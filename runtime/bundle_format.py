@@ -20,11 +20,14 @@ _FBS = _schema()
 BUNDLE_SCHEMA = _FBS.tables          # {table: {field: (slot, kind, default)}}, for flatbuf.read / write
 MAGIC = "gpuc-bundle"
 FILE_ID = _FBS.file_identifier.encode()
-FORMAT_VERSION = 3          # 2: program steps (host CPU ops, control flow); 3: shader manifests, run-time checks
+FORMAT_VERSION = 4          # 2: program steps (host CPU ops, control flow); 3: shader manifests, run-time checks;
+#                             4: weights and fallback in sections after the flatbuffer (no 2 GB cap)
+OLDEST_FORMAT = 3           # the oldest version read (weights and fallback inline in the payload)
 # Every tensor offset (arena and weights) is a multiple of OFFSET_ALIGN, so a tensor can be bound as a
 # storage buffer at its offset: a device needs minStorageBufferOffsetAlignment <= OFFSET_ALIGN (Vulkan
 # caps that limit at 256; LoadedModel checks it at load).  The compiler's memory plan uses it too.
 OFFSET_ALIGN = 256
+SECTION_ALIGN = 256         # v4: every section's file offset is a multiple of it (tensor offsets stay aligned)
 ARENA, WEIGHTS = _FBS.enums["Memory"]["Arena"], _FBS.enums["Memory"]["Weights"]      # TensorInfo.memory
 MAX_BINDINGS = 32
 CHECK_WORDS = 4             # words of one check in a row of the status tensor

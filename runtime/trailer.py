@@ -1,4 +1,5 @@
-"""A bundle file's trailer: file = flatbuffer + TRAILER_MAGIC + xxh3-128(flatbuffer).
+"""A bundle file's trailer: file = body + TRAILER_MAGIC + xxh3-128(body), the body being the flatbuffer
+and (format 4) the sections after it: the digest covers every byte before the trailer.
 
 Apart from bundle.py (dataclasses, the flatbuffer reader) so that the compile cache's fast path can
 check a file's digest with nothing but xxhash.  Works on bytes and on memory maps alike.
@@ -20,7 +21,7 @@ def claimed_digest(data) -> bytes | None:
 
 
 def digest_ok(data) -> bool:
-    """The file ends in a trailer whose digest is that of the flatbuffer before it (one hash)."""
+    """The file ends in a trailer whose digest is that of the body before it (one hash)."""
     claimed = claimed_digest(data)
     if claimed is None:
         return False
@@ -30,3 +31,11 @@ def digest_ok(data) -> bool:
 
 def with_trailer(body: bytes) -> bytes:
     return body + TRAILER_MAGIC + xxhash.xxh3_128_digest(body)
+
+
+def trailer_of(parts) -> bytes:
+    """The trailer of a body given in parts (buffers, concatenated in order): no joined copy."""
+    h = xxhash.xxh3_128()
+    for p in parts:
+        h.update(p)
+    return TRAILER_MAGIC + h.digest()

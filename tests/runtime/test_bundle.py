@@ -71,7 +71,7 @@ def test_newer_format_version_names_the_fix():
 
 
 def test_older_format_version_asks_for_a_rebuild():
-    data = B.write_bundle(sample(format_version=B.FORMAT_VERSION - 1))
+    data = B.write_bundle(sample(format_version=B.OLDEST_FORMAT - 1))
     with pytest.raises(BundleError, match="no longer supported.*rebuild"):
         B.read_bundle(data)
 

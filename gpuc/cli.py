@@ -76,6 +76,14 @@ def _click_options(options):
     return decorate
 
 
+def _starts_with(path: str, magic: bytes) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False          # the command's own reading reports it
+
+
 def _timeout_option(fn):
     """--timeout SECONDS: sets GPUC_GPU_TIMEOUT_S for the command (and the processes it starts)."""
     def apply(ctx, param, value):
@@ -100,17 +108,23 @@ def _robust_option(fn):
 @guarded
 def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, input_shapes, dynamic,
                 max_binding_bytes, quiet, as_json):
-    """Compile MODEL (.tflite) into a bundle."""
+    """Compile MODEL (.tflite, or a LiteRT-LM .litertlm: its LLM's TFLite section, with its tokenizer and
+    metadata written beside the bundle as OUTPUT.tokenizer.json|.model and OUTPUT.llm.json) into a bundle."""
     require_compiler("gpuc compile")
     from gpuc.compiler import compile as compile_result
+    from gpuc import litertlm
+    lm = litertlm.LitertLm(model) if _starts_with(model, litertlm.MAGIC) else None
     t0 = time.perf_counter()
     with progress.reporting(progress.terminal(not quiet and not as_json)):   # stages on stderr, a terminal only
-        r = compile_result(model, output=output, cache=not no_cache, precision=precision,
+        r = compile_result(lm.tflite() if lm else model, output=output, cache=not no_cache, precision=precision,
                            disable_passes=list(disable_passes), max_batch=max_batch,
                            input_shapes=list(input_shapes), dynamic=list(dynamic),
                            max_binding_bytes=max_binding_bytes)
     dt = time.perf_counter() - t0
     data = r.bundle
+    beside = litertlm.write_sidecars(lm, output) if lm else []
+    if beside and not quiet and not as_json:
+        click.echo(f"wrote {', '.join(beside)} (the .litertlm's tokenizer and LLM metadata, read by gpuc generate)")
     if as_json:
         click.echo(json.dumps({"output": output, "bytes": len(data), "seconds": round(dt, 4),
                                "cache": r.cache, "stats": r.stats}, default=str))
@@ -215,38 +229,89 @@ def _stats(name, a) -> dict:
 
 
 @main.command("generate")
-@click.argument("bundle", type=click.Path(dir_okay=False))
-@click.option("--prompt-ids", required=True, metavar="IDS", help="the prompt's token ids, comma-separated: 1,2,3")
-@click.option("-n", "--max-new-tokens", default=16, show_default=True, type=click.IntRange(0),
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--prompt-ids", default=None, metavar="IDS", help="the prompt's token ids, comma-separated: 1,2,3")
+@click.option("--prompt", default=None, metavar="TEXT",
+              help="the prompt as text (a tokenizer: the .litertlm's, --tokenizer, or the one `gpuc compile` wrote "
+                   "beside the bundle); the generated text streams out")
+@click.option("--tokenizer", default=None, type=click.Path(dir_okay=False),
+              help="HuggingFace tokenizer.json or SentencePiece .model for --prompt")
+@click.option("--no-template", is_flag=True, help="--prompt as is, without the model's prompt template")
+@click.option("--ids", "show_ids", is_flag=True, help="with --prompt: print the prompt's and the new token ids on stderr")
+@click.option("-n", "--max-new-tokens", "--max-tokens", default=16, show_default=True, type=click.IntRange(0),
               help="stop after this many new tokens")
 @click.option("--temperature", default=0.0, show_default=True, type=float, help="0: greedy")
 @click.option("--top-k", default=0, show_default=True, type=click.IntRange(0), help="0: no cut")
 @click.option("--top-p", default=1.0, show_default=True, type=float,
               help="sample from the smallest set of tokens whose probability reaches this (1: no cut)")
 @click.option("--seed", default=None, type=int, help="random seed of the sampler (default: a fresh one each time)")
-@click.option("--stop-ids", default="", metavar="IDS", help="token ids that end the generation (comma-separated)")
+@click.option("--stop-ids", default="", metavar="IDS",
+              help="token ids that end the generation (comma-separated; with the model's own stop tokens)")
 @click.option("--device", default=None, help="Vulkan device index or name substring")
 @_timeout_option
 @guarded
-def generate_cmd(bundle, prompt_ids, max_new_tokens, temperature, top_k, top_p, seed, stop_ids, device):
-    """Generate tokens with an LLM BUNDLE (prefill_N / decode signatures), printing each as it comes."""
+def generate_cmd(model, prompt_ids, prompt, tokenizer, no_template, show_ids, max_new_tokens, temperature, top_k,
+                 top_p, seed, stop_ids, device):
+    """Generate with an LLM: MODEL is a bundle (prefill_N / decode signatures), a litert-torch .tflite
+    export or a LiteRT-LM .litertlm file (its tokenizer and stop tokens used). Tokens stream out as made."""
+    import os
     import gpuc
+    from gpuc import litertlm
     from gpuc.runtime.generate import Sampler
+    from gpuc.tokenizer import TextStream, Tokenizer
 
     def ids(text, what):
         try:
             return [int(x) for x in text.replace(" ", "").split(",") if x]
         except ValueError:
             raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint=what) from None
-    prompt = ids(prompt_ids, "--prompt-ids")
+    if (prompt is None) == (prompt_ids is None):
+        raise click.UsageError("give exactly one of --prompt TEXT and --prompt-ids IDS")
+    lm = litertlm.LitertLm(model) if _starts_with(model, litertlm.MAGIC) else None
+    meta = lm.llm_metadata() if lm else litertlm.read_sidecar_metadata(model)
+    tok = None
+    if prompt is not None:
+        if tokenizer:
+            tok = Tokenizer.from_file(tokenizer)
+        elif lm and lm.tokenizer():
+            tok = Tokenizer(*lm.tokenizer(), name=f"{model} (tokenizer section)")
+        else:
+            near = litertlm.sidecars(model)
+            found = [p for k, p in near.items() if k != "meta" and os.path.exists(p)]
+            if not found:
+                raise click.UsageError(f"--prompt needs a tokenizer: {model} has none beside it "
+                                       f"({near['hf']} or {near['sentencepiece']}); give --tokenizer FILE")
+            tok = Tokenizer.from_file(found[0])
+        prompt_list = litertlm.prompt_ids(tok, meta, prompt, template=not no_template)
+        stops = litertlm.stop_sequences(tok, meta)
+    else:
+        prompt_list = ids(prompt_ids, "--prompt-ids")
+        stops = [tuple(t) for t in meta.stop_tokens if isinstance(t, list) and t]
+    stops += [(i,) for i in ids(stop_ids, "--stop-ids")]
+    single = [s[0] for s in stops if len(s) == 1]
     sampler = Sampler(temperature, top_k, top_p, seed)
-    with gpuc.load(bundle, device=device) as m:
-        t0, n = time.perf_counter(), 0
-        for tok in m.generate(prompt, max_new_tokens, sampler, ids(stop_ids, "--stop-ids")):
-            click.echo(str(tok) + " ", nl=False)
-            n += 1
+    if lm:
+        require_compiler("gpuc generate of a .litertlm file")
+        source = gpuc.compile(lm.tflite())              # through the compile cache
+    else:
+        source = model
+    out, stream = [], TextStream(tok) if tok else None
+    if show_ids and tok:
+        click.echo("prompt ids: " + " ".join(map(str, prompt_list)), err=True)
+    with gpuc.load(source, device=device) as m:
+        t0 = time.perf_counter()
+        for t in m.generate(prompt_list, max_new_tokens, sampler, single):
+            out.append(t)
+            if not stream:
+                click.echo(str(t) + " ", nl=False)
+            elif t not in single:              # a stop token ends the text without showing itself
+                click.echo(stream.push(t), nl=False)
+            if any(len(s) > 1 and tuple(out[-len(s):]) == s for s in stops):
+                break
         click.echo()
-        click.echo(f"{n} token(s) in {time.perf_counter() - t0:.3f} s (prefill included)", err=True)
+        if show_ids and tok:
+            click.echo("ids: " + " ".join(map(str, out)), err=True)
+        click.echo(f"{len(out)} token(s) in {time.perf_counter() - t0:.3f} s (prefill included)", err=True)
 
 
 @main.command("inspect")
@@ -337,10 +402,12 @@ def _first_nonfinite_lines(r):
 @click.option("--device", default=None, help="Vulkan device: index, UUID, PCI bus id, name substring or auto (default: GPUC_DEVICE, else the first discrete GPU)")
 @click.option("--json", "as_json", is_flag=True, help="print the table as one JSON object")
 @click.option("--csv", "as_csv", is_flag=True, help="print the table as CSV")
+@click.option("--signature", default=None, metavar="NAME",
+              help="profile this signature of a multi-signature bundle (default: its first; gpuc inspect lists them)")
 @_timeout_option
 @_robust_option
 @guarded
-def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, robust):
+def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, signature, robust):
     """Time every dispatch with GPU timestamps; a table sorted by time (on random inputs unless
     --input gives them)."""
     import gpuc
@@ -348,8 +415,9 @@ def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, robust):
     from gpuc.runtime import iospec
     from gpuc.runtime.profile import profile
     from gpuc.verify import random_inputs
-    with gpuc.load(bundle, device=device, robust=robust) as m:
+    with gpuc.load(bundle, device=device, robust=robust) as top:
         from gpuc import generated_inputs
+        m = top if signature is None else top.signature(signature)
         xs = generated_inputs.resolve(read_inputs(inputs, [s.name for s in m.inputs]), m.inputs) if inputs \
             else random_inputs(m.inputs)
         r = profile(m, iospec.cast_all(m.inputs, xs) if cast else xs, runs)
@@ -363,7 +431,8 @@ def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, robust):
                        f"{x['gb_per_s'] or ''},{x['gflop_per_s'] or ''}")
         return
     batch = f" for {r['items']} items ({r['recorded_dispatches']} recorded)" if r["items"] > 1 else ""
-    click.echo(f"device {r['device']}: {r['dispatches']} dispatches{batch}, sum {r['sum_dispatch_ms']:.3f} ms; "
+    sig = f"signature {r['signature']}: " if r.get("signature") else ""
+    click.echo(f"{sig}device {r['device']}: {r['dispatches']} dispatches{batch}, sum {r['sum_dispatch_ms']:.3f} ms; "
                f"GPU time of a plain run {r['run_gpu_ms']:.3f} ms (raw timestamp sum {r['raw_sum_dispatch_ms']:.3f} ms, "
                f"{r['probe_us']:.2f} us per timestamp taken off each row)")
     click.echo(f"{'#':>4} {'us':>9} {'%':>6} {'GB/s':>8} {'GFLOP/s':>9}  shader / op / shapes")

@@ -7,10 +7,14 @@ from gpuc.errors import GpucError
 from gpuc.runtime import commands, iospec
 
 
-def profile(model, inputs, runs: int = 10) -> dict:
+def profile(model, inputs, runs: int = 10, signature: str | None = None) -> dict:
     """Per-dispatch GPU time of a run on `inputs` (with a --max-batch bundle: 1..max_batch items along
     axis 0; a batch-native bundle records one dispatch per layer for any batch, a replicated one one
-    per item, and each row is then the layer's time for all the items)."""
+    per item, and each row is then the layer's time for all the items).  `signature`: that signature's
+    program of a multi-signature bundle (default: the model's own, its first); it runs on the arenas the
+    signatures share, so state such as a KV cache is what earlier runs left."""
+    if signature is not None:
+        model = model.signature(signature)
     if not model.timestamps:
         raise GpucError(f"device {model.device.name!r} has no timestamp queries; cannot profile")
     b = model.bundle
@@ -54,5 +58,5 @@ def profile(model, inputs, runs: int = 10) -> dict:
                      "percent": 100 * ms / total, "gb_per_s": nbytes / (ms * 1e-3) / 1e9 if ms > 0 else None,
                      "gflop_per_s": d.flops * scale / (ms * 1e-3) / 1e9 if ms > 0 and d.flops else None})
     recorded = n if iospec.batch_native(b) or items == 1 else n * items
-    return {"device": model.device.name, "dispatches": n, "items": items, "recorded_dispatches": recorded, "sum_dispatch_ms": sum(fixed), "raw_sum_dispatch_ms": raw_sum,
+    return {"device": model.device.name, "signature": b.signature or None, "dispatches": n, "items": items, "recorded_dispatches": recorded, "sum_dispatch_ms": sum(fixed), "raw_sum_dispatch_ms": raw_sum,
             "probe_us": probe * 1e3, "run_gpu_ms": run_ms, "rows": sorted(rows, key=lambda r: -r["us"])}

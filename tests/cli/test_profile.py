@@ -78,3 +78,33 @@ def test_profile_of_an_input_with_a_leading_dim_above_one(tmp_path):
             return
         r = profile(m, [np.ones((8, 8), np.float32)], runs=1)
     assert r["items"] == 1 and r["dispatches"] == 1
+
+
+def _two_signature_model() -> bytes:
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "sig_case", Path(__file__).parents[1] / "runtime" / "test_signatures.py")
+    t = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(t)
+    return t.two_signature_model()
+
+
+def test_profile_a_chosen_signature(tmp_path):
+    """--signature NAME profiles that signature's program (a decode step of an LLM bundle), not the first."""
+    from gpuc.runtime.bundle import read_bundle
+    p = tmp_path / "m.bundle"
+    gpuc.compile(_two_signature_model(), output=p, cache=False)
+    step = next(s for s in read_bundle(p.read_bytes()).signatures if s.signature == "step")
+    r = subprocess.run([sys.executable, "-m", "gpuc.cli", "profile", str(p), "--signature", "step", "--runs", "2",
+                        "--input", "x=random", "--input", "pos=1xi32=2", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)                          # (fill_3 is the bundle's first signature)
+    assert rep["signature"] == "step"
+    assert rep["dispatches"] == len(rep["rows"]) == len(step.dispatches)
+    assert sorted(x["op"] for x in rep["rows"]) == sorted(d.label for d in step.dispatches)
+    shapes = {str(s) for x in rep["rows"] for s in x["shapes"]}
+    assert "[1, 1, 4]" in shapes and "[1, 3, 4]" not in shapes        # the step's x, not fill_3's
+    r = subprocess.run([sys.executable, "-m", "gpuc.cli", "profile", str(p), "--signature", "nope", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "nope" in r.stderr and "Traceback" not in r.stderr

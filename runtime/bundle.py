@@ -279,8 +279,11 @@ def read_header(data) -> dict:
         size = sections[0]
         if not 8 <= size <= len(body):
             _field_error("flatbuffer_bytes", size, f"is not a length within the file's {len(body)} bytes")
-        head = _parse_header(body[:size])           # no offset of the flatbuffer may point past its length
-        _check_sections(sections, len(body))
+        try:                                        # no offset of the flatbuffer may point past its length
+            head = _parse_header(body[:size])
+        except BundleError as e:
+            _field_error("flatbuffer_bytes", size, f"cuts the flatbuffer short ({e})")
+        _check_sections(sections, body)
         head["sections"] = {"weights": sections[1:3], "fallback": sections[3:5]}
     elif any(sections):
         raise BundleError("corrupt bundle: a format 3 bundle with format 4 section fields")
@@ -300,9 +303,10 @@ def _parse_header(body) -> dict:
         raise BundleError(f"corrupt bundle: {e}") from None
 
 
-def _check_sections(sections: tuple, body_bytes: int) -> None:
-    """Each section: absent (offset and size 0), or aligned, past the flatbuffer, inside the file; disjoint."""
-    fb = sections[0]
+def _check_sections(sections: tuple, body) -> None:
+    """Each section: absent (offset and size 0), or aligned, past the flatbuffer, inside the file; disjoint;
+    the fallback's is a bundle file (identifier and trailer: it is checked whole where it is loaded)."""
+    fb, body_bytes = sections[0], len(body)
     spans = []
     for name, off, size in (("weights", *sections[1:3]), ("fallback", *sections[3:5])):
         if size == 0:
@@ -319,6 +323,10 @@ def _check_sections(sections: tuple, body_bytes: int) -> None:
         spans.append((off, off + size, name))
     if len(spans) == 2 and spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]:
         _field_error("fallback_offset", sections[3], "overlaps the weights section")
+    off, size = sections[3:5]
+    if size and (size < 8 + TRAILER_BYTES or bytes(body[off + 4:off + 8]) != FILE_ID
+                 or bytes(body[off + size - TRAILER_BYTES:off + size - TRAILER_BYTES + 8]) != TRAILER_MAGIC):
+        _field_error("fallback_size", size, f"(fallback_offset {off}) does not frame a bundle file")
 
 
 def header_stats(data) -> dict:

@@ -28,8 +28,8 @@ INTERESTING = [0, 1, 2, 3, 4, 255, 256, 4096, 65535, 65536, 2**31 - 1, 2**31, 2*
 
 
 def seed_models() -> list:
-    """(name, .tflite bytes, compile options): a convolution network, a dynamic-dims model, a batch-native
-    model, a model with a host (CPU) step, and an index op with run-time checks."""
+    """(name, .tflite bytes, compile options): a convolution network, the same in fp16 (with its fp32
+    fallback section), a dynamic-dims model, a batch-native model, and an index op with run-time checks."""
     sys.path.insert(0, str(ROOT / "tests"))
     from helpers.builder import ModelBuilder
     from helpers.models import conv_mean_softmax
@@ -37,6 +37,7 @@ def seed_models() -> list:
     conv = conv_mean_softmax(conv_output=True)
     out.append(("conv", conv, {}))
     out.append(("conv_b4", conv, {"max_batch": 4}))
+    out.append(("conv_fp16", conv, {"precision": "fp16"}))
     mb = ModelBuilder()
     x = mb.input("x", [1, 6, 4])
     t = mb.tensor("t", [1, 6, 4])
@@ -300,18 +301,67 @@ def m_state_init(b, rng):
     return True
 
 
+def reseal_sections(data: bytes, **fields) -> bytes:
+    """A format 4 bundle with header section fields (bundle.SECTION_FIELDS) changed and every digest
+    recomputed: the new flatbuffer in place of the old one, the bytes after it (padding, sections) where
+    they were; flatbuffer_bytes is the new flatbuffer's own length unless given."""
+    import flatbuffers
+    from gpuc.runtime import bundle as B, flatbuf
+    head = B.read_header(data)
+    body = bytes(head["body"])
+    sections = {k: int(head[k] or 0) for k in B.SECTION_FIELDS}
+    room = min([o for o in (sections["weights_offset"], sections["fallback_offset"]) if o] or [len(body)])
+    sections.update(fields)
+    ver, stats, cv, fp = head["format_version"], head["stats"], head["compiler_version"], head["fingerprint"]
+    for _ in range(2):
+        vals = tuple(sections[k] for k in B.SECTION_FIELDS)
+        ob = flatbuffers.Builder(1024)
+        ob.Finish(flatbuf.write(ob, B.BUNDLE_SCHEMA, "Bundle", {
+            "magic": head["magic"], "format_version": ver, "compiler_version": cv, "fingerprint": fp,
+            "checksum": B.checksum(head["payload"], cv, fp, ver, stats, vals),
+            "payload": np.frombuffer(bytes(head["payload"]), np.uint8), "stats": stats,
+            **dict(zip(B.SECTION_FIELDS, vals))}), file_identifier=B.FILE_ID)
+        fb = bytes(ob.Output())
+        if "flatbuffer_bytes" not in fields:
+            sections["flatbuffer_bytes"] = len(fb)
+    if len(fb) > room:
+        raise ValueError("the resealed header does not fit before the first section")
+    return B.with_trailer(fb + body[len(fb):])
+
+
+def m_sections(data: bytes, rng):
+    """Byte level (the writer places the sections itself): one section field of the header changed."""
+    from gpuc.runtime import bundle as B
+    head = B.read_header(data)
+    f = _pick(rng, list(B.SECTION_FIELDS))
+    old = int(head[f] or 0)
+    new = _pick(rng, [_int(rng, old), old + B.SECTION_ALIGN, old - B.SECTION_ALIGN, old + 8, 2**64 - 256,
+                      int(head["flatbuffer_bytes"] or 0), len(data)])
+    return reseal_sections(data, **{f: new}) if 0 <= new < 2**64 and new != old else None
+
+
 MUTATORS = [m_tensor_shape, m_tensor_dtype, m_tensor_offset, m_tensor_memory, m_tensor_nbytes, m_tensor_quant,
             m_io, m_spirv_word, m_spirv_cut, m_spirv_swap, m_shader_fields, m_dispatch, m_arena_weights, m_steps,
-            m_variants, m_options, m_checks, m_state_init]
+            m_variants, m_options, m_checks, m_state_init, m_sections]
+BYTE_MUTATORS = (m_sections,)
 
 
 def mutate(data: bytes, rng):
     """(the resealed bundle, the mutator's name), or (None, name) where it did not apply."""
     from gpuc.runtime import bundle as B
     base = B.read_bundle(data)
+    base.fallback = bytes(base.fallback)          # (a view of the file's section: copied, as deepcopy needs)
     for _ in range(20):                 # a mutator that has nothing to change here: another one
-        b = copy.deepcopy(base)
         fn = _pick(rng, MUTATORS)
+        if fn in BYTE_MUTATORS:
+            try:
+                case = fn(data, rng)
+            except ValueError:
+                case = None
+            if case is not None:
+                return case, fn.__name__
+            continue
+        b = copy.deepcopy(base)
         if not fn(b, rng):
             continue
         try:
@@ -324,7 +374,7 @@ def mutate(data: bytes, rng):
 def check_key(msg: str) -> str:
     """A short name for the check that refused a case."""
     m = msg.replace("corrupt bundle: ", "")
-    for pat, key in [(r"does not match its kernel", "manifest: dispatch vs kernel"), (r"may touch", "manifest: extent"),
+    for pat, key in [(r"header field|flatbuffer|format 4 payload", "sections"), (r"does not match its kernel", "manifest: dispatch vs kernel"), (r"may touch", "manifest: extent"),
                      (r"not in the arena", "manifest: written binding"), (r"not valid SPIR-V", "SPIRV-Tools / walk"),
                      (r"id bound|SPIR-V|entry point|OpFunctionEnd|overruns|manifest|local size|storage buffer|"
                       r"push constants|declares binding|physical pointers|version word|magic|no function|reserved|"

@@ -76,10 +76,14 @@ def _click_options(options):
     return decorate
 
 
-def _starts_with(path: str, magic: bytes) -> bool:
+def _is_litertlm(path: str) -> bool:
+    """A LiteRT-LM file: named .litertlm (a damaged one is then refused as such) or starting with its magic."""
+    from gpuc.litertlm import MAGIC
+    if str(path).lower().endswith(".litertlm"):
+        return True
     try:
         with open(path, "rb") as f:
-            return f.read(len(magic)) == magic
+            return f.read(len(MAGIC)) == MAGIC
     except OSError:
         return False          # the command's own reading reports it
 
@@ -113,7 +117,7 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, i
     require_compiler("gpuc compile")
     from gpuc.compiler import compile as compile_result
     from gpuc import litertlm
-    lm = litertlm.LitertLm(model) if _starts_with(model, litertlm.MAGIC) else None
+    lm = litertlm.LitertLm(model) if _is_litertlm(model) else None
     t0 = time.perf_counter()
     with progress.reporting(progress.terminal(not quiet and not as_json)):   # stages on stderr, a terminal only
         r = compile_result(lm.tflite() if lm else model, output=output, cache=not no_cache, precision=precision,
@@ -267,7 +271,7 @@ def generate_cmd(model, prompt_ids, prompt, tokenizer, no_template, show_ids, ma
             raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint=what) from None
     if (prompt is None) == (prompt_ids is None):
         raise click.UsageError("give exactly one of --prompt TEXT and --prompt-ids IDS")
-    lm = litertlm.LitertLm(model) if _starts_with(model, litertlm.MAGIC) else None
+    lm = litertlm.LitertLm(model) if _is_litertlm(model) else None
     meta = lm.llm_metadata() if lm else litertlm.read_sidecar_metadata(model)
     tok = None
     if prompt is not None:
@@ -528,12 +532,15 @@ def ops_cmd(as_json):
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="HTTP port")
 @click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)")
 @click.option("--num-gpus", default=None, type=click.FloatRange(0), help="GPUs per replica (default: 1 if Ray sees GPUs, else 0)")
+@click.option("--direct-ingress", is_flag=True,
+              help="each replica serves HTTP on its own port (Ray Serve direct ingress; no proxy hop)")
 @guarded
-def serve_cmd(model, replicas, max_batch, batch_wait_ms, host, port, address, num_gpus):
+def serve_cmd(model, replicas, max_batch, batch_wait_ms, host, port, address, num_gpus, direct_ingress):
     """Serve a bundle (or .tflite) with Ray Serve over HTTP: dynamic batching, one replica per GPU
     (needs pip install 'gpuc[serve]'; gpuc/serve.py)."""
     from gpuc.serve import serve_forever
-    serve_forever(model, replicas, max_batch, batch_wait_ms, host, port, address, num_gpus, echo=click.echo)
+    serve_forever(model, replicas, max_batch, batch_wait_ms, host, port, address, num_gpus, echo=click.echo,
+                  direct_ingress=direct_ingress)
 
 
 @main.command("devices")

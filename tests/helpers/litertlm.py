@@ -97,10 +97,24 @@ def word_tokenizer_json(vocab_size: int) -> str:
     return tok.to_str()
 
 
-def build_litertlm(out_path, tflite_path, tokenizer_json: str, *, start="<bos>", stops=("<eos>",),
+def sentencepiece_model(vocab_size: int) -> bytes:
+    """A SentencePiece BPE model of vocab_size pieces (<unk> 0, <s> 1, </s> 2) trained on a few words."""
+    import io
+
+    import sentencepiece as spm
+    text = ["the cat sat on the mat", "a dog ran to the cat", "the mat is red and the dog is blue"] * 20
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_writer=out, vocab_size=vocab_size,
+                                   model_type="bpe", unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                                   character_coverage=1.0, minloglevel=2)
+    return out.getvalue()
+
+
+def build_litertlm(out_path, tflite_path, tokenizer, *, start="<bos>", stops=("<eos>",),
                    user=("", ""), model=("", "")) -> str:
-    """A .litertlm with the LLM (model_type tf_lite_prefill_decode), the HF tokenizer and an LlmMetadata
-    proto.  A token given as an int or list is written as token_ids, a string as token_str."""
+    """A .litertlm with the LLM (model_type tf_lite_prefill_decode), the tokenizer (a tokenizer.json
+    string: HF; bytes: a SentencePiece model) and an LlmMetadata proto.  A token given as an int or
+    list is written as token_ids, a string as token_str."""
     from litert_lm_builder import LitertLmFileBuilder, TfLiteModelType
     from litert_lm_builder.runtime.proto import llm_metadata_pb2, token_pb2
 
@@ -114,11 +128,16 @@ def build_litertlm(out_path, tflite_path, tokenizer_json: str, *, start="<bos>",
     base = str(out_path)
     with open(base + ".meta.pb", "wb") as f:
         f.write(meta.SerializeToString())
-    with open(base + ".tokenizer.src.json", "w") as f:
-        f.write(tokenizer_json)
     b = LitertLmFileBuilder()
     b.add_tflite_model(str(tflite_path), TfLiteModelType.PREFILL_DECODE)
-    b.add_hf_tokenizer(base + ".tokenizer.src.json")
+    if isinstance(tokenizer, str):
+        with open(base + ".tokenizer.src.json", "w") as f:
+            f.write(tokenizer)
+        b.add_hf_tokenizer(base + ".tokenizer.src.json")
+    else:
+        with open(base + ".tokenizer.src.model", "wb") as f:
+            f.write(tokenizer)
+        b.add_sentencepiece_tokenizer(base + ".tokenizer.src.model")
     b.add_llm_metadata(base + ".meta.pb")
     with open(base, "wb") as f:
         b.build(f)

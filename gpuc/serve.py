@@ -95,9 +95,19 @@ class BundleRunner:
                 "max_batch": self.max_batch, "pid": os.getpid(),
                 "CUDA_VISIBLE_DEVICES": dict(settings.current().visible_devices).get("CUDA_VISIBLE_DEVICES")}
 
-    def item(self, inputs, cast: bool = False) -> list:
+    def item(self, inputs, cast: bool = False, widen: bool = False) -> list:
         """One request's inputs (one array, a list in model order, or a dict by name), each of the
         input's batch-1 shape with or without its leading 1 -> a list of arrays of that shape."""
+        items = self.items(inputs, cast, widen)
+        if len(items) != 1:
+            raise GpucError(f"one item has shape {list(self.inputs[0].shape)}; the request holds {len(items)}")
+        return items[0]
+
+    def items(self, inputs, cast: bool = False, widen: bool = False) -> list:
+        """A request's inputs, as item(), or each a stack of k items along axis 0 (the input's shape
+        with k for its leading 1) -> k items (lists of views of the request's arrays).  cast: python
+        values convert where they fit (JSON); widen: a typed array of another dtype converts to the
+        input's where every value is kept exactly (np.can_cast 'safe': uint8/float16 -> float32, ...)."""
         if isinstance(inputs, dict):
             unknown = sorted(set(inputs) - {s.name for s in self.inputs})
             if unknown:
@@ -112,19 +122,29 @@ class BundleRunner:
             vals = [inputs]
         if len(vals) != len(self.inputs):
             raise GpucError(f"the model takes {len(self.inputs)} input(s), the request has {len(vals)}")
-        out = []
+        out, k = [], None
         for s, v in zip(self.inputs, vals):
             a = np.asarray(v)
             if a.shape == s.shape[1:] and a.shape != s.shape:
                 a = a.reshape(s.shape)
-            if a.shape != s.shape:
+            if a.ndim != len(s.shape) or a.shape[1:] != s.shape[1:] or a.shape[0] < 1:
                 raise GpucError(f"input {s.name!r}: one item has shape {list(s.shape)} (or {list(s.shape[1:])}), "
-                                f"got {list(a.shape)}")
+                                f"k items {['k'] + list(s.shape[1:])}; got {list(a.shape)}")
+            if k is not None and a.shape[0] != k:
+                raise GpucError(f"inputs disagree on the number of items ({k} and {a.shape[0]} at {s.name!r})")
+            k = a.shape[0]
             out.append(a)
         if cast:
             from gpuc.runtime import iospec
             out = iospec.cast_all(self.inputs, out)
-        return out
+        for j, (s, a) in enumerate(zip(self.inputs, out)):
+            if a.dtype != s.dtype:
+                if not (widen and np.can_cast(a.dtype, s.dtype, "safe")):
+                    raise GpucError(f"input {s.name!r} is {s.dtype.name}, the request's is {a.dtype.name}" + (
+                        " (not converted: not every value converts exactly)" if widen else
+                        " (over HTTP, X-Gpuc-Cast: exact converts a dtype whose values all convert exactly)"))
+                out[j] = a.astype(s.dtype)
+        return [[a[i:i + 1] for a in out] for i in range(k)]
 
     def run_items(self, items: list) -> list[dict]:
         """Items (each a list from item()) -> one {output name: array of the output's item shape} each,
@@ -156,29 +176,91 @@ class BundleRunner:
 
 
 # -- HTTP bodies ------------------------------------------------------------------------------
-NPY_TYPES = ("application/x-npy", "application/octet-stream", "application/x-npz")
+# A POST body is one item, or k items stacked along axis 0 (the answer then stacks the k outputs):
+#   .npy / .npz (application/x-npy, application/x-npz)   answer: .npy (one output) / .npz
+#   raw bytes (application/octet-stream), one-input models: C-order values of the input's dtype, or
+#       of X-Gpuc-Dtype's; k = the body's size / one item's; read in place (np.frombuffer, no copy);
+#       X-Gpuc-Shape (optional, "k,224,224,3") is checked.  Answer: .npy.  Without those headers a
+#       body starting with the .npy magic, or with an .npz's PK\3\4 and not a whole number of items,
+#       is read as .npy/.npz (as application/octet-stream bodies were before raw ones).
+#   JSON {"inputs": {name: nested list}} / {"inputs": [...]} / a bare nested list: values cast where
+#       they fit.  Answer: JSON {"outputs": {name: nested list}}
+# X-Gpuc-Cast: exact -- a typed body (.npy/.npz/raw) of another dtype than the input's converts to it
+#   where every value converts exactly (uint8, int8, int16, float16 -> float32; ...); else a 400.
+NPY_TYPES = ("application/x-npy", "application/x-npz")
+RAW_TYPE = "application/octet-stream"
 
 
-def decode_body(runner: BundleRunner, body: bytes, content_type: str):
-    """A request body -> inputs for runner.item(): .npy (a one-input model) or .npz (inputs by name, or
-    arr_0.. in order) bytes; else JSON {"inputs": {name: nested list}} or {"inputs": [..in order..]}
-    or a bare nested list (one-input model), cast to the input dtypes where the values fit."""
-    ct = (content_type or "").split(";")[0].strip().lower()
-    if ct in NPY_TYPES or body[:6] == b"\x93NUMPY" or body[:2] == b"PK":
+def _header(headers, name: str) -> str:
+    return (headers.get(name) or headers.get(name.lower()) or "").strip() if headers else ""
+
+
+def _raw_array(runner: BundleRunner, body, headers) -> np.ndarray:
+    if len(runner.inputs) != 1:
+        raise GpucError(f"a raw body serves one-input models; this one takes {len(runner.inputs)} "
+                        f"({[s.name for s in runner.inputs]}): send .npz")
+    s = runner.inputs[0]
+    name = _header(headers, "X-Gpuc-Dtype")
+    try:
+        dt = np.dtype(name) if name else s.dtype
+    except TypeError:
+        raise GpucError(f"X-Gpuc-Dtype: {name!r} is not a dtype") from None
+    if dt.hasobject or dt.itemsize == 0:
+        raise GpucError(f"X-Gpuc-Dtype: {name!r} is not a numeric dtype")
+    item = int(np.prod(s.shape[1:], dtype=np.int64)) * dt.itemsize
+    if not body or len(body) % item:
+        raise GpucError(f"input {s.name!r}: a raw body holds k items of {list(s.shape[1:])} {dt.name} "
+                        f"({item} bytes each); got {len(body)} bytes")
+    a = np.frombuffer(body, dt).reshape((len(body) // item,) + tuple(s.shape[1:]))
+    shape = _header(headers, "X-Gpuc-Shape")
+    if shape:
+        try:
+            want = tuple(int(v) for v in shape.replace("x", ",").split(",") if v.strip())
+        except ValueError:
+            raise GpucError(f"X-Gpuc-Shape: {shape!r} is not a shape (k,h,w,c)") from None
+        if want not in (a.shape, a.shape[1:]) or (want == a.shape[1:] and len(a) != 1):
+            raise GpucError(f"X-Gpuc-Shape {list(want)} does not match the raw body ({len(body)} bytes: "
+                            f"{list(a.shape)} {dt.name})")
+    return a
+
+
+def _odd_size(runner: BundleRunner, body) -> bool:
+    """Not a whole number of raw items: an application/octet-stream body starting PK is then an .npz
+    (before raw bodies, clients sent .npy/.npz under application/octet-stream)."""
+    if len(runner.inputs) != 1:
+        return True
+    s = runner.inputs[0]
+    return len(body) % (int(np.prod(s.shape[1:], dtype=np.int64)) * s.dtype.itemsize) != 0
+
+
+def decode_body(runner: BundleRunner, body: bytes, headers) -> tuple[list, bool]:
+    """A request body and its headers (a mapping; or the content type alone) -> (items for the
+    replica: lists of arrays in model order, the answer as .npy/.npz (else JSON))."""
+    if isinstance(headers, str):
+        headers = {"content-type": headers}
+    ct = _header(headers, "Content-Type").split(";")[0].strip().lower()
+    widen = _header(headers, "X-Gpuc-Cast").lower() == "exact"
+    if _header(headers, "X-Gpuc-Cast") and not widen:
+        raise GpucError(f"X-Gpuc-Cast: {_header(headers, 'X-Gpuc-Cast')!r}; the one cast is 'exact'")
+    declared = _header(headers, "X-Gpuc-Dtype") or _header(headers, "X-Gpuc-Shape")
+    if ct == RAW_TYPE and (declared or body[:6] != b"\x93NUMPY" and not (body[:4] == b"PK\x03\x04"
+                                                                       and _odd_size(runner, body))):
+        return runner.items(_raw_array(runner, body, headers), widen=widen), True
+    if body[:6] == b"\x93NUMPY" or body[:2] == b"PK" or ct in NPY_TYPES or ct == RAW_TYPE:
         try:
             f = np.load(io.BytesIO(body), allow_pickle=False)
         except (ValueError, OSError, EOFError) as e:
             raise GpucError(f"the request body is not a .npy/.npz file: {e}") from None
         if isinstance(f, np.ndarray):
-            return f, False
+            return runner.items(f, widen=widen), True
         names = list(f.files)
         if set(names) <= {s.name for s in runner.inputs}:
-            return {k: f[k] for k in names}, False
-        return [f[k] for k in names], False
+            return runner.items({k: f[k] for k in names}, widen=widen), True
+        return runner.items([f[k] for k in names], widen=widen), True
     try:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
-        raise GpucError(f"the request body is neither .npy/.npz nor JSON: {e}") from None
+        raise GpucError(f"the request body is neither .npy/.npz, raw ({RAW_TYPE}) nor JSON: {e}") from None
     if isinstance(doc, dict):
         if "inputs" not in doc:
             raise GpucError('a JSON body is {"inputs": {name: values}} or {"inputs": [values, ...]}')
@@ -187,7 +269,7 @@ def decode_body(runner: BundleRunner, body: bytes, content_type: str):
             doc = [doc]
         if isinstance(doc, list) and len(doc) == 1:
             doc = doc[0]
-    return doc, True
+    return [runner.item(doc, cast=True)], False
 
 
 def encode_result(result: dict, as_npy: bool) -> tuple[bytes, str]:
@@ -206,7 +288,7 @@ class _Replica:
     """The Serve replica (wrapped by serve.deployment on first use of GpucDeployment)."""
 
     def __init__(self, bundle, max_batch: int | None = None, batch_wait_ms: float = DEFAULT_WAIT_MS,
-                 device="auto", timeout_s=None):
+                 device="auto", timeout_s=None, dry_run: bool = False):
         self.runner = BundleRunner(bundle, device=device, timeout_s=timeout_s)
         n = self.runner.max_batch if max_batch is None else int(max_batch)
         if n < 1:
@@ -214,18 +296,31 @@ class _Replica:
         self._batched.set_max_batch_size(n)
         self._batched.set_batch_wait_timeout_s(float(batch_wait_ms) / 1e3)
         self.batches = []                  # sizes of the last batches run (info(): how requests were batched)
+        self.dry_run = bool(dry_run)       # answer zeros without running the model: the serving path alone
 
     async def _batched_impl(self, items: list) -> list:
         import asyncio
         self.batches = (self.batches + [len(items)])[-1000:]
+        if self.dry_run:
+            return [{s.name: np.zeros(s.shape, s.dtype) for s in self.runner.outputs} for _ in items]
         return await asyncio.to_thread(self.runner.run_items, items)     # the event loop takes requests meanwhile
 
     def info(self) -> dict:
-        return {**self.runner.info(), "batch_sizes": list(self.batches)}
+        return {**self.runner.info(), "batch_sizes": list(self.batches), "dry_run": self.dry_run}
 
     async def predict(self, inputs, cast: bool = False) -> dict:
         """One item -> {output name: array}; from a Python handle: handle.predict.remote(x)."""
         return await self._batched(self.runner.item(inputs, cast))
+
+    async def predict_many(self, inputs, cast: bool = False) -> dict:
+        """k items stacked along axis 0 (or one item) -> {output name: the k outputs stacked}; each
+        item joins the dynamic batches on its own: handle.predict_many.remote(x)."""
+        return await self._stacked(self.runner.items(inputs, cast))
+
+    async def _stacked(self, items: list) -> dict:
+        import asyncio
+        outs = await asyncio.gather(*[self._batched(it) for it in items])
+        return {s.name: np.concatenate([o[s.name] for o in outs]) for s in self.runner.outputs}
 
     async def __call__(self, request):
         if not hasattr(request, "body"):              # a Python handle: handle.remote(inputs)
@@ -237,11 +332,11 @@ class _Replica:
                                  "outputs": [[s.name, list(s.shape), s.dtype.name] for s in self.runner.outputs]})
         body = await request.body()
         try:
-            inputs, cast = decode_body(self.runner, body, request.headers.get("content-type", ""))
-            result = await self.predict(inputs, cast)
+            items, as_npy = decode_body(self.runner, body, request.headers)
+            result = await self._stacked(items)
         except GpucError as e:
             return JSONResponse({"error": str(e).splitlines()[0]}, status_code=400)
-        data, ct = encode_result(result, not cast)
+        data, ct = encode_result(result, as_npy)
         return Response(data, media_type=ct)
 
 
@@ -288,9 +383,10 @@ def gpus_per_replica(num_gpus=None) -> float:
 
 
 def application(bundle, replicas: int = 1, max_batch: int | None = None, batch_wait_ms: float = DEFAULT_WAIT_MS,
-                num_gpus=None, device="auto", timeout_s=None):
+                num_gpus=None, device="auto", timeout_s=None, dry_run: bool = False):
     """The Serve application (bound GpucDeployment) for `bundle` (path or bytes): `replicas` replicas of
-    num_gpus each (default: 1 where Ray sees GPUs, else 0).  Start it with ray.serve.run(app)."""
+    num_gpus each (default: 1 where Ray sees GPUs, else 0).  Start it with ray.serve.run(app).  dry_run:
+    the replicas answer zeros without running the model (to measure the serving path alone)."""
     if int(replicas) < 1:
         raise GpucError(f"replicas must be 1 or more, not {replicas}")
     data = _bundle_bytes(bundle)
@@ -300,7 +396,24 @@ def application(bundle, replicas: int = 1, max_batch: int | None = None, batch_w
                         f"with --max-batch {max_batch}")
     return _deployment().options(num_replicas=int(replicas),
                                  ray_actor_options={"num_gpus": gpus_per_replica(num_gpus)}).bind(
-        data, max_batch=max_batch, batch_wait_ms=batch_wait_ms, device=device, timeout_s=timeout_s)
+        data, max_batch=max_batch, batch_wait_ms=batch_wait_ms, device=device, timeout_s=timeout_s, dry_run=dry_run)
+
+
+def ingress_urls(app_name: str = "gpuc", host: str | None = None) -> list[str]:
+    """The HTTP addresses serving `app_name`: with Ray Serve's direct ingress
+    (RAY_SERVE_ENABLE_DIRECT_INGRESS=1 where Ray starts: each replica runs its own HTTP server, on a
+    port from 30000, and no proxy stands between client and replica) one per replica; else the
+    proxies'.  host: the address to name (default: each node's IP; a server bound to 127.0.0.1, as
+    serve.start(http_options={"host": "127.0.0.1"}) binds it, needs "127.0.0.1").  [] where this Ray
+    does not tell (an internal Serve call: Ray 2.5x and later)."""
+    ray = _ray()
+    try:
+        from ray.serve.context import _get_global_client
+        groups = ray.get(_get_global_client()._controller.get_target_groups.remote(app_name), timeout=30)
+    except Exception:               # noqa: BLE001 -- an older Ray without target groups
+        return []
+    return sorted({f"http://{host or t.ip}:{t.port}/" for g in groups
+                   if str(getattr(g.protocol, "value", g.protocol)).lower() == "http" for t in g.targets})
 
 
 # -- Ray Data ---------------------------------------------------------------------------------
@@ -346,9 +459,14 @@ def map_batches(ds, bundle, concurrency: int = 1, num_gpus=None, column=None, ke
 # -- gpuc serve -------------------------------------------------------------------------------
 def serve_forever(model, replicas: int = 1, max_batch: int | None = None, batch_wait_ms: float = DEFAULT_WAIT_MS,
                   host: str = "127.0.0.1", port: int = 8000, address: str | None = None, num_gpus=None,
-                  echo=print, block: bool = True):
+                  echo=print, block: bool = True, direct_ingress: bool = False):
     """`gpuc serve`: a .tflite (compiled here with --max-batch) or a bundle, served by `replicas`
-    replicas over HTTP until Ctrl-C.  address: a Ray cluster's (default RAY_ADDRESS, else a local one)."""
+    replicas over HTTP until Ctrl-C.  address: a Ray cluster's (default RAY_ADDRESS, else a local one).
+    direct_ingress: each replica serves HTTP itself on its own port (Ray Serve's direct ingress, no
+    proxy hop: the one Serve proxy of a node is what caps HTTP throughput); takes effect on a local
+    cluster started here (a `ray start` cluster needs RAY_SERVE_ENABLE_DIRECT_INGRESS=1 where it starts)."""
+    if direct_ingress:
+        os.environ["RAY_SERVE_ENABLE_DIRECT_INGRESS"] = "1"
     ray = _ray()
     from ray import serve
     path = os.fspath(model)
@@ -365,7 +483,11 @@ def serve_forever(model, replicas: int = 1, max_batch: int | None = None, batch_
     handle = serve.run(app, name="gpuc", route_prefix="/")
     echo(f"serving {path}: {replicas} replica(s), batches of up to {max_batch or bundle_max_batch(data)} "
          f"within {batch_wait_ms:g} ms, {gpus_per_replica(num_gpus):g} GPU each, at http://{host}:{port}/ "
-         "(POST .npy/.npz or JSON; GET /info; Ctrl-C stops)")
+         "(POST .npy/.npz, raw or JSON; GET /info; Ctrl-C stops)")
+    if direct_ingress:
+        urls = ingress_urls("gpuc", host if host not in ("0.0.0.0", "::") else None)
+        echo(f"direct ingress: each replica at its own address, spread the clients over them: {' '.join(urls)}"
+             if urls else "direct ingress: this Ray did not name the replicas' addresses (ports from 30000)")
     if not block:
         return handle
     import signal

@@ -1,7 +1,7 @@
 """gpuc with Ray (gpuc/serve.py) on a local Ray cluster and the one CPU device (lavapipe): Serve with
 2 replicas batches concurrent requests (@serve.batch) into runs of a --max-batch bundle, and every
-answer -- from the Python handle and over HTTP (.npy and JSON bodies) -- equals a direct run() of that
-item; Ray Data over a few hundred images equals direct runs.  Skipped without ray[serve,data]."""
+answer -- from the Python handle and over HTTP (.npy, raw, k-image and JSON bodies) -- equals a direct
+run() of that item; Ray Data over a few hundred images equals direct runs.  Skipped without ray[serve,data]."""
 import asyncio
 import json
 import socket
@@ -104,6 +104,60 @@ def test_serve_two_replicas_batch_concurrent_requests(cluster, bundle, direct):
         st, ct, body = _post(port, bad, ctype)
         assert st == 400 and "error" in json.loads(body), (st, body)
     np.testing.assert_array_equal(handle.predict.remote(xs[2]).result()["y"], direct(xs[2]))
+    serve.delete("gpuc")
+
+
+def test_http_raw_batched_and_cast_bodies(cluster, bundle, direct):
+    """Raw (application/octet-stream) bodies read in place, k images per request (.npy stack or raw),
+    an explicit exact cast (X-Gpuc-Cast: exact) of uint8 bodies, the old .npy under octet-stream: each
+    answer equals a direct run() of its items; bad ones are one clear 400."""
+    handle = serve.run(gs.application(bundle, replicas=1, batch_wait_ms=20), name="gpuc", route_prefix="/")
+    port = cluster
+    xs = images(6, 3)
+    raw = "application/octet-stream"
+
+    def npy(a):
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    def post(body, ctype, **headers):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/", data=body,
+                                     headers={"Content-Type": ctype, **{k.replace("_", "-"): v for k, v in headers.items()}})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, np.load(io.BytesIO(r.read()))
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())["error"]
+
+    ref = direct(xs)                                                     # (6, 3): one run of the 6 items
+    for body, ctype, hdr, want in (
+            (xs[0].tobytes(), raw, {}, ref[:1]),                          # raw, one item
+            (xs[1:6].tobytes(), raw, {"X_Gpuc_Shape": "5,6,6,4"}, ref[1:6]),   # raw, 5 items
+            (npy(xs[:3]), "application/x-npy", {}, ref[:3]),               # a .npy stack of 3
+            (npy(xs[2]), raw, {}, ref[2:3])):                              # .npy under octet-stream, as before
+        st, got = post(body, ctype, **hdr)
+        assert st == 200, got
+        np.testing.assert_array_equal(got, want)
+    u8 = np.random.default_rng(4).integers(0, 256, (4, 6, 6, 4), dtype=np.uint8)
+    want = direct(u8.astype(np.float32))
+    st, got = post(u8.tobytes(), raw, X_Gpuc_Dtype="uint8", X_Gpuc_Cast="exact")
+    assert st == 200, got
+    np.testing.assert_array_equal(got, want)
+    st, got = post(npy(u8), "application/x-npy", X_Gpuc_Cast="exact")
+    assert st == 200, got
+    np.testing.assert_array_equal(got, want)
+    for body, ctype, hdr, msg in (
+            (u8.tobytes(), raw, {"X_Gpuc_Dtype": "uint8"}, "X-Gpuc-Cast"),      # no cast asked for
+            (npy(xs[:2].astype(np.float64)), "application/x-npy", {"X_Gpuc_Cast": "exact"}, "exactly"),
+            (xs[0].tobytes()[:-4], raw, {}, "bytes each"),                      # not a whole item
+            (xs[:2].tobytes(), raw, {"X_Gpuc_Shape": "3,6,6,4"}, "X-Gpuc-Shape"),
+            (xs[0].tobytes(), raw, {"X_Gpuc_Dtype": "float99"}, "not a dtype"),
+            (npy(xs[:2]), "application/x-npy", {"X_Gpuc_Cast": "unsafe"}, "exact"),
+            (npy(np.zeros((2, 6, 6), np.float32)), "application/x-npy", {}, "'x'")):
+        st, err = post(body, ctype, **hdr)
+        assert st == 400 and msg in err, (st, err)
+    np.testing.assert_array_equal(handle.predict_many.remote(xs[:4]).result()["y"], ref[:4])
     serve.delete("gpuc")
 
 

@@ -131,7 +131,8 @@ def compile_cmd(model, output, precision, disable_passes, no_cache, max_batch, i
         click.echo(f"wrote {', '.join(beside)} (the .litertlm's tokenizer and LLM metadata, read by gpuc generate)")
     if as_json:
         click.echo(json.dumps({"output": output, "bytes": len(data), "seconds": round(dt, 4),
-                               "cache": r.cache, "stats": r.stats}, default=str))
+                               "cache": r.cache, "stats": r.stats, **({"beside": beside} if beside else {})},
+                              default=str))
     elif not quiet:
         bound = max([max_batch] + [int(str(d).rpartition("<=")[2]) for d in dynamic if str(d).rpartition("<=")[2].isdigit()])
         for line in compile_summary(output, len(data), r.stats, dt, r.hit, bound):
@@ -273,24 +274,32 @@ def generate_cmd(model, prompt_ids, prompt, tokenizer, no_template, show_ids, ma
         raise click.UsageError("give exactly one of --prompt TEXT and --prompt-ids IDS")
     lm = litertlm.LitertLm(model) if _is_litertlm(model) else None
     meta = lm.llm_metadata() if lm else litertlm.read_sidecar_metadata(model)
+
+    def find_tokenizer():
+        if tokenizer:
+            return Tokenizer.from_file(tokenizer)
+        if lm and lm.tokenizer():
+            return Tokenizer(*lm.tokenizer(), name=f"{model} (tokenizer section)")
+        near = [p for k, p in litertlm.sidecars(model).items() if k != "meta" and os.path.exists(p)]
+        return Tokenizer.from_file(near[0]) if near else None
     tok = None
     if prompt is not None:
-        if tokenizer:
-            tok = Tokenizer.from_file(tokenizer)
-        elif lm and lm.tokenizer():
-            tok = Tokenizer(*lm.tokenizer(), name=f"{model} (tokenizer section)")
-        else:
+        tok = find_tokenizer()
+        if tok is None:
             near = litertlm.sidecars(model)
-            found = [p for k, p in near.items() if k != "meta" and os.path.exists(p)]
-            if not found:
-                raise click.UsageError(f"--prompt needs a tokenizer: {model} has none beside it "
-                                       f"({near['hf']} or {near['sentencepiece']}); give --tokenizer FILE")
-            tok = Tokenizer.from_file(found[0])
+            raise click.UsageError(f"--prompt needs a tokenizer: {model} has none beside it "
+                                   f"({near['hf']} or {near['sentencepiece']}); give --tokenizer FILE")
         prompt_list = litertlm.prompt_ids(tok, meta, prompt, template=not no_template)
         stops = litertlm.stop_sequences(tok, meta)
     else:
         prompt_list = ids(prompt_ids, "--prompt-ids")
-        stops = [tuple(t) for t in meta.stop_tokens if isinstance(t, list) and t]
+        named = [t for t in meta.stop_tokens if isinstance(t, str) and t]
+        vocab = find_tokenizer() if named else None     # stop tokens given as text need the vocabulary
+        if named and vocab is None:
+            click.echo(f"gpuc: warning: stop tokens {named} ignored: no tokenizer to look them up "
+                       "(give --tokenizer FILE)", err=True)
+        stops = litertlm.stop_sequences(vocab, meta) if vocab else \
+            [tuple(t) for t in meta.stop_tokens if isinstance(t, list) and t]
     stops += [(i,) for i in ids(stop_ids, "--stop-ids")]
     single = [s[0] for s in stops if len(s) == 1]
     sampler = Sampler(temperature, top_k, top_p, seed)

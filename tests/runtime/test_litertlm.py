@@ -132,6 +132,7 @@ def _tokenizer_section(data: bytes):
     (lambda d: b"LITERTXX" + d[8:], "magic is b'LITERTXX'"),
     (lambda d: _patched(d, 8, "<I", 2), "major_version 2"),
     (lambda d: _patched(d, 24, "<Q", len(d) + 1), "header_end_offset"),
+    (lambda d: _patched(d, 32, "<I", 0xFFFFFF), "header: root table: offset points outside"),
     (lambda d: d[:16500], "section 0 (tflite_model): begin_offset"),
     (lambda d: _patched(d, _tokenizer_section(d).begin + 8, "<I", 0xDEADBEEF), "hf_tokenizer_zlib): bad zlib data"),
 ])

@@ -16,10 +16,10 @@ def load(bundle, device=None, timeout_s=None, robust=False):
     its binding (robustBufferAccess, and robustBufferAccess2 where present; README: Trust and safety)."""
     from gpuc.runtime import load as _load
     from gpuc.runtime import read_bundle_file
-    data = read_bundle_file(bundle)
+    data = read_bundle_file(bundle, map_large=True)        # a big bundle file: mapped, not read
     if len(data) >= 8 and data[4:8] == b"TFL3":            # a .tflite: compile it (cached)
         require_compiler("gpuc.load of a .tflite model")
-        data = compile(data)
+        data = compile(data if isinstance(data, (bytes, bytearray, memoryview)) else data[:])
     return _load(data, device=device, timeout_s=timeout_s, robust=robust)
 
 

@@ -7,12 +7,26 @@ import time
 from gpuc.errors import GpucError
 
 
-def read_bundle_file(bundle):
-    """bytes, bytearray, memoryview, or a path -> bytes."""
+MAP_BYTES = 256 << 20      # read_bundle_file(map_large=True) maps a regular file this large instead of reading it
+
+
+def read_bundle_file(bundle, map_large: bool = False):
+    """bytes, bytearray, memoryview, or a path -> bytes.  map_large: a regular file of MAP_BYTES or more
+    comes back as a read-only memory map (read_bundle reads it in place; the weights are views of it, so
+    a model's weights are never held twice in host memory); such a file must not be rewritten in place
+    while it is loaded (gpuc writes bundles by atomic rename, which is safe)."""
+    import mmap
     if isinstance(bundle, (bytes, bytearray, memoryview)):
         return bytes(bundle)
+    if isinstance(bundle, mmap.mmap):              # (mapped by gpuc.load)
+        return bundle if map_large else bundle[:]
     try:
         with open(os.fspath(bundle), "rb") as f:
+            if map_large:
+                import stat
+                st = os.fstat(f.fileno())
+                if stat.S_ISREG(st.st_mode) and st.st_size >= MAP_BYTES:
+                    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             return f.read()
     except OSError as e:
         raise GpucError(f"cannot read bundle {os.fspath(bundle)!r}: {e.strerror}") from None
@@ -32,7 +46,7 @@ def load(bundle, device=None, timeout_s=None, robust=False):
         raise GpucError("robust=True: the device given was opened without robust=True (gpuc.open_device(robust=True))")
     opener = None if isinstance(device, Device) else prewarm(device, robust)
     try:
-        b = read_bundle(read_bundle_file(bundle))
+        b = read_bundle(read_bundle_file(bundle, map_large=True))
     except BaseException:
         if opener is not None:
             opener.error()                 # let the open finish; the bundle's problem is the one reported

@@ -52,12 +52,18 @@ def sidecar_of(path) -> str:
 def atomic_write(path, data, sync: bool = True, private: bool = True) -> None:
     """Write to a temp file in the same directory, fsync (`sync`), then rename: readers never see a
     torn file.  Temp files end in `.tmp` (skipped by `entries`).  `private`: mode 0600 (the cache's
-    own entries); else the mode a new file gets, 0666 less the umask (a bundle the user asked for)."""
+    own entries); else the mode a new file gets, 0666 less the umask (a bundle the user asked for).
+    `data`: bytes, or an open binary file to copy from (streamed in 1 MiB pieces: a big bundle is never
+    held whole)."""
     path = os.fspath(path)
     tmp, fd = _open_tmp(path, private)
     try:
         with open(fd, "wb") as f:
-            f.write(data)
+            if hasattr(data, "readinto"):
+                import shutil
+                shutil.copyfileobj(data, f, 1 << 20)
+            else:
+                f.write(data)
             f.flush()
             if sync:
                 os.fsync(f.fileno())
@@ -81,7 +87,8 @@ def copy_out(src, dst, data=None) -> None:
             if _reflink_to(f.fileno(), dst):
                 return
             if data is None:
-                data = f.read()
+                atomic_write(dst, f, private=False)          # streamed: a big bundle is never held whole
+                return
     except OSError:
         if data is None:
             raise

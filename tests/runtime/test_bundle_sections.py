@@ -64,6 +64,27 @@ def test_read_from_a_memory_map_views_it(tmp_path):
     assert B.read_bundle(b.fallback).weights.tolist() == list(range(16))
 
 
+def test_a_large_bundle_file_is_loaded_from_a_memory_map(tmp_path, monkeypatch):
+    """gpuc.load of a path at or over runtime.MAP_BYTES maps the file (no read copy): the weights the
+    upload reads are views of the map; it runs as the bytes do."""
+    import mmap
+    from gpuc import runtime
+    from helpers.models import conv_mean_softmax
+    data = gpuc.compile(conv_mean_softmax(), cache=False)
+    path = tmp_path / "m.gpub"
+    path.write_bytes(data)
+    monkeypatch.setattr(runtime, "MAP_BYTES", len(data))
+    assert isinstance(runtime.read_bundle_file(path, map_large=True), mmap.mmap)
+    assert isinstance(runtime.read_bundle_file(path), bytes)
+    monkeypatch.setattr(runtime, "MAP_BYTES", len(data) + 1)
+    assert isinstance(runtime.read_bundle_file(path, map_large=True), bytes)
+    monkeypatch.setattr(runtime, "MAP_BYTES", 1)
+    x = _x()
+    with gpuc.load(path) as m, gpuc.load(data) as ref:
+        assert isinstance(m.bundle.weights.base.obj, mmap.mmap) and isinstance(ref.bundle.weights.base.obj, bytes)
+        assert np.array_equal(m.run([x])[0], ref.run([x])[0])
+
+
 def test_fallback_section_is_a_complete_bundle():
     fb = B.write_bundle(sample(weights=np.arange(16, dtype=np.uint8)[::-1].copy()))
     data = B.write_bundle(sample(fallback=fb))

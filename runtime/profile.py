@@ -58,5 +58,11 @@ def profile(model, inputs, runs: int = 10, signature: str | None = None) -> dict
                      "percent": 100 * ms / total, "gb_per_s": nbytes / (ms * 1e-3) / 1e9 if ms > 0 else None,
                      "gflop_per_s": d.flops * scale / (ms * 1e-3) / 1e9 if ms > 0 and d.flops else None})
     recorded = n if iospec.batch_native(b) or items == 1 else n * items
+    groups = {}
+    for r in rows:                          # where the time goes, per shader (e.g. a decode step's FCs vs attention)
+        g = groups.setdefault(r["shader"], {"shader": r["shader"], "dispatches": 0, "us": 0.0})
+        g["dispatches"] += 1
+        g["us"] += r["us"]
+    by_shader = sorted(({**g, "percent": 100 * g["us"] / (total * 1e3)} for g in groups.values()), key=lambda g: -g["us"])
     return {"device": model.device.name, "signature": b.signature or None, "dispatches": n, "items": items, "recorded_dispatches": recorded, "sum_dispatch_ms": sum(fixed), "raw_sum_dispatch_ms": raw_sum,
-            "probe_us": probe * 1e3, "run_gpu_ms": run_ms, "rows": sorted(rows, key=lambda r: -r["us"])}
+            "probe_us": probe * 1e3, "run_gpu_ms": run_ms, "rows": sorted(rows, key=lambda r: -r["us"]), "by_shader": by_shader}

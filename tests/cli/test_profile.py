@@ -105,6 +105,9 @@ def test_profile_a_chosen_signature(tmp_path):
     assert sorted(x["op"] for x in rep["rows"]) == sorted(d.label for d in step.dispatches)
     shapes = {str(s) for x in rep["rows"] for s in x["shapes"]}
     assert "[1, 1, 4]" in shapes and "[1, 3, 4]" not in shapes        # the step's x, not fill_3's
+    by = rep["by_shader"]                               # the time per shader adds up to the rows'
+    assert sum(g["dispatches"] for g in by) == rep["dispatches"] and len({g["shader"] for g in by}) == len(by)
+    assert abs(sum(g["us"] for g in by) - sum(x["us"] for x in rep["rows"])) < 1e-6 * max(1.0, rep["sum_dispatch_ms"] * 1e3)
     r = subprocess.run([sys.executable, "-m", "gpuc.cli", "profile", str(p), "--signature", "nope", "--json"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "nope" in r.stderr and "Traceback" not in r.stderr

@@ -25,6 +25,11 @@ import math
 
 import numpy as np
 
+# the native int8 ops' names (one place: the int8 modules and passes/quant.py read each other's)
+CONV, DEPTHWISE, FC = "INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED"
+TRANSPOSE, PAD = "INT8_TRANSPOSE", "INT8_PAD"
+ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL = "INT8_ADD", "INT8_MEAN", "INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D"
+
 RQ_GEMMLOWP, RQ_RUY, RQ_UPWARD = 0, 1, 2
 QMIN, QMAX = -128, 127
 FORMS: dict[str, str] = {}          # TFLite op -> its int8 op (each int8 module adds its own)

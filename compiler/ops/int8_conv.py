@@ -30,7 +30,7 @@ from gpuc.compiler.ops.int8_common import (WIDEN, RQ_RUY, RQ_UPWARD, act_range, 
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
 
-CONV, DEPTHWISE, FC = "INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED"
+from gpuc.compiler.ops.int8_common import CONV, DEPTHWISE, FC, PAD  # noqa: E402 (the int8 op names)
 _DW = {DEPTHWISE, "DEPTHWISE_CONV_2D"}
 _FC = {FC, "FULLY_CONNECTED"}
 
@@ -207,7 +207,6 @@ def _widen(node, graph) -> None:
             or y.size < TILED_MIN_OUTPUTS or f.data is None:          # (a folded H / W pad stays as it is)
         return
     from gpuc.compiler.ir import Node
-    from gpuc.compiler.ops.int8_move import PAD
     ci = int(x.shape[3])
     c4 = -(-ci // 4) * 4
     xp = graph.add_tensor(f"{x.name}#c{c4}", (*x.shape[:3], c4), "int8", quant=x.quant)

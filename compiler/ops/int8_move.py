@@ -14,7 +14,7 @@ from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules
 from gpuc.compiler.ops.int8_common import FOLDS, MOVES, per_tensor, scale_zp
 from gpuc.compiler.ops.util import checked
 
-TRANSPOSE, PAD = "INT8_TRANSPOSE", "INT8_PAD"
+from gpuc.compiler.ops.int8_common import CONV, DEPTHWISE, MAX_POOL, PAD, TRANSPOSE  # noqa: E402 (the int8 op names)
 _SRC = {TRANSPOSE: "TRANSPOSE", PAD: "PADV2"}
 
 
@@ -55,8 +55,6 @@ def fold_pads(graph) -> None:
     becomes that op's extra padding
     (Epilogue.pad, which ops/conv.py window takes): its taps outside the input read the zero point
     there too, so the sums are unchanged and the padded tensor is never built."""
-    from gpuc.compiler.ops.int8_conv import CONV, DEPTHWISE
-    from gpuc.compiler.ops.int8_eltwise import MAX_POOL
     users = graph.consumers()
     for pad in [n for n in graph.nodes if n.op == PAD]:
         x, y = graph.t(pad.inputs[0]), graph.t(pad.outputs[0])

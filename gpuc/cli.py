@@ -454,6 +454,9 @@ def profile_cmd(bundle, inputs, cast, runs, device, as_json, as_csv, signature, 
         gf = f"{x['gflop_per_s']:.1f}" if x["gflop_per_s"] else "-"
         click.echo(f"{x['index']:>4} {x['us']:>9.1f} {x['percent']:>6.1f} {gb:>8} {gf:>9}  "
                    f"{x['shader']} / {x['op']} / {x['shapes'][0]}")
+    click.echo("per shader:")
+    for g in r["by_shader"]:
+        click.echo(f"{g['dispatches']:>4} x {g['us']:>9.1f} us {g['percent']:>6.1f} %  {g['shader']}")
 
 
 @main.command("bench")

@@ -12,6 +12,9 @@ _STORAGE = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
 _SRC, _DST = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 
 
+UPLOAD_CHUNK = 256 << 20     # the weights' staging buffer (upload_weights)
+
+
 class Arenas:
     def __init__(self, res, bundle, items: int = 1):
         self.device, self.bundle = res.device, bundle
@@ -46,14 +49,19 @@ class Arenas:
             np.frombuffer(m, np.uint8, n)[:] = self.bundle.weights
             vk.vkUnmapMemory(dev, self._weights_mem)
             return
-        sbuf, smem, ssize = self.device.buffer(n, _SRC, MemoryKind.HOST)
+        # through one staging buffer of at most UPLOAD_CHUNK bytes, a piece at a time: a model's weights
+        # (from a memory-mapped bundle, up to many GB) are never staged whole in host memory
+        chunk = min(n, UPLOAD_CHUNK)
+        sbuf, smem, ssize = self.device.buffer(chunk, _SRC, MemoryKind.HOST)
         try:
             m = vk.vkMapMemory(dev, smem, 0, ssize, 0)
-            np.frombuffer(m, np.uint8, n)[:] = self.bundle.weights
+            staging = np.frombuffer(m, np.uint8, chunk)
+            for at in range(0, n, chunk):
+                k = min(chunk, n - at)
+                staging[:k] = self.bundle.weights[at:at + k]
+                regions = [vk.VkBufferCopy(srcOffset=0, dstOffset=at, size=k)]
+                self.device.one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, sbuf, self.weights, 1, regions))
             vk.vkUnmapMemory(dev, smem)
-            region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=n)
-            regions = [region]
-            self.device.one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, sbuf, self.weights, 1, regions))
         finally:
             vk.vkDestroyBuffer(dev, sbuf, None)
             vk.vkFreeMemory(dev, smem, None)

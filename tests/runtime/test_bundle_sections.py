@@ -85,6 +85,22 @@ def test_a_large_bundle_file_is_loaded_from_a_memory_map(tmp_path, monkeypatch):
         assert np.array_equal(m.run([x])[0], ref.run([x])[0])
 
 
+def test_weights_upload_in_pieces(monkeypatch):
+    """The weights go up through a staging buffer of at most UPLOAD_CHUNK bytes, piece by piece (a
+    multi-GB section is never staged whole): pieces smaller than the weights give the same outputs."""
+    from gpuc.runtime import arenas
+    from helpers.models import conv_mean_softmax
+    data = gpuc.compile(conv_mean_softmax(), cache=False)
+    n = B.read_bundle(data).weights.nbytes
+    x = _x()
+    with gpuc.load(data) as ref:
+        want = ref.run([x])[0]
+    monkeypatch.setattr(arenas, "UPLOAD_CHUNK", 320)
+    assert n > 2 * 320 and n % 320                            # two whole pieces and a part
+    with gpuc.load(data) as m:
+        assert np.array_equal(m.run([x])[0], want)
+
+
 def test_fallback_section_is_a_complete_bundle():
     fb = B.write_bundle(sample(weights=np.arange(16, dtype=np.uint8)[::-1].copy()))
     data = B.write_bundle(sample(fallback=fb))

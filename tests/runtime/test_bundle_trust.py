@@ -234,3 +234,26 @@ def test_manifest_round_trip_and_malformed_manifests():
         shader_check.interface(shader_check.add_manifest(code, {"ext": ["x"], "uses": []}), "main")
     with pytest.raises(ValueError, match="entry point"):
         shader_check.interface(shader_check.add_manifest(code, m), "other")
+
+
+@pytest.mark.parametrize("fields, needle", [
+    (lambda h: dict(weights_offset=h["weights_offset"] + 8), "weights_offset"),
+    (lambda h: dict(weights_offset=h["weights_offset"] - 256 * ((h["weights_offset"] - h["flatbuffer_bytes"]) // 256 + 1)),
+     "overlaps the flatbuffer"),
+    (lambda h: dict(weights_size=h["weights_size"] + 4096), "runs past the end"),
+    (lambda h: dict(flatbuffer_bytes=h["flatbuffer_bytes"] // 2), "flatbuffer_bytes"),
+])
+def test_row0_section_field_lies_are_refused_by_read_load_and_inspect(bundle, tmp_path, fields, needle):
+    """Format 4's section fields (a sealed file, every digest recomputed: scripts/fuzz_fields.py
+    reseal_sections): one BundleError naming the field, from read_bundle, gpuc.load and `gpuc inspect`."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[2] / "scripts"))
+    import fuzz_fields
+    head = B.read_header(bundle)
+    bad = fuzz_fields.reseal_sections(bundle, **fields({k: int(head[k] or 0) for k in B.SECTION_FIELDS}))
+    msg = refused(bad, "header field", needle)
+    with pytest.raises(BundleError, match="header field"):
+        gpuc.load(bad)
+    p = tmp_path / "bad.bundle"
+    p.write_bytes(bad)
+    r = subprocess.run([sys.executable, "-m", "gpuc", "inspect", str(p)], capture_output=True, text=True)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr and r.stderr.count("\n") == 1

@@ -18,7 +18,8 @@ from gpuc.runtime.bundle_format import (  # noqa: F401 - the format's constants,
     ARENA, BUNDLE_SCHEMA, CHECK_WORDS, FILE_ID, FORMAT_VERSION, GPU, HOST, JUMP, JUMP_IF_FALSE, MAGIC, MAX_BINDINGS,
     OFFSET_ALIGN, OLDEST_FORMAT, SECTION_ALIGN, STEP_KINDS, WEIGHTS, io_record)
 from gpuc.runtime.bundle_validate import validate_bundle
-from gpuc.runtime.trailer import TRAILER_BYTES, TRAILER_MAGIC, digest_ok, trailer_of, with_trailer  # noqa: F401 - re-exported
+from gpuc.runtime.trailer import (  # noqa: F401 - re-exported
+    TRAILER_BYTES, TRAILER_MAGIC, digest_ok, trailer_of, with_trailer)
 
 
 @dataclass

@@ -374,7 +374,8 @@ def mutate(data: bytes, rng):
 def check_key(msg: str) -> str:
     """A short name for the check that refused a case."""
     m = msg.replace("corrupt bundle: ", "")
-    for pat, key in [(r"header field|flatbuffer|format 4 payload", "sections"), (r"does not match its kernel", "manifest: dispatch vs kernel"), (r"may touch", "manifest: extent"),
+    for pat, key in [(r"header field|flatbuffer|format 4 payload", "sections"),
+                     (r"does not match its kernel", "manifest: dispatch vs kernel"), (r"may touch", "manifest: extent"),
                      (r"not in the arena", "manifest: written binding"), (r"not valid SPIR-V", "SPIRV-Tools / walk"),
                      (r"id bound|SPIR-V|entry point|OpFunctionEnd|overruns|manifest|local size|storage buffer|"
                       r"push constants|declares binding|physical pointers|version word|magic|no function|reserved|"

@@ -140,7 +140,7 @@ def test_crafted_overlapping_sections_are_refused():
     lay = layout(data)
     for foff in (lay["weights_offset"], lay["weights_offset"] - 256 if lay["weights_offset"] - 256 >= lay[
             "flatbuffer_bytes"] else lay["weights_offset"]):
-        with pytest.raises(BundleError, match="fallback_offset .* overlaps the weights section|overlaps the flatbuffer"):
+        with pytest.raises(BundleError, match="fallback_offset .* overlaps the (weights section|flatbuffer)"):
             B.read_bundle(craft(data, fallback_offset=foff))
     for fields in (dict(fallback_size=lay["fallback_size"] - 8), dict(fallback_offset=lay["fallback_offset"] + 256,
                                                                    fallback_size=lay["fallback_size"] - 256)):

@@ -81,6 +81,9 @@ def _is_litertlm(path: str) -> bool:
     from gpuc.litertlm import MAGIC
     if str(path).lower().endswith(".litertlm"):
         return True
+    import os
+    if not os.path.isfile(path):
+        return False          # a pipe or stdin is read once, by the command itself (its bytes are not peeked at)
     try:
         with open(path, "rb") as f:
             return f.read(len(MAGIC)) == MAGIC

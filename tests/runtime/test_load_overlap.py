@@ -77,7 +77,7 @@ def test_failed_pipeline_group_frees_the_others_and_raises(monkeypatch, bundle):
     monkeypatch.setenv("GPUC_PIPELINE_THREADS", "2")
     real, destroyed, calls = pipelines._create_group, [], []
 
-    def flaky(dev, cache, infos, idx):
+    def flaky(dev, cache, infos, idx, counting=None):
         calls.append(idx)
         if 0 in idx:
             raise DeviceError("creating compute pipelines: out of device memory; try a smaller model or batch")
@@ -174,7 +174,7 @@ def test_pipeline_threads_all_joined_when_one_fails_late(monkeypatch, bundle):
     monkeypatch.setenv("GPUC_PIPELINE_THREADS", "3")
     real, finished = pipelines._create_group, []
 
-    def slow_or_failing(dev, cache, infos, idx):
+    def slow_or_failing(dev, cache, infos, idx, counting=None):
         if 0 in idx:
             raise DeviceError("creating compute pipelines: out of device memory; try a smaller model or batch")
         time.sleep(0.2)

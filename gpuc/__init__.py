@@ -8,7 +8,8 @@ from gpuc.version import __version__  # noqa: F401
 
 def load(bundle, device=None, timeout_s=None, robust=False):
     """Load a compiled bundle (path or bytes) onto a Vulkan device; returns a LoadedModel.
-    A .tflite model (path or bytes) is compiled first, through the compile cache (the compiler
+    A .tflite model or a LiteRT-LM .litertlm file (its LLM section; path or bytes) is compiled first,
+    through the compile cache (the compiler
     install; gpuc.compile's default options; the runtime-only install refuses it with CompilerMissing).
     timeout_s: how long one run may take on the GPU before GpuTimeoutError (0: no limit); default
     GPUC_GPU_TIMEOUT_S, else 60 s on a GPU and no limit on a CPU implementation (lavapipe).
@@ -17,7 +18,11 @@ def load(bundle, device=None, timeout_s=None, robust=False):
     from gpuc.runtime import load as _load
     from gpuc.runtime import read_bundle_file
     data = read_bundle_file(bundle, map_large=True)        # a big bundle file: mapped, not read
-    if len(data) >= 8 and data[4:8] == b"TFL3":            # a .tflite: compile it (cached)
+    if len(data) >= 8 and bytes(data[:8]) == b"LITERTLM":  # a LiteRT-LM file: its LLM's .tflite section
+        require_compiler("gpuc.load of a .litertlm file")
+        from gpuc.litertlm import LitertLm
+        data = compile(LitertLm(bytes(data[:]), name=str(bundle) if isinstance(bundle, str) else "").tflite())
+    elif len(data) >= 8 and data[4:8] == b"TFL3":          # a .tflite: compile it (cached)
         require_compiler("gpuc.load of a .tflite model")
         data = compile(data if isinstance(data, (bytes, bytearray, memoryview)) else data[:])
     return _load(data, device=device, timeout_s=timeout_s, robust=robust)

@@ -164,3 +164,10 @@ def test_missing_tokenizer_package_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "tokenizers", None)
     with pytest.raises(TokenizerError, match=r"pip install 'gpuc\[llm\]'"):
         Tokenizer("hf", b"{}")
+
+
+def test_gpuc_load_takes_a_litertlm_file(case):
+    """gpuc.load of a .litertlm compiles its LLM section: the same signatures as the .tflite's."""
+    import gpuc
+    with gpuc.load(str(case["path"])) as m, gpuc.load(case["model"]) as ref:
+        assert m.bundle.checksum == ref.bundle.checksum

@@ -81,13 +81,8 @@ def test_profile_of_an_input_with_a_leading_dim_above_one(tmp_path):
 
 
 def _two_signature_model() -> bytes:
-    import importlib.util
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location(
-        "sig_case", Path(__file__).parents[1] / "runtime" / "test_signatures.py")
-    t = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(t)
-    return t.two_signature_model()
+    from helpers.signatures import two_signature_model
+    return two_signature_model()
 
 
 def test_profile_a_chosen_signature(tmp_path):

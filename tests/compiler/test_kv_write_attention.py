@@ -6,9 +6,6 @@ runs the plain ops) and bit for bit against gpuc with the fold off, at positions
 and the last key chunk, and one past the end (clamped as LiteRT clamps it)."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
@@ -20,42 +17,30 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
+from helpers.llm_graphs import NAME, const, op, sdpa_decomposition  # noqa: E402
 
 H, KH, D, KV = 4, 2, 16, 64          # (four 16-key chunks)
 
 
-def _sdpa_case():
-    spec = importlib.util.spec_from_file_location("sdpa_case", Path(__file__).with_name("test_sdpa_decode.py"))
-    t = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(t)
-    return t
 
 
-def _op(b, op, ins, shape, **opts):
-    b.n = getattr(b, "n", 0) + 1
-    y = b.tensor(f"t{b.n}", list(shape))
-    b.op(op, ins, [y], **opts)
-    return y
 
 
-def _c(b, v):
-    b.n = getattr(b, "n", 0) + 1
-    return b.const(f"c{b.n}", np.asarray(v))
 
 
 def _part(b, qkv, begin, heads):
-    s = _op(b, "SLICE", [qkv, _c(b, np.int32([0, 0, begin])), _c(b, np.int32([1, 1, heads * D]))], [1, 1, heads * D])
-    return _op(b, "RESHAPE", [s, _c(b, np.int32([1, 1, heads, D]))], [1, 1, heads, D], new_shape=[1, 1, heads, D])
+    s = op(b, "SLICE", [qkv, const(b, np.int32([0, 0, begin])), const(b, np.int32([1, 1, heads * D]))], [1, 1, heads * D])
+    return op(b, "RESHAPE", [s, const(b, np.int32([1, 1, heads, D]))], [1, 1, heads, D], new_shape=[1, 1, heads, D])
 
 
 def _rope(b, x, heads, c, s):
     h, xs = D // 2, [1, 1, heads, D]
     half = xs[:-1] + [h]
-    x1 = _op(b, "SLICE", [x, _c(b, np.int32([0, 0, 0, 0])), _c(b, np.int32(half))], half)
-    x2 = _op(b, "SLICE", [x, _c(b, np.int32([0, 0, 0, h])), _c(b, np.int32([-1, -1, -1, h]))], half)
-    o1 = _op(b, "SUB", [_op(b, "MUL", [x1, c], half), _op(b, "MUL", [x2, s], half)], half)
-    o2 = _op(b, "ADD", [_op(b, "MUL", [x2, c], half), _op(b, "MUL", [x1, s], half)], half)
-    return _op(b, "CONCATENATION", [o1, o2], xs, axis=3)
+    x1 = op(b, "SLICE", [x, const(b, np.int32([0, 0, 0, 0])), const(b, np.int32(half))], half)
+    x2 = op(b, "SLICE", [x, const(b, np.int32([0, 0, 0, h])), const(b, np.int32([-1, -1, -1, h]))], half)
+    o1 = op(b, "SUB", [op(b, "MUL", [x1, c], half), op(b, "MUL", [x2, s], half)], half)
+    o2 = op(b, "ADD", [op(b, "MUL", [x2, c], half), op(b, "MUL", [x1, s], half)], half)
+    return op(b, "CONCATENATION", [o1, o2], xs, axis=3)
 
 
 def model() -> bytes:
@@ -66,18 +51,17 @@ def model() -> bytes:
     start, mask = b.input("start", [4], "int32"), b.input("mask", [1, 1, 1, KV])
     q = _rope(b, _part(b, qkv, 0, H), H, c, s)
     k = _rope(b, _part(b, qkv, H * D, KH), KH, c, s)
-    ko = _op(b, "DYNAMIC_UPDATE_SLICE", [kc, k, start], [1, KV, KH, D])
-    vo = _op(b, "DYNAMIC_UPDATE_SLICE", [vc, _part(b, qkv, (H + KH) * D, KH), start], [1, KV, KH, D])
-    t = _sdpa_case()
+    ko = op(b, "DYNAMIC_UPDATE_SLICE", [kc, k, start], [1, KV, KH, D])
+    vo = op(b, "DYNAMIC_UPDATE_SLICE", [vc, _part(b, qkv, (H + KH) * D, KH), start], [1, KV, KH, D])
     y = b.tensor("y", [1, 1, H, D])
     b.operators.append({"opcode_index": b.opcode("STABLEHLO_COMPOSITE"), "inputs": np.asarray([q, ko, vo, mask], np.int32),
                         "outputs": np.asarray([y], np.int32),
                         "builtin_options2": ("StableHLOCompositeOptions",
-                                             {"name": t.NAME, "decomposition_subgraph_index": 1,
+                                             {"name": NAME, "decomposition_subgraph_index": 1,
                                               "composite_attributes": np.frombuffer(flexbuffers.Dumps({}), np.uint8)})})
     for o in (y, ko, vo):
         b.output(o)
-    return with_subgraphs(b, t._sub(H, KH, D, KV, 1, (1, 1, 1, KV), D ** -0.25))
+    return with_subgraphs(b, sdpa_decomposition(H, KH, D, KV, 1, (1, 1, 1, KV), D ** -0.25))
 
 
 def _inputs(pos, seed=0):

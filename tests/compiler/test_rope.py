@@ -16,18 +16,11 @@ import gpuc  # noqa: E402
 from gpuc.compiler import prepare as P  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
+from helpers.llm_graphs import NAME, const, op, sdpa_decomposition  # noqa: E402
 
 
-def _op(b, op, ins, shape, **opts):
-    b.n = getattr(b, "n", 0) + 1
-    y = b.tensor(f"t{b.n}", list(shape))
-    b.op(op, ins, [y], **opts)
-    return y
 
 
-def _c(b, v):
-    b.n = getattr(b, "n", 0) + 1
-    return b.const(f"c{b.n}", np.asarray(v))
 
 
 def model(T=3, H=4, D=16, W=None, begin=0, cs_shape=None, cs_const=False, swap=False, sign="SUB",
@@ -46,30 +39,30 @@ def model(T=3, H=4, D=16, W=None, begin=0, cs_shape=None, cs_const=False, swap=F
         x = b.input("x", xs)
     else:
         qkv = b.input("qkv", [1, T, W])
-        s = _op(b, "SLICE", [qkv, _c(b, np.int32([0, 0, begin])), _c(b, np.int32([1, T, H * D]))], [1, T, H * D])
-        x = _op(b, "RESHAPE", [s, _c(b, np.int32(xs))], xs, new_shape=xs)
+        s = op(b, "SLICE", [qkv, const(b, np.int32([0, 0, begin])), const(b, np.int32([1, T, H * D]))], [1, T, H * D])
+        x = op(b, "RESHAPE", [s, const(b, np.int32(xs))], xs, new_shape=xs)
     r = np.random.default_rng(1)
     if cs_const:
         ang = r.uniform(-3, 3, cs_shape).astype(np.float32)
-        c, s = _c(b, np.cos(ang)), _c(b, np.sin(ang))
+        c, s = const(b, np.cos(ang)), const(b, np.sin(ang))
     else:
         c, s = b.input("cos", cs_shape), b.input("sin", cs_shape)
-    x1 = _op(b, "SLICE", [x, _c(b, np.int32([0, 0, 0, 0])), _c(b, np.int32(half))], half)
-    x2 = _op(b, "SLICE", [x, _c(b, np.int32([0, 0, 0, h])), _c(b, np.int32([-1, -1, -1, h]))], half)
+    x1 = op(b, "SLICE", [x, const(b, np.int32([0, 0, 0, 0])), const(b, np.int32(half))], half)
+    x2 = op(b, "SLICE", [x, const(b, np.int32([0, 0, 0, h])), const(b, np.int32([-1, -1, -1, h]))], half)
 
     def mul(a, k):
-        return _op(b, "MUL", [k, a] if swap else [a, k], half)
+        return op(b, "MUL", [k, a] if swap else [a, k], half)
     a = mul(x1, c)
-    o1 = _op(b, sign, [a, mul(x2, s)], half)
-    o2 = _op(b, "ADD", [mul(x1, s), mul(x2, c)] if swap else [mul(x2, c), mul(x1, s)], half)
-    y = _op(b, "CONCATENATION", [o1, o2], xs, axis=3)
+    o1 = op(b, sign, [a, mul(x2, s)], half)
+    o2 = op(b, "ADD", [mul(x1, s), mul(x2, c)] if swap else [mul(x2, c), mul(x1, s)], half)
+    y = op(b, "CONCATENATION", [o1, o2], xs, axis=3)
     if heads_first:
-        y = _op(b, "RESHAPE", [y, _c(b, np.int32([1, T, H, D]))], [1, T, H, D], new_shape=[1, T, H, D])
+        y = op(b, "RESHAPE", [y, const(b, np.int32([1, T, H, D]))], [1, T, H, D], new_shape=[1, T, H, D])
     if sdpa:
         return _with_attention(b, y, H, D)
     if cache:
         kv, start = b.input("kv", [1, cache, H, D]), b.input("start", [4], "int32")
-        y = _op(b, "DYNAMIC_UPDATE_SLICE", [kv, y, start], [1, cache, H, D])
+        y = op(b, "DYNAMIC_UPDATE_SLICE", [kv, y, start], [1, cache, H, D])
     b.output(y)
     if expose:
         b.output(a)
@@ -78,22 +71,17 @@ def model(T=3, H=4, D=16, W=None, begin=0, cs_shape=None, cs_const=False, swap=F
 
 def _with_attention(b, q, H, D, KV=20, KH=2) -> bytes:
     """`q` as the query of litert-torch's decode attention composite (tests/compiler/test_sdpa_decode.py)."""
-    import importlib.util
-    from pathlib import Path
     from flatbuffers import flexbuffers
     from helpers.builder import with_subgraphs
-    spec = importlib.util.spec_from_file_location("sdpa_case", Path(__file__).with_name("test_sdpa_decode.py"))
-    t = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(t)
     ins = [q, b.input("k", [1, KV, KH, D]), b.input("v", [1, KV, KH, D]), b.input("mask", [1, 1, 1, KV])]
     y = b.tensor("y", [1, 1, H, D])
     b.operators.append({"opcode_index": b.opcode("STABLEHLO_COMPOSITE"), "inputs": np.asarray(ins, np.int32),
                         "outputs": np.asarray([y], np.int32),
                         "builtin_options2": ("StableHLOCompositeOptions",
-                                             {"name": t.NAME, "decomposition_subgraph_index": 1,
+                                             {"name": NAME, "decomposition_subgraph_index": 1,
                                               "composite_attributes": np.frombuffer(flexbuffers.Dumps({}), np.uint8)})})
     b.output(y)
-    return with_subgraphs(b, t._sub(H, KH, D, KV, 1, (1, 1, 1, KV), D ** -0.25))
+    return with_subgraphs(b, sdpa_decomposition(H, KH, D, KV, 1, (1, 1, 1, KV), D ** -0.25))
 
 
 def _inputs(data, seed=0, pos=0):

@@ -18,49 +18,7 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
-
-NAME = "odml.scaled_dot_product_attention"
-
-
-def _op(b, op, ins, shape, **opts):
-    b.n = getattr(b, "n", 0) + 1
-    y = b.tensor(f"t{b.n}", list(shape))
-    b.op(op, ins, [y], version=2 if op == "BROADCAST_TO" else 1, **opts)     # (as litert-torch declares it)
-    return y
-
-
-def _c(b, v):
-    b.n = getattr(b, "n", 0) + 1
-    return b.const(f"c{b.n}", np.asarray(v))
-
-
-def _sub(H, KH, D, KV, T, mask_shape, scale):
-    """The decomposition as litert-torch's decode signature writes it (T query rows)."""
-    b = ModelBuilder()
-    q = b.input("q", [1, T, H, D])
-    k, v = b.input("k", [1, KV, KH, D]), b.input("v", [1, KV, KH, D])
-    mask = b.input("mask", list(mask_shape))
-    perm = _c(b, np.int32([0, 2, 1, 3]))
-
-    def heads(x):
-        xt = _op(b, "TRANSPOSE", [x, perm], [1, KH, KV, D])
-        x5 = _op(b, "RESHAPE", [xt, _c(b, np.int32([1, KH, 1, KV, D]))], [1, KH, 1, KV, D])
-        return _op(b, "BROADCAST_TO", [x5, _c(b, np.int32([1, KH, H // KH, KV, D]))], [1, KH, H // KH, KV, D])
-    kb, vb = heads(k), heads(v)
-    s = _c(b, np.float32(scale))
-    qs = _op(b, "MUL", [q, s], [1, T, H, D])
-    kh = _op(b, "RESHAPE", [kb, _c(b, np.int32([1, H, KV, D]))], [1, H, KV, D])
-    kt = _op(b, "TRANSPOSE", [_op(b, "MUL", [kh, s], [1, H, KV, D]), _c(b, np.int32([0, 1, 3, 2]))], [1, H, D, KV])
-    qt = _op(b, "TRANSPOSE", [qs, perm], [1, H, T, D])
-    sc = _op(b, "BATCH_MATMUL", [_op(b, "RESHAPE", [qt, _c(b, np.int32([H, T, D]))], [H, T, D]),
-                                 _op(b, "RESHAPE", [kt, _c(b, np.int32([H, D, KV]))], [H, D, KV])], [H, T, KV])
-    p = _op(b, "SOFTMAX", [_op(b, "ADD", [sc, mask], [1, H, T, KV])], [1, H, T, KV], beta=1.0)
-    o = _op(b, "BATCH_MATMUL", [_op(b, "RESHAPE", [p, _c(b, np.int32([H, T, KV]))], [H, T, KV]),
-                                _op(b, "RESHAPE", [vb, _c(b, np.int32([H, KV, D]))], [H, KV, D])], [H, T, D])
-    y = _op(b, "TRANSPOSE", [_op(b, "RESHAPE", [o, _c(b, np.int32([1, H, T, D]))], [1, H, T, D]), perm], [1, T, H, D])
-    b.output(y)
-    return b
-
+from helpers.llm_graphs import NAME, sdpa_decomposition  # noqa: E402
 
 def model(H=4, KH=2, D=16, KV=100, T=1, mask_shape=None, attrs=None) -> bytes:
     mask_shape = mask_shape or (1, 1, T, KV)
@@ -75,7 +33,7 @@ def model(H=4, KH=2, D=16, KV=100, T=1, mask_shape=None, attrs=None) -> bytes:
                                                "composite_attributes": np.frombuffer(
                                                    flexbuffers.Dumps(attrs if attrs is not None else {}), np.uint8)})})
     mb.output(y)
-    return with_subgraphs(mb, _sub(H, KH, D, KV, T, mask_shape, D ** -0.25))
+    return with_subgraphs(mb, sdpa_decomposition(H, KH, D, KV, T, mask_shape, D ** -0.25))
 
 
 def _inputs(H=4, KH=2, D=16, KV=100, T=1, mask_shape=None, valid=60, neg=np.finfo(np.float32).min, seed=0):

@@ -466,7 +466,8 @@ def serve_forever(model, replicas: int = 1, max_batch: int | None = None, batch_
     proxy hop: the one Serve proxy of a node is what caps HTTP throughput); takes effect on a local
     cluster started here (a `ray start` cluster needs RAY_SERVE_ENABLE_DIRECT_INGRESS=1 where it starts)."""
     if direct_ingress:
-        os.environ["RAY_SERVE_ENABLE_DIRECT_INGRESS"] = "1"
+        from gpuc.runtime import settings
+        settings.export("RAY_SERVE_ENABLE_DIRECT_INGRESS", "1")
     ray = _ray()
     from ray import serve
     path = os.fspath(model)

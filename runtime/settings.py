@@ -107,6 +107,8 @@ class Settings(Record):
         ("debug", False, "GPUC_DEBUG", "the CLI shows tracebacks of internal errors"),
         ("visible_devices", (), None, "(variable, value) of CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES set"),
         ("ray_address", None, "RAY_ADDRESS", "the Ray cluster `gpuc serve` joins"),
+        ("ray_direct_ingress", False, "RAY_SERVE_ENABLE_DIRECT_INGRESS",
+         "Ray Serve's direct ingress (`gpuc serve --direct-ingress` sets it for the cluster it starts)"),
         ("completing", False, "_GPUC_COMPLETE", "click is completing a command line (the fast path stays out)"),
     )
     __slots__ = tuple(f[0] for f in FIELDS)
@@ -115,7 +117,7 @@ class Settings(Record):
         """What a shared Device depends on: everything but the timeout (a setting of the models, read
         when they load) and the folders and CLI switches."""
         skip = ("gpu_timeout_s", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
-                "ray_address", "completing")
+                "ray_address", "ray_direct_ingress", "completing")
         return tuple(kv for kv in self.items() if kv[0] not in skip)
 
 
@@ -138,7 +140,8 @@ def _parse(environ) -> Settings:
         glslang_lib_dir=g("GPUC_GLSLANG_LIB_DIR") or None, no_spirv_tools=flag(environ, "GPUC_NO_SPIRV_TOOLS"),
         debug=bool(g("GPUC_DEBUG")),
         visible_devices=tuple((v, environ[v]) for v in VISIBLE_ENVS if v in environ),
-        ray_address=g("RAY_ADDRESS"), completing="_GPUC_COMPLETE" in environ)
+        ray_address=g("RAY_ADDRESS"), ray_direct_ingress=flag(environ, "RAY_SERVE_ENABLE_DIRECT_INGRESS"),
+        completing="_GPUC_COMPLETE" in environ)
 
 
 ENV_NAMES = tuple(f[2] for f in Settings.FIELDS if f[2]) + VISIBLE_ENVS

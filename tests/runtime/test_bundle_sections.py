@@ -13,7 +13,7 @@ from gpuc.errors import BundleError
 from gpuc.runtime import bundle as B
 from gpuc.runtime import flatbuf
 from gpuc.runtime.trailer import TRAILER_BYTES, with_trailer
-from runtime.test_bundle import sample
+from helpers.sample_bundle import sample
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "scripts"))
 import fuzz_fields  # noqa: E402
@@ -236,7 +236,7 @@ def test_v3_two_signature_fixture_loads():
 
 
 def test_v4_multi_signature_bundle_shares_the_weights_section():
-    from runtime.test_signatures import two_signature_model
+    from helpers.signatures import two_signature_model
     data = gpuc.compile(two_signature_model(), cache=False)
     b = B.read_bundle(data)
     assert b.format_version == 4 and b.weights.nbytes and b.signatures[0].weights is b.weights

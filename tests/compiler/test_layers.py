@@ -211,3 +211,17 @@ if __name__ == "__main__":        # a summary of the graph: python tests/compile
         print("private import:", *p)
     for m in sys.argv[1:]:
         print(m, "imports", sorted(GRAPH.edges.get(m, ())))
+
+
+def test_tests_never_import_each_other():
+    """A test module imports helpers (tests/helpers), never another test module: each runs alone, on
+    any xdist worker, in any order."""
+    import re
+    tests = Path(__file__).resolve().parents[1]
+    bad = []
+    for f in sorted(tests.rglob("test_*.py")):
+        text = f.read_text(encoding="utf-8")
+        if re.search(r"^\s*(from\s+[\w.]*\btest_\w+\s+import|import\s+[\w.]*\btest_\w+)", text, re.M) \
+                or re.search(r"spec_from_file_location\([^)]*test_\w+\.py", text):
+            bad.append(str(f.relative_to(tests)))
+    assert not bad, f"test modules importing other test modules (move what they share to tests/helpers): {bad}"

@@ -251,16 +251,17 @@ def test_hashtable_lookup_against_litert(dtype, vshape):
                 _same(out, ref)
 
 
-def test_concat_embeddings_refused_as_litert_refuses():
+@pytest.mark.parametrize("op", ["CONCAT_EMBEDDINGS", "CALL"])
+def test_ops_litert_does_not_run_are_refused_as_litert_refuses(op):
     mb = ModelBuilder()
     a, b = mb.input("a", [2, 3]), mb.input("b", [2, 3])
     y = mb.tensor("y", [2, 6])
-    mb.op("CONCAT_EMBEDDINGS", [a, b], [y])
+    mb.op(op, [a, b], [y])
     mb.output(y)
     model = mb.finish()
-    with pytest.raises((RuntimeError, ValueError), match="CONCAT_EMBEDDINGS"):
+    with pytest.raises((RuntimeError, ValueError), match=op):
         run_litert(model, [np.ones([2, 3], np.float32)] * 2)
-    with pytest.raises(gpuc.errors.GpucError, match="CONCAT_EMBEDDINGS.*LiteRT's interpreter does not run it"):
+    with pytest.raises(gpuc.errors.GpucError, match=f"{op}.*LiteRT's interpreter does not run it"):
         gpuc.compile(model)
 
 

@@ -358,14 +358,13 @@ class ModelBuilder:
         return write_root("Model", self.model_dict(signature_key), file_identifier=b"TFL3", size=size)
 
 
-def with_subgraphs(main: ModelBuilder, *others: ModelBuilder) -> bytes:
-    """One model from several builders: main is subgraph 0, the others follow as subgraphs 1, 2, ...
-    (operator codes and buffers merged), for CALL_ONCE / WHILE / IF models."""
+def _merged(main: ModelBuilder, others, names) -> dict:
+    """main's model dict with each other builder's subgraph 0 appended (operator codes and buffers merged)."""
     model = main.model_dict()
-    for k, sb in enumerate(others, 1):
+    for sb, name in zip(others, names):
         d = sb.model_dict()
         sg = d["subgraphs"][0]
-        sg["name"] = f"sub{k}"
+        sg["name"] = name
         nb = len(model["buffers"])
         model["buffers"] += d["buffers"][1:]
         for t in sg["tensors"]:
@@ -378,5 +377,29 @@ def with_subgraphs(main: ModelBuilder, *others: ModelBuilder) -> bytes:
                 codes.append(c)
             op["opcode_index"] = codes.index(c)
         model["subgraphs"].append(sg)
+    return model
+
+
+def _write(model: dict) -> bytes:
     size = 4096 + sum(len(b.get("data", ())) for b in model["buffers"])
     return write_root("Model", model, file_identifier=b"TFL3", size=size)
+
+
+def with_subgraphs(main: ModelBuilder, *others: ModelBuilder) -> bytes:
+    """One model from several builders: main is subgraph 0, the others follow as subgraphs 1, 2, ...
+    (operator codes and buffers merged), for CALL_ONCE / WHILE / IF models."""
+    return _write(_merged(main, others, [f"sub{k}" for k in range(1, len(others) + 1)]))
+
+
+def signature_model(parts) -> bytes:
+    """One multi-signature model from [(signature key, builder, {"inputs": {name: tensor},
+    "outputs": {name: tensor}}), ...]: signature k runs subgraph k (the later ones named by their key),
+    as litert-torch writes prefill / decode signatures."""
+    (_, main, _), rest = parts[0], parts[1:]
+    model = _merged(main, [b for _, b, _ in rest], [key for key, _, _ in rest])
+    model["signature_defs"] = [
+        {"signature_key": key, "subgraph_index": gi,
+         "inputs": [{"name": k, "tensor_index": v} for k, v in names["inputs"].items()],
+         "outputs": [{"name": k, "tensor_index": v} for k, v in names["outputs"].items()]}
+        for gi, (key, _, names) in enumerate(parts)]
+    return _write(model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.builder import ModelBuilder, write_root
+from helpers.builder import ModelBuilder, signature_model
 
 VOCAB, DIM, CACHE_LEN, HIDDEN = 32, 8, 32, 16
 
@@ -49,27 +49,7 @@ def toy_llm(seed: int = 0) -> bytes:
     E[0] = 0
     w = {"E": E, "W1": rng.standard_normal([HIDDEN, DIM]).astype(np.float32) / 2,
          "W2": rng.standard_normal([VOCAB, HIDDEN]).astype(np.float32) * 2}
-    subs = [_toy_signature(4, w), _toy_signature(1, w)]
-    model = subs[0][0].model_dict()
-    d = subs[1][0].model_dict()
-    sg, nb = d["subgraphs"][0], len(model["buffers"])
-    model["buffers"] += d["buffers"][1:]
-    for t in sg["tensors"]:
-        if t.get("buffer"):
-            t["buffer"] += nb - 1
-    for op in sg["operators"]:
-        c = d["operator_codes"][op["opcode_index"]]
-        if c not in model["operator_codes"]:
-            model["operator_codes"].append(c)
-        op["opcode_index"] = model["operator_codes"].index(c)
-    sg["name"] = "decode"
-    model["subgraphs"].append(sg)
-    model["signature_defs"] = [
-        {"signature_key": key, "subgraph_index": gi,
-         "inputs": [{"name": k, "tensor_index": v} for k, v in names["inputs"].items()],
-         "outputs": [{"name": k, "tensor_index": v} for k, v in names["outputs"].items()]}
-        for gi, (key, (_, names)) in enumerate(zip(["prefill_4", "decode"], subs))]
-    return write_root("Model", model, file_identifier=b"TFL3", size=65536)
+    return signature_model([("prefill_4", *_toy_signature(4, w)), ("decode", *_toy_signature(1, w))])
 
 
 def litert_greedy(model: bytes, prompt: list, n: int) -> list:

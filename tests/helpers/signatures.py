@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .builder import ModelBuilder, write_root
+from .builder import ModelBuilder, signature_model
 
 CACHE = [1, 6, 4]
 W = np.arange(16, dtype=np.float32).reshape(4, 4) / 7 - 1
@@ -35,24 +35,4 @@ def _signature(n: int) -> tuple[ModelBuilder, dict]:
 
 def two_signature_model() -> bytes:
     """Signatures 'fill_3' (subgraph 0) and 'step' (subgraph 1), one buffer list and opcode table."""
-    subs = [_signature(3), _signature(1)]
-    model = subs[0][0].model_dict()
-    sg1 = subs[1][0].model_dict()
-    nb = len(model["buffers"])
-    model["buffers"] += sg1["buffers"][1:]
-    for t in sg1["subgraphs"][0]["tensors"]:
-        if t.get("buffer"):
-            t["buffer"] += nb - 1
-    for op in sg1["subgraphs"][0]["operators"]:
-        c = sg1["operator_codes"][op["opcode_index"]]
-        if c not in model["operator_codes"]:
-            model["operator_codes"].append(c)
-        op["opcode_index"] = model["operator_codes"].index(c)
-    sg1["subgraphs"][0]["name"] = "step"
-    model["subgraphs"].append(sg1["subgraphs"][0])
-    model["signature_defs"] = [
-        {"signature_key": key, "subgraph_index": gi,
-         "inputs": [{"name": k, "tensor_index": v} for k, v in names["inputs"].items()],
-         "outputs": [{"name": k, "tensor_index": v} for k, v in names["outputs"].items()]}
-        for gi, (key, (_, names)) in enumerate(zip(["fill_3", "step"], subs))]
-    return write_root("Model", model, file_identifier=b"TFL3", size=8192)
+    return signature_model([(key, *_signature(n)) for key, n in (("fill_3", 3), ("step", 1))])

@@ -13,7 +13,7 @@ pytest.importorskip("ai_edge_litert")
 
 import gpuc  # noqa: E402
 from gpuc.interpreter import InterpreterError  # noqa: E402
-from helpers.builder import ModelBuilder, write_root  # noqa: E402
+from helpers.builder import ModelBuilder, signature_model, write_root  # noqa: E402
 
 RNG = np.random.default_rng(31)
 
@@ -48,26 +48,8 @@ def two_signature_model() -> bytes:
     w = sc.tensor("w", [4])
     sc.op("MUL", [v, k], [w])
     sc.output(w)
-    model, g1 = add.model_dict(), sc.model_dict()
-    nb = len(model["buffers"])
-    model["buffers"] += g1["buffers"][1:]
-    for t in g1["subgraphs"][0]["tensors"]:
-        if t.get("buffer"):
-            t["buffer"] += nb - 1
-    for op in g1["subgraphs"][0]["operators"]:
-        c = g1["operator_codes"][op["opcode_index"]]
-        if c not in model["operator_codes"]:
-            model["operator_codes"].append(c)
-        op["opcode_index"] = model["operator_codes"].index(c)
-    g1["subgraphs"][0]["name"] = "scale"
-    model["subgraphs"].append(g1["subgraphs"][0])
-    model["signature_defs"] = [
-        {"signature_key": "add", "subgraph_index": 0, "inputs": [{"name": "a", "tensor_index": a},
-                                                                 {"name": "b", "tensor_index": b}],
-         "outputs": [{"name": "out", "tensor_index": o}]},
-        {"signature_key": "scale", "subgraph_index": 1, "inputs": [{"name": "v", "tensor_index": v}],
-         "outputs": [{"name": "out", "tensor_index": w}]}]
-    return write_root("Model", model, file_identifier=b"TFL3", size=4096)
+    return signature_model([("add", add, {"inputs": {"a": a, "b": b}, "outputs": {"out": o}}),
+                            ("scale", sc, {"inputs": {"v": v}, "outputs": {"out": w}})])
 
 
 def _litert():

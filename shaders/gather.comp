@@ -5,11 +5,14 @@
 // ND 0: out[(bo * COORD + i) * INNER + j] = x[(bo * AXIS + idx[(bo / OUTER) * COORD + i]) * INNER + j]
 // ND 1: out[n * INNER + j] = x[sum_k idx[n * K + k] * X_STRIDES[k] + j], 0 <= idx[..k] < X_DIMS[k]
 // IDX64: the indices are int64, bound as (low, high) int pairs.
-// Defines: INNER COORD OUTER AXIS (ND 0) | K X_DIMS[] X_STRIDES[] (ND 1); ND IDX64; ELEM N (elem.glsl);
+// Defines: INNER COORD OUTER AXIS (ND 0) [Q8 ROW_WORDS: binding xs] | K X_DIMS[] X_STRIDES[] (ND 1); ND IDX64; ELEM N (elem.glsl);
 // CHECK CHECK_WORD STATUS_ROW ITEMS ITEM_OUT (compiler/status.py; binding `status`, read-write)
 // @include elem.glsl
 #ifndef CHECK
 #define CHECK 0
+#endif
+#ifndef Q8
+#define Q8 0
 #endif
 #if CHECK
 // output element e met the bad index (lo, hi) at index component pos: count it in the row of e's batch
@@ -61,6 +64,19 @@ int gather_src(int e) {
     return ok ? src : -1;
 }
 
+#if Q8
+// Q8: x is an int8 table of rows packed in ROW_WORDS words each (ops/gemm_q8.py packed_rows), xs its per-row
+// float scales; output element e is float(q) * xs[row], the float product of LiteRT's hybrid kernel
+float q8_value(int e) {
+    int src = gather_src(e);
+    if (src < 0) return 0.0;
+    int j = src % INNER, row = src / INNER;
+    int b = row * ROW_WORDS * 4 + j;
+    int q = int(uint(x[b >> 2]) << (24 - 8 * (b & 3))) >> 24;      // (sign-extended byte)
+    return float(q) * xs[row];
+}
+#endif
+
 #if EL_PACKED
 uint el_value(int e) {
     int src = gather_src(e);
@@ -71,7 +87,9 @@ uint el_value(int e) {
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
-#if EL_PACKED
+#if Q8
+    out_[gid] = q8_value(int(gid));
+#elif EL_PACKED
     out_[gid] = el_word(int(gid) * EL_PER);
 #else
     int src = gather_src(int(gid));

@@ -9,6 +9,10 @@ the Invoke on an index outside [0, dim) (negative ones included; GATHER_ND per i
 constant indices out of range are refused at compile time, naming the op; runtime ones are checked
 by the kernel (compiler/status.py: the run fails naming the op, the operator and the index tensor),
 which reads nothing for them.
+
+EMBEDDING_LOOKUP of a constant, symmetric int8 table into float32 (litert-torch's LLM token embeddings):
+the table stays int8 in the bundle (keeps_int8_table; one copy with a tied int8 LM head) and the kernel
+computes q * scale[row] for the rows it reads (Q8), LiteRT's hybrid kernel's float product.
 """
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ from gpuc.compiler import status
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler import sym_shapes as D
 from gpuc.compiler.ops.shape import pad_sym
-from gpuc.compiler.ops import ALWAYS, BY_SHAPE_RULE, NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
+from gpuc.compiler.ops import (ALWAYS, BY_SHAPE_RULE, NEUTRAL, SHAPE_ONLY, Why, declare, gemm_q8, register, rules,
+                               template)
 from gpuc.compiler.ops.elements import DTYPES, adapt
 from gpuc.compiler.ops.movement import copy, expect_shape, ints, io_tensors, register_plan, same_dtype
 from gpuc.compiler.ops.util import checked, norm_axis, size, strides
@@ -28,6 +33,11 @@ _CHECK = dict(INNER=3, COORD=2, OUTER=2, AXIS=4, K=2, X_DIMS=[4, 3], X_STRIDES=[
 VARIANTS = {
     "gather": (dict(INNER=3, COORD=2, OUTER=2, AXIS=4, K=2, X_DIMS=[4, 3], X_STRIDES=[3, 1]),
                {"ND": [0, 1], "IDX64": [0, 1]}, ["out_", "x", "idx"], {"idx": "int32"}),
+    "gather:q8": (dict(INNER=3, COORD=2, OUTER=1, AXIS=4, Q8=1, ROW_WORDS=4), {"IDX64": [0, 1]},
+                  ["out_", "x", "xs", "idx"], {"x": "uint32", "idx": "int32"}),
+    "gather:q8-check": (dict(_CHECK, OUTER=1, Q8=1, ROW_WORDS=4), {"IDX64": [0, 1]},
+                        ["out_", "x", "xs", "idx", "status"], {"x": "uint32", "idx": "int32", "status": "uint32"},
+                        lambda d: dict(rw=("status",))),
     "gather:check": (dict(_CHECK), {"ND": [0, 1], "IDX64": [0, 1]}, ["out_", "x", "idx", "status"],
                      {"idx": "int32", "status": "uint32"}, lambda d: dict(rw=("status",))),
     "gather:check-packed": (dict(_CHECK, ELEM=1, N=12), {"ND": [0, 1]}, ["out_", "x", "idx", "status"],
@@ -118,8 +128,29 @@ def lower_gather(node, graph):
     return _gather_kernel(node, graph, x, y, pos, outer, coord, axis_size, inner)
 
 
+def keeps_int8_table(node, graph) -> bool:
+    """Whether `node` is an EMBEDDING_LOOKUP of a constant int8 table (symmetric, per tensor or per row) into
+    float32, LiteRT's hybrid kernel (out = q * scale[row]): the table stays int8 in the bundle, packed as
+    ops/gemm_q8.py packs FC weights (one copy when the LM head is tied to it), and the kernel dequantizes
+    the rows it reads (passes/quant.py asks, and flags the node with gemm_q8.ATTR)."""
+    if node.op != "EMBEDDING_LOOKUP" or len(node.inputs) != 2 or min(node.inputs) < 0 or len(node.outputs) != 1:
+        return False
+    x, y = graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    q = x.quant
+    if not x.is_const or x.dtype != "int8" or q is None or len(x.shape) < 2 or x.data.size == 0:
+        return False
+    if y.dtype != "float32" or y.quant is not None or q.scale.size not in (1, x.shape[0]):
+        return False
+    if q.scale.size > 1 and int(getattr(q, "axis", 0) or 0) != 0:
+        return False
+    return not (q.zero_point.size and np.any(np.asarray(q.zero_point) != 0)) and bool(np.all(np.isfinite(q.scale)))
+
+
 def _embedding_plan(node, graph):
-    x, y = _values(node, graph, 1)
+    if keeps_int8_table(node, graph) or node.attrs.get(gemm_q8.ATTR):
+        x, y = graph.t(node.inputs[1]), graph.t(node.outputs[0])
+    else:
+        x, y = _values(node, graph, 1)
     ids = graph.t(node.inputs[0])
     if ids.dtype != "int32" or len(ids.shape) != 1:
         raise ValueError("lookup must be 1-D int32")
@@ -131,9 +162,19 @@ def _embedding_plan(node, graph):
 
 
 @register("EMBEDDING_LOOKUP", check=checked(lambda n, g: _embedding_plan(n, g) and None), dtypes=("float32", "int32"),
-          inputs=(2, 2), summary="float32/int32 table, constant or runtime ids (out of range: the run fails)")
+          inputs=(2, 2), summary="float32/int32 table, or a constant int8 one dequantized per row in the kernel "
+                                 "(stored as int8); constant or runtime ids (out of range: the run fails)")
 def lower_embedding(node, graph):
     x, y, ids = _embedding_plan(node, graph)
+    if node.attrs.get(gemm_q8.ATTR) and x.dtype == "int8":      # int8 table kept (passes/quant.py)
+        if y.size == 0:
+            return []
+        packed, scales, kq = gemm_q8.packed_rows(graph, x.id)
+        idx, is64 = bind_indices(graph, ids)
+        d = dict(ND=0, IDX64=is64, INNER=size(x.shape[1:]), COORD=ids.shape[0], OUTER=1, AXIS=x.shape[0], Q8=1,
+                 ROW_WORDS=kq * 4)
+        k = Kernel("gather", [("out_", y.id), ("x", packed), ("xs", scales), ("idx", idx)], y.size, d, node.label())
+        return _checked(node, graph, [k], ids, [x.shape[0]])
     return _gather_kernel(node, graph, x, y, ids, 1, ids.shape[0], x.shape[0], size(x.shape[1:]))
 
 

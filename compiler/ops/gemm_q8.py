@@ -79,15 +79,29 @@ def _consts(graph, w_id: int):
     key = (w_id, "q8")
     if key not in memo:
         w = graph.t(w_id)
-        q = np.asarray(w.data, np.int8)
+        packed, scale, kq = packed_rows(graph, w_id)
+        q = np.asarray(w.data, np.int8).reshape(w.shape[0], -1)
+        memo[key] = (packed, scale, graph.add_const(f"{w.name}/q8_sum", q.astype(np.int32).sum(1).astype(np.int32)),
+                     kq)
+    return memo[key]
+
+
+def packed_rows(graph, w_id: int):
+    """Int8 constant `w_id` [N, ...] as rows of 16-byte words (uint32 [N, KQ*4], each row zero-padded to KQ
+    words) and its per-row float32 scales [N]: (packed id, scales id, KQ).  Memoized per tensor, so an
+    embedding table tied to the int8 LM head (ops/gather.py) is stored once."""
+    memo = graph.memo.relayout
+    key = (w_id, "q8_rows")
+    if key not in memo:
+        w = graph.t(w_id)
+        q = np.asarray(w.data, np.int8).reshape(w.shape[0], -1)
         n, k = q.shape
         kq = -(-k // 16)
         packed = np.zeros((n, kq * 16), np.int8)
         packed[:, :k] = q
         scale = np.broadcast_to(np.asarray(w.quant.scale, np.float32).reshape(-1), (n,))
         memo[key] = (graph.add_const(f"{w.name}/q8", packed.view(np.uint32).reshape(n, kq * 4)),
-                     graph.add_const(f"{w.name}/q8_scale", np.ascontiguousarray(scale, np.float32)),
-                     graph.add_const(f"{w.name}/q8_sum", q.astype(np.int32).sum(1).astype(np.int32)), kq)
+                     graph.add_const(f"{w.name}/q8_scale", np.ascontiguousarray(scale, np.float32)), kq)
     return memo[key]
 
 

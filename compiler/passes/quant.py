@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops import fact, gemm_q8, int8_common
+from gpuc.compiler.ops import fact, gather, gemm_q8, int8_common
 from gpuc.compiler.passes.fold import dequantize
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -123,14 +123,15 @@ def simulate_quantization(graph: Graph) -> None:
     # (see tests/ops/test_dynamic_range.py for the tolerance)
     # int8 FULLY_CONNECTED weights that the weight-only int8 kernel takes (ops/gemm_q8.py keeps_int8) stay
     # int8: the kernel quantizes the float input per row as LiteRT's default (XNNPACK) path does; any other
-    # reader of the same weights gets a float32 copy
+    # reader of the same weights gets a float32 copy; so do int8 embedding tables (ops/gather.py keeps_int8_table:
+    # the gather dequantizes the rows it reads)
     kept = set()
     if native:             # int8 ops read their int8 constants as they are; float ops get dequantized ones
         cands = []
     for n in graph.nodes:
         if native and n.op in int8_common.CHECKS:
             continue
-        if not cands and gemm_q8.keeps_int8(n, graph):
+        if not cands and (gemm_q8.keeps_int8(n, graph) or gather.keeps_int8_table(n, graph)):
             n.attrs[gemm_q8.ATTR] = True
             kept.add(n.inputs[1])
     for n in graph.nodes:

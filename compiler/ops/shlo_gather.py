@@ -25,8 +25,19 @@ VARIANTS = {
 }
 
 
-def _ints(node, name):
-    return [int(v) for v in (node.attrs.get(name) if node.attrs.get(name) is not None else [])]
+def attr_ints(node, name) -> list[int]:
+    """A StableHLO dims attribute as python ints (absent: none)."""
+    v = node.attrs.get(name)
+    return [int(a) for a in (v if v is not None else [])]
+
+
+def index_vector_dim(node, irank: int) -> int:
+    """The gather / scatter's index_vector_dim, checked to name a dim of the rank-`irank` indices."""
+    ivd = int(node.attrs.get("index_vector_dim") or 0)
+    if not 0 <= ivd < irank:
+        raise ValueError(f"index_vector_dim {ivd} is not a dim of the rank-{irank} indices (LiteRT reads past "
+                         "their shape)")
+    return ivd
 
 
 def _plan(node, graph):
@@ -37,13 +48,10 @@ def _plan(node, graph):
         raise ValueError(f"start indices {ix.name!r} are {ix.dtype} (LiteRT takes int32 or int64)")
     if y.dtype != x.dtype:
         raise ValueError(f"output {y.name!r} is {y.dtype}, the operand {x.dtype}")
-    off, col, smap, sl = (_ints(node, n) for n in ("offset_dims", "collapsed_slice_dims", "start_index_map",
-                                                    "slice_sizes"))
-    ivd = int(node.attrs.get("index_vector_dim") or 0)
+    off, col, smap, sl = (attr_ints(node, n) for n in ("offset_dims", "collapsed_slice_dims", "start_index_map",
+                                                        "slice_sizes"))
     orank, irank, rrank = len(x.shape), len(ix.shape), len(y.shape)
-    if not 0 <= ivd < irank:
-        raise ValueError(f"index_vector_dim {ivd} is not a dim of the rank-{irank} indices (LiteRT reads past "
-                         "their shape)")
+    ivd = index_vector_dim(node, irank)
     if len(sl) != orank or any(not 0 <= s <= d for s, d in zip(sl, x.shape)):
         raise ValueError(f"slice_sizes {sl} do not fit the operand {list(x.shape)}")
     niv = int(ix.shape[ivd])

@@ -12,6 +12,7 @@ from gpuc.compiler import ir
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, REFUSAL_ATTR, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.shlo_gather import attr_ints, index_vector_dim
 from gpuc.compiler.ops.util import checked, size
 
 OP = "STABLEHLO_SCATTER"
@@ -26,11 +27,6 @@ VARIANTS = {
     "shlo_scatter:int64": (dict(_ARR, OR_=2, UR=2, NIV=1, NU=6, OP=1, FLOATS=1, IDX64=1), {}, _BINDS,
                            {"idx": "uint32"}),
 }
-
-
-def _ints(node, name):
-    v = node.attrs.get(name)
-    return [int(a) for a in (v if v is not None else [])]
 
 
 def _plan(node, graph):
@@ -48,13 +44,10 @@ def _plan(node, graph):
                          "other dtypes LiteRT takes)")
     if COMPUTATION not in node.attrs:
         raise ValueError("no update computation")
-    win, ins, smap = (_ints(node, n) for n in ("update_window_dims", "inserted_window_dims",
+    win, ins, smap = (attr_ints(node, n) for n in ("update_window_dims", "inserted_window_dims",
                                                 "scatter_dims_to_operand_dims"))
-    ivd = int(node.attrs.get("index_vector_dim") or 0)
     orank, irank, urank = len(x.shape), len(ix.shape), len(u.shape)
-    if not 0 <= ivd < irank:
-        raise ValueError(f"index_vector_dim {ivd} is not a dim of the rank-{irank} indices (LiteRT reads past "
-                         "their shape)")
+    ivd = index_vector_dim(node, irank)
     niv = int(ix.shape[ivd])
     if len(smap) != niv or any(not 0 <= m < orank for m in smap):
         raise ValueError(f"scatter_dims_to_operand_dims {smap} must name {niv} operand dims")

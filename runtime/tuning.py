@@ -55,10 +55,10 @@ def wanted(bundle, device, m: str | None = None) -> bool:
 def candidates(bundle, device, spec=None) -> dict:
     """{dispatch: [positions in bundle.variants the device can run]} for dispatches with any."""
     from gpuc.runtime.capabilities import missing
-    from gpuc.runtime.variants import allowed
-    out = {}
+    from gpuc.runtime.variants import mode_of, modes
+    given, out = modes(spec), {}
     for vi, v in enumerate(bundle.variants):
-        if allowed(v.name, spec) and missing(v.requires, device) is None:
+        if mode_of(given, v.name) != "off" and missing(v.requires, device) is None:
             out.setdefault(v.dispatch, []).append(vi)
     return out
 
@@ -172,6 +172,7 @@ def choose(bundle, device, info: dict | None = None, spec=None, model_class=None
     if not cands:
         return None
     t0 = time.perf_counter()
+    default = default_choice(bundle, cands)
     path = cache_file(bundle, device)
     choice = read_cached(path, bundle, cands)
     how = "cached"
@@ -185,10 +186,9 @@ def choose(bundle, device, info: dict | None = None, spec=None, model_class=None
         if times is None:
             how, choice = "not measurable", None
         else:
-            choice, how = pick(times, default_choice(bundle, cands)), "measured"
+            choice, how = pick(times, default), "measured"
             write_cached(path, choice, times)
     if info is not None:
-        default = default_choice(bundle, cands)
         info["tuning"] = {"how": how, "ms": round((time.perf_counter() - t0) * 1e3, 3), "dispatches": len(cands),
                           "changed": sum(choice[d] != default[d] for d in cands) if choice else 0}
     return choice

@@ -25,8 +25,9 @@ from gpuc.runtime.capabilities import missing
 MODES = ("auto", "off", "force")
 
 
-def _modes(spec: str | None) -> dict:
-    """GPUC_VARIANTS -> {name or "*": mode}."""
+def modes(spec: str | None = None) -> dict:
+    """GPUC_VARIANTS (or `spec`) -> {name or "*": mode}."""
+    spec = settings.current().variants if spec is None else spec
     out = {}
     for part in (spec or "").replace(" ", "").split(","):
         if not part:
@@ -38,10 +39,9 @@ def _modes(spec: str | None) -> dict:
     return out
 
 
-def allowed(name: str, spec: str | None = None) -> bool:
-    """Whether GPUC_VARIANTS (or `spec`) lets variants called `name` run at all."""
-    modes = _modes(settings.current().variants if spec is None else spec)
-    return modes.get(name, modes.get("*", "auto")) != "off"
+def mode_of(given: dict, name: str) -> str:
+    """The mode `given` (what `modes` returns) sets for variants called `name`."""
+    return given.get(name, given.get("*", "auto"))
 
 
 def resolve(bundle, device, spec: str | None = None, choice: dict | None = None):
@@ -51,11 +51,11 @@ def resolve(bundle, device, spec: str | None = None, choice: dict | None = None)
     not `measured` (a candidate the compiler's cost model did not pick runs only where measured)."""
     if not bundle.variants:
         return bundle
-    modes = _modes(settings.current().variants if spec is None else spec)
+    given = modes(spec)
     dispatches = list(bundle.dispatches)
     chosen, unmet = {}, {}
     for vi, v in enumerate(bundle.variants):
-        mode = modes.get(v.name, modes.get("*", "auto"))
+        mode = mode_of(given, v.name)
         if mode == "off" or v.dispatch in chosen:
             continue
         if (choice[v.dispatch] != vi) if choice is not None and v.dispatch in choice else v.measured:

@@ -103,22 +103,27 @@ def coop_cost(p: CoopPlan, rate: float, resident: int, M: int, N: int, K: int, G
     return waves * resident * p.BM * p.BN * K / rate
 
 
-@lru_cache(maxsize=4096)
-def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) -> CoopPlan:
-    """The cheapest family (coop_cost) whose tiles fit `smem_limit`: double-buffered (ST=2) where that
-    fits, else one buffer.  The portable plan (WG_SMEM) keeps to 256 invocations (8 subgroups); the
-    16-subgroup families are for devices allowing BIG_SMEM (desktop GPUs: 1024 invocations)."""
-    best, best_cost = None, float("inf")
+def _fitting_plans(M: int, N: int, K: int, G: int, smem_limit: int):
+    """(coop_cost, plan) of each family whose tiles fit `smem_limit`: double-buffered (ST=2) where that
+    fits, else one buffer.  Under the portable limit (WG_SMEM) only families of at most 256
+    invocations (8 subgroups); the 16-subgroup ones are for devices allowing BIG_SMEM."""
     for (wm, wn, tm, tn, bk), rates, resident in FAMILIES:
         if smem_limit <= WG_SMEM and wm * wn * CM_SG > 256:
             continue
         rate = family_rate(rates, K)
         for p in (CoopPlan(wm, wn, tm, tn, bk, 2), CoopPlan(wm, wn, tm, tn, bk, 1), CoopPlan(wm, wn, tm, tn, 16, 1)):
             if p.smem_bytes() <= smem_limit:
-                c = coop_cost(p, rate * (1.0 if p.ST == 2 else 0.9), resident, M, N, K, G)
-                if c < best_cost * 0.999:
-                    best, best_cost = p, c
+                yield coop_cost(p, rate * (1.0 if p.ST == 2 else 0.9), resident, M, N, K, G), p
                 break
+
+
+@lru_cache(maxsize=4096)
+def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) -> CoopPlan:
+    """The cheapest of _fitting_plans (the first of those within 0.1% of each other)."""
+    best, best_cost = None, float("inf")
+    for c, p in _fitting_plans(M, N, K, G, smem_limit):
+        if c < best_cost * 0.999:
+            best, best_cost = p, c
     return best
 
 
@@ -165,14 +170,7 @@ def alternative_plans(M: int, N: int, K: int, G: int, n: int) -> list:
     """The `n` plans coop_cost ranks next after the plan of each shared-memory limit (BIG_SMEM or
     WG_SMEM): the candidates a device measures against the cost model's pick (runtime/tuning.py)."""
     picked = {plan_coopmat(M, N, K, G, BIG_SMEM), plan_coopmat(M, N, K, G, WG_SMEM)}
-    ranked = []
-    for (wm, wn, tm, tn, bk), rates, resident in FAMILIES:
-        rate = family_rate(rates, K)
-        for p in (CoopPlan(wm, wn, tm, tn, bk, 2), CoopPlan(wm, wn, tm, tn, bk, 1), CoopPlan(wm, wn, tm, tn, 16, 1)):
-            if p.smem_bytes() <= BIG_SMEM:
-                ranked.append((coop_cost(p, rate * (1.0 if p.ST == 2 else 0.9), resident, M, N, K, G), p))
-                break
-    ranked.sort(key=lambda cp: cp[0])
+    ranked = sorted(_fitting_plans(M, N, K, G, BIG_SMEM), key=lambda cp: cp[0])
     return [p for _, p in ranked if p not in picked][:n]
 
 

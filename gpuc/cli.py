@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 
@@ -81,7 +82,6 @@ def _is_litertlm(path: str) -> bool:
     from gpuc.litertlm import MAGIC
     if str(path).lower().endswith(".litertlm"):
         return True
-    import os
     if not os.path.isfile(path):
         return False          # a pipe or stdin is read once, by the command itself (its bytes are not peeked at)
     try:
@@ -262,7 +262,6 @@ def generate_cmd(model, prompt_ids, prompt, tokenizer, no_template, show_ids, ma
                  top_p, seed, stop_ids, device):
     """Generate with an LLM: MODEL is a bundle (prefill_N / decode signatures), a litert-torch .tflite
     export or a LiteRT-LM .litertlm file (its tokenizer and stop tokens used). Tokens stream out as made."""
-    import os
     import gpuc
     from gpuc import litertlm
     from gpuc.runtime.generate import Sampler

@@ -130,24 +130,34 @@ def sample_inputs(specs, items: int) -> list:
 def measure(bundle, device, cands: dict, model_class, spec=None) -> dict | None:
     """{dispatch: {position or None: microseconds}} over the rounds, or None where this program
     cannot be timed per dispatch (host steps, control flow, sizes known only at run time, no
-    timestamp queries).  `model_class` (executor.LoadedModel) loads each round's program."""
+    timestamp queries).  `model_class` (executor.LoadedModel) loads each round's program; the rounds
+    share the first round's arenas, so the weights are uploaded once."""
     from gpuc.runtime.profile import profile
     from gpuc.runtime.variants import resolve
     rounds = 1 + max(len(lst) for lst in cands.values())
     times = {d: {} for d in cands}
-    for r in range(rounds):
-        choice = {d: (lst[r - 1] if 0 < r <= len(lst) else None) for d, lst in cands.items()}
-        m = model_class(resolve(bundle, device, spec, choice), device=device, slots=1)
-        try:
-            if m.program is not None or m.dims is not None or not m.timestamps:
-                return None
-            rows = profile(m, sample_inputs(m.inputs, m.max_batch), RUNS)["rows"]
-        finally:
-            m.close()
-        for row in rows:
-            d = row["index"]
-            if d in times and (r == 0 or choice[d] is not None):
-                times[d][choice[d]] = row["raw_us"]
+    first = None                 # round 0's model: later rounds share its arenas (weights uploaded once)
+    try:
+        for r in range(rounds):
+            choice = {d: (lst[r - 1] if 0 < r <= len(lst) else None) for d, lst in cands.items()}
+            m = model_class(resolve(bundle, device, spec, choice), device=device, slots=1,
+                            arenas=None if first is None else first.arenas)
+            try:
+                if m.program is not None or m.dims is not None or not m.timestamps:
+                    return None
+                rows = profile(m, sample_inputs(m.inputs, m.max_batch), RUNS)["rows"]
+            finally:
+                if first is None:
+                    first = m
+                else:
+                    m.close()
+            for row in rows:
+                d = row["index"]
+                if d in times and (r == 0 or choice[d] is not None):
+                    times[d][choice[d]] = row["raw_us"]
+    finally:
+        if first is not None:
+            first.close()
     return times
 
 

@@ -1,51 +1,121 @@
 """Host copies between numpy arrays and mapped staging memory, split over a few threads when large.
 
 A batch of images is tens of MB (ResNet-50 at batch 32: 19 MB in); one thread copies it into mapped
-memory at a few GB/s, which is milliseconds next to a GPU run of the same order.  numpy releases the
-GIL inside a copy, so slices of the leading axis copy in parallel.  Small copies stay on the caller's
-thread (a thread hand-off costs more than they do).
+memory at a few GB/s -- write-combined device memory (a BAR) takes much more from several writers --
+which is milliseconds next to a GPU run of the same order.  numpy releases the GIL inside a copy, so
+parts of one copy run in parallel: the caller's thread copies the first part itself and a shared
+pool of `copy_threads - 1` threads the others.  Contiguous copies of one dtype are split into byte
+ranges aligned to 4 KiB (whole write-combining lines and pages per writer); any other copy (a strided
+source, a cast) into slices along its longest axis, so it needs no temporary.  Copies under
+`copy_split_bytes` stay on the caller's thread (a thread hand-off costs ~20-50 us).
+
+Settings (runtime/settings.py): GPUC_COPY_THREADS (0: the usable CPU count, at most MAX_THREADS;
+1: never split) and GPUC_COPY_SPLIT_BYTES (the size from which a copy is split).
 """
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-SPLIT_BYTES = 4 << 20             # copies from this size are split
-MAX_THREADS = 8
+from gpuc.runtime import settings
+
+MAX_THREADS = 8                  # the automatic thread count's cap (a setting may ask for more)
+LIMIT_THREADS = 64               # a setting's cap
+ALIGN = 4096                     # byte ranges of a contiguous copy start at multiples of this
 
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
 
 
-def _threads() -> int:
-    return max(1, min(MAX_THREADS, (os.cpu_count() or 1) // 2))
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_threads(), thread_name_prefix="gpuc-copy")
-    return _pool
+def threads() -> int:
+    """Threads a large copy is split over (the caller's included): the copy_threads setting, else the
+    usable CPU count, at most MAX_THREADS."""
+    want = settings.current().copy_threads
+    return max(1, min(LIMIT_THREADS, want if want > 0 else min(MAX_THREADS, _cores())))
+
+
+def split_bytes() -> int:
+    return settings.current().copy_split_bytes
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The shared pool, with `workers` threads (made again when the setting changed)."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size != workers:
+            old, _pool = _pool, ThreadPoolExecutor(workers, thread_name_prefix="gpuc-copy")
+            _pool_size = workers
+            if old is not None:
+                old.shutdown(wait=False)     # its queued parts still run; its threads then exit
+        return _pool
+
+
+def _byte_ranges(nbytes: int, n: int) -> list:
+    step = -(-nbytes // n)
+    step = -(-step // ALIGN) * ALIGN
+    return [(i, min(i + step, nbytes)) for i in range(0, nbytes, step)]
+
+
+def _parts(dst: np.ndarray, src: np.ndarray, n: int) -> list:
+    """[(dst part, src part)] whose assignments together make dst[...] = src."""
+    if (dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype
+            and dst.dtype.kind in "biufc"):
+        d, s = dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8)
+        return [(d[a:b], s[a:b]) for a, b in _byte_ranges(dst.nbytes, n)]
+    axis = int(np.argmax(dst.shape))
+    size = dst.shape[axis]
+    step = -(-size // min(n, size))
+    cut = (slice(None),) * axis
+    return [(dst[cut + (slice(i, i + step),)], src[cut + (slice(i, i + step),)]) for i in range(0, size, step)]
+
+
+def _assign(pair) -> None:
+    pair[0][...] = pair[1]
 
 
 def copy_into(dst: np.ndarray, src) -> None:
-    """dst[...] = src (src cast and broadcast as numpy assigns), in parallel slices when large."""
-    n = _threads()
-    if dst.nbytes < SPLIT_BYTES or n == 1 or dst.ndim == 0 or np.shape(src) != dst.shape:
+    """dst[...] = src (src cast and broadcast as numpy assigns), in parallel parts when large.
+    Returns once every part is written, also when one fails (its error is raised then)."""
+    n = threads()
+    if n == 1 or dst.nbytes < split_bytes() or dst.ndim == 0 or np.shape(src) != dst.shape or dst.size < n:
         dst[...] = src
         return
-    flat_dst = dst.reshape(-1)
-    flat_src = np.ascontiguousarray(src).reshape(-1)
-    step = -(-flat_dst.size // n)
-
-    def part(i):
-        flat_dst[i:i + step] = flat_src[i:i + step]
-    list(_executor().map(part, range(0, flat_dst.size, step)))
+    parts = _parts(dst, np.asarray(src), n)
+    if len(parts) == 1:
+        _assign(parts[0])
+        return
+    futures = [_executor(n - 1).submit(_assign, p) for p in parts[1:]]
+    error = interrupted = None
+    try:
+        _assign(parts[0])
+    except Exception as e:            # noqa: BLE001 - raised once the other parts are over
+        error = e
+    for f in futures:                 # every part is over before the caller reuses or frees dst
+        while True:
+            try:
+                e = f.exception()
+                break
+            except KeyboardInterrupt as k:    # held back: a part still writes into dst
+                interrupted = k
+        error = error or e
+    if interrupted is not None:
+        raise interrupted
+    if error is not None:
+        raise error
 
 
 def copy_out(src: np.ndarray) -> np.ndarray:
-    """A new array holding src, copied in parallel slices when large."""
-    out = np.empty_like(src)
+    """A new array holding src, copied in parallel parts when large."""
+    out = np.empty(src.shape, src.dtype)
     copy_into(out, src)
     return out

@@ -96,6 +96,9 @@ class Settings(Record):
         ("all_barriers", False, "GPUC_ALL_BARRIERS", "a barrier between every two dispatches (A/B, debugging)"),
         ("load_threads", True, "GPUC_LOAD_THREADS", "overlap load work on threads (0 / off / false: none)"),
         ("pipeline_threads", 0, "GPUC_PIPELINE_THREADS", "threads creating pipelines (0: the CPU count, at most 8)"),
+        ("copy_threads", 0, "GPUC_COPY_THREADS", "threads copying a run's inputs / outputs to and from staging "
+                                                 "(0: the CPU count, at most 8; 1: the caller's thread only)"),
+        ("copy_split_bytes", 1 << 20, "GPUC_COPY_SPLIT_BYTES", "host copies from this size are split over the copy threads"),
         ("pipeline_cache", True, "GPUC_PIPELINE_CACHE", "keep Vulkan pipeline caches on disk (0 / off / false: no)"),
         ("cache_dir", None, "GPUC_CACHE_DIR", "cache folder (default $XDG_CACHE_HOME/gpuc, else ~/.cache/gpuc)"),
         ("xdg_cache_home", None, "XDG_CACHE_HOME", "the user's cache folder, when GPUC_CACHE_DIR is not set"),
@@ -116,7 +119,7 @@ class Settings(Record):
     def device_key(self) -> tuple:
         """What a shared Device depends on: everything but the timeout (a setting of the models, read
         when they load) and the folders and CLI switches."""
-        skip = ("gpu_timeout_s", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
+        skip = ("gpu_timeout_s", "copy_threads", "copy_split_bytes", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
                 "ray_address", "ray_direct_ingress", "completing")
         return tuple(kv for kv in self.items() if kv[0] not in skip)
 
@@ -133,6 +136,8 @@ def _parse(environ) -> Settings:
         weights_in_bar=flag(environ, "GPUC_WEIGHTS_IN_BAR"), all_barriers=flag(environ, "GPUC_ALL_BARRIERS"),
         load_threads=g("GPUC_LOAD_THREADS", "1") not in ("0", "off", "false"),
         pipeline_threads=_int(g("GPUC_PIPELINE_THREADS"), 0),
+        copy_threads=max(0, _int(g("GPUC_COPY_THREADS"), 0)),
+        copy_split_bytes=max(1, _int(g("GPUC_COPY_SPLIT_BYTES"), 1 << 20)),
         pipeline_cache=g("GPUC_PIPELINE_CACHE", "1") not in ("0", "off", "false", ""),
         cache_dir=g("GPUC_CACHE_DIR") or None, xdg_cache_home=g("XDG_CACHE_HOME") or None,
         cache_max_bytes=_int(g("GPUC_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES), DEFAULT_CACHE_MAX_BYTES),

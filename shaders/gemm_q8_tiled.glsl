@@ -1,12 +1,19 @@
 // gemm_q8.comp's many-row (prefill) path: two dispatches instead of one whose workgroups each requantize
 // their rows (ops/gemm_q8.py: M >= TILED_MIN_M).
 // Q8_MODE 1 (rows): workgroup m quantizes row m once, as gemm_q8.comp's phase 1 does (RMS prologue
-// included), into out_ [GM][RW] words: KQ * 4 words of packed int8 then 1 / s (float bits) and zp.
+// included), into out_: the GM rows' KQ * 4 words of packed int8 (row m at word m * KQ * 4: 16-byte
+// aligned rows), then per row 1 / s (float bits) and zp (words GM * KQ * 4 + 2 m, + 1).
 // Q8_MODE 2 (tiled): out[m, n] over tiles of BM rows x BN channels, 256 invocations each computing 4 x 4
 // (rows ty * 4 + i, channels tx * 4 + j), the K loop over BKW-word slices of the rows (xq) and weights in
-// shared memory; exact int32 sums, then gemm_q8.comp's epilogue.  Defines: GM GN GK KQ TILES_N HAS_BIAS
-// ACT RESIDUAL ACT2 EPI_CHAIN GLU HAS_UBIAS DOT_EXT.  Bindings: out_ xq w ws wsum [bias] [res] [wu wus wusum [ubias]]
-#define RW (KQ * 4 + 2)
+// shared memory; exact int32 sums, then gemm_q8.comp's epilogue (q8_out).  COOPMAT (the coopmat_int8
+// variant): the same sums on s8 x s8 -> s32 cooperative matrices (gemm_q8_coopmat.glsl).  Defines: GM GN GK
+// KQ TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN GLU HAS_UBIAS DOT_EXT [COOPMAT BM BN BKW WM WN].
+// Bindings: out_ xq w ws wsum [bias] [res] [wu wus wusum [ubias]]
+#ifndef COOPMAT
+#define COOPMAT 0
+#endif
+#define XQ_ROW(m) ((m) * (KQ * 4))                // row m's first word
+#define XQ_SC(m) (GM * KQ * 4 + 2 * (m))          // row m's 1 / s; its zp follows
 #if Q8_MODE == 1
 shared float red_lo[NT];
 shared float red_hi[NT];
@@ -52,13 +59,53 @@ void main() {
             int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
             word |= (uint(q) & 0xffu) << (8 * j);
         }
-        out_[m * RW + wd] = word;
+        out_[XQ_ROW(m) + wd] = word;
     }
     if (tid == 0) {
-        out_[m * RW + KQ * 4] = floatBitsToUint(1.0 / sc);
-        out_[m * RW + KQ * 4 + 1] = uint(zp);
+        out_[XQ_SC(m)] = floatBitsToUint(1.0 / sc);
+        out_[XQ_SC(m) + 1] = uint(zp);
     }
 }
+#else
+#if COOPMAT
+#define XQW(i) xq[(i) >> 2][(i) & 3]   // (xq: uvec4 words)
+#else
+#define XQW(i) xq[i]
+#endif
+
+// the epilogue of out[m, n] from its int32 sums a (and au: up's, GLU): dequantize, bias, (GLU), activation,
+// residual, chain
+void q8_out(int m, int n, int a, int au) {
+    if (m >= GM || n >= GN) return;
+    float inv = uintBitsToFloat(XQW(XQ_SC(m)));
+    int zp = int(XQW(XQ_SC(m) + 1));
+    float v = float(a - zp * LD(wsum, n)) * inv;
+#if HAS_BIAS
+    v = v * LD(ws, n) + LD(bias, n);
+#else
+    v = v * LD(ws, n);
+#endif
+#if GLU
+    float u = float(au - zp * LD(wusum, n)) * inv;
+#if HAS_UBIAS
+    u = u * LD(wus, n) + LD(ubias, n);
+#else
+    u = u * LD(wus, n);
+#endif
+    v = (v * ew_logistic(v)) * u;
+#endif
+    v = gpuc_act(v);
+    int o = m * GN + n;
+#if RESIDUAL
+    v = gpuc_apply(v + LD(res, o), ACT2);
+#endif
+#if EPI_CHAIN
+    v = epi_chain(o, v);
+#endif
+    ST(out_, o, v);
+}
+#if COOPMAT
+// @include gemm_q8_coopmat.glsl
 #else
 #define BM 64
 #define BN 64
@@ -90,7 +137,7 @@ void main() {
         [[unroll]] for (int e2 = 0; e2 < BM * BKW / 256; ++e2) {
             int e = int(tid) + e2 * 256, r = e / BKW, kw = e % BKW;
             int m = m0 + r, k = k0 + kw;
-            xs[r][kw] = m < GM && k < KQ * 4 ? xq[m * RW + k] : 0u;
+            xs[r][kw] = m < GM && k < KQ * 4 ? xq[XQ_ROW(m) + k] : 0u;
         }
         if (tid < BN * BKW / 4) {                // (one 16-byte weight word each)
             int c = int(tid) / (BKW / 4), qw = int(tid) % (BKW / 4);
@@ -116,37 +163,13 @@ void main() {
         }
         barrier();
     }
-    // epilogue: dequantize, bias, (GLU), activation, residual, chain
     [[unroll]] for (int i = 0; i < 4; ++i) [[unroll]] for (int j = 0; j < 4; ++j) {
-        int m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
-        if (m < GM && n < GN) {
-            float inv = uintBitsToFloat(xq[m * RW + KQ * 4]);
-            int zp = int(xq[m * RW + KQ * 4 + 1]);
-            float v = float(acc[i][j] - zp * LD(wsum, n)) * inv;
-#if HAS_BIAS
-            v = v * LD(ws, n) + LD(bias, n);
-#else
-            v = v * LD(ws, n);
-#endif
 #if GLU
-            float u = float(acu[i][j] - zp * LD(wusum, n)) * inv;
-#if HAS_UBIAS
-            u = u * LD(wus, n) + LD(ubias, n);
+        q8_out(m0 + ty * 4 + i, n0 + tx * 4 + j, acc[i][j], acu[i][j]);
 #else
-            u = u * LD(wus, n);
+        q8_out(m0 + ty * 4 + i, n0 + tx * 4 + j, acc[i][j], 0);
 #endif
-            v = (v * ew_logistic(v)) * u;
-#endif
-            v = gpuc_act(v);
-            int o = m * GN + n;
-#if RESIDUAL
-            v = gpuc_apply(v + LD(res, o), ACT2);
-#endif
-#if EPI_CHAIN
-            v = epi_chain(o, v);
-#endif
-            ST(out_, o, v);
-        }
     }
 }
+#endif
 #endif

@@ -1,0 +1,55 @@
+"""The `coopmat_int8` variant of gemm_q8's tiled (prefill) kernel: the same exact int32 sums of the
+quantized rows and the int8 weights on s8 x s8 -> s32 16 x 16 x 32 cooperative matrices
+(shaders/gemm_q8_coopmat.glsl), so its outputs are the int_dot / plain kernel's bit for bit.  Offered first
+(the first variant the device meets runs) on devices with int8 cooperative matrices and subgroups of 32,
+int8_conv.py's tiled variant of the same name requires the same.
+
+Tiles: 128 x 128 (8 subgroups, each 64 rows x 32 channels) where that still gives a workgroup per SM
+(GPU_SMS), else 64 x 64 (4 subgroups, each 32 x 32); K steps of 16 words (64 int8), 8 where the staged
+tiles would pass the portable 32 KiB of shared memory."""
+from __future__ import annotations
+
+import dataclasses
+
+from gpuc.compiler.codegen.kernel import KernelVariant
+
+GPU_SMS = 132                   # (H100) workgroups for a full GPU: the big tile only where it still fills it
+SMEM = 32 * 1024                # shared memory every Vulkan device with these matrices allows
+
+
+def plan(gm: int, gn: int, glu: bool) -> dict:
+    """The tile defines (BM BN BKW WM WN) for an M x N output."""
+    big = -(-gm // 128) * -(-gn // 128) >= GPU_SMS
+    bm, wm, wn = (128, 2, 4) if big else (64, 2, 2)
+    for bkw in (16, 8):
+        if 4 * ((bm + bm * (1 + glu)) * (bkw + 4) + wm * wn * 256) <= SMEM:
+            break
+    return dict(BM=bm, BN=bm, BKW=bkw, WM=wm, WN=wn)
+
+
+def coopmat_kernel(k):
+    d = k.defines
+    p = plan(d["GM"], d["GN"], bool(d.get("GLU")))
+    tiles_n = -(-d["GN"] // p["BN"])
+    local = 32 * p["WM"] * p["WN"]
+    return dataclasses.replace(k, defines=dict(d, COOPMAT=1, TILES_N=tiles_n, **p), variants=[],
+                               invocations=-(-d["GM"] // p["BM"]) * tiles_n * local, local_x=local,
+                               vec4=tuple(k.vec4) + ("xq",))
+
+
+# (int8_conv.py's COOPMAT_VARIANT requires the same; one name, so GPUC_VARIANTS=coopmat_int8=off turns both off)
+REQUIRES = {"cooperative_matrix": [16, 16, 32, "sint8", "sint8", "sint32", "sint32"], "subgroup_size": 32}
+COOPMAT_VARIANT = KernelVariant("coopmat_int8", REQUIRES, coopmat_kernel)
+
+_D = dict(GM=40, GN=72, GK=100, KQ=7, RM=1, RN=1, TILES_N=2, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, COOPMAT=1)
+VARIANTS = {   # (compiler/codegen/variants.py: both tile forms, every epilogue branch)
+    "gemm_q8:tiled_coopmat": (dict(_D, BM=64, BN=64, BKW=16, WM=2, WN=2),
+                              {"GLU": [0, 1], "HAS_UBIAS": [0, 1], "ACT": [0, 1]},
+                              ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum", "ubias"],
+                              {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
+                              lambda d: dict(local_x=128, vec4=("w", "wu", "xq"))),
+    "gemm_q8:tiled_coopmat_big": (dict(_D, BM=128, BN=128, BKW=8, WM=2, WN=4), {"GLU": [0, 1]},
+                                  ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
+                                  {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
+                                  lambda d: dict(local_x=256, vec4=("w", "wu", "xq"))),
+}

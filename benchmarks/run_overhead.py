@@ -1,77 +1,119 @@
-"""Where the host time of one run() goes (the part that is not GPU work).
+"""Where the host time of one run() goes, next to the in-place path (the part that is not GPU work).
 
-    python -m benchmarks.run_overhead BUNDLE [--runs 300] [--device N|NAME]
+    python -m benchmarks.run_overhead MODEL.tflite|BUNDLE [--batch 32] [--precisions fp32,fp16]
+                                      [--variants device:0,device:1,cached:0] [--runs 100] [--device N|NAME]
+                                      [--json OUT]
 
-Prints medians (µs) of: a whole run() (passive and active wait), run_in_place, and the pieces of
-a run timed one by one on the same model -- input normalisation, the copy into mapped staging
-memory, vkQueueSubmit, the fence wait, the output copy, the timestamp read -- plus a bare
-submit+wait of an empty command buffer (the floor any Vulkan runtime pays from Python) and the
-GPU time of the run from its timestamps.
+A .tflite is compiled per precision (with --max-batch B when --batch B > 1); a bundle runs as it is.
+Per precision and variant (UPLOAD:THREADS = GPUC_UPLOAD_MEMORY and GPUC_COPY_THREADS, 0: automatic),
+one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once, then
+run_in_place(batch=B)), their ratio, the pieces run() adds -- input normalisation, the copy into
+mapped staging memory, the copy of the outputs into new arrays -- the GPU time of a run, and whether
+run()'s outputs equal the in-place outputs.  At batch 1 (bundle without --max-batch) also a bare
+submit+wait of the recorded command buffer and of an empty one (the floor any Vulkan runtime pays
+from Python).
 """
+from __future__ import annotations
+
 import argparse
+import json
+from pathlib import Path
 
 import numpy as np
 
 from benchmarks.timing import timed
 
 
-def med(fn, runs):
-    """Median µs of `runs` calls (timing.timed, no warm-up beyond its one untimed call)."""
-    return timed(fn, runs, warmup_s=0)["median_ms"] * 1e3
+def med_ms(fn, runs):
+    return timed(fn, runs, warmup_s=0.2)["median_ms"]
+
+
+def bundle_of(path: str, precision: str, batch: int):
+    import gpuc
+    if path.endswith(".tflite"):
+        return gpuc.compile(path, precision=precision, **({"max_batch": batch} if batch > 1 else {}))
+    return path
+
+
+def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
+    import gpuc
+    from gpuc.runtime import hostcopy, iospec
+    m = gpuc.load(bundle, device=device)
+    try:
+        b = batch if m.max_batch > 1 else None
+        rng = np.random.default_rng(0)
+        xs = [rng.uniform(-1, 1, iospec.item_shape(s, batch, b is not None)).astype(s.dtype) for s in m.inputs]
+        run = lambda: m.run(xs)                     # noqa: E731
+        outs = run()
+        row = {"device": m.device.name, "input_mb": round(sum(x.nbytes for x in xs) / 1e6, 2),
+               "copy_threads": hostcopy.threads(), "run_ms": med_ms(run, runs)}
+        row["run_gpu_ms"] = m.last_gpu_ms
+        for i, x in enumerate(xs):
+            m.input_view(i, batch=b)[...] = x
+        in_place = lambda: m.run_in_place(batch=b)  # noqa: E731
+        in_place()
+        row["outputs_equal"] = all(np.array_equal(m.output_view(k, batch=b), o) for k, o in enumerate(outs))
+        row["in_place_ms"] = med_ms(in_place, runs)
+        row["gpu_ms"] = m.last_gpu_ms
+        row["ratio"] = row["run_ms"] / row["in_place_ms"]
+        sl = m.slots[0]
+        views = [r[:batch] for r in sl.in_rows] if b else sl.in_views
+        outv = [r[:batch] for r in sl.out_rows] if b else sl.out_views
+
+        def copy_in(copy):
+            for v, x in zip(views, xs):
+                copy(v, x)
+        row["normalize_ms"] = med_ms(lambda: iospec.normalize(m.inputs, xs, m.max_batch, m.device), runs)
+        row["copy_in_ms"] = med_ms(lambda: copy_in(hostcopy.copy_into), runs)
+        row["copy_in_1thread_ms"] = med_ms(lambda: copy_in(lambda v, x: v.__setitem__(Ellipsis, x)), runs)
+        row["copy_out_ms"] = med_ms(lambda: [hostcopy.copy_out(v) for v in outv], runs)
+        if floor and m.program is None and getattr(sl, "cmd", None) is not None:
+            import vulkan as vk
+            d = m.device
+
+            def submit_wait(cmd):
+                d.submit(cmd, sl.fence)
+                d.wait(sl.fence, active=False)
+            row["submit_wait_ms"] = med_ms(lambda: submit_wait(sl.cmd), runs)
+            empty = m.recorder.alloc()
+            vk.vkBeginCommandBuffer(empty, vk.VkCommandBufferBeginInfo())
+            vk.vkEndCommandBuffer(empty)
+            row["empty_submit_wait_ms"] = med_ms(lambda: submit_wait(empty), runs)
+        return row
+    finally:
+        m.close()
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("bundle")
-    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("model")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--precisions", default="fp32")
+    ap.add_argument("--variants", default="device:0,device:1,cached:0",
+                    help="UPLOAD:THREADS,... (GPUC_UPLOAD_MEMORY device|cached|uncached : GPUC_COPY_THREADS, 0 auto)")
+    ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--device")
+    ap.add_argument("--json")
     a = ap.parse_args()
-    import vulkan as vk
-    import gpuc
-    from gpuc.runtime import commands, iospec
-    m = gpuc.load(a.bundle, device=a.device)
-    rng = np.random.default_rng(0)
-    xs = [rng.uniform(-1, 1, s.shape).astype(s.dtype) for s in m.inputs]
-    for _ in range(20):
-        m.run(xs)
-    rows = [("run() passive", med(lambda: m.run(xs), a.runs)),
-            ("run() active", med(lambda: m.run(xs, wait="active"), a.runs))]
-    sl = m.slots[0]
-    for i, x in enumerate(xs):
-        m.input_view(i)[...] = x
-    rows += [("run_in_place passive", med(lambda: m.run_in_place(), a.runs)),
-             ("run_in_place active", med(lambda: m.run_in_place(wait="active"), a.runs))]
-    if m.program is None and getattr(sl, "cmd", None) is not None:
-        d = m.device
-
-        def copy_in():
-            for v, x in zip(sl.in_views, xs):
-                v[...] = x
-
-        def submit_wait(active):
-            d.submit(sl.cmd, sl.fence)
-            d.wait(sl.fence, active=active)
-        rows += [("  normalize", med(lambda: iospec.normalize(m.inputs, xs), a.runs)),
-                 ("  copy into staging", med(copy_in, a.runs)),
-                 ("  submit+wait passive", med(lambda: submit_wait(False), a.runs)),
-                 ("  submit+wait active", med(lambda: submit_wait(True), a.runs)),
-                 ("  output copy", med(lambda: [v.copy() for v in sl.out_views], a.runs))]
-        if sl.pool is not None:
-            rows.append(("  timestamp read", med(lambda: commands.read_ms(m.device, sl.pool, 2), a.runs)))
-        empty = m.recorder.alloc()
-        vk.vkBeginCommandBuffer(empty, vk.VkCommandBufferBeginInfo())
-        vk.vkEndCommandBuffer(empty)
-
-        def bare(active):
-            d.submit(empty, sl.fence)
-            d.wait(sl.fence, active=active)
-        rows += [("empty cmd submit+wait passive", med(lambda: bare(False), a.runs)),
-                 ("empty cmd submit+wait active", med(lambda: bare(True), a.runs))]
-    m.run(xs)
-    print(f"device {m.device.name}; bundle {a.bundle}; GPU time of a run {1e3 * (m.last_gpu_ms or 0):.1f} µs")
-    for name, us in rows:
-        print(f"  {name:<32} {us:9.1f} µs")
-    m.close()
+    from gpuc.runtime import settings
+    rows = []
+    for prec in a.precisions.split(","):
+        bundle = bundle_of(a.model, prec, a.batch)
+        for k, var in enumerate(a.variants.split(",")):
+            upload, _, threads = var.partition(":")
+            with settings.override(upload_memory=upload, copy_threads=int(threads or 0)):
+                r = measure(bundle, a.batch, a.runs, a.device, floor=(k == 0 and a.batch == 1))
+            r.update(model=Path(a.model).stem, precision=prec, batch=a.batch, variant=var)
+            rows.append(r)
+            print(f"{r['model']} {prec} b{a.batch} {var:<10} run() {r['run_ms']:7.3f} ms  in-place {r['in_place_ms']:7.3f} ms"
+                  f"  ratio {r['ratio']:.3f}  | GPU {r['gpu_ms'] or 0:6.3f}  copy in {r['copy_in_ms']:.3f} "
+                  f"({r['copy_in_1thread_ms']:.3f} 1 thread, {r['copy_threads']} threads, {r['input_mb']} MB)"
+                  f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  equal {r['outputs_equal']}",
+                  flush=True)
+            if "submit_wait_ms" in r:
+                print(f"  submit+wait {r['submit_wait_ms']:.3f} ms, empty cmd submit+wait {r['empty_submit_wait_ms']:.3f} ms")
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

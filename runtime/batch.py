@@ -21,7 +21,7 @@ from __future__ import annotations
 import vulkan as vk
 
 from gpuc.errors import BundleError, GpucError
-from gpuc.runtime import commands, hostcopy, iospec
+from gpuc.runtime import commands, iospec
 from gpuc.runtime.device_tensor import DeviceTensor
 from gpuc.runtime.slots import RunHandle
 
@@ -174,7 +174,7 @@ def run_async(model, inputs, keep_on_device=False):
         state["ok"] = True
         if outs is not None:
             return outs
-        return [hostcopy.copy_out(r[:b] if batched else r) for r in slot.out_rows]
+        return [slot.copier.copy_out(r[:b] if batched else r) for r in slot.out_rows]
 
     def cleanup():
         for dt in used:

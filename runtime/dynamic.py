@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.errors import BundleError, GpucError
-from gpuc.runtime import casting, hostcopy, iospec
+from gpuc.runtime import casting, iospec
 from gpuc.runtime.slots import RunHandle
 
 MAX_GROUPS = 65535
@@ -162,7 +162,7 @@ def run_async(model, inputs, keep_on_device=False):
     slot = slots.acquire()
     try:
         for view, a in zip(slot.in_views, arrays):
-            hostcopy.copy_into(_flat(view, a.shape), a)
+            slot.copier.copy_into(_flat(view, a.shape), a)
         slots.submit(slot, [command(model, slot, sizes)])
     except BaseException:
         slot.free()
@@ -170,6 +170,6 @@ def run_async(model, inputs, keep_on_device=False):
     shapes = [model.dims.shape(s.tensor, sizes) for s in model.outputs]
 
     def collect():
-        return [hostcopy.copy_out(_flat(view, shape)) for view, shape in zip(slot.out_views, shapes)]
+        return [slot.copier.copy_out(_flat(view, shape)) for view, shape in zip(slot.out_views, shapes)]
     slot.handle = RunHandle(slots, slot, collect)
     return slot.handle

@@ -10,7 +10,8 @@ source, a cast) into slices along its longest axis, so it needs no temporary.  C
 `copy_split_bytes` stay on the caller's thread (a thread hand-off costs ~20-50 us).
 
 Settings (runtime/settings.py): GPUC_COPY_THREADS (0: the usable CPU count, at most MAX_THREADS;
-1: never split) and GPUC_COPY_SPLIT_BYTES (the size from which a copy is split).
+1: never split) and GPUC_COPY_SPLIT_BYTES (the size from which a copy is split), read into a Copier,
+which a model's run slots take at load.
 """
 from __future__ import annotations
 
@@ -83,39 +84,61 @@ def _assign(pair) -> None:
     pair[0][...] = pair[1]
 
 
+class Copier:
+    """A copy policy (threads, split size) taken from the settings once: a model's slots keep one from
+    load on (reading the settings costs tens of us, more than a small copy)."""
+
+    __slots__ = ("threads", "split")
+
+    def __init__(self, threads_: int = 1, split: int = 1 << 20):
+        self.threads, self.split = max(1, int(threads_)), max(1, int(split))
+
+    @classmethod
+    def current(cls) -> "Copier":
+        return cls(threads(), split_bytes())
+
+    def copy_into(self, dst: np.ndarray, src) -> None:
+        """dst[...] = src (src cast and broadcast as numpy assigns), in parallel parts when large.
+        Returns once every part is written, also when one fails (its error is raised then)."""
+        n = self.threads
+        if n == 1 or dst.nbytes < self.split or dst.ndim == 0 or np.shape(src) != dst.shape or dst.size < n:
+            dst[...] = src
+            return
+        parts = _parts(dst, np.asarray(src), n)
+        if len(parts) == 1:
+            _assign(parts[0])
+            return
+        futures = [_executor(n - 1).submit(_assign, p) for p in parts[1:]]
+        error = interrupted = None
+        try:
+            _assign(parts[0])
+        except Exception as e:            # noqa: BLE001 - raised once the other parts are over
+            error = e
+        for f in futures:                 # every part is over before the caller reuses or frees dst
+            while True:
+                try:
+                    e = f.exception()
+                    break
+                except KeyboardInterrupt as k:    # held back: a part still writes into dst
+                    interrupted = k
+            error = error or e
+        if interrupted is not None:
+            raise interrupted
+        if error is not None:
+            raise error
+
+    def copy_out(self, src: np.ndarray) -> np.ndarray:
+        """A new array holding src, copied in parallel parts when large."""
+        out = np.empty(src.shape, src.dtype)
+        self.copy_into(out, src)
+        return out
+
+
 def copy_into(dst: np.ndarray, src) -> None:
-    """dst[...] = src (src cast and broadcast as numpy assigns), in parallel parts when large.
-    Returns once every part is written, also when one fails (its error is raised then)."""
-    n = threads()
-    if n == 1 or dst.nbytes < split_bytes() or dst.ndim == 0 or np.shape(src) != dst.shape or dst.size < n:
-        dst[...] = src
-        return
-    parts = _parts(dst, np.asarray(src), n)
-    if len(parts) == 1:
-        _assign(parts[0])
-        return
-    futures = [_executor(n - 1).submit(_assign, p) for p in parts[1:]]
-    error = interrupted = None
-    try:
-        _assign(parts[0])
-    except Exception as e:            # noqa: BLE001 - raised once the other parts are over
-        error = e
-    for f in futures:                 # every part is over before the caller reuses or frees dst
-        while True:
-            try:
-                e = f.exception()
-                break
-            except KeyboardInterrupt as k:    # held back: a part still writes into dst
-                interrupted = k
-        error = error or e
-    if interrupted is not None:
-        raise interrupted
-    if error is not None:
-        raise error
+    """Copier.current().copy_into: dst[...] = src under the settings in force now."""
+    Copier.current().copy_into(dst, src)
 
 
 def copy_out(src: np.ndarray) -> np.ndarray:
-    """A new array holding src, copied in parallel parts when large."""
-    out = np.empty(src.shape, src.dtype)
-    copy_into(out, src)
-    return out
+    """Copier.current().copy_out: a new array holding src, under the settings in force now."""
+    return Copier.current().copy_out(src)

@@ -120,6 +120,7 @@ class Slot:
         self.submitted = None         # (time.perf_counter() at submit, the work's key) of the run in flight
         self.handle_done = threading.Event()
         self.handle_done.set()
+        self.copier = hostcopy.Copier.current()     # copy threads and split size, read once at load
 
     def command_pool(self):
         """The slot's own command pool, made on first use with the pre/post command buffers (a pool is
@@ -136,10 +137,10 @@ class Slot:
         views = self.in_views if items is None else [r[:items] for r in self.in_rows]
         for view, a in zip(views, arrays):
             if a is not None:
-                hostcopy.copy_into(view, a)
+                self.copier.copy_into(view, a)
 
     def read_outputs(self) -> list:
-        return [hostcopy.copy_out(v) for v in self.out_views]
+        return [self.copier.copy_out(v) for v in self.out_views]
 
     def free(self) -> None:
         """No run holds the slot any more."""

@@ -6,12 +6,18 @@
 //   s_j = sum_d (q[h, d] * QS) * (k[j, kh, d] * KS) (+ mask[j]);  m = max_j s_j;  p_j = exp(s_j - m)
 // and writes out_[h, c] = [m, sum_j p_j, sum_j p_j * v[j, kh, 0..D-1]] (D + 2 floats).  A chunk whose
 // scores are all -inf gives p = 0 (the combine then weighs it 0).
+// Work layout (n invocations, n = RP * TPR): scores RP keys at a time, TPR invocations a key (piece p reads
+// d = p, p + TPR, ..: neighbours read neighbouring floats of a row; partial dots summed through shared
+// memory); the chunk's max and sum per query head by segments of RED_SEG invocations (seg_reduce); P.V by
+// RS = n / D slices of keys, invocation (slice, d) reading column d of its keys' rows (coalesced), the
+// slices summed through shared memory.  Nothing is serial over the chunk but a slice's P.V loop.
 // Masked keys (HAS_MASK): a chunk whose mask values are all <= DEAD (-1e30: litert-torch's causal mask
 // writes the float minimum or -inf) is not read when some key of the row is live: there its keys'
 // weights exp(s_j - max) are exactly 0 (the scores differ by ~1e30 or more), so the chunk writes
 // m = -inf and nothing else is computed; the decode step then reads the cache only up to its position.
-// Defines: H D KV KH G CHUNK NCHUNK QS KS HAS_MASK; ROPE_Q 1 (ops/rope.py: q is the rotary embedding of a
-// tensor, computed here as it is read, by rope.glsl from q (that tensor), cosv and sinv; its defines too)
+// Defines: H D KV KH G CHUNK NCHUNK QS KS HAS_MASK TPR RP RS; ROPE_Q 1 (ops/rope.py: q is the rotary
+// embedding of a tensor, computed here as it is read, by rope.glsl from q (that tensor), cosv and sinv; its
+// defines too); SUBGROUP 1 (the `subgroup` variant: seg_reduce through subgroup arithmetic);
 // KV_WRITE 1 (ops/kv_write.py: the step's cache writes folded in; needs ROPE_Q): position P = start[1]
 // clamped to [0, MAX_POS] of the caches k and v (bound read-write) takes the new key, the rotary embedding
 // of kx (rope_k: rope.glsl's formula with the K_ defines, cosv / sinv) and the new value vx[(f / V_ROW) *
@@ -19,7 +25,9 @@
 // it reads that row from the registers it wrote (shared kn / vn), never from the cache: no other
 // workgroup reads row P, so no ordering between workgroups is needed.
 #extension GL_EXT_control_flow_attributes : enable
+#ifndef SUBGROUP
 #define SUBGROUP 0
+#endif
 #ifndef ROPE_Q
 #define ROPE_Q 0
 #endif
@@ -69,10 +77,12 @@ shared float vn[D];
 #define V_AT(fresh, i, d) LD(v, i)
 #endif
 // @include ew_math.glsl
+#define RED_SEG 32
 shared float red[gl_WorkGroupSize.x];
 // @include wg_reduce.glsl
 shared float qs[G * D];
 shared float sc[G * CHUNK];
+shared float part[G * RP * TPR];
 shared int live[2];
 const float DEAD = -1e30;
 
@@ -124,55 +134,89 @@ void main() {
     for (int d = l; d < G * D; d += n) qs[d] = q_at(kh * G * D + d) * QS;
     memoryBarrierShared();
     barrier();
-    float mx[G];
-    [[unroll]] for (int g = 0; g < G; ++g) mx[g] = NEG_INF;
-    for (int jj = l; jj < nj; jj += n) {
-        int b = ((j0 + jj) * KH + kh) * D;
+    // scores: invocation l is piece p of key r of each pass of RP keys
+    int r = l / TPR, p = l % TPR;
+    for (int j = 0; j < nj; j += RP) {                 // (uniform)
+        int jj = j + r;
         float s[G];
         [[unroll]] for (int g = 0; g < G; ++g) s[g] = 0.0;
-        bool fresh = j0 + jj == P;
-        for (int d = 0; d < D; ++d) {
-            float kv = K_AT(fresh, b + d, d) * KS;
-            [[unroll]] for (int g = 0; g < G; ++g) s[g] += qs[g * D + d] * kv;
+        if (jj < nj) {
+            bool fresh = j0 + jj == P;
+            int b = ((j0 + jj) * KH + kh) * D;
+            [[unroll]] for (int i = 0; i < (D + TPR - 1) / TPR; ++i) {
+                int d = p + i * TPR;
+                if (d < D) {
+                    float kv = K_AT(fresh, b + d, d) * KS;
+                    [[unroll]] for (int g = 0; g < G; ++g) s[g] += qs[g * D + d] * kv;
+                }
+            }
         }
+        [[unroll]] for (int g = 0; g < G; ++g) part[g * RP * TPR + l] = s[g];
+        memoryBarrierShared();
+        barrier();
+        for (int i = l; i < G * RP; i += n) {
+            int g = i / RP, rr = i % RP;
+            if (j + rr < nj) {
+                float t = 0.0;
+                [[unroll]] for (int e = 0; e < TPR; ++e) t += part[g * RP * TPR + rr * TPR + e];
 #if HAS_MASK
-        float mk = LD(mask, j0 + jj);
+                t = t + LD(mask, j0 + j + rr);
 #endif
-        [[unroll]] for (int g = 0; g < G; ++g) {
-#if HAS_MASK
-            s[g] = s[g] + mk;
-#endif
-            sc[g * CHUNK + jj] = s[g];
-            mx[g] = max(mx[g], s[g]);
+                sc[g * CHUNK + j + rr] = t;
+            }
         }
+        memoryBarrierShared();
+        barrier();
     }
-    float m[G], lsum[G];
-    [[unroll]] for (int g = 0; g < G; ++g) {
-        m[g] = wg_reduce(mx[g], true);
+    // the chunk's max and sum per query head: segment seg of RED_SEG invocations takes head g0 + seg
+#if SUBGROUP
+    int pos = int(gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID);
+#else
+    int pos = l;
+#endif
+    int seg = pos / RED_SEG, lane = pos % RED_SEG, nseg = n / RED_SEG;
+    for (int g0 = 0; g0 < G; g0 += nseg) {             // (uniform)
+        int g = g0 + seg;
+        float mx = NEG_INF;
+        if (g < G)
+            for (int jj = lane; jj < nj; jj += RED_SEG) mx = max(mx, sc[g * CHUNK + jj]);
+        float m = seg_reduce(mx, true, uint(pos));
         float ls = 0.0;
-        for (int jj = l; jj < nj; jj += n) {
-            float p = m[g] == NEG_INF ? 0.0 : exp(sc[g * CHUNK + jj] - m[g]);
-            sc[g * CHUNK + jj] = p;
-            ls += p;
+        if (g < G)
+            for (int jj = lane; jj < nj; jj += RED_SEG) {
+                float e = m == NEG_INF ? 0.0 : exp(sc[g * CHUNK + jj] - m);
+                sc[g * CHUNK + jj] = e;
+                ls += e;
+            }
+        float lsum = seg_reduce(ls, false, uint(pos));
+        if (g < G && lane == 0) {
+            int o = ((kh * G + g) * NCHUNK + c) * (D + 2);
+            ST(out_, o, m);
+            ST(out_, o + 1, lsum);
         }
-        lsum[g] = wg_reduce(ls, false);
     }
     memoryBarrierShared();
     barrier();
-    for (int d = l; d < D; d += n) {
+    // P.V: slice sl of RS takes keys sl, sl + RS, ..; invocation (sl, d) column d
+    int d = l % D, sl = l / D;
+    if (sl < RS) {
         float acc[G];
         [[unroll]] for (int g = 0; g < G; ++g) acc[g] = 0.0;
-        for (int jj = 0; jj < nj; ++jj) {
-            float vv = V_AT(j0 + jj == P, ((j0 + jj) * KH + kh) * D + d, d);
-            [[unroll]] for (int g = 0; g < G; ++g) acc[g] += sc[g * CHUNK + jj] * vv;
+        for (int i = 0; i < (CHUNK + RS - 1) / RS; ++i) {
+            int jj = sl + i * RS;
+            if (jj < nj) {
+                float vv = V_AT(j0 + jj == P, ((j0 + jj) * KH + kh) * D + d, d);
+                [[unroll]] for (int g = 0; g < G; ++g) acc[g] += sc[g * CHUNK + jj] * vv;
+            }
         }
-        [[unroll]] for (int g = 0; g < G; ++g) ST(out_, ((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + d, acc[g]);
+        [[unroll]] for (int g = 0; g < G; ++g) part[(g * RS + sl) * D + d] = acc[g];
     }
-    if (l == 0) {
-        [[unroll]] for (int g = 0; g < G; ++g) {
-            int o = ((kh * G + g) * NCHUNK + c) * (D + 2);
-            ST(out_, o, m[g]);
-            ST(out_, o + 1, lsum[g]);
-        }
+    memoryBarrierShared();
+    barrier();
+    for (int i = l; i < G * D; i += n) {
+        int g = i / D, e = i % D;
+        float t = 0.0;
+        for (int s2 = 0; s2 < RS; ++s2) t += part[(g * RS + s2) * D + e];
+        ST(out_, ((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + e, t);
     }
 }

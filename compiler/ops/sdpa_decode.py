@@ -11,8 +11,12 @@ Inputs: q [1, 1, H, D], k, v [1, KV, KH, D], mask [KV elements] (optional); attr
 (the decomposition's constants, applied as it does: (q * q_scale) . (k * k_scale)).  Flash-decoding:
 shaders/sdpa_decode_split.comp gives each workgroup one KV head, its H / KH query heads and CHUNK keys
 (score, chunk max, exp, sum, P.V: a partial [m, l, acc[D]] per (query head, chunk); a chunk of masked
-keys only is skipped where another key is live: the step reads the cache up to its position); shaders/sdpa_decode_combine.comp rescales
-and sums a head's partials per output element.  Query head h reads KV head h / (H / KH).
+keys only is skipped where another key is live: the step reads the cache up to its position);
+shaders/sdpa_decode_combine.comp rescales and sums a head's partials, one workgroup a head.  Query head h
+reads KV head h / (H / KH).  A decode step's attention is latency-bound (the cache up to the position
+is ~1 MB a layer), so both kernels spread every stage over their invocations (several a key for the
+scores, key slices x columns for P.V, workgroup reductions for the maxima and sums) and chunks stay
+small (RP keys while a head has at most MAX_NCHUNK of them).
 attrs kv_write (ops/kv_write.py fold_into_attention): the step's cache writes run in the split too --
 inputs kx, vx, start after cos and sin, outputs y and the k and v caches; the workgroup whose chunk holds
 the position writes the new row and reads it from registers (shaders/sdpa_decode_split.comp KV_WRITE)."""
@@ -24,33 +28,37 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, Why, declare, fuses, register, template
 from gpuc.compiler.ops.decomposition import Decomposition, attributes
+from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import checked
 
 OP = "SDPA_DECODE"
 COMPOSITE = "odml.scaled_dot_product_attention"
-LOCAL = 64                   # invocations per workgroup (split and combine)
+LOCAL = 64                   # invocations per workgroup of the variant tests' builds
 MAX_D = 256                  # head sizes the split shader holds in shared memory
-MAX_CHUNK, MIN_CHUNK = 256, 16
-FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before chunks grow
-SHARED_WORDS = 2048          # floats of shared memory for the scores (G * CHUNK) and for q (G * D)
+RP = 32                      # keys the split scores at a time (TPR = its invocations / RP a key)
+MAX_CHUNK = 256              # keys a split workgroup takes at most (a multiple of RP)
+MAX_NCHUNK = 64              # chunks a head has at most before chunks grow (the combine's serial work)
+COMBINE_LOCAL = 256          # invocations of a combine workgroup (one query head)
+SHARED_WORDS = 4096          # floats of shared memory a split workgroup may take (16 KiB: Vulkan's minimum)
 MAX_TRACE = 1 << 25          # elements an index trace may build (compile-time memory)
 
 VARIANTS = {
-    "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25),
-                          {"HAS_MASK": [0, 1]}, ["out_", "q", "k", "v", "mask"], {},
+    "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3),
+                          {"HAS_MASK": [0, 1], "SUBGROUP": [0, 1]}, ["out_", "q", "k", "v", "mask"], {},
                           lambda d: dict(local_x=LOCAL)),
-    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, HAS_MASK=1, ROPE_Q=1,
+    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3, HAS_MASK=1, ROPE_Q=1,
                                     H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
                                     CS_STRIDES=[0, 0, 0, 1]), {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv"], {},
                                lambda d: dict(local_x=LOCAL)),
-    "sdpa_decode_split:kv": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, HAS_MASK=1, ROPE_Q=1,
+    "sdpa_decode_split:kv": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3, HAS_MASK=1, ROPE_Q=1,
                                   H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
                                   CS_STRIDES=[0, 0, 0, 1], KV_WRITE=1, K_SRC_ROW=40, K_SRC_W=160, K_SRC_BEGIN=80,
                                   K_RANK=4, K_HALF_SHAPE=[1, 1, 2, 10], K_CS_STRIDES=[0, 0, 0, 1], V_ROW=40,
                                   V_W=160, V_BEGIN=120, MAX_POS=69),
                              {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv", "kx", "vx", "start"],
                              {"start": "int32"}, lambda d: dict(local_x=LOCAL, rw=("k", "v"))),
-    "sdpa_decode_combine": (dict(H=4, D=20, NCHUNK=3), {}, ["out_", "x"], {}, lambda d: dict(local_x=LOCAL)),
+    "sdpa_decode_combine": (dict(H=4, D=20, NCHUNK=3, RS=3), {"SUBGROUP": [0, 1]}, ["out_", "x"], {},
+                            lambda d: dict(local_x=LOCAL)),
 }
 
 
@@ -109,8 +117,7 @@ def fuse(n: Node, g, s) -> list[Node] | None:
         return None
     _, _, H, D = (int(x) for x in q.shape)
     _, KV, KH, DK = (int(x) for x in k.shape)
-    if DK != D or KH < 1 or H % KH or D > MAX_D or KV < 1 or H // KH * D > SHARED_WORDS \
-            or H // KH * MIN_CHUNK > SHARED_WORDS:
+    if DK != D or KH < 1 or H % KH or D > MAX_D or KV < 1 or _shared_words(H // KH, D, RP) > SHARED_WORDS:
         return None
     G = H // KH
     dec = Decomposition(n, s)
@@ -170,11 +177,26 @@ def fuse(n: Node, g, s) -> list[Node] | None:
     return [Node(OP, ins, list(n.outputs), {"q_scale": qs, "k_scale": ks, "composite": COMPOSITE}, 1, n.index)]
 
 
-def _chunk(KH: int, KV: int, G: int) -> int:
-    """Keys per split workgroup (one per KV head and chunk, its G query heads together)."""
-    c = MAX_CHUNK
-    while c > MIN_CHUNK and (KH * -(-KV // c) < FILL_GROUPS or G * c > SHARED_WORDS):
-        c //= 2
+def _split_local(D: int) -> int:
+    """Invocations of a split workgroup: RS = n / D >= 1 slices of keys for P.V, TPR = n / RP a key."""
+    return 128 if D <= 64 else 256
+
+
+def _shared_words(G: int, D: int, chunk: int) -> int:
+    """Floats of shared memory the split takes: q (G * D), scores (G * chunk), partials (G * n), the
+    reduction (n) and the new row (2 * D)."""
+    n = _split_local(D)
+    return G * (D + chunk + n) + n + 2 * D
+
+
+def _chunk(KV: int, G: int, D: int) -> int:
+    """Keys per split workgroup (one per KV head and chunk, its G query heads together): RP, doubled
+    while a head has over MAX_NCHUNK chunks (and the scores fit).  Small chunks keep each workgroup's
+    serial path short (a decode step is latency-bound: the cache up to the position is ~1 MB a layer);
+    the chunks past the position are skipped."""
+    c = RP
+    while c < MAX_CHUNK and -(-KV // c) > MAX_NCHUNK and _shared_words(G, D, 2 * c) <= SHARED_WORDS:
+        c *= 2
     return c
 
 
@@ -215,7 +237,7 @@ def _check(node, graph):
                 "token over a [1, KV, KH, D] cache with H a multiple of KH")
     if q.shape[3] > MAX_D:
         return f"head size {q.shape[3]} over {MAX_D}"
-    if q.shape[2] // k.shape[2] * max(q.shape[3], MIN_CHUNK) > SHARED_WORDS:
+    if _shared_words(q.shape[2] // k.shape[2], q.shape[3], RP) > SHARED_WORDS:
         return f"{q.shape[2] // k.shape[2]} query heads per KV head of size {q.shape[3]}: over {SHARED_WORDS} floats"
     m = node.inputs[3] if len(node.inputs) > 3 else -1
     if m >= 0 and graph.t(m).size != k.shape[1]:
@@ -255,11 +277,12 @@ def lower_sdpa_decode(node, graph):
     q, k, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
     H, D = (int(d) for d in _q_shape(node, graph)[2:])
     KV, KH = int(k.shape[1]), int(k.shape[2])
-    chunk = _chunk(KH, KV, H // KH)
+    n = _split_local(D)
+    chunk = _chunk(KV, H // KH, D)
     nchunk = -(-KV // chunk)
     mask = node.inputs[3]
     part = graph.add_tensor(f"{y.name}/partials", (H, nchunk, D + 2), "float32")
-    geo = dict(H=H, D=D, KV=KV, KH=KH, G=H // KH, CHUNK=chunk, NCHUNK=nchunk)
+    geo = dict(H=H, D=D, KV=KV, KH=KH, G=H // KH, CHUNK=chunk, NCHUNK=nchunk, TPR=n // RP, RP=RP, RS=n // D)
     binds = [("out_", part), ("q", q.id), ("k", k.id), ("v", node.inputs[2])] + ([("mask", mask)] if mask >= 0 else [])
     defines = dict(geo, QS=float(node.attrs["q_scale"]), KS=float(node.attrs["k_scale"]), HAS_MASK=int(mask >= 0))
     if node.attrs.get("rope"):          # q rotated as it is read (ops/rope.py)
@@ -269,10 +292,12 @@ def lower_sdpa_decode(node, graph):
     kernels, rw = [], ()
     if node.attrs.get("kv_write"):      # the step's cache writes folded in (ops/kv_write.py)
         kernels, binds, rw = _kv_write(node, graph, binds, defines)
-    split = Kernel("sdpa_decode_split", binds, KH * nchunk * LOCAL, defines, node.label(), local_x=LOCAL,
+    split = Kernel("sdpa_decode_split", binds, KH * nchunk * n, defines, node.label(), local_x=n,
                    flops=4 * H * KV * D, rw=rw)
-    combine = Kernel("sdpa_decode_combine", [("out_", y.id), ("x", part)], H * D, dict(H=H, D=D, NCHUNK=nchunk),
-                     node.label(), local_x=LOCAL)
+    combine = Kernel("sdpa_decode_combine", [("out_", y.id), ("x", part)], H * COMBINE_LOCAL,
+                     dict(H=H, D=D, NCHUNK=nchunk, RS=COMBINE_LOCAL // D), node.label(), local_x=COMBINE_LOCAL)
+    for kern in (split, combine):       # + subgroup-arithmetic reductions (ops/reduce.py)
+        kern.variants.append(SUBGROUP_VARIANT)
     return kernels + [split, combine]
 
 

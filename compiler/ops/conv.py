@@ -15,8 +15,8 @@ from gpuc.compiler.ops.depthwise_plan import plan_depthwise, weights_in_register
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops import gemm_q8
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
-from gpuc.compiler.ops.gemm_coopmat import coopmat_variants
-from gpuc.compiler.ops.gemm_split import split_kernels, split_of
+from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, small_m_variants, split_variants
+from gpuc.compiler.ops.gemm_split import IM2COL_FACTOR, conv_split_weights, split_kernels, split_of
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.options import current
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
@@ -260,17 +260,34 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     b_t = w_kn is None
     gnp = -(-GN // 4) * 4
+    im2col = conv is not None and not conv.pop("_pointwise", False)
+    cig = conv["CIG"] if conv else GK
+    vec_a = (not is_sym(GK) and not is_sym(lda) and GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0)
+             and (not im2col or cig % 4 == 0))
+    fixed = not any(is_sym(v) for v in (M, GN, GK))
+    variants = []
+    if fixed and graph.precision == "fp16":      # the cooperative-matrix path (gemm_coopmat.py; its tile
+        variants = coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # plans need fixed sizes)
+        if variants:                    # + the workgroup-scope one first, where the device has it
+            variants[:0] = cm2_variants(M, GN, GK)
+    split, sp = 1, None                 # split-K across workgroups (ops/gemm_split.py; forced: even over them)
+    if fixed and G == 1 and not b_t and (not variants or current().split_k):
+        split, sp = _split(M, GN, GK, vec_a, im2col, cig)
+    if split > 1:
+        variants = []
+    elif fixed and graph.precision == "fp16" and not variants:     # small-M tensor-core candidates
+        variants = small_m_variants(M, GN, GK, G, gather=im2col and not vec_a)
     if b_t:
         binds.append(("w", w_id))
+    elif split > 1 and im2col:          # split by input channels: the weights as S groups
+        taps = GK // cig
+        binds.append(("w", _relayout(graph, w_id, f"gemm_split{split}_kn{gnp}", lambda: np.pad(
+            conv_split_weights(w_kn, taps, split), ((0, 0), (0, 0), (0, gnp - GN))))))
     else:
         binds.append(("w", _relayout(graph, w_id, f"gemm_kn{gnp}",
                                      lambda: np.pad(w_kn, ((0, 0), (0, 0), (0, gnp - GN))))))
     if bias is not None:
         binds.append(("bias", bias))
-    im2col = conv is not None and not conv.pop("_pointwise", False)
-    cig = conv["CIG"] if conv else GK
-    vec_a = (not is_sym(GK) and not is_sym(lda) and GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0)
-             and (not im2col or cig % 4 == 0))
     p = plan_gemm(hint(M), hint(GN), hint(GK), G, vec_a, not b_t, im2col)     # (a dynamic size: its bound)
     if is_sym(GK) and p.KS > 1:         # (no split-K over a dynamic K: slices planned for the bound)
         p = dataclasses.replace(p, KS=1)
@@ -289,18 +306,22 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     k = Kernel("gemm", binds, nwg * p.threads, defines, node.label(), local_x=p.threads, vec4=vec4,
                item_inner=tiles_n * G)
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
-    if any(is_sym(v) for v in (M, GN, GK)):
-        return [k]
-    if graph.precision == "fp16":       # + the cooperative-matrix path (gemm_coopmat.py; its tile plans need
-        k.variants += coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # fixed sizes)
-        if k.variants:                  # + the workgroup-scope one first, where the device has it
-            k.variants[:0] = cm2_variants(M, GN, GK)
-    if G == 1 and not im2col and not b_t and not k.variants:
-        s, sp = split_of(M, GN, GK, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, False),
-                         lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, False))
-        if s > 1:
-            return split_kernels(k, graph, s, sp, graph.t(node.outputs[0]).name)
+    k.variants += variants
+    if split > 1:
+        partial_variants = (split_variants(M, GN, GK // split, split, gather=im2col and not vec_a)
+                            if graph.precision == "fp16" else [])
+        return split_kernels(k, graph, split, sp, graph.t(node.outputs[0]).name, partial_variants)
     return [k]
+
+
+def _split(M: int, N: int, K: int, vec_a: bool, im2col: bool, cig: int) -> tuple[int, object]:
+    """(S, partial plan) of split-K across workgroups for a one-group gemm with constant weights
+    (ops/gemm_split.py): rows split K in multiples of 8, implicit-GEMM convolutions split the input
+    channels (vec4 A: into multiples of 4)."""
+    fits = (lambda s: cig % (s * (4 if vec_a else 1)) == 0) if im2col else None
+    return split_of(M, N, K, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, im2col),
+                    lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, im2col), fits,
+                    IM2COL_FACTOR if im2col else 1.0)
 
 
 def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int, bias) -> Kernel:

@@ -247,7 +247,8 @@ def plain_gemm(node, graph) -> bool:
     if any(i >= 0 and any(is_sym(d) for d in graph.t(i).shape) for i in list(node.inputs) + list(node.outputs)):
         return gemm_shape_kind(node, graph)
     s = gemm_shape(node, graph)
-    return s is not None and min(s[:3]) > 0 and not coopmat_variants(*s[:4], gather=s[4])
+    return (s is not None and min(s[:3]) > 0 and not coopmat_variants(*s[:4], gather=s[4])
+            and not small_m(*s[:4], gather=s[4]))
 
 
 def gemm_shape_kind(node, graph) -> bool:
@@ -341,3 +342,62 @@ VARIANTS = {
                          ["out_", "x", "w", "bias", "res"], {"x": "float16", "w": "float16", "res": "float16"},
                          lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"], vec4=("x", "w"))),
 }
+
+
+# Small M (batch 1: M = 49..3136 rows of a few tiles): the families above have too few tiles to fill the GPU
+# (`worthwhile` keeps such gemms on the plain kernel).  There the tensor cores are offered as `measured`
+# candidates only (runtime/tuning.py times them against the plain kernel at first load): tiles of one or two
+# 16-row blocks with 2-4 subgroups across N, on the one dispatch or, where the gemm is split across
+# workgroups (ops/gemm_split.py: S groups of depth K / S), on its partial dispatch, whose S groups fill the GPU.
+# SMALL_M (CompileOptions.tune_candidates = 0 also) switches them off: with them the gemm's A and B are stored
+# as float16, which the plain kernel reads slower where the measurement keeps it.
+SMALL_M = True
+SMALL_PLANS = (CoopPlan(1, 4, 1, 1, 32, 2),    # 16 x 64, 4 subgroups
+               CoopPlan(1, 4, 1, 2, 32, 2),    # 16 x 128
+               CoopPlan(1, 2, 1, 2, 32, 2),    # 16 x 64, 2 subgroups of 16 x 32
+               CoopPlan(2, 4, 1, 1, 32, 2),    # 32 x 64
+               CoopPlan(2, 2, 1, 1, 32, 2))    # 32 x 32
+SMALL_MIN_MACS = 1 << 22
+
+
+def small_m(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
+    """Whether a fp16 gemm of this shape carries small-M cooperative-matrix candidates (see SMALL_M): where
+    the regular variants are not offered, the 16x16x16 blocks are mostly real work (N, K >= 32, M >= 16),
+    A is loaded as vectors and the product is big enough for staging fp16 tiles to pay."""
+    o = current()
+    return (SMALL_M and o.tune_candidates > 0 and not o.coopmat_emulate and not gather and min(N, K) >= 32
+            and M >= 16 and M * N * K * G >= SMALL_MIN_MACS and not worthwhile(M, N, K, G, gather))
+
+
+def small_plans(M: int, N: int, K: int, G: int, n: int) -> list:
+    """The `n` SMALL_PLANS of least padded work per SM (waves of one tile per SM: the busiest SM's
+    16x16x16 blocks), ties to the larger tile."""
+    def cost(p):
+        tiles = -(-M // p.BM) * -(-N // p.BN) * G
+        return -(-tiles // GPU_SMS) * p.BM * p.BN, -p.BM * p.BN
+    return sorted(SMALL_PLANS, key=cost)[:n]
+
+
+def split_variants(M: int, N: int, K: int, S: int, gather: bool = False) -> list:
+    """Cooperative-matrix candidates for the partial dispatch of a gemm split S ways across workgroups
+    (ops/gemm_split.py: S groups of the M x N x K product, no epilogue).  Under
+    CompileOptions.coopmat_emulate (tests): the emulated kernel with the first small plan, chosen."""
+    if current().coopmat_emulate:
+        p = small_plans(M, N, K, S, 1)[0]
+        return [KernelVariant("coopmat", EMULATED_REQUIRES, lambda k: coopmat_kernel(k, WG_SMEM, p),
+                              f16_bindings=("x", "w"))]
+    if not small_m(M, N, K * S, 1, gather):
+        return []
+    return _measured(small_plans(M, N, K, S, max(current().tune_candidates, 1) + 1))
+
+
+def small_m_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> list:
+    """The small-M candidates of a one-dispatch fp16 gemm ([] where small_m says none)."""
+    if not small_m(M, N, K, G, gather):
+        return []
+    return _measured(small_plans(M, N, K, G, max(current().tune_candidates, 1) + 1))
+
+
+def _measured(plans) -> list:
+    return [KernelVariant("coopmat", REQUIRES, lambda k, p=p: coopmat_kernel(k, WG_SMEM, p), f16_bindings=("x", "w"),
+                          measured=True) for p in plans]

@@ -5,8 +5,14 @@ and B's rows [s*K/S, (s+1)*K/S), both laid out so that this is the group offset)
 tensor [M, S*N]; the second (gemm.comp SPLIT_REDUCE = S) sums the S partials of each output in order
 and runs the gemm's whole epilogue (bias, activation, residual, chain, fake-quant) on the sum.
 
-Only where the groups can express the split: one group of constant weights (B [K][GNP]), A read as
-rows (no implicit-GEMM gather), S dividing K into multiples of 8, fixed sizes.  S is picked by
+Only where the groups can express the split: one group of constant weights, fixed sizes, and either
+A read as rows (FC, 1x1 convolutions: B [K][GNP] as it is, S dividing K into multiples of 8) or an
+implicit-GEMM convolution (im2col gather), split by input channels: a convolution over CI channels is
+the grouped convolution of S groups of CI / S channels each writing all N outputs, so group s gathers
+channels [s*CI/S, (s+1)*CI/S) of every tap (gemm.comp's CIG = CI / S, LDA = CI) against weights
+re-laid out as [S][KH*KW*CI/S][GNP] (conv_split_weights); S divides CI into multiples of 4 where A is
+read as vec4.  Under --precision fp16 the partial dispatch also carries small-tile cooperative-matrix
+plans (gemm_coopmat.split_variants) as `measured` candidates: the device times them at first load.  S is picked by
 ops/conv.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
 with the threshold and margin measured below; CompileOptions.split_k (benchmarks/archive/split_k_sweep.py) fixes it.
 """
@@ -24,42 +30,62 @@ MIN_DEPTH = 64            # K / S at least this
 # 41.1 -> 21.5 us; 49 x 768 x 3072: 32.0 -> 21.8; 197 x 768 x 3072: 81.1 -> 54.4; 49 x 3072 x 768 and
 # 197 x 3072 x 768: 26.4 -> 21.5, 69.7 -> 58.4) and lost or tied below 19.1k (784 x 768 x 192: 21.6 ->
 # 25.6; 196 x 1536 x 384: 19.5 -> 23.6; 1 x 1000 x 768: 4.7 -> 7.0): the second dispatch costs ~2-4 us.
+# Implicit-GEMM convolutions took ~1.5x longer per modelled cycle than FCs at batch 1 (H100 profile, 2026-11-26,
+# results/nvidia-h100-2026-11-26-s7-b1-fp16-profile-cost-model.json: ResNet-50's 49 x 512 x 4608 conv 57 us at
+# 28.2k modelled cycles, the FC 49 x 768 x 3072 32 us at 23.4k): their modelled costs are scaled by this.
+IM2COL_FACTOR = 1.5
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/conv.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it
 
 
-def split_of(M: int, N: int, K: int, plan, cost) -> tuple[int, object]:
+def split_of(M: int, N: int, K: int, plan, cost, fits=None, factor: float = 1.0) -> tuple[int, object]:
     """(S, plan of the partial dispatch) of least modelled time; (1, None) when one dispatch is cheaper.
-    plan(M, N, K, G) -> GemmPlan, cost(plan, M, N, K, G) -> cycles (ops/conv.py)."""
-    options = [s for s in CHOICES if K % (8 * s) == 0 and K // s >= MIN_DEPTH]
+    plan(M, N, K, G) -> GemmPlan, cost(plan, M, N, K, G) -> cycles (ops/conv.py); fits(S): whether the
+    groups express an S-way split (default: K in multiples of 8 per part); factor: scales every cost."""
+    fits = fits or (lambda s: K % (8 * s) == 0)
+    options = [s for s in CHOICES if fits(s) and K % s == 0 and K // s >= MIN_DEPTH]
     force = current().split_k           # benchmarks, tests: this split where it applies (1: none)
     if force is not None:
         return (force, plan(M, N, K // force, force)) if force in options else (1, None)
-    one = cost(plan(M, N, K, 1), M, N, K, 1)
+    one = cost(plan(M, N, K, 1), M, N, K, 1) * factor
     best, best_cost = (1, None), one * GAIN
     if one < MIN_CYCLES:
         return best
     for s in options:
         p = plan(M, N, K // s, s)
-        c = cost(p, M, N, K // s, s)
+        c = cost(p, M, N, K // s, s) * factor
         if c < best_cost:
             best, best_cost = (s, p), c
     return best
 
 
-def split_kernels(k: Kernel, graph, s: int, p, out_name: str) -> list:
+CONV_GEOMETRY = ("H", "W", "OH", "OW", "KW", "SH", "SW", "DH", "DW", "PT", "PL")
+
+
+def conv_split_weights(w_kn, taps: int, s: int):
+    """Implicit-GEMM weights [1, taps*CI, N] (k = (tap, ci)) as the S groups of a channel split:
+    [S, taps*CI/S, N], group j holding channels [j*CI/S, (j+1)*CI/S) of every tap."""
+    _, k, n = w_kn.shape
+    return w_kn.reshape(taps, s, k // taps // s, n).transpose(1, 0, 2, 3).reshape(s, k // s, n)
+
+
+def split_kernels(k: Kernel, graph, s: int, p, out_name: str, variants=()) -> list:
     """[partials, reduce] for the one-dispatch gemm kernel `k` (bindings out_, x, w, then its epilogue's),
-    split s ways with partial plan p."""
+    split s ways with partial plan p.  An implicit-GEMM convolution (IM2COL) splits by input channels:
+    `k` must bind w to the weights as conv_split_weights lays them out.  `variants`: the partial
+    dispatch's KernelVariants."""
     d = k.defines
     M, N, K = d["GM"], d["GN"], d["GK"]
     scratch = graph.add_tensor(f"{out_name}/split{s}", (M, s * N), "float32")
     tiles_m, tiles_n = -(-M // p.BM), -(-N // p.BN)
     geometry = {n: d[n] for n in ("LDA", "GNP", "VEC_A", "B_T", "IM2COL")}
+    if d["IM2COL"]:
+        geometry.update({n: d[n] for n in CONV_GEOMETRY}, CIG=d["CIG"] // s)
     partial = Kernel("gemm", [("out_", scratch)] + k.bindings[1:3], tiles_m * tiles_n * s * p.threads,
                      dict(geometry, GM=M, GN=N, GK=K // s, GROUPS=s, LDC=s * N, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
                           TN=p.TN, KS=p.KS, SV4=int(p.V4), TILES_M=tiles_m, TILES_N=tiles_n,
                           NWG=tiles_m * tiles_n * s, HAS_BIAS=0, ACT=0, RESIDUAL=0, EPI_CHAIN=0),
-                     k.label, local_x=p.threads, vec4=k.vec4, item_inner=tiles_n * s)
+                     k.label, local_x=p.threads, vec4=k.vec4, item_inner=tiles_n * s, variants=list(variants))
     reduce = dataclasses.replace(k, bindings=[k.bindings[0], ("x", scratch)] + k.bindings[2:], invocations=M * N,
                                  defines=dict(d, SPLIT_REDUCE=s, VEC_A=0), local_x=64,
                                  vec4=tuple(v for v in k.vec4 if v != "x"), item_inner=1, variants=[])

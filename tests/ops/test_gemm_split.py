@@ -1,7 +1,8 @@
 """Split-K across workgroups (ops/gemm_split.py, gemm.comp SPLIT_REDUCE): a gemm forced to S partial
 dispatches plus a reduce gives LiteRT's results with every epilogue (bias, fused activation, residual,
 fused chain), in fp32 and --precision fp16, in batch-native bundles at every batch size; shapes it
-cannot express (K not a multiple of 8 S, implicit-GEMM convolutions, runtime weights) stay one dispatch."""
+cannot express (K not a multiple of 8 S, convolution channels not in multiples of 4 S, runtime weights)
+stay one dispatch.  Implicit-GEMM convolutions: tests/ops/test_gemm_split_conv.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -103,10 +104,10 @@ def test_split_only_where_groups_express_it(force):
     force(4)
     model, xs = fc_model(K=300)                    # 300 is not a multiple of 8 * 4
     assert run(model, xs)[1] == 1
-    mb = ModelBuilder()                            # a 3x3 convolution (implicit-GEMM gather)
-    x = mb.input("x", [1, 6, 6, 16])
+    mb = ModelBuilder()                            # a 3x3 convolution whose 36 channels split 4 ways are not
+    x = mb.input("x", [1, 6, 6, 36])               # multiples of 4 (vec4 gather; K = 324 would split)
     y = mb.tensor("y", [1, 6, 6, 8])
-    mb.op("CONV_2D", [x, mb.const("w", RNG.normal(0, 0.2, (8, 3, 3, 16)).astype(np.float32)),
+    mb.op("CONV_2D", [x, mb.const("w", RNG.normal(0, 0.2, (8, 3, 3, 36)).astype(np.float32)),
                       mb.const("b", np.zeros(8, np.float32))], [y], padding="SAME", stride_h=1, stride_w=1)
     mb.output(y)
     assert len(read_bundle(gpuc.compile(mb.finish(), cache=False)).dispatches) == 1

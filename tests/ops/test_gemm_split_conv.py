@@ -1,0 +1,122 @@
+"""Split-K across workgroups for implicit-GEMM convolutions (ops/gemm_split.py: the input channels split
+S ways as S groups, weights re-laid out per group, gemm.comp SPLIT_REDUCE): LiteRT's results with
+strides, padding, dilation, bias, activation and a residual, in fp32 and --precision fp16 (the partial
+dispatch's small-tile cooperative-matrix plan, emulated on lavapipe), and batch-native bundles."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpuc
+from gpuc.compiler.ops import gemm_coopmat, gemm_split
+from gpuc.runtime.bundle import read_bundle
+from helpers.builder import ModelBuilder
+from helpers.litert import run_litert
+
+RNG = np.random.default_rng(5)
+
+
+def conv_model(n=1, h=7, w=7, ci=32, co=12, k=3, stride=1, dil=1, padding="SAME", act="RELU", residual=False,
+               double=False):
+    mb = ModelBuilder()
+    x = mb.input("x", [n, h, w, ci])
+    if double:                                     # x + x first: an activation that fp16 may store as float16
+        x2 = mb.tensor("x2", [n, h, w, ci])        # (model inputs stay float32)
+        mb.op("ADD", [x, x], [x2])
+        x = x2
+    oh = -(-h // stride) if padding == "SAME" else (h - (k - 1) * dil - 1) // stride + 1
+    ow = -(-w // stride) if padding == "SAME" else (w - (k - 1) * dil - 1) // stride + 1
+    y = mb.tensor("y", [n, oh, ow, co])
+    mb.op("CONV_2D", [x, mb.const("w", RNG.normal(0, 0.2, (co, k, k, ci)).astype(np.float32)),
+                      mb.const("b", RNG.normal(0, 0.2, co).astype(np.float32))], [y], padding=padding,
+          stride_h=stride, stride_w=stride, dilation_hfactor=dil, dilation_wfactor=dil, fused_activation_function=act)
+    xs = [RNG.uniform(-1, 1, (n, h, w, ci)).astype(np.float32)]
+    if residual:
+        r = mb.input("r", [n, oh, ow, co])
+        xs.append(RNG.uniform(-1, 1, (n, oh, ow, co)).astype(np.float32))
+        z = mb.tensor("z", [n, oh, ow, co])
+        mb.op("ADD", [y, r], [z])
+        y = z
+    mb.output(y)
+    return mb.finish(), xs
+
+
+def run(model, xs, **opts):
+    data = gpuc.compile(model, cache=False, **opts)
+    with gpuc.load(data) as m:
+        return m.run(xs)[0], read_bundle(data)
+
+
+def close(out, ref, rel=1e-5):
+    assert np.isfinite(out).all()
+    assert float(np.abs(out - ref).max()) <= rel * float(np.abs(ref).max())
+
+
+def test_conv_split_weights_layout():
+    """Group j of the re-laid out weights is the full filter's channels [j*CI/S, (j+1)*CI/S) of every tap."""
+    taps, ci, n, s = 9, 8, 3, 4
+    w = RNG.normal(size=(1, taps * ci, n))
+    g = gemm_split.conv_split_weights(w, taps, s)
+    assert g.shape == (s, taps * ci // s, n)
+    full = w[0].reshape(taps, ci, n)
+    for j in range(s):
+        np.testing.assert_array_equal(g[j].reshape(taps, ci // s, n), full[:, j * 2:(j + 1) * 2])
+
+
+@pytest.mark.parametrize("s,geo", [(4, {}), (2, dict(stride=2, h=9, w=8, padding="VALID")),
+                                   (8, dict(dil=2, h=8, w=8, ci=64, act="RELU6")), (4, dict(residual=True, act="NONE"))])
+def test_conv_split_matches_litert(compile_options, s, geo):
+    model, xs = conv_model(**geo)
+    compile_options(split_k=s)
+    out, b = run(model, xs)
+    assert len(b.dispatches) == 2                  # partials + reduce (bias, activation, residual there)
+    close(out, run_litert(model, xs)[0])
+    compile_options(split_k=1)
+    one, b1 = run(model, xs)
+    assert len(b1.dispatches) == 1
+    close(out, one)
+
+
+def test_conv_split_fp16_coopmat_partials(compile_options):
+    """--precision fp16: the partial dispatch carries the small-tile cooperative-matrix plan (16-row tiles
+    over the S groups; emulated) and the result matches LiteRT within fp16 storage rounding."""
+    model, xs = conv_model(h=5, w=5, ci=64, co=40, residual=True, double=True)
+    compile_options(split_k=4, coopmat_emulate=True)
+    out, b = run(model, xs, precision="fp16")
+    assert len(b.dispatches) == 3                  # x + x, partials, reduce
+    partial = [v for v in b.variants if v.dispatch == 1]
+    assert partial and all(v.name == "coopmat" for v in partial)
+    assert not [v for v in b.variants if v.dispatch == 2]
+    close(out, run_litert(model, xs)[0], rel=2e-2)
+
+
+def test_conv_split_batch_native(compile_options):
+    """--max-batch 3: each batch b runs the prefix of both dispatches and gives its items' outputs."""
+    model, _ = conv_model(ci=16, co=8)
+    compile_options(split_k=4)
+    data = gpuc.compile(model, cache=False, max_batch=3)
+    assert len(read_bundle(data).dispatches) == 2
+    items = RNG.uniform(-1, 1, (3, 1, 7, 7, 16)).astype(np.float32)
+    refs = [run_litert(model, [items[i]])[0] for i in range(3)]
+    with gpuc.load(data) as m:
+        for b in (1, 3):
+            out = m.run([items[:b, 0]])[0]
+            for i in range(b):
+                close(out[i:i + 1], refs[i])
+
+
+def test_model_splits_batch1_resnet_convs():
+    """The cost model splits ResNet-50's batch-1 7x7x512 3x3 convolution (49 x 512 x 4608: one row tile)
+    and keeps a batch-32 one (plenty of workgroups) in one dispatch."""
+    from gpuc.compiler.ops.conv import _split
+    assert _split(49, 512, 4608, True, True, 512)[0] > 1
+    assert _split(32 * 49, 512, 4608, True, True, 512)[0] == 1
+
+
+def test_small_m_candidates_only_where_regular_variants_are_not():
+    assert gemm_coopmat.small_m(49, 768, 3072)                 # batch-1 FC: 1 row tile
+    assert not gemm_coopmat.small_m(4096, 4096, 4096)          # the regular families fill the GPU
+    assert not gemm_coopmat.small_m(49, 16, 3072)              # a sliver of N
+    assert not gemm_coopmat.small_m(49, 512, 4608, gather=True)
+    plans = gemm_coopmat.small_plans(49, 512, 576, 8, 3)
+    assert len(plans) == 3 and plans[0].BM == 16

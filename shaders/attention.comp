@@ -16,11 +16,19 @@
 // Q_STEPS / K_STEPS: scalar MUL / DIV absorbed from the operand's chain.
 // NaN / Inf as the unfused ops: a NaN or +Inf score makes its row NaN, -Inf scores weigh 0 and a row
 // of -Inf only is NaN (max, exp and 0 / 0 as SOFTMAX computes them), a NaN in V reaches its column.
+// Masked key tiles (SKIP_BIAS >= 0: the last score step adds bias SKIP_BIAS, SKIP_SIGN 1, or subtracts
+// it, -1): a tile whose bias is <= -MASKED (SKIP_SIGN * bias) at every (row, key) of the block, once
+// every row's running max is above -MASKED / 10, is skipped: its softmax weights are exactly 0 in the
+// unfused ops too (scores below -0.8 MASKED against a max above -0.1 MASKED), for products under
+// MASKED / 10 in magnitude; a NaN or Inf product or value under such a mask is not seen (the unfused
+// ops would make the row NaN).  A causal mask's keys past a block's last query cost one bias read.
 // Defines: N M D DV NBATCH QBLOCKS NWG BETA RQ BQ CK BK CV DC QCHUNKS VK SKV_SIZE
 //          Q_T[] Q_NT Q_SR Q_SC Q_CFAST Q_OFF K_T[] K_NT K_SJ K_SC K_CFAST K_OFF
 //          V_T[] V_NT V_SJ V_SC V_CFAST V_OFF O_T[] O_NT O_SR O_SC
-//          SC[] Q_STEPS K_STEPS SCORE_STEPS NBIAS B_T[] B_FIRST[] B_NT[] B_SJ[]
+//          SC[] Q_STEPS K_STEPS SCORE_STEPS NBIAS B_T[] B_FIRST[] B_NT[] B_SJ[] SKIP_BIAS SKIP_SIGN
+//          SKIP_LD (the mask's value at row a, key j)
 // @include ew_math.glsl
+#define MASKED 1.0e30
 #define TX 8
 #define TY 16
 #define NT (TX * TY)
@@ -37,6 +45,9 @@ shared float sKV[SKV_SIZE];         // a K chunk [DC][SK_LD], then a V chunk [VK
 shared float sS[BQ * SS_LD];        // scores, then probabilities, of the tile
 shared float sAl[BQ];               // per row: the tile's rescale factor, at the end 1 / sum
 shared float sRed[NT];              // the row statistics' partial max / sum
+#if SKIP_BIAS >= 0
+shared int sLive[3];                // per tile (3 in turn): some (row, key) is not masked
+#endif
 
 #define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
 
@@ -122,7 +133,31 @@ void main() {
 #if QCHUNKS == 1
     load_q(qoff, i0, 0);
 #endif
+#if SKIP_BIAS >= 0
+    if (tid < 3) sLive[tid] = 0;
+    barrier();
+    int turn = 0;
+#endif
     for (int j0 = 0; j0 < M; j0 += BK) {
+#if SKIP_BIAS >= 0
+        {                                        // flag tile t in sLive[t % 3], clear the next one
+            bool live = !(m_run > -0.1 * MASKED);
+            for (int a = 0; a < RQ && !live; ++a) {
+                if (i0 + ty + TY * a >= N) continue;
+                for (int t = 0; t < CK; ++t) {
+                    int j = j0 + tx + TX * t;
+                    if (j < M && !(float(SKIP_SIGN) * SKIP_LD <= -MASKED))
+                        live = true;
+                }
+            }
+            if (live) sLive[turn] = 1;
+            if (tid == 0) sLive[turn == 2 ? 0 : turn + 1] = 0;
+            barrier();
+            bool skip = sLive[turn] == 0;
+            turn = turn == 2 ? 0 : turn + 1;
+            if (skip) continue;                  // uniform: every invocation read the same flag
+        }
+#endif
         float s[RQ][CK];
         for (int a = 0; a < RQ; ++a)
             for (int t = 0; t < CK; ++t) s[a][t] = 0.0;

@@ -23,8 +23,9 @@ VARIANTS = {
                        Q_OFF=0, K_OFF=0, V_OFF=0, O_T=[1, 2, 30], O_NT=1, O_SR=6, O_SC=1,
                        Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 5, 7],
                        B_FIRST=[0], B_NT=[1], B_SJ=[1],
-                       SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));"),
-                  {"QCHUNKS": [1, 2], "Q_CFAST": [0, 1], "K_CFAST": [0, 1], "V_CFAST": [0, 1]},
+                       SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));", SKIP_BIAS=0, SKIP_SIGN=1,
+                       SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])"),
+                  {"QCHUNKS": [1, 2], "Q_CFAST": [0, 1], "K_CFAST": [0, 1], "V_CFAST": [0, 1], "SKIP_BIAS": [-1, 0]},
                   ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=TX * TY)),
 }
 
@@ -74,6 +75,15 @@ def _check(node, graph):
     return None
 
 
+def mask_bias(steps, beta: float):
+    """(bias index, sign) of the mask whose fully masked key tiles the kernel skips (attention.comp:
+    the last score step adds, sign 1, or subtracts, -1, that bias), or None when the chain ends
+    otherwise or beta is too small for a masked score's weight to be 0 surely."""
+    if not steps or steps[-1]["op"] not in ("ADD", "SUB") or not beta >= 1e-6:
+        return None
+    return steps[-1]["bias"], 1 if steps[-1]["op"] == "ADD" else -1
+
+
 def _steps_glsl(steps, consts, var="x"):
     out = []
     for s in steps:
@@ -119,6 +129,12 @@ def lower_attention(node, graph):
         B_FIRST=b_first or [0], B_NT=[len(s["terms"]) for s in biases] or [0], B_SJ=[s["sj"] for s in biases] or [0],
     )
     defines["SC"] = consts or [0.0]
+    skip = mask_bias(a["steps"], float(a["beta"]))
+    if skip is None:
+        defines.update(SKIP_BIAS=-1, SKIP_SIGN=1, SKIP_LD="0.0")
+    else:
+        sb = skip[0]
+        defines.update(SKIP_BIAS=sb, SKIP_SIGN=skip[1], SKIP_LD=f"LD(bias{sb}, bo[{sb}][a] + j * B_SJ[{sb}])")
     binds = [("out_", y.id), ("q", node.inputs[0]), ("k", node.inputs[1]), ("v", node.inputs[2])]
     binds += [(f"bias{i}", t) for i, t in enumerate(node.inputs[3:])]
     return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,

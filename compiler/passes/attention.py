@@ -101,6 +101,16 @@ class _View:
             raise NoMatch
         self.dims = dims
 
+    def broadcast(self, shape):
+        """BROADCAST_TO / TILE of size-1 dims: right-aligned against `shape`, a dim of size 1 that grows to n
+        reads its one element n times (an atom of stride 0)."""
+        if len(shape) < len(self.dims):
+            raise NoMatch
+        self.dims = [[] for _ in range(len(shape) - len(self.dims))] + self.dims
+        for a, n in enumerate(shape):
+            if int(n) != 1 and not self.dims[a]:
+                self.dims[a] = [(int(n), 0)]
+
     def stride(self, axis):
         """The one stride of a dim (its atoms merged), 0 for a dim of size 1; NoMatch if not strided."""
         atoms = self.dims[axis]
@@ -132,6 +142,8 @@ class _View:
             p *= int(n)
         merged = []                                      # adjacent terms that are one stride
         for d, m, t in terms:
+            if t == 0:                                   # a broadcast: every batch reads the same
+                continue
             if merged and merged[-1][0] * merged[-1][1] == d and merged[-1][2] * merged[-1][1] == t:
                 d0, m0, t0 = merged.pop()
                 merged.append((d0, m0 * m, t0))
@@ -231,6 +243,13 @@ def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
         v.reshape(y.shape)
     elif op in VIEWS:
         v.reshape(y.shape)
+    elif op == "BROADCAST_TO":
+        v.broadcast(y.shape)
+    elif op == "TILE":
+        reps = _ints(g, node.inputs[1])
+        if len(reps) != r or any(k != 1 and x.shape[a] != 1 for a, k in enumerate(reps)):
+            raise NoMatch                                # only the repeats of a size-1 dim are a view
+        v.broadcast(y.shape)
     else:                                                # MUL / DIV by a scalar
         c = _scalar(g, node.inputs[1])
         steps.append((op, c if c is not None else _scalar(g, node.inputs[0])))
@@ -238,7 +257,7 @@ def _apply(g: Graph, v: _View, node: Node, out: int, steps: list) -> None:
         raise NoMatch
 
 
-MOVES = VIEWS + ("TRANSPOSE", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK")
+MOVES = VIEWS + ("TRANSPOSE", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "UNPACK", "BROADCAST_TO", "TILE")
 
 
 def _operand(ctx: Matcher, tid: int, row_axis: int, col_axis: int, batch_shape):
@@ -249,8 +268,8 @@ def _operand(ctx: Matcher, tid: int, row_axis: int, col_axis: int, batch_shape):
     g, chain, cur = ctx.g, [], tid
     while cur in ctx.prod and len(chain) < 16:
         p = ctx.prod[cur]
-        if not p.inputs or any(i < 0 for i in p.inputs) or not _f32(g.t(_data_input(g, p))) \
-                or not _f32(g.t(cur)):
+        if not p.inputs or any(i < 0 for i in p.inputs) or not plain_f32(g.t(_data_input(g, p))) \
+                or not _f32(g.t(cur)):                   # a source may be a variable (a KV cache)
             break
         if p.op in MOVES and _const_inputs(g, p):
             pass

@@ -21,7 +21,10 @@
 // weight matrix wu (scales wus, sums wusum, bias ubias) over the same quantized rows, and
 // v = (g * logistic(g)) * u before the activation / residual / chain epilogue.
 // PF: the first PF weight words of each invocation are loaded before phase 1 (their latency hidden behind it).
+// FLAT (one row, decode; ops/gemm_q8.py _flat_plan): each invocation reads its part of the row once into
+// registers; TPR invocations per channel, batches of HB channels per slot, each batch loaded one ahead.
 // Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF FLAT
+//          TPR HB (FLAT)
 //          DOT_EXT (the int_dot variants: dot4 is SPIR-V's OpSDot, exact as the plain int32 sum)
 // Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
@@ -116,6 +119,97 @@ void mac(int qd, uvec4 wv[RN], uvec4 uv[RN]) {
 int dot16(uvec4 a, uvec4 b) { return dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z, b.z) + dot4(a.w, b.w); }
 #endif
 
+#if Q8_MODE == 0
+// the row's quantization scale and zero point from every invocation's min / max (uniform control flow:
+// it has barriers)
+void q_params(float lo, float hi, out float sc, out int zp) {
+#if SUBGROUP
+    lo = subgroupMin(lo);                        // (min / max: exact in any order)
+    hi = subgroupMax(hi);
+    if (subgroupElect()) {
+        red_lo[gl_SubgroupID] = lo;
+        red_hi[gl_SubgroupID] = hi;
+    }
+    barrier();
+    float rmin = red_lo[0], rmax = red_hi[0];
+    for (uint i = 1; i < gl_NumSubgroups; ++i) {
+        rmin = min(rmin, red_lo[i]);
+        rmax = max(rmax, red_hi[i]);
+    }
+#else
+    uint tid = gl_LocalInvocationID.x;
+    red_lo[tid] = lo;
+    red_hi[tid] = hi;
+    barrier();
+    for (uint s = NT / 2; s > 0; s >>= 1) {
+        if (tid < s) {
+            red_lo[tid] = min(red_lo[tid], red_lo[tid + s]);
+            red_hi[tid] = max(red_hi[tid], red_hi[tid + s]);
+        }
+        barrier();
+    }
+    float rmin = red_lo[0], rmax = red_hi[0];
+#endif
+    sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
+    float a = rmin * sc, b = rmax * sc;
+    float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
+    zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+}
+#endif
+
+#if FLAT
+// FLAT (one row, RM = 1): TPR invocations per channel, CPP = NT / TPR channel slots; slot sl takes the
+// workgroup's channels sl, sl + CPP, ... (CH = RN / CPP of them) in batches of HB, each invocation words
+// q0, q0 + TPR, ... (WPC of them) of the channel's row.  Batch b + 1 is loaded before batch b is
+// multiplied (the first one before phase 1), so every invocation keeps a batch of loads in flight.
+const int CPP = int(NT) / TPR, WPC = (KQ + TPR - 1) / TPR, CH = RN / CPP, BW = HB * WPC;
+void fl_load(int n0, int b, int sl, int q0, out uvec4 bw[BW], out uvec4 bu[BW]) {
+    [[unroll]] for (int h = 0; h < HB; ++h) [[unroll]] for (int j = 0; j < WPC; ++j) {
+        int n = n0 + (b * HB + h) * CPP + sl, qd = q0 + j * TPR;
+        bool ok = n < GN && qd < KQ;
+        bw[h * WPC + j] = ok ? w[n * KQ + qd] : uvec4(0u);
+#if GLU
+        bu[h * WPC + j] = ok ? wu[n * KQ + qd] : uvec4(0u);
+#else
+        bu[h * WPC + j] = uvec4(0u);
+#endif
+    }
+}
+// batch b's int32 sums into accs (accu), through a subgroup sum where a subgroup lies in one channel
+void fl_mac(int b, int sl, int q0, uvec4 bw[BW], uvec4 bu[BW]) {
+    [[unroll]] for (int h = 0; h < HB; ++h) {
+        int c = (b * HB + h) * CPP + sl, fa = 0, fb = 0;
+        [[unroll]] for (int j = 0; j < WPC; ++j) {
+            int qd = min(q0 + j * TPR, KQ - 1);  // (a word past the row was loaded as zeros)
+            uvec4 xv = uvec4(xq[qd * 4], xq[qd * 4 + 1], xq[qd * 4 + 2], xq[qd * 4 + 3]);
+            fa += dot16(xv, bw[h * WPC + j]);
+#if GLU
+            fb += dot16(xv, bu[h * WPC + j]);
+#endif
+        }
+#if SUBGROUP
+        if (TPR >= int(gl_SubgroupSize)) {       // (uniform) a subgroup within one channel
+            fa = subgroupAdd(fa);
+#if GLU
+            fb = subgroupAdd(fb);
+#endif
+            if (subgroupElect()) {
+                atomicAdd(accs[c], fa);
+#if GLU
+                atomicAdd(accu[c], fb);
+#endif
+            }
+            continue;
+        }
+#endif
+        atomicAdd(accs[c], fa);
+#if GLU
+        atomicAdd(accu[c], fb);
+#endif
+    }
+}
+#endif
+
 // @include epi_chain.glsl
 
 #if Q8_MODE != 0
@@ -128,25 +222,14 @@ void main() {
     int m0 = tm * RM, n0 = tn * RN;
     if (m0 >= GM) return;                        // (whole workgroup: uniform)
 #if FLAT
-    // FLAT (one row, RM = 1): TPR = NT / RN invocations per channel; invocation t takes words
-    // t % TPR, + TPR, ... of channel n0 + t / TPR; the first PF of them loaded before phase 1
-    const int TPR = int(NT) / RN;
 #if SUBGROUP
     int pos = int(gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID);    // (a subgroup: consecutive)
 #else
     int pos = int(tid);
 #endif
-    int nl = pos / TPR, q0 = pos % TPR;
-    bool nok = n0 + nl < GN;
-    uvec4 fw[PF], fu[PF];
-    [[unroll]] for (int it = 0; it < PF; ++it) {
-        int qd = q0 + it * TPR;
-        bool ok = nok && qd < KQ;
-        fw[it] = ok ? w[(n0 + nl) * KQ + qd] : uvec4(0u);
-#if GLU
-        fu[it] = ok ? wu[(n0 + nl) * KQ + qd] : uvec4(0u);
-#endif
-    }
+    int sl = pos / TPR, q0 = pos % TPR;
+    uvec4 fw[BW], fu[BW];
+    fl_load(n0, 0, sl, q0, fw, fu);
 #elif PF
     // the first PF of this invocation's weight words, loaded before phase 1 so that their latency
     // overlaps the row quantization (decode: usually every word it reads)
@@ -165,6 +248,46 @@ void main() {
     }
 #endif
     // phase 1: quantize this workgroup's rows into shared memory
+#if FLAT
+    // (one row: each invocation reads its XW words' floats once, into registers)
+    const int XW = (KQ * 4 + int(NT) - 1) / int(NT);
+    float xr[XW * 4];
+    [[unroll]] for (int i = 0; i < XW; ++i) [[unroll]] for (int j = 0; j < 4; ++j) {
+        int k = (int(tid) + i * int(NT)) * 4 + j;
+        xr[i * 4 + j] = k < GK ? LD(x, k) : 0.0;
+    }
+#if RMS
+    float ss = 0.0;
+    [[unroll]] for (int e = 0; e < XW * 4; ++e) ss += xr[e] * xr[e];
+    float rr = ew_rsqrt(wg_reduce(ss, false) / float(GK) + EPS);
+    [[unroll]] for (int e = 0; e < XW * 4; ++e) {
+        int k = (int(tid) + (e / 4) * int(NT)) * 4 + e % 4;
+        if (k < GK) xr[e] = (xr[e] * rr) * LD(nw, k);
+    }
+#endif
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (int e = 0; e < XW * 4; ++e) {
+        lo = min(lo, xr[e]);
+        hi = max(hi, xr[e]);
+    }
+    float sc;
+    int zp;
+    q_params(lo, hi, sc, zp);
+    if (tid == 0) {
+        q_inv[0] = 1.0 / sc;
+        q_zp[0] = zp;
+    }
+    [[unroll]] for (int i = 0; i < XW; ++i) {
+        int wd = int(tid) + i * int(NT);
+        uint word = 0u;
+        [[unroll]] for (int j = 0; j < 4; ++j) {
+            int q = clamp(int(roundEven(xr[i * 4 + j] * sc)) + zp, -128, 127);
+            word |= (uint(q) & 0xffu) << (8 * j);
+        }
+        if (wd < KQ * 4) xq[wd] = word;
+    }
+    barrier();
+#else
     [[dont_unroll]] for (int r = 0; r < RM; ++r) {
         int m = min(m0 + r, GM - 1);             // (rows past GM: a copy of the last, never stored)
 #if RMS
@@ -181,36 +304,9 @@ void main() {
             lo = min(lo, v);
             hi = max(hi, v);
         }
-#if SUBGROUP
-        lo = subgroupMin(lo);                    // (min / max: exact in any order)
-        hi = subgroupMax(hi);
-        if (subgroupElect()) {
-            red_lo[gl_SubgroupID] = lo;
-            red_hi[gl_SubgroupID] = hi;
-        }
-        barrier();
-        float rmin = red_lo[0], rmax = red_hi[0];
-        for (uint i = 1; i < gl_NumSubgroups; ++i) {
-            rmin = min(rmin, red_lo[i]);
-            rmax = max(rmax, red_hi[i]);
-        }
-#else
-        red_lo[tid] = lo;
-        red_hi[tid] = hi;
-        barrier();
-        for (uint s = NT / 2; s > 0; s >>= 1) {
-            if (tid < s) {
-                red_lo[tid] = min(red_lo[tid], red_lo[tid + s]);
-                red_hi[tid] = max(red_hi[tid], red_hi[tid + s]);
-            }
-            barrier();
-        }
-        float rmin = red_lo[0], rmax = red_hi[0];
-#endif
-        float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
-        float a = rmin * sc, b = rmax * sc;
-        float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
-        int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+        float sc;
+        int zp;
+        q_params(lo, hi, sc, zp);
         if (tid == 0) {
             q_inv[r] = 1.0 / sc;
             q_zp[r] = zp;
@@ -227,6 +323,7 @@ void main() {
         }
         barrier();
     }
+#endif
     for (int i = int(tid); i < RM * RN; i += int(NT)) {
         accs[i] = 0;
 #if GLU
@@ -236,45 +333,12 @@ void main() {
     barrier();
     // phase 2: int8 x int8 dot products, exact in int32
 #if FLAT
-    int fa = 0, fb = 0;
-    [[unroll]] for (int it = 0; it < PF; ++it) {
-        int qd = q0 + it * TPR;
-        if (qd < KQ) {
-            uvec4 xv = uvec4(xq[qd * 4], xq[qd * 4 + 1], xq[qd * 4 + 2], xq[qd * 4 + 3]);
-            fa += dot16(xv, fw[it]);
-#if GLU
-            fb += dot16(xv, fu[it]);
-#endif
-        }
-    }
-    for (int qd = q0 + PF * TPR; qd < KQ; qd += TPR) {
-        uvec4 xv = uvec4(xq[qd * 4], xq[qd * 4 + 1], xq[qd * 4 + 2], xq[qd * 4 + 3]);
-        if (nok) {
-            fa += dot16(xv, w[(n0 + nl) * KQ + qd]);
-#if GLU
-            fb += dot16(xv, wu[(n0 + nl) * KQ + qd]);
-#endif
-        }
-    }
-#if SUBGROUP
-    if (TPR >= int(gl_SubgroupSize)) {           // (uniform) a subgroup within one channel
-        fa = subgroupAdd(fa);
-#if GLU
-        fb = subgroupAdd(fb);
-#endif
-        if (subgroupElect()) {
-            atomicAdd(accs[nl], fa);
-#if GLU
-            atomicAdd(accu[nl], fb);
-#endif
-        }
-    } else
-#endif
-    {
-        atomicAdd(accs[nl], fa);
-#if GLU
-        atomicAdd(accu[nl], fb);
-#endif
+    [[dont_unroll]] for (int b = 0; b < CH / HB; ++b) {
+        uvec4 gw[BW], gu[BW];
+        if (b + 1 < CH / HB) fl_load(n0, b + 1, sl, q0, gw, gu);
+        fl_mac(b, sl, q0, fw, fu);
+        fw = gw;
+        fu = gu;
     }
 #else
     [[unroll]] for (int r = 0; r < RM; ++r) [[unroll]] for (int n = 0; n < RN; ++n) {

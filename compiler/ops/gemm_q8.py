@@ -9,8 +9,10 @@ channel (axis 0), float32 input and output, fixed sizes.  Asymmetric weights (a 
 uint8 / int16 / int4 weights keep the float path.
 
 Three paths by the number of activation rows M (all the same integers, so the same results):
-- M = 1 (decode, FLAT): 256 invocations a workgroup, LOCAL_FLAT / RN of them per output channel on
-  consecutive 16-byte weight words, every word (up to PF) loaded before the row is quantized;
+- M = 1 (decode, FLAT): `_flat_plan` sizes workgroups of up to 1024 invocations, TPR of them per output
+  channel on consecutive 16-byte weight words, RN channels a workgroup (enough that re-reading and
+  quantizing the row per workgroup stays cheap, few enough workgroups that all are resident), weight
+  words loaded a batch ahead (the first batch before the row is quantized);
 - 1 < M < TILED_MIN_M: RM rows x RN channels a workgroup, int32 partial sums meeting in shared memory;
 - M >= TILED_MIN_M (prefill): the rows quantized once (one dispatch), then 64 x 64 output tiles
   (shaders/gemm_q8_tiled.glsl).
@@ -38,8 +40,10 @@ GLU_ATTR = "q8_glu"             # (up weight tensor, up bias tensor or -1): silu
 SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 16 KiB of shared memory
 MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
 LOCAL = 64
-LOCAL_FLAT = 256                # one activation row (decode): invocations per workgroup
-SMALL_TILES = 8                 # workgroups an FC too narrow to fill the GPU still gets (one row)
+FLAT_WORDS = 8                  # one row: 16-byte weight words a batch of one invocation (x2 in flight)
+MIN_TPR = 32                    # one row: fewest invocations per channel (a subgroup sums a channel)
+FLAT_ROW_BYTES = 16             # one row: channels a workgroup reads >= this many bytes per row float
+FLAT_RESIDENT = 1024            # one row: invocations an SM holds at once (~64 registers each)
 TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
@@ -115,15 +119,36 @@ def _tile(m: int, n: int, kq: int) -> tuple[int, int]:
     return rm, 1
 
 
-def _flat_rn(n: int, kq: int, per: int) -> int:
-    """RN for one activation row (FLAT: LOCAL_FLAT / RN invocations per channel): the most channels per
-    workgroup that still give >= 2 workgroups per SM and at most PF_WORDS // per prefetched words each."""
-    fits = [rn for rn in (64, 32, 16, 8, 4, 2, 1) if -(-kq // (LOCAL_FLAT // rn)) * per <= PF_WORDS // 2] or [1]
-    for least in (2 * GPU_SMS, SMALL_TILES):      # (a small N cannot fill the GPU: a few workgroups then)
-        for rn in fits:
-            if -(-n // rn) >= least:
-                return rn
-    return fits[-1]
+def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
+    """(local, TPR, RN, HB) for one activation row (FLAT, shaders/gemm_q8.comp): RN channels a workgroup,
+    TPR invocations each, batches of HB channels.  Every workgroup reads and quantizes the whole row (4 bytes
+    a float), so RN * per >= FLAT_ROW_BYTES where that still leaves >= 4 workgroups an SM, and >= GPU_SMS
+    workgroups where N allows; then the widest workgroup (most bytes in flight an SM) whose channel slots
+    divide RN without fewer workgroups than that or more than fit at once (FLAT_RESIDENT an SM)."""
+    rn0 = max(-(-FLAT_ROW_BYTES // per), -(-n // (4 * GPU_SMS)))
+    if -(-n // rn0) < GPU_SMS:
+        rn0 = -(-n // GPU_SMS)
+    least = min(GPU_SMS, -(-n // rn0))
+    xw = max(64, 1 << (kq * 4 // 16 - 1).bit_length())      # (<= 16 row words an invocation in registers)
+    words = FLAT_WORDS // per
+    plan = None
+    for local in (1024, 512, 256, 128, 64):
+        if local < xw or (local > 4 * rn0 * kq * per and local > 64):   # (<= 4 invocations a weight word)
+            continue
+        tpr = min(MIN_TPR, local)
+        while tpr < local and -(-kq // tpr) > words:
+            tpr *= 2
+        for tpr in range(tpr.bit_length() - 1, local.bit_length()):
+            tpr = 1 << tpr
+            cpp = local // tpr
+            rn = -(-rn0 // cpp) * cpp
+            g = -(-n // rn)
+            if g >= least and g * local <= FLAT_RESIDENT * GPU_SMS:
+                ch, wpc = rn // cpp, -(-kq // tpr)
+                hb = max(h for h in range(1, ch + 1) if ch % h == 0 and h * wpc <= max(words, wpc))
+                return local, tpr, rn, hb
+            plan = plan or (local, local, rn0, 1)
+    return plan or (64, 64, rn0, 1)
 
 
 def q8_kernels(node, graph, bias) -> list:
@@ -139,8 +164,11 @@ def q8_kernels(node, graph, bias) -> list:
         return _tiled(node, graph, binds, m, n, k, kq)
     per = 2 if node.attrs.get(GLU_ATTR) else 1
     flat = m == 1
-    rm, rn = (1, _flat_rn(n, kq, per)) if flat else _tile(m, n, kq)
-    local = LOCAL_FLAT if flat else LOCAL
+    if flat:
+        local, tpr, rn, hb = _flat_plan(n, kq, per)
+        rm = 1
+    else:
+        (rm, rn), local = _tile(m, n, kq), LOCAL
     tiles_m, tiles_n = -(-m // rm), -(-n // rn)
     defines = dict(GM=m, GN=n, GK=k, KQ=kq, RM=rm, RN=rn, TILES_N=tiles_n, HAS_BIAS=int(bias is not None),
                    **epilogue(node, binds, ignore=()))
@@ -149,8 +177,8 @@ def q8_kernels(node, graph, bias) -> list:
         binds.append(("nw", nw))
         defines.update(RMS=1, EPS=float(eps))
     _glu(node, graph, binds, defines, kq)
-    if flat:                   # (words per invocation: ceil(kq / (local / rn)), the first PF_WORDS // 2 ahead)
-        defines.update(FLAT=1, PF=max(1, min(-(-kq // (local // rn)), PF_WORDS // (2 * per))))
+    if flat:
+        defines.update(FLAT=1, TPR=tpr, HB=hb)
     else:
         defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // (rn * per)))
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * local, defines, node.label(), local_x=local,
@@ -224,10 +252,10 @@ VARIANTS = {
                                                                  "DOT_EXT": [0, 1]},
                       ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum", "ubias"], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w", "wu"))),
-    "gemm_q8:flat": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, PF=2, RMS=1, EPS=1e-6),
+    "gemm_q8:flat": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, TPR=32, HB=2, RMS=1, EPS=1e-6),
                      {"GLU": [0, 1], "SUBGROUP": [0, 1], "DOT_EXT": [0, 1]},
                      ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum"], _TYPES,
-                     lambda d: dict(local_x=LOCAL_FLAT, vec4=("w", "wu"))),
+                     lambda d: dict(local_x=128, vec4=("w", "wu"))),
     "gemm_q8:rows": (dict(GM=3, GK=40, KQ=3, RM=1, RN=1, Q8_MODE=1, RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
                      ["out_", "x", "nw"], {"out_": "uint32"}, lambda d: dict(local_x=LOCAL)),
     "gemm_q8:tiled": (dict(_Q8, RM=1, RN=1, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, **sample_chain(3)),

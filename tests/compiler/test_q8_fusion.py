@@ -124,37 +124,47 @@ def test_matches_litert(m, norm_out, up_out, up_bias, fused):
         assert np.abs(g - p).max() <= 1e-5 * scale
 
 
-@pytest.mark.parametrize("pf_words", [16, 2])
-def test_one_row_words_past_the_prefetch(monkeypatch, pf_words):
-    """gemm_q8's one-row (FLAT) path over a long row: every weight word prefetched, or (PF_WORDS 2) the
-    first word of each invocation prefetched and the rest read in its loop."""
-    from gpuc.compiler.ops import gemm_q8
-    monkeypatch.setattr(gemm_q8, "PF_WORDS", pf_words)
-    k, n = 4200, 12
-    q, quant = _q8(n, k)
+def _one_row_model(k, n, glu):
+    """x [1, k] -> FC (bias) or, glu, silu(FC(x, Wg)) * FC(x, Wu) (one gemm_q8 GLU dispatch)."""
     mb = ModelBuilder()
-    x, y = mb.input("x", [1, k]), mb.tensor("y", [1, n])
-    mb.op("FULLY_CONNECTED", [x, mb.const("w", q, quant=quant), mb.const("b", RNG.normal(0, 1, n).astype(np.float32))],
-          [y])
+    x = mb.input("x", [1, k])
+
+    def fc(name, bias):
+        q, quant = _q8(n, k)
+        b = mb.const(f"b{name}", RNG.normal(0, 1, n).astype(np.float32)) if bias else -1
+        y = mb.tensor(name, [1, n])
+        mb.op("FULLY_CONNECTED", [x, mb.const(f"w{name}", q, quant=quant), b], [y])
+        return y
+    y = fc("g", True)
+    if glu:
+        u, lg, sg, y2 = fc("u", False), mb.tensor("lg", [1, n]), mb.tensor("sg", [1, n]), mb.tensor("y2", [1, n])
+        mb.op("LOGISTIC", [y], [lg])
+        mb.op("MUL", [y, lg], [sg])
+        mb.op("MUL", [sg, u], [y2])
+        y = y2
     mb.output(y)
-    data = mb.finish()
-    xv = RNG.normal(0, 1, (1, k)).astype(np.float32)
-    (got,), (ref,) = _run(gpuc.compile(data), [xv]), litert_default(data, [xv])
-    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+    return mb.finish()
 
 
-def test_one_row_channels_narrower_than_a_subgroup():
-    """A wide, short FC (an LM head's shape): 64 channels a workgroup, 4 invocations each, fewer than a
-    subgroup, so the channel sums meet through shared atomics (the subgroup sum needs a whole subgroup)."""
+@pytest.mark.parametrize("sms,words,min_tpr,glu", [
+    (132, 8, 32, False),          # the H100 plan: few channels a workgroup, one batch
+    (2, 8, 32, False),            # a small GPU: several channels a slot, batches loaded one ahead
+    (2, 8, 4, True),              # a short row: 4 invocations a channel (sums through shared atomics), GLU
+])
+def test_one_row_plans(monkeypatch, sms, words, min_tpr, glu):
+    """gemm_q8's one-row (FLAT) path over a long row (several weight words an invocation) under
+    workgroup plans of several shapes (_flat_plan): the same integers as LiteRT's hybrid FC."""
     from gpuc.compiler.ops import gemm_q8
-    k, n = 64, 64 * 2 * gemm_q8.GPU_SMS
-    assert gemm_q8._flat_rn(n, k // 16, 1) == 64
-    q, quant = _q8(n, k)
-    mb = ModelBuilder()
-    x, y = mb.input("x", [1, k]), mb.tensor("y", [1, n])
-    mb.op("FULLY_CONNECTED", [x, mb.const("w", q, quant=quant), -1], [y])
-    mb.output(y)
-    data = mb.finish()
+    monkeypatch.setattr(gemm_q8, "GPU_SMS", sms)
+    monkeypatch.setattr(gemm_q8, "FLAT_WORDS", words)
+    monkeypatch.setattr(gemm_q8, "MIN_TPR", min_tpr)
+    k, n = (128, 400) if glu else (4200, 40)
+    local, tpr, rn, hb = gemm_q8._flat_plan(n, -(-k // 16), 2 if glu else 1)
+    assert rn // (local // tpr) > hb if not glu and sms == 2 else True     # several batches a slot
+    assert tpr < 8 if min_tpr < 8 else True
+    data = _one_row_model(k, n, glu)
     xv = RNG.normal(0, 1, (1, k)).astype(np.float32)
-    (got,), (ref,) = _run(gpuc.compile(data), [xv]), litert_default(data, [xv])
+    bundle = gpuc.compile(data)
+    assert sum("FULLY_CONNECTED" in s for s in _labels(bundle)) == 1
+    (got,), (ref,) = _run(bundle, [xv]), litert_default(data, [xv])
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()

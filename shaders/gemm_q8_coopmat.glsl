@@ -6,7 +6,15 @@
 // step's loads issued before this step's products.  The int32 sums are exact, so they are the int_dot
 // variant's bit for bit; each block then passes through a 16 x 16 shared scratch of its subgroup to the
 // same epilogue (q8_out).
+// CM_EMULATE (tests, CompileOptions.coopmat_emulate: lavapipe has no cooperative matrices): the same
+// staging, blocks and epilogue with plain int32 sums, lane l of subgroup s (invocation 32 s + l) keeping
+// the block elements the epilogue gives it (rows l / 16 + 2 t, column l % 16).
+#ifndef CM_EMULATE
+#define CM_EMULATE 0
+#endif
+#if !CM_EMULATE
 // @include coopmat_int8.glsl
+#endif
 #define BKQ (BKW / 4)                            // 16-byte words of a row per K step
 #define SST (BKW + 4)                            // shared row stride in words (16 bytes of padding)
 #define FM (BM / (16 * WM))
@@ -22,15 +30,29 @@ shared uint sb[BN * SST];
 #if GLU
 shared uint su[BN * SST];
 #endif
+#if !CM_EMULATE
 shared int scr[WM * WN * 256];
+#endif
 
 void main() {
     int tid = int(gl_LocalInvocationID.x);
     int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
     int m0 = (wg / TILES_N) * BM, n0 = (wg % TILES_N) * BN;
     if (m0 >= GM) return;                        // (whole workgroup: uniform)
+#if CM_EMULATE
+    int sg = tid / 32, lane = tid % 32;
+    int acc[FM * FN][8];
+#if GLU
+    int acu[FM * FN][8];
+#endif
+    [[unroll]] for (int f = 0; f < FM * FN; ++f) [[unroll]] for (int t = 0; t < 8; ++t) {
+        acc[f][t] = 0;
+#if GLU
+        acu[f][t] = 0;
+#endif
+    }
+#else
     int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
-    int wm = sg / WN, wn = sg % WN;
     CM_C acc[FM * FN];
 #if GLU
     CM_C acu[FM * FN];
@@ -41,6 +63,8 @@ void main() {
         acu[f] = CM_C(0);
 #endif
     }
+#endif
+    int wm = sg / WN, wn = sg % WN;
     uvec4 ra[LA], rb[LB];
 #if GLU
     uvec4 ru[LB];
@@ -79,6 +103,17 @@ void main() {
         if (k0 + BKW < KQ * 4) {                 // (uniform) the next step's words, in flight meanwhile
             STAGE_LOAD(k0 + BKW)
         }
+#if CM_EMULATE
+        [[unroll]] for (int f = 0; f < FM * FN; ++f) [[unroll]] for (int t = 0; t < 8; ++t) {
+            int ra0 = ((wm * FM + f / FN) * 16 + lane / 16 + 2 * t) * SST, cb0 = ((wn * FN + f % FN) * 16 + lane % 16) * SST;
+            for (int kw = 0; kw < BKW; ++kw) {
+                acc[f][t] += dot4(sa[ra0 + kw], sb[cb0 + kw]);
+#if GLU
+                acu[f][t] += dot4(sa[ra0 + kw], su[cb0 + kw]);
+#endif
+            }
+        }
+#else
         [[unroll]] for (int kk = 0; kk < BKW; kk += 8) {
             CM_A fa[FM];
             [[unroll]] for (int i = 0; i < FM; ++i)
@@ -93,6 +128,7 @@ void main() {
 #endif
             }
         }
+#endif
         barrier();
     }
     // each 16 x 16 block through the subgroup's scratch: lane l takes rows l / 16 + 2 t, column l % 16
@@ -100,6 +136,16 @@ void main() {
     [[unroll]] for (int f = 0; f < FM * FN; ++f) {
         int mb = m0 + (wm * FM + f / FN) * 16, nb = n0 + (wn * FN + f % FN) * 16;
         int a[8], au[8];
+#if CM_EMULATE
+        [[unroll]] for (int t = 0; t < 8; ++t) {
+            a[t] = acc[f][t];
+#if GLU
+            au[t] = acu[f][t];
+#else
+            au[t] = 0;
+#endif
+        }
+#else
         coopMatStore(acc[f], scr, sbase, 16, gl_CooperativeMatrixLayoutRowMajor);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
@@ -113,6 +159,7 @@ void main() {
         subgroupBarrier();
 #else
         [[unroll]] for (int t = 0; t < 8; ++t) au[t] = 0;
+#endif
 #endif
         [[unroll]] for (int t = 0; t < 8; ++t) q8_out(mb + lane / 16 + 2 * t, nb + lane % 16, a[t], au[t]);
     }

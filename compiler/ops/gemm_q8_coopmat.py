@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuc.compiler.codegen.kernel import KernelVariant
+from gpuc.compiler.options import current
 
 GPU_SMS = 132                   # (H100) workgroups for a full GPU: the big tile only where it still fills it
 SMEM = 32 * 1024                # shared memory every Vulkan device with these matrices allows
@@ -27,12 +28,14 @@ def plan(gm: int, gn: int, glu: bool) -> dict:
     return dict(BM=bm, BN=bm, BKW=bkw, WM=wm, WN=wn)
 
 
-def coopmat_kernel(k):
+def coopmat_kernel(k, emulate: bool = False):
+    """The COOPMAT=1 form of the plain tiled kernel `k` (Q8_MODE 2); `emulate`: plain int32 sums in its
+    place (CM_EMULATE: the same staging, tiles and epilogue, for lavapipe tests)."""
     d = k.defines
     p = plan(d["GM"], d["GN"], bool(d.get("GLU")))
     tiles_n = -(-d["GN"] // p["BN"])
     local = 32 * p["WM"] * p["WN"]
-    return dataclasses.replace(k, defines=dict(d, COOPMAT=1, TILES_N=tiles_n, **p), variants=[],
+    return dataclasses.replace(k, defines=dict(d, COOPMAT=1, TILES_N=tiles_n, CM_EMULATE=int(emulate), **p), variants=[],
                                invocations=-(-d["GM"] // p["BM"]) * tiles_n * local, local_x=local,
                                vec4=tuple(k.vec4) + ("xq",))
 
@@ -40,15 +43,22 @@ def coopmat_kernel(k):
 # (int8_conv.py's COOPMAT_VARIANT requires the same; one name, so GPUC_VARIANTS=coopmat_int8=off turns both off)
 REQUIRES = {"cooperative_matrix": [16, 16, 32, "sint8", "sint8", "sint32", "sint32"], "subgroup_size": 32}
 COOPMAT_VARIANT = KernelVariant("coopmat_int8", REQUIRES, coopmat_kernel)
+# CompileOptions.coopmat_emulate (tests): the emulated form, which every device runs
+EMULATED_VARIANT = KernelVariant("coopmat_int8", {}, lambda k: coopmat_kernel(k, emulate=True))
+
+
+def coopmat_variant() -> KernelVariant:
+    """The variant gemm_q8's tiled kernels carry first (the emulated one under coopmat_emulate)."""
+    return EMULATED_VARIANT if current().coopmat_emulate else COOPMAT_VARIANT
 
 _D = dict(GM=40, GN=72, GK=100, KQ=7, RM=1, RN=1, TILES_N=2, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, COOPMAT=1)
 VARIANTS = {   # (compiler/codegen/variants.py: both tile forms, every epilogue branch)
     "gemm_q8:tiled_coopmat": (dict(_D, BM=64, BN=64, BKW=16, WM=2, WN=2),
-                              {"GLU": [0, 1], "HAS_UBIAS": [0, 1], "ACT": [0, 1]},
+                              {"GLU": [0, 1], "HAS_UBIAS": [0, 1], "ACT": [0, 1], "CM_EMULATE": [0, 1]},
                               ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum", "ubias"],
                               {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
                               lambda d: dict(local_x=128, vec4=("w", "wu", "xq"))),
-    "gemm_q8:tiled_coopmat_big": (dict(_D, BM=128, BN=128, BKW=8, WM=2, WN=4), {"GLU": [0, 1]},
+    "gemm_q8:tiled_coopmat_big": (dict(_D, BM=128, BN=128, BKW=8, WM=2, WN=4), {"GLU": [0, 1], "CM_EMULATE": [0, 1]},
                                   ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
                                   {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
                                   lambda d: dict(local_x=256, vec4=("w", "wu", "xq"))),

@@ -199,7 +199,8 @@ def _glu(node, graph, binds, defines, kq) -> None:
 def _tiled(node, graph, binds, m, n, k, kq) -> list:
     """Many rows (prefill): the rows quantized once (Q8_MODE 1), then 64 x 64 output tiles (Q8_MODE 2)."""
     y = graph.t(node.outputs[0])
-    rows = graph.add_tensor(f"{y.name}/q8_rows", (m, kq * 4 + 2), "uint32")
+    # (the rows, then their scales: gemm_q8_tiled.glsl XQ_ROW / XQ_SC; whole 16-byte words for uvec4 reads)
+    rows = graph.add_tensor(f"{y.name}/q8_rows", (m, kq * 4 + 4), "uint32")
     rb = [("out_", rows), ("x", node.inputs[0])]
     rd = dict(GM=m, GK=k, KQ=kq, RM=1, RN=1, Q8_MODE=1)
     if node.attrs.get(RMS_ATTR):

@@ -10,7 +10,9 @@
 // d = p, p + TPR, ..: neighbours read neighbouring floats of a row; partial dots summed through shared
 // memory); the chunk's max and sum per query head by segments of RED_SEG invocations (seg_reduce); P.V by
 // RS = n / D slices of keys, invocation (slice, d) reading column d of its keys' rows (coalesced), the
-// slices summed through shared memory.  Nothing is serial over the chunk but a slice's P.V loop.
+// slices summed through shared memory.  Nothing is serial over the chunk but a slice's P.V loop.  The
+// keys (a one-pass chunk: PRE_K) and values (at most 32 an invocation: PRE_V) are loaded into registers
+// first, with the mask, so the kernel waits for memory about once (a decode step is latency-bound).
 // Masked keys (HAS_MASK): a chunk whose mask values are all <= DEAD (-1e30: litert-torch's causal mask
 // writes the float minimum or -inf) is not read when some key of the row is live: there its keys'
 // weights exp(s_j - max) are exactly 0 (the scores differ by ~1e30 or more), so the chunk writes
@@ -70,11 +72,11 @@ float rope_k(int f) {                  // (rope.glsl's rope_value with k's sourc
 }
 shared float kn[D];
 shared float vn[D];
-#define K_AT(fresh, i, d) ((fresh) ? kn[d] : LD(k, i))
-#define V_AT(fresh, i, d) ((fresh) ? vn[d] : LD(v, i))
+#define K_NEW(fresh, d, x) ((fresh) ? kn[d] : (x))
+#define V_NEW(fresh, d, x) ((fresh) ? vn[d] : (x))
 #else
-#define K_AT(fresh, i, d) LD(k, i)
-#define V_AT(fresh, i, d) LD(v, i)
+#define K_NEW(fresh, d, x) (x)
+#define V_NEW(fresh, d, x) (x)
 #endif
 // @include ew_math.glsl
 #define RED_SEG 32
@@ -83,8 +85,18 @@ shared float red[gl_WorkGroupSize.x];
 shared float qs[G * D];
 shared float sc[G * CHUNK];
 shared float part[G * RP * TPR];
+shared float mk[CHUNK];
 shared int live[2];
 const float DEAD = -1e30;
+#define KN ((D + TPR - 1) / TPR)                        // key elements an invocation scores
+#define VN ((CHUNK + RS - 1) / RS)                      // keys an invocation's P.V column takes
+#define PRE_K (CHUNK == RP)                             // one pass: the keys loaded up front
+#define PRE_V (VN <= 32)                                // the values loaded up front
+#if PRE_V
+#define V_LOOP [[unroll]]
+#else
+#define V_LOOP
+#endif
 
 void main() {
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -93,16 +105,34 @@ void main() {
     int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
     int j0 = c * CHUNK, nj = min(CHUNK, KV - j0);
     const float NEG_INF = uintBitsToFloat(0xff800000u);
+    int r = l / TPR, p = l % TPR;                      // scores: piece p of key r of a pass
+    int d = l % D, sl = l / D;                         // P.V: column d of slice sl
+    // every load of the chunk's keys and values issued up front (one latency for the whole kernel;
+    // a dead chunk's are dropped, the new row's replaced by the values written below)
+#if PRE_K
+    float kr[KN];
+    [[unroll]] for (int i = 0; i < KN; ++i) {
+        int e = p + i * TPR;
+        kr[i] = r < nj && e < D ? LD(k, ((j0 + r) * KH + kh) * D + e) : 0.0;
+    }
+#endif
+#if PRE_V
+    float vr[VN];
+    [[unroll]] for (int i = 0; i < VN; ++i) {
+        int jj = sl + i * RS;
+        vr[i] = sl < RS && jj < nj ? LD(v, ((j0 + jj) * KH + kh) * D + d) : 0.0;
+    }
+#endif
 #if KV_WRITE
     int P = clamp(start[1], 0, MAX_POS);
     if (c == P / CHUNK) {              // (uniform) this workgroup's chunk holds the new row
-        for (int d = l; d < D; d += n) {
-            int f = kh * D + d, o = (P * KH + kh) * D + d;
+        for (int e = l; e < D; e += n) {
+            int f = kh * D + e, o = (P * KH + kh) * D + e;
             float kk = rope_k(f), vv = LD(vx, (f / V_ROW) * V_W + V_BEGIN + f % V_ROW);
             ST(k, o, kk);
             ST(v, o, vv);
-            kn[d] = float(k_S(kk));    // (the values as the cache holds them)
-            vn[d] = float(v_S(vv));
+            kn[e] = float(k_S(kk));    // (the values as the cache holds them)
+            vn[e] = float(v_S(vv));
         }
         memoryBarrierShared();
         barrier();
@@ -114,7 +144,11 @@ void main() {
     if (l == 0) { live[0] = 0; live[1] = 0; }
     barrier();
     bool mine = false;
-    for (int jj = l; jj < nj; jj += n) mine = mine || !(LD(mask, j0 + jj) <= DEAD);    // (NaN: live)
+    for (int jj = l; jj < nj; jj += n) {
+        float mv = LD(mask, j0 + jj);
+        mk[jj] = mv;
+        mine = mine || !(mv <= DEAD);                  // (NaN: live)
+    }
     if (mine) atomicOr(live[0], 1);
     barrier();
     if (live[0] == 0) {                                // (uniform) a dead chunk: is any key live?
@@ -131,11 +165,10 @@ void main() {
         }
     }
 #endif
-    for (int d = l; d < G * D; d += n) qs[d] = q_at(kh * G * D + d) * QS;
+    for (int e = l; e < G * D; e += n) qs[e] = q_at(kh * G * D + e) * QS;
     memoryBarrierShared();
     barrier();
     // scores: invocation l is piece p of key r of each pass of RP keys
-    int r = l / TPR, p = l % TPR;
     for (int j = 0; j < nj; j += RP) {                 // (uniform)
         int jj = j + r;
         float s[G];
@@ -143,11 +176,15 @@ void main() {
         if (jj < nj) {
             bool fresh = j0 + jj == P;
             int b = ((j0 + jj) * KH + kh) * D;
-            [[unroll]] for (int i = 0; i < (D + TPR - 1) / TPR; ++i) {
-                int d = p + i * TPR;
-                if (d < D) {
-                    float kv = K_AT(fresh, b + d, d) * KS;
-                    [[unroll]] for (int g = 0; g < G; ++g) s[g] += qs[g * D + d] * kv;
+            [[unroll]] for (int i = 0; i < KN; ++i) {
+                int e = p + i * TPR;
+                if (e < D) {
+#if PRE_K
+                    float kv = K_NEW(fresh, e, kr[i]) * KS;
+#else
+                    float kv = K_NEW(fresh, e, LD(k, b + e)) * KS;
+#endif
+                    [[unroll]] for (int g = 0; g < G; ++g) s[g] += qs[g * D + e] * kv;
                 }
             }
         }
@@ -160,7 +197,7 @@ void main() {
                 float t = 0.0;
                 [[unroll]] for (int e = 0; e < TPR; ++e) t += part[g * RP * TPR + rr * TPR + e];
 #if HAS_MASK
-                t = t + LD(mask, j0 + j + rr);
+                t = t + mk[j + rr];
 #endif
                 sc[g * CHUNK + j + rr] = t;
             }
@@ -198,14 +235,17 @@ void main() {
     memoryBarrierShared();
     barrier();
     // P.V: slice sl of RS takes keys sl, sl + RS, ..; invocation (sl, d) column d
-    int d = l % D, sl = l / D;
     if (sl < RS) {
         float acc[G];
         [[unroll]] for (int g = 0; g < G; ++g) acc[g] = 0.0;
-        for (int i = 0; i < (CHUNK + RS - 1) / RS; ++i) {
+        V_LOOP for (int i = 0; i < VN; ++i) {
             int jj = sl + i * RS;
             if (jj < nj) {
-                float vv = V_AT(j0 + jj == P, ((j0 + jj) * KH + kh) * D + d, d);
+#if PRE_V
+                float vv = V_NEW(j0 + jj == P, d, vr[i]);
+#else
+                float vv = V_NEW(j0 + jj == P, d, LD(v, ((j0 + jj) * KH + kh) * D + d));
+#endif
                 [[unroll]] for (int g = 0; g < G; ++g) acc[g] += sc[g * CHUNK + jj] * vv;
             }
         }

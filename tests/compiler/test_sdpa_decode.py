@@ -71,3 +71,12 @@ def test_other_forms_keep_the_decomposition():
     _check(model(T=2), _inputs(T=2), fused=False)   # two query rows: prefill's form
     # a scale attribute that disagrees with the decomposition's constants: LiteRT runs the constants
     _check(model(attrs={"scale": 0.5}), _inputs(), fused=False)
+
+
+@pytest.mark.parametrize("H,KH,D,KV,valid,max_nchunk", [(4, 2, 128, 300, 200, 1),   # 256-key chunks: passes, values in the loop
+                                                        (2, 1, 256, 1100, 1000, 64)])  # 35 chunks: the combine loops
+def test_decode_long_chunks_and_many_chunks(monkeypatch, H, KH, D, KV, valid, max_nchunk):
+    from gpuc.compiler.ops import sdpa_decode
+    monkeypatch.setattr(sdpa_decode, "MAX_NCHUNK", max_nchunk)
+    attrs = {"scale": float(np.float32(D ** -0.5))}
+    _check(model(H, KH, D, KV, attrs=attrs), _inputs(H, KH, D, KV, valid=valid), fused=True)

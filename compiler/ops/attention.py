@@ -27,7 +27,23 @@ VARIANTS = {
                        SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])"),
                   {"QCHUNKS": [1, 2], "Q_CFAST": [0, 1], "K_CFAST": [0, 1], "V_CFAST": [0, 1], "SKIP_BIAS": [-1, 0]},
                   ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=TX * TY)),
+    "attention_wide": (dict(N=40, M=300, D=20, DV=6, NBATCH=2, QBLOCKS=2, NWG=4, BETA=1.0,
+                            Q_T=[1, 2, 800], Q_NT=1, Q_SR=20, Q_SC=1, K_T=[1, 2, 6000], K_NT=1, K_SJ=20, K_SC=1,
+                            V_T=[1, 2, 1800], V_NT=1, V_SJ=6, V_SC=1, SC=[0.5, 2.0], Q_OFF=0, K_OFF=0, V_OFF=0,
+                            O_T=[1, 2, 240], O_NT=1, O_SR=6, O_SC=1, Q_STEPS="x = ew_mul(x, SC[0]);",
+                            K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 40, 300], B_FIRST=[0], B_NT=[1],
+                            B_SJ=[1], SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));",
+                            SKIP_BIAS=0, SKIP_SIGN=1, SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])"),
+                       {"SKIP_BIAS": [-1, 0]}, ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=WIDE_NT)),
 }
+
+WIDE_NT, WIDE_BQ, WIDE_MAX_D = 128, 32, 64     # attention_wide.comp: invocations, query rows, head width
+WIDE_MIN_KEYS, WIDE_MIN_ROWS = 256, 64         # the shapes it takes (LLM prefill: long keys, many rows)
+
+
+def wide(n: int, m: int, d: int, dv: int) -> bool:
+    """Whether attention_wide.comp runs this attention (else attention.comp)."""
+    return d <= WIDE_MAX_D and dv <= WIDE_MAX_D and m >= WIDE_MIN_KEYS and n >= WIDE_MIN_ROWS
 
 
 def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | None = None,
@@ -105,8 +121,9 @@ def lower_attention(node, graph):
     y = graph.t(node.outputs[0])
     if y.size == 0:
         return []
+    is_wide = wide(n, m, d, dv)
     rq, ck, cv, dc, vk, skv = plan_tiles(n, m, d, dv, nb)
-    bq = TY * rq
+    bq = WIDE_BQ if is_wide else TY * rq
     qblocks = -(-n // bq)
     consts: list[float] = []
     q, k, v, o = a["q"], a["k"], a["v"], a["o"]
@@ -137,6 +154,11 @@ def lower_attention(node, graph):
         defines.update(SKIP_BIAS=sb, SKIP_SIGN=skip[1], SKIP_LD=f"LD(bias{sb}, bo[{sb}][a] + j * B_SJ[{sb}])")
     binds = [("out_", y.id), ("q", node.inputs[0]), ("k", node.inputs[1]), ("v", node.inputs[2])]
     binds += [(f"bias{i}", t) for i, t in enumerate(node.inputs[3:])]
+    if is_wide:
+        for key in ("RQ", "BQ", "CK", "BK", "CV", "DC", "QCHUNKS", "VK", "SKV_SIZE", "Q_CFAST", "K_CFAST", "V_CFAST"):
+            del defines[key]
+        return [Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
+                       flops=2 * nb * n * m * (d + dv))]
     return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
                    flops=2 * nb * n * m * (d + dv))]
 
@@ -144,6 +166,7 @@ def lower_attention(node, graph):
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 _MADE = Why("an internal op the fusion passes make after shapes are propagated and the graph batched")
 declare("ATTENTION", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("attention",), flops=rules.per_output,
+        fp16=NEUTRAL, in_place=False, templates=("attention", "attention_wide"), flops=rules.per_output,
         cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
 template("attention", item_major=False, flat=False)
+template("attention_wide", item_major=False, flat=False)

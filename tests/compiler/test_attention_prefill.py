@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
+from gpuc.compiler.ops import attention  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
 from helpers.fusion import close_to_litert  # noqa: E402
 from helpers.fusion import run_counted as run  # noqa: E402
@@ -22,30 +23,39 @@ def inputs(T=40, KV=128, H=4, KH=2, D=16, start=0):
     return [q, k, v, np.arange(start, start + T, dtype=np.int32)]
 
 
-@pytest.mark.parametrize("gqa", ["broadcast_to", "tile"])
-def test_gqa_cache_read_in_place_matches_litert(gqa):
-    model = prefill_sdpa(gqa=gqa)
+SHAPES = {"tiles of 32 keys": dict(T=40, KV=128, D=16),                 # attention.comp
+          "tiles of 64 keys": dict(T=80, KV=320, H=6, KH=2, D=64)}      # attention_wide.comp
+
+
+@pytest.mark.parametrize("gqa,shape", [("broadcast_to", "tiles of 32 keys"), ("tile", "tiles of 32 keys"),
+                                       ("broadcast_to", "tiles of 64 keys")])
+def test_gqa_cache_read_in_place_matches_litert(gqa, shape):
+    kw = SHAPES[shape]
+    model = prefill_sdpa(gqa=gqa, **kw)
     g = load_tflite(model).main
     run_passes(g)
     assert [n.op for n in g.nodes] == ["GATHER_ND", "ATTENTION"]     # no transpose, broadcast or tile copy
-    xs = inputs()
+    att = g.nodes[1].attrs
+    assert attention.wide(att["n"], att["m"], att["d"], att["dv"]) == (shape == "tiles of 64 keys")
+    xs = inputs(**kw)
     outs, _ = run(model, xs)
     close_to_litert(outs, model, xs)
     ref = prefill_reference(*xs)                   # the numpy value the H100 check compares with
     assert np.abs(outs[0] - ref).max() <= 1e-5 * np.abs(ref).max()
-    xs = inputs(start=70)                          # a later chunk: the first tiles live, the last masked
+    xs = inputs(**kw, start=kw["KV"] - kw["T"] - 10)    # a later chunk: the first tiles live, the last masked
     close_to_litert(run(model, xs)[0], model, xs)
 
 
-def test_masked_key_tiles_are_skipped():
+@pytest.mark.parametrize("shape", [dict(T=32), dict(T=64, KV=320)], ids=["tiles of 32 keys", "tiles of 64 keys"])
+def test_masked_key_tiles_are_skipped(shape):
     """Keys past the last position are masked for every query: their tiles are never read (NaN there
     stays out of the output, where the unfused SOFTMAX-then-product would spread it); -inf masks too."""
     for fill in (np.finfo(np.float32).min, -np.inf):
-        model = prefill_sdpa(T=32, fill=fill)
-        q, k, v, pos = inputs(T=32)
-        k[0, 64:] = np.nan                     # keys 64.. : whole tiles beyond position 31
-        v[0, 64:] = np.nan
+        model = prefill_sdpa(fill=fill, **shape)
+        q, k, v, pos = inputs(**shape)
+        k[0, 128:] = np.nan                    # keys 128.. : whole tiles beyond the last position
+        v[0, 128:] = np.nan
         out = run(model, [q, k, v, pos])[0][0]
         assert np.isfinite(out).all()
-        k[0, 64:] = v[0, 64:] = 0.0
+        k[0, 128:] = v[0, 128:] = 0.0
         close_to_litert([out], model, [q, k, v, pos])

@@ -1,0 +1,182 @@
+// @storage16
+// Fused attention for long key sequences and heads up to 64 wide (LLM prefill; ops/attention.py picks
+// it, passes/attention.py makes the op): the same inputs, views, steps and results as attention.comp,
+// with wider register blocks and fewer barriers.  128 invocations per workgroup of BQ = 32 query rows
+// of one batch, as 8 row groups x 16 key / value column groups: invocation (ty, tx) keeps the scores
+// of rows 4 ty .. 4 ty + 3 against keys 4 tx .. 4 tx + 3 of a 64-key tile and the output of those rows
+// at columns 4 tx .. 4 tx + 3, in registers.  Q (all of D <= 64) is staged once; per tile K, then V,
+// share one 64 x 64 buffer; shared memory is read as vec4.  Online softmax in fp32 with the softmax's
+// (x - max) * BETA form: a tile's row max is reduced through shared memory, every invocation keeps
+// the running max of its rows and its own partial sum (rescaled as the max moves), summed at the end.
+// Masked key tiles are skipped as in attention.comp (SKIP_BIAS, same conditions and caveats).
+// Defines: those of attention.comp but RQ CK BK CV DC QCHUNKS VK SKV_SIZE PARTS.
+// @include ew_math.glsl
+#define MASKED 1.0e30
+#define NT 128
+#define BQ 32
+#define BK 64
+#define NBIASX (NBIAS > 0 ? NBIAS : 1)
+
+shared vec4 sQ[64 * (BQ / 4)];      // [channel][row / 4]
+shared vec4 sKV[BK * 16];           // K: [channel][key / 4]; then V: [key][column / 4]
+shared vec4 sP[BK * (BQ / 4)];      // probabilities [key][row / 4]; the row max / sum partials [row][16]
+#if SKIP_BIAS >= 0
+shared int sLive[3];
+#endif
+
+#define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
+
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int qb = wg % QBLOCKS, b = wg / QBLOCKS;
+    int i0 = qb * BQ;
+    int qoff, koff, voff, ooff;
+    VIEW_OFF(qoff, Q_T, Q_NT, b)
+    VIEW_OFF(koff, K_T, K_NT, b)
+    VIEW_OFF(voff, V_T, V_NT, b)
+    VIEW_OFF(ooff, O_T, O_NT, b)
+    qoff += Q_OFF;
+    koff += K_OFF;
+    voff += V_OFF;
+    int tid = int(gl_LocalInvocationIndex);
+    int tx = tid % 16, ty = tid / 16;
+    int bo[NBIASX][4];                           // bias offsets of this invocation's rows
+    for (int h = 0; h < NBIAS; ++h)
+        for (int a = 0; a < 4; ++a) {
+            int r = b * N + i0 + 4 * ty + a, o = 0;
+            for (int t_ = 0; t_ < B_NT[h]; ++t_) {
+                int f = 3 * (B_FIRST[h] + t_);
+                o += (r / B_T[f] % B_T[f + 1]) * B_T[f + 2];
+            }
+            bo[h][a] = o;
+        }
+    for (int e = tid; e < 64 * BQ; e += NT) {    // Q: lanes along rows (conflict-free stores)
+        int rr = e % BQ, c = e / BQ, i = i0 + rr;
+        float x = 0.0;
+        if (i < N && c < D) {
+            x = LD(q, qoff + i * Q_SR + c * Q_SC);
+            Q_STEPS
+        }
+        sQ[c * (BQ / 4) + rr / 4][rr % 4] = x;
+    }
+    float acc[4][4], m_run[4], l_run[4];
+    for (int a = 0; a < 4; ++a) {
+        m_run[a] = -EW_INF;
+        l_run[a] = 0.0;
+        for (int u = 0; u < 4; ++u) acc[a][u] = 0.0;
+    }
+#if SKIP_BIAS >= 0
+    if (tid < 3) sLive[tid] = 0;
+    int turn = 0;
+#endif
+    barrier();
+    for (int j0 = 0; j0 < M; j0 += BK) {
+#if SKIP_BIAS >= 0
+        {                                        // flag tile t in sLive[t % 3], clear the next one
+            bool live = false;
+            for (int a = 0; a < 4 && !live; ++a) {
+                if (i0 + 4 * ty + a >= N) continue;
+                if (!(m_run[a] > -0.1 * MASKED)) live = true;
+                for (int t = 0; t < 4; ++t) {
+                    int j = j0 + 4 * tx + t;
+                    if (j < M && !(float(SKIP_SIGN) * SKIP_LD <= -MASKED)) live = true;
+                }
+            }
+            if (live) sLive[turn] = 1;
+            if (tid == 0) sLive[turn == 2 ? 0 : turn + 1] = 0;
+            barrier();
+            bool skip = sLive[turn] == 0;
+            turn = turn == 2 ? 0 : turn + 1;
+            if (skip) continue;                  // uniform: every invocation read the same flag
+        }
+#endif
+        for (int e = tid; e < BK * 64; e += NT) {    // K: lanes along keys (conflict-free stores)
+            int jj = e % BK, c = e / BK, j = j0 + jj;
+            float x = 0.0;
+            if (j < M && c < D) {
+                x = LD(k, koff + j * K_SJ + c * K_SC);
+                K_STEPS
+            }
+            sKV[c * 16 + jj / 4][jj % 4] = x;
+        }
+        barrier();
+        float s[4][4];
+        for (int a = 0; a < 4; ++a)
+            for (int t = 0; t < 4; ++t) s[a][t] = 0.0;
+        for (int c = 0; c < D; ++c) {
+            vec4 qv = sQ[c * (BQ / 4) + ty], kv = sKV[c * 16 + tx];
+            for (int a = 0; a < 4; ++a)
+                for (int t = 0; t < 4; ++t) s[a][t] += qv[a] * kv[t];
+        }
+        float mt[4];
+        for (int a = 0; a < 4; ++a) {
+            mt[a] = -EW_INF;
+            for (int t = 0; t < 4; ++t) {
+                int j = j0 + 4 * tx + t;
+                float x = s[a][t];
+                if (j < M) {
+                    if (i0 + 4 * ty + a < N) {
+                        SCORE_STEPS
+                    }
+                    mt[a] = max(mt[a], x);
+                } else {
+                    x = -EW_INF;                 // past the keys: weight 0
+                }
+                s[a][t] = x;
+            }
+        }
+        for (int a = 0; a < 4; ++a) sP[(4 * ty + a) * 4 + tx / 4][tx % 4] = mt[a];
+        barrier();                               // K read by all; the partial maxima written
+        for (int a = 0; a < 4; ++a) {
+            int o = (4 * ty + a) * 4;
+            vec4 p0 = sP[o], p1 = sP[o + 1], p2 = sP[o + 2], p3 = sP[o + 3];
+            float x = mt[a];
+            for (int w = 0; w < 4; ++w) x = max(x, max(max(p0[w], p1[w]), max(p2[w], p3[w])));
+            mt[a] = x;
+        }
+        barrier();                               // the partials read before P overwrites them
+        for (int e = tid; e < BK * 64; e += NT) {    // V: lanes along columns
+            int cc = e % 64, jj = e / 64, j = j0 + jj;
+            sKV[jj * 16 + cc / 4][cc % 4] = j < M && cc < DV ? LD(v, voff + j * V_SJ + cc * V_SC) : 0.0;
+        }
+        for (int a = 0; a < 4; ++a) {
+            float mn = max(m_run[a], mt[a]), al = 1.0, ls = 0.0;
+            if (mn == -EW_INF) {                 // nothing but -inf so far: weights 0, nothing to rescale
+                for (int t = 0; t < 4; ++t) s[a][t] = 0.0;
+            } else {
+                al = exp((m_run[a] - mn) * BETA);
+                for (int t = 0; t < 4; ++t) {
+                    float p = exp((s[a][t] - mn) * BETA);
+                    s[a][t] = p;
+                    ls += p;
+                }
+                m_run[a] = mn;
+            }
+            l_run[a] = l_run[a] * al + ls;
+            for (int u = 0; u < 4; ++u) acc[a][u] *= al;
+        }
+        for (int t = 0; t < 4; ++t) sP[(4 * tx + t) * (BQ / 4) + ty] = vec4(s[0][t], s[1][t], s[2][t], s[3][t]);
+        barrier();                               // P and V staged
+        for (int jj = 0; jj < BK; ++jj) {
+            vec4 pv = sP[jj * (BQ / 4) + ty], vv = sKV[jj * 16 + tx];
+            for (int a = 0; a < 4; ++a)
+                for (int u = 0; u < 4; ++u) acc[a][u] += pv[a] * vv[u];
+        }
+        barrier();                               // V and P read before the next tile's writes
+    }
+    for (int a = 0; a < 4; ++a) sP[(4 * ty + a) * 4 + tx / 4][tx % 4] = l_run[a];
+    barrier();
+    for (int a = 0; a < 4; ++a) {
+        int i = i0 + 4 * ty + a;
+        if (i >= N) continue;
+        int o = (4 * ty + a) * 4;
+        vec4 l4 = sP[o] + sP[o + 1] + sP[o + 2] + sP[o + 3];
+        float l = (l4.x + l4.y) + (l4.z + l4.w);
+        float inv = l > 0.0 ? 1.0 / l : EW_NAN;      // NaN sum, or a row of -inf only
+        for (int u = 0; u < 4; ++u) {
+            int c = 4 * tx + u;
+            if (c < DV) ST(out_, ooff + i * O_SR + c * O_SC, acc[a][u] * inv);
+        }
+    }
+}

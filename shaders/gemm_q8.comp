@@ -247,6 +247,12 @@ void main() {
         }
     }
 #endif
+    for (int i = int(tid); i < RM * RN; i += int(NT)) {   // (phase 1's barriers order these before phase 2)
+        accs[i] = 0;
+#if GLU
+        accu[i] = 0;
+#endif
+    }
     // phase 1: quantize this workgroup's rows into shared memory
 #if FLAT
     // (one row: each invocation reads its XW words' floats once, into registers)
@@ -324,13 +330,6 @@ void main() {
         barrier();
     }
 #endif
-    for (int i = int(tid); i < RM * RN; i += int(NT)) {
-        accs[i] = 0;
-#if GLU
-        accu[i] = 0;
-#endif
-    }
-    barrier();
     // phase 2: int8 x int8 dot products, exact in int32
 #if FLAT
     [[dont_unroll]] for (int b = 0; b < CH / HB; ++b) {

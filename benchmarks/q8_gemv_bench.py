@@ -1,0 +1,119 @@
+"""The int8-weight GEMVs of one LLM decode step (gemm_q8's one-row path), each timed alone and checked.
+
+    python -m benchmarks.q8_gemv_bench [--config qwen2.5-1.5b|qwen2.5-0.5b|tiny] [--only qkv,o,glu,down,head]
+                                       [--runs 20]
+
+Each row is a two-op model ADD(x, x) -> FULLY_CONNECTED with symmetric per-channel int8 weights (a device
+tensor in, as inside a network); `glu` is litert-torch's MLP gate / up pair with silu(gate) * up, which
+ops/q8_fusion.py merges into one dispatch.  Shapes are those of the Qwen2.5 decoder (qkv with bias, o,
+gate / up, down, the LM head).  The result is checked against a numpy model of LiteRT's hybrid FC (row
+quantized to int8 as XNNPACK's qd8 kernels do, exact int32 sums, float epilogue); the time is the gemm
+dispatch's GPU time (timestamps, runtime/profile.py) and GB/s counts the weight bytes (int8 + scales).
+Exit 1 if a result is out of tolerance.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+import gpuc
+from gpuc.compiler.ops import gemm_q8
+from gpuc.runtime.profile import profile
+from tests.helpers.builder import ModelBuilder
+
+CONFIGS = {               # hidden, intermediate, qkv width, vocabulary
+    "qwen2.5-1.5b": (1536, 8960, 2048, 151936),
+    "qwen2.5-0.5b": (896, 4864, 1152, 151936),
+    "tiny": (64, 160, 96, 1000),
+}
+
+
+def shapes(cfg: str) -> dict:
+    h, f, q, v = CONFIGS[cfg]
+    return {"qkv": (q, h, True, False), "o": (h, h, False, False), "glu": (f, h, False, True),
+            "down": (h, f, False, False), "head": (v, h, False, False)}
+
+
+def _q8(rng, n, k):
+    q = rng.integers(-127, 128, (n, k), dtype=np.int8)
+    s = (rng.uniform(0.5, 1.5, n) / (127 * np.sqrt(k))).astype(np.float32)
+    return q, s
+
+
+def build(n: int, k: int, bias: bool, glu: bool, rng):
+    """(tflite bytes, weights [(q, scales, bias or None)]) of ADD(x, x) -> FC (or the gate / up GLU)."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, k])
+    x2 = mb.tensor("x2", [1, k])
+    mb.op("ADD", [x, x], [x2])
+    ws = []
+
+    def fc(name, with_bias):
+        q, s = _q8(rng, n, k)
+        b = rng.normal(0, 0.1, n).astype(np.float32) if with_bias else None
+        y = mb.tensor(name, [1, n])
+        mb.op("FULLY_CONNECTED", [x2, mb.const(f"w{name}", q, quant=(s, 0, 0)),
+                                  -1 if b is None else mb.const(f"b{name}", b)], [y])
+        ws.append((q, s, b))
+        return y
+    y = fc("y", bias)
+    if glu:
+        u, lg, sg, y2 = fc("u", False), mb.tensor("lg", [1, n]), mb.tensor("sg", [1, n]), mb.tensor("y2", [1, n])
+        mb.op("LOGISTIC", [y], [lg])
+        mb.op("MUL", [y, lg], [sg])
+        mb.op("MUL", [sg, u], [y2])
+        y = y2
+    mb.output(y)
+    return mb.finish(), ws
+
+
+def hybrid_fc(x: np.ndarray, q: np.ndarray, s: np.ndarray, b) -> np.ndarray:
+    """LiteRT's dynamic-range FC on one float32 row (shaders/gemm_q8.comp's header, in float32)."""
+    f = np.float32
+    rmin, rmax = min(f(0), x.min()), max(f(0), x.max())
+    sc = f(1) if rmin == rmax else f(255) / (rmax - rmin)
+    a, bb = rmin * sc, rmax * sc
+    zf = (f(-128) - a) if (f(-128) + a) + (f(127) + bb) > 0 else (f(127) - bb)
+    zp = int(np.round(np.clip(zf, -128, 127)))
+    xq = np.clip(np.round(x * sc).astype(np.int64) + zp, -128, 127)
+    acc = q.astype(np.int64) @ xq - zp * q.astype(np.int64).sum(1)
+    v = acc.astype(np.float32) * (f(1) / sc) * s
+    return v + b if b is not None else v
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="qwen2.5-1.5b", choices=sorted(CONFIGS))
+    ap.add_argument("--only", default="qkv,o,glu,down,head")
+    ap.add_argument("--runs", type=int, default=20)
+    a = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    bad = 0
+    print(f"{'gemv':6s} {'N':>7s} {'K':>6s} {'us':>8s} {'GB/s':>8s}  {'err/max':>8s}  shader (_flat_plan: local TPR RN HB)")
+    for name in a.only.split(","):
+        n, k, bias, glu = shapes(a.config)[name]
+        data, ws = build(n, k, bias, glu, rng)
+        x = rng.normal(0, 1, (1, k)).astype(np.float32)
+        outs = [hybrid_fc(x[0] + x[0], q, s, b) for q, s, b in ws]
+        ref = outs[0] if not glu else (outs[0] * (1 / (1 + np.exp(-outs[0])))) * outs[1]
+        with gpuc.load(gpuc.compile(data)) as m:
+            got = m.run([x])[0].reshape(-1)
+            us, shader = None, "?"
+            if m.timestamps:           # ~0.2 s of back-to-back runs first: the GPU clocks up from idle
+                ms = profile(m, [x], runs=3)["run_gpu_ms"]
+                profile(m, [x], runs=max(3, min(100, int(200 / max(ms, 1e-3)))))
+                rows = [r for r in profile(m, [x], runs=a.runs)["rows"] if r["shader"].startswith("gemm")]
+                us, shader = (rows[0]["us"], rows[0]["shader"]) if rows else (None, "?")
+        err = float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+        bad += err > 1e-4
+        wbytes = sum(q.nbytes + s.nbytes for q, s, _ in ws)
+        gbs = f"{wbytes / (us * 1e-6) / 1e9:8.0f}" if us else f"{'-':>8s}"
+        note = "(%d %d %d %d)" % gemm_q8._flat_plan(n, -(-k // 16), 2 if glu else 1)
+        print(f"{name:6s} {n:7d} {k:6d} {us or float('nan'):8.1f} {gbs}  {err:8.1e}  {shader} {note}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

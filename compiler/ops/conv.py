@@ -16,6 +16,7 @@ from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops import gemm_q8
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, small_m_variants, split_variants
+from gpuc.compiler.ops import gemm_split
 from gpuc.compiler.ops.gemm_split import IM2COL_FACTOR, conv_split_weights, split_kernels, split_of
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.options import current
@@ -318,6 +319,8 @@ def _split(M: int, N: int, K: int, vec_a: bool, im2col: bool, cig: int) -> tuple
     """(S, partial plan) of split-K across workgroups for a one-group gemm with constant weights
     (ops/gemm_split.py): rows split K in multiples of 8, implicit-GEMM convolutions split the input
     channels (vec4 A: into multiples of 4)."""
+    if im2col and not gemm_split.CONV:
+        return 1, None
     fits = (lambda s: cig % (s * (4 if vec_a else 1)) == 0) if im2col else None
     return split_of(M, N, K, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, im2col),
                     lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, im2col), fits,

@@ -336,6 +336,13 @@ VARIANTS = {
                       ["out_", "x", "w"], {"x": "float16", "w": "float16"},
                       lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"],
                                      vec4=("x",) if d["B_T"] else ("x", "w"))),
+    # the small-M tiles (SMALL_PLANS: one 16-row block, subgroups across N) as split-K partials (GROUPS = S,
+    # output float32 scratch, no epilogue)
+    "gemm:coopmat_small": (dict(_G, GK=32, LDA=16, LDC=64, CIG=8, GNP=8, VEC_A=1, CM_AV=8, HAS_BIAS=0, RESIDUAL=0,
+                                CM_WM=1, CM_WN=4, BM=16, BN=64, CM_STAGES=2),
+                           {"IM2COL": [0, 1], "CM_BV": [4, 8], "CM_DIRECT": [0, 1], "CM_EMULATE": [0, 1]},
+                           ["out_", "x", "w"], {"x": "float16", "w": "float16"},
+                           lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"], vec4=("x", "w"))),
     # the register epilogue (CM_DIRECT) with bias, activation and residual, float16 and float32 operands
     "gemm:coopmat_epi": (dict(_G, GK=32, LDA=16, LDC=16, CIG=8, GNP=8, VEC_A=1, CM_AV=8, CM_BV=8, CM_DIRECT=1),
                          {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 3], "CM_EMULATE": [0, 1]},

@@ -34,6 +34,7 @@ MIN_DEPTH = 64            # K / S at least this
 # results/nvidia-h100-2026-11-26-s7-b1-fp16-profile-cost-model.json: ResNet-50's 49 x 512 x 4608 conv 57 us at
 # 28.2k modelled cycles, the FC 49 x 768 x 3072 32 us at 23.4k): their modelled costs are scaled by this.
 IM2COL_FACTOR = 1.5
+CONV = True               # implicit-GEMM convolutions split too (off: benchmarks A/B the one-dispatch plans)
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/conv.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it
 

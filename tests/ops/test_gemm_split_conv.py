@@ -92,11 +92,11 @@ def test_conv_split_fp16_coopmat_partials(compile_options):
 
 def test_conv_split_batch_native(compile_options):
     """--max-batch 3: each batch b runs the prefix of both dispatches and gives its items' outputs."""
-    model, _ = conv_model(ci=16, co=8)
+    model, _ = conv_model(ci=32, co=8)
     compile_options(split_k=4)
     data = gpuc.compile(model, cache=False, max_batch=3)
     assert len(read_bundle(data).dispatches) == 2
-    items = RNG.uniform(-1, 1, (3, 1, 7, 7, 16)).astype(np.float32)
+    items = RNG.uniform(-1, 1, (3, 1, 7, 7, 32)).astype(np.float32)
     refs = [run_litert(model, [items[i]])[0] for i in range(3)]
     with gpuc.load(data) as m:
         for b in (1, 3):

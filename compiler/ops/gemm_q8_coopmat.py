@@ -4,9 +4,10 @@ quantized rows and the int8 weights on s8 x s8 -> s32 16 x 16 x 32 cooperative m
 (the first variant the device meets runs) on devices with int8 cooperative matrices and subgroups of 32,
 int8_conv.py's tiled variant of the same name requires the same.
 
-Tiles: 128 x 128 (8 subgroups, each 64 rows x 32 channels) where that still gives a workgroup per SM
-(GPU_SMS), else 64 x 64 (4 subgroups, each 32 x 32); K steps of 16 words (64 int8), 8 where the staged
-tiles would pass the portable 32 KiB of shared memory."""
+Tiles (plan): 128 x 128 (8 subgroups, each 64 rows x 32 channels) where that still gives a workgroup per
+SM (GPU_SMS), else 64 x 64 (4 subgroups, each 32 x 32) where that does, else 32 x 64 (4 subgroups, each 16
+x 32: prefill's 896-wide o / down projections at M = 512 get 224 workgroups, not 112); K steps of 32
+words (128 int8), shorter where the staged tiles would pass the portable 32 KiB of shared memory."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,14 +19,26 @@ GPU_SMS = 132                   # (H100) workgroups for a full GPU: the big tile
 SMEM = 32 * 1024                # shared memory every Vulkan device with these matrices allows
 
 
+# (BM, BN, WM, WN), biggest first: the first giving GPU_SMS workgroups is taken, else the last
+TILES = ((128, 128, 2, 4), (64, 64, 2, 2), (32, 64, 2, 2))
+
+
+def smem_bytes(p: dict, glu: bool) -> int:
+    """Shared memory of plan `p`: the staged rows and channels (up's too under GLU), the scratch blocks."""
+    return 4 * ((p["BM"] + p["BN"] * (1 + glu)) * (p["BKW"] + 4) + p["WM"] * p["WN"] * 256)
+
+
 def plan(gm: int, gn: int, glu: bool) -> dict:
-    """The tile defines (BM BN BKW WM WN) for an M x N output."""
-    big = -(-gm // 128) * -(-gn // 128) >= GPU_SMS
-    bm, wm, wn = (128, 2, 4) if big else (64, 2, 2)
-    for bkw in (16, 8):
-        if 4 * ((bm + bm * (1 + glu)) * (bkw + 4) + wm * wn * 256) <= SMEM:
+    """The tile defines (BM BN BKW WM WN) for an M x N output: the biggest tile that still gives a
+    workgroup per SM, the longest K step (words) whose staging fits SMEM and divides among the invocations."""
+    for bm, bn, wm, wn in TILES:
+        if -(-gm // bm) * -(-gn // bn) >= GPU_SMS:
             break
-    return dict(BM=bm, BN=bm, BKW=bkw, WM=wm, WN=wn)
+    for bkw in (32, 16, 8):
+        p = dict(BM=bm, BN=bn, BKW=bkw, WM=wm, WN=wn)
+        if smem_bytes(p, glu) <= SMEM and not (bm * bkw // 4) % (32 * wm * wn) and not (bn * bkw // 4) % (32 * wm * wn):
+            return p
+    raise AssertionError(f"no K step for tile {bm} x {bn}")
 
 
 def coopmat_kernel(k, emulate: bool = False):
@@ -62,4 +75,8 @@ VARIANTS = {   # (compiler/codegen/variants.py: both tile forms, every epilogue 
                                   ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
                                   {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
                                   lambda d: dict(local_x=256, vec4=("w", "wu", "xq"))),
+    "gemm_q8:tiled_coopmat_narrow": (dict(_D, BM=32, BN=64, BKW=32, WM=2, WN=2), {"GLU": [0, 1], "CM_EMULATE": [0, 1]},
+                                     ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
+                                     {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
+                                     lambda d: dict(local_x=128, vec4=("w", "wu", "xq"))),
 }

@@ -77,11 +77,12 @@ def _same(gpu, data, xs):
     np.testing.assert_array_equal(got, ref)
 
 
-@pytest.mark.parametrize("m,k,n,glu,big", [(70, 100, 72, False, False), (40, 48, 40, True, False),
-                                           (130, 72, 140, False, True), (33, 40, 136, True, True)])
-def test_emulated_variant_is_bit_exact(gpu, monkeypatch, m, k, n, glu, big):
-    """Row / channel / K tails (K not a multiple of the step), GLU, both tile forms (big: 128 x 128)."""
-    monkeypatch.setattr(gemm_q8_coopmat, "GPU_SMS", 1 if big else 10 ** 6)
+@pytest.mark.parametrize("m,k,n,glu,sms", [(70, 100, 72, False, 4), (40, 48, 40, True, 1), (70, 300, 72, True, 10 ** 6),
+                                           (130, 72, 140, False, 1), (33, 40, 136, True, 1)])
+def test_emulated_variant_is_bit_exact(gpu, monkeypatch, m, k, n, glu, sms):
+    """Row / channel / K tails (K not a multiple of the step), GLU, the three tile forms (GPU_SMS = 1: 128 x
+    128 where M, N > 64, 4: 64 x 64, many: 32 x 64)."""
+    monkeypatch.setattr(gemm_q8_coopmat, "GPU_SMS", sms)
     data = compile_model(fc_model(m, k, n, glu), cache=False, coopmat_emulate=True)
     _same(gpu, data, _inputs(data))
 
@@ -89,8 +90,10 @@ def test_emulated_variant_is_bit_exact(gpu, monkeypatch, m, k, n, glu, big):
 def test_plan_fits_shared_memory():
     for gm, gn, glu in [(512, 896, False), (512, 4864, True), (512, 4864, False), (4096, 4096, True), (16, 8, False)]:
         p = gemm_q8_coopmat.plan(gm, gn, glu)
-        assert 4 * ((p["BM"] + p["BN"] * (1 + glu)) * (p["BKW"] + 4) + p["WM"] * p["WN"] * 256) <= gemm_q8_coopmat.SMEM
-    assert gemm_q8_coopmat.plan(512, 896, False)["BM"] == 64          # (28 big tiles would leave SMs idle)
+        assert gemm_q8_coopmat.smem_bytes(p, glu) <= gemm_q8_coopmat.SMEM
+        assert (p["BM"] * p["BKW"] // 4) % (32 * p["WM"] * p["WN"]) == 0
+    assert gemm_q8_coopmat.plan(512, 896, False)["BM"] == 32          # (112 64 x 64 tiles would leave SMs idle)
+    assert gemm_q8_coopmat.plan(512, 1152, False)["BM"] == 64
     assert gemm_q8_coopmat.plan(512, 4864, True)["BM"] == 128
 
 
@@ -104,7 +107,7 @@ def test_variant_is_valid_spirv_and_gated(gpu):
     from gpuc.runtime.capabilities import missing
     real = [(k, dt) for t, k, dt in all_variants() if t == "gemm_q8" and k.defines.get("COOPMAT")
             and not k.defines.get("CM_EMULATE")]
-    assert {k.defines["BM"] for k, _ in real} == {64, 128}
+    assert {k.defines["BM"] for k, _ in real} == {32, 64, 128}
     for k, dt in real:
         spirv_val(glsl.kernel_spirv(k, dt))
     assert gemm_q8_coopmat.REQUIRES == int8_conv.COOPMAT_VARIANT.requires

@@ -1,7 +1,8 @@
 // s8 x s8 -> s32 subgroup-scope cooperative matrices (VK_KHR_cooperative_matrix 16 x 16 x 32 entries, the
-// `coopmat_int8` variants' requirement: compiler/ops/gemm_q8_coopmat.py REQUIRES, int8_conv.py's alike): the
-// extensions and the fragment types, for gemm_q8_coopmat.glsl (int8_conv_tiled.comp spells the same out).  Operands are staged in shared
-// uint arrays (4 int8 a word), so coopMatLoad offsets and strides count words.
+// `coopmat_int8` variants' requirement: compiler/ops/gemm_q8_coopmat.py REQUIRES, int8_conv.py's alike):
+// the extensions and the fragment types, for gemm_q8_coopmat.glsl (int8_conv_tiled.comp spells the same
+// out).  Operands are staged in shared uint arrays (4 int8 a word), so coopMatLoad offsets and strides
+// count words.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require

@@ -7,37 +7,11 @@
 // invocation accumulates a 4 x 4 register block (pixels ty + i * BM / 4, channels 4 tx + j) with DOT4
 // (int8_conv.glsl: OpSDot under DOT_EXT).  Then q8_finish (LiteRT's exact requantization) and one packed
 // word per pixel and 4 channels.
-// The layer's geometry is data, not defines: qp's first QP0 ints (G_* below), then bias, multiplier,
-// shift and weight sums per channel; so one module serves every layer of a model (bundle size).
-// Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT COOPMAT
+// The layer's geometry is data, not defines (int8_conv_geo.glsl, with the epilogue and its fused residual
+// ADD): one module serves every layer of a model (bundle size).
+// Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT COOPMAT RESIDUAL
 // @include int8_requant.glsl
-#define QP0 24
-#define G_N 0
-#define G_H 1
-#define G_W 2
-#define G_CW 3
-#define G_OH 4
-#define G_OW 5
-#define G_COUT 6
-#define G_KH 7
-#define G_KW 8
-#define G_SH 9
-#define G_SW 10
-#define G_DH 11
-#define G_DW 12
-#define G_PT 13
-#define G_PL 14
-#define G_IN_OFF 15
-#define G_OUT_ZP 16
-#define G_ACT_MIN 17
-#define G_ACT_MAX 18
-#define G_XZ_WORD 19
-#define G_GM 20
-#define G_KWORDS 21
-#define G_TILES_N 22
-int COUT, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX;
-#define RQ_SPLIT 0
-// @include int8_conv.glsl
+// @include int8_conv_geo.glsl
 #define NT ((BM / 4) * (BN / 4))
 #define RA (BM * BK / NT)                    // pixels each invocation stages per K step
 #define RB (BN * BK / NT)                    // channels each invocation stages per K step
@@ -65,11 +39,7 @@ shared uint sa[BK * BM];
 shared uint sb[BK * BN];
 
 void main() {
-    COUT = qp[G_COUT];
-    IN_OFF = qp[G_IN_OFF];
-    OUT_ZP = qp[G_OUT_ZP];
-    ACT_MIN = qp[G_ACT_MIN];
-    ACT_MAX = qp[G_ACT_MAX];
+    q8_load_layer();
     int H = qp[G_H], W = qp[G_W], CW = qp[G_CW], KW = qp[G_KW], DH = qp[G_DH], DW = qp[G_DW];
     int GM = qp[G_GM], KWORDS = qp[G_KWORDS], TILES_N = qp[G_TILES_N];
     uint xz = uint(qp[G_XZ_WORD]);
@@ -146,9 +116,6 @@ void main() {
     for (int i = 0; i < 4; ++i) {
         int m = m0 + ty + i * (BM / 4);
         if (m < GM)
-            out_[(m * COUT + oc0) >> 2] = (uint(q8_finish(acc[i].x, oc0)) & 0xFFu)
-                | (uint(q8_finish(acc[i].y, oc0 + 1)) & 0xFFu) << 8
-                | (uint(q8_finish(acc[i].z, oc0 + 2)) & 0xFFu) << 16
-                | (uint(q8_finish(acc[i].w, oc0 + 3)) & 0xFFu) << 24;
+            q8_store_word(acc[i], oc0, (m * COUT + oc0) >> 2);
     }
 }

@@ -88,7 +88,8 @@ def render(k: Kernel, dtypes: dict) -> str:
             lines.append(f"#define {name} {symbolic.glsl(v)}")
         else:
             lines.append(f"#define {name} {literal(v)}")
-    lines.append(f"#define TOTAL {symbolic.glsl(k.invocations) if symbolic.is_sym(k.invocations) else k.invocations}")
+    if "TOTAL" in template_source(k.template + ".comp"):   # (elsewhere the count would only split identical modules)
+        lines.append(f"#define TOTAL {symbolic.glsl(k.invocations) if symbolic.is_sym(k.invocations) else k.invocations}")
     for slot, (name, tid) in enumerate(k.bindings):
         ty = GLSL_TYPE[dtypes[tid]]
         if name in k.vec4:

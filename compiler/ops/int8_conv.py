@@ -30,7 +30,8 @@ from gpuc.compiler.ops.int8_common import (WIDEN, RQ_RUY, RQ_UPWARD, act_range, 
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
 
-from gpuc.compiler.ops.int8_common import CONV, DEPTHWISE, FC, PAD  # noqa: E402 (the int8 op names)
+from gpuc.compiler.ops.int8_common import ADD, CONV, DEPTHWISE, FC, FOLDS, PAD  # noqa: E402 (the int8 op names)
+from gpuc.compiler.ops.int8_eltwise import ADD_FIELDS  # noqa: E402
 _DW = {DEPTHWISE, "DEPTHWISE_CONV_2D"}
 _FC = {FC, "FULLY_CONNECTED"}
 
@@ -46,9 +47,15 @@ def _filter(node, graph):
     return f
 
 
+def _own_out(node, graph):
+    """The conv's own output tensor: its output, or where a residual ADD is fused (_fuse_residual_adds)
+    the tensor the conv produced before, whose grid its requantization keeps."""
+    return graph.t(node.attrs.get(MID, node.outputs[0]))
+
+
 def _plan(node, graph) -> tuple[dict, object, int]:
     """(defines without the requantization ones, filter tensor, output channels)."""
-    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    x, y = graph.t(node.inputs[0]), _own_out(node, graph)
     if not (int8_activation(graph, x.id) and int8_activation(graph, y.id)):
         raise ValueError("input and output must be per-tensor quantized int8")
     f = _filter(node, graph)
@@ -87,7 +94,7 @@ def _plan(node, graph) -> tuple[dict, object, int]:
 
 def _params(node, graph, f, co, vec4: bool) -> np.ndarray:
     """int32 [4, co]: bias, multiplier, shift, sum of each output channel's weights (VEC4)."""
-    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    x, y = graph.t(node.inputs[0]), _own_out(node, graph)
     sx, _ = scale_zp(x)
     sy, _ = scale_zp(y)
     scales = np.broadcast_to(f.quant.scale.astype(np.float32), (co,))
@@ -117,7 +124,7 @@ def _check(node, graph):
           summary="internal: native int8 conv / depthwise / fully connected (passes/quant.py native_int8)")
 def lower_int8_conv(node, graph):
     d, f, co = _plan(node, graph)
-    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    x, y = graph.t(node.inputs[0]), _own_out(node, graph)
     _, zx = scale_zp(x)
     _, zy = scale_zp(y)
     vec4 = not d["DEPTHWISE"] and d["CIN"] % 4 == 0
@@ -129,23 +136,45 @@ def lower_int8_conv(node, graph):
              XZ_WORD=int(np.uint32(xz).view(np.int32)))
     taps = d["KH"] * d["KW"] * (1 if d["DEPTHWISE"] else d["CIN"])
     gm = y.size // co
-    tiled = d["OC4"] and gm * co >= TILED_MIN_OUTPUTS
-    if tiled:       # the layer's geometry leads qp (shaders/int8_conv_tiled.comp G_*): one module for all layers
+    res = node.epilogue.residual
+    tiled = _tiled(d, y.size, res is not None)
+    if res is not None and not tiled:
+        raise ValueError(f"{node.label()}: a fused residual ADD needs the tiled kernel")
+    if d["OC4"]:    # the layer's geometry leads qp (int8_conv_geo.glsl G_*): one tiled module for all layers
         g = dict(d, CW=d["CIN"] // 4, GM=gm, KWORDS=taps // 4, TILES_N=-(-co // TILE["BN"]))
-        head = np.array([g[k] for k in GEOMETRY] + [0] * (QP0 - len(GEOMETRY)), np.int64)
+        ra = node.attrs.get(RES_ADD) or dict.fromkeys(ADD_FIELDS, 0)
+        head = [g[k] for k in GEOMETRY] + [ra[k] for k in ADD_FIELDS]
+        head = np.array(head + [0] * (QP0 - len(head)), np.int64)
         qp = np.concatenate([head, qp.reshape(-1).astype(np.int64)]).astype(np.int32)
     qpt = graph.add_const(f"{y.name}#int8_qp", qp)
-    binds = [("out_", words(graph, y.id)), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qpt)]
+    binds = [("out_", words(graph, node.outputs[0])), ("x", words(graph, x.id)), ("w", words(graph, f.id)), ("qp", qpt)]
+    if res is not None:
+        binds.append(("res", words(graph, res)))
     if tiled:
         k = Kernel("int8_conv_tiled", binds, -(-gm // TILE["BM"]) * g["TILES_N"] * TILE_LOCAL,
-                   dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0), node.label(), local_x=TILE_LOCAL,
+                   dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0, RESIDUAL=int(res is not None)), node.label(), local_x=TILE_LOCAL,
                    flops=2 * y.size * taps, item_inner=0)
-        k.variants.append(COOPMAT_VARIANT)
+        k.variants += [COOPMAT_VARIANT] + cm_variants(gm, co)
     else:
-        k = Kernel("int8_conv", binds, -(-y.size // 4), d, node.label(), flops=2 * y.size * taps)
+        k = Kernel("int8_conv", binds, -(-y.size // 4), dict(d, QP0=QP0 if d["OC4"] else 0), node.label(),
+                   flops=2 * y.size * taps)
     if vec4:
         k.variants.append(DOT_VARIANT)
+    if d["OC4"] and not tiled:      # (its qp has the tiled kernels' head: they are candidates)
+        k.variants += [_tiled_candidate(gm, co, taps)] + cm_variants(gm, co)
+    if CM_EMU:                      # (tests: the big-tile plans' EMU forms first)
+        k.variants.sort(key=lambda v: not v.name.endswith("_emu"))
     return [k]
+
+
+def _tiled_candidate(gm: int, co: int, taps: int) -> KernelVariant:
+    """The 64 x 64 cooperative-matrix tiled kernel for a layer the flat kernel takes (a fully connected layer at
+    a small batch, a small convolution), as a `measured` candidate."""
+    def make(k):
+        return dataclasses.replace(k, template="int8_conv_tiled", invocations=-(-gm // TILE["BM"]) * -(-co // TILE["BN"])
+                                   * TILE_LOCAL, local_x=TILE_LOCAL, variants=[], item_inner=0,
+                                   defines=dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0, RESIDUAL=0, COOPMAT=1))
+    return KernelVariant("coopmat_int8_tiled", COOPMAT_VARIANT.requires, make, measured=CM_MEASURED)
 
 
 # the implicit-GEMM kernel (shaders/int8_conv_tiled.comp) takes convolutions / fully connected layers with
@@ -154,10 +183,58 @@ def lower_int8_conv(node, graph):
 TILE = dict(BM=64, BN=64, BK=8)                 # (each invocation: a 4 x 4 block of pixels x channels)
 TILE_LOCAL = (TILE["BM"] // 4) * (TILE["BN"] // 4)
 TILED_MIN_OUTPUTS = 8 * TILE["BM"] * TILE["BN"]
-# qp's leading ints for the tiled kernel, in its G_* order
+# qp's leading ints for the tiled kernel, in its G_* order, then a fused residual ADD's ADD_FIELDS (G_R_*)
 GEOMETRY = ("N", "H", "W", "CW", "OH", "OW", "COUT", "KH", "KW", "SH", "SW", "DH", "DW", "PT", "PL", "IN_OFF", "OUT_ZP",
             "ACT_MIN", "ACT_MAX", "XZ_WORD", "GM", "KWORDS", "TILES_N")
-QP0 = 24
+QP0 = 36
+MID, RES_ADD = "int8_own_output", "int8_residual_add"       # attrs of a conv with a fused ADD
+
+
+def _tiled(d: dict, outputs: int, residual: bool = False) -> bool:
+    """Whether a layer of defines `d` (_plan's, with OC4) and `outputs` int8 outputs takes the tiled kernel
+    (always where a residual ADD is fused: only it has that epilogue)."""
+    return bool(d["OC4"]) and (outputs >= TILED_MIN_OUTPUTS or residual)
+
+
+def _fuse_residual_adds(graph) -> None:
+    """Fold each int8 ADD of two equal-shape activations into the epilogue of the tiled CONV_2D producing
+    one of them (its only use, not a graph output) when the other is ready before that conv: the conv's
+    int8 value (its own requantization, in registers) and the residual are then added exactly as LiteRT's
+    int8 ADD does (ops/int8_eltwise.py add_params), one dispatch and one int8 tensor fewer."""
+    from gpuc.compiler.ops.int8_eltwise import add_params, equal_add
+    pos = {id(n): i for i, n in enumerate(graph.nodes)}
+    made = {t: n for n in graph.nodes for t in n.outputs if t >= 0}
+    uses: dict[int, int] = {}
+    for n in graph.nodes:
+        for t in list(n.inputs) + n.epilogue.reads():
+            uses[t] = uses.get(t, 0) + 1
+    keep = set(graph.outputs)
+    for add in list(graph.nodes):
+        if add.op != ADD or len(add.inputs) != 2 or len(add.outputs) != 1 or add.epilogue.reads() \
+                or not equal_add(add, graph):
+            continue
+        for side in (0, 1):
+            c, r = add.inputs[side], add.inputs[1 - side]
+            conv = made.get(c)
+            if c == r or conv is None or r in conv.inputs or conv.op != CONV or conv.epilogue.reads() or len(conv.outputs) != 1 \
+                    or uses.get(c) != 1 or c in keep or MID in conv.attrs:
+                continue
+            if r in made and pos[id(made[r])] > pos[id(conv)]:
+                continue                            # the residual is computed after the conv
+            try:
+                d, _, _ = _plan(conv, graph)
+            except ValueError:
+                continue
+            y = graph.t(c)
+            if not (d["CIN"] % 4 == 0 and _tiled(dict(d, OC4=int(d["COUT"] % 4 == 0 and not d["DEPTHWISE"])), y.size)):
+                continue
+            conv.attrs[RES_ADD] = add_params(y, graph.t(r), graph.t(add.outputs[0]), fused_act(add))
+            conv.attrs[MID] = c
+            conv.epilogue.residual = r
+            conv.outputs = [add.outputs[0]]
+            made[add.outputs[0]] = conv
+            graph.nodes.remove(add)
+            break
 
 
 def _dot_kernel(k):
@@ -177,23 +254,66 @@ COOPMAT_VARIANT = KernelVariant("coopmat_int8", {"cooperative_matrix": [16, 16, 
                                                  "subgroup_size": 32}, _coopmat_kernel)
 
 
+# Big-tile plans of the cooperative-matrix kernel (shaders/int8_conv_cm.comp: SGM x SGN subgroups of 32, BK-word
+# K steps, two shared buffers), offered beside coopmat_int8 as `measured` candidates (runtime/tuning.py: the
+# device times them at first load and keeps the fastest).  Shared memory: 2 * (BM + BN) * (BK + 4) words and
+# 1 KiB a subgroup, at most 48 KiB.
+CM_PLANS = {
+    "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4),
+    "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2),
+}
+CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan)
+CM_EMU = False          # (tests: the plans' EMU form, scalar products, on any device, first)
+
+
+def cm_variants(gm: int, co: int) -> list:
+    """The CM_PLANS variants of a tiled layer of gm pixels by co channels (those whose channel tile is used
+    at least half)."""
+    out = []
+    for name, plan in CM_PLANS.items():
+        if co < plan["BN"] // 2:
+            continue
+        nt = plan["SGM"] * plan["SGN"] * 32
+        groups = -(-gm // plan["BM"]) * -(-co // plan["BN"])
+
+        def make(k, plan=plan, nt=nt, groups=groups):
+            d = dict(plan, EMU=int(CM_EMU), RESIDUAL=k.defines.get("RESIDUAL", 0), RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0)
+            return dataclasses.replace(k, template="int8_conv_cm", invocations=groups * nt, local_x=nt, defines=d,
+                                       variants=[], item_inner=0)
+        req = {} if CM_EMU else {"cooperative_matrix": COOPMAT_VARIANT.requires["cooperative_matrix"], "subgroup_size": 32}
+        out.append(KernelVariant(name + ("_emu" if CM_EMU else ""), req, make, measured=CM_MEASURED and not CM_EMU))
+    return out
+
+
 def _flops(node, graph):
     f = graph.t(node.inputs[1]).shape
     taps = int(np.prod(f[1:])) if len(f) == 4 and node.op != DEPTHWISE else (f[-1] if len(f) == 2 else f[1] * f[2])
     return 2 * graph.t(node.outputs[0]).size * taps
 
 
-_BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, DM=1,
+_BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, DM=1, QP0=0,
              IN_OFF=3, OUT_ZP=-2, ACT_MIN=-128, ACT_MAX=127, NOUT=150, RQ_SPLIT=0, XZ_WORD=-50529028, OC4=0)
 VARIANTS = {
     "int8_conv": (_BASE, {"VEC4": [0, 1], "DEPTHWISE": [0, 1], "RQ_MODE": [0, 1, 2], "OC4": [0, 1]}, ["out_", "x", "w", "qp"],
                   {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
-    "int8_conv_tiled": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1),
+    "int8_conv_tiled": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0),
                         {"DOT_EXT": [0, 1]}, ["out_", "x", "w", "qp"],
                         {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}, lambda d: {"local_x": TILE_LOCAL}),
-    "int8_conv_tiled:coopmat": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, COOPMAT=1), {}, ["out_", "x", "w", "qp"],
+    "int8_conv_tiled:res": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
+                            {"DOT_EXT": [0, 1], "COOPMAT": [0, 1]}, ["out_", "x", "w", "qp", "res"],
+                            {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
+                            lambda d: {"local_x": TILE_LOCAL}),
+    "int8_conv_tiled:coopmat": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, COOPMAT=1, RESIDUAL=0), {}, ["out_", "x", "w", "qp"],
                                 {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                                 lambda d: {"local_x": TILE_LOCAL}),
+    "int8_conv_cm": (dict(CM_PLANS["coopmat_int8_128x128"], EMU=1, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0),
+                     {"EMU": [0, 1], "RESIDUAL": [0, 1]}, ["out_", "x", "w", "qp", "res"],
+                     {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
+                     lambda d: {"local_x": d["SGM"] * d["SGN"] * 32}),
+    "int8_conv_cm:64": (dict(CM_PLANS["coopmat_int8_128x64"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
+                        {}, ["out_", "x", "w", "qp", "res"],
+                        {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
+                        lambda d: {"local_x": d["SGM"] * d["SGN"] * 32}),
     "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1, OC4=1), {}, ["out_", "x", "w", "qp"],
                       {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }
@@ -220,11 +340,13 @@ def _widen(node, graph) -> None:
 
 
 WIDEN[CONV] = _widen
+FOLDS.append(_fuse_residual_adds)
 native_form(("CONV_2D", CONV), ("DEPTHWISE_CONV_2D", DEPTHWISE), ("FULLY_CONNECTED", FC), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
 declare(CONV, DEPTHWISE, FC, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("int8_conv", "int8_conv_tiled"), flops=_flops,
+        fp16=NEUTRAL, in_place=False, templates=("int8_conv", "int8_conv_tiled", "int8_conv_cm"), flops=_flops,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_conv", item_major=False, flat=True)
-template("int8_conv_tiled", item_major=False, flat=False)
+template("int8_conv_tiled", item_major=False, flat=False, in_place=("res",))   # (res read right before out_ is written)
+template("int8_conv_cm", item_major=False, flat=False, in_place=("res",))

@@ -107,6 +107,30 @@ def _pool_plan(node, graph):
     return x, y, dict(geo, C=c, KH=kh, KW=kw)
 
 
+ADD_FIELDS = ("OFF_A", "M_A", "S_A", "OFF_B", "M_B", "S_B", "MO", "SO", "OUT_ZP", "ACT_MIN", "ACT_MAX")
+
+
+def add_params(a, b, y, act: int) -> dict:
+    """LiteRT's int8 ADD parameters (add.cc) for inputs a, b and output y, fused activation `act`: the
+    ADD_FIELDS, also the residual epilogue of ops/int8_conv.py (a fused ADD)."""
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(a), scale_zp(b), scale_zp(y)
+    twice = 2.0 * f32(max(s1, s2))
+    m1, e1 = quantize_multiplier(s1 / twice)
+    m2, e2 = quantize_multiplier(s2 / twice)
+    mo, eo = quantize_multiplier(twice / f32((1 << 20) * np.float32(so)))
+    lo, hi = act_range(act, y)
+    return dict(OFF_A=-z1, M_A=m1, S_A=e1, OFF_B=-z2, M_B=m2, S_B=e2, MO=mo, SO=eo, OUT_ZP=zo, ACT_MIN=lo, ACT_MAX=hi)
+
+
+def equal_add(node, graph) -> bool:
+    """An int8 ADD of two inputs of its output's shape (no broadcast) that runs natively."""
+    try:
+        a, b, y = _add_plan(node, graph)
+    except ValueError:
+        return False
+    return tuple(a.shape) == tuple(b.shape) == tuple(y.shape)
+
+
 @checked
 def _check(node, graph):
     if node.op in (ADD, "ADD"):
@@ -134,14 +158,7 @@ def lower_int8_eltwise(node, graph):
     d = dict(NOUT=y.size)
     if node.op == ADD:
         a, b, y = _add_plan(node, graph)
-        (s1, z1), (s2, z2), (so, zo) = scale_zp(a), scale_zp(b), scale_zp(y)
-        twice = 2.0 * f32(max(s1, s2))
-        m1, e1 = quantize_multiplier(s1 / twice)
-        m2, e2 = quantize_multiplier(s2 / twice)
-        mo, eo = quantize_multiplier(twice / f32((1 << 20) * np.float32(so)))
-        lo, hi = act_range(fused_act(node), y)
-        d.update(OP=0, OFF_A=-z1, OFF_B=-z2, M_A=m1, S_A=e1, M_B=m2, S_B=e2, MO=mo, SO=eo, OUT_ZP=zo,
-                 ACT_MIN=lo, ACT_MAX=hi, B_MOD=b.size)
+        d.update(add_params(a, b, y, fused_act(node)), OP=0, B_MOD=b.size)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
     elif node.op == MEAN:
         x, y, outer, r, inner = _mean_axes(node, graph)

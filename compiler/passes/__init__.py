@@ -33,7 +33,7 @@ def eliminate_dead_nodes(graph: Graph) -> None:
     for n in reversed(graph.nodes):
         if any(o in live for o in n.outputs):
             keep.append(n)
-            live.update(i for i in n.inputs if i >= 0)
+            live.update(i for i in list(n.inputs) + n.epilogue.reads() if i >= 0)
     graph.nodes = keep[::-1]
 
 

@@ -371,3 +371,68 @@ def test_zero_point_pad_folds_into_int8_conv(gpu, op):
     model = mb.finish()
     assert "INT8_PAD" not in _ops(model)
     _exact(gpu, model, [_qin(rng, (1, 6, 7, 8))], "INT8_" + op)
+
+
+def _conv(mb, rng, x, shape, co, k, act, name):
+    n, h, w, ci = shape
+    ws = rng.uniform(0.002, 0.02, co).astype(np.float32)
+    wt = mb.const(f"{name}_w", rng.integers(-127, 128, (co, k, k, ci)).astype(np.int8), quant=(ws, 0, 0))
+    b = mb.const(f"{name}_b", rng.integers(-4000, 4000, co).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
+    y = mb.tensor(name, [n, h, w, co], I8, quant=(float(rng.uniform(0.05, 0.3)), int(rng.integers(-20, 20))))
+    mb.op("CONV_2D", [x, wt, b], [y], padding="SAME", stride_w=1, stride_h=1, fused_activation_function=act)
+    return y
+
+
+@pytest.mark.parametrize("case", ["input", "later_conv", "conv_is_output"])
+def test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, case):
+    """An int8 ADD of a tiled conv's output and a residual ready before it folds into the conv's epilogue
+    (ops/int8_conv.py _fuse_residual_adds: no INT8_ADD dispatch), bit-exact with LiteRT's conv then ADD; it
+    stays a separate ADD where the conv's output is also a model output."""
+    rng = np.random.default_rng({"input": 5, "later_conv": 6, "conv_is_output": 7}[case])
+    shape = (2, 16, 17, 8)
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape), I8, quant=(0.05, 3))
+    c1 = _conv(mb, rng, x, shape, 64, 3, "RELU", "c1")
+    if case == "later_conv":
+        r = _conv(mb, rng, x, shape, 64, 1, "NONE", "c2")       # (made after c1: the ADD folds into c2)
+        a, b = c1, r
+    else:
+        r = mb.input("r", [*shape[:3], 64], I8, quant=(0.08, -7))
+        a, b = r, c1
+    y = mb.tensor("y", [*shape[:3], 64], I8, quant=(0.11, -4))
+    mb.op("ADD", [a, b], [y], fused_activation_function="RELU")
+    mb.output(y)
+    if case == "conv_is_output":
+        mb.output(c1)
+    model = mb.finish()
+    ops = _ops(model)
+    assert ("INT8_ADD" in ops) == (case == "conv_is_output"), ops
+    ins = [_qin(rng, shape)] + ([] if case == "later_conv" else [_qin(rng, (*shape[:3], 64))])
+    ref = run_litert(model, ins)
+    out = gpu.run(model, ins)
+    for o, r_ in zip(out, ref):
+        assert o.shape == r_.shape and o.dtype == np.int8
+        bad = np.flatnonzero(o.reshape(-1) != r_.reshape(-1))
+        assert bad.size == 0, f"{bad.size} of {r_.size} differ"
+
+
+@pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64"])
+def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, plan):
+    """The big-tile cooperative-matrix plans (shaders/int8_conv_cm.comp, `measured` candidates) with their
+    products done by scalar DOT4 (EMU): the double-buffered staging, the tile and fragment indexing and the
+    per-subgroup epilogue are bit-exact on any device (partial tiles, strides, a fused residual ADD, a fully
+    connected layer the flat kernel takes otherwise); their
+    cooperative-matrix form is valid SPIR-V, gated on int8 cooperative matrices."""
+    from gpuc.compiler.codegen import glsl
+    from gpuc.compiler.codegen.glslang import spirv_val
+    from gpuc.compiler.codegen.variants import all_variants
+    from gpuc.compiler.ops import int8_conv
+    for t, k, dt in all_variants():
+        if t == "int8_conv_cm":
+            spirv_val(glsl.kernel_spirv(k, dt))
+    assert not int8_conv.CM_EMU and all(v.measured for v in int8_conv.cm_variants(4096, 256))
+    monkeypatch.setattr(int8_conv, "CM_EMU", True)
+    monkeypatch.setenv("GPUC_VARIANTS", ",".join(f"{p}_emu={'force' if p == plan else 'off'}" for p in int8_conv.CM_PLANS))
+    test_conv_bit_exact(gpu, CONV_CASES[7])         # (2, 33, 31, 8) -> 72 channels, 3x3 stride 2: partial tiles
+    test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, "later_conv")
+    test_fully_connected_bit_exact(gpu, True, 40, 64)   # (the flat kernel's layer: the plans are its candidates too)

@@ -1,0 +1,163 @@
+// Native int8 CONV_2D / FULLY_CONNECTED as an implicit GEMM on s8 x s8 -> s32 cooperative matrices with big
+// tiles (compiler/ops/int8_conv.py CM_PLANS: `measured` candidates beside int8_conv_tiled.comp, the device
+// times them at first load).  out[m, oc] for the GM = N * OH * OW output pixels m and COUT channels, K =
+// KH * KW * CIN reduced in KWORDS packed words of 4 int8 (CW = CIN / 4 per window position; the layer's
+// geometry is data: int8_conv_geo.glsl).  A workgroup of SGM x SGN subgroups of 32 computes a BM x BN
+// tile; subgroup (sm, sn) its WM = BM / SGM pixels by WN = BN / SGN channels as FM x FN 16 x 16 int32
+// accumulators.  Each K step stages BK words of the BM pixels' im2col rows (a position outside the input
+// reads the zero point's lanes, XZ_WORD) and of the BN channels' weights, row-major with a stride of BKP
+// = BK + 4 words (16-byte rows, spread over the banks), in two shared buffers: the next step's words
+// are read into registers before this step's products and stored after them, one barrier a step.
+// Epilogue: each subgroup stores one accumulator at a time to its own 16 x 16 scratch, and each lane
+// finishes 2 of its 64 output words (q8_store_word: LiteRT's requantization, a fused residual ADD).
+// EMU (tests on devices without cooperative matrices): the same staging and epilogue, the products by
+// scalar DOT4 in logical subgroups of 32 invocations.
+// Defines: BM BN BK SGM SGN EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
+// @include int8_requant.glsl
+// @include int8_conv_geo.glsl
+#define NT (SGM * SGN * 32)
+#define WM (BM / SGM)
+#define WN (BN / SGN)
+#define FM (WM / 16)
+#define FN (WN / 16)
+#define BKP (BK + 4)
+#define RA (BM * BK / NT)                    // pixels each invocation stages per K step
+#define RB (BN * BK / NT)                    // channels each invocation stages per K step
+#if BK % 8 != 0 || NT % BK != 0 || BM % (NT / BK) != 0 || BN % (NT / BK) != 0 || WM % 16 != 0 || WN % 16 != 0
+#error int8_conv_cm: a tile plan must split into 16 x 16 fragments, K steps of whole 32-int8 fragments and whole staging rounds
+#endif
+#if !EMU
+// @include coopmat_int8.glsl
+#endif
+shared uint sa[2 * BM * BKP];
+shared uint sb[2 * BN * BKP];
+shared int sc[SGM * SGN * 256];
+
+int H, W, CW, KW, DH, DW, GM, KWORDS, m0, n0, kk, rows0;
+uint xz;
+int px_base[RA], px_y[RA], px_x[RA];
+uint ra[RA], rb[RB];
+
+// this invocation's words of K step k0: word kk of pixels / channels rows0 + r * (NT / BK)
+void fetch(int k0) {
+    int k = k0 + kk;
+    int c = k % CW, t = k / CW;
+    int dy = t / KW * DH, dx = t % KW * DW;
+    for (int r = 0; r < RA; ++r) {
+        int iy = px_y[r] + dy, ix = px_x[r] + dx;
+        bool inside = px_base[r] >= 0 && k < KWORDS && iy >= 0 && iy < H && ix >= 0 && ix < W;
+        uint v = inside ? x[((px_base[r] + iy) * W + ix) * CW + c] : xz;
+        ra[r] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
+    }
+    for (int r = 0; r < RB; ++r) {
+        int oc = n0 + rows0 + r * (NT / BK);
+        rb[r] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
+    }
+}
+
+void stash(int buf) {
+    for (int r = 0; r < RA; ++r)
+        sa[(buf * BM + rows0 + r * (NT / BK)) * BKP + kk] = ra[r];
+    for (int r = 0; r < RB; ++r)
+        sb[(buf * BN + rows0 + r * (NT / BK)) * BKP + kk] = rb[r];
+}
+
+void main() {
+    q8_load_layer();
+    H = qp[G_H];
+    W = qp[G_W];
+    CW = qp[G_CW];
+    KW = qp[G_KW];
+    DH = qp[G_DH];
+    DW = qp[G_DW];
+    GM = qp[G_GM];
+    KWORDS = qp[G_KWORDS];
+    xz = uint(qp[G_XZ_WORD]);
+    int tiles_n = (COUT + BN - 1) / BN;
+    int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
+    int tid = int(gl_LocalInvocationID.x);
+    m0 = (wg / tiles_n) * BM;
+    n0 = (wg % tiles_n) * BN;
+#if EMU
+    int sg = tid / 32, lane = tid % 32;
+#else
+    int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
+#endif
+    int sm = sg / SGN, sn = sg % SGN;
+    kk = tid % BK;
+    rows0 = tid / BK;
+    for (int r = 0; r < RA; ++r) {
+        int m = m0 + rows0 + r * (NT / BK);
+        int ox = m % qp[G_OW];
+        int p = m / qp[G_OW];
+        px_base[r] = m < GM ? p / qp[G_OH] * H : -1;
+        px_y[r] = p % qp[G_OH] * qp[G_SH] - qp[G_PT];
+        px_x[r] = ox * qp[G_SW] - qp[G_PL];
+    }
+#if EMU
+    int ce[FM * FN * 8];
+    for (int i = 0; i < FM * FN * 8; ++i) ce[i] = 0;
+#else
+    CM_C c[FM * FN];
+    for (int i = 0; i < FM * FN; ++i) c[i] = CM_C(0);
+#endif
+    fetch(0);
+    stash(0);
+    barrier();
+    int steps = (KWORDS + BK - 1) / BK;
+    for (int s = 0; s < steps; ++s) {
+        int buf = s & 1;
+        bool more = s + 1 < steps;
+        if (more) fetch((s + 1) * BK);
+        int abase = (buf * BM + sm * WM) * BKP, bbase = (buf * BN + sn * WN) * BKP;
+        for (int ks = 0; ks < BK; ks += 8) {
+#if EMU
+            for (int fi = 0; fi < FM; ++fi)
+                for (int fj = 0; fj < FN; ++fj)
+                    for (int t = 0; t < 8; ++t) {
+                        int e = lane + 32 * t;
+                        int ar = abase + (fi * 16 + e / 16) * BKP + ks, br = bbase + (fj * 16 + e % 16) * BKP + ks;
+                        int sum = 0;
+                        for (int q = 0; q < 8; ++q) sum += DOT4(sa[ar + q], sb[br + q]);
+                        ce[(fi * FN + fj) * 8 + t] += sum;
+                    }
+#else
+            CM_A fa[FM];
+            CM_B fb[FN];
+            for (int fi = 0; fi < FM; ++fi)
+                coopMatLoad(fa[fi], sa, abase + fi * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutRowMajor);
+            for (int fj = 0; fj < FN; ++fj)
+                coopMatLoad(fb[fj], sb, bbase + fj * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutColumnMajor);
+            for (int fi = 0; fi < FM; ++fi)
+                for (int fj = 0; fj < FN; ++fj)
+                    c[fi * FN + fj] = coopMatMulAdd(fa[fi], fb[fj], c[fi * FN + fj]);
+#endif
+        }
+        if (more) stash(buf ^ 1);
+        barrier();
+    }
+    for (int fi = 0; fi < FM; ++fi)
+        for (int fj = 0; fj < FN; ++fj) {
+#if EMU
+            for (int t = 0; t < 8; ++t) sc[sg * 256 + lane + 32 * t] = ce[(fi * FN + fj) * 8 + t];
+            barrier();
+#else
+            coopMatStore(c[fi * FN + fj], sc, sg * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+#endif
+            for (int q = 0; q < 2; ++q) {
+                int wd = lane + 32 * q, row = wd / 4, cw = wd % 4;
+                int m = m0 + sm * WM + fi * 16 + row, oc0 = n0 + sn * WN + fj * 16 + cw * 4;
+                int e = sg * 256 + row * 16 + cw * 4;
+                if (m < GM && oc0 < COUT)
+                    q8_store_word(ivec4(sc[e], sc[e + 1], sc[e + 2], sc[e + 3]), oc0, (m * COUT + oc0) >> 2);
+            }
+#if EMU
+            barrier();
+#else
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+#endif
+        }
+}

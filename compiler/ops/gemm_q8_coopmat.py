@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuc.compiler.codegen.kernel import KernelVariant
+from gpuc.compiler.ops.epi_chain import EBIND, sample_chain
 from gpuc.compiler.options import current
 
 GPU_SMS = 132                   # (H100) workgroups for a full GPU: the big tile only where it still fills it
@@ -66,6 +67,10 @@ def coopmat_variant() -> KernelVariant:
 
 _D = dict(GM=40, GN=72, GK=100, KQ=7, RM=1, RN=1, TILES_N=2, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, COOPMAT=1)
 VARIANTS = {   # (compiler/codegen/variants.py: both tile forms, every epilogue branch)
+    "gemm_q8:tiled_coopmat_chain": (dict(_D, BM=64, BN=64, BKW=32, WM=2, WN=2, **sample_chain(3)), {"CM_EMULATE": [0, 1]},
+                                    ["out_", "xq", "w", "ws", "wsum", "bias", "res"] + EBIND[:2],
+                                    {"xq": "uint32", "w": "uint32", "wsum": "int32"},
+                                    lambda d: dict(local_x=128, vec4=("w", "xq"))),
     "gemm_q8:tiled_coopmat": (dict(_D, BM=64, BN=64, BKW=16, WM=2, WN=2),
                               {"GLU": [0, 1], "HAS_UBIAS": [0, 1], "ACT": [0, 1], "CM_EMULATE": [0, 1]},
                               ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum", "ubias"],

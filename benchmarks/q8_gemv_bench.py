@@ -1,7 +1,7 @@
 """The int8-weight GEMVs of one LLM decode step (gemm_q8's one-row path), each timed alone and checked.
 
     python -m benchmarks.q8_gemv_bench [--config qwen2.5-1.5b|qwen2.5-0.5b|tiny] [--only qkv,o,glu,down,head]
-                                       [--runs 20]
+                                       [--runs 20] [--set FLAT_WORDS=4,MIN_TPR=64,...]
 
 Each row is a two-op model ADD(x, x) -> FULLY_CONNECTED with symmetric per-channel int8 weights (a device
 tensor in, as inside a network); `glu` is litert-torch's MLP gate / up pair with silu(gate) * up, which
@@ -9,7 +9,8 @@ ops/q8_fusion.py merges into one dispatch.  Shapes are those of the Qwen2.5 deco
 gate / up, down, the LM head).  The result is checked against a numpy model of LiteRT's hybrid FC (row
 quantized to int8 as XNNPACK's qd8 kernels do, exact int32 sums, float epilogue); the time is the gemm
 dispatch's GPU time (timestamps, runtime/profile.py) and GB/s counts the weight bytes (int8 + scales).
-Exit 1 if a result is out of tolerance.
+--set overrides ops/gemm_q8.py's one-row planning constants (FLAT_WORDS, MIN_TPR, FLAT_ROW_BYTES,
+FLAT_RESIDENT, GPU_SMS) for this run, to compare plans.  Exit 1 if a result is out of tolerance.
 """
 from __future__ import annotations
 
@@ -78,7 +79,9 @@ def hybrid_fc(x: np.ndarray, q: np.ndarray, s: np.ndarray, b) -> np.ndarray:
     zf = (f(-128) - a) if (f(-128) + a) + (f(127) + bb) > 0 else (f(127) - bb)
     zp = int(np.round(np.clip(zf, -128, 127)))
     xq = np.clip(np.round(x * sc).astype(np.int64) + zp, -128, 127)
-    acc = q.astype(np.int64) @ xq - zp * q.astype(np.int64).sum(1)
+    acc = np.concatenate([qc.astype(np.float64) @ np.c_[xq, np.ones_like(xq)]     # (float64: exact sums)
+                          for qc in np.array_split(q, max(1, q.size // (1 << 24)))])
+    acc = (acc[:, 0] - zp * acc[:, 1]).astype(np.int64)
     v = acc.astype(np.float32) * (f(1) / sc) * s
     return v + b if b is not None else v
 
@@ -88,7 +91,13 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="qwen2.5-1.5b", choices=sorted(CONFIGS))
     ap.add_argument("--only", default="qkv,o,glu,down,head")
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--set", default="", help="NAME=INT,... gemm_q8 planning constants")
     a = ap.parse_args(argv)
+    for kv in filter(None, a.set.split(",")):
+        name, _, v = kv.partition("=")
+        if name not in ("FLAT_WORDS", "MIN_TPR", "FLAT_ROW_BYTES", "FLAT_RESIDENT", "GPU_SMS"):
+            ap.error(f"--set {kv!r}: not a gemm_q8 planning constant")
+        setattr(gemm_q8, name, int(v))
     rng = np.random.default_rng(0)
     bad = 0
     print(f"{'gemv':6s} {'N':>7s} {'K':>6s} {'us':>8s} {'GB/s':>8s}  {'err/max':>8s}  shader (_flat_plan: local TPR RN HB)")

@@ -17,7 +17,7 @@
 // writes the float minimum or -inf) is not read when some key of the row is live: there its keys'
 // weights exp(s_j - max) are exactly 0 (the scores differ by ~1e30 or more), so the chunk writes
 // m = -inf and nothing else is computed; the decode step then reads the cache only up to its position.
-// Defines: H D KV KH G CHUNK NCHUNK QS KS HAS_MASK TPR RP RS; ROPE_Q 1 (ops/rope.py: q is the rotary
+// Defines: H D KV KH G CHUNK NCHUNK QS KS HAS_MASK TPR RP RS SEG (a power of two dividing n); ROPE_Q 1 (ops/rope.py: q is the rotary
 // embedding of a tensor, computed here as it is read, by rope.glsl from q (that tensor), cosv and sinv; its
 // defines too); SUBGROUP 1 (the `subgroup` variant: seg_reduce through subgroup arithmetic);
 // KV_WRITE 1 (ops/kv_write.py: the step's cache writes folded in; needs ROPE_Q): position P = start[1]
@@ -79,9 +79,17 @@ shared float vn[D];
 #define V_NEW(fresh, d, x) (x)
 #endif
 // @include ew_math.glsl
-#define RED_SEG 32
+#define RED_SEG SEG
 shared float red[gl_WorkGroupSize.x];
 // @include wg_reduce.glsl
+// a head's max or sum over its segment: subgroup arithmetic alone where a segment is one subgroup
+// (no shared memory, no barrier; uniform: the subgroup size is the workgroup's), else seg_reduce
+float head_reduce(float x, bool is_max, uint pos) {
+#if SUBGROUP
+    if (gl_SubgroupSize == RED_SEG) return is_max ? subgroupMax(x) : subgroupAdd(x);
+#endif
+    return seg_reduce(x, is_max, pos);
+}
 shared float qs[G * D];
 shared float sc[G * CHUNK];
 shared float part[G * RP * TPR];
@@ -217,7 +225,7 @@ void main() {
         float mx = NEG_INF;
         if (g < G)
             for (int jj = lane; jj < nj; jj += RED_SEG) mx = max(mx, sc[g * CHUNK + jj]);
-        float m = seg_reduce(mx, true, uint(pos));
+        float m = head_reduce(mx, true, uint(pos));
         float ls = 0.0;
         if (g < G)
             for (int jj = lane; jj < nj; jj += RED_SEG) {
@@ -225,7 +233,7 @@ void main() {
                 sc[g * CHUNK + jj] = e;
                 ls += e;
             }
-        float lsum = seg_reduce(ls, false, uint(pos));
+        float lsum = head_reduce(ls, false, uint(pos));
         if (g < G && lane == 0) {
             int o = ((kh * G + g) * NCHUNK + c) * (D + 2);
             ST(out_, o, m);

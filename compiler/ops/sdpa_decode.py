@@ -36,6 +36,7 @@ COMPOSITE = "odml.scaled_dot_product_attention"
 LOCAL = 64                   # invocations per workgroup of the variant tests' builds
 MAX_D = 256                  # head sizes the split shader holds in shared memory
 RP = 32                      # keys the split scores at a time (TPR = its invocations / RP a key)
+SEG = 32                     # invocations that reduce a query head's chunk max and sum (NVIDIA's subgroup)
 MAX_CHUNK = 256              # keys a split workgroup takes at most (a multiple of RP)
 MAX_NCHUNK = 64              # chunks a head has at most before chunks grow (the combine's serial work)
 COMBINE_LOCAL = 256          # invocations of a combine workgroup (one query head)
@@ -43,14 +44,15 @@ SHARED_WORDS = 4096          # floats of shared memory a split workgroup may tak
 MAX_TRACE = 1 << 25          # elements an index trace may build (compile-time memory)
 
 VARIANTS = {
-    "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3),
+    "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3,
+                               SEG=32),
                           {"HAS_MASK": [0, 1], "SUBGROUP": [0, 1]}, ["out_", "q", "k", "v", "mask"], {},
                           lambda d: dict(local_x=LOCAL)),
-    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3, HAS_MASK=1, ROPE_Q=1,
+    "sdpa_decode_split:rope": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3, SEG=32, HAS_MASK=1, ROPE_Q=1,
                                     H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
                                     CS_STRIDES=[0, 0, 0, 1]), {}, ["out_", "q", "k", "v", "mask", "cosv", "sinv"], {},
                                lambda d: dict(local_x=LOCAL)),
-    "sdpa_decode_split:kv": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3, HAS_MASK=1, ROPE_Q=1,
+    "sdpa_decode_split:kv": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3, SEG=32, HAS_MASK=1, ROPE_Q=1,
                                   H2=10, SRC_ROW=80, SRC_W=160, SRC_BEGIN=40, RANK=4, HALF_SHAPE=[1, 1, 4, 10],
                                   CS_STRIDES=[0, 0, 0, 1], KV_WRITE=1, K_SRC_ROW=40, K_SRC_W=160, K_SRC_BEGIN=80,
                                   K_RANK=4, K_HALF_SHAPE=[1, 1, 2, 10], K_CS_STRIDES=[0, 0, 0, 1], V_ROW=40,
@@ -282,7 +284,7 @@ def lower_sdpa_decode(node, graph):
     nchunk = -(-KV // chunk)
     mask = node.inputs[3]
     part = graph.add_tensor(f"{y.name}/partials", (H, nchunk, D + 2), "float32")
-    geo = dict(H=H, D=D, KV=KV, KH=KH, G=H // KH, CHUNK=chunk, NCHUNK=nchunk, TPR=n // RP, RP=RP, RS=n // D)
+    geo = dict(H=H, D=D, KV=KV, KH=KH, G=H // KH, CHUNK=chunk, NCHUNK=nchunk, TPR=n // RP, RP=RP, RS=n // D, SEG=SEG)
     binds = [("out_", part), ("q", q.id), ("k", k.id), ("v", node.inputs[2])] + ([("mask", mask)] if mask >= 0 else [])
     defines = dict(geo, QS=float(node.attrs["q_scale"]), KS=float(node.attrs["k_scale"]), HAS_MASK=int(mask >= 0))
     if node.attrs.get("rope"):          # q rotated as it is read (ops/rope.py)

@@ -73,10 +73,13 @@ def test_other_forms_keep_the_decomposition():
     _check(model(attrs={"scale": 0.5}), _inputs(), fused=False)
 
 
-@pytest.mark.parametrize("H,KH,D,KV,valid,max_nchunk", [(4, 2, 128, 300, 200, 1),   # 256-key chunks: passes, values in the loop
-                                                        (2, 1, 256, 1100, 1000, 64)])  # 35 chunks: the combine loops
-def test_decode_long_chunks_and_many_chunks(monkeypatch, H, KH, D, KV, valid, max_nchunk):
+@pytest.mark.parametrize("H,KH,D,KV,valid,max_nchunk,seg", [
+    (4, 2, 128, 300, 200, 1, 32),     # 256-key chunks: passes, values loaded in the loop
+    (2, 1, 256, 1100, 1000, 64, 32),  # 35 chunks: the combine loops
+    (14, 2, 16, 100, 37, 64, 8)])     # 8-invocation head segments: lavapipe's subgroup (no barrier)
+def test_decode_long_chunks_and_many_chunks(monkeypatch, H, KH, D, KV, valid, max_nchunk, seg):
     from gpuc.compiler.ops import sdpa_decode
     monkeypatch.setattr(sdpa_decode, "MAX_NCHUNK", max_nchunk)
+    monkeypatch.setattr(sdpa_decode, "SEG", seg)
     attrs = {"scale": float(np.float32(D ** -0.5))}
     _check(model(H, KH, D, KV, attrs=attrs), _inputs(H, KH, D, KV, valid=valid), fused=True)

@@ -18,7 +18,8 @@ Three paths by the number of activation rows M (all the same integers, so the sa
   (shaders/gemm_q8_tiled.glsl).
 ops/q8_fusion.py may fold an RMS_NORM into the row quantization (RMS_ATTR) and merge the gate / up FCs of
 an MLP into one kernel with silu(gate) * up (GLU_ATTR).  Devices with packed int8 dot products
-(VK_KHR_shader_integer_dot_product) get the int_dot variants.
+(VK_KHR_shader_integer_dot_product) get the int_dot variants; ahead of them, the prefill tiles run on
+s8 x s8 -> s32 cooperative matrices where the device has them (coopmat_int8: ops/gemm_q8_coopmat.py).
 """
 from __future__ import annotations
 

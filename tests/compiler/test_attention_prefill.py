@@ -10,8 +10,10 @@ pytest.importorskip("vulkan")
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.ops import attention  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
+from helpers.attention_models import attention_model  # noqa: E402
 from helpers.fusion import close_to_litert  # noqa: E402
 from helpers.fusion import run_counted as run  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
 from helpers.prefill_attention import prefill_reference, prefill_sdpa  # noqa: E402
 
 RNG = np.random.default_rng(29)
@@ -59,3 +61,31 @@ def test_masked_key_tiles_are_skipped(shape):
         assert np.isfinite(out).all()
         k[0, 128:] = v[0, 128:] = 0.0
         close_to_litert([out], model, [q, k, v, pos])
+
+
+WIDE_FORMS = [
+    dict(b=1, h=2, n=70, m=300, d=48, dv=40, scale=None, mask="runtime"),   # partial tiles, D / DV < 64
+    dict(b=1, h=1, n=64, m=257, d=64, mask="sub", scale="beta"),             # SUB mask, scale as beta
+    dict(b=2, h=1, n=100, m=260, d=16, scale="q"),                           # no mask: nothing skipped
+    dict(b=1, h=2, n=66, m=256, d=8, k_form="transpose", mask="neg_inf"),    # -inf causal mask
+]
+
+
+@pytest.mark.parametrize("kw", WIDE_FORMS, ids=[str(i) for i in range(len(WIDE_FORMS))])
+def test_wide_kernel_forms_match_litert(kw):
+    """attention_wide.comp over the chain forms attention.comp takes (tests/helpers/attention_models.py)."""
+    model, shapes = attention_model(**kw)
+    g = load_tflite(model).main
+    run_passes(g)
+    att = next(n for n in g.nodes if n.op == "ATTENTION").attrs
+    assert attention.wide(att["n"], att["m"], att["d"], att["dv"])
+    xs = [RNG.normal(0, 1.5, s).astype(np.float32) for s in shapes]
+    if kw.get("mask") == "runtime":
+        xs[-1] = np.where(RNG.random(shapes[-1]) < 0.3, -100.0, RNG.normal(0, 1, shapes[-1])).astype(np.float32)
+        xs[-1][0, 0, :, 64:192] = np.finfo(np.float32).min       # whole tiles masked for every row
+        xs[-1][0, 1, 3, :] = -np.inf                              # a row masked everywhere
+    out = run(model, xs)[0][0]
+    if kw.get("mask") == "runtime":     # NaN as the unfused ops (LiteRT's ADD makes -inf -FLT_MAX there)
+        assert np.isnan(out[0, 1, 3]).all()
+        out[0, 1, 3] = run_litert(model, xs)[0][0, 1, 3]
+    close_to_litert([out], model, xs, nonfinite_equal=True)

@@ -3,9 +3,10 @@
 // it, passes/attention.py makes the op): the same inputs, views, steps and results as attention.comp,
 // with wider register blocks and fewer barriers.  128 invocations per workgroup of BQ = 32 query rows
 // of one batch, as 8 row groups x 16 key / value column groups: invocation (ty, tx) keeps the scores
-// of rows 4 ty .. 4 ty + 3 against keys 4 tx .. 4 tx + 3 of a 64-key tile and the output of those rows
-// at columns 4 tx .. 4 tx + 3, in registers.  Q (all of D <= 64) is staged once; per tile K, then V,
-// share one 64 x 64 buffer; shared memory is read as vec4.  Online softmax in fp32 with the softmax's
+// of rows 4 ty .. 4 ty + 3 against keys tx + 16 t (t < 4) of a 64-key tile and the output of those
+// rows at columns 4 tx .. 4 tx + 3, in registers.  Q (all of D <= 64) is staged once; per tile K, then
+// V, share one 64 x 64 buffer, rows of 16 vec4 whose vec4 c4 sits at c4 ^ (row % 8) (a swizzle: the
+// global loads run along channels, coalesced, and the vec4 reads of 8 invocations hit 8 bank groups).  Online softmax in fp32 with the softmax's
 // (x - max) * BETA form: a tile's row max is reduced through shared memory, every invocation keeps
 // the running max of its rows and its own partial sum (rescaled as the max moves), summed at the end.
 // Masked key tiles are skipped as in attention.comp (SKIP_BIAS, same conditions and caveats).
@@ -17,8 +18,8 @@
 #define BK 64
 #define NBIASX (NBIAS > 0 ? NBIAS : 1)
 
-shared vec4 sQ[64 * (BQ / 4)];      // [channel][row / 4]
-shared vec4 sKV[BK * 16];           // K: [channel][key / 4]; then V: [key][column / 4]
+shared vec4 sQ[BQ * 16];            // [row][channel / 4]
+shared vec4 sKV[BK * 16];           // K: [key][channel / 4], then V: [key][column / 4], swizzled
 shared vec4 sP[BK * (BQ / 4)];      // probabilities [key][row / 4]; the row max / sum partials [row][16]
 #if SKIP_BIAS >= 0
 shared int sLive[3];
@@ -51,14 +52,14 @@ void main() {
             }
             bo[h][a] = o;
         }
-    for (int e = tid; e < 64 * BQ; e += NT) {    // Q: lanes along rows (conflict-free stores)
-        int rr = e % BQ, c = e / BQ, i = i0 + rr;
+    for (int e = tid; e < 64 * BQ; e += NT) {    // Q: lanes along channels
+        int c = e % 64, rr = e / 64, i = i0 + rr;
         float x = 0.0;
         if (i < N && c < D) {
             x = LD(q, qoff + i * Q_SR + c * Q_SC);
             Q_STEPS
         }
-        sQ[c * (BQ / 4) + rr / 4][rr % 4] = x;
+        sQ[rr * 16 + c / 4][c % 4] = x;
     }
     float acc[4][4], m_run[4], l_run[4];
     for (int a = 0; a < 4; ++a) {
@@ -79,7 +80,7 @@ void main() {
                 if (i0 + 4 * ty + a >= N) continue;
                 if (!(m_run[a] > -0.1 * MASKED)) live = true;
                 for (int t = 0; t < 4; ++t) {
-                    int j = j0 + 4 * tx + t;
+                    int j = j0 + tx + 16 * t;
                     if (j < M && !(float(SKIP_SIGN) * SKIP_LD <= -MASKED)) live = true;
                 }
             }
@@ -91,29 +92,31 @@ void main() {
             if (skip) continue;                  // uniform: every invocation read the same flag
         }
 #endif
-        for (int e = tid; e < BK * 64; e += NT) {    // K: lanes along keys (conflict-free stores)
-            int jj = e % BK, c = e / BK, j = j0 + jj;
+        for (int e = tid; e < BK * 64; e += NT) {    // K: lanes along channels
+            int c = e % 64, jj = e / 64, j = j0 + jj;
             float x = 0.0;
             if (j < M && c < D) {
                 x = LD(k, koff + j * K_SJ + c * K_SC);
                 K_STEPS
             }
-            sKV[c * 16 + jj / 4][jj % 4] = x;
+            sKV[jj * 16 + ((c / 4) ^ (jj & 7))][c % 4] = x;
         }
         barrier();
         float s[4][4];
         for (int a = 0; a < 4; ++a)
             for (int t = 0; t < 4; ++t) s[a][t] = 0.0;
-        for (int c = 0; c < D; ++c) {
-            vec4 qv = sQ[c * (BQ / 4) + ty], kv = sKV[c * 16 + tx];
+        for (int c4 = 0; c4 < (D + 3) / 4; ++c4) {
+            vec4 qv[4], kv[4];
+            for (int a = 0; a < 4; ++a) qv[a] = sQ[(4 * ty + a) * 16 + c4];
+            for (int t = 0; t < 4; ++t) kv[t] = sKV[(tx + 16 * t) * 16 + (c4 ^ (tx & 7))];
             for (int a = 0; a < 4; ++a)
-                for (int t = 0; t < 4; ++t) s[a][t] += qv[a] * kv[t];
+                for (int t = 0; t < 4; ++t) s[a][t] += dot(qv[a], kv[t]);
         }
         float mt[4];
         for (int a = 0; a < 4; ++a) {
             mt[a] = -EW_INF;
             for (int t = 0; t < 4; ++t) {
-                int j = j0 + 4 * tx + t;
+                int j = j0 + tx + 16 * t;
                 float x = s[a][t];
                 if (j < M) {
                     if (i0 + 4 * ty + a < N) {
@@ -138,7 +141,7 @@ void main() {
         barrier();                               // the partials read before P overwrites them
         for (int e = tid; e < BK * 64; e += NT) {    // V: lanes along columns
             int cc = e % 64, jj = e / 64, j = j0 + jj;
-            sKV[jj * 16 + cc / 4][cc % 4] = j < M && cc < DV ? LD(v, voff + j * V_SJ + cc * V_SC) : 0.0;
+            sKV[jj * 16 + ((cc / 4) ^ (jj & 7))][cc % 4] = j < M && cc < DV ? LD(v, voff + j * V_SJ + cc * V_SC) : 0.0;
         }
         for (int a = 0; a < 4; ++a) {
             float mn = max(m_run[a], mt[a]), al = 1.0, ls = 0.0;
@@ -156,10 +159,10 @@ void main() {
             l_run[a] = l_run[a] * al + ls;
             for (int u = 0; u < 4; ++u) acc[a][u] *= al;
         }
-        for (int t = 0; t < 4; ++t) sP[(4 * tx + t) * (BQ / 4) + ty] = vec4(s[0][t], s[1][t], s[2][t], s[3][t]);
+        for (int t = 0; t < 4; ++t) sP[(tx + 16 * t) * (BQ / 4) + ty] = vec4(s[0][t], s[1][t], s[2][t], s[3][t]);
         barrier();                               // P and V staged
         for (int jj = 0; jj < BK; ++jj) {
-            vec4 pv = sP[jj * (BQ / 4) + ty], vv = sKV[jj * 16 + tx];
+            vec4 pv = sP[jj * (BQ / 4) + ty], vv = sKV[jj * 16 + (tx ^ (jj & 7))];
             for (int a = 0; a < 4; ++a)
                 for (int u = 0; u < 4; ++u) acc[a][u] += pv[a] * vv[u];
         }

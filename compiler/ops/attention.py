@@ -4,7 +4,10 @@ read from, through the strided views in attrs q / k / v), then up to 3 bias tens
 batch, beta, steps (the score chain in order: MUL / DIV by a value, ADD / SUB of bias i read at
 row terms + j * sj), q / k / v / o (views: batch terms, row and column strides, offset, scalar steps;
 o: where the output is written, e.g. through a head merge).  One dispatch (shaders/attention.comp): a workgroup per BQ query rows of one
-batch, K / V tiles of BK keys staged in shared memory, online softmax with fp32 statistics."""
+batch, K / V tiles of BK keys staged in shared memory, online softmax with fp32 statistics; for long
+key sequences with many rows and heads up to 64 wide (LLM prefill, `wide`), shaders/attention_wide.comp:
+32 rows x 64-key tiles, 4 x 4 register blocks.  Both skip key tiles a mask hides from every row of the
+block (`mask_bias`: a causal mask's keys past the block's last query)."""
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel

@@ -13,11 +13,13 @@ TFLite) of a float32 tensor, the pass walks back to a BATCH_MATMUL and forward t
     O = BATCH_MATMUL(P, V)          V [.., M, DV] or adj_y [.., DV, M]; P's row count per batch is N
 
 Each operand Q, K, V is read where it comes from: the data movement (RESHAPE / SQUEEZE / EXPAND_DIMS,
-TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, SPLIT_V, UNPACK with constant parameters) and multiplications /
-divisions by a scalar constant that make it (a qkv head split, K's transpose, Q scaled before the
-product) are composed into one strided view of the source (`_View`: batch index terms, row and column
-strides, an offset), the longest such chain that stays strided; the kernel applies the scalars as the
-ops did.  Those intermediates may have other readers (their nodes then stay; nodes left unread are
+TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, SPLIT_V, UNPACK with constant parameters; BROADCAST_TO and
+TILE of size-1 dims, a stride of 0: GQA's KV heads repeated for their query heads) and multiplications
+/ divisions by a scalar constant that make it (a qkv head split, K's transpose, Q scaled before the
+product, an LLM's KV cache [1, kv, KH, D] as [H, kv, D]) are composed into one strided view of the
+source (`_View`: batch index terms, row and column strides, an offset), the longest such chain that
+stays strided; the source may be a variable (the cache).  The kernel applies the scalars as the ops
+did.  Those intermediates may have other readers (their nodes then stay; nodes left unread are
 dropped).  The output is written through the single-use RESHAPE / TRANSPOSE chain that follows (a head
 merge) the same way.  Every intermediate of the score chain must have no consumer outside the chain
 and not be a graph output or variable; every tensor float32 without quantization; the shapes must line

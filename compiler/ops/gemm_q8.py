@@ -45,6 +45,7 @@ FLAT_WORDS = 8                  # one row: 16-byte weight words a batch of one i
 MIN_TPR = 32                    # one row: fewest invocations per channel (a subgroup sums a channel)
 FLAT_ROW_BYTES = 16             # one row: channels a workgroup reads >= this many bytes per row float
 FLAT_RESIDENT = 1024            # one row: invocations an SM holds at once (~64 registers each)
+FLAT_SMEM = 48 * 1024           # one row: shared memory bytes a workgroup may take
 TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
@@ -125,17 +126,20 @@ def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
     TPR invocations each, batches of HB channels.  Every workgroup reads and quantizes the whole row (4 bytes
     a float), so RN * per >= FLAT_ROW_BYTES where that still leaves >= 4 workgroups an SM, and >= GPU_SMS
     workgroups where N allows; then the widest workgroup (most bytes in flight an SM) whose channel slots
-    divide RN without fewer workgroups than that or more than fit at once (FLAT_RESIDENT an SM)."""
+    divide RN without fewer workgroups than that (-15%) or more than fit at once (FLAT_RESIDENT an SM),
+    and whose channels keep at least half their TPR invocations loading."""
     rn0 = max(-(-FLAT_ROW_BYTES // per), -(-n // (4 * GPU_SMS)))
     if -(-n // rn0) < GPU_SMS:
         rn0 = -(-n // GPU_SMS)
     least = min(GPU_SMS, -(-n // rn0))
     xw = max(64, 1 << (kq * 4 // 16 - 1).bit_length())      # (<= 16 row words an invocation in registers)
-    words = FLAT_WORDS // per
     plan = None
     for local in (1024, 512, 256, 128, 64):
         if local < xw or (local > 4 * rn0 * kq * per and local > 64):   # (<= 4 invocations a weight word)
             continue
+        if kq * 16 + 12 * local + 8 * rn0 > FLAT_SMEM:                  # (the row, reductions, sums)
+            continue
+        words = max(1, FLAT_WORDS // per // (2 if local > 512 else 1))  # (1024 invocations: <= 64 registers)
         tpr = min(MIN_TPR, local)
         while tpr < local and -(-kq // tpr) > words:
             tpr *= 2
@@ -144,7 +148,9 @@ def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
             cpp = local // tpr
             rn = -(-rn0 // cpp) * cpp
             g = -(-n // rn)
-            if g >= least and g * local <= FLAT_RESIDENT * GPU_SMS:
+            if tpr >= 2 * kq and tpr > MIN_TPR:     # (most lanes idle: few words in flight)
+                continue
+            if 20 * g >= 17 * least and g * local <= FLAT_RESIDENT * GPU_SMS:
                 ch, wpc = rn // cpp, -(-kq // tpr)
                 hb = max(h for h in range(1, ch + 1) if ch % h == 0 and h * wpc <= max(words, wpc))
                 return local, tpr, rn, hb

@@ -30,7 +30,8 @@ shared int sLive[3];
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
-    int qb = wg % QBLOCKS, b = wg / QBLOCKS;
+    int qb = QBLOCKS - 1 - wg / NBATCH, b = wg % NBATCH;  // the last rows first: under a causal mask
+                                                 // they have the most live tiles (longest first)
     int i0 = qb * BQ;
     int qoff, koff, voff, ooff;
     VIEW_OFF(qoff, Q_T, Q_NT, b)

@@ -14,6 +14,9 @@
 #endif
 #if !CM_EMULATE
 // @include coopmat_int8.glsl
+#define CM_UNROLL [[unroll]]
+#else
+#define CM_UNROLL                                // (lavapipe compiles the emulated loops faster rolled)
 #endif
 #define BKQ (BKW / 4)                            // 16-byte words of a row per K step
 #define SST (BKW + 4)                            // shared row stride in words (16 bytes of padding)
@@ -104,7 +107,7 @@ void main() {
             STAGE_LOAD(k0 + BKW)
         }
 #if CM_EMULATE
-        [[unroll]] for (int f = 0; f < FM * FN; ++f) [[unroll]] for (int t = 0; t < 8; ++t) {
+        for (int f = 0; f < FM * FN; ++f) for (int t = 0; t < 8; ++t) {
             int ra0 = ((wm * FM + f / FN) * 16 + lane / 16 + 2 * t) * SST, cb0 = ((wn * FN + f % FN) * 16 + lane % 16) * SST;
             for (int kw = 0; kw < BKW; ++kw) {
                 acc[f][t] += dot4(sa[ra0 + kw], sb[cb0 + kw]);
@@ -133,7 +136,7 @@ void main() {
     }
     // each 16 x 16 block through the subgroup's scratch: lane l takes rows l / 16 + 2 t, column l % 16
     int sbase = sg * 256;
-    [[unroll]] for (int f = 0; f < FM * FN; ++f) {
+    CM_UNROLL for (int f = 0; f < FM * FN; ++f) {
         int mb = m0 + (wm * FM + f / FN) * 16, nb = n0 + (wn * FN + f % FN) * 16;
         int a[8], au[8];
 #if CM_EMULATE

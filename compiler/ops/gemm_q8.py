@@ -32,7 +32,7 @@ from gpuc.compiler.ops import template
 from gpuc.compiler.ops.epi_chain import EBIND, apply_chain, sample_chain
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import epilogue, size
-from gpuc.compiler.ops.gemm_q8_coopmat import coopmat_variant
+from gpuc.compiler.ops.gemm_q8_coopmat import coopmat_variants
 from gpuc.compiler.symbolic import is_sym
 
 ATTR = "int8_weights"           # node.attrs flag set by passes/quant.py: lower with gemm_q8
@@ -223,7 +223,7 @@ def _tiled(node, graph, binds, m, n, k, kq) -> list:
     _glu(node, graph, binds, defines, kq)
     kern = Kernel("gemm_q8", binds, -(-m // TILE) * tiles_n * 256, defines, node.label(), local_x=256,
                   vec4=("w", "wu"), item_inner=0)
-    kern.variants += [coopmat_variant(), DOT_VARIANT]      # (int8 tensor cores: ops/gemm_q8_coopmat.py)
+    kern.variants += [*coopmat_variants(), DOT_VARIANT]    # (int8 tensor cores: ops/gemm_q8_coopmat.py)
     return [quant, apply_chain(kern, node, graph)]
 
 

@@ -4,10 +4,13 @@ quantized rows and the int8 weights on s8 x s8 -> s32 16 x 16 x 32 cooperative m
 (the first variant the device meets runs) on devices with int8 cooperative matrices and subgroups of 32,
 int8_conv.py's tiled variant of the same name requires the same.
 
-Tiles (plan): 128 x 128 (8 subgroups, each 64 rows x 32 channels) where that still gives a workgroup per
-SM (GPU_SMS), else 64 x 64 (4 subgroups, each 32 x 32) where that does, else 32 x 64 (4 subgroups, each 16
-x 32: prefill's 896-wide o / down projections at M = 512 get 224 workgroups, not 112); K steps of 32
-words (128 int8), shorter where the staged tiles would pass the portable 32 KiB of shared memory."""
+Tiles (plan): 128 x 128 (8 subgroups, each 64 rows x 32 channels) where that gives two workgroups per SM
+(GPU_SMS), else 64 x 64 (4 subgroups, each 32 x 32) where that gives one, else 32 x 64 (4 subgroups, each
+16 x 32: prefill's 896-wide o / down projections at M = 512 get 224 workgroups, not 112).  At these sizes a
+workgroup's time is mostly its K steps' load latency, so the K step is the longest of 64 / 32 / 16 / 8
+words (256 ... 32 int8) whose staging fits the shared memory: a first variant plans for 48 KiB (requiring
+`shared_memory`, as NVIDIA and most desktop GPUs allow; none where that plan is the 32 KiB one), then the
+portable 32 KiB plan.  (Chosen without a device: no H100 timing has tuned these rules yet.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -16,12 +19,11 @@ from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.ops.epi_chain import EBIND, sample_chain
 from gpuc.compiler.options import current
 
-GPU_SMS = 132                   # (H100) workgroups for a full GPU: the big tile only where it still fills it
+GPU_SMS = 132                   # (H100) workgroups for a full GPU
 SMEM = 32 * 1024                # shared memory every Vulkan device with these matrices allows
-
-
-# (BM, BN, WM, WN), biggest first: the first giving GPU_SMS workgroups is taken, else the last
-TILES = ((128, 128, 2, 4), (64, 64, 2, 2), (32, 64, 2, 2))
+BIG_SMEM = 48 * 1024            # what NVIDIA (and most desktop GPUs) allow: the variant requiring `shared_memory`
+# (BM, BN, WM, WN, the workgroups per SM it must give), biggest first (the last: any)
+TILES = ((128, 128, 2, 4, 2), (64, 64, 2, 2, 1), (32, 64, 2, 2, 0))
 
 
 def smem_bytes(p: dict, glu: bool) -> int:
@@ -29,24 +31,29 @@ def smem_bytes(p: dict, glu: bool) -> int:
     return 4 * ((p["BM"] + p["BN"] * (1 + glu)) * (p["BKW"] + 4) + p["WM"] * p["WN"] * 256)
 
 
-def plan(gm: int, gn: int, glu: bool) -> dict:
-    """The tile defines (BM BN BKW WM WN) for an M x N output: the biggest tile that still gives a
-    workgroup per SM, the longest K step (words) whose staging fits SMEM and divides among the invocations."""
-    for bm, bn, wm, wn in TILES:
-        if -(-gm // bm) * -(-gn // bn) >= GPU_SMS:
+def plan(gm: int, gn: int, glu: bool, smem: int = SMEM) -> dict:
+    """The tile defines (BM BN BKW WM WN) for an M x N output: the biggest tile giving enough workgroups,
+    the longest K step (words) whose staging fits `smem` bytes and divides among the invocations."""
+    for bm, bn, wm, wn, least in TILES:
+        if -(-gm // bm) * -(-gn // bn) >= least * GPU_SMS:
             break
-    for bkw in (32, 16, 8):
+    nt = 32 * wm * wn
+    for bkw in (64, 32, 16, 8):
         p = dict(BM=bm, BN=bn, BKW=bkw, WM=wm, WN=wn)
-        if smem_bytes(p, glu) <= SMEM and not (bm * bkw // 4) % (32 * wm * wn) and not (bn * bkw // 4) % (32 * wm * wn):
+        if smem_bytes(p, glu) <= smem and not (bm * bkw // 4) % nt and not (bn * bkw // 4) % nt:
             return p
     raise AssertionError(f"no K step for tile {bm} x {bn}")
 
 
-def coopmat_kernel(k, emulate: bool = False):
-    """The COOPMAT=1 form of the plain tiled kernel `k` (Q8_MODE 2); `emulate`: plain int32 sums in its
-    place (CM_EMULATE: the same staging, tiles and epilogue, for lavapipe tests)."""
+def coopmat_kernel(k, emulate: bool = False, smem: int = SMEM):
+    """The COOPMAT=1 form of the plain tiled kernel `k` (Q8_MODE 2) planned for `smem` bytes (None where
+    that plan is the SMEM one: the variant for more shared memory adds nothing there); `emulate`: plain
+    int32 sums in its place (CM_EMULATE: the same staging, tiles and epilogue, for lavapipe tests)."""
     d = k.defines
-    p = plan(d["GM"], d["GN"], bool(d.get("GLU")))
+    glu = bool(d.get("GLU"))
+    p = plan(d["GM"], d["GN"], glu, smem)
+    if smem != SMEM and p == plan(d["GM"], d["GN"], glu):
+        return None
     tiles_n = -(-d["GN"] // p["BN"])
     local = 32 * p["WM"] * p["WN"]
     return dataclasses.replace(k, defines=dict(d, COOPMAT=1, TILES_N=tiles_n, CM_EMULATE=int(emulate), **p), variants=[],
@@ -57,13 +64,16 @@ def coopmat_kernel(k, emulate: bool = False):
 # (int8_conv.py's COOPMAT_VARIANT requires the same; one name, so GPUC_VARIANTS=coopmat_int8=off turns both off)
 REQUIRES = {"cooperative_matrix": [16, 16, 32, "sint8", "sint8", "sint32", "sint32"], "subgroup_size": 32}
 COOPMAT_VARIANT = KernelVariant("coopmat_int8", REQUIRES, coopmat_kernel)
-# CompileOptions.coopmat_emulate (tests): the emulated form, which every device runs
-EMULATED_VARIANT = KernelVariant("coopmat_int8", {}, lambda k: coopmat_kernel(k, emulate=True))
+BIG_VARIANT = KernelVariant("coopmat_int8", dict(REQUIRES, shared_memory=BIG_SMEM),
+                            lambda k: coopmat_kernel(k, smem=BIG_SMEM))
+# CompileOptions.coopmat_emulate (tests): the emulated forms, which every device runs
+EMULATED = [KernelVariant("coopmat_int8", {}, lambda k: coopmat_kernel(k, True, BIG_SMEM)),
+            KernelVariant("coopmat_int8", {}, lambda k: coopmat_kernel(k, True))]
 
 
-def coopmat_variant() -> KernelVariant:
-    """The variant gemm_q8's tiled kernels carry first (the emulated one under coopmat_emulate)."""
-    return EMULATED_VARIANT if current().coopmat_emulate else COOPMAT_VARIANT
+def coopmat_variants() -> list:
+    """The variants gemm_q8's tiled kernels carry first, best first (the emulated ones under coopmat_emulate)."""
+    return list(EMULATED) if current().coopmat_emulate else [BIG_VARIANT, COOPMAT_VARIANT]
 
 _D = dict(GM=40, GN=72, GK=100, KQ=7, RM=1, RN=1, TILES_N=2, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, COOPMAT=1)
 VARIANTS = {   # (compiler/codegen/variants.py: both tile forms, every epilogue branch)
@@ -80,7 +90,7 @@ VARIANTS = {   # (compiler/codegen/variants.py: both tile forms, every epilogue 
                                   ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
                                   {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
                                   lambda d: dict(local_x=256, vec4=("w", "wu", "xq"))),
-    "gemm_q8:tiled_coopmat_narrow": (dict(_D, BM=32, BN=64, BKW=32, WM=2, WN=2), {"GLU": [0, 1], "CM_EMULATE": [0, 1]},
+    "gemm_q8:tiled_coopmat_narrow": (dict(_D, BM=32, BN=64, BKW=64, WM=2, WN=2), {"GLU": [0, 1], "CM_EMULATE": [0, 1]},
                                      ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
                                      {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
                                      lambda d: dict(local_x=128, vec4=("w", "wu", "xq"))),

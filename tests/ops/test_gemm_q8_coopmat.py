@@ -88,13 +88,28 @@ def test_emulated_variant_is_bit_exact(gpu, monkeypatch, m, k, n, glu, sms):
 
 
 def test_plan_fits_shared_memory():
+    g = gemm_q8_coopmat
     for gm, gn, glu in [(512, 896, False), (512, 4864, True), (512, 4864, False), (4096, 4096, True), (16, 8, False)]:
-        p = gemm_q8_coopmat.plan(gm, gn, glu)
-        assert gemm_q8_coopmat.smem_bytes(p, glu) <= gemm_q8_coopmat.SMEM
-        assert (p["BM"] * p["BKW"] // 4) % (32 * p["WM"] * p["WN"]) == 0
-    assert gemm_q8_coopmat.plan(512, 896, False)["BM"] == 32          # (112 64 x 64 tiles would leave SMs idle)
-    assert gemm_q8_coopmat.plan(512, 1152, False)["BM"] == 64
-    assert gemm_q8_coopmat.plan(512, 4864, True)["BM"] == 128
+        for smem in (g.SMEM, g.BIG_SMEM):
+            p = g.plan(gm, gn, glu, smem)
+            assert g.smem_bytes(p, glu) <= smem
+            assert (p["BM"] * p["BKW"] // 4) % (32 * p["WM"] * p["WN"]) == 0
+    assert g.plan(512, 896, False)["BM"] == 32          # (112 64 x 64 tiles would leave SMs idle)
+    assert g.plan(512, 1152, False)["BM"] == 64
+    assert g.plan(1024, 4864, True)["BM"] == 128
+    assert g.plan(512, 896, True, g.BIG_SMEM)["BKW"] > g.plan(512, 896, True)["BKW"]
+
+
+def test_big_shared_memory_variant_only_where_its_plan_differs(gpu, monkeypatch):
+    """The 48 KiB variant (first, requiring `shared_memory`) exists only where its plan is not the 32 KiB
+    one (GLU at 32 x 64: 64-word K steps, not 32); under coopmat_emulate it runs on any device, bit-exact."""
+    from gpuc.runtime.bundle import read_bundle
+    monkeypatch.setattr(gemm_q8_coopmat, "GPU_SMS", 10 ** 6)          # (32 x 64 tiles)
+    plain = compile_model(fc_model(40, 300, 72), cache=False, coopmat_emulate=True)
+    assert [v.name for v in read_bundle(plain).variants].count("coopmat_int8") == 1
+    data = compile_model(fc_model(40, 300, 72, glu=True), cache=False, coopmat_emulate=True)
+    assert [v.name for v in read_bundle(data).variants].count("coopmat_int8") == 2
+    _same(gpu, data, _inputs(data))
 
 
 def test_variant_is_valid_spirv_and_gated(gpu):

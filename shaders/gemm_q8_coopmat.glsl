@@ -1,5 +1,5 @@
 // gemm_q8_tiled.glsl's Q8_MODE 2 on s8 x s8 -> s32 cooperative matrices (the coopmat_int8 variant,
-// compiler/ops/gemm_q8.py): a workgroup of WM x WN subgroups of 32 computes a BM x BN tile, subgroup
+// compiler/ops/gemm_q8_coopmat.py): a workgroup of WM x WN subgroups of 32 computes a BM x BN tile, subgroup
 // (wm, wn) its FM x FN 16 x 16 blocks at rows wm * BM / WM, channels wn * BN / WN.  Each K step of BKW
 // words (4 int8 each) stages the BM rows' and BN channels' slices in shared memory, row-major (a row's
 // BKW words contiguous, SST words apart), filled by coalesced 16-byte loads (xq bound as uvec4), the next

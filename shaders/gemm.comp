@@ -34,6 +34,9 @@
 // KS = 1).  Epilogue: CM_DIRECT (no epilogue to run) stores a tile inside the output straight to it;
 // otherwise one tile at a time goes to the subgroup's staging area (the A/B bytes, free after the K
 // loop) and `finish` runs on it, so bias, activations, residual, chain and fake-quant are the plain path's.
+// CM_KS > 1 (small M: ops/gemm_coopmat.py SMALL_PLANS): CM_KS times as many subgroups, each group of
+// CM_WM x CM_WN taking every CM_KS-th 16-deep step of each K chunk (BK a multiple of 16 * CM_KS); after the
+// loop all accumulator tiles go to shared memory and every invocation sums its outputs' slices for `finish`.
 // CM_EMULATE=1 (tests only, GPUC_TEST_COOPMAT_EMULATE): the same tiling, staging and epilogue with
 // the cooperative-matrix operations done per invocation (CM_SG invocations stand for a subgroup, each
 // owning 256 / CM_SG elements of a tile), so devices without the extension can check everything else.
@@ -51,7 +54,10 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 #define BKT BK
-#define NT (CM_WM * CM_WN * CM_SG)   // == local_size_x
+#ifndef CM_KS
+#define CM_KS 1
+#endif
+#define NT (CM_WM * CM_WN * CM_KS * CM_SG)   // == local_size_x
 // Shared: one uvec4 array (16-byte units).  Per stage, A as [BM][SA_LD] halves, then B as [BK][SB_LD]
 // (B_T=0) or [BN][SB_LD] (B_T=1: column-major, as the runtime weights are laid out); rows padded by
 // 8 halves (16-byte aligned rows whose 8-row groups fall on distinct banks: conflict-free matrix
@@ -72,7 +78,11 @@
 // CM_STAGES = 2: two such buffers (the next chunk is stored into one while the other is multiplied).
 #define CM_STAGE (SB_OFF + SB_SIZE)
 #define CM_AB_Q (CM_STAGES * CM_STAGE / 8)
+#if CM_KS > 1
+#define CM_C_Q (CM_KS * CM_WM * CM_WN * CM_TM * CM_TN * 64)     // every subgroup's tiles, for the K-slice sum
+#else
 #define CM_C_Q (CM_WM * CM_WN * 64)
+#endif
 shared uvec4 smem_q[CM_AB_Q > CM_C_Q ? CM_AB_Q : CM_C_Q];
 #else
 #ifndef SV4
@@ -620,7 +630,13 @@ void main() {
     [[unroll]] for (int i = 0; i < CM_TM; ++i)
         [[unroll]] for (int j = 0; j < CM_TN; ++j) acc[i][j] = CM_ACC(0.0);
 #endif
+#if CM_KS > 1
+    int ks = sg / (CM_WM * CM_WN);               // this subgroup's K slice (16-deep steps ks, ks + CM_KS, ...)
+    int wm = (sg % (CM_WM * CM_WN)) / CM_WN, wn = sg % CM_WN;
+#else
+    const int ks = 0;
     int wm = sg / CM_WN, wn = sg % CM_WN;
+#endif
 
     cm_init_a(m0, g);
     cm_load_a(0);
@@ -642,7 +658,7 @@ void main() {
             cm_load_a(kb + BK);
             cm_load_b(kb + BK, n0, g);
         }
-        [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
+        [[unroll]] for (int kk = ks * 16; kk < BK; kk += 16 * CM_KS) {
 #if CM_EMULATE
             for (int i = 0; i < CM_TM; ++i)
                 for (int j = 0; j < CM_TN; ++j)
@@ -686,6 +702,31 @@ void main() {
 #endif
         barrier();
     }
+#if CM_KS > 1
+    // Split-K across the workgroup's subgroups: every subgroup's tiles go to shared memory (the A/B bytes,
+    // free after the loop's last barrier), and all invocations sum each output's CM_KS slices in order
+    // and run `finish` on it.
+    [[unroll]] for (int i = 0; i < CM_TM; ++i)
+        [[unroll]] for (int j = 0; j < CM_TN; ++j) {
+            int tile = (sg * CM_TM + i) * CM_TN + j;
+#if CM_EMULATE
+            for (int q = 0; q < 256 / CM_SG; ++q) SM_C(tile * 256 + lane + q * CM_SG) = floatBitsToUint(acc[i][j][q]);
+#else
+            coopMatStore(acc[i][j], smem_q, tile * 64, 4, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+        }
+    barrier();
+    for (int e = int(gl_LocalInvocationIndex); e < BM * BN; e += NT) {
+        int r = e / BN, c = e % BN;
+        int twm = (r >> 4) / CM_TM, ti = (r >> 4) % CM_TM, twn = (c >> 4) / CM_TN, tj = (c >> 4) % CM_TN;
+        int at = ((twm * CM_WN + twn) * CM_TM + ti) * CM_TN + tj;      // the tile of K slice 0
+        int within = (r & 15) * 16 + (c & 15);
+        float v = 0.0;
+        for (int q = 0; q < CM_KS; ++q)
+            v += uintBitsToFloat(SM_C((at + q * CM_WM * CM_WN * CM_TM * CM_TN) * 256 + within));
+        finish(m0 + r, n0 + c, g, v);
+    }
+#else
     // Epilogue, one 16x16 accumulator tile at a time.  CM_DIRECT (no fake-quant; 16-byte aligned output
     // rows and operands, ops/gemm_coopmat.py direct_store): a tile inside the output gets its epilogue as
     // matrix operations (cm_epilogue: bias, residual and chain inputs loaded as matrices, the per-element
@@ -715,6 +756,7 @@ void main() {
             subgroupBarrier();
 #endif
         }
+#endif  // CM_KS
 }
 #elif SV4
 void main() {

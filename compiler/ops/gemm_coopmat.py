@@ -39,6 +39,7 @@ class CoopPlan:
     TN: int
     BK: int
     ST: int = 1               # shared-memory stages (2: double-buffered, one barrier per K chunk)
+    KS: int = 1               # K slices across subgroups (gemm.comp CM_KS: KS x WM x WN subgroups)
 
     @property
     def BM(self) -> int:
@@ -50,13 +51,15 @@ class CoopPlan:
 
     @property
     def threads(self) -> int:
-        return self.WM * self.WN * CM_SG
+        return self.WM * self.WN * self.KS * CM_SG
 
     def smem_bytes(self) -> int:
         """gemm.comp's COOPMAT layout: per stage A [BM][BK+8], B [BK][BN+8] (or [BN][BK+8] for B_T), halves;
-        after the K loop the same bytes stage 1 KiB of fp32 accumulator per subgroup."""
+        after the K loop the same bytes stage 1 KiB of fp32 accumulator per subgroup (KS > 1: per tile of
+        every subgroup, for the sum of the K slices)."""
         b = max(self.BK * (self.BN + 8), self.BN * (self.BK + 8))
-        return max(self.ST * (2 * self.BM * (self.BK + 8) + 2 * b), 1024 * self.WM * self.WN)
+        c = 1024 * self.WM * self.WN * (self.KS * self.TM * self.TN if self.KS > 1 else 1)
+        return max(self.ST * (2 * self.BM * (self.BK + 8) + 2 * b), c)
 
 
 # The tile families, (WM, WN, TM, TN, BK), each with the throughput it reached on the H100 at a few
@@ -187,7 +190,7 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM, plan: CoopPlan | None = None):
     nwg = tiles_m * tiles_n * d["GROUPS"]
     av, bv = vector_widths(d)
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
-                   BK=p.BK, CM_STAGES=p.ST, CM_AV=av, CM_BV=bv, CM_DIRECT=int(direct_store(d)), KS=1, TM=1, TN=1,
+                   BK=p.BK, CM_STAGES=p.ST, CM_KS=p.KS, CM_AV=av, CM_BV=bv, CM_DIRECT=int(direct_store(d)), KS=1, TM=1, TN=1,
                    TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
     return dataclasses.replace(k, defines=defines, invocations=nwg * p.threads, local_x=p.threads, variants=[],
                                item_inner=tiles_n * d["GROUPS"])
@@ -339,10 +342,12 @@ VARIANTS = {
     # the small-M tiles (SMALL_PLANS: one 16-row block, subgroups across N) as split-K partials (GROUPS = S,
     # output float32 scratch, no epilogue)
     "gemm:coopmat_small": (dict(_G, GK=32, LDA=16, LDC=64, CIG=8, GNP=8, VEC_A=1, CM_AV=8, HAS_BIAS=0, RESIDUAL=0,
-                                CM_WM=1, CM_WN=4, BM=16, BN=64, CM_STAGES=2),
-                           {"IM2COL": [0, 1], "CM_BV": [4, 8], "CM_DIRECT": [0, 1], "CM_EMULATE": [0, 1]},
+                                CM_WM=1, CM_WN=4, CM_TN=1, BM=16, BN=64, CM_STAGES=2),
+                           {"IM2COL": [0, 1], "CM_BV": [4, 8], "CM_DIRECT": [0, 1], "CM_EMULATE": [0, 1],
+                            "CM_KS": [1, 2]},
                            ["out_", "x", "w"], {"x": "float16", "w": "float16"},
-                           lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"], vec4=("x", "w"))),
+                           lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d.get("CM_KS", 1) * d["CM_SG"],
+                                          vec4=("x", "w"))),
     # the register epilogue (CM_DIRECT) with bias, activation and residual, float16 and float32 operands
     "gemm:coopmat_epi": (dict(_G, GK=32, LDA=16, LDC=16, CIG=8, GNP=8, VEC_A=1, CM_AV=8, CM_BV=8, CM_DIRECT=1),
                          {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 3], "CM_EMULATE": [0, 1]},
@@ -355,7 +360,8 @@ VARIANTS = {
 # (`worthwhile` keeps such gemms on the plain kernel).  There the tensor cores are offered as `measured`
 # candidates only (runtime/tuning.py times them against the plain kernel at first load): tiles of one or two
 # 16-row blocks with 2-4 subgroups across N, on the one dispatch or, where the gemm is split across
-# workgroups (ops/gemm_split.py: S groups of depth K / S), on its partial dispatch, whose S groups fill the GPU.
+# workgroups (ops/gemm_split.py: S groups of depth K / S), on its partial dispatch, whose S groups fill the GPU;
+# KS > 1: the workgroup's subgroups also split K (gemm.comp CM_KS), summed in shared memory.
 # SMALL_M (CompileOptions.tune_candidates = 0 also) switches them off: with them the gemm's A and B are stored
 # as float16, which the plain kernel reads slower where the measurement keeps it.
 SMALL_M = True
@@ -363,7 +369,10 @@ SMALL_PLANS = (CoopPlan(1, 4, 1, 1, 32, 2),    # 16 x 64, 4 subgroups
                CoopPlan(1, 4, 1, 2, 32, 2),    # 16 x 128
                CoopPlan(1, 2, 1, 2, 32, 2),    # 16 x 64, 2 subgroups of 16 x 32
                CoopPlan(2, 4, 1, 1, 32, 2),    # 32 x 64
-               CoopPlan(2, 2, 1, 1, 32, 2))    # 32 x 32
+               CoopPlan(2, 2, 1, 1, 32, 2),    # 32 x 32
+               CoopPlan(1, 2, 1, 2, 64, 2, 4),  # 16 x 64, 2 x 4 K slices: 8 subgroups
+               CoopPlan(1, 4, 1, 1, 64, 2, 2),  # 16 x 64, 4 x 2 K slices
+               CoopPlan(1, 4, 1, 2, 32, 2, 2))  # 16 x 128, 4 x 2 K slices
 SMALL_MIN_MACS = 1 << 22
 
 
@@ -377,12 +386,13 @@ def small_m(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
 
 
 def small_plans(M: int, N: int, K: int, G: int, n: int) -> list:
-    """The `n` SMALL_PLANS of least padded work per SM (waves of one tile per SM: the busiest SM's
-    16x16x16 blocks), ties to the larger tile."""
+    """The `n` SMALL_PLANS of least padded work per subgroup (waves of one tile per SM, each tile's
+    16x16x16 blocks over its subgroups), ties to the larger tile; only plans whose K slices have work
+    (BK / KS steps of 16 within K)."""
     def cost(p):
         tiles = -(-M // p.BM) * -(-N // p.BN) * G
-        return -(-tiles // GPU_SMS) * p.BM * p.BN, -p.BM * p.BN
-    return sorted(SMALL_PLANS, key=cost)[:n]
+        return -(-tiles // GPU_SMS) * p.BM * p.BN * -(-K // p.BK) * p.BK / (p.WM * p.WN * p.KS), -p.BM * p.BN
+    return sorted((p for p in SMALL_PLANS if p.KS == 1 or K >= p.BK), key=cost)[:n]
 
 
 def split_variants(M: int, N: int, K: int, S: int, gather: bool = False) -> list:

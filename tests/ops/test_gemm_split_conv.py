@@ -77,9 +77,13 @@ def test_conv_split_matches_litert(compile_options, s, geo):
     close(out, one)
 
 
-def test_conv_split_fp16_coopmat_partials(compile_options):
-    """--precision fp16: the partial dispatch carries the small-tile cooperative-matrix plan (16-row tiles
-    over the S groups; emulated) and the result matches LiteRT within fp16 storage rounding."""
+@pytest.mark.parametrize("plan", [gemm_coopmat.CoopPlan(1, 4, 1, 1, 32, 2), gemm_coopmat.CoopPlan(1, 2, 1, 2, 64, 2, 4),
+                                  gemm_coopmat.CoopPlan(1, 4, 1, 2, 32, 1, 2)])
+def test_conv_split_fp16_coopmat_partials(compile_options, monkeypatch, plan):
+    """--precision fp16: the partial dispatch carries a small-tile cooperative-matrix plan (16-row tiles
+    over the S groups, K also split across subgroups (KS) and summed in shared memory; emulated) and the
+    result matches LiteRT within fp16 storage rounding."""
+    monkeypatch.setattr(gemm_coopmat, "SMALL_PLANS", (plan,))
     model, xs = conv_model(h=5, w=5, ci=64, co=40, residual=True, double=True)
     compile_options(split_k=4, coopmat_emulate=True)
     out, b = run(model, xs, precision="fp16")
@@ -119,4 +123,7 @@ def test_small_m_candidates_only_where_regular_variants_are_not():
     assert not gemm_coopmat.small_m(49, 16, 3072)              # a sliver of N
     assert not gemm_coopmat.small_m(49, 512, 4608, gather=True)
     plans = gemm_coopmat.small_plans(49, 512, 576, 8, 3)
-    assert len(plans) == 3 and plans[0].BM == 16
+    assert len(set(plans)) == 3 and all(p.BM <= 32 for p in plans)
+    for p in gemm_coopmat.SMALL_PLANS:             # portable: 32 KiB of shared memory, 256 invocations
+        assert p.smem_bytes() <= gemm_coopmat.WG_SMEM and p.threads <= 256 and p.BK % (16 * p.KS) == 0
+    assert all(p.KS == 1 for p in gemm_coopmat.small_plans(49, 512, 24, 1, 9))     # K slices need depth

@@ -1,15 +1,17 @@
 """Where the host time of one run() goes, next to the in-place path (the part that is not GPU work).
 
     python -m benchmarks.run_overhead MODEL.tflite|BUNDLE [--batch 32] [--precisions fp32,fp16]
-                                      [--variants device:0,device:1,cached:0] [--runs 100] [--device N|NAME]
-                                      [--json OUT]
+                                      [--variants device:0,device:1,cached:0,cached:0:0] [--runs 100]
+                                      [--device N|NAME] [--json OUT]
 
 A .tflite is compiled per precision (with --max-batch B when --batch B > 1); a bundle runs as it is.
-Per precision and variant (UPLOAD:THREADS = GPUC_UPLOAD_MEMORY and GPUC_COPY_THREADS, 0: automatic),
-one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once, then
-run_in_place(batch=B)), their ratio, the pieces run() adds -- input normalisation, the copy into
-mapped staging memory, the copy of the outputs into new arrays -- the GPU time of a run, and whether
-run()'s outputs equal the in-place outputs.  At batch 1 (bundle without --max-batch) also a bare
+Per precision and variant (UPLOAD:THREADS[:CHUNK] = GPUC_UPLOAD_MEMORY, GPUC_COPY_THREADS (0:
+automatic) and GPUC_UPLOAD_CHUNK_BYTES (pipelined upload through host-memory staging, runtime/upload.py;
+0: off)), one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once,
+then run_in_place(batch=B)), their ratio and run()'s ratio to the fastest in-place row of the
+precision, the pieces run() adds -- input normalisation, the copy into mapped staging memory (split
+over the copy threads, and on one thread), the copy of the outputs into new arrays -- the GPU time
+of a run, and whether run()'s outputs equal the in-place outputs.  At batch 1 (bundle without --max-batch) also a bare
 submit+wait of the recorded command buffer and of an empty one (the floor any Vulkan runtime pays
 from Python).
 """
@@ -48,6 +50,7 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
         row = {"device": m.device.name, "input_mb": round(sum(x.nbytes for x in xs) / 1e6, 2),
                "copy_threads": hostcopy.threads(), "run_ms": med_ms(run, runs)}
         row["run_gpu_ms"] = m.last_gpu_ms
+        row["pipelined"] = any(sl.upload and sl.upload["cmds"] for sl in m.slots)   # runtime/upload.py taken
         for i, x in enumerate(xs):
             m.input_view(i, batch=b)[...] = x
         in_place = lambda: m.run_in_place(batch=b)  # noqa: E731
@@ -89,8 +92,9 @@ def main():
     ap.add_argument("model")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--precisions", default="fp32")
-    ap.add_argument("--variants", default="device:0,device:1,cached:0",
-                    help="UPLOAD:THREADS,... (GPUC_UPLOAD_MEMORY device|cached|uncached : GPUC_COPY_THREADS, 0 auto)")
+    ap.add_argument("--variants", default="device:0,device:1,cached:0,cached:0:0",
+                    help="UPLOAD:THREADS[:CHUNK],... (GPUC_UPLOAD_MEMORY device|cached|uncached : "
+                         "GPUC_COPY_THREADS, 0 auto : GPUC_UPLOAD_CHUNK_BYTES, default the setting's)")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--device")
     ap.add_argument("--json")
@@ -99,19 +103,31 @@ def main():
     rows = []
     for prec in a.precisions.split(","):
         bundle = bundle_of(a.model, prec, a.batch)
+        mine = []
         for k, var in enumerate(a.variants.split(",")):
-            upload, _, threads = var.partition(":")
-            with settings.override(upload_memory=upload, copy_threads=int(threads or 0)):
+            upload, threads, chunk = (var.split(":") + ["", ""])[:3]
+            over = dict(upload_memory=upload, copy_threads=int(threads or 0))
+            if chunk:
+                over["upload_chunk_bytes"] = int(chunk)
+            with settings.override(**over):
                 r = measure(bundle, a.batch, a.runs, a.device, floor=(k == 0 and a.batch == 1))
-            r.update(model=Path(a.model).stem, precision=prec, batch=a.batch, variant=var)
-            rows.append(r)
+            r.update(model=Path(a.model).stem, precision=prec, batch=a.batch, variant=var,
+                     upload_chunk_bytes=settings.current().upload_chunk_bytes if not chunk else int(chunk))
+            mine.append(r)
             print(f"{r['model']} {prec} b{a.batch} {var:<10} run() {r['run_ms']:7.3f} ms  in-place {r['in_place_ms']:7.3f} ms"
                   f"  ratio {r['ratio']:.3f}  | GPU {r['gpu_ms'] or 0:6.3f}  copy in {r['copy_in_ms']:.3f} "
                   f"({r['copy_in_1thread_ms']:.3f} 1 thread, {r['copy_threads']} threads, {r['input_mb']} MB)"
-                  f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  equal {r['outputs_equal']}",
+                  f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  pipelined {r['pipelined']}"
+                  f"  equal {r['outputs_equal']}",
                   flush=True)
             if "submit_wait_ms" in r:
                 print(f"  submit+wait {r['submit_wait_ms']:.3f} ms, empty cmd submit+wait {r['empty_submit_wait_ms']:.3f} ms")
+        best = min(r["in_place_ms"] for r in mine)
+        for r in mine:
+            r["ratio_to_best_in_place"] = r["run_ms"] / best
+        print(f"  {Path(a.model).stem} {prec} b{a.batch}: fastest in-place {best:.3f} ms; run() / it: "
+              + ", ".join(f"{r['variant']} {r['ratio_to_best_in_place']:.3f}" for r in mine), flush=True)
+        rows += mine
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
 

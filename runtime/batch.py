@@ -21,7 +21,7 @@ from __future__ import annotations
 import vulkan as vk
 
 from gpuc.errors import BundleError, GpucError
-from gpuc.runtime import commands, iospec
+from gpuc.runtime import commands, iospec, upload
 from gpuc.runtime.device_tensor import DeviceTensor
 from gpuc.runtime.slots import RunHandle
 
@@ -148,8 +148,11 @@ def run_async(model, inputs, keep_on_device=False):
         for dt in dts:
             dt.use()
             used.append(dt)
-        slot.write_inputs([None if isinstance(v, DeviceTensor) else v for v in vals], b if batched else None)
-        if dts or keep_on_device:
+        ranges = None if dts or keep_on_device or not batched else upload.chunks(model, slot, b)
+        if ranges:                      # host-memory staging: chunk copies overlap (runtime/upload.py)
+            upload.submit(model, slot, vals, b, ranges)
+        elif dts or keep_on_device:
+            slot.write_inputs([None if isinstance(v, DeviceTensor) else v for v in vals], b if batched else None)
             slot.command_pool()
             if keep_on_device:
                 outs = [DeviceTensor(model.device, s.name, iospec.item_shape(s, b, batched), s.dtype)
@@ -157,10 +160,10 @@ def run_async(model, inputs, keep_on_device=False):
                 for dt in outs:         # in use until this run completes (close() waits for it)
                     dt.use()
                     used.append(dt)
-            cmds = [_record_in(model, slot, vals, b), _body(model, slot, b), _record_out(model, slot, b, outs)]
+            slots.submit(slot, [_record_in(model, slot, vals, b), _body(model, slot, b), _record_out(model, slot, b, outs)])
         else:
-            cmds = [_batch_cmd(model, slot, b)]
-        slots.submit(slot, cmds)
+            slot.write_inputs(vals, b if batched else None)
+            slots.submit(slot, [_batch_cmd(model, slot, b)])
     except BaseException:
         for dt in used:
             dt.release(None)

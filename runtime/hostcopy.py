@@ -88,14 +88,15 @@ class Copier:
     """A copy policy (threads, split size) taken from the settings once: a model's slots keep one from
     load on (reading the settings costs tens of us, more than a small copy)."""
 
-    __slots__ = ("threads", "split")
+    __slots__ = ("threads", "split", "upload_chunk")
 
-    def __init__(self, threads_: int = 1, split: int = 1 << 20):
+    def __init__(self, threads_: int = 1, split: int = 1 << 20, upload_chunk: int = 0):
         self.threads, self.split = max(1, int(threads_)), max(1, int(split))
+        self.upload_chunk = max(0, int(upload_chunk))       # runtime/upload.py's chunk size (0: off)
 
     @classmethod
     def current(cls) -> "Copier":
-        return cls(threads(), split_bytes())
+        return cls(threads(), split_bytes(), settings.current().upload_chunk_bytes)
 
     def copy_into(self, dst: np.ndarray, src) -> None:
         """dst[...] = src (src cast and broadcast as numpy assigns), in parallel parts when large.

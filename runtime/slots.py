@@ -121,6 +121,8 @@ class Slot:
         self.handle_done = threading.Event()
         self.handle_done.set()
         self.copier = hostcopy.Copier.current()     # copy threads and split size, read once at load
+        self.in_bytes = staging_bytes[0]
+        self.upload = None            # pipelined uploads' landing buffer and command buffers (runtime/upload.py)
 
     def command_pool(self):
         """The slot's own command pool, made on first use with the pre/post command buffers (a pool is

@@ -1,6 +1,8 @@
 """run()'s host copies split over threads (runtime/hostcopy.py, forced on tiny models through the
 settings): the same outputs as single-thread copies, at every batch, from strided inputs too; fresh
 output arrays owned by the caller; the settings taken at load; close() during threaded runs safe."""
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +11,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
+from gpuc.errors import GpucError  # noqa: E402
 from gpuc.runtime import hostcopy, settings  # noqa: E402
 from helpers.models import block_model  # noqa: E402
 
@@ -91,3 +94,70 @@ def test_close_during_threaded_runs(monkeypatch):
     assert not res["failures"], res["failures"][:5]
     assert res["crashes"] == res["hangs"] == 0
     assert res["completed"] > 0 and res["closed"] > 0, res
+
+
+PIPELINED = dict(upload_memory="cached", upload_chunk_bytes=1, copy_threads=3, copy_split_bytes=16)
+
+
+def test_pipelined_upload_equals_plain(bundles):
+    """Host-memory staging, one item per chunk: the chunk copies land in the slot's own buffer, and
+    runs from two threads at once (the slots share the arena) still give each its own results."""
+    bn = bundles[1]
+    with settings.override(copy_threads=1):
+        ref = gpuc.load(bn)
+    with settings.override(**PIPELINED):
+        m = gpuc.load(bn)
+    try:
+        xs = [_xs(m.inputs[0], b, 20 + b) for b in (6, 2, 1, 5)]
+        want = [ref.run(x)[0] for x in xs]
+        for x, w in zip(xs, want):
+            np.testing.assert_array_equal(m.run(x)[0], w)
+        used = [sl.upload for sl in m.slots if sl.upload is not None]
+        assert used and all(not u["in_vram"] and u["cmds"] for u in used)
+        assert {k[0] for u in used for k in u["cmds"]} == {6, 2, 5}     # batch 1 takes the plain path
+        errors = []
+
+        def loop(k):
+            try:
+                for i in range(12):
+                    j = (i + k) % len(xs)
+                    np.testing.assert_array_equal(m.run_async(xs[j]).wait()[0], want[j])
+            except BaseException as e:      # noqa: BLE001 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=loop, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors[:2]
+    finally:
+        m.close()
+        ref.close()
+
+
+def test_close_during_pipelined_runs(bundles):
+    bn = bundles[1]
+    with settings.override(**PIPELINED):
+        m = gpuc.load(bn)
+    x = _xs(m.inputs[0], 6, 3)
+    want = m.run(x)[0]
+    bad = []
+
+    def loop():
+        while True:
+            try:
+                out = m.run(x)[0]
+            except GpucError as e:
+                if "model is closed" not in str(e):
+                    bad.append(e)
+                return
+            if not np.array_equal(out, want):
+                bad.append("wrong output")
+    threads = [threading.Thread(target=loop) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    m.close()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads) and not bad, bad[:3]

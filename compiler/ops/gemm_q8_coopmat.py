@@ -66,8 +66,8 @@ REQUIRES = {"cooperative_matrix": [16, 16, 32, "sint8", "sint8", "sint32", "sint
 COOPMAT_VARIANT = KernelVariant("coopmat_int8", REQUIRES, coopmat_kernel)
 BIG_VARIANT = KernelVariant("coopmat_int8", dict(REQUIRES, shared_memory=BIG_SMEM),
                             lambda k: coopmat_kernel(k, smem=BIG_SMEM))
-# CompileOptions.coopmat_emulate (tests): the emulated forms, which every device runs
-EMULATED = [KernelVariant("coopmat_int8", {}, lambda k: coopmat_kernel(k, True, BIG_SMEM)),
+# CompileOptions.coopmat_emulate (tests): the emulated forms, which any device runs (with the shared memory)
+EMULATED = [KernelVariant("coopmat_int8", {"shared_memory": BIG_SMEM}, lambda k: coopmat_kernel(k, True, BIG_SMEM)),
             KernelVariant("coopmat_int8", {}, lambda k: coopmat_kernel(k, True))]
 
 

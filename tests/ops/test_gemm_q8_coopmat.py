@@ -102,7 +102,8 @@ def test_plan_fits_shared_memory():
 
 def test_big_shared_memory_variant_only_where_its_plan_differs(gpu, monkeypatch):
     """The 48 KiB variant (first, requiring `shared_memory`) exists only where its plan is not the 32 KiB
-    one (GLU at 32 x 64: 64-word K steps, not 32); under coopmat_emulate it runs on any device, bit-exact."""
+    one (GLU at 32 x 64: 64-word K steps, not 32); emulated, it runs bit-exact where the device allows
+    48 KiB (lavapipe: 32 KiB, so there the 32 KiB variant after it)."""
     from gpuc.runtime.bundle import read_bundle
     monkeypatch.setattr(gemm_q8_coopmat, "GPU_SMS", 10 ** 6)          # (32 x 64 tiles)
     plain = compile_model(fc_model(40, 300, 72), cache=False, coopmat_emulate=True)

@@ -2,10 +2,10 @@
 batch, each compiled with every kernel plan offered as a first choice (CM_MEASURED off) and run with one plan
 at a time (GPUC_VARIANTS): the plain kernels (bit-exact with LiteRT: tests/ops/test_int8_kernels.py) against
 int_dot, coopmat_int8 (64 x 64), coopmat_int8_128x128, coopmat_int8_128x64 and, for the flat kernel's layers,
-coopmat_int8_tiled.  Every output must equal the plain kernels' bit for bit; each plan's layer time comes
-from GPU timestamps (runtime/profile.py).  With --model (a full-integer int8 .tflite), the whole network
-too: the kernels chosen by measurement at load (GPUC_TUNE=on) against the plain kernels, bit for bit, and
-both GPU times.
+coopmat_int8_tiled and int8_splitk_dot (K split over a workgroup).  Every output must equal the plain
+kernels' bit for bit; each plan's layer time comes from GPU timestamps (runtime/profile.py).  With --model
+(a full-integer int8 .tflite), the whole network too: the kernels chosen by measurement at load
+(GPUC_TUNE=on) against the plain kernels, bit for bit, and both GPU times.
 
     python -m benchmarks.int8_plans_check [--model resnet50_int8.tflite] [--batch 32] [--runs 10] [--device N]
 
@@ -35,7 +35,7 @@ LAYERS = [
     ("1x1 512->2048 @7 +add", 7, 7, 512, 2048, 1, 1, True),
     ("fc 2048->1000", 0, 0, 2048, 1000, 1, 1, False),
 ]
-PLANS = ["int_dot", "coopmat_int8", "coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_tiled"]
+PLANS = ["int_dot", "coopmat_int8", "coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_tiled", "int8_splitk_dot"]
 
 
 def build(layer, batch, rng):
@@ -88,7 +88,7 @@ def main() -> int:
     rng = np.random.default_rng(0)
     bad = 0
     int8_conv.CM_MEASURED = False
-    heads = ["plain", "int_dot", "cm64x64", "cm128x128", "cm128x64", "cm_tiled"]
+    heads = ["plain", "int_dot", "cm64x64", "cm128x128", "cm128x64", "cm_tiled", "splitk"]
     print(f"{'layer':<24} {'GOP':>6}  " + "  ".join(f"{h:>11}" for h in heads) + "   (GPU us; x: differs from plain)")
     for layer in LAYERS:
         model, ins = build(layer, args.batch, rng)

@@ -15,6 +15,18 @@ output word (4 int8 outputs), a plain int32 loop; where the input depth is a mul
 loop reads whole words (4 lanes) and sums 4-lane dot products (DOT4), and where the output depth is
 too, an invocation computes one pixel's 4 channels from one read of each input word (OC4), with the
 same `int_dot` variant.
+
+Measured candidates (runtime/tuning.py: the device times them at first load, keeps the fastest): the
+big-tile cooperative-matrix plans CM_PLANS (shaders/int8_conv_cm.comp: 128 x 128 / 128 x 64 tiles, 64-int8
+K steps, two shared buffers) beside coopmat_int8; for the flat kernel's layers with OC4 (a classifier at
+a small batch, small convolutions: their qp carries the tiled kernels' geometry head too) the tiled
+coopmat_int8 kernel, those plans, and for plain-GEMM layers (FC, 1x1 stride-1) the split-K kernel of
+shaders/int8_fc_splitk.comp.
+
+Residual ADDs (_fuse_residual_adds, a FOLDS step of native_int8): an int8 ADD of a tiled conv's output
+(its only use) and a residual of the same shape ready before the conv runs in the conv's epilogue
+(int8_conv_geo.glsl q8_store_word): the conv's requantized int8 value and the residual rescaled and summed
+exactly as LiteRT's int8 ADD (int8_eltwise.add_params), written in place of the residual where it dies.
 """
 from __future__ import annotations
 
@@ -161,7 +173,7 @@ def lower_int8_conv(node, graph):
     if vec4:
         k.variants.append(DOT_VARIANT)
     if d["OC4"] and not tiled:      # (its qp has the tiled kernels' head: they are candidates)
-        k.variants += [_tiled_candidate(gm, co, taps)] + cm_variants(gm, co)
+        k.variants += [_tiled_candidate(gm, co, taps)] + cm_variants(gm, co) + _splitk_candidate(d, gm, co)
     if CM_EMU:                      # (tests: the big-tile plans' EMU forms first)
         k.variants.sort(key=lambda v: not v.name.endswith("_emu"))
     return [k]
@@ -285,6 +297,23 @@ def cm_variants(gm: int, co: int) -> list:
     return out
 
 
+def _splitk_candidate(d: dict, gm: int, co: int) -> list:
+    """shaders/int8_fc_splitk.comp (K split over a workgroup of 64) for a plain-GEMM layer (FULLY_CONNECTED, a
+    1x1 stride-1 unpadded conv) the flat kernel takes, as a `measured` candidate (with DOT_EXT where the device
+    has packed dot products)."""
+    if (d["KH"], d["KW"], d["SH"], d["SW"], d["PT"], d["PL"]) != (1, 1, 1, 1, 0, 0) or d["OH"] != d["H"] \
+            or d["OW"] != d["W"]:
+        return []
+    pix = 8 if gm >= 8 else 1
+
+    def make(k, dot=0):
+        return dataclasses.replace(k, template="int8_fc_splitk", invocations=-(-gm // pix) * (co // 4) * 64, local_x=64,
+                                   variants=[], item_inner=0, defines=dict(PIX=pix, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0,
+                                                                           RESIDUAL=0, DOT_EXT=dot))
+    return [KernelVariant("int8_splitk_dot", {"integer_dot_product": True}, lambda k: make(k, 1), measured=CM_MEASURED),
+            KernelVariant("int8_splitk", {}, make, measured=CM_MEASURED)]
+
+
 def _flops(node, graph):
     f = graph.t(node.inputs[1]).shape
     taps = int(np.prod(f[1:])) if len(f) == 4 and node.op != DEPTHWISE else (f[-1] if len(f) == 2 else f[1] * f[2])
@@ -314,6 +343,9 @@ VARIANTS = {
                         {}, ["out_", "x", "w", "qp", "res"],
                         {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
                         lambda d: {"local_x": d["SGM"] * d["SGN"] * 32}),
+    "int8_fc_splitk": (dict(PIX=8, RQ_MODE=1, VEC4=1, DEPTHWISE=0, RESIDUAL=0, DOT_EXT=0), {"PIX": [1, 8], "DOT_EXT": [0, 1]},
+                       ["out_", "x", "w", "qp"], {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
+                       lambda d: {"local_x": 64}),
     "int8_conv:dot": (dict(_BASE, VEC4=1, DOT_EXT=1, DEPTHWISE=0, RQ_MODE=1, OC4=1), {}, ["out_", "x", "w", "qp"],
                       {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"}),
 }
@@ -345,8 +377,9 @@ native_form(("CONV_2D", CONV), ("DEPTHWISE_CONV_2D", DEPTHWISE), ("FULLY_CONNECT
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
 declare(CONV, DEPTHWISE, FC, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("int8_conv", "int8_conv_tiled", "int8_conv_cm"), flops=_flops,
+        fp16=NEUTRAL, in_place=False, templates=("int8_conv", "int8_conv_tiled", "int8_conv_cm", "int8_fc_splitk"), flops=_flops,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_conv", item_major=False, flat=True)
 template("int8_conv_tiled", item_major=False, flat=False, in_place=("res",))   # (res read right before out_ is written)
 template("int8_conv_cm", item_major=False, flat=False, in_place=("res",))
+template("int8_fc_splitk", item_major=False, flat=False)

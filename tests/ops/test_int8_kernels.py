@@ -436,3 +436,13 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
     test_conv_bit_exact(gpu, CONV_CASES[7])         # (2, 33, 31, 8) -> 72 channels, 3x3 stride 2: partial tiles
     test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, "later_conv")
     test_fully_connected_bit_exact(gpu, True, 40, 64)   # (the flat kernel's layer: the plans are its candidates too)
+
+
+@pytest.mark.parametrize("rows", [1, 37])
+def test_split_k_fully_connected_candidate_bit_exact(gpu, monkeypatch, rows):
+    """shaders/int8_fc_splitk.comp (K split over a workgroup, a `measured` candidate of the flat kernel's
+    plain-GEMM layers) is bit-exact with LiteRT: one pixel, and blocks of 8 with a partial one."""
+    from gpuc.compiler.ops import int8_conv
+    monkeypatch.setattr(int8_conv, "CM_MEASURED", False)
+    monkeypatch.setenv("GPUC_VARIANTS", "off,int8_splitk=force")
+    test_fully_connected_bit_exact(gpu, True, rows, 64)

@@ -110,29 +110,48 @@ class Copier:
             _assign(parts[0])
             return
         futures = [_executor(n - 1).submit(_assign, p) for p in parts[1:]]
-        error = interrupted = None
+        error = None
         try:
             _assign(parts[0])
         except Exception as e:            # noqa: BLE001 - raised once the other parts are over
             error = e
-        for f in futures:                 # every part is over before the caller reuses or frees dst
-            while True:
-                try:
-                    e = f.exception()
-                    break
-                except KeyboardInterrupt as k:    # held back: a part still writes into dst
-                    interrupted = k
-            error = error or e
-        if interrupted is not None:
-            raise interrupted
-        if error is not None:
-            raise error
+        finish(futures, error)
+
+    def start(self, dst: np.ndarray, src) -> list:
+        """Begin dst[...] = src on the pool's threads only (split over them when large), leaving the
+        caller free (runtime/upload.py submits meanwhile); returns the parts' futures, for finish().
+        With one copy thread, or a copy under the split size: done here, and [] returned."""
+        n = self.threads - 1
+        if n < 1 or dst.nbytes < self.split or dst.ndim == 0 or np.shape(src) != dst.shape or dst.size < n:
+            dst[...] = src
+            return []
+        pool = _executor(n)
+        return [pool.submit(_assign, p) for p in _parts(dst, np.asarray(src), n)]
 
     def copy_out(self, src: np.ndarray) -> np.ndarray:
         """A new array holding src, copied in parallel parts when large."""
         out = np.empty(src.shape, src.dtype)
         self.copy_into(out, src)
         return out
+
+
+def finish(futures: list, error: BaseException | None = None) -> None:
+    """Wait until every future is over -- a KeyboardInterrupt meanwhile is held back, as a part may
+    still write into memory its caller is about to reuse or free -- then raise the interrupt, `error`
+    or the first part's error."""
+    interrupted = None
+    for f in futures:
+        while True:
+            try:
+                e = f.exception()
+                break
+            except KeyboardInterrupt as k:
+                interrupted = k
+        error = error or e
+    if interrupted is not None:
+        raise interrupted
+    if error is not None:
+        raise error
 
 
 def copy_into(dst: np.ndarray, src) -> None:

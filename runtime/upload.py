@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import vulkan as vk
 
-from gpuc.runtime import commands, iospec
+from gpuc.runtime import commands, hostcopy, iospec
 from gpuc.runtime.device import MemoryKind
 
 _USAGE = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
@@ -99,11 +99,30 @@ def _commands(model, slot, b: int, ranges: list):
 
 def submit(model, slot, arrays: list, b: int, ranges: list) -> None:
     """Write the first b items of every input into staging chunk by chunk, each chunk's GPU copy
-    submitted once it is written; then submit the run itself (slots.submit: the slot's fence)."""
+    submitted once it is written; then submit the run itself (slots.submit: the slot's fence).  The
+    copy threads take every chunk's parts at once, in chunk order; this thread submits each chunk's
+    copy as its parts finish (one hand-off to the threads per run, not per chunk)."""
     pre, run = _commands(model, slot, b, ranges)
     rows = [r[:b] for r in slot.in_rows]
-    for (i0, i1), cmd in zip(ranges, pre):
-        for view, a in zip(rows, arrays):
-            slot.copier.copy_into(view[i0:i1], a[i0:i1])
+    if slot.copier.threads == 1:            # this thread copies each chunk, then submits its copy
+        for (i0, i1), cmd in zip(ranges, pre):
+            for view, a in zip(rows, arrays):
+                view[i0:i1] = a[i0:i1]
+            model.device.submit(cmd, vk.ffi.NULL)
+        model.slots.submit(slot, [run])
+        return
+    started = []
+    try:
+        for i0, i1 in ranges:
+            started.append([f for view, a in zip(rows, arrays) for f in slot.copier.start(view[i0:i1], a[i0:i1])])
+    except BaseException as e:
+        hostcopy.finish([f for fs in started for f in fs], e)
+        raise
+    for k, cmd in enumerate(pre):
+        try:
+            hostcopy.finish(started[k])
+        except BaseException as e:          # the later chunks' parts are over before staging is let go
+            hostcopy.finish([f for fs in started[k + 1:] for f in fs], e)
+            raise
         model.device.submit(cmd, vk.ffi.NULL)
     model.slots.submit(slot, [run])

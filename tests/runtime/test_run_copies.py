@@ -135,6 +135,20 @@ def test_pipelined_upload_equals_plain(bundles):
         ref.close()
 
 
+def test_pipelined_upload_on_one_thread(bundles):
+    with settings.override(**dict(PIPELINED, copy_threads=1)):
+        m = gpuc.load(bundles[1])
+    with settings.override(copy_threads=1):
+        ref = gpuc.load(bundles[1], device=m.device)
+    try:
+        x = _xs(m.inputs[0], 6, 5)
+        np.testing.assert_array_equal(m.run(x)[0], ref.run(x)[0])
+        assert m.slots[0].upload["cmds"]
+    finally:
+        m.close()
+        ref.close()
+
+
 def test_close_during_pipelined_runs(bundles):
     bn = bundles[1]
     with settings.override(**PIPELINED):

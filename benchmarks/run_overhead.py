@@ -48,7 +48,7 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
         run = lambda: m.run(xs)                     # noqa: E731
         outs = run()
         row = {"device": m.device.name, "input_mb": round(sum(x.nbytes for x in xs) / 1e6, 2),
-               "copy_threads": hostcopy.threads(), "run_ms": med_ms(run, runs)}
+               "copy_threads": m.slots[0].copier.threads, "run_ms": med_ms(run, runs)}
         row["run_gpu_ms"] = m.last_gpu_ms
         row["pipelined"] = any(sl.upload and sl.upload["cmds"] for sl in m.slots)   # runtime/upload.py taken
         for i, x in enumerate(xs):
@@ -67,9 +67,9 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
             for v, x in zip(views, xs):
                 copy(v, x)
         row["normalize_ms"] = med_ms(lambda: iospec.normalize(m.inputs, xs, m.max_batch, m.device), runs)
-        row["copy_in_ms"] = med_ms(lambda: copy_in(hostcopy.copy_into), runs)
+        row["copy_in_ms"] = med_ms(lambda: copy_in(sl.copier.copy_into), runs)
         row["copy_in_1thread_ms"] = med_ms(lambda: copy_in(lambda v, x: v.__setitem__(Ellipsis, x)), runs)
-        row["copy_out_ms"] = med_ms(lambda: [hostcopy.copy_out(v) for v in outv], runs)
+        row["copy_out_ms"] = med_ms(lambda: [sl.copier.copy_out(v) for v in outv], runs)
         if floor and m.program is None and getattr(sl, "cmd", None) is not None:
             import vulkan as vk
             d = m.device

@@ -10,9 +10,11 @@
 // are read into registers before this step's products and stored after them, one barrier a step.
 // Epilogue: each subgroup stores one accumulator at a time to its own 16 x 16 scratch, and each lane
 // finishes 2 of its 64 output words (q8_store_word: LiteRT's requantization, a fused residual ADD).
+// V4 (CW % 4 == 0: a 4-word chunk at a multiple of 4 stays in one window position): x and w are bound as
+// uvec4 arrays and each invocation stages 16-byte chunks; else single words.
 // EMU (tests on devices without cooperative matrices): the same staging and epilogue, the products by
 // scalar DOT4 in logical subgroups of 32 invocations.
-// Defines: BM BN BK SGM SGN EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
+// Defines: BM BN BK SGM SGN V4 EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
 // @include int8_requant.glsl
 // @include int8_conv_geo.glsl
 #define NT (SGM * SGN * 32)
@@ -21,9 +23,20 @@
 #define FM (WM / 16)
 #define FN (WN / 16)
 #define BKP (BK + 4)
-#define RA (BM * BK / NT)                    // pixels each invocation stages per K step
-#define RB (BN * BK / NT)                    // channels each invocation stages per K step
-#if BK % 8 != 0 || NT % BK != 0 || BM % (NT / BK) != 0 || BN % (NT / BK) != 0 || WM % 16 != 0 || WN % 16 != 0
+#if V4
+#define U 4                                  // words a staged unit
+#define UT uvec4
+#define LANE(v, j) (v)[j]
+#else
+#define U 1
+#define UT uint
+#define LANE(v, j) (v)
+#endif
+#define CH (BK / U)                          // units a staged row per K step
+#define RP (NT / CH)                         // rows one pass of the workgroup stages
+#define RA (BM / RP)                         // pixels each invocation stages per K step
+#define RB (BN / RP)                         // channels each invocation stages per K step
+#if BK % 8 != 0 || NT % CH != 0 || BM % RP != 0 || BN % RP != 0 || WM % 16 != 0 || WN % 16 != 0
 #error int8_conv_cm: a tile plan must split into 16 x 16 fragments, K steps of whole 32-int8 fragments and whole staging rounds
 #endif
 #if !EMU
@@ -36,9 +49,9 @@ shared int sc[SGM * SGN * 256];
 int H, W, CW, KW, DH, DW, GM, KWORDS, m0, n0, kk, rows0;
 uint xz;
 int px_base[RA], px_y[RA], px_x[RA];
-uint ra[RA], rb[RB];
+UT ra[RA], rb[RB];
 
-// this invocation's words of K step k0: word kk of pixels / channels rows0 + r * (NT / BK)
+// this invocation's units of K step k0: words kk .. kk + U - 1 of pixels / channels rows0 + r * RP
 void fetch(int k0) {
     int k = k0 + kk;
     int c = k % CW, t = k / CW;
@@ -46,20 +59,22 @@ void fetch(int k0) {
     for (int r = 0; r < RA; ++r) {
         int iy = px_y[r] + dy, ix = px_x[r] + dx;
         bool inside = px_base[r] >= 0 && k < KWORDS && iy >= 0 && iy < H && ix >= 0 && ix < W;
-        uint v = inside ? x[((px_base[r] + iy) * W + ix) * CW + c] : xz;
-        ra[r] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
+        UT v = inside ? x[(((px_base[r] + iy) * W + ix) * CW + c) / U] : UT(xz);
+        ra[r] = px_base[r] < 0 || k >= KWORDS ? UT(0u) : v;
     }
     for (int r = 0; r < RB; ++r) {
-        int oc = n0 + rows0 + r * (NT / BK);
-        rb[r] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
+        int oc = n0 + rows0 + r * RP;
+        rb[r] = oc < COUT && k < KWORDS ? w[(oc * KWORDS + k) / U] : UT(0u);
     }
 }
 
 void stash(int buf) {
     for (int r = 0; r < RA; ++r)
-        sa[(buf * BM + rows0 + r * (NT / BK)) * BKP + kk] = ra[r];
+        for (int j = 0; j < U; ++j)
+            sa[(buf * BM + rows0 + r * RP) * BKP + kk + j] = LANE(ra[r], j);
     for (int r = 0; r < RB; ++r)
-        sb[(buf * BN + rows0 + r * (NT / BK)) * BKP + kk] = rb[r];
+        for (int j = 0; j < U; ++j)
+            sb[(buf * BN + rows0 + r * RP) * BKP + kk + j] = LANE(rb[r], j);
 }
 
 void main() {
@@ -84,10 +99,10 @@ void main() {
     int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
 #endif
     int sm = sg / SGN, sn = sg % SGN;
-    kk = tid % BK;
-    rows0 = tid / BK;
+    kk = tid % CH * U;
+    rows0 = tid / CH;
     for (int r = 0; r < RA; ++r) {
-        int m = m0 + rows0 + r * (NT / BK);
+        int m = m0 + rows0 + r * RP;
         int ox = m % qp[G_OW];
         int p = m / qp[G_OW];
         px_base[r] = m < GM ? p / qp[G_OH] * H : -1;

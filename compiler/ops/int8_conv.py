@@ -166,14 +166,14 @@ def lower_int8_conv(node, graph):
         k = Kernel("int8_conv_tiled", binds, -(-gm // TILE["BM"]) * g["TILES_N"] * TILE_LOCAL,
                    dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0, RESIDUAL=int(res is not None)), node.label(), local_x=TILE_LOCAL,
                    flops=2 * y.size * taps, item_inner=0)
-        k.variants += [COOPMAT_VARIANT] + cm_variants(gm, co)
+        k.variants += [COOPMAT_VARIANT] + cm_variants(gm, co, d["CIN"] // 4)
     else:
         k = Kernel("int8_conv", binds, -(-y.size // 4), dict(d, QP0=QP0 if d["OC4"] else 0), node.label(),
                    flops=2 * y.size * taps)
     if vec4:
         k.variants.append(DOT_VARIANT)
     if d["OC4"] and not tiled:      # (its qp has the tiled kernels' head: they are candidates)
-        k.variants += [_tiled_candidate(gm, co, taps)] + cm_variants(gm, co) + _splitk_candidate(d, gm, co)
+        k.variants += [_tiled_candidate(gm, co, taps), *cm_variants(gm, co, d["CIN"] // 4), *_splitk_candidate(d, gm, co)]
     if CM_EMU:                      # (tests: the big-tile plans' EMU forms first)
         k.variants.sort(key=lambda v: not v.name.endswith("_emu"))
     return [k]
@@ -278,9 +278,9 @@ CM_MEASURED = True      # (False: each plan is a first choice where the device m
 CM_EMU = False          # (tests: the plans' EMU form, scalar products, on any device, first)
 
 
-def cm_variants(gm: int, co: int) -> list:
-    """The CM_PLANS variants of a tiled layer of gm pixels by co channels (those whose channel tile is used
-    at least half)."""
+def cm_variants(gm: int, co: int, cw: int) -> list:
+    """The CM_PLANS variants of a tiled layer of gm pixels by co channels, cw words a window position (those
+    whose channel tile is used at least half); 16-byte staging where cw % 4 == 0."""
     out = []
     for name, plan in CM_PLANS.items():
         if co < plan["BN"] // 2:
@@ -289,9 +289,11 @@ def cm_variants(gm: int, co: int) -> list:
         groups = -(-gm // plan["BM"]) * -(-co // plan["BN"])
 
         def make(k, plan=plan, nt=nt, groups=groups):
-            d = dict(plan, EMU=int(CM_EMU), RESIDUAL=k.defines.get("RESIDUAL", 0), RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0)
+            v4 = int(cw % 4 == 0)
+            d = dict(plan, EMU=int(CM_EMU), RESIDUAL=k.defines.get("RESIDUAL", 0), RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0,
+                     V4=v4)
             return dataclasses.replace(k, template="int8_conv_cm", invocations=groups * nt, local_x=nt, defines=d,
-                                       variants=[], item_inner=0)
+                                       variants=[], item_inner=0, vec4=("x", "w") if v4 else ())
         req = {} if CM_EMU else {"cooperative_matrix": COOPMAT_VARIANT.requires["cooperative_matrix"], "subgroup_size": 32}
         out.append(KernelVariant(name + ("_emu" if CM_EMU else ""), req, make, measured=CM_MEASURED and not CM_EMU))
     return out
@@ -335,14 +337,14 @@ VARIANTS = {
     "int8_conv_tiled:coopmat": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, COOPMAT=1, RESIDUAL=0), {}, ["out_", "x", "w", "qp"],
                                 {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                                 lambda d: {"local_x": TILE_LOCAL}),
-    "int8_conv_cm": (dict(CM_PLANS["coopmat_int8_128x128"], EMU=1, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0),
-                     {"EMU": [0, 1], "RESIDUAL": [0, 1]}, ["out_", "x", "w", "qp", "res"],
+    "int8_conv_cm": (dict(CM_PLANS["coopmat_int8_128x128"], EMU=1, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0, V4=1),
+                     {"EMU": [0, 1], "RESIDUAL": [0, 1], "V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                      {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
-                     lambda d: {"local_x": d["SGM"] * d["SGN"] * 32}),
+                     lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
     "int8_conv_cm:64": (dict(CM_PLANS["coopmat_int8_128x64"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
-                        {}, ["out_", "x", "w", "qp", "res"],
+                        {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                         {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
-                        lambda d: {"local_x": d["SGM"] * d["SGN"] * 32}),
+                        lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
     "int8_fc_splitk": (dict(PIX=8, RQ_MODE=1, VEC4=1, DEPTHWISE=0, RESIDUAL=0, DOT_EXT=0), {"PIX": [1, 8], "DOT_EXT": [0, 1]},
                        ["out_", "x", "w", "qp"], {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                        lambda d: {"local_x": 64}),

@@ -420,8 +420,8 @@ def test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, case):
 def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, plan):
     """The big-tile cooperative-matrix plans (shaders/int8_conv_cm.comp, `measured` candidates) with their
     products done by scalar DOT4 (EMU): the double-buffered staging, the tile and fragment indexing and the
-    per-subgroup epilogue are bit-exact on any device (partial tiles, strides, a fused residual ADD, a fully
-    connected layer the flat kernel takes otherwise); their
+    per-subgroup epilogue are bit-exact on any device (partial tiles, strides, word and 16-byte staging, a fused
+    residual ADD, a fully connected layer the flat kernel takes otherwise); their
     cooperative-matrix form is valid SPIR-V, gated on int8 cooperative matrices."""
     from gpuc.compiler.codegen import glsl
     from gpuc.compiler.codegen.glslang import spirv_val
@@ -430,10 +430,11 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
     for t, k, dt in all_variants():
         if t == "int8_conv_cm":
             spirv_val(glsl.kernel_spirv(k, dt))
-    assert not int8_conv.CM_EMU and all(v.measured for v in int8_conv.cm_variants(4096, 256))
+    assert not int8_conv.CM_EMU and all(v.measured for v in int8_conv.cm_variants(4096, 256, 4))
     monkeypatch.setattr(int8_conv, "CM_EMU", True)
     monkeypatch.setenv("GPUC_VARIANTS", ",".join(f"{p}_emu={'force' if p == plan else 'off'}" for p in int8_conv.CM_PLANS))
     test_conv_bit_exact(gpu, CONV_CASES[7])         # (2, 33, 31, 8) -> 72 channels, 3x3 stride 2: partial tiles
+    test_conv_bit_exact(gpu, ("CONV_2D", (2, 13, 11, 32), 72, 3, 2, "SAME", "RELU", True, True))   # 16-byte staging (V4)
     test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, "later_conv")
     test_fully_connected_bit_exact(gpu, True, 40, 64)   # (the flat kernel's layer: the plans are its candidates too)
 

@@ -17,9 +17,14 @@ RNG = np.random.default_rng(5)
 
 
 def conv_model(n=1, h=7, w=7, ci=32, co=12, k=3, stride=1, dil=1, padding="SAME", act="RELU", residual=False,
-               double=False):
+               double=False, pad=False):
     mb = ModelBuilder()
     x = mb.input("x", [n, h, w, ci])
+    xs = [RNG.uniform(-1, 1, (n, h, w, ci)).astype(np.float32)]
+    if pad:                                        # PAD then a VALID conv: the pad folds into the conv's gather
+        p = mb.tensor("p", [n, h + 3, w + 2, ci])
+        mb.op("PAD", [x, mb.const("pads", np.array([[0, 0], [1, 2], [1, 1], [0, 0]], np.int32))], [p])
+        x, h, w, padding = p, h + 3, w + 2, "VALID"
     if double:                                     # x + x first: an activation that fp16 may store as float16
         x2 = mb.tensor("x2", [n, h, w, ci])        # (model inputs stay float32)
         mb.op("ADD", [x, x], [x2])
@@ -30,7 +35,6 @@ def conv_model(n=1, h=7, w=7, ci=32, co=12, k=3, stride=1, dil=1, padding="SAME"
     mb.op("CONV_2D", [x, mb.const("w", RNG.normal(0, 0.2, (co, k, k, ci)).astype(np.float32)),
                       mb.const("b", RNG.normal(0, 0.2, co).astype(np.float32))], [y], padding=padding,
           stride_h=stride, stride_w=stride, dilation_hfactor=dil, dilation_wfactor=dil, fused_activation_function=act)
-    xs = [RNG.uniform(-1, 1, (n, h, w, ci)).astype(np.float32)]
     if residual:
         r = mb.input("r", [n, oh, ow, co])
         xs.append(RNG.uniform(-1, 1, (n, oh, ow, co)).astype(np.float32))
@@ -64,7 +68,8 @@ def test_conv_split_weights_layout():
 
 
 @pytest.mark.parametrize("s,geo", [(4, {}), (2, dict(stride=2, h=9, w=8, padding="VALID")),
-                                   (8, dict(dil=2, h=8, w=8, ci=64, act="RELU6")), (4, dict(residual=True, act="NONE"))])
+                                   (8, dict(dil=2, h=8, w=8, ci=64, act="RELU6")), (4, dict(residual=True, act="NONE")),
+                                   (2, dict(pad=True, stride=2))])
 def test_conv_split_matches_litert(compile_options, s, geo):
     model, xs = conv_model(**geo)
     compile_options(split_k=s)

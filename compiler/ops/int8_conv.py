@@ -273,6 +273,7 @@ COOPMAT_VARIANT = KernelVariant("coopmat_int8", {"cooperative_matrix": [16, 16, 
 CM_PLANS = {
     "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4),
     "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2),
+    "coopmat_int8_64x128": dict(BM=64, BN=128, BK=16, SGM=2, SGN=4),
 }
 CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan)
 CM_EMU = False          # (tests: the plans' EMU form, scalar products, on any device, first)
@@ -345,6 +346,10 @@ VARIANTS = {
                         {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                         {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
                         lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
+    "int8_conv_cm:64x128": (dict(CM_PLANS["coopmat_int8_64x128"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0),
+                            {"V4": [0, 1]}, ["out_", "x", "w", "qp"],
+                            {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
+                            lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
     "int8_fc_splitk": (dict(PIX=8, RQ_MODE=1, VEC4=1, DEPTHWISE=0, RESIDUAL=0, DOT_EXT=0), {"PIX": [1, 8], "DOT_EXT": [0, 1]},
                        ["out_", "x", "w", "qp"], {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                        lambda d: {"local_x": 64}),

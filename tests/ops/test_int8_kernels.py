@@ -416,7 +416,7 @@ def test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, case):
         assert bad.size == 0, f"{bad.size} of {r_.size} differ"
 
 
-@pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64"])
+@pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_64x128"])
 def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, plan):
     """The big-tile cooperative-matrix plans (shaders/int8_conv_cm.comp, `measured` candidates) with their
     products done by scalar DOT4 (EMU): the double-buffered staging, the tile and fragment indexing and the

@@ -39,7 +39,7 @@ def bundle_of(path: str, precision: str, batch: int):
 
 def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
     import gpuc
-    from gpuc.runtime import hostcopy, iospec
+    from gpuc.runtime import iospec, upload
     m = gpuc.load(bundle, device=device)
     try:
         b = batch if m.max_batch > 1 else None
@@ -51,6 +51,7 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
                "copy_threads": m.slots[0].copier.threads, "run_ms": med_ms(run, runs)}
         row["run_gpu_ms"] = m.last_gpu_ms
         row["pipelined"] = any(sl.upload and sl.upload["cmds"] for sl in m.slots)   # runtime/upload.py taken
+        row["staging"] = "device" if upload._staging_in_device_memory(m.device, m.slots[0].in_bytes) else "host"
         for i, x in enumerate(xs):
             m.input_view(i, batch=b)[...] = x
         in_place = lambda: m.run_in_place(batch=b)  # noqa: E731
@@ -117,7 +118,7 @@ def main():
             print(f"{r['model']} {prec} b{a.batch} {var:<10} run() {r['run_ms']:7.3f} ms  in-place {r['in_place_ms']:7.3f} ms"
                   f"  ratio {r['ratio']:.3f}  | GPU {r['gpu_ms'] or 0:6.3f}  copy in {r['copy_in_ms']:.3f} "
                   f"({r['copy_in_1thread_ms']:.3f} 1 thread, {r['copy_threads']} threads, {r['input_mb']} MB)"
-                  f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  pipelined {r['pipelined']}"
+                  f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  staging {r['staging']}  pipelined {r['pipelined']}"
                   f"  equal {r['outputs_equal']}",
                   flush=True)
             if "submit_wait_ms" in r:

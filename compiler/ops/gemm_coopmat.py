@@ -373,7 +373,8 @@ SMALL_PLANS = (CoopPlan(1, 4, 1, 1, 32, 2),    # 16 x 64, 4 subgroups
                CoopPlan(1, 2, 1, 2, 64, 2, 4),  # 16 x 64, 2 x 4 K slices: 8 subgroups
                CoopPlan(1, 4, 1, 1, 64, 2, 2),  # 16 x 64, 4 x 2 K slices
                CoopPlan(1, 4, 1, 2, 32, 2, 2))  # 16 x 128, 4 x 2 K slices
-SMALL_MIN_MACS = 1 << 22
+SMALL_MIN_MACS = 1 << 24     # below it (MobileNetV2's, EfficientNet's batch-1 gemms) the old variant lost on every
+#                             shape (H100 notes at MIN_MACS) and float16 storage would slow the plain kernel kept
 
 
 def small_m(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:

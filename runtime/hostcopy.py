@@ -27,8 +27,7 @@ MAX_THREADS = 8                  # the automatic thread count's cap (a setting m
 LIMIT_THREADS = 64               # a setting's cap
 ALIGN = 4096                     # byte ranges of a contiguous copy start at multiples of this
 
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
+_pools: dict = {}               # worker count -> the shared pool of that many threads
 _pool_lock = threading.Lock()
 
 
@@ -50,15 +49,13 @@ def split_bytes() -> int:
 
 
 def _executor(workers: int) -> ThreadPoolExecutor:
-    """The shared pool, with `workers` threads (made again when the setting changed)."""
-    global _pool, _pool_size
+    """The shared pool of `workers` threads (one per thread count in use: models loaded under
+    different settings each keep theirs; a pool's threads start on demand, up to its size)."""
     with _pool_lock:
-        if _pool is None or _pool_size != workers:
-            old, _pool = _pool, ThreadPoolExecutor(workers, thread_name_prefix="gpuc-copy")
-            _pool_size = workers
-            if old is not None:
-                old.shutdown(wait=False)     # its queued parts still run; its threads then exit
-        return _pool
+        pool = _pools.get(workers)
+        if pool is None:
+            pool = _pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix=f"gpuc-copy{workers}")
+        return pool
 
 
 def _byte_ranges(nbytes: int, n: int) -> list:

@@ -1,13 +1,13 @@
 """Where the host time of one run() goes, next to the in-place path (the part that is not GPU work).
 
     python -m benchmarks.run_overhead MODEL.tflite|BUNDLE [--batch 32] [--precisions fp32,fp16]
-                                      [--variants device:0,device:1,cached:0,cached:0:0] [--runs 100]
+                                      [--variants device:0,device:1,device:0::on,cached:0] [--runs 100]
                                       [--device N|NAME] [--json OUT]
 
 A .tflite is compiled per precision (with --max-batch B when --batch B > 1); a bundle runs as it is.
-Per precision and variant (UPLOAD:THREADS[:CHUNK] = GPUC_UPLOAD_MEMORY, GPUC_COPY_THREADS (0:
-automatic) and GPUC_UPLOAD_CHUNK_BYTES (pipelined upload through host-memory staging, runtime/upload.py;
-0: off)), one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once,
+Per precision and variant (UPLOAD:THREADS[:CHUNK[:PIPELINE]] = GPUC_UPLOAD_MEMORY, GPUC_COPY_THREADS
+(0: automatic), GPUC_UPLOAD_CHUNK_BYTES and GPUC_UPLOAD_PIPELINE (the chunked, overlapped upload of
+runtime/upload.py; an empty field keeps the setting)), one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once,
 then run_in_place(batch=B)), their ratio and run()'s ratio to the fastest in-place row of the
 precision, the pieces run() adds -- input normalisation, the copy into mapped staging memory (split
 over the copy threads, and on one thread), the copy of the outputs into new arrays -- the GPU time
@@ -93,9 +93,9 @@ def main():
     ap.add_argument("model")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--precisions", default="fp32")
-    ap.add_argument("--variants", default="device:0,device:1,cached:0,cached:0:0",
-                    help="UPLOAD:THREADS[:CHUNK],... (GPUC_UPLOAD_MEMORY device|cached|uncached : "
-                         "GPUC_COPY_THREADS, 0 auto : GPUC_UPLOAD_CHUNK_BYTES, default the setting's)")
+    ap.add_argument("--variants", default="device:0,device:1,device:0::on,cached:0,cached:0:0",
+                    help="UPLOAD:THREADS[:CHUNK[:PIPELINE]],... (GPUC_UPLOAD_MEMORY device|cached|uncached : "
+                         "GPUC_COPY_THREADS, 0 auto : GPUC_UPLOAD_CHUNK_BYTES : GPUC_UPLOAD_PIPELINE auto|on|off)")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--device")
     ap.add_argument("--json")
@@ -106,14 +106,15 @@ def main():
         bundle = bundle_of(a.model, prec, a.batch)
         mine = []
         for k, var in enumerate(a.variants.split(",")):
-            upload, threads, chunk = (var.split(":") + ["", ""])[:3]
+            upload, threads, chunk, pipe = (var.split(":") + ["", "", ""])[:4]
             over = dict(upload_memory=upload, copy_threads=int(threads or 0))
             if chunk:
                 over["upload_chunk_bytes"] = int(chunk)
+            if pipe:
+                over["upload_pipeline"] = pipe
             with settings.override(**over):
                 r = measure(bundle, a.batch, a.runs, a.device, floor=(k == 0 and a.batch == 1))
-            r.update(model=Path(a.model).stem, precision=prec, batch=a.batch, variant=var,
-                     upload_chunk_bytes=settings.current().upload_chunk_bytes if not chunk else int(chunk))
+            r.update(model=Path(a.model).stem, precision=prec, batch=a.batch, variant=var)
             mine.append(r)
             print(f"{r['model']} {prec} b{a.batch} {var:<10} run() {r['run_ms']:7.3f} ms  in-place {r['in_place_ms']:7.3f} ms"
                   f"  ratio {r['ratio']:.3f}  | GPU {r['gpu_ms'] or 0:6.3f}  copy in {r['copy_in_ms']:.3f} "

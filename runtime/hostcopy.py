@@ -21,11 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from gpuc.errors import GpucError
 from gpuc.runtime import settings
 
 MAX_THREADS = 8                  # the automatic thread count's cap (a setting may ask for more)
 LIMIT_THREADS = 64               # a setting's cap
 ALIGN = 4096                     # byte ranges of a contiguous copy start at multiples of this
+PIPELINE_MODES = ("auto", "on", "off")      # upload_pipeline (runtime/upload.py)
 
 _pools: dict = {}               # worker count -> the shared pool of that many threads
 _pool_lock = threading.Lock()
@@ -85,15 +87,19 @@ class Copier:
     """A copy policy (threads, split size) taken from the settings once: a model's slots keep one from
     load on (reading the settings costs tens of us, more than a small copy)."""
 
-    __slots__ = ("threads", "split", "upload_chunk")
+    __slots__ = ("threads", "split", "upload_chunk", "upload_pipeline")
 
-    def __init__(self, threads_: int = 1, split: int = 1 << 20, upload_chunk: int = 0):
+    def __init__(self, threads_: int = 1, split: int = 1 << 20, upload_chunk: int = 0, upload_pipeline: str = "auto"):
         self.threads, self.split = max(1, int(threads_)), max(1, int(split))
         self.upload_chunk = max(0, int(upload_chunk))       # runtime/upload.py's chunk size (0: off)
+        self.upload_pipeline = upload_pipeline              # runtime/upload.py: auto, on or off
 
     @classmethod
     def current(cls) -> "Copier":
-        return cls(threads(), split_bytes(), settings.current().upload_chunk_bytes)
+        s = settings.current()
+        if s.upload_pipeline not in PIPELINE_MODES:
+            raise GpucError(f"GPUC_UPLOAD_PIPELINE={s.upload_pipeline!r} is not one of {', '.join(PIPELINE_MODES)}")
+        return cls(threads(), split_bytes(), s.upload_chunk_bytes, s.upload_pipeline)
 
     def copy_into(self, dst: np.ndarray, src) -> None:
         """dst[...] = src (src cast and broadcast as numpy assigns), in parallel parts when large.

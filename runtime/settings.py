@@ -101,6 +101,8 @@ class Settings(Record):
         ("copy_split_bytes", 1 << 20, "GPUC_COPY_SPLIT_BYTES", "host copies from this size are split over the copy threads"),
         ("upload_chunk_bytes", 4 << 20, "GPUC_UPLOAD_CHUNK_BYTES", "a batch's inputs through host-memory staging "
                                                                    "upload in chunks of this size, overlapped (0: off)"),
+        ("upload_pipeline", "auto", "GPUC_UPLOAD_PIPELINE", "chunked, overlapped upload of a batch's inputs: auto "
+                                                            "(where input staging is host memory), on, off"),
         ("pipeline_cache", True, "GPUC_PIPELINE_CACHE", "keep Vulkan pipeline caches on disk (0 / off / false: no)"),
         ("cache_dir", None, "GPUC_CACHE_DIR", "cache folder (default $XDG_CACHE_HOME/gpuc, else ~/.cache/gpuc)"),
         ("xdg_cache_home", None, "XDG_CACHE_HOME", "the user's cache folder, when GPUC_CACHE_DIR is not set"),
@@ -121,7 +123,7 @@ class Settings(Record):
     def device_key(self) -> tuple:
         """What a shared Device depends on: everything but the timeout (a setting of the models, read
         when they load) and the folders and CLI switches."""
-        skip = ("gpu_timeout_s", "copy_threads", "copy_split_bytes", "upload_chunk_bytes", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
+        skip = ("gpu_timeout_s", "copy_threads", "copy_split_bytes", "upload_chunk_bytes", "upload_pipeline", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
                 "ray_address", "ray_direct_ingress", "completing")
         return tuple(kv for kv in self.items() if kv[0] not in skip)
 
@@ -141,6 +143,7 @@ def _parse(environ) -> Settings:
         copy_threads=max(0, _int(g("GPUC_COPY_THREADS"), 0)),
         copy_split_bytes=max(1, _int(g("GPUC_COPY_SPLIT_BYTES"), 1 << 20)),
         upload_chunk_bytes=max(0, _int(g("GPUC_UPLOAD_CHUNK_BYTES"), 4 << 20)),
+        upload_pipeline=(g("GPUC_UPLOAD_PIPELINE") or "auto").strip().lower(),
         pipeline_cache=g("GPUC_PIPELINE_CACHE", "1") not in ("0", "off", "false", ""),
         cache_dir=g("GPUC_CACHE_DIR") or None, xdg_cache_home=g("XDG_CACHE_HOME") or None,
         cache_max_bytes=_int(g("GPUC_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES), DEFAULT_CACHE_MAX_BYTES),

@@ -13,7 +13,11 @@ the slots of a model share its arena, and another thread's run may be submitted 
 The run's command buffer (recorded once per slot and batch) then copies that buffer into the arena
 inside the run, as it copies staging in the plain path -- a copy within device memory (~20 us for
 19 MB on the H100).  Staging in device-local memory (a BAR, the default where the device has one) is
-written by the host directly: nothing is left to overlap, and this path is not taken.
+written by the host directly: nothing is left to overlap, and by default (GPUC_UPLOAD_PIPELINE=auto)
+this path is not taken.  GPUC_UPLOAD_PIPELINE=on takes it there too, through a host-memory buffer of
+its own (input_view and run_in_place keep the device-local staging): host-memory copies plus the
+overlapped bus copy against the host's writes across the bus into the BAR -- which is faster depends on
+the host (benchmarks/run_overhead.py measures both).  off: never.
 """
 from __future__ import annotations
 
@@ -43,19 +47,35 @@ def _item_bytes(model, spec) -> int:
 
 def chunks(model, slot, b: int) -> list | None:
     """The item ranges [(i0, i1)] a b-item run's inputs upload in, or None where the run takes the
-    plain path (one item, fewer than two chunks' worth, staging in device memory, the setting off)."""
-    chunk = slot.copier.upload_chunk
-    if chunk <= 0 or b < 2 or model.max_batch < 2:
+    plain path (one item, fewer than two chunks' worth, the setting off, or staging in device
+    memory while upload_pipeline is auto)."""
+    chunk, mode = slot.copier.upload_chunk, slot.copier.upload_pipeline
+    if chunk <= 0 or mode == "off" or b < 2 or model.max_batch < 2:
         return None
     per_item = sum(_item_bytes(model, s) for s in model.inputs)
     if per_item * b < 2 * chunk:
         return None
     if slot.upload is None:
-        slot.upload = {"in_vram": _staging_in_device_memory(model.device, slot.in_bytes), "landing": None, "cmds": {}}
-    if slot.upload["in_vram"]:
+        slot.upload = {"in_vram": _staging_in_device_memory(model.device, slot.in_bytes), "landing": None,
+                       "src": None, "cmds": {}}
+    if slot.upload["in_vram"] and mode != "on":
         return None
     step = max(1, -(-chunk // max(per_item, 1)))
     return [(i, min(i + step, b)) for i in range(0, b, step)]
+
+
+def _source(model, slot):
+    """(buffer, rows) the host writes a pipelined upload into: the slot's input staging where it is
+    host memory, else (staging in device memory, upload_pipeline on) a host buffer of the upload's
+    own, so input_view and run_in_place keep the device-local staging."""
+    st = slot.upload
+    if st["src"] is None:
+        if st["in_vram"]:
+            buf, root = model.resources.mapped(slot.in_bytes, _USAGE, MemoryKind.HOST)
+            st["src"] = (buf, iospec.views(root, model.inputs, model.max_batch))
+        else:
+            st["src"] = (slot.in_buf, slot.in_rows)
+    return st["src"]
 
 
 def _landing(model, slot):
@@ -65,8 +85,8 @@ def _landing(model, slot):
     return st["landing"]
 
 
-def _chunk_cmd(model, slot, landing, i0: int, i1: int):
-    """Copy items [i0, i1) of every input from staging into the landing buffer (same offsets)."""
+def _chunk_cmd(model, slot, src, landing, i0: int, i1: int):
+    """Copy items [i0, i1) of every input from `src` (staging's layout) into the landing buffer."""
     cmd = model.recorder.begin(slot.command_pool())
     # after the landing buffer's earlier reads (this slot's previous run copying it into the arena)
     commands.barrier(cmd, commands.T, commands.T, vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -78,7 +98,7 @@ def _chunk_cmd(model, slot, landing, i0: int, i1: int):
             at = s.staging + i0 * n
             regions.append(vk.VkBufferCopy(srcOffset=at, dstOffset=at, size=(i1 - i0) * n))
     if regions:
-        vk.vkCmdCopyBuffer(cmd, slot.in_buf, landing, len(regions), regions)
+        vk.vkCmdCopyBuffer(cmd, src, landing, len(regions), regions)
     vk.vkEndCommandBuffer(cmd)
     return cmd
 
@@ -89,7 +109,7 @@ def _commands(model, slot, b: int, ranges: list):
     key = (b, tuple(ranges))
     if key not in st["cmds"]:
         landing = _landing(model, slot)
-        pre = [_chunk_cmd(model, slot, landing, i0, i1) for i0, i1 in ranges]
+        pre = [_chunk_cmd(model, slot, _source(model, slot)[0], landing, i0, i1) for i0, i1 in ranges]
         # the whole run as the plain path records it, its inputs read from the landing buffer; its first
         # barrier waits for every earlier command on the queue, the chunk copies included
         run = model.recorder.record(_Target(landing, slot.out_buf), slot.pool, items=b, cmd_pool=slot.command_pool())
@@ -103,7 +123,7 @@ def submit(model, slot, arrays: list, b: int, ranges: list) -> None:
     copy threads take every chunk's parts at once, in chunk order; this thread submits each chunk's
     copy as its parts finish (one hand-off to the threads per run, not per chunk)."""
     pre, run = _commands(model, slot, b, ranges)
-    rows = [r[:b] for r in slot.in_rows]
+    rows = [r[:b] for r in _source(model, slot)[1]]
     if slot.copier.threads == 1:            # this thread copies each chunk, then submits its copy
         for (i0, i1), cmd in zip(ranges, pre):
             for view, a in zip(rows, arrays):

@@ -175,3 +175,28 @@ def test_close_during_pipelined_runs(bundles):
     for t in threads:
         t.join(30)
     assert not any(t.is_alive() for t in threads) and not bad, bad[:3]
+
+
+def test_pipeline_on_over_device_staging(bundles):
+    """upload_pipeline=on where input staging is device-local (lavapipe's one memory type): the upload
+    goes through a host buffer of its own; input_view / run_in_place keep the staging."""
+    bn = bundles[1]
+    with settings.override(copy_threads=1):
+        ref = gpuc.load(bn)
+    with settings.override(upload_memory="device", upload_chunk_bytes=1, upload_pipeline="on", **SPLIT):
+        m = gpuc.load(bn)
+    try:
+        x = _xs(m.inputs[0], 6, 8)
+        want = ref.run(x)[0]
+        np.testing.assert_array_equal(m.run(x)[0], want)
+        st = m.slots[0].upload
+        assert st["in_vram"] and st["cmds"] and st["src"][0] is not m.slots[0].in_buf
+        m.input_view(0, batch=6)[...] = x
+        m.run_in_place(batch=6)
+        np.testing.assert_array_equal(m.output_view(0, batch=6), want)
+    finally:
+        m.close()
+        ref.close()
+    with settings.override(upload_pipeline="sometimes"):
+        with pytest.raises(GpucError, match="GPUC_UPLOAD_PIPELINE"):
+            gpuc.load(bn)

@@ -1,31 +1,48 @@
 // @storage16
-// Fused attention for long key sequences and heads up to 64 wide (LLM prefill; ops/attention.py picks
+// Fused attention for long key sequences and heads up to 256 wide (LLM prefill; ops/attention.py picks
 // it, passes/attention.py makes the op): the same inputs, views, steps and results as attention.comp,
 // with wider register blocks and fewer barriers.  128 invocations per workgroup of BQ = 32 query rows
 // of one batch, as 8 row groups x 16 key / value column groups: invocation (ty, tx) keeps the scores
 // of rows 4 ty .. 4 ty + 3 against keys tx + 16 t (t < 4) of a 64-key tile and the output of those
-// rows at columns 4 tx .. 4 tx + 3, in registers.  Q (all of D <= 64) is staged once; per tile K, then
-// V, share one 64 x 64 buffer, rows of 16 vec4 whose vec4 c4 sits at c4 ^ (row % 8) (a swizzle: the
-// global loads run along channels, coalesced, and the vec4 reads of 8 invocations hit 8 bank groups).  Online softmax in fp32 with the softmax's
+// rows at columns 4 (tx + 16 vc) + u (vc < VCH, u < 4), in registers.  D is taken in DCH chunks of 64
+// channels: with one chunk Q is staged once; with more, each tile stages Q's chunk with K's (Q of the
+// block re-read from L2: the portable 32 KiB of shared memory do not hold all of Q and a K tile).  Per
+// tile K, then V, share one buffer of 1024 vec4: K rows of 16 vec4 (one chunk), V in 64 / VKP passes of
+// VKP keys x 16 VCH vec4; vec4 c4 of row r sits at c4 ^ (r % 8) (a swizzle: the global loads run along
+// channels, coalesced, and the vec4 reads of 8 invocations hit 8 bank groups).  Online softmax in fp32 with the softmax's
 // (x - max) * BETA form: a tile's row max is reduced through shared memory, every invocation keeps
 // the running max of its rows and its own partial sum (rescaled as the max moves), summed at the end.
 // Masked key tiles are skipped as in attention.comp (SKIP_BIAS, same conditions and caveats).
-// Defines: those of attention.comp but RQ CK BK CV DC QCHUNKS VK SKV_SIZE PARTS.
+// Defines: those of attention.comp but RQ CK BK CV DC QCHUNKS VK SKV_SIZE PARTS; DCH = ceil(D / 64),
+// VCH = ceil(DV / 64), VKP = 64 / (VCH rounded up to a power of 2).
 // @include ew_math.glsl
 #define MASKED 1.0e30
 #define NT 128
 #define BQ 32
 #define BK 64
 #define NBIASX (NBIAS > 0 ? NBIAS : 1)
+#define VW (16 * VCH)                   // vec4 per staged V row
 
-shared vec4 sQ[BQ * 16];            // [row][channel / 4]
-shared vec4 sKV[BK * 16];           // K: [key][channel / 4], then V: [key][column / 4], swizzled
+shared vec4 sQ[BQ * 16];            // [row][channel / 4] (one chunk of 64 channels)
+shared vec4 sKV[BK * 16];           // K: [key][channel / 4] (one chunk), then V: [key][column / 4], swizzled
 shared vec4 sP[BK * (BQ / 4)];      // probabilities [key][row / 4]; the row max / sum partials [row][16]
 #if SKIP_BIAS >= 0
 shared int sLive[3];
 #endif
 
 #define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
+
+// Q's channels c0 .. c0 + 63 of the block's rows into sQ: lanes along channels
+#define STAGE_Q(c0) \
+    for (int e = tid; e < 64 * BQ; e += NT) { \
+        int c = (c0) + e % 64, rr = e / 64, i = i0 + rr; \
+        float x = 0.0; \
+        if (i < N && c < D) { \
+            x = LD(q, qoff + i * Q_SR + c * Q_SC); \
+            Q_STEPS \
+        } \
+        sQ[rr * 16 + e % 64 / 4][c % 4] = x; \
+    }
 
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
@@ -53,20 +70,14 @@ void main() {
             }
             bo[h][a] = o;
         }
-    for (int e = tid; e < 64 * BQ; e += NT) {    // Q: lanes along channels
-        int c = e % 64, rr = e / 64, i = i0 + rr;
-        float x = 0.0;
-        if (i < N && c < D) {
-            x = LD(q, qoff + i * Q_SR + c * Q_SC);
-            Q_STEPS
-        }
-        sQ[rr * 16 + c / 4][c % 4] = x;
-    }
-    float acc[4][4], m_run[4], l_run[4];
+#if DCH == 1
+    STAGE_Q(0)
+#endif
+    float acc[4][4 * VCH], m_run[4], l_run[4];
     for (int a = 0; a < 4; ++a) {
         m_run[a] = -EW_INF;
         l_run[a] = 0.0;
-        for (int u = 0; u < 4; ++u) acc[a][u] = 0.0;
+        for (int u = 0; u < 4 * VCH; ++u) acc[a][u] = 0.0;
     }
 #if SKIP_BIAS >= 0
     if (tid < 3) sLive[tid] = 0;
@@ -93,25 +104,33 @@ void main() {
             if (skip) continue;                  // uniform: every invocation read the same flag
         }
 #endif
-        for (int e = tid; e < BK * 64; e += NT) {    // K: lanes along channels
-            int c = e % 64, jj = e / 64, j = j0 + jj;
-            float x = 0.0;
-            if (j < M && c < D) {
-                x = LD(k, koff + j * K_SJ + c * K_SC);
-                K_STEPS
-            }
-            sKV[jj * 16 + ((c / 4) ^ (jj & 7))][c % 4] = x;
-        }
-        barrier();
         float s[4][4];
         for (int a = 0; a < 4; ++a)
             for (int t = 0; t < 4; ++t) s[a][t] = 0.0;
-        for (int c4 = 0; c4 < (D + 3) / 4; ++c4) {
-            vec4 qv[4], kv[4];
-            for (int a = 0; a < 4; ++a) qv[a] = sQ[(4 * ty + a) * 16 + c4];
-            for (int t = 0; t < 4; ++t) kv[t] = sKV[(tx + 16 * t) * 16 + (c4 ^ (tx & 7))];
-            for (int a = 0; a < 4; ++a)
-                for (int t = 0; t < 4; ++t) s[a][t] += dot(qv[a], kv[t]);
+        for (int ch = 0; ch < DCH; ++ch) {
+            int c0 = 64 * ch;
+            if (ch > 0) barrier();               // the previous chunk read
+#if DCH > 1
+            STAGE_Q(c0)
+#endif
+            for (int e = tid; e < BK * 64; e += NT) {    // K: lanes along channels
+                int c = c0 + e % 64, jj = e / 64, j = j0 + jj;
+                float x = 0.0;
+                if (j < M && c < D) {
+                    x = LD(k, koff + j * K_SJ + c * K_SC);
+                    K_STEPS
+                }
+                sKV[jj * 16 + ((e % 64 / 4) ^ (jj & 7))][c % 4] = x;
+            }
+            barrier();
+            int n4 = min(16, (D - c0 + 3) / 4);
+            for (int c4 = 0; c4 < n4; ++c4) {
+                vec4 qv[4], kv[4];
+                for (int a = 0; a < 4; ++a) qv[a] = sQ[(4 * ty + a) * 16 + c4];
+                for (int t = 0; t < 4; ++t) kv[t] = sKV[(tx + 16 * t) * 16 + (c4 ^ (tx & 7))];
+                for (int a = 0; a < 4; ++a)
+                    for (int t = 0; t < 4; ++t) s[a][t] += dot(qv[a], kv[t]);
+            }
         }
         float mt[4];
         for (int a = 0; a < 4; ++a) {
@@ -140,10 +159,6 @@ void main() {
             mt[a] = x;
         }
         barrier();                               // the partials read before P overwrites them
-        for (int e = tid; e < BK * 64; e += NT) {    // V: lanes along columns
-            int cc = e % 64, jj = e / 64, j = j0 + jj;
-            sKV[jj * 16 + ((cc / 4) ^ (jj & 7))][cc % 4] = j < M && cc < DV ? LD(v, voff + j * V_SJ + cc * V_SC) : 0.0;
-        }
         for (int a = 0; a < 4; ++a) {
             float mn = max(m_run[a], mt[a]), al = 1.0, ls = 0.0;
             if (mn == -EW_INF) {                 // nothing but -inf so far: weights 0, nothing to rescale
@@ -158,14 +173,24 @@ void main() {
                 m_run[a] = mn;
             }
             l_run[a] = l_run[a] * al + ls;
-            for (int u = 0; u < 4; ++u) acc[a][u] *= al;
+            for (int u = 0; u < 4 * VCH; ++u) acc[a][u] *= al;
         }
         for (int t = 0; t < 4; ++t) sP[(tx + 16 * t) * (BQ / 4) + ty] = vec4(s[0][t], s[1][t], s[2][t], s[3][t]);
-        barrier();                               // P and V staged
-        for (int jj = 0; jj < BK; ++jj) {
-            vec4 pv = sP[jj * (BQ / 4) + ty], vv = sKV[jj * 16 + (tx ^ (jj & 7))];
-            for (int a = 0; a < 4; ++a)
-                for (int u = 0; u < 4; ++u) acc[a][u] += pv[a] * vv[u];
+        for (int k0 = 0; k0 < BK; k0 += VKP) {   // V: VKP keys a pass, lanes along columns
+            if (k0 > 0) barrier();               // the previous pass read
+            for (int e = tid; e < VKP * 64 * VCH; e += NT) {
+                int cc = e % (64 * VCH), jj = e / (64 * VCH), j = j0 + k0 + jj;
+                sKV[jj * VW + ((cc / 4) ^ (jj & 7))][cc % 4] = j < M && cc < DV ? LD(v, voff + j * V_SJ + cc * V_SC) : 0.0;
+            }
+            barrier();                           // P and V staged
+            for (int jj = 0; jj < VKP; ++jj) {
+                vec4 pv = sP[(k0 + jj) * (BQ / 4) + ty];
+                for (int vc = 0; vc < VCH; ++vc) {
+                    vec4 vv = sKV[jj * VW + ((tx + 16 * vc) ^ (jj & 7))];
+                    for (int a = 0; a < 4; ++a)
+                        for (int u = 0; u < 4; ++u) acc[a][4 * vc + u] += pv[a] * vv[u];
+                }
+            }
         }
         barrier();                               // V and P read before the next tile's writes
     }
@@ -178,9 +203,10 @@ void main() {
         vec4 l4 = sP[o] + sP[o + 1] + sP[o + 2] + sP[o + 3];
         float l = (l4.x + l4.y) + (l4.z + l4.w);
         float inv = l > 0.0 ? 1.0 / l : EW_NAN;      // NaN sum, or a row of -inf only
-        for (int u = 0; u < 4; ++u) {
-            int c = 4 * tx + u;
-            if (c < DV) ST(out_, ooff + i * O_SR + c * O_SC, acc[a][u] * inv);
-        }
+        for (int vc = 0; vc < VCH; ++vc)
+            for (int u = 0; u < 4; ++u) {
+                int c = 4 * (tx + 16 * vc) + u;
+                if (c < DV) ST(out_, ooff + i * O_SR + c * O_SC, acc[a][4 * vc + u] * inv);
+            }
     }
 }

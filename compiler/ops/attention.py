@@ -5,8 +5,8 @@ batch, beta, steps (the score chain in order: MUL / DIV by a value, ADD / SUB of
 row terms + j * sj), q / k / v / o (views: batch terms, row and column strides, offset, scalar steps;
 o: where the output is written, e.g. through a head merge).  One dispatch (shaders/attention.comp): a workgroup per BQ query rows of one
 batch, K / V tiles of BK keys staged in shared memory, online softmax with fp32 statistics; for long
-key sequences with many rows and heads up to 64 wide (LLM prefill, `wide`), shaders/attention_wide.comp:
-32 rows x 64-key tiles, 4 x 4 register blocks.  Both skip key tiles a mask hides from every row of the
+key sequences with many rows and heads up to 256 wide (LLM prefill, `wide`), shaders/attention_wide.comp:
+32 rows x 64-key tiles, 4 x 4 register blocks (4 x 4 per 64 value columns), D in chunks of 64.  Both skip key tiles a mask hides from every row of the
 block (`mask_bias`: a causal mask's keys past the block's last query)."""
 from __future__ import annotations
 
@@ -36,17 +36,25 @@ VARIANTS = {
                             O_T=[1, 2, 240], O_NT=1, O_SR=6, O_SC=1, Q_STEPS="x = ew_mul(x, SC[0]);",
                             K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 40, 300], B_FIRST=[0], B_NT=[1],
                             B_SJ=[1], SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));",
-                            SKIP_BIAS=0, SKIP_SIGN=1, SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])"),
-                       {"SKIP_BIAS": [-1, 0]}, ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=WIDE_NT)),
+                            SKIP_BIAS=0, SKIP_SIGN=1, SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])",
+                            DCH=1, VCH=1, VKP=16),
+                       {"SKIP_BIAS": [-1, 0], "DCH": [1, 3], "VCH": [1, 3]}, ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=WIDE_NT)),
 }
 
-WIDE_NT, WIDE_BQ, WIDE_MAX_D = 128, 32, 64     # attention_wide.comp: invocations, query rows, head width
+WIDE_NT, WIDE_BQ, WIDE_MAX_D = 128, 32, 256    # attention_wide.comp: invocations, query rows, head width
 WIDE_MIN_KEYS, WIDE_MIN_ROWS = 256, 64         # the shapes it takes (LLM prefill: long keys, many rows)
 
 
 def wide(n: int, m: int, d: int, dv: int) -> bool:
     """Whether attention_wide.comp runs this attention (else attention.comp)."""
     return d <= WIDE_MAX_D and dv <= WIDE_MAX_D and m >= WIDE_MIN_KEYS and n >= WIDE_MIN_ROWS
+
+
+def wide_chunks(d: int, dv: int) -> dict:
+    """attention_wide.comp's D chunks of 64 channels (DCH), value column groups of 64 (VCH) and the keys
+    of V staged per pass (VKP: 64 / VCH rounded up to a power of two, within 1024 vec4 of shared memory)."""
+    dch, vch = -(-d // 64), -(-dv // 64)
+    return dict(DCH=dch, VCH=vch, VKP=64 // (1 << (vch - 1).bit_length()))
 
 
 def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | None = None,
@@ -160,6 +168,7 @@ def lower_attention(node, graph):
     if is_wide:
         for key in ("RQ", "BQ", "CK", "BK", "CV", "DC", "QCHUNKS", "VK", "SKV_SIZE", "Q_CFAST", "K_CFAST", "V_CFAST"):
             del defines[key]
+        defines.update(wide_chunks(d, dv))
         return [Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
                        flops=2 * nb * n * m * (d + dv))]
     return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.attention import wide
 from gpuc.compiler.pattern import (Matcher, NoMatch, Op, act_free, ints, plain_f32, replace_nodes, rewrite,
                                            scalar)
 
@@ -384,14 +385,18 @@ def _score_chain(ctx: Matcher, cur: int, m: int):
 
 # Measured on the H100 (benchmarks/archive/results/attention-h100-2026-11-24.md, GPU us of one attention, fused vs
 # unfused): 49 keys x head dim 32 3.7x faster, 197 x 64 1.35x, 1500 x 64 1.0x, but 577 x 80 0.77x and
-# 1024 x 128 0.40x: with long key sequences and wide heads, the kernel (K/V tiles of 32 keys, no tensor
-# cores) loses to the two tiled products.  Those stay unfused until it has double-buffered tiles.
+# 1024 x 128 0.40x.  That was attention.comp (K/V tiles of 32 keys, no tensor cores), which loses to the
+# two tiled products with long key sequences and wide heads: those it would run stay unfused.  The
+# shapes attention_wide.comp takes (ops/attention.py `wide`: >= 256 keys, >= 64 query rows, heads up to
+# 256 wide; 64-key tiles, 4 x 4 register blocks, masked tiles skipped) fuse at any head width: LLM prefill
+# (512 rows, 1024 keys of the cache, half of them masked on average).
 LONG_KEYS, WIDE_HEAD = 512, 64
 
 
-def worthwhile(keys: int, head_dim: int) -> bool:
-    """Whether the fused kernel beats the unfused chain for this many keys and this head dimension."""
-    return keys < LONG_KEYS or head_dim <= WIDE_HEAD
+def worthwhile(n: int, m: int, d: int, dv: int) -> bool:
+    """Whether the fused kernel beats the unfused chain: n query rows, m keys, head dims d (scores) and dv
+    (values)."""
+    return m < LONG_KEYS or d <= WIDE_HEAD or wide(n, m, d, dv)
 
 
 def _match(ctx: Matcher, sm: Node):
@@ -446,12 +451,12 @@ def _match(ctx: Matcher, sm: Node):
     if (ka.shape[-1] if adj_y else ka.shape[-2]) != d or (ka.shape[-2] if adj_y else ka.shape[-1]) != m \
             or (qa.shape[-1] if adj_x else qa.shape[-2]) != n or d < 1:
         raise NoMatch
-    if not worthwhile(m, d):
-        raise NoMatch
     va = g.t(mm2.inputs[1])
     adj_v = bool(mm2.attrs.get("adj_y", False))
     dv = int(va.shape[-2] if adj_v else va.shape[-1])
     if (va.shape[-1] if adj_v else va.shape[-2]) != m or y.shape[-1] != dv or not 1 <= dv <= MAX_DV:
+        raise NoMatch
+    if not worthwhile(n, m, d, dv):
         raise NoMatch
     q, q_nodes = _operand(ctx, mm1.inputs[0], -1 if adj_x else -2, -2 if adj_x else -1, batch1)
     k, k_nodes = _operand(ctx, mm1.inputs[1], -2 if adj_y else -1, -1 if adj_y else -2, batch1)

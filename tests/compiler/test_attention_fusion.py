@@ -204,10 +204,13 @@ def test_nan_inf_as_the_unfused_ops():
 
 
 def test_long_keys_and_wide_heads_stay_unfused():
-    """Where the H100 measured the fused kernel slower (>= 512 keys with a head wider than 64), the chain
-    stays unfused; 512 keys at head dim 64 and 511 keys at head dim 80 fuse."""
+    """Where the H100 measured attention.comp slower (>= 512 keys with a head wider than 64), the chain
+    stays unfused; 512 keys at head dim 64 and 511 keys at head dim 80 fuse, and so do the shapes
+    attention_wide.comp takes (>= 64 query rows: LLM prefill) at any head dim up to 256."""
     from gpuc.compiler.passes.attention import worthwhile
-    assert worthwhile(511, 80) and worthwhile(512, 64) and not worthwhile(512, 80)
-    for m, d, fused in ((520, 80, False), (520, 64, True), (40, 80, True)):
-        model, _ = attention_model(b=1, h=1, n=2, m=m, d=d)
-        assert ("ATTENTION" in ops_after_passes(model)) == fused, (m, d)
+    assert worthwhile(2, 511, 80, 80) and worthwhile(2, 512, 64, 64) and not worthwhile(2, 512, 80, 80)
+    assert worthwhile(512, 1024, 128, 128) and worthwhile(64, 512, 256, 200) and not worthwhile(64, 512, 257, 64)
+    for n, m, d, fused in ((2, 520, 80, False), (2, 520, 64, True), (2, 40, 80, True), (64, 520, 128, True),
+                           (64, 520, 320, False)):
+        model, _ = attention_model(b=1, h=1, n=n, m=m, d=d)
+        assert ("ATTENTION" in ops_after_passes(model)) == fused, (n, m, d)

@@ -26,11 +26,12 @@ def inputs(T=40, KV=128, H=4, KH=2, D=16, start=0):
 
 
 SHAPES = {"tiles of 32 keys": dict(T=40, KV=128, D=16),                 # attention.comp
-          "tiles of 64 keys": dict(T=80, KV=320, H=6, KH=2, D=64)}      # attention_wide.comp
+          "tiles of 64 keys": dict(T=80, KV=320, H=6, KH=2, D=64),      # attention_wide.comp
+          "head dim 128": dict(T=64, KV=576, H=3, KH=1, D=128)}         # two chunks of D, V in two passes
 
 
 @pytest.mark.parametrize("gqa,shape", [("broadcast_to", "tiles of 32 keys"), ("tile", "tiles of 32 keys"),
-                                       ("broadcast_to", "tiles of 64 keys")])
+                                       ("broadcast_to", "tiles of 64 keys"), ("tile", "head dim 128")])
 def test_gqa_cache_read_in_place_matches_litert(gqa, shape):
     kw = SHAPES[shape]
     model = prefill_sdpa(gqa=gqa, **kw)
@@ -38,7 +39,7 @@ def test_gqa_cache_read_in_place_matches_litert(gqa, shape):
     run_passes(g)
     assert [n.op for n in g.nodes] == ["GATHER_ND", "ATTENTION"]     # no transpose, broadcast or tile copy
     att = g.nodes[1].attrs
-    assert attention.wide(att["n"], att["m"], att["d"], att["dv"]) == (shape == "tiles of 64 keys")
+    assert attention.wide(att["n"], att["m"], att["d"], att["dv"]) == (shape != "tiles of 32 keys")
     xs = inputs(**kw)
     outs, _ = run(model, xs)
     close_to_litert(outs, model, xs)
@@ -68,6 +69,8 @@ WIDE_FORMS = [
     dict(b=1, h=1, n=64, m=257, d=64, mask="sub", scale="beta"),             # SUB mask, scale as beta
     dict(b=2, h=1, n=100, m=260, d=16, scale="q"),                           # no mask: nothing skipped
     dict(b=1, h=2, n=66, m=256, d=8, k_form="transpose", mask="neg_inf"),    # -inf causal mask
+    dict(b=1, h=2, n=70, m=300, d=160, dv=200, mask="runtime"),  # 3 chunks of D, 4 value groups: V 16 keys a pass
+    dict(b=1, h=1, n=64, m=520, d=72, dv=96, scale="q"),          # long keys, D / DV past 64: fused (worthwhile)
 ]
 
 

@@ -373,6 +373,16 @@ SMALL_PLANS = (CoopPlan(1, 4, 1, 1, 32, 2),    # 16 x 64, 4 subgroups
                CoopPlan(1, 2, 1, 2, 64, 2, 4),  # 16 x 64, 2 x 4 K slices: 8 subgroups
                CoopPlan(1, 4, 1, 1, 64, 2, 2),  # 16 x 64, 4 x 2 K slices
                CoopPlan(1, 4, 1, 2, 32, 2, 2))  # 16 x 128, 4 x 2 K slices
+# Mid-size tiles (32..128 rows, 4-8 subgroups of 1-2 x 1-2 blocks): offered beside SMALL_PLANS where the gemm has
+# rows for them (batch-1 FCs over 196..3136 pixels), as `measured` candidates too.  SMALL_PLANS re-read B once per
+# 16 rows; below MIN_MACS coop_cost ranks only the 128 x 128 families, which leave most SMs idle there.
+MID_PLANS = (CoopPlan(2, 2, 2, 2, 32, 2),     # 64 x 64, 4 subgroups of 32 x 32
+             CoopPlan(4, 2, 1, 2, 32, 2),     # 64 x 64, 8 subgroups of 16 x 32
+             CoopPlan(2, 2, 1, 2, 32, 2),     # 32 x 64, 4 subgroups of 16 x 32
+             CoopPlan(4, 2, 2, 2, 32, 2),     # 128 x 64
+             CoopPlan(2, 4, 2, 2, 32, 2),     # 64 x 128
+             CoopPlan(2, 2, 2, 2, 32, 2, 2))  # 64 x 64, 2 K slices: 8 subgroups
+MID_CANDIDATES = 3           # how many MID_PLANS (least padded work per subgroup first) a gemm carries
 SMALL_MIN_MACS = 1 << 24     # below it (MobileNetV2's, EfficientNet's batch-1 gemms) the old variant lost on every
 #                             shape (H100 notes at MIN_MACS) and float16 storage would slow the plain kernel kept
 
@@ -386,14 +396,21 @@ def small_m(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
             and M >= 16 and M * N * K * G >= SMALL_MIN_MACS and not worthwhile(M, N, K, G, gather))
 
 
-def small_plans(M: int, N: int, K: int, G: int, n: int) -> list:
-    """The `n` SMALL_PLANS of least padded work per subgroup (waves of one tile per SM, each tile's
-    16x16x16 blocks over its subgroups), ties to the larger tile; only plans whose K slices have work
-    (BK / KS steps of 16 within K)."""
+def small_plans(M: int, N: int, K: int, G: int, n: int, plans=None) -> list:
+    """The `n` SMALL_PLANS (or `plans`) of least padded work per subgroup (waves of one tile per SM, each
+    tile's 16x16x16 blocks over its subgroups), ties to the larger tile; only plans whose K slices have
+    work (BK / KS steps of 16 within K) and whose row blocks are at most half padding."""
     def cost(p):
         tiles = -(-M // p.BM) * -(-N // p.BN) * G
         return -(-tiles // GPU_SMS) * p.BM * p.BN * -(-K // p.BK) * p.BK / (p.WM * p.WN * p.KS), -p.BM * p.BN
-    return sorted((p for p in SMALL_PLANS if p.KS == 1 or K >= p.BK), key=cost)[:n]
+    return sorted((p for p in (SMALL_PLANS if plans is None else plans)
+                   if (p.KS == 1 or K >= p.BK) and (p.BM <= 16 or 2 * M >= p.BM)), key=cost)[:n]
+
+
+def small_candidates(M: int, N: int, K: int, G: int) -> list:
+    """The small-M plans a gemm carries: tune_candidates + 1 of SMALL_PLANS, MID_CANDIDATES of MID_PLANS."""
+    return (small_plans(M, N, K, G, max(current().tune_candidates, 1) + 1)
+            + small_plans(M, N, K, G, MID_CANDIDATES, MID_PLANS))
 
 
 def split_variants(M: int, N: int, K: int, S: int, gather: bool = False) -> list:
@@ -406,14 +423,14 @@ def split_variants(M: int, N: int, K: int, S: int, gather: bool = False) -> list
                               f16_bindings=("x", "w"))]
     if not small_m(M, N, K * S, 1, gather):
         return []
-    return _measured(small_plans(M, N, K, S, max(current().tune_candidates, 1) + 1))
+    return _measured(small_candidates(M, N, K, S))
 
 
 def small_m_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> list:
     """The small-M candidates of a one-dispatch fp16 gemm ([] where small_m says none)."""
     if not small_m(M, N, K, G, gather):
         return []
-    return _measured(small_plans(M, N, K, G, max(current().tune_candidates, 1) + 1))
+    return _measured(small_candidates(M, N, K, G))
 
 
 def _measured(plans) -> list:

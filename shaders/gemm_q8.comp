@@ -23,8 +23,13 @@
 // PF: the first PF weight words of each invocation are loaded before phase 1 (their latency hidden behind it).
 // FLAT (one row, decode; ops/gemm_q8.py _flat_plan): each invocation reads its part of the row once into
 // registers; TPR invocations per channel, batches of HB channels per slot, each batch loaded one ahead.
+// ATTN (FLAT only; ops/q8_fusion.py: the FC reading a decode attention's output): x is SDPA_DECODE's
+// flash-decoding partials [AH][ANC][AD + 2] = [m, l, acc[AD]] (shaders/sdpa_decode_split.comp) and the row is
+// their combine, as sdpa_decode_combine.comp computes it: row[h * AD + d] = sum_c w_c acc_c[d] / sum_c w_c l_c,
+// w_c = exp(m_c - max m) (0 for a chunk of -inf scores, whose acc is not read).  Each workgroup combines the
+// whole row (it quantizes it): the chunk weights first, into shared memory, then each invocation its floats.
 // Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF FLAT
-//          TPR HB (FLAT)
+//          TPR HB (FLAT) ATTN AH ANC AD (ATTN)
 //          DOT_EXT (the int_dot variants: dot4 is SPIR-V's OpSDot, exact as the plain int32 sum)
 // Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
@@ -47,7 +52,53 @@
 #ifndef EPI_CHAIN
 #define EPI_CHAIN 0
 #endif
+#ifndef ATTN
+#define ATTN 0
+#endif
 #define NT gl_WorkGroupSize.x
+#if ATTN
+shared float at_m[AH * ANC];     // each (head, chunk)'s max score, then its weight w_c
+shared float at_wl[AH * ANC];    // w_c * l_c
+// the combined attention output at row element k (after attn_weights)
+float attn_elem(int k) {
+    int h = k / AD, d = k % AD;
+    float num = 0.0, den = 0.0;
+    [[unroll]] for (int c = 0; c < ANC; ++c) {
+        float wc = at_m[h * ANC + c];
+        den += at_wl[h * ANC + c];
+        if (wc != 0.0) num += wc * LD(x, (h * ANC + c) * (AD + 2) + 2 + d);
+    }
+    return num / den;
+}
+// the chunk weights w_c and w_c * l_c of every head into shared memory (uniform control flow: barriers)
+void attn_weights() {
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    float mv[(AH * ANC + NT - 1) / NT], lv[(AH * ANC + NT - 1) / NT];
+    [[unroll]] for (int i = 0; i < (AH * ANC + int(NT) - 1) / int(NT); ++i) {
+        int e = int(gl_LocalInvocationID.x) + i * int(NT);
+        mv[i] = e < AH * ANC ? LD(x, e * (AD + 2)) : NEG_INF;
+        lv[i] = e < AH * ANC ? LD(x, e * (AD + 2) + 1) : 0.0;
+        if (e < AH * ANC) at_m[e] = mv[i];
+    }
+    barrier();
+    float wv[(AH * ANC + NT - 1) / NT];
+    [[unroll]] for (int i = 0; i < (AH * ANC + int(NT) - 1) / int(NT); ++i) {
+        int e = int(gl_LocalInvocationID.x) + i * int(NT), h = e / ANC;
+        float M = NEG_INF;
+        if (e < AH * ANC) [[unroll]] for (int c = 0; c < ANC; ++c) M = max(M, at_m[h * ANC + c]);
+        wv[i] = mv[i] == NEG_INF ? 0.0 : exp(mv[i] - M);
+    }
+    barrier();
+    [[unroll]] for (int i = 0; i < (AH * ANC + int(NT) - 1) / int(NT); ++i) {
+        int e = int(gl_LocalInvocationID.x) + i * int(NT);
+        if (e < AH * ANC) {
+            at_m[e] = wv[i];
+            at_wl[e] = wv[i] * lv[i];
+        }
+    }
+    barrier();
+}
+#endif
 #if RMS
 #if !EPI_CHAIN
 // @include ew_math.glsl
@@ -258,9 +309,15 @@ void main() {
     // (one row: each invocation reads its XW words' floats once, into registers)
     const int XW = (KQ * 4 + int(NT) - 1) / int(NT);
     float xr[XW * 4];
+#if ATTN
+    attn_weights();
+#define XLD(k) attn_elem(k)
+#else
+#define XLD(k) LD(x, k)
+#endif
     [[unroll]] for (int i = 0; i < XW; ++i) [[unroll]] for (int j = 0; j < 4; ++j) {
         int k = (int(tid) + i * int(NT)) * 4 + j;
-        xr[i * 4 + j] = k < GK ? LD(x, k) : 0.0;
+        xr[i * 4 + j] = k < GK ? XLD(k) : 0.0;
     }
 #if RMS
     float ss = 0.0;

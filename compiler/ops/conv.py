@@ -384,9 +384,10 @@ def _check_fc(node, graph):
     if int(node.attrs.get("weights_format", 0)) != 0:
         return "shuffled weights format not supported"
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    if len(w.shape) != 2 or w.shape[1] < 1 or x.size % w.shape[1]:
+    xs = gemm_q8.row_elements(node, graph)        # (input 0's size, or the row attention partials make)
+    if len(w.shape) != 2 or w.shape[1] < 1 or xs % w.shape[1]:
         return f"weights {list(w.shape)} do not fit input {list(x.shape)}"
-    if y.size != x.size // w.shape[1] * w.shape[0]:
+    if y.size != xs // w.shape[1] * w.shape[0]:
         return f"output {list(y.shape)} does not fit input {list(x.shape)} and weights {list(w.shape)}"
     _bias(node, graph, w.shape[0])
     return check_act(node, graph, allowed=(0, 1, 2, 3))
@@ -473,6 +474,8 @@ def _fc_sym(node, graph, values=None):
 def _fc_shape(node, vals, graph, need=None):
     x = vals[0]
     n, k = graph.t(node.inputs[1]).shape[0], graph.t(node.inputs[1]).shape[-1]
+    if node.attrs.get(gemm_q8.ATTN_ATTR):         # (input 0: attention partials of one row, ops/q8_fusion.py)
+        return [rules.placeholder(graph.t(node.outputs[0]).shape, rules.out_dtype(node, graph))]
     shape = list(x.shape[:-1]) + [n] if node.attrs.get("keep_num_dims") else [x.size // k, n]
     return [rules.placeholder(shape, rules.out_dtype(node, graph))]
 

@@ -8,8 +8,11 @@
 // reads the zero point's lanes, XZ_WORD) and of the BN channels' weights, row-major with a stride of BKP
 // = BK + 4 words (16-byte rows, spread over the banks), in two shared buffers: the next step's words
 // are read into registers before this step's products and stored after them, one barrier a step.
-// Epilogue: each subgroup stores one accumulator at a time to its own 16 x 16 scratch, and each lane
-// finishes 2 of its 64 output words (q8_store_word: LiteRT's requantization, a fused residual ADD).
+// Epilogue: the staging buffers, free after the K loop, hold each subgroup's 16 x WN strip (a row of its
+// accumulators at a time), and each lane finishes words of fixed channels (their parameters loaded once,
+// q8_cols) for a pixel's WN / 4 contiguous words per WN / 4 lanes (int8_conv_geo.glsl q8_store_cols:
+// LiteRT's requantization, a fused residual ADD through its tables).  Loops over fragments are unrolled
+// (coopmat arrays indexed by constants) except under EMU.
 // V4 (CW % 4 == 0: a 4-word chunk at a multiple of 4 stays in one window position): x and w are bound as
 // uvec4 arrays and each invocation stages 16-byte chunks; else single words.
 // EMU (tests on devices without cooperative matrices): the same staging and epilogue, the products by
@@ -36,15 +39,26 @@
 #define RP (NT / CH)                         // rows one pass of the workgroup stages
 #define RA (BM / RP)                         // pixels each invocation stages per K step
 #define RB (BN / RP)                         // channels each invocation stages per K step
-#if BK % 8 != 0 || NT % CH != 0 || BM % RP != 0 || BN % RP != 0 || WM % 16 != 0 || WN % 16 != 0
+#if BK % 8 != 0 || 128 % WN != 0 || NT % CH != 0 || BM % RP != 0 || BN % RP != 0 || WM % 16 != 0 || WN % 16 != 0
 #error int8_conv_cm: a tile plan must split into 16 x 16 fragments, K steps of whole 32-int8 fragments and whole staging rounds
 #endif
 #if !EMU
 // @include coopmat_int8.glsl
 #endif
-shared uint sa[2 * BM * BKP];
-shared uint sb[2 * BN * BKP];
-shared int sc[SGM * SGN * 256];
+// one shared array: A's two buffers, then B's (SB0); after the K loop, each subgroup's 16 x WN strip of int32
+// results for the epilogue (SC: sm's pixel rows fi * 16 .., sn's channels)
+#define SB0 (2 * BM * BKP)
+#define SC(sg) ((sg) * 16 * WN)
+#if SGM * SGN * 16 * WN > 2 * (BM + BN) * BKP
+#error int8_conv_cm: the epilogue strips must fit the staging buffers
+#endif
+shared uint sab[2 * (BM + BN) * BKP];
+#if EMU
+#define UNROLL
+#else
+#extension GL_EXT_control_flow_attributes : require
+#define UNROLL [[unroll]]
+#endif
 
 int H, W, CW, KW, DH, DW, GM, KWORDS, m0, n0, kk, rows0;
 uint xz;
@@ -71,10 +85,10 @@ void fetch(int k0) {
 void stash(int buf) {
     for (int r = 0; r < RA; ++r)
         for (int j = 0; j < U; ++j)
-            sa[(buf * BM + rows0 + r * RP) * BKP + kk + j] = LANE(ra[r], j);
+            sab[(buf * BM + rows0 + r * RP) * BKP + kk + j] = LANE(ra[r], j);
     for (int r = 0; r < RB; ++r)
         for (int j = 0; j < U; ++j)
-            sb[(buf * BN + rows0 + r * RP) * BKP + kk + j] = LANE(rb[r], j);
+            sab[SB0 + (buf * BN + rows0 + r * RP) * BKP + kk + j] = LANE(rb[r], j);
 }
 
 void main() {
@@ -114,7 +128,10 @@ void main() {
     for (int i = 0; i < FM * FN * 8; ++i) ce[i] = 0;
 #else
     CM_C c[FM * FN];
-    for (int i = 0; i < FM * FN; ++i) c[i] = CM_C(0);
+    UNROLL for (int i = 0; i < FM * FN; ++i) c[i] = CM_C(0);
+#endif
+#if RESIDUAL
+    q8_residual_init(tid, NT);
 #endif
     fetch(0);
     stash(0);
@@ -124,8 +141,8 @@ void main() {
         int buf = s & 1;
         bool more = s + 1 < steps;
         if (more) fetch((s + 1) * BK);
-        int abase = (buf * BM + sm * WM) * BKP, bbase = (buf * BN + sn * WN) * BKP;
-        for (int ks = 0; ks < BK; ks += 8) {
+        int abase = (buf * BM + sm * WM) * BKP, bbase = SB0 + (buf * BN + sn * WN) * BKP;
+        UNROLL for (int ks = 0; ks < BK; ks += 8) {
 #if EMU
             for (int fi = 0; fi < FM; ++fi)
                 for (int fj = 0; fj < FN; ++fj)
@@ -133,46 +150,53 @@ void main() {
                         int e = lane + 32 * t;
                         int ar = abase + (fi * 16 + e / 16) * BKP + ks, br = bbase + (fj * 16 + e % 16) * BKP + ks;
                         int sum = 0;
-                        for (int q = 0; q < 8; ++q) sum += DOT4(sa[ar + q], sb[br + q]);
+                        for (int q = 0; q < 8; ++q) sum += DOT4(sab[ar + q], sab[br + q]);
                         ce[(fi * FN + fj) * 8 + t] += sum;
                     }
 #else
             CM_A fa[FM];
             CM_B fb[FN];
-            for (int fi = 0; fi < FM; ++fi)
-                coopMatLoad(fa[fi], sa, abase + fi * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutRowMajor);
-            for (int fj = 0; fj < FN; ++fj)
-                coopMatLoad(fb[fj], sb, bbase + fj * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutColumnMajor);
-            for (int fi = 0; fi < FM; ++fi)
-                for (int fj = 0; fj < FN; ++fj)
+            UNROLL for (int fi = 0; fi < FM; ++fi)
+                coopMatLoad(fa[fi], sab, abase + fi * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutRowMajor);
+            UNROLL for (int fj = 0; fj < FN; ++fj)
+                coopMatLoad(fb[fj], sab, bbase + fj * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutColumnMajor);
+            UNROLL for (int fi = 0; fi < FM; ++fi)
+                UNROLL for (int fj = 0; fj < FN; ++fj)
                     c[fi * FN + fj] = coopMatMulAdd(fa[fi], fb[fj], c[fi * FN + fj]);
 #endif
         }
         if (more) stash(buf ^ 1);
         barrier();
     }
-    for (int fi = 0; fi < FM; ++fi)
-        for (int fj = 0; fj < FN; ++fj) {
+    // epilogue, a pixel row of fragments at a time: the subgroup's FN accumulators into its 16 x WN strip, then
+    // each lane finishes words of that strip: always channels cw * 4 .. + 3 (parameters loaded once), rows
+    // lane / (WN / 4) + r * (128 / WN); a pixel's WN channels are WN / 4 lanes' contiguous words
+    int cw = lane % (WN / 4), oc0 = n0 + sn * WN + cw * 4;
+    Q8Cols cols = q8_cols(min(oc0, COUT - 4));
+    for (int fi = 0; fi < FM; ++fi) {
 #if EMU
-            for (int t = 0; t < 8; ++t) sc[sg * 256 + lane + 32 * t] = ce[(fi * FN + fj) * 8 + t];
-            barrier();
-#else
-            coopMatStore(c[fi * FN + fj], sc, sg * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-#endif
-            for (int q = 0; q < 2; ++q) {
-                int wd = lane + 32 * q, row = wd / 4, cw = wd % 4;
-                int m = m0 + sm * WM + fi * 16 + row, oc0 = n0 + sn * WN + fj * 16 + cw * 4;
-                int e = sg * 256 + row * 16 + cw * 4;
-                if (m < GM && oc0 < COUT)
-                    q8_store_word(ivec4(sc[e], sc[e + 1], sc[e + 2], sc[e + 3]), oc0, (m * COUT + oc0) >> 2);
+        for (int fj = 0; fj < FN; ++fj)
+            for (int t = 0; t < 8; ++t) {
+                int e = lane + 32 * t;
+                sab[SC(sg) + e / 16 * WN + fj * 16 + e % 16] = uint(ce[(fi * FN + fj) * 8 + t]);
             }
-#if EMU
-            barrier();
+        barrier();
 #else
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
+        UNROLL for (int fj = 0; fj < FN; ++fj)
+            coopMatStore(c[fi * FN + fj], sab, SC(sg) + fj * 16, WN, gl_CooperativeMatrixLayoutRowMajor);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
 #endif
+        for (int row = lane / (WN / 4); row < 16; row += 128 / WN) {
+            int m = m0 + sm * WM + fi * 16 + row, e = SC(sg) + row * WN + cw * 4;
+            if (m < GM && oc0 < COUT)
+                q8_store_cols(ivec4(sab[e], sab[e + 1], sab[e + 2], sab[e + 3]), cols, (m * COUT + oc0) >> 2);
         }
+#if EMU
+        barrier();
+#else
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+#endif
+    }
 }

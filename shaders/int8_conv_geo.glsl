@@ -4,7 +4,9 @@
 // RESIDUAL: a fused residual ADD (int8_conv.py _fuse_residual_adds): the conv's int8 value v and the residual
 // r (binding res, the output's shape) rescaled and summed as LiteRT's int8 ADD (int8_eltwise.comp OP 0):
 // q8_rq0((v + OFF_A) << 20, M_A, S_A) + q8_rq0((r + OFF_B) << 20, M_B, S_B), then q8_rq0(., MO, SO) + OUT_ZP
-// clamped; its parameters at qp[G_R + i] in ADD_FIELDS order.  Needs int8_requant.glsl before it.
+// clamped; its parameters at qp[G_R + i] in ADD_FIELDS order.  The two input rescalings depend on one byte
+// each: tables of 256 in shared memory (q8_residual_init, in the kernel's prologue).  Per output channel
+// parameters are loaded once per column (q8_cols), not per element.  Needs int8_requant.glsl before it.
 #define QP0 36
 #define G_N 0
 #define G_H 1
@@ -32,7 +34,17 @@
 #define G_R 23
 int COUT, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX;
 #define RQ_SPLIT 0
+#if RQ_MODE != 1
+#error the tiled epilogue (q8_finish_cols) is ruy's rounding (RQ_RUY)
+#endif
 // @include int8_conv.glsl
+
+#if RESIDUAL
+int R_MO, R_SO, R_ZP, R_MIN, R_MAX;
+// the fused ADD's rescaled inputs as tables (q8_residual_init): entry v + 128 of side a (the conv's int8 value v) is
+// q8_rq0((v + OFF_A) << 20, M_A, S_A), entry 256 + r + 128 of side b (a residual byte r) the same with OFF_B, M_B, S_B
+shared int q8_lut[512];
+#endif
 
 void q8_load_layer() {
     COUT = qp[G_COUT];
@@ -40,19 +52,65 @@ void q8_load_layer() {
     OUT_ZP = qp[G_OUT_ZP];
     ACT_MIN = qp[G_ACT_MIN];
     ACT_MAX = qp[G_ACT_MAX];
+#if RESIDUAL
+    R_MO = qp[G_R + 6];
+    R_SO = qp[G_R + 7];
+    R_ZP = qp[G_R + 8];
+    R_MIN = qp[G_R + 9];
+    R_MAX = qp[G_R + 10];
+#endif
 }
 
-// output word e (pixel m's channels oc0 .. oc0 + 3) from their int32 sums
-void q8_store_word(ivec4 acc, int oc0, int e) {
-    ivec4 v = ivec4(q8_finish(acc.x, oc0), q8_finish(acc.y, oc0 + 1), q8_finish(acc.z, oc0 + 2),
-                    q8_finish(acc.w, oc0 + 3));
+#if RESIDUAL
+// invocation tid of nt fills q8_lut (a barrier must follow before q8_store_cols reads it)
+void q8_residual_init(int tid, int nt) {
+    for (int i = tid; i < 512; i += nt) {
+        int s = i >> 8, v = (i & 255) - 128;
+        q8_lut[i] = q8_rq0((v + qp[G_R + 3 * s]) << 20, qp[G_R + 3 * s + 1], qp[G_R + 3 * s + 2]);
+    }
+}
+#endif
+
+// output channels oc0 .. oc0 + 3's requantization (RQ_RUY), loaded once for all the pixels an invocation finishes:
+// bias plus IN_OFF times the weight sum (one int32 sum, wrapping as the two adds do), multiplier, left shift,
+// right shift and its rounding half (0 where there is none)
+struct Q8Cols { ivec4 add, m, lsh, rs, rnd; };
+
+Q8Cols q8_cols(int oc0) {
+    Q8Cols p;
+    for (int j = 0; j < 4; ++j) {
+        int oc = oc0 + j, sh = qp[QP0 + 2 * COUT + oc];
+        p.add[j] = qp[QP0 + oc] + IN_OFF * qp[QP0 + 3 * COUT + oc];
+        p.m[j] = qp[QP0 + COUT + oc];
+        p.lsh[j] = max(sh, 0);
+        p.rs[j] = max(-sh, 0);
+        p.rnd[j] = int((1u << uint(p.rs[j])) >> 1);
+    }
+    return p;
+}
+
+// q8_finish (RQ_RUY) of 4 channels' int32 sums with their parameters in registers
+ivec4 q8_finish_cols(ivec4 acc, Q8Cols p) {
+    ivec4 v;
+    for (int j = 0; j < 4; ++j)
+        v[j] = clamp(((q8_high_up((acc[j] + p.add[j]) << p.lsh[j], p.m[j]) + p.rnd[j]) >> p.rs[j]) + OUT_ZP, ACT_MIN, ACT_MAX);
+    return v;
+}
+
+// output word e (a pixel's channels p was loaded for) from their int32 sums
+void q8_store_cols(ivec4 acc, Q8Cols p, int e) {
+    ivec4 v = q8_finish_cols(acc, p);
 #if RESIDUAL
     uint rw = res[e];       // (read right before the write: res may share out_'s bytes)
-    for (int j = 0; j < 4; ++j) {
-        int va = q8_rq0((v[j] + qp[G_R]) << 20, qp[G_R + 1], qp[G_R + 2]);
-        int vb = q8_rq0((q8_lane(rw, j) + qp[G_R + 3]) << 20, qp[G_R + 4], qp[G_R + 5]);
-        v[j] = clamp(q8_rq0(va + vb, qp[G_R + 6], qp[G_R + 7]) + qp[G_R + 8], qp[G_R + 9], qp[G_R + 10]);
-    }
+    for (int j = 0; j < 4; ++j)
+        v[j] = clamp(q8_rq0(q8_lut[v[j] + 128] + q8_lut[384 + q8_lane(rw, j)], R_MO, R_SO) + R_ZP, R_MIN, R_MAX);
 #endif
     out_[e] = (uint(v.x) & 0xFFu) | (uint(v.y) & 0xFFu) << 8 | (uint(v.z) & 0xFFu) << 16 | (uint(v.w) & 0xFFu) << 24;
 }
+
+#if !RESIDUAL
+// output word e (pixel m's channels oc0 .. oc0 + 3) from their int32 sums, the parameters loaded here
+void q8_store_word(ivec4 acc, int oc0, int e) {
+    q8_store_cols(acc, q8_cols(oc0), e);
+}
+#endif

@@ -5,8 +5,8 @@
 // along COUT); each K step stages BK words of the BM pixels' im2col rows (a position outside the input
 // reads the zero point's lanes, XZ_WORD) and of the BN channels' weights in shared memory, and each
 // invocation accumulates a 4 x 4 register block (pixels ty + i * BM / 4, channels 4 tx + j) with DOT4
-// (int8_conv.glsl: OpSDot under DOT_EXT).  Then q8_finish (LiteRT's exact requantization) and one packed
-// word per pixel and 4 channels.
+// (int8_conv.glsl: OpSDot under DOT_EXT).  Then LiteRT's exact requantization with the 4 channels' parameters
+// loaded once (q8_cols) and one packed word per pixel and 4 channels (16 invocations: 64 contiguous bytes).
 // The layer's geometry is data, not defines (int8_conv_geo.glsl, with the epilogue and its fused residual
 // ADD): one module serves every layer of a model (bundle size).
 // Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT COOPMAT RESIDUAL
@@ -58,6 +58,9 @@ void main() {
         px_y[r] = p % qp[G_OH] * qp[G_SH] - qp[G_PT];
         px_x[r] = ox * qp[G_SW] - qp[G_PL];
     }
+#if RESIDUAL
+    q8_residual_init(tid, NT);               // (the K loop's barriers publish it)
+#endif
     ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));   // [pixel i][channel j]
 #if COOPMAT
     int sg = int(gl_SubgroupID);
@@ -113,9 +116,10 @@ void main() {
 #endif
     int oc0 = n0 + tx * 4;
     if (oc0 >= COUT) return;
+    Q8Cols cols = q8_cols(oc0);              // (this invocation's 4 channels, for its 4 pixels)
     for (int i = 0; i < 4; ++i) {
         int m = m0 + ty + i * (BM / 4);
         if (m < GM)
-            q8_store_word(acc[i], oc0, (m * COUT + oc0) >> 2);
+            q8_store_cols(acc[i], cols, (m * COUT + oc0) >> 2);
     }
 }

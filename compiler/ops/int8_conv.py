@@ -268,26 +268,42 @@ COOPMAT_VARIANT = KernelVariant("coopmat_int8", {"cooperative_matrix": [16, 16, 
 
 # Big-tile plans of the cooperative-matrix kernel (shaders/int8_conv_cm.comp: SGM x SGN subgroups of 32, BK-word
 # K steps, two shared buffers), offered beside coopmat_int8 as `measured` candidates (runtime/tuning.py: the
-# device times them at first load and keeps the fastest).  Shared memory: 2 * (BM + BN) * (BK + 4) words and
-# 1 KiB a subgroup, at most 48 KiB.
+# device times them at first load and keeps the fastest).  Shared memory: 2 * (BM + BN) * (BK + 4) words (the
+# epilogue's strips reuse them) and 2 KiB of residual tables (cm_smem), at most 48 KiB.
 CM_PLANS = {
     "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4),
     "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2),
     "coopmat_int8_64x128": dict(BM=64, BN=128, BK=16, SGM=2, SGN=4),
+    # coopmat_int8's tile and subgroup layout with this kernel's 64-int8 (128: 38 KiB of shared memory) double-
+    # buffered K steps, 16-byte staging and strip epilogue
+    "coopmat_int8_64x64": dict(BM=64, BN=64, BK=16, SGM=4, SGN=2),
+    "coopmat_int8_64x64k32": dict(BM=64, BN=64, BK=32, SGM=4, SGN=2),
 }
+# a plan is offered where its grid has at least this many workgroups: with fewer a big GPU idles (H100, 132 SMs:
+# the 128 x 128 plan's 52-workgroup grid of a 7 x 7 layer at batch 32 ran 2.7x slower than 64 x 64's 200), and
+# small layers' candidates would grow the bundle for nothing
+CM_MIN_GROUPS = 128
+CM_PORTABLE_SMEM = 32 * 1024    # what every Vulkan device allows; a plan needing more requires `shared_memory`
+
+
+def cm_smem(plan: dict) -> int:
+    """A CM_PLANS plan's shared memory in bytes: two staging buffers of BM + BN rows of BK + 4 words and the
+    residual tables."""
+    return 2 * (plan["BM"] + plan["BN"]) * (plan["BK"] + 4) * 4 + 2048
 CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan)
 CM_EMU = False          # (tests: the plans' EMU form, scalar products, on any device, first)
 
 
 def cm_variants(gm: int, co: int, cw: int) -> list:
     """The CM_PLANS variants of a tiled layer of gm pixels by co channels, cw words a window position (those
-    whose channel tile is used at least half); 16-byte staging where cw % 4 == 0."""
+    whose channel tile is used at least half, with CM_MIN_GROUPS workgroups); 16-byte staging where cw % 4 == 0;
+    a plan of more than 32 KiB of shared memory requires it (EMU: no requirement, lavapipe runs them)."""
     out = []
     for name, plan in CM_PLANS.items():
-        if co < plan["BN"] // 2:
-            continue
         nt = plan["SGM"] * plan["SGN"] * 32
         groups = -(-gm // plan["BM"]) * -(-co // plan["BN"])
+        if co < plan["BN"] // 2 or groups < CM_MIN_GROUPS:
+            continue
 
         def make(k, plan=plan, nt=nt, groups=groups):
             v4 = int(cw % 4 == 0)
@@ -296,6 +312,8 @@ def cm_variants(gm: int, co: int, cw: int) -> list:
             return dataclasses.replace(k, template="int8_conv_cm", invocations=groups * nt, local_x=nt, defines=d,
                                        variants=[], item_inner=0, vec4=("x", "w") if v4 else ())
         req = {} if CM_EMU else {"cooperative_matrix": COOPMAT_VARIANT.requires["cooperative_matrix"], "subgroup_size": 32}
+        if cm_smem(plan) > CM_PORTABLE_SMEM and not CM_EMU:
+            req["shared_memory"] = cm_smem(plan)
         out.append(KernelVariant(name + ("_emu" if CM_EMU else ""), req, make, measured=CM_MEASURED and not CM_EMU))
     return out
 
@@ -350,6 +368,10 @@ VARIANTS = {
                             {"V4": [0, 1]}, ["out_", "x", "w", "qp"],
                             {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                             lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
+    "int8_conv_cm:64x64": (dict(CM_PLANS["coopmat_int8_64x64k32"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
+                           {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
+                           {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
+                           lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
     "int8_fc_splitk": (dict(PIX=8, RQ_MODE=1, VEC4=1, DEPTHWISE=0, RESIDUAL=0, DOT_EXT=0), {"PIX": [1, 8], "DOT_EXT": [0, 1]},
                        ["out_", "x", "w", "qp"], {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                        lambda d: {"local_x": 64}),

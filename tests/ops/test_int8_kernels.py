@@ -416,7 +416,8 @@ def test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, case):
         assert bad.size == 0, f"{bad.size} of {r_.size} differ"
 
 
-@pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_64x128"])
+@pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_64x128",
+                                  "coopmat_int8_64x64", "coopmat_int8_64x64k32"])
 def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, plan):
     """The big-tile cooperative-matrix plans (shaders/int8_conv_cm.comp, `measured` candidates) with their
     products done by scalar DOT4 (EMU): the double-buffered staging, the tile and fragment indexing and the
@@ -430,8 +431,12 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
     for t, k, dt in all_variants():
         if t == "int8_conv_cm":
             spirv_val(glsl.kernel_spirv(k, dt))
-    assert not int8_conv.CM_EMU and all(v.measured for v in int8_conv.cm_variants(4096, 256, 4))
+    big = int8_conv.cm_variants(65536, 256, 4)
+    assert not int8_conv.CM_EMU and len(big) == len(int8_conv.CM_PLANS) and all(v.measured for v in big)
+    assert [v.name for v in int8_conv.cm_variants(2048, 256, 4)] == ["coopmat_int8_64x64", "coopmat_int8_64x64k32"]
+    assert "shared_memory" in next(v for v in big if v.name == "coopmat_int8_64x64k32").requires
     monkeypatch.setattr(int8_conv, "CM_EMU", True)
+    monkeypatch.setattr(int8_conv, "CM_MIN_GROUPS", 1)      # (tiny layers: every plan offered)
     monkeypatch.setenv("GPUC_VARIANTS", ",".join(f"{p}_emu={'force' if p == plan else 'off'}" for p in int8_conv.CM_PLANS))
     test_conv_bit_exact(gpu, CONV_CASES[7])         # (2, 33, 31, 8) -> 72 channels, 3x3 stride 2: partial tiles
     test_conv_bit_exact(gpu, ("CONV_2D", (2, 13, 11, 32), 72, 3, 2, "SAME", "RELU", True, True))   # 16-byte staging (V4)

@@ -1,5 +1,6 @@
-"""LLM decode-step fusions around the weight-only int8 FULLY_CONNECTED (ops/gemm_q8.py), pass
-`fuse_q8_gemv` (after simulate_quantization marks the int8 FCs, before the elementwise / epilogue passes):
+"""LLM decode-step fusions around the weight-only int8 FULLY_CONNECTED (ops/gemm_q8.py), passes
+`fuse_q8_gemv` (GLU, RMS prologue) and `fold_attention_combine` (after simulate_quantization marks the int8
+FCs, before the elementwise / epilogue passes):
 
 - GLU: litert-torch's MLP  MUL(MUL(g, LOGISTIC(g)), u)  with g = FC(x, Wgate) and u = FC(x, Wup), both
   int8 FCs of the same input and shape, becomes the gate FC alone computing both dot products over the
@@ -126,7 +127,7 @@ def _attention(g: Graph, sd: Node, users: dict, keep: set) -> bool:
 
 
 def fuse_q8_gemv(g: Graph) -> None:
-    """GLU gate/up merges, RMS_NORM prologues, then attention combines (module docstring)."""
+    """GLU gate/up merges, then RMS_NORM prologues (module docstring)."""
     keep = set(g.outputs)
     changed = True
     while changed:
@@ -140,6 +141,12 @@ def fuse_q8_gemv(g: Graph) -> None:
     for n in list(g.nodes):
         if n.op == rms_norm.OP and _rms(g, n, users, keep):
             users = g.consumers()
+
+
+def fold_attention_combine(g: Graph) -> None:
+    """Each SDPA_DECODE read only by a one-row int8 FC hands that FC its partials (module docstring);
+    after fuse_q8_gemv (the FC must be plain: no norm or GLU of its own)."""
+    keep = set(g.outputs)
     users = g.consumers()
     for n in list(g.nodes):
         if n.op == sdpa_decode.OP and _attention(g, n, users, keep):

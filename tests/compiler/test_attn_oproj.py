@@ -1,5 +1,5 @@
 """A decode attention read only by an int8 FC (the o-projection, through a RESHAPE): the FC's gemm_q8 combines
-SDPA_DECODE's flash-decoding partials as it reads its row (compiler/ops/q8_fusion.py, gemm_q8 ATTN), so the
+SDPA_DECODE's flash-decoding partials as it reads its row (pass fold_attention_combine, gemm_q8 ATTN), so the
 step has no sdpa_decode_combine dispatch.  Checked against LiteRT's default CPU path (the decomposition, then
 XNNPACK's dynamic-range FC) and against gpuc with the combine kept: GQA, several key chunks with the chunks
 past the position skipped (-inf and finfo.min masks), a residual ADD folded into the FC; an attention output
@@ -65,8 +65,7 @@ def _run(bundle, xs):
     (4, 2, 16, 100, 24, 60, np.finfo(np.float32).min),   # GQA, 4 chunks, the last 2 past the position
     (6, 3, 20, 200, 40, 150, -np.inf),                   # 7 chunks, -inf mask, D not a power of 2
     (2, 1, 64, 70, 8, 70, 0.0)])                         # every key live
-def test_o_projection_combines_the_partials(monkeypatch, H, KH, D, KV, N, valid, neg):
-    from gpuc.compiler.ops import q8_fusion
+def test_o_projection_combines_the_partials(H, KH, D, KV, N, valid, neg):
     data, xs = model(H, KH, D, KV, N), _inputs(H, KH, D, KV, N, valid, neg)
     bundle = gpuc.compile(data)
     labels = [d.label for d in read_bundle(bundle).dispatches]
@@ -75,9 +74,7 @@ def test_o_projection_combines_the_partials(monkeypatch, H, KH, D, KV, N, valid,
     assert len(labels) == 2, labels              # the split, the FC with its residual ADD
     got = _run(bundle, xs)[0]
     ref = litert_default(data, xs)[0]
-    monkeypatch.setattr(q8_fusion, "_attention", lambda *a: False)
-    monkeypatch.setenv("GPUC_NO_CACHE", "1")     # (the patched pass is not in the compile cache's key)
-    kept = gpuc.compile(data)
+    kept = gpuc.compile(data, disable_passes=["fold_attention_combine"])
     assert "sdpa_decode_combine" in {s.name.split("+")[0] for s in read_bundle(kept).shaders}
     plain = _run(kept, xs)[0]
     scale = np.abs(ref).max()

@@ -6,8 +6,9 @@
 // tile; subgroup (sm, sn) its WM = BM / SGM pixels by WN = BN / SGN channels as FM x FN 16 x 16 int32
 // accumulators.  Each K step stages BK words of the BM pixels' im2col rows (a position outside the input
 // reads the zero point's lanes, XZ_WORD) and of the BN channels' weights, row-major with a stride of BKP
-// = BK + 4 words (16-byte rows, spread over the banks), in two shared buffers: the next step's words
-// are read into registers before this step's products and stored after them, one barrier a step.
+// = BK + 4 words (16-byte rows, spread over the banks) or (KC) as BK / 8 blocks of 8-word rows, in two
+// shared buffers: the next step's words are read into registers before this step's products and stored
+// after them, one barrier a step.
 // Epilogue: the staging buffers, free after the K loop, hold each subgroup's 16 x WN strip (a row of its
 // accumulators at a time), and each lane finishes words of fixed channels (their parameters loaded once,
 // q8_cols) for a pixel's WN / 4 contiguous words per WN / 4 lanes (int8_conv_geo.glsl q8_store_cols:
@@ -17,7 +18,7 @@
 // uvec4 arrays and each invocation stages 16-byte chunks; else single words.
 // EMU (tests on devices without cooperative matrices): the same staging and epilogue, the products by
 // scalar DOT4 in logical subgroups of 32 invocations.
-// Defines: BM BN BK SGM SGN V4 EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
+// Defines: BM BN BK SGM SGN KC V4 EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
 // @include int8_requant.glsl
 // @include int8_conv_geo.glsl
 #define NT (SGM * SGN * 32)
@@ -25,7 +26,20 @@
 #define WN (BN / SGN)
 #define FM (WM / 16)
 #define FN (WN / 16)
+#if KC
+// K-chunked staging: each 8-word (32-int8) K slice of the tile is its own row-major block of rows 8 words
+// apart (coopmat_int8's layout, int8_conv_tiled.comp), so every fragment load has a 32-byte stride
+#define BKP BK
+#define AIX(buf, row, k) ((buf) * BM * BK + ((k) / 8 * BM + (row)) * 8 + (k) % 8)
+#define BIX(buf, row, k) (SB0 + (buf) * BN * BK + ((k) / 8 * BN + (row)) * 8 + (k) % 8)
+#define LDS 8
+#else
+// rows of BK + 4 words (16-byte aligned, their 16-byte pieces spread over the banks)
 #define BKP (BK + 4)
+#define AIX(buf, row, k) (((buf) * BM + (row)) * BKP + (k))
+#define BIX(buf, row, k) (SB0 + ((buf) * BN + (row)) * BKP + (k))
+#define LDS BKP
+#endif
 #if V4
 #define U 4                                  // words a staged unit
 #define UT uvec4
@@ -85,10 +99,10 @@ void fetch(int k0) {
 void stash(int buf) {
     for (int r = 0; r < RA; ++r)
         for (int j = 0; j < U; ++j)
-            sab[(buf * BM + rows0 + r * RP) * BKP + kk + j] = LANE(ra[r], j);
+            sab[AIX(buf, rows0 + r * RP, kk + j)] = LANE(ra[r], j);
     for (int r = 0; r < RB; ++r)
         for (int j = 0; j < U; ++j)
-            sab[SB0 + (buf * BN + rows0 + r * RP) * BKP + kk + j] = LANE(rb[r], j);
+            sab[BIX(buf, rows0 + r * RP, kk + j)] = LANE(rb[r], j);
 }
 
 void main() {
@@ -141,14 +155,13 @@ void main() {
         int buf = s & 1;
         bool more = s + 1 < steps;
         if (more) fetch((s + 1) * BK);
-        int abase = (buf * BM + sm * WM) * BKP, bbase = SB0 + (buf * BN + sn * WN) * BKP;
         UNROLL for (int ks = 0; ks < BK; ks += 8) {
 #if EMU
             for (int fi = 0; fi < FM; ++fi)
                 for (int fj = 0; fj < FN; ++fj)
                     for (int t = 0; t < 8; ++t) {
                         int e = lane + 32 * t;
-                        int ar = abase + (fi * 16 + e / 16) * BKP + ks, br = bbase + (fj * 16 + e % 16) * BKP + ks;
+                        int ar = AIX(buf, sm * WM + fi * 16 + e / 16, ks), br = BIX(buf, sn * WN + fj * 16 + e % 16, ks);
                         int sum = 0;
                         for (int q = 0; q < 8; ++q) sum += DOT4(sab[ar + q], sab[br + q]);
                         ce[(fi * FN + fj) * 8 + t] += sum;
@@ -157,9 +170,9 @@ void main() {
             CM_A fa[FM];
             CM_B fb[FN];
             UNROLL for (int fi = 0; fi < FM; ++fi)
-                coopMatLoad(fa[fi], sab, abase + fi * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fa[fi], sab, AIX(buf, sm * WM + fi * 16, ks), LDS, gl_CooperativeMatrixLayoutRowMajor);
             UNROLL for (int fj = 0; fj < FN; ++fj)
-                coopMatLoad(fb[fj], sab, bbase + fj * 16 * BKP + ks, BKP, gl_CooperativeMatrixLayoutColumnMajor);
+                coopMatLoad(fb[fj], sab, BIX(buf, sn * WN + fj * 16, ks), LDS, gl_CooperativeMatrixLayoutColumnMajor);
             UNROLL for (int fi = 0; fi < FM; ++fi)
                 UNROLL for (int fj = 0; fj < FN; ++fj)
                     c[fi * FN + fj] = coopMatMulAdd(fa[fi], fb[fj], c[fi * FN + fj]);

@@ -186,6 +186,14 @@ void main() {
     // lane / (WN / 4) + r * (128 / WN); a pixel's WN channels are WN / 4 lanes' contiguous words
     int cw = lane % (WN / 4), oc0 = n0 + sn * WN + cw * 4;
     Q8Cols cols = q8_cols(min(oc0, COUT - 4));
+#if RESIDUAL
+    uint rw[FM * WN / 8];                    // (the residual words this lane finishes, read before its writes)
+    for (int fi = 0; fi < FM; ++fi)
+        for (int row = lane / (WN / 4), r = 0; row < 16; row += 128 / WN, ++r) {
+            int m = m0 + sm * WM + fi * 16 + row;
+            rw[fi * (WN / 8) + r] = m < GM && oc0 < COUT ? res[(m * COUT + oc0) >> 2] : 0u;
+        }
+#endif
     for (int fi = 0; fi < FM; ++fi) {
 #if EMU
         for (int fj = 0; fj < FN; ++fj)
@@ -200,10 +208,11 @@ void main() {
         subgroupMemoryBarrierShared();
         subgroupBarrier();
 #endif
-        for (int row = lane / (WN / 4); row < 16; row += 128 / WN) {
+        for (int row = lane / (WN / 4), r = 0; row < 16; row += 128 / WN, ++r) {
             int m = m0 + sm * WM + fi * 16 + row, e = SC(sg) + row * WN + cw * 4;
             if (m < GM && oc0 < COUT)
-                q8_store_cols(ivec4(sab[e], sab[e + 1], sab[e + 2], sab[e + 3]), cols, (m * COUT + oc0) >> 2);
+                q8_store_cols(ivec4(sab[e], sab[e + 1], sab[e + 2], sab[e + 3]), cols, (m * COUT + oc0) >> 2
+                              Q8_RES(rw[fi * (WN / 8) + r]));
         }
 #if EMU
         barrier();

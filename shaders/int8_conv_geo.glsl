@@ -97,11 +97,18 @@ ivec4 q8_finish_cols(ivec4 acc, Q8Cols p) {
     return v;
 }
 
-// output word e (a pixel's channels p was loaded for) from their int32 sums
+// output word e (a pixel's channels p was loaded for) from their int32 sums; RESIDUAL: rw, the residual's
+// word e, read by the caller before any of its writes (res may share out_'s bytes: every word is read and
+// written by one invocation), all its words at once, so that their loads overlap
+#if RESIDUAL
+#define Q8_RES(rw) , rw
+void q8_store_cols(ivec4 acc, Q8Cols p, int e, uint rw) {
+#else
+#define Q8_RES(rw)
 void q8_store_cols(ivec4 acc, Q8Cols p, int e) {
+#endif
     ivec4 v = q8_finish_cols(acc, p);
 #if RESIDUAL
-    uint rw = res[e];       // (read right before the write: res may share out_'s bytes)
     for (int j = 0; j < 4; ++j)
         v[j] = clamp(q8_rq0(q8_lut[v[j] + 128] + q8_lut[384 + q8_lane(rw, j)], R_MO, R_SO) + R_ZP, R_MIN, R_MAX);
 #endif

@@ -58,8 +58,14 @@ void main() {
         px_y[r] = p % qp[G_OH] * qp[G_SH] - qp[G_PT];
         px_x[r] = ox * qp[G_SW] - qp[G_PL];
     }
+    int oc0 = n0 + tx * 4;
 #if RESIDUAL
     q8_residual_init(tid, NT);               // (the K loop's barriers publish it)
+    uint rw[4];                              // (the residual words this invocation finishes, read up front)
+    for (int i = 0; i < 4; ++i) {
+        int m = m0 + ty + i * (BM / 4);
+        rw[i] = m < GM && oc0 < COUT ? res[(m * COUT + oc0) >> 2] : 0u;
+    }
 #endif
     ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));   // [pixel i][channel j]
 #if COOPMAT
@@ -114,12 +120,11 @@ void main() {
         acc[i] = ivec4(sc[e], sc[e + 1], sc[e + 2], sc[e + 3]);
     }
 #endif
-    int oc0 = n0 + tx * 4;
     if (oc0 >= COUT) return;
     Q8Cols cols = q8_cols(oc0);              // (this invocation's 4 channels, for its 4 pixels)
     for (int i = 0; i < 4; ++i) {
         int m = m0 + ty + i * (BM / 4);
         if (m < GM)
-            q8_store_cols(acc[i], cols, (m * COUT + oc0) >> 2);
+            q8_store_cols(acc[i], cols, (m * COUT + oc0) >> 2 Q8_RES(rw[i]));
     }
 }

@@ -276,10 +276,11 @@ CM_PLANS = {
     "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4, KC=1),
     "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2, KC=1),
     "coopmat_int8_64x128": dict(BM=64, BN=128, BK=16, SGM=2, SGN=4, KC=1),
-    # coopmat_int8's tile and subgroup layout with this kernel's 64-int8 (k32: 128) double-buffered K steps,
-    # 16-byte staging and strip epilogue; the padded-row staging (p) beside the K-chunked one
+    # coopmat_int8's tile and subgroup layout with this kernel's 64-int8 double-buffered K steps, 16-byte
+    # staging and strip epilogue; the same with 4 subgroups of 2 x 2 fragments (s4: each A / B fragment load
+    # feeds two products), and with padded-row staging (p, beside the K-chunked one)
     "coopmat_int8_64x64": dict(BM=64, BN=64, BK=16, SGM=4, SGN=2, KC=1),
-    "coopmat_int8_64x64k32": dict(BM=64, BN=64, BK=32, SGM=4, SGN=2, KC=1),
+    "coopmat_int8_64x64s4": dict(BM=64, BN=64, BK=16, SGM=2, SGN=2, KC=1),
     "coopmat_int8_64x64p": dict(BM=64, BN=64, BK=16, SGM=4, SGN=2, KC=0),
 }
 # a plan is offered where its grid has at least this many workgroups: with fewer a big GPU idles (H100, 132 SMs:
@@ -371,7 +372,7 @@ VARIANTS = {
                             {"V4": [0, 1]}, ["out_", "x", "w", "qp"],
                             {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                             lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
-    "int8_conv_cm:64x64": (dict(CM_PLANS["coopmat_int8_64x64k32"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
+    "int8_conv_cm:64x64": (dict(CM_PLANS["coopmat_int8_64x64s4"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
                            {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                            {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
                            lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),

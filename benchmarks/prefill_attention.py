@@ -6,10 +6,11 @@ without it (the BATCH_MATMUL / SOFTMAX chain); each result checked against numpy
 dispatch with GPU timestamps (runtime/profile.py, what `gpuc profile` uses).
 
     python -m benchmarks.prefill_attention [--heads 14/2/64,12/2/128] [--T 512] [--KV 1024] [--start 0,512]
-                                           [--runs 10] [--tol 1e-4]
+                                           [--runs 10] [--tol 1e-4] [--prefetch 1,0]
 
 --heads: H/KH/D per shape (default: Qwen2.5-0.5B's and 1.5B's attention).  --start: the first position of
-each run (0: keys past T masked for every query, their tiles skipped).  One line per shape, form and start:
+each run (0: keys past T masked for every query, their tiles skipped).  --prefetch: the fused kernel
+with attention_wide.comp's PF on (1) and / or off (0) (ops/attention.py WIDE_PREFETCH).  One line per shape, form and start:
 max |out - ref| / max |ref| and GPU us per shader.  Exit 1 if any result is out of --tol.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 import numpy as np
 
 import gpuc
+from gpuc.compiler.ops import attention
 from gpuc.runtime.profile import profile
 from tests.helpers.prefill_attention import prefill_reference, prefill_sdpa
 
@@ -31,6 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--KV", type=int, default=1024, help="cache length (keys)")
     ap.add_argument("--start", default="0", help="first positions, comma separated")
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--prefetch", default=str(attention.WIDE_PREFETCH), help="fused forms: PF values, comma separated")
     ap.add_argument("--tol", type=float, default=1e-4, help="max |out - ref| / max |ref|")
     a = ap.parse_args(argv)
     rng, bad = np.random.default_rng(0), 0
@@ -39,7 +42,9 @@ def main(argv=None) -> int:
         model = prefill_sdpa(a.T, a.KV, h, kh, d)
         q = rng.normal(0, 1.5, (1, a.T, h, d)).astype(np.float32)
         k, v = (rng.normal(0, 1.5, (1, a.KV, kh, d)).astype(np.float32) for _ in range(2))
-        for form, disable in (("fused", []), ("unfused", ["fuse_attention"])):
+        forms = [(f"fused PF{pf}", [], int(pf)) for pf in a.prefetch.split(",")] + [("unfused", ["fuse_attention"], 1)]
+        for form, disable, pf in forms:
+            attention.WIDE_PREFETCH = pf
             m = gpuc.load(gpuc.compile(model, cache=False, disable_passes=disable))
             try:
                 for start in (int(s) for s in a.start.split(",")):
@@ -51,7 +56,7 @@ def main(argv=None) -> int:
                         us[r["shader"]] = us.get(r["shader"], 0.0) + r["us"]
                     ok = err <= a.tol
                     bad += not ok
-                    print(f"H{h} KH{kh} D{d} T{a.T} KV{a.KV} positions {start}..{start + a.T - 1} {form:8s} "
+                    print(f"H{h} KH{kh} D{d} T{a.T} KV{a.KV} positions {start}..{start + a.T - 1} {form:9s} "
                           f"rel err {err:.1e}{'' if ok else ' FAIL'}  GPU us {sum(us.values()):8.1f}  "
                           + " ".join(f"{s} {u:.1f}" for s, u in sorted(us.items(), key=lambda x: -x[1])), flush=True)
             finally:

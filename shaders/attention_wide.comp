@@ -13,8 +13,13 @@
 // (x - max) * BETA form: a tile's row max is reduced through shared memory, every invocation keeps
 // the running max of its rows and its own partial sum (rescaled as the max moves), summed at the end.
 // Masked key tiles are skipped as in attention.comp (SKIP_BIAS, same conditions and caveats).
+// Global loads go through registers, every value of a stage (a K / Q chunk, a V pass) issued at once;
+// PF = 1 prefetches: V's first pass with K's first chunk at the tile's start (its latency hidden by the
+// scores), each next chunk / pass while the current one is used (a workgroup runs one tile after another
+// with few warps per SM at prefill sizes: load latency, not arithmetic, bounded it).
 // Defines: those of attention.comp but RQ CK BK CV DC QCHUNKS VK SKV_SIZE PARTS; DCH = ceil(D / 64),
-// VCH = ceil(DV / 64), VKP = 64 / (VCH rounded up to a power of 2).
+// VCH = ceil(DV / 64), VKP = 64 / (VCH rounded up to a power of 2), PF.
+#extension GL_EXT_control_flow_attributes : enable
 // @include ew_math.glsl
 #define MASKED 1.0e30
 #define NT 128
@@ -22,6 +27,10 @@
 #define BK 64
 #define NBIASX (NBIAS > 0 ? NBIAS : 1)
 #define VW (16 * VCH)                   // vec4 per staged V row
+#define KPT (BK * 64 / NT)              // K values an invocation stages per chunk (keys r0 + 2 u, channel cl)
+#define QPT (BQ * 64 / NT)              // Q values per chunk (rows r0 + 2 u, channel cl)
+#define VPT (VKP * 64 * VCH / NT)       // V values per pass (e = tid + NT u: key e / (64 VCH), column e % (64 VCH))
+#define NVP (BK / VKP)                  // V passes per tile
 
 shared vec4 sQ[BQ * 16];            // [row][channel / 4] (one chunk of 64 channels)
 shared vec4 sKV[BK * 16];           // K: [key][channel / 4] (one chunk), then V: [key][column / 4], swizzled
@@ -32,16 +41,44 @@ shared int sLive[3];
 
 #define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
 
-// Q's channels c0 .. c0 + 63 of the block's rows into sQ: lanes along channels
-#define STAGE_Q(c0) \
-    for (int e = tid; e < 64 * BQ; e += NT) { \
-        int c = (c0) + e % 64, rr = e / 64, i = i0 + rr; \
-        float x = 0.0; \
-        if (i < N && c < D) { \
-            x = LD(q, qoff + i * Q_SR + c * Q_SC); \
+// Stage loads into registers (every value at once) and register stores into shared memory; tid, r0 = tid / 64,
+// cl = tid % 64, j0, the view offsets and the register arrays kr / qr / vr in scope.
+#define LOAD_K(ch) \
+    [[unroll]] for (int u = 0; u < KPT; ++u) { \
+        int j = j0 + r0 + 2 * u, c = 64 * (ch) + cl; \
+        kr[u] = j < M && c < D ? LD(k, koff + j * K_SJ + c * K_SC) : 0.0; \
+    }
+#define STORE_K(ch) \
+    [[unroll]] for (int u = 0; u < KPT; ++u) { \
+        int jj = r0 + 2 * u; \
+        float x = kr[u]; \
+        if (j0 + jj < M && 64 * (ch) + cl < D) { \
+            K_STEPS \
+        } \
+        sKV[jj * 16 + ((cl / 4) ^ (jj & 7))][cl % 4] = x; \
+    }
+#define LOAD_Q(ch) \
+    [[unroll]] for (int u = 0; u < QPT; ++u) { \
+        int i = i0 + r0 + 2 * u, c = 64 * (ch) + cl; \
+        qr[u] = i < N && c < D ? LD(q, qoff + i * Q_SR + c * Q_SC) : 0.0; \
+    }
+#define STORE_Q(ch) \
+    [[unroll]] for (int u = 0; u < QPT; ++u) { \
+        float x = qr[u]; \
+        if (i0 + r0 + 2 * u < N && 64 * (ch) + cl < D) { \
             Q_STEPS \
         } \
-        sQ[rr * 16 + e % 64 / 4][c % 4] = x; \
+        sQ[(r0 + 2 * u) * 16 + cl / 4][cl % 4] = x; \
+    }
+#define LOAD_V(p) \
+    [[unroll]] for (int u = 0; u < VPT; ++u) { \
+        int e = tid + NT * u, cc = e % (64 * VCH), j = j0 + (p) * VKP + e / (64 * VCH); \
+        vr[u] = j < M && cc < DV ? LD(v, voff + j * V_SJ + cc * V_SC) : 0.0; \
+    }
+#define STORE_V \
+    [[unroll]] for (int u = 0; u < VPT; ++u) { \
+        int e = tid + NT * u, cc = e % (64 * VCH), jj = e / (64 * VCH); \
+        sKV[jj * VW + ((cc / 4) ^ (jj & 7))][cc % 4] = vr[u]; \
     }
 
 void main() {
@@ -59,7 +96,11 @@ void main() {
     koff += K_OFF;
     voff += V_OFF;
     int tid = int(gl_LocalInvocationIndex);
-    int tx = tid % 16, ty = tid / 16;
+    int tx = tid % 16, ty = tid / 16, r0 = tid / 64, cl = tid % 64;
+    float kr[KPT], vr[VPT];
+#if DCH > 1
+    float qr[QPT];
+#endif
     int bo[NBIASX][4];                           // bias offsets of this invocation's rows
     for (int h = 0; h < NBIAS; ++h)
         for (int a = 0; a < 4; ++a) {
@@ -71,7 +112,11 @@ void main() {
             bo[h][a] = o;
         }
 #if DCH == 1
-    STAGE_Q(0)
+    {
+        float qr[QPT];
+        LOAD_Q(0)
+        STORE_Q(0)
+    }
 #endif
     float acc[4][4 * VCH], m_run[4], l_run[4];
     for (int a = 0; a < 4; ++a) {
@@ -107,21 +152,34 @@ void main() {
         float s[4][4];
         for (int a = 0; a < 4; ++a)
             for (int t = 0; t < 4; ++t) s[a][t] = 0.0;
+#if PF
+        LOAD_K(0)
+#if DCH > 1
+        LOAD_Q(0)
+#endif
+        LOAD_V(0)
+#endif
         for (int ch = 0; ch < DCH; ++ch) {
             int c0 = 64 * ch;
             if (ch > 0) barrier();               // the previous chunk read
+#if !PF
+            LOAD_K(ch)
 #if DCH > 1
-            STAGE_Q(c0)
+            LOAD_Q(ch)
 #endif
-            for (int e = tid; e < BK * 64; e += NT) {    // K: lanes along channels
-                int c = c0 + e % 64, jj = e / 64, j = j0 + jj;
-                float x = 0.0;
-                if (j < M && c < D) {
-                    x = LD(k, koff + j * K_SJ + c * K_SC);
-                    K_STEPS
-                }
-                sKV[jj * 16 + ((e % 64 / 4) ^ (jj & 7))][c % 4] = x;
+#endif
+            STORE_K(ch)
+#if DCH > 1
+            STORE_Q(ch)
+#endif
+#if PF
+            if (ch + 1 < DCH) {
+                LOAD_K(ch + 1)
+#if DCH > 1
+                LOAD_Q(ch + 1)
+#endif
             }
+#endif
             barrier();
             int n4 = min(16, (D - c0 + 3) / 4);
             for (int c4 = 0; c4 < n4; ++c4) {
@@ -176,12 +234,18 @@ void main() {
             for (int u = 0; u < 4 * VCH; ++u) acc[a][u] *= al;
         }
         for (int t = 0; t < 4; ++t) sP[(tx + 16 * t) * (BQ / 4) + ty] = vec4(s[0][t], s[1][t], s[2][t], s[3][t]);
-        for (int k0 = 0; k0 < BK; k0 += VKP) {   // V: VKP keys a pass, lanes along columns
-            if (k0 > 0) barrier();               // the previous pass read
-            for (int e = tid; e < VKP * 64 * VCH; e += NT) {
-                int cc = e % (64 * VCH), jj = e / (64 * VCH), j = j0 + k0 + jj;
-                sKV[jj * VW + ((cc / 4) ^ (jj & 7))][cc % 4] = j < M && cc < DV ? LD(v, voff + j * V_SJ + cc * V_SC) : 0.0;
+        for (int pv_ = 0; pv_ < NVP; ++pv_) {   // V: VKP keys a pass, lanes along columns
+            int k0 = pv_ * VKP;
+            if (pv_ > 0) barrier();              // the previous pass read
+#if !PF
+            LOAD_V(pv_)
+#endif
+            STORE_V
+#if PF
+            if (pv_ + 1 < NVP) {
+                LOAD_V(pv_ + 1)
             }
+#endif
             barrier();                           // P and V staged
             for (int jj = 0; jj < VKP; ++jj) {
                 vec4 pv = sP[(k0 + jj) * (BQ / 4) + ty];

@@ -37,12 +37,14 @@ VARIANTS = {
                             K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 40, 300], B_FIRST=[0], B_NT=[1],
                             B_SJ=[1], SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));",
                             SKIP_BIAS=0, SKIP_SIGN=1, SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])",
-                            DCH=1, VCH=1, VKP=16),
-                       {"SKIP_BIAS": [-1, 0], "DCH": [1, 3], "VCH": [1, 3]}, ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=WIDE_NT)),
+                            DCH=1, VCH=1, VKP=16, PF=1),
+                       {"SKIP_BIAS": [-1, 0], "DCH": [1, 3], "VCH": [1, 3], "PF": [0, 1]}, ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=WIDE_NT)),
 }
 
 WIDE_NT, WIDE_BQ, WIDE_MAX_D = 128, 32, 256    # attention_wide.comp: invocations, query rows, head width
 WIDE_MIN_KEYS, WIDE_MIN_ROWS = 256, 64         # the shapes it takes (LLM prefill: long keys, many rows)
+WIDE_PREFETCH = 1        # attention_wide.comp PF: the next stage's loads in flight while one is used
+#                          (benchmarks/prefill_attention.py --prefetch 0 times the kernel without)
 
 
 def wide(n: int, m: int, d: int, dv: int) -> bool:
@@ -54,7 +56,7 @@ def wide_chunks(d: int, dv: int) -> dict:
     """attention_wide.comp's D chunks of 64 channels (DCH), value column groups of 64 (VCH) and the keys
     of V staged per pass (VKP: 64 / VCH rounded up to a power of two, within 1024 vec4 of shared memory)."""
     dch, vch = -(-d // 64), -(-dv // 64)
-    return dict(DCH=dch, VCH=vch, VKP=64 // (1 << (vch - 1).bit_length()))
+    return dict(DCH=dch, VCH=vch, VKP=64 // (1 << (vch - 1).bit_length()), PF=int(WIDE_PREFETCH))
 
 
 def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | None = None,

@@ -69,14 +69,17 @@ WIDE_FORMS = [
     dict(b=1, h=1, n=64, m=257, d=64, mask="sub", scale="beta"),             # SUB mask, scale as beta
     dict(b=2, h=1, n=100, m=260, d=16, scale="q"),                           # no mask: nothing skipped
     dict(b=1, h=2, n=66, m=256, d=8, k_form="transpose", mask="neg_inf"),    # -inf causal mask
-    dict(b=1, h=2, n=70, m=300, d=160, dv=200, mask="runtime"),  # 3 chunks of D, 4 value groups: V 16 keys a pass
+    dict(b=1, h=2, n=70, m=300, d=160, dv=200, mask="runtime", pf=0),  # 3 chunks of D, V 16 keys a pass; no prefetch
     dict(b=1, h=1, n=64, m=520, d=72, dv=96, scale="q"),          # long keys, D / DV past 64: fused (worthwhile)
 ]
 
 
 @pytest.mark.parametrize("kw", WIDE_FORMS, ids=[str(i) for i in range(len(WIDE_FORMS))])
-def test_wide_kernel_forms_match_litert(kw):
-    """attention_wide.comp over the chain forms attention.comp takes (tests/helpers/attention_models.py)."""
+def test_wide_kernel_forms_match_litert(kw, monkeypatch):
+    """attention_wide.comp over the chain forms attention.comp takes (tests/helpers/attention_models.py);
+    pf: its PF define (loads of the next stage in flight while one is used: 1, the default; or not)."""
+    kw = dict(kw)
+    monkeypatch.setattr(attention, "WIDE_PREFETCH", kw.pop("pf", 1))
     model, shapes = attention_model(**kw)
     g = load_tflite(model).main
     run_passes(g)

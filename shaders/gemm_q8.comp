@@ -27,7 +27,7 @@
 // flash-decoding partials [AH][ANC][AD + 2] = [m, l, acc[AD]] (shaders/sdpa_decode_split.comp) and the row is
 // their combine, as sdpa_decode_combine.comp computes it: row[h * AD + d] = sum_c w_c acc_c[d] / sum_c w_c l_c,
 // w_c = exp(m_c - max m) (0 for a chunk of -inf scores, whose acc is not read).  Each workgroup combines the
-// whole row (it quantizes it): the chunk weights first, into shared memory, then each invocation its floats.
+// whole row (it quantizes it) into shared memory: the chunk weights first, then the row (attn_row).
 // Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF FLAT
 //          TPR HB (FLAT) ATTN AH ANC AD (ATTN)
 //          DOT_EXT (the int_dot variants: dot4 is SPIR-V's OpSDot, exact as the plain int32 sum)
@@ -57,44 +57,52 @@
 #endif
 #define NT gl_WorkGroupSize.x
 #if ATTN
-shared float at_m[AH * ANC];     // each (head, chunk)'s max score, then its weight w_c
-shared float at_wl[AH * ANC];    // w_c * l_c
-// the combined attention output at row element k (after attn_weights)
-float attn_elem(int k) {
-    int h = k / AD, d = k % AD;
-    float num = 0.0, den = 0.0;
-    [[unroll]] for (int c = 0; c < ANC; ++c) {
-        float wc = at_m[h * ANC + c];
-        den += at_wl[h * ANC + c];
-        if (wc != 0.0) num += wc * LD(x, (h * ANC + c) * (AD + 2) + 2 + d);
-    }
-    return num / den;
-}
-// the chunk weights w_c and w_c * l_c of every head into shared memory (uniform control flow: barriers)
-void attn_weights() {
+#define AE (AH * ANC)                  // (head, chunk) pairs
+#define AEI ((AE + int(NT) - 1) / int(NT))
+shared float at_w[AE];           // each pair's max score, then its weight w_c / sum_c' w_c' l_c'
+shared float at_wl[AE];          // w_c * l_c
+shared float at_row[GK];         // the combined row
+// the combined row into at_row (uniform control flow: barriers).  The pairs' weights first, one invocation a
+// pair; then invocation t combines row elements t, t + NT, ... (a subgroup's loads: consecutive floats),
+// its loads all independent: a chunk of weight 0 (no live score) reads chunk 0's word instead (cached).
+void attn_row() {
     const float NEG_INF = uintBitsToFloat(0xff800000u);
-    float mv[(AH * ANC + NT - 1) / NT], lv[(AH * ANC + NT - 1) / NT];
-    [[unroll]] for (int i = 0; i < (AH * ANC + int(NT) - 1) / int(NT); ++i) {
-        int e = int(gl_LocalInvocationID.x) + i * int(NT);
-        mv[i] = e < AH * ANC ? LD(x, e * (AD + 2)) : NEG_INF;
-        lv[i] = e < AH * ANC ? LD(x, e * (AD + 2) + 1) : 0.0;
-        if (e < AH * ANC) at_m[e] = mv[i];
+    int tid = int(gl_LocalInvocationID.x);
+    float mv[AEI], lv[AEI], wv[AEI];
+    [[unroll]] for (int i = 0; i < AEI; ++i) {
+        int e = tid + i * int(NT);
+        mv[i] = e < AE ? LD(x, e * (AD + 2)) : NEG_INF;
+        lv[i] = e < AE ? LD(x, e * (AD + 2) + 1) : 0.0;
+        if (e < AE) at_w[e] = mv[i];
     }
     barrier();
-    float wv[(AH * ANC + NT - 1) / NT];
-    [[unroll]] for (int i = 0; i < (AH * ANC + int(NT) - 1) / int(NT); ++i) {
-        int e = int(gl_LocalInvocationID.x) + i * int(NT), h = e / ANC;
+    [[unroll]] for (int i = 0; i < AEI; ++i) {
+        int e = tid + i * int(NT), h = min(e, AE - 1) / ANC;
         float M = NEG_INF;
-        if (e < AH * ANC) [[unroll]] for (int c = 0; c < ANC; ++c) M = max(M, at_m[h * ANC + c]);
+        [[unroll]] for (int c = 0; c < ANC; ++c) M = max(M, at_w[h * ANC + c]);
         wv[i] = mv[i] == NEG_INF ? 0.0 : exp(mv[i] - M);
     }
     barrier();
-    [[unroll]] for (int i = 0; i < (AH * ANC + int(NT) - 1) / int(NT); ++i) {
-        int e = int(gl_LocalInvocationID.x) + i * int(NT);
-        if (e < AH * ANC) {
-            at_m[e] = wv[i];
-            at_wl[e] = wv[i] * lv[i];
+    [[unroll]] for (int i = 0; i < AEI; ++i) {
+        int e = tid + i * int(NT);
+        if (e < AE) at_wl[e] = wv[i] * lv[i];
+    }
+    barrier();
+    [[unroll]] for (int i = 0; i < AEI; ++i) {
+        int e = tid + i * int(NT), h = min(e, AE - 1) / ANC;
+        float den = 0.0;
+        [[unroll]] for (int c = 0; c < ANC; ++c) den += at_wl[h * ANC + c];
+        if (e < AE) at_w[e] = wv[i] / den;
+    }
+    barrier();
+    for (int k = tid; k < GK; k += int(NT)) {
+        int h = k / AD, d = k % AD;
+        float num = 0.0;
+        [[unroll]] for (int c = 0; c < ANC; ++c) {
+            float wc = at_w[h * ANC + c];
+            num += wc * LD(x, (h * ANC + (wc != 0.0 ? c : 0)) * (AD + 2) + 2 + d);
         }
+        at_row[k] = num;
     }
     barrier();
 }
@@ -310,8 +318,8 @@ void main() {
     const int XW = (KQ * 4 + int(NT) - 1) / int(NT);
     float xr[XW * 4];
 #if ATTN
-    attn_weights();
-#define XLD(k) attn_elem(k)
+    attn_row();
+#define XLD(k) at_row[k]
 #else
 #define XLD(k) LD(x, k)
 #endif

@@ -201,9 +201,9 @@ def q8_kernels(node, graph, bias) -> list:
 
 
 def attn_smem(node) -> int:
-    """Shared memory bytes of an ATTN row prologue (each chunk's m, weight and weight x sum): 0 without."""
+    """Shared memory bytes of an ATTN row prologue (each chunk's weight and weight x sum, the row): 0 without."""
     a = node.attrs.get(ATTN_ATTR)
-    return 12 * int(a[0]) * int(a[1]) if a else 0
+    return 8 * int(a[0]) * int(a[1]) + 4 * int(a[0]) * int(a[2]) if a else 0
 
 
 def row_elements(node, graph) -> int:

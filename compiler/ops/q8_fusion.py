@@ -90,7 +90,7 @@ def _rms(g: Graph, rn: Node, users: dict, keep: set) -> bool:
     return True
 
 
-ATTN_SMEM = 16 * 1024          # shared memory bytes the FC's combine may take (gemm_q8.attn_smem)
+ATTN_SMEM = 24 * 1024          # shared memory bytes the FC's combine may take (gemm_q8.attn_smem)
 
 
 def _attention(g: Graph, sd: Node, users: dict, keep: set) -> bool:
@@ -114,7 +114,7 @@ def _attention(g: Graph, sd: Node, users: dict, keep: set) -> bool:
     if sdpa_decode.refusal(sd, g) is not None:   # (it must run as SDPA_DECODE: the split makes the partials)
         return False
     H, nc, dd = sdpa_decode.partials_shape(sd, g)
-    if 12 * H * nc > ATTN_SMEM or H * (dd - 2) != y_t.size:
+    if 8 * H * nc + 4 * H * (dd - 2) > ATTN_SMEM or H * (dd - 2) != y_t.size:   # (gemm_q8.attn_smem)
         return False
     part = g.add_tensor(f"{y_t.name}/partials", (H, nc, dd), "float32")
     sd.attrs[sdpa_decode.PARTIALS] = True

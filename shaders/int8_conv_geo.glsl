@@ -40,7 +40,7 @@ int COUT, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX;
 // @include int8_conv.glsl
 
 #if RESIDUAL
-int R_MO, R_SO, R_ZP, R_MIN, R_MAX;
+int R_MO, R_LSH, R_RS, R_MASK, R_HALF, R_ZP, R_MIN, R_MAX;     // (the output rescaling's shift split once)
 // the fused ADD's rescaled inputs as tables (q8_residual_init): entry v + 128 of side a (the conv's int8 value v) is
 // q8_rq0((v + OFF_A) << 20, M_A, S_A), entry 256 + r + 128 of side b (a residual byte r) the same with OFF_B, M_B, S_B
 shared int q8_lut[512];
@@ -54,7 +54,10 @@ void q8_load_layer() {
     ACT_MAX = qp[G_ACT_MAX];
 #if RESIDUAL
     R_MO = qp[G_R + 6];
-    R_SO = qp[G_R + 7];
+    R_LSH = max(qp[G_R + 7], 0);
+    R_RS = max(-qp[G_R + 7], 0);
+    R_MASK = int((1u << uint(R_RS)) - 1u);
+    R_HALF = R_MASK >> 1;
     R_ZP = qp[G_R + 8];
     R_MIN = qp[G_R + 9];
     R_MAX = qp[G_R + 10];
@@ -109,8 +112,11 @@ void q8_store_cols(ivec4 acc, Q8Cols p, int e) {
 #endif
     ivec4 v = q8_finish_cols(acc, p);
 #if RESIDUAL
-    for (int j = 0; j < 4; ++j)
-        v[j] = clamp(q8_rq0(q8_lut[v[j] + 128] + q8_lut[384 + q8_lane(rw, j)], R_MO, R_SO) + R_ZP, R_MIN, R_MAX);
+    for (int j = 0; j < 4; ++j) {     // q8_rq0(a + b, MO, SO) with SO's shifts from q8_load_layer
+        int r = q8_high_away((q8_lut[v[j] + 128] + q8_lut[384 + q8_lane(rw, j)]) << R_LSH, R_MO);
+        r = (r >> R_RS) + ((r & R_MASK) > R_HALF + (r < 0 ? 1 : 0) ? 1 : 0);
+        v[j] = clamp(r + R_ZP, R_MIN, R_MAX);
+    }
 #endif
     out_[e] = (uint(v.x) & 0xFFu) | (uint(v.y) & 0xFFu) << 8 | (uint(v.z) & 0xFFu) << 16 | (uint(v.w) & 0xFFu) << 24;
 }

@@ -4,7 +4,8 @@
 // position).  A workgroup of (BM / 4) * (BN / 4) invocations computes a BM x BN tile (TILES_N tiles
 // along COUT); each K step stages BK words of the BM pixels' im2col rows (a position outside the input
 // reads the zero point's lanes, XZ_WORD) and of the BN channels' weights in shared memory, and each
-// invocation accumulates a 4 x 4 register block (pixels ty + i * BM / 4, channels 4 tx + j) with DOT4
+// invocation accumulates a 4 x 4 register block (pixels ty + i * BM / 4, channels 4 tx + j) with DOT4; each
+// step's words are loaded into registers during the previous step's products (fetch)
 // (int8_conv.glsl: OpSDot under DOT_EXT).  Then LiteRT's exact requantization with the 4 channels' parameters
 // loaded once (q8_cols) and one packed word per pixel and 4 channels (16 invocations: 64 contiguous bytes).
 // The layer's geometry is data, not defines (int8_conv_geo.glsl, with the epilogue and its fused residual
@@ -38,20 +39,50 @@ shared int sc[BM * BN];
 shared uint sa[BK * BM];
 shared uint sb[BK * BN];
 
+int H, W, CW, KW, DH, DW, GM, KWORDS, n0, kk, row0;
+uint xz;
+int px_base[RA], px_y[RA], px_x[RA];
+uint ra[RA], rb[RB];
+
+// this invocation's words of K step k0 (word kk of pixels / channels row0 + r * NT / BK) into ra / rb: issued
+// a step ahead, so that their loads are in flight during the step's products
+void fetch(int k0) {
+    int k = k0 + kk;
+    int c = k % CW, t = k / CW;
+    int dy = t / KW * DH, dx = t % KW * DW;
+    for (int r = 0; r < RA; ++r) {
+        int iy = px_y[r] + dy, ix = px_x[r] + dx;
+        bool inside = px_base[r] >= 0 && k < KWORDS && iy >= 0 && iy < H && ix >= 0 && ix < W;
+        uint v = inside ? x[((px_base[r] + iy) * W + ix) * CW + c] : xz;
+        ra[r] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
+    }
+    for (int r = 0; r < RB; ++r) {
+        int oc = n0 + row0 + r * (NT / BK);
+        rb[r] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
+    }
+}
+
 void main() {
     q8_load_layer();
-    int H = qp[G_H], W = qp[G_W], CW = qp[G_CW], KW = qp[G_KW], DH = qp[G_DH], DW = qp[G_DW];
-    int GM = qp[G_GM], KWORDS = qp[G_KWORDS], TILES_N = qp[G_TILES_N];
-    uint xz = uint(qp[G_XZ_WORD]);
+    H = qp[G_H];
+    W = qp[G_W];
+    CW = qp[G_CW];
+    KW = qp[G_KW];
+    DH = qp[G_DH];
+    DW = qp[G_DW];
+    GM = qp[G_GM];
+    KWORDS = qp[G_KWORDS];
+    int TILES_N = qp[G_TILES_N];
+    xz = uint(qp[G_XZ_WORD]);
     int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
     int tid = int(gl_LocalInvocationID.x);
-    int m0 = (wg / TILES_N) * BM, n0 = (wg % TILES_N) * BN;
+    int m0 = (wg / TILES_N) * BM;
+    n0 = (wg % TILES_N) * BN;
     int tx = tid % (BN / 4), ty = tid / (BN / 4);
-    // what this invocation stages: word kk of pixels m0 + tid / BK + r * NT / BK and channels alike
-    int kk = tid % BK;
-    int px_base[RA], px_y[RA], px_x[RA];
+    kk = tid % BK;
+    row0 = tid / BK;
     for (int r = 0; r < RA; ++r) {
-        int m = m0 + tid / BK + r * (NT / BK);
+        int m = m0 + row0 + r * (NT / BK);
         int ox = m % qp[G_OW];
         int p = m / qp[G_OW];
         px_base[r] = m < GM ? p / qp[G_OH] * H : -1;
@@ -74,22 +105,15 @@ void main() {
         coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0);
     coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c1 = c0;
 #endif
+    fetch(0);
     for (int k0 = 0; k0 < KWORDS; k0 += BK) {
-        int k = k0 + kk;
-        int c = k % CW, t = k / CW;
-        int dy = t / KW * DH, dx = t % KW * DW;
-        for (int r = 0; r < RA; ++r) {
-            int iy = px_y[r] + dy, ix = px_x[r] + dx;
-            bool inside = px_base[r] >= 0 && k < KWORDS && iy >= 0 && iy < H && ix >= 0 && ix < W;
-            uint v = inside ? x[((px_base[r] + iy) * W + ix) * CW + c] : xz;
-            sa[SA(kk, tid / BK + r * (NT / BK))] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
-        }
-        for (int r = 0; r < RB; ++r) {
-            int nn = tid / BK + r * (NT / BK);
-            int oc = n0 + nn;
-            sb[SB(kk, nn)] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
-        }
+        for (int r = 0; r < RA; ++r)
+            sa[SA(kk, row0 + r * (NT / BK))] = ra[r];
+        for (int r = 0; r < RB; ++r)
+            sb[SB(kk, row0 + r * (NT / BK))] = rb[r];
         barrier();
+        if (k0 + BK < KWORDS)
+            fetch(k0 + BK);
 #if COOPMAT
         coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> fa;
         coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb0;

@@ -1,0 +1,257 @@
+// @storage16
+// The cooperative-matrix form of attention_wide.comp (ops/attention.py coopmat_variant: the `coopmat`
+// variant of --precision fp16, where the device has VK_KHR_cooperative_matrix 16x16x16
+// fp16*fp16+fp32 at subgroup scope and subgroups of 32): the same inputs, views, steps, masked-tile
+// skipping and results, with Q, K, V and P rounded to fp16 and the products on 16x16x16 coopmats with
+// fp32 accumulators; scores, masks and the online softmax in fp32.  64 invocations (2 subgroups) per
+// workgroup of BQ = 32 query rows of one batch (16 per subgroup), 64-key tiles, D and DV up to 128
+// (DP / DVP: rounded up to 16).  Q (scaled by its steps) is loaded once into DP / 16 A matrices; per tile
+// K goes to shared memory as fp16 [key][channel] (B = K^T: column-major), S = Q K^T (4 accumulator
+// tiles a subgroup) goes to shared memory as fp32, where two invocations per row apply the score steps and
+// the online softmax (row max through shared memory; each keeps its half's partial sum) and write P as
+// fp16; V (fp16 [key][column]) replaces K; the output accumulators (DVP / 16 tiles) are rescaled by each
+// row's factor (a column-vector matrix loaded with stride 0: the same element order as the accumulators)
+// and O += P V.  At the end each tile passes through shared memory to the output view, divided by the
+// row sums.  Shared memory: K / V 64 x (max(DP, DVP) + 8) halves, S 2 x 16 x 68 floats, P 2 x 16 x 72
+// halves: 31 KiB at D = 128.
+// CM_EMULATE=1 (tests, CompileOptions.coopmat_emulate): the same tiling and staging with the matrix
+// operations done per invocation (32 invocations stand for a subgroup, element q of a tile at position
+// lane + 32 q, row-major), Q kept in shared memory; lavapipe checks everything but the coopmat calls.
+// Defines: those of attention_wide.comp but DCH VCH VKP PF; DP, DVP, CM_EMULATE.
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#if !CM_EMULATE
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#endif
+// @include ew_math.glsl
+#define MASKED 1.0e30
+#define NT 64
+#define BQ 32
+#define BK 64
+#define NBIASX (NBIAS > 0 ? NBIAS : 1)
+#define LDK ((DP > DVP ? DP : DVP) + 8)  // halves per staged K / V row (16-byte aligned rows)
+#define SLD 68                          // floats per row of S
+#define PLD 72                          // halves per row of P
+#define ND (DP / 16)
+#define NV (DVP / 16)
+
+shared float16_t sKV[BK * LDK];     // Q (at the start), then per tile K: [key][channel], V: [key][column]
+shared float sS[2 * 16 * SLD];      // per subgroup: S [row][key]; the output tiles at the end
+shared float16_t sP[2 * 16 * PLD];  // per subgroup: P [row][key]
+shared float sRed[NT];              // per invocation: its half row's max, then its partial sum
+shared float sAl[BQ];               // per row: the rescale factor of the tile, then 1 / sum
+#if CM_EMULATE
+shared float16_t sQ[BQ * LDK];
+#endif
+#if SKIP_BIAS >= 0
+shared int sLive[3];
+#endif
+
+#if !CM_EMULATE
+#define CM_A coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define CM_B coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+#define CM_C coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#endif
+
+#define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
+
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int qb = QBLOCKS - 1 - wg / NBATCH, b = wg % NBATCH;  // the last rows first (attention_wide.comp)
+    int i0 = qb * BQ;
+    int qoff, koff, voff, ooff;
+    VIEW_OFF(qoff, Q_T, Q_NT, b)
+    VIEW_OFF(koff, K_T, K_NT, b)
+    VIEW_OFF(voff, V_T, V_NT, b)
+    VIEW_OFF(ooff, O_T, O_NT, b)
+    qoff += Q_OFF;
+    koff += K_OFF;
+    voff += V_OFF;
+    int tid = int(gl_LocalInvocationIndex);
+    int sg = tid / 32, lane = tid % 32;
+    int r = lane / 2, h = lane % 2;              // softmax: row sg * 16 + r, keys 32 h .. 32 h + 31 of a tile
+    int row = sg * 16 + r, i = i0 + row;
+    const int a = 0;                             // SCORE_STEPS / SKIP_LD read bo[..][a]
+    int bo[NBIASX][1];
+    for (int hh = 0; hh < NBIAS; ++hh) {
+        int o = 0;
+        for (int t_ = 0; t_ < B_NT[hh]; ++t_) {
+            int f = 3 * (B_FIRST[hh] + t_);
+            o += ((b * N + i) / B_T[f] % B_T[f + 1]) * B_T[f + 2];
+        }
+        bo[hh][0] = o;
+    }
+#if CM_EMULATE
+#define QSTAGE sQ
+#else
+#define QSTAGE sKV
+#endif
+    for (int e = tid; e < BQ * DP; e += NT) {    // Q: lanes along channels
+        int c = e % DP, rr = e / DP, ii = i0 + rr;
+        float x = 0.0;
+        if (ii < N && c < D) {
+            x = LD(q, qoff + ii * Q_SR + c * Q_SC);
+            Q_STEPS
+        }
+        QSTAGE[rr * LDK + c] = float16_t(x);
+    }
+    barrier();
+#if CM_EMULATE
+    float oc[NV][8];
+    for (int c = 0; c < NV; ++c)
+        for (int u = 0; u < 8; ++u) oc[c][u] = 0.0;
+#else
+    CM_A qa[ND];
+    [[unroll]] for (int kk = 0; kk < ND; ++kk)
+        coopMatLoad(qa[kk], sKV, sg * 16 * LDK + kk * 16, LDK, gl_CooperativeMatrixLayoutRowMajor);
+    CM_C oc[NV];
+    [[unroll]] for (int c = 0; c < NV; ++c) oc[c] = CM_C(0.0);
+#endif
+    float m_run = -EW_INF, l_run = 0.0;
+#if SKIP_BIAS >= 0
+    if (tid < 3) sLive[tid] = 0;
+    int turn = 0;
+#endif
+    barrier();                                   // Q read before K overwrites it
+    for (int j0 = 0; j0 < M; j0 += BK) {
+#if SKIP_BIAS >= 0
+        {                                        // as attention_wide.comp: a tile no row has a live key in
+            bool live = false;
+            if (i < N) {
+                if (!(m_run > -0.1 * MASKED)) live = true;
+                for (int t = 0; t < 32 && !live; ++t) {
+                    int j = j0 + 32 * h + t;
+                    if (j < M && !(float(SKIP_SIGN) * SKIP_LD <= -MASKED)) live = true;
+                }
+            }
+            if (live) sLive[turn] = 1;
+            if (tid == 0) sLive[turn == 2 ? 0 : turn + 1] = 0;
+            barrier();
+            bool skip = sLive[turn] == 0;
+            turn = turn == 2 ? 0 : turn + 1;
+            if (skip) continue;                  // uniform: every invocation read the same flag
+        }
+#endif
+        for (int e = tid; e < BK * DP; e += NT) {    // K: lanes along channels
+            int c = e % DP, jj = e / DP, j = j0 + jj;
+            float x = 0.0;
+            if (j < M && c < D) {
+                x = LD(k, koff + j * K_SJ + c * K_SC);
+                K_STEPS
+            }
+            sKV[jj * LDK + c] = float16_t(x);
+        }
+        barrier();
+#if CM_EMULATE
+        for (int n = 0; n < 4; ++n)
+            for (int u = 0; u < 8; ++u) {
+                int e = lane + 32 * u, rr = e / 16, cc = e % 16;
+                float acc = 0.0;
+                for (int kk = 0; kk < DP; ++kk)
+                    acc += float(sQ[(sg * 16 + rr) * LDK + kk]) * float(sKV[(n * 16 + cc) * LDK + kk]);
+                sS[(sg * 16 + rr) * SLD + n * 16 + cc] = acc;
+            }
+#else
+        [[unroll]] for (int n = 0; n < 4; ++n) {
+            CM_C sc = CM_C(0.0);
+            [[unroll]] for (int kk = 0; kk < ND; ++kk) {
+                CM_B kb;
+                coopMatLoad(kb, sKV, n * 16 * LDK + kk * 16, LDK, gl_CooperativeMatrixLayoutColumnMajor);
+                sc = coopMatMulAdd(qa[kk], kb, sc);
+            }
+            coopMatStore(sc, sS, sg * 16 * SLD + n * 16, SLD, gl_CooperativeMatrixLayoutRowMajor);
+        }
+#endif
+        barrier();                               // K read by all, S stored
+        for (int e = tid; e < BK * DVP; e += NT) {   // V: lanes along columns
+            int c = e % DVP, jj = e / DVP, j = j0 + jj;
+            sKV[jj * LDK + c] = float16_t(j < M && c < DV ? LD(v, voff + j * V_SJ + c * V_SC) : 0.0);
+        }
+        float xs[32], mt = -EW_INF;
+        [[unroll]] for (int t = 0; t < 32; ++t) {
+            int j = j0 + 32 * h + t;
+            float x = sS[row * SLD + 32 * h + t];
+            if (j < M) {
+                if (i < N) {
+                    SCORE_STEPS
+                }
+                mt = max(mt, x);
+            } else {
+                x = -EW_INF;                     // past the keys: weight 0
+            }
+            xs[t] = x;
+        }
+        sRed[tid] = mt;
+        barrier();
+        mt = max(mt, sRed[tid ^ 1]);
+        float mn = max(m_run, mt), al = 1.0, ls = 0.0;
+        if (mn == -EW_INF) {                     // nothing but -inf so far: weights 0, nothing to rescale
+            [[unroll]] for (int t = 0; t < 32; ++t) xs[t] = 0.0;
+        } else {
+            al = exp((m_run - mn) * BETA);
+            [[unroll]] for (int t = 0; t < 32; ++t) {
+                float p = exp((xs[t] - mn) * BETA);
+                xs[t] = p;
+                ls += p;
+            }
+            m_run = mn;
+        }
+        l_run = l_run * al + ls;
+        [[unroll]] for (int t = 0; t < 32; ++t) sP[row * PLD + 32 * h + t] = float16_t(xs[t]);
+        if (h == 0) sAl[row] = al;
+        barrier();                               // P, the factors and V staged
+#if CM_EMULATE
+        for (int c = 0; c < NV; ++c)
+            for (int u = 0; u < 8; ++u) {
+                int e = lane + 32 * u, rr = e / 16, cc = e % 16;
+                float acc = oc[c][u] * sAl[sg * 16 + rr];
+                for (int kk = 0; kk < BK; ++kk)
+                    acc += float(sP[(sg * 16 + rr) * PLD + kk]) * float(sKV[kk * LDK + c * 16 + cc]);
+                oc[c][u] = acc;
+            }
+#else
+        {
+            CM_C am;
+            coopMatLoad(am, sAl, sg * 16, 0, gl_CooperativeMatrixLayoutColumnMajor);
+            CM_A pa[4];
+            [[unroll]] for (int kk = 0; kk < 4; ++kk)
+                coopMatLoad(pa[kk], sP, sg * 16 * PLD + kk * 16, PLD, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (int c = 0; c < NV; ++c) {
+                for (int u = 0; u < oc[c].length(); ++u) oc[c][u] *= am[u];
+                [[unroll]] for (int kk = 0; kk < 4; ++kk) {
+                    CM_B vb;
+                    coopMatLoad(vb, sKV, kk * 16 * LDK + c * 16, LDK, gl_CooperativeMatrixLayoutRowMajor);
+                    oc[c] = coopMatMulAdd(pa[kk], vb, oc[c]);
+                }
+            }
+        }
+#endif
+        barrier();                               // V, P and the factors read before the next tile's writes
+    }
+    sRed[tid] = l_run;
+    barrier();
+    if (h == 0) {
+        float l = l_run + sRed[tid ^ 1];
+        sAl[row] = l > 0.0 ? 1.0 / l : EW_NAN;   // NaN sum, or a row of -inf only
+    }
+    barrier();
+    for (int c = 0; c < NV; ++c) {
+#if CM_EMULATE
+        for (int u = 0; u < 8; ++u) {
+            int e = lane + 32 * u, rr = e / 16, col = c * 16 + e % 16, ii = i0 + sg * 16 + rr;
+            if (ii < N && col < DV) ST(out_, ooff + ii * O_SR + col * O_SC, oc[c][u] * sAl[sg * 16 + rr]);
+        }
+#else
+        coopMatStore(oc[c], sS, sg * 16 * SLD, SLD, gl_CooperativeMatrixLayoutRowMajor);
+        barrier();
+        for (int u = 0; u < 8; ++u) {
+            int e = lane + 32 * u, rr = e / 16, col = c * 16 + e % 16, ii = i0 + sg * 16 + rr;
+            if (ii < N && col < DV)
+                ST(out_, ooff + ii * O_SR + col * O_SC, sS[(sg * 16 + rr) * SLD + e % 16] * sAl[sg * 16 + rr]);
+        }
+        barrier();
+#endif
+    }
+}

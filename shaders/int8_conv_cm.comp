@@ -5,10 +5,9 @@
 // geometry is data: int8_conv_geo.glsl).  A workgroup of SGM x SGN subgroups of 32 computes a BM x BN
 // tile; subgroup (sm, sn) its WM = BM / SGM pixels by WN = BN / SGN channels as FM x FN 16 x 16 int32
 // accumulators.  Each K step stages BK words of the BM pixels' im2col rows (a position outside the input
-// reads the zero point's lanes, XZ_WORD) and of the BN channels' weights, row-major with a stride of BKP
-// = BK + 4 words (16-byte rows, spread over the banks) or (KC) as BK / 8 blocks of 8-word rows, in two
-// shared buffers: the next step's words are read into registers before this step's products and stored
-// after them, one barrier a step.
+// reads the zero point's lanes, XZ_WORD) and of the BN channels' weights as BK / 8 blocks of 8-word rows,
+// in two shared buffers: the next step's words are read into registers before this step's products and
+// stored after them, one barrier a step.
 // Epilogue: the staging buffers, free after the K loop, hold each subgroup's 16 x WN strip (a row of its
 // accumulators at a time), and each lane finishes words of fixed channels (their parameters loaded once,
 // q8_cols) for a pixel's WN / 4 contiguous words per WN / 4 lanes (int8_conv_geo.glsl q8_store_cols:
@@ -18,7 +17,7 @@
 // uvec4 arrays and each invocation stages 16-byte chunks; else single words.
 // EMU (tests on devices without cooperative matrices): the same staging and epilogue, the products by
 // scalar DOT4 in logical subgroups of 32 invocations.
-// Defines: BM BN BK SGM SGN KC V4 EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
+// Defines: BM BN BK SGM SGN V4 EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
 // @include int8_requant.glsl
 // @include int8_conv_geo.glsl
 #define NT (SGM * SGN * 32)
@@ -26,20 +25,11 @@
 #define WN (BN / SGN)
 #define FM (WM / 16)
 #define FN (WN / 16)
-#if KC
 // K-chunked staging: each 8-word (32-int8) K slice of the tile is its own row-major block of rows 8 words
-// apart (coopmat_int8's layout, int8_conv_tiled.comp), so every fragment load has a 32-byte stride
-#define BKP BK
+// apart (coopmat_int8's layout, int8_conv_tiled.comp), so every fragment load has a 32-byte stride (rows
+// padded to BK + 4 words, as first planned, ran 1.5-3x slower than coopmat_int8 on the H100)
 #define AIX(buf, row, k) ((buf) * BM * BK + ((k) / 8 * BM + (row)) * 8 + (k) % 8)
 #define BIX(buf, row, k) (SB0 + (buf) * BN * BK + ((k) / 8 * BN + (row)) * 8 + (k) % 8)
-#define LDS 8
-#else
-// rows of BK + 4 words (16-byte aligned, their 16-byte pieces spread over the banks)
-#define BKP (BK + 4)
-#define AIX(buf, row, k) (((buf) * BM + (row)) * BKP + (k))
-#define BIX(buf, row, k) (SB0 + ((buf) * BN + (row)) * BKP + (k))
-#define LDS BKP
-#endif
 #if V4
 #define U 4                                  // words a staged unit
 #define UT uvec4
@@ -61,12 +51,12 @@
 #endif
 // one shared array: A's two buffers, then B's (SB0); after the K loop, each subgroup's 16 x WN strip of int32
 // results for the epilogue (SC: sm's pixel rows fi * 16 .., sn's channels)
-#define SB0 (2 * BM * BKP)
+#define SB0 (2 * BM * BK)
 #define SC(sg) ((sg) * 16 * WN)
-#if SGM * SGN * 16 * WN > 2 * (BM + BN) * BKP
+#if SGM * SGN * 16 * WN > 2 * (BM + BN) * BK
 #error int8_conv_cm: the epilogue strips must fit the staging buffers
 #endif
-shared uint sab[2 * (BM + BN) * BKP];
+shared uint sab[2 * (BM + BN) * BK];
 #if EMU
 #define UNROLL
 #else
@@ -170,9 +160,9 @@ void main() {
             CM_A fa[FM];
             CM_B fb[FN];
             UNROLL for (int fi = 0; fi < FM; ++fi)
-                coopMatLoad(fa[fi], sab, AIX(buf, sm * WM + fi * 16, ks), LDS, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fa[fi], sab, AIX(buf, sm * WM + fi * 16, ks), 8, gl_CooperativeMatrixLayoutRowMajor);
             UNROLL for (int fj = 0; fj < FN; ++fj)
-                coopMatLoad(fb[fj], sab, BIX(buf, sn * WN + fj * 16, ks), LDS, gl_CooperativeMatrixLayoutColumnMajor);
+                coopMatLoad(fb[fj], sab, BIX(buf, sn * WN + fj * 16, ks), 8, gl_CooperativeMatrixLayoutColumnMajor);
             UNROLL for (int fi = 0; fi < FM; ++fi)
                 UNROLL for (int fj = 0; fj < FN; ++fj)
                     c[fi * FN + fj] = coopMatMulAdd(fa[fi], fb[fj], c[fi * FN + fj]);

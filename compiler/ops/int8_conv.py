@@ -266,22 +266,21 @@ COOPMAT_VARIANT = KernelVariant("coopmat_int8", {"cooperative_matrix": [16, 16, 
                                                  "subgroup_size": 32}, _coopmat_kernel)
 
 
-# Big-tile plans of the cooperative-matrix kernel (shaders/int8_conv_cm.comp: SGM x SGN subgroups of 32, BK-word
-# K steps, two shared buffers, KC: staged as 8-word K slices, else rows padded to BK + 4 words), offered beside
-# coopmat_int8 as `measured` candidates (runtime/tuning.py: the device times them at first load and keeps the
-# fastest).  Shared memory: the staging (the epilogue's strips reuse it) and 2 KiB of residual tables (cm_smem),
-# at most 48 KiB.  (H100, padded rows, before the strip epilogue: 128 x 128 / 128 x 64 / 64 x 128 ran 1.5-3x
-# slower than coopmat_int8, whose 8-word rows give its fragment loads a 32-byte stride.)
+# Tile plans of the cooperative-matrix kernel (shaders/int8_conv_cm.comp: SGM x SGN subgroups of 32, BK-word K
+# steps, two shared buffers staged as 8-word K slices), offered beside coopmat_int8 as `measured` candidates
+# (runtime/tuning.py: the device times them at first load and keeps the fastest).  Shared memory: the staging (the epilogue's strips reuse it) and 2 KiB of residual tables (cm_smem),
+# at most 48 KiB.  (H100, rows padded to BK + 4 words, before the strip epilogue: 128 x 128 / 128 x 64 / 64 x 128
+# ran 1.5-3x slower than coopmat_int8, whose 8-word rows give its fragment loads a 32-byte stride.)
 CM_PLANS = {
-    "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4, KC=1),
-    "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2, KC=1),
-    "coopmat_int8_64x128": dict(BM=64, BN=128, BK=16, SGM=2, SGN=4, KC=1),
+    "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4),
+    "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2),
+    "coopmat_int8_64x128": dict(BM=64, BN=128, BK=16, SGM=2, SGN=4),
     # coopmat_int8's tile and subgroup layout with this kernel's 64-int8 double-buffered K steps, 16-byte
     # staging and strip epilogue; the same with 4 subgroups of 2 x 2 fragments (s4: each A / B fragment load
-    # feeds two products), and with padded-row staging (p, beside the K-chunked one)
-    "coopmat_int8_64x64": dict(BM=64, BN=64, BK=16, SGM=4, SGN=2, KC=1),
-    "coopmat_int8_64x64s4": dict(BM=64, BN=64, BK=16, SGM=2, SGN=2, KC=1),
-    "coopmat_int8_64x64p": dict(BM=64, BN=64, BK=16, SGM=4, SGN=2, KC=0),
+    # feeds two products); half the pixels (twice the workgroups: layers whose 64 x 64 grid is a few per SM)
+    "coopmat_int8_64x64": dict(BM=64, BN=64, BK=16, SGM=4, SGN=2),
+    "coopmat_int8_64x64s4": dict(BM=64, BN=64, BK=16, SGM=2, SGN=2),
+    "coopmat_int8_32x64": dict(BM=32, BN=64, BK=16, SGM=2, SGN=2),
 }
 # a plan is offered where its grid has at least this many workgroups: with fewer a big GPU idles (H100, 132 SMs:
 # the 128 x 128 plan's 52-workgroup grid of a 7 x 7 layer at batch 32 ran 2.7x slower than 64 x 64's 200), and
@@ -291,9 +290,9 @@ CM_PORTABLE_SMEM = 32 * 1024    # what every Vulkan device allows; a plan needin
 
 
 def cm_smem(plan: dict) -> int:
-    """A CM_PLANS plan's shared memory in bytes: two staging buffers of BM + BN rows of BK words (+ 4 unless
-    K-chunked) and the residual tables."""
-    return 2 * (plan["BM"] + plan["BN"]) * (plan["BK"] + (0 if plan["KC"] else 4)) * 4 + 2048
+    """A CM_PLANS plan's shared memory in bytes: two staging buffers of BM + BN rows of BK words and the
+    residual tables."""
+    return 2 * (plan["BM"] + plan["BN"]) * plan["BK"] * 4 + 2048
 CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan)
 CM_EMU = False          # (tests: the plans' EMU form, scalar products, on any device, first)
 
@@ -376,10 +375,6 @@ VARIANTS = {
                            {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                            {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
                            lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
-    "int8_conv_cm:pad": (dict(CM_PLANS["coopmat_int8_64x64p"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
-                         {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
-                         {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
-                         lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
     "int8_fc_splitk": (dict(PIX=8, RQ_MODE=1, VEC4=1, DEPTHWISE=0, RESIDUAL=0, DOT_EXT=0), {"PIX": [1, 8], "DOT_EXT": [0, 1]},
                        ["out_", "x", "w", "qp"], {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                        lambda d: {"local_x": 64}),

@@ -417,7 +417,7 @@ def test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, case):
 
 
 @pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_64x128",
-                                  "coopmat_int8_64x64", "coopmat_int8_64x64s4", "coopmat_int8_64x64p"])
+                                  "coopmat_int8_64x64", "coopmat_int8_64x64s4", "coopmat_int8_32x64"])
 def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, plan):
     """The big-tile cooperative-matrix plans (shaders/int8_conv_cm.comp, `measured` candidates) with their
     products done by scalar DOT4 (EMU): the double-buffered staging, the tile and fragment indexing and the
@@ -434,7 +434,7 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
     big = int8_conv.cm_variants(65536, 256, 4)
     assert not int8_conv.CM_EMU and len(big) == len(int8_conv.CM_PLANS) and all(v.measured for v in big)
     assert [v.name for v in int8_conv.cm_variants(2048, 256, 4)] == ["coopmat_int8_64x64", "coopmat_int8_64x64s4",
-                                                                    "coopmat_int8_64x64p"]
+                                                                    "coopmat_int8_32x64"]
     assert "shared_memory" in next(v for v in big if v.name == "coopmat_int8_128x128").requires
     monkeypatch.setattr(int8_conv, "CM_EMU", True)
     monkeypatch.setattr(int8_conv, "CM_MIN_GROUPS", 1)      # (tiny layers: every plan offered)

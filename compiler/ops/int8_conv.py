@@ -17,16 +17,20 @@ too, an invocation computes one pixel's 4 channels from one read of each input w
 same `int_dot` variant.
 
 Measured candidates (runtime/tuning.py: the device times them at first load, keeps the fastest): the
-big-tile cooperative-matrix plans CM_PLANS (shaders/int8_conv_cm.comp: 128 x 128 / 128 x 64 tiles, 64-int8
-K steps, two shared buffers) beside coopmat_int8; for the flat kernel's layers with OC4 (a classifier at
-a small batch, small convolutions: their qp carries the tiled kernels' geometry head too) the tiled
-coopmat_int8 kernel, those plans, and for plain-GEMM layers (FC, 1x1 stride-1) the split-K kernel of
-shaders/int8_fc_splitk.comp.
+cooperative-matrix plans CM_PLANS (shaders/int8_conv_cm.comp: 128 x 128 / 128 x 64 / 64 x 128 / 64 x 64 /
+32 x 64 tiles, 64-int8 double-buffered K steps, 16-byte staging; where the grid has CM_MIN_GROUPS workgroups)
+beside coopmat_int8; for the flat kernel's layers with OC4 (a classifier at a small batch, small
+convolutions: their qp carries the tiled kernels' geometry head too) the tiled coopmat_int8 kernel, those
+plans, and for plain-GEMM layers (FC, 1x1 stride-1) the split-K kernel of shaders/int8_fc_splitk.comp.
+Epilogue (int8_conv_geo.glsl): each invocation finishes whole packed words of 4 channels of a pixel, those
+channels' requantization parameters loaded once (q8_cols), not per element.
 
 Residual ADDs (_fuse_residual_adds, a FOLDS step of native_int8): an int8 ADD of a tiled conv's output
 (its only use) and a residual of the same shape ready before the conv runs in the conv's epilogue
-(int8_conv_geo.glsl q8_store_word): the conv's requantized int8 value and the residual rescaled and summed
-exactly as LiteRT's int8 ADD (int8_eltwise.add_params), written in place of the residual where it dies.
+(int8_conv_geo.glsl q8_store_cols): the conv's requantized int8 value and the residual rescaled and summed
+exactly as LiteRT's int8 ADD (int8_eltwise.add_params), written in place of the residual where it dies; the
+two inputs' rescalings depend on one byte each, so they are 256-entry tables in shared memory (filled by
+the workgroup with the same fixed-point code), and each invocation reads its residual words up front.
 """
 from __future__ import annotations
 

@@ -457,6 +457,76 @@ void cm_store_b(int buf) {
 }
 #endif  // COOPMAT
 
+#ifndef LN_FOLD
+#define LN_FOLD 0
+#endif
+#if LN_FOLD
+// LN_FOLD=1: a LayerNorm over A's rows folded in (ops/ln_fold.py): w holds gamma * W, bias the folded
+// beta @ W + bias, and lnc[n] the column sums of w, so that LN(A) @ W + bias = rs[m] * (A @ w - mu[m] * lnc[n])
+// + bias[n].  Before its K loop the workgroup reads its BM rows of A (GK elements each, vec4, GROUPS = 1)
+// and keeps each row's mean mu and 1 / sqrt(var + LN_EPS) in ln_sh: LN_TPR invocations per row sum x - x0
+// and (x - x0)^2 in fp32 (x0: the row's first element, so that a mean far from zero cancels nothing),
+// and the sums of each row are added in order.
+shared float ln_sh[2 * BM * LN_TPR];
+void ln_stats(int m0) {
+    int tid = int(gl_LocalInvocationIndex);
+    const int per = NT / LN_TPR;                 // rows per pass
+    int j = tid % LN_TPR;
+    float sv[(BM + per - 1) / per], qv[(BM + per - 1) / per];
+    [[unroll]] for (int i = 0; i < (BM + per - 1) / per; ++i) {
+        int r = tid / LN_TPR + i * per;
+        float s = 0.0, q = 0.0;
+        if (tid < per * LN_TPR && r < BM && m0 + r < GM) {
+            int base = (m0 + r) * LDA;
+            float x0 = LD(x, base >> 2).x;
+            for (int k = j * 4; k < GK; k += 4 * LN_TPR) {
+                vec4 v = vec4(LD(x, (base + k) >> 2)) - x0;
+                s += (v.x + v.y) + (v.z + v.w);
+                q += dot(v, v);
+            }
+        }
+        sv[i] = s;
+        qv[i] = q;
+    }
+    [[unroll]] for (int i = 0; i < (BM + per - 1) / per; ++i) {
+        int r = tid / LN_TPR + i * per;
+        if (tid < per * LN_TPR && r < BM) {
+            ln_sh[r * LN_TPR + j] = sv[i];
+            ln_sh[(BM + r) * LN_TPR + j] = qv[i];
+        }
+    }
+    barrier();
+    float mu[(BM + NT - 1) / NT], rs[(BM + NT - 1) / NT];
+    [[unroll]] for (int i = 0; i < (BM + NT - 1) / NT; ++i) {
+        int r = tid + i * NT;
+        mu[i] = 0.0;
+        rs[i] = 0.0;
+        if (r < BM && m0 + r < GM) {
+            float s = 0.0, q = 0.0;
+            for (int t = 0; t < LN_TPR; ++t) {
+                s += ln_sh[r * LN_TPR + t];
+                q += ln_sh[(BM + r) * LN_TPR + t];
+            }
+            float d = s / float(GK);
+            mu[i] = LD(x, ((m0 + r) * LDA) >> 2).x + d;
+            rs[i] = inversesqrt(max(q / float(GK) - d * d, 0.0) + LN_EPS);
+        }
+    }
+    barrier();
+    [[unroll]] for (int i = 0; i < (BM + NT - 1) / NT; ++i) {
+        int r = tid + i * NT;
+        if (r < BM) {
+            ln_sh[r] = mu[i];
+            ln_sh[BM + r] = rs[i];
+        }
+    }
+    barrier();
+}
+#define LN_STATS(m0) ln_stats(m0);
+#else
+#define LN_STATS(m0)
+#endif
+
 // @include epi_chain.glsl
 // The epilogue before the chain, on the sum v with its bias element b and residual element r (either unused
 // without HAS_BIAS / RESIDUAL): `finish` and the cooperative-matrix register epilogue both apply it.
@@ -485,6 +555,9 @@ void finish(int m, int n, int g, float v) {
     if (m < GM && n < GN) {
         int col = g * GN + n;
         int o = m * LDC + col;
+#if LN_FOLD
+        v = ln_sh[BM + m % BM] * (v - ln_sh[m % BM] * LD(lnc, col));
+#endif
         v = gemm_epi(v, BIAS_AT(col), RES_AT(o));
 #if EPI_CHAIN
         v = epi_chain(o, v);                     // a fused elementwise chain (epi_chain.glsl)
@@ -638,6 +711,7 @@ void main() {
     int wm = sg / CM_WN, wn = sg % CM_WN;
 #endif
 
+    LN_STATS(m0)
     cm_init_a(m0, g);
     cm_load_a(0);
     cm_load_b(0, n0, g);
@@ -772,6 +846,7 @@ void main() {
     [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
+    LN_STATS(m0)
     init_a(m0, g);
     load_a(0);
     load_b(0, n0, g);
@@ -819,6 +894,7 @@ void main() {
     [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
+    LN_STATS(m0)
     init_a(m0, g);
     load_a(0);
     load_b(0, n0, g);

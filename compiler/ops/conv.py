@@ -16,7 +16,7 @@ from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops import gemm_q8
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, small_m_variants, split_variants
-from gpuc.compiler.ops import gemm_split
+from gpuc.compiler.ops import gemm_split, ln_fold
 from gpuc.compiler.ops.gemm_split import IM2COL_FACTOR, conv_split_weights, split_kernels, split_of
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.options import current
@@ -253,11 +253,12 @@ def float_const(graph, tid) -> bool:
 
 
 def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc: int, w_id: int,
-                 w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None) -> list:
+                 w_kn: np.ndarray | None, bias, conv: dict | None, ignore=None, ln=None) -> list | None:
     """One `gemm` dispatch, or two where K is split across workgroups (ops/gemm_split.py).  `w_kn`: the
     weights as [G, GK, GN] when constant (re-laid out here into [G, GK, GNP] zero-padded to GNP % 4 == 0
     for vec4 loads), else None and the runtime weight tensor `w_id` is read as [G*GN, GK].  `conv`:
-    implicit-GEMM geometry (None: A is x as [M, lda])."""
+    implicit-GEMM geometry (None: A is x as [M, lda]).  `ln`: (eps, column sums tensor) of a LayerNorm
+    folded in (ops/ln_fold.py; one dispatch, no split); None returned where the fold does not fit."""
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     b_t = w_kn is None
     gnp = -(-GN // 4) * 4
@@ -266,13 +267,15 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     vec_a = (not is_sym(GK) and not is_sym(lda) and GK % 4 == 0 and lda % 4 == 0 and (G == 1 or cig % 4 == 0)
              and (not im2col or cig % 4 == 0))
     fixed = not any(is_sym(v) for v in (M, GN, GK))
+    if ln is not None and not (fixed and vec_a and not b_t and conv is None and G == 1):
+        return None
     variants = []
     if fixed and graph.precision == "fp16":      # the cooperative-matrix path (gemm_coopmat.py; its tile
         variants = coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # plans need fixed sizes)
-        if variants:                    # + the workgroup-scope one first, where the device has it
+        if variants and ln is None:     # + the workgroup-scope one first, where the device has it
             variants[:0] = cm2_variants(M, GN, GK)
     split, sp = 1, None                 # split-K across workgroups (ops/gemm_split.py; forced: even over them)
-    if fixed and G == 1 and not b_t and (not variants or current().split_k):
+    if fixed and G == 1 and not b_t and ln is None and (not variants or current().split_k):
         split, sp = _split(M, GN, GK, vec_a, im2col, cig)
     if split > 1:
         variants = []
@@ -293,12 +296,18 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     if is_sym(GK) and p.KS > 1:         # (no split-K over a dynamic K: slices planned for the bound)
         p = dataclasses.replace(p, KS=1)
     assert p is not None, (M, GN, GK, G)
+    if ln is not None:
+        if 4 * p.smem_floats() + ln_fold.reserve_bytes(p.threads, p.BM) > WG_SMEM:
+            return None
+        binds.append(("lnc", ln[1]))
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
     nwg = tiles_m * tiles_n * G
     defines = dict(GM=M, GN=GN, GK=GK, GROUPS=G, LDA=lda, LDC=ldc, GNP=gnp, BM=p.BM, BN=p.BN, BK=p.BK, TM=p.TM,
                    TN=p.TN, KS=p.KS, SV4=int(p.V4), TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg, VEC_A=int(vec_a),
                    B_T=int(b_t), IM2COL=int(im2col), HAS_BIAS=int(bias is not None),
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
+    if ln is not None:
+        defines.update(LN_FOLD=1, LN_EPS=float(ln[0]), LN_TPR=ln_fold.threads_per_row(p.threads, p.BM))
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
@@ -401,6 +410,10 @@ def lower_fc(node, graph):
     if node.attrs.get(gemm_q8.ATTR) and w.dtype == "int8":       # int8 weights kept (passes/quant.py)
         return gemm_q8.q8_kernels(node, graph, bias)
     rows = size(graph.t(node.outputs[0]).shape) // o
+    if ln_fold.LN_ATTR in node.attrs:             # a LayerNorm folded in (ops/ln_fold.py)
+        return ln_fold.folded_fc(node, graph, bias, lambda w_id, w_kn, b, ln: gemm_kernels(
+            node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=w_id, w_kn=w_kn, bias=b, conv=None,
+            ignore=(), ln=ln))
     w_kn = np.asarray(w.data, np.float32).T[None] if float_const(graph, node.inputs[1]) else None
     return gemm_kernels(node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=node.inputs[1], w_kn=w_kn,
                         bias=bias, conv=None, ignore=())

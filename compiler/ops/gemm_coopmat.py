@@ -161,10 +161,11 @@ def direct_store(d: dict) -> bool:
     no fake-quant, a chain only under REG_CHAIN and where each input is read as a matrix (EPI_TILE,
     ops/epi_chain.py), the
     output's rows (and so the residual's) 16-byte aligned as float16 (LDC and the group offset multiples
-    of 8 elements).  Otherwise every tile is staged through shared memory for `finish`."""
+    of 8 elements), no LayerNorm folded in (LN_FOLD).  Otherwise every tile is staged through shared memory
+    for `finish`."""
     o = current()
     chain = _switch(o.coopmat_reg_chain, REG_CHAIN)
-    return (_switch(o.coopmat_direct, DIRECT) and not d.get("FQ")
+    return (_switch(o.coopmat_direct, DIRECT) and not d.get("FQ") and not d.get("LN_FOLD")
             and (not d.get("EPI_CHAIN") or chain and bool(d.get("EPI_TILE")))
             and d["LDC"] % 8 == 0 and (d["GROUPS"] == 1 or d["GN"] % 8 == 0))
 
@@ -186,6 +187,11 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM, plan: CoopPlan | None = None):
     if current().coopmat_emulate:
         d["CM_EMULATE"] = 1
     p = plan or plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
+    if d.get("LN_FOLD"):                 # a LayerNorm folded in (ops/ln_fold.py): its row statistics' shared memory
+        from gpuc.compiler.ops import ln_fold
+        if p.smem_bytes() + ln_fold.reserve_bytes(p.threads, p.BM) > smem_limit:
+            return None
+        d["LN_TPR"] = ln_fold.threads_per_row(p.threads, p.BM)
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     nwg = tiles_m * tiles_n * d["GROUPS"]
     av, bv = vector_widths(d)

@@ -16,6 +16,7 @@ from gpuc.compiler.passes.gemm_epilogue import fuse_gemm_epilogue
 from gpuc.compiler.passes.fusion import fold_pad, fold_pad_pool, fuse_activation, fuse_add_epilogue, reshape_as_view
 from gpuc.compiler.passes.inplace import plan_in_place
 from gpuc.compiler.passes.layer_norm import fuse_layer_norm
+from gpuc.compiler.ops.ln_fold import fold_layer_norm
 from gpuc.compiler.passes.movement_fold import fold_movement
 from gpuc.compiler.passes.precision import plan_fp16_storage
 from gpuc.compiler.passes.quant import simulate_quantization
@@ -50,7 +51,8 @@ PIPELINE = [fold_constants, rfft_as_matmul, batch_native, simulate_quantization,
             fuse_softmax_chain, fuse_attention, fuse_rope,
             fold_update_slices, fuse_q8_gemv, fold_attention_combine, sink_transposes, compose_transposes,
             transpose_into_matmul, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation,
-            plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue, fuse_gemm_epilogue, plan_in_place]
+            fold_layer_norm, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue,
+            fuse_gemm_epilogue, plan_in_place]
 
 
 # steps over the lowered program rather than the graph, skippable by the same --disable-pass

@@ -52,6 +52,8 @@ TILED_MIN_M = 16                # rows from which the rows are quantized once an
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
 PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
+ATTN_WGS = GPU_SMS // 2         # one row combined from attention partials: workgroups at most (_flat_plan wgs;
+                                # each reads all the partials: halves the L2 traffic of one a SM)
 
 
 def keeps_int8(node, graph) -> bool:
@@ -123,17 +125,21 @@ def _tile(m: int, n: int, kq: int) -> tuple[int, int]:
     return rm, 1
 
 
-def _flat_plan(n: int, kq: int, per: int, smem: int = 0) -> tuple[int, int, int, int]:
+def _flat_plan(n: int, kq: int, per: int, smem: int = 0, wgs: int = 0) -> tuple[int, int, int, int]:
     """(local, TPR, RN, HB) for one activation row (FLAT, shaders/gemm_q8.comp): RN channels a workgroup,
     TPR invocations each, batches of HB channels.  Every workgroup reads and quantizes the whole row (4 bytes
     a float), so RN * per >= FLAT_ROW_BYTES where that still leaves >= 4 workgroups an SM, and >= GPU_SMS
     workgroups where N allows; then the widest workgroup (most bytes in flight an SM) whose channel slots
     divide RN without fewer workgroups than that (-15%) or more than fit at once (FLAT_RESIDENT an SM),
     and whose channels keep at least half their TPR invocations loading.  smem: shared memory bytes the
-    row's prologue takes besides (ATTN's chunk weights)."""
+    row's prologue takes besides (ATTN's chunk weights, the combined row).  wgs: a row that costs far more
+    than 4 bytes a float (ATTN: every workgroup combines it from the attention's partials) is shared by
+    about this many workgroups at most (RN = N / wgs channels or more)."""
     rn0 = max(-(-FLAT_ROW_BYTES // per), -(-n // (4 * GPU_SMS)))
     if -(-n // rn0) < GPU_SMS:
         rn0 = -(-n // GPU_SMS)
+    if wgs:
+        rn0 = max(rn0, -(-n // wgs))
     least = min(GPU_SMS, -(-n // rn0))
     xw = max(64, 1 << (kq * 4 // 16 - 1).bit_length())      # (<= 16 row words an invocation in registers)
     plan = None
@@ -175,7 +181,7 @@ def q8_kernels(node, graph, bias) -> list:
     per = 2 if node.attrs.get(GLU_ATTR) else 1
     flat = m == 1
     if flat:
-        local, tpr, rn, hb = _flat_plan(n, kq, per, attn_smem(node))
+        local, tpr, rn, hb = _flat_plan(n, kq, per, attn_smem(node), ATTN_WGS if node.attrs.get(ATTN_ATTR) else 0)
         rm = 1
     else:
         (rm, rn), local = _tile(m, n, kq), LOCAL

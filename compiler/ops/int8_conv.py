@@ -279,12 +279,13 @@ CM_PLANS = {
     "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4),
     "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2),
     "coopmat_int8_64x128": dict(BM=64, BN=128, BK=16, SGM=2, SGN=4),
-    # coopmat_int8's tile and subgroup layout with this kernel's 64-int8 double-buffered K steps, 16-byte
-    # staging and strip epilogue; the same with 4 subgroups of 2 x 2 fragments (s4: each A / B fragment load
-    # feeds two products); half the pixels (twice the workgroups: layers whose 64 x 64 grid is a few per SM)
-    "coopmat_int8_64x64": dict(BM=64, BN=64, BK=16, SGM=4, SGN=2),
-    "coopmat_int8_64x64s4": dict(BM=64, BN=64, BK=16, SGM=2, SGN=2),
-    "coopmat_int8_32x64": dict(BM=32, BN=64, BK=16, SGM=2, SGN=2),
+    # coopmat_int8's tile and subgroup layout with this kernel's 128-int8 double-buffered K steps (a quarter of
+    # its steps, each a global-load latency and two barriers: its 14 x 14 and 7 x 7 layers at batch 32 ran a
+    # few workgroups per SM, latency-bound), 16-byte staging and strip epilogue; the same with 4 subgroups of
+    # 2 x 2 fragments (s4: each A / B fragment load feeds two products); half the pixels (twice the workgroups)
+    "coopmat_int8_64x64": dict(BM=64, BN=64, BK=32, SGM=4, SGN=2),
+    "coopmat_int8_64x64s4": dict(BM=64, BN=64, BK=32, SGM=2, SGN=2),
+    "coopmat_int8_32x64": dict(BM=32, BN=64, BK=32, SGM=2, SGN=2),
 }
 # a plan is offered where its grid has at least this many workgroups: with fewer a big GPU idles (H100, 132 SMs:
 # the 128 x 128 plan's 52-workgroup grid of a 7 x 7 layer at batch 32 ran 2.7x slower than 64 x 64's 200), and

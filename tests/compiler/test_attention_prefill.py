@@ -119,3 +119,24 @@ def test_coopmat_variant_fp16_only_emulated_matches_numpy(monkeypatch):
             out = m.run([q, k, v, pos])[0]
             assert np.isfinite(out).all()
             assert np.abs(out - ref).max() <= 5e-3 * np.abs(ref).max()     # fp16 Q, K, V and P
+
+
+def test_coopmat_variant_runtime_mask_and_value_width(monkeypatch):
+    """The emulated attention_cm.comp on a runtime mask (whole tiles masked, a row of -inf only: NaN as the
+    unfused ops), DV != D and partial key tiles, against LiteRT within fp16 rounding."""
+    import gpuc
+    from gpuc.compiler import compile_model
+    kw = WIDE_FORMS[0]
+    model, shapes = attention_model(**kw)
+    xs = [RNG.normal(0, 1.5, s).astype(np.float32) for s in shapes]
+    xs[-1][0, 0, :, 64:192] = np.finfo(np.float32).min
+    xs[-1][0, 1, 3, :] = -np.inf
+    monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
+    with gpuc.load(compile_model(model, cache=False, precision="fp16", coopmat_emulate=True)) as m:
+        assert m.bundle.stats["variants_used"] == {"coopmat": 1}
+        out = m.run(xs)[0]
+    ref = run_litert(model, xs)[0]
+    assert np.isnan(out[0, 1, 3]).all()
+    out[0, 1, 3] = ref[0, 1, 3]
+    assert np.isfinite(out).all()
+    assert np.abs(out - ref).max() <= 5e-3 * np.abs(ref).max()

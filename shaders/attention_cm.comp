@@ -35,6 +35,7 @@
 #define PLD 72                          // halves per row of P
 #define ND (DP / 16)
 #define NV (DVP / 16)
+#define LB 32                           // K / V values an invocation loads at once (registers)
 
 shared float16_t sKV[BK * LDK];     // Q (at the start), then per tile K: [key][channel], V: [key][column]
 shared float sS[2 * 16 * SLD];      // per subgroup: S [row][key]; the output tiles at the end
@@ -134,14 +135,20 @@ void main() {
             if (skip) continue;                  // uniform: every invocation read the same flag
         }
 #endif
-        for (int e = tid; e < BK * DP; e += NT) {    // K: lanes along channels
-            int c = e % DP, jj = e / DP, j = j0 + jj;
-            float x = 0.0;
-            if (j < M && c < D) {
-                x = LD(k, koff + j * K_SJ + c * K_SC);
-                K_STEPS
+        for (int e0 = 0; e0 < BK * DP; e0 += NT * LB) {    // K: lanes along channels, LB loads in flight
+            float rv[LB];
+            [[unroll]] for (int u = 0; u < LB; ++u) {
+                int e = e0 + tid + NT * u, c = e % DP, j = j0 + e / DP;
+                rv[u] = e < BK * DP && j < M && c < D ? LD(k, koff + j * K_SJ + c * K_SC) : 0.0;
             }
-            sKV[jj * LDK + c] = float16_t(x);
+            [[unroll]] for (int u = 0; u < LB; ++u) {
+                int e = e0 + tid + NT * u, c = e % DP, jj = e / DP;
+                float x = rv[u];
+                if (j0 + jj < M && c < D) {
+                    K_STEPS
+                }
+                if (e < BK * DP) sKV[jj * LDK + c] = float16_t(x);
+            }
         }
         barrier();
 #if CM_EMULATE
@@ -165,9 +172,16 @@ void main() {
         }
 #endif
         barrier();                               // K read by all, S stored
-        for (int e = tid; e < BK * DVP; e += NT) {   // V: lanes along columns
-            int c = e % DVP, jj = e / DVP, j = j0 + jj;
-            sKV[jj * LDK + c] = float16_t(j < M && c < DV ? LD(v, voff + j * V_SJ + c * V_SC) : 0.0);
+        for (int e0 = 0; e0 < BK * DVP; e0 += NT * LB) {   // V: lanes along columns, LB loads in flight
+            float rv[LB];
+            [[unroll]] for (int u = 0; u < LB; ++u) {
+                int e = e0 + tid + NT * u, c = e % DVP, j = j0 + e / DVP;
+                rv[u] = e < BK * DVP && j < M && c < DV ? LD(v, voff + j * V_SJ + c * V_SC) : 0.0;
+            }
+            [[unroll]] for (int u = 0; u < LB; ++u) {
+                int e = e0 + tid + NT * u;
+                if (e < BK * DVP) sKV[e / DVP * LDK + e % DVP] = float16_t(rv[u]);
+            }
         }
         float xs[32], mt = -EW_INF;
         [[unroll]] for (int t = 0; t < 32; ++t) {

@@ -64,8 +64,8 @@ def prefill_reference(q, k, v, pos, fill=np.finfo(np.float32).min):
     KV, KH = k.shape[1:3]
     kh = np.repeat(k[0].astype(np.float64), H // KH, axis=1)         # [KV, H, D]
     vh = np.repeat(v[0].astype(np.float64), H // KH, axis=1)
-    s = np.einsum("thd,khd->htk", q[0].astype(np.float64), kh) / np.sqrt(D)
+    s = np.einsum("thd,khd->htk", q[0].astype(np.float64), kh, optimize=True) / np.sqrt(D)
     s = s + np.where(np.arange(KV)[None, :] <= pos[:, None], 0.0, fill)[None]
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
-    return np.einsum("htk,khd->thd", p, vh)[None].astype(np.float32)
+    return np.einsum("htk,khd->thd", p, vh, optimize=True)[None].astype(np.float32)

@@ -8,9 +8,10 @@ int_dot, coopmat_int8 (64 x 64, int8_conv_tiled.comp: cm64x64), the int8_conv_cm
 coopmat_int8_tiled and int8_splitk_dot (K split over a workgroup).  Every output must equal the plain
 kernels' bit for bit; each plan's layer time comes from GPU timestamps (runtime/profile.py).  With --model
 (a full-integer int8 .tflite), the whole network too: the kernels chosen by measurement at load
-(GPUC_TUNE=on) against the plain kernels, bit for bit, and both GPU times.
+(GPUC_TUNE=on) against the plain kernels, bit for bit, and both GPU times, and the tuned run's slowest
+dispatches (--top) with the kernel each runs.
 
-    python -m benchmarks.int8_plans_check [--model resnet50_int8.tflite] [--batch 32] [--runs 10] [--device N]
+    python -m benchmarks.int8_plans_check [--model resnet50_int8.tflite] [--batch 32] [--runs 10] [--device N] [--top 30]
 
 Exit 1 on any mismatch.
 """
@@ -87,6 +88,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--top", type=int, default=30, help="with --model: the tuned run's slowest dispatches shown")
     args = ap.parse_args()
     dev = gpuc.open_device(args.device)
     print(f"device: {dev.describe()['name']}")
@@ -120,6 +122,13 @@ def main() -> int:
         bad += not same
         print(f"{os.path.basename(args.model)} batch {args.batch}: plain kernels {p0['run_gpu_ms']:.3f} ms, tuned "
               f"{p['run_gpu_ms']:.3f} ms ({used}), outputs {'equal' if same else 'DIFFER'}")
+        if p:
+            print(f"tuned run, {p['dispatches']} dispatches, the {args.top} slowest (GPU us, TOP/s, kernel, op):")
+            for r in p["rows"][:args.top]:
+                tops = f"{r['gflop_per_s'] / 1e3:7.1f}" if r["gflop_per_s"] else f"{'':>7}"
+                print(f"  {r['us']:9.1f} {tops}  {r['shader']:<40} {r['op']}")
+            for g in p["by_shader"]:
+                print(f"  {g['dispatches']:3d} x {g['us']:9.1f} us {g['percent']:5.1f} %  {g['shader']}")
     dev.close()
     print("int8 plans: all bit-exact" if not bad else f"int8 plans: {bad} MISMATCHES")
     return 1 if bad else 0

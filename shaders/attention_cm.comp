@@ -3,17 +3,18 @@
 // variant of --precision fp16, where the device has VK_KHR_cooperative_matrix 16x16x16
 // fp16*fp16+fp32 at subgroup scope and subgroups of 32): the same inputs, views, steps, masked-tile
 // skipping and results, with Q, K, V and P rounded to fp16 and the products on 16x16x16 coopmats with
-// fp32 accumulators; scores, masks and the online softmax in fp32.  64 invocations (2 subgroups) per
-// workgroup of BQ = 32 query rows of one batch (16 per subgroup), 64-key tiles, D and DV up to 128
-// (DP / DVP: rounded up to 16).  Q (scaled by its steps) is loaded once into DP / 16 A matrices; per tile
-// K goes to shared memory as fp16 [key][channel] (B = K^T: column-major), S = Q K^T (4 accumulator
-// tiles a subgroup) goes to shared memory as fp32, where two invocations per row apply the score steps and
-// the online softmax (row max through shared memory; each keeps its half's partial sum) and write P as
-// fp16; V (fp16 [key][column]) replaces K; the output accumulators (DVP / 16 tiles) are rescaled by each
-// row's factor (a column-vector matrix loaded with stride 0: the same element order as the accumulators)
-// and O += P V.  At the end each tile passes through shared memory to the output view, divided by the
-// row sums.  Shared memory: K / V 64 x (max(DP, DVP) + 8) halves, S 2 x 16 x 68 floats, P 2 x 16 x 72
-// halves: 31 KiB at D = 128.
+// fp32 accumulators; scores, masks and the online softmax in fp32.  128 invocations (4 subgroups) per
+// workgroup of BQ = 32 query rows of one batch, 64-key tiles, D and DV up to 128 (DP / DVP: rounded up
+// to 16).  Subgroup sg takes the 16 rows of block rb = sg % 2 and half the columns, hf = sg / 2: key blocks
+// 2 hf, 2 hf + 1 of S and value column blocks hf, hf + 2, ... of O.  Q (scaled by its steps) is loaded
+// once into DP / 16 A matrices; per tile K goes to shared memory as fp16 [key][channel] (B = K^T:
+// column-major), S = Q K^T goes to shared memory as fp32, where four invocations per row apply the score
+// steps and the online softmax (row max through shared memory; each keeps its quarter's partial sum) and
+// write P as fp16; V (fp16 [key][column]) replaces K; the output accumulators are rescaled by each row's
+// factor (a column-vector matrix loaded with stride 0: the same element order as the accumulators) and
+// O += P V.  At the end each tile passes through shared memory to the output view, divided by the row
+// sums.  Shared memory: K / V 64 x (max(DP, DVP) + 8) halves, S 32 x 68 floats, P 32 x 72 halves: 31 KiB
+// at D = 128.
 // CM_EMULATE=1 (tests, CompileOptions.coopmat_emulate): the same tiling and staging with the matrix
 // operations done per invocation (32 invocations stand for a subgroup, element q of a tile at position
 // lane + 32 q, row-major), Q kept in shared memory; lavapipe checks everything but the coopmat calls.
@@ -26,7 +27,7 @@
 #endif
 // @include ew_math.glsl
 #define MASKED 1.0e30
-#define NT 64
+#define NT 128
 #define BQ 32
 #define BK 64
 #define NBIASX (NBIAS > 0 ? NBIAS : 1)
@@ -38,9 +39,9 @@
 #define LB 32                           // K / V values an invocation loads at once (registers)
 
 shared float16_t sKV[BK * LDK];     // Q (at the start), then per tile K: [key][channel], V: [key][column]
-shared float sS[2 * 16 * SLD];      // per subgroup: S [row][key]; the output tiles at the end
-shared float16_t sP[2 * 16 * PLD];  // per subgroup: P [row][key]
-shared float sRed[NT];              // per invocation: its half row's max, then its partial sum
+shared float sS[BQ * SLD];          // S [row][key]; the output tiles at the end
+shared float16_t sP[BQ * PLD];      // P [row][key]
+shared float sRed[NT];              // per invocation: its quarter row's max, then its partial sum
 shared float sAl[BQ];               // per row: the rescale factor of the tile, then 1 / sum
 #if CM_EMULATE
 shared float16_t sQ[BQ * LDK];
@@ -71,9 +72,8 @@ void main() {
     koff += K_OFF;
     voff += V_OFF;
     int tid = int(gl_LocalInvocationIndex);
-    int sg = tid / 32, lane = tid % 32;
-    int r = lane / 2, h = lane % 2;              // softmax: row sg * 16 + r, keys 32 h .. 32 h + 31 of a tile
-    int row = sg * 16 + r, i = i0 + row;
+    int sg = tid / 32, lane = tid % 32, rb = sg % 2, hf = sg / 2;
+    int row = tid / 4, h = tid % 4, i = i0 + row;    // softmax: keys 16 h .. 16 h + 15 of a tile
     const int a = 0;                             // SCORE_STEPS / SKIP_LD read bo[..][a]
     int bo[NBIASX][1];
     for (int hh = 0; hh < NBIAS; ++hh) {
@@ -99,16 +99,17 @@ void main() {
         QSTAGE[rr * LDK + c] = float16_t(x);
     }
     barrier();
+#define NVH ((NV + 1) / 2)                  // value column blocks a subgroup owns (c = hf + 2 cc < NV)
 #if CM_EMULATE
-    float oc[NV][8];
-    for (int c = 0; c < NV; ++c)
+    float oc[NVH][8];
+    for (int c = 0; c < NVH; ++c)
         for (int u = 0; u < 8; ++u) oc[c][u] = 0.0;
 #else
     CM_A qa[ND];
     [[unroll]] for (int kk = 0; kk < ND; ++kk)
-        coopMatLoad(qa[kk], sKV, sg * 16 * LDK + kk * 16, LDK, gl_CooperativeMatrixLayoutRowMajor);
-    CM_C oc[NV];
-    [[unroll]] for (int c = 0; c < NV; ++c) oc[c] = CM_C(0.0);
+        coopMatLoad(qa[kk], sKV, rb * 16 * LDK + kk * 16, LDK, gl_CooperativeMatrixLayoutRowMajor);
+    CM_C oc[NVH];
+    [[unroll]] for (int c = 0; c < NVH; ++c) oc[c] = CM_C(0.0);
 #endif
     float m_run = -EW_INF, l_run = 0.0;
 #if SKIP_BIAS >= 0
@@ -122,8 +123,8 @@ void main() {
             bool live = false;
             if (i < N) {
                 if (!(m_run > -0.1 * MASKED)) live = true;
-                for (int t = 0; t < 32 && !live; ++t) {
-                    int j = j0 + 32 * h + t;
+                for (int t = 0; t < 16 && !live; ++t) {
+                    int j = j0 + 16 * h + t;
                     if (j < M && !(float(SKIP_SIGN) * SKIP_LD <= -MASKED)) live = true;
                 }
             }
@@ -152,23 +153,23 @@ void main() {
         }
         barrier();
 #if CM_EMULATE
-        for (int n = 0; n < 4; ++n)
+        for (int n = 2 * hf; n < 2 * hf + 2; ++n)
             for (int u = 0; u < 8; ++u) {
                 int e = lane + 32 * u, rr = e / 16, cc = e % 16;
                 float acc = 0.0;
                 for (int kk = 0; kk < DP; ++kk)
-                    acc += float(sQ[(sg * 16 + rr) * LDK + kk]) * float(sKV[(n * 16 + cc) * LDK + kk]);
-                sS[(sg * 16 + rr) * SLD + n * 16 + cc] = acc;
+                    acc += float(sQ[(rb * 16 + rr) * LDK + kk]) * float(sKV[(n * 16 + cc) * LDK + kk]);
+                sS[(rb * 16 + rr) * SLD + n * 16 + cc] = acc;
             }
 #else
-        [[unroll]] for (int n = 0; n < 4; ++n) {
+        [[unroll]] for (int n = 2 * hf; n < 2 * hf + 2; ++n) {
             CM_C sc = CM_C(0.0);
             [[unroll]] for (int kk = 0; kk < ND; ++kk) {
                 CM_B kb;
                 coopMatLoad(kb, sKV, n * 16 * LDK + kk * 16, LDK, gl_CooperativeMatrixLayoutColumnMajor);
                 sc = coopMatMulAdd(qa[kk], kb, sc);
             }
-            coopMatStore(sc, sS, sg * 16 * SLD + n * 16, SLD, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(sc, sS, rb * 16 * SLD + n * 16, SLD, gl_CooperativeMatrixLayoutRowMajor);
         }
 #endif
         barrier();                               // K read by all, S stored
@@ -183,10 +184,10 @@ void main() {
                 if (e < BK * DVP) sKV[e / DVP * LDK + e % DVP] = float16_t(rv[u]);
             }
         }
-        float xs[32], mt = -EW_INF;
-        [[unroll]] for (int t = 0; t < 32; ++t) {
-            int j = j0 + 32 * h + t;
-            float x = sS[row * SLD + 32 * h + t];
+        float xs[16], mt = -EW_INF;
+        [[unroll]] for (int t = 0; t < 16; ++t) {
+            int j = j0 + 16 * h + t;
+            float x = sS[row * SLD + 16 * h + t];
             if (j < M) {
                 if (i < N) {
                     SCORE_STEPS
@@ -199,13 +200,13 @@ void main() {
         }
         sRed[tid] = mt;
         barrier();
-        mt = max(mt, sRed[tid ^ 1]);
+        mt = max(max(mt, sRed[tid ^ 1]), max(sRed[tid ^ 2], sRed[tid ^ 3]));
         float mn = max(m_run, mt), al = 1.0, ls = 0.0;
         if (mn == -EW_INF) {                     // nothing but -inf so far: weights 0, nothing to rescale
-            [[unroll]] for (int t = 0; t < 32; ++t) xs[t] = 0.0;
+            [[unroll]] for (int t = 0; t < 16; ++t) xs[t] = 0.0;
         } else {
             al = exp((m_run - mn) * BETA);
-            [[unroll]] for (int t = 0; t < 32; ++t) {
+            [[unroll]] for (int t = 0; t < 16; ++t) {
                 float p = exp((xs[t] - mn) * BETA);
                 xs[t] = p;
                 ls += p;
@@ -213,31 +214,33 @@ void main() {
             m_run = mn;
         }
         l_run = l_run * al + ls;
-        [[unroll]] for (int t = 0; t < 32; ++t) sP[row * PLD + 32 * h + t] = float16_t(xs[t]);
+        [[unroll]] for (int t = 0; t < 16; ++t) sP[row * PLD + 16 * h + t] = float16_t(xs[t]);
         if (h == 0) sAl[row] = al;
         barrier();                               // P, the factors and V staged
 #if CM_EMULATE
-        for (int c = 0; c < NV; ++c)
+        for (int c = 0; c < NVH; ++c)
             for (int u = 0; u < 8; ++u) {
-                int e = lane + 32 * u, rr = e / 16, cc = e % 16;
-                float acc = oc[c][u] * sAl[sg * 16 + rr];
-                for (int kk = 0; kk < BK; ++kk)
-                    acc += float(sP[(sg * 16 + rr) * PLD + kk]) * float(sKV[kk * LDK + c * 16 + cc]);
+                int e = lane + 32 * u, rr = e / 16, cc = e % 16, col = (hf + 2 * c) * 16 + cc;
+                float acc = oc[c][u] * sAl[rb * 16 + rr];
+                for (int kk = 0; kk < BK && col < DVP; ++kk)
+                    acc += float(sP[(rb * 16 + rr) * PLD + kk]) * float(sKV[kk * LDK + col]);
                 oc[c][u] = acc;
             }
 #else
         {
             CM_C am;
-            coopMatLoad(am, sAl, sg * 16, 0, gl_CooperativeMatrixLayoutColumnMajor);
+            coopMatLoad(am, sAl, rb * 16, 0, gl_CooperativeMatrixLayoutColumnMajor);
             CM_A pa[4];
             [[unroll]] for (int kk = 0; kk < 4; ++kk)
-                coopMatLoad(pa[kk], sP, sg * 16 * PLD + kk * 16, PLD, gl_CooperativeMatrixLayoutRowMajor);
-            [[unroll]] for (int c = 0; c < NV; ++c) {
-                for (int u = 0; u < oc[c].length(); ++u) oc[c][u] *= am[u];
-                [[unroll]] for (int kk = 0; kk < 4; ++kk) {
-                    CM_B vb;
-                    coopMatLoad(vb, sKV, kk * 16 * LDK + c * 16, LDK, gl_CooperativeMatrixLayoutRowMajor);
-                    oc[c] = coopMatMulAdd(pa[kk], vb, oc[c]);
+                coopMatLoad(pa[kk], sP, rb * 16 * PLD + kk * 16, PLD, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (int c = 0; c < NVH; ++c) {
+                if (hf + 2 * c < NV) {           // uniform per subgroup
+                    for (int u = 0; u < oc[c].length(); ++u) oc[c][u] *= am[u];
+                    [[unroll]] for (int kk = 0; kk < 4; ++kk) {
+                        CM_B vb;
+                        coopMatLoad(vb, sKV, kk * 16 * LDK + (hf + 2 * c) * 16, LDK, gl_CooperativeMatrixLayoutRowMajor);
+                        oc[c] = coopMatMulAdd(pa[kk], vb, oc[c]);
+                    }
                 }
             }
         }
@@ -247,23 +250,25 @@ void main() {
     sRed[tid] = l_run;
     barrier();
     if (h == 0) {
-        float l = l_run + sRed[tid ^ 1];
+        float l = (l_run + sRed[tid ^ 1]) + (sRed[tid ^ 2] + sRed[tid ^ 3]);
         sAl[row] = l > 0.0 ? 1.0 / l : EW_NAN;   // NaN sum, or a row of -inf only
     }
     barrier();
-    for (int c = 0; c < NV; ++c) {
+    for (int c = 0; c < NVH; ++c) {              // the same count in every subgroup: its barriers uniform
+        int cb = hf + 2 * c;                     // value column block
 #if CM_EMULATE
         for (int u = 0; u < 8; ++u) {
-            int e = lane + 32 * u, rr = e / 16, col = c * 16 + e % 16, ii = i0 + sg * 16 + rr;
-            if (ii < N && col < DV) ST(out_, ooff + ii * O_SR + col * O_SC, oc[c][u] * sAl[sg * 16 + rr]);
+            int e = lane + 32 * u, rr = e / 16, col = cb * 16 + e % 16, ii = i0 + rb * 16 + rr;
+            if (ii < N && col < DV) ST(out_, ooff + ii * O_SR + col * O_SC, oc[c][u] * sAl[rb * 16 + rr]);
         }
 #else
-        coopMatStore(oc[c], sS, sg * 16 * SLD, SLD, gl_CooperativeMatrixLayoutRowMajor);
+        if (cb < NV)
+            coopMatStore(oc[c], sS, rb * 16 * SLD + hf * 16, SLD, gl_CooperativeMatrixLayoutRowMajor);
         barrier();
         for (int u = 0; u < 8; ++u) {
-            int e = lane + 32 * u, rr = e / 16, col = c * 16 + e % 16, ii = i0 + sg * 16 + rr;
+            int e = lane + 32 * u, rr = e / 16, col = cb * 16 + e % 16, ii = i0 + rb * 16 + rr;
             if (ii < N && col < DV)
-                ST(out_, ooff + ii * O_SR + col * O_SC, sS[(sg * 16 + rr) * SLD + e % 16] * sAl[sg * 16 + rr]);
+                ST(out_, ooff + ii * O_SR + col * O_SC, sS[(rb * 16 + rr) * SLD + hf * 16 + e % 16] * sAl[rb * 16 + rr]);
         }
         barrier();
 #endif

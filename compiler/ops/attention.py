@@ -68,7 +68,7 @@ def wide(n: int, m: int, d: int, dv: int) -> bool:
     return d <= WIDE_MAX_D and dv <= WIDE_MAX_D and m >= WIDE_MIN_KEYS and n >= WIDE_MIN_ROWS
 
 
-CM_NT, CM_MAX_D = 64, 128      # attention_cm.comp: invocations (2 subgroups of 32), head width
+CM_NT, CM_MAX_D = 128, 128     # attention_cm.comp: invocations (4 subgroups of 32), head width
 
 
 def coopmat_variant(k: Kernel, d: int, dv: int) -> list:

@@ -5,7 +5,8 @@
 // along COUT); each K step stages BK words of the BM pixels' im2col rows (a position outside the input
 // reads the zero point's lanes, XZ_WORD) and of the BN channels' weights in shared memory, and each
 // invocation accumulates a 4 x 4 register block (pixels ty + i * BM / 4, channels 4 tx + j) with DOT4; each
-// step's words are loaded into registers during the previous step's products (fetch)
+// step's words are loaded into registers two steps ahead (two register sets), so their global-load latency
+// overlaps two steps' barriers and products
 // (int8_conv.glsl: OpSDot under DOT_EXT).  Then LiteRT's exact requantization with the 4 channels' parameters
 // loaded once (q8_cols) and one packed word per pixel and 4 channels (16 invocations: 64 contiguous bytes).
 // The layer's geometry is data, not defines (int8_conv_geo.glsl, with the epilogue and its fused residual
@@ -39,14 +40,13 @@ shared int sc[BM * BN];
 shared uint sa[BK * BM];
 shared uint sb[BK * BN];
 
-int H, W, CW, KW, DH, DW, GM, KWORDS, n0, kk, row0;
+int H, W, CW, KW, DH, DW, GM, KWORDS, n0, kk, row0, tx, ty;
 uint xz;
 int px_base[RA], px_y[RA], px_x[RA];
-uint ra[RA], rb[RB];
+ivec4 acc[4];                                // [pixel i][channel j] (the plain form's products)
 
-// this invocation's words of K step k0 (word kk of pixels / channels row0 + r * NT / BK) into ra / rb: issued
-// a step ahead, so that their loads are in flight during the step's products
-void fetch(int k0) {
+// this invocation's words of K step k0 (word kk of pixels / channels row0 + r * NT / BK; past K: zeros)
+void fetch(int k0, out uint a[RA], out uint b[RB]) {
     int k = k0 + kk;
     int c = k % CW, t = k / CW;
     int dy = t / KW * DH, dx = t % KW * DW;
@@ -54,13 +54,48 @@ void fetch(int k0) {
         int iy = px_y[r] + dy, ix = px_x[r] + dx;
         bool inside = px_base[r] >= 0 && k < KWORDS && iy >= 0 && iy < H && ix >= 0 && ix < W;
         uint v = inside ? x[((px_base[r] + iy) * W + ix) * CW + c] : xz;
-        ra[r] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
+        a[r] = px_base[r] < 0 || k >= KWORDS ? 0u : v;
     }
     for (int r = 0; r < RB; ++r) {
         int oc = n0 + row0 + r * (NT / BK);
-        rb[r] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
+        b[r] = oc < COUT && k < KWORDS ? w[oc * KWORDS + k] : 0u;
     }
 }
+
+void stage(uint a[RA], uint b[RB]) {
+    for (int r = 0; r < RA; ++r)
+        sa[SA(kk, row0 + r * (NT / BK))] = a[r];
+    for (int r = 0; r < RB; ++r)
+        sb[SB(kk, row0 + r * (NT / BK))] = b[r];
+}
+
+// one K step's products from the staged tiles
+#if COOPMAT
+#define CM_ACC coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+// (a block in main, not a function: no cooperative matrices as function parameters)
+#define PRODUCTS { \
+    coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> fa; \
+    coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb0; \
+    coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb1; \
+    coopMatLoad(fa, sa, (sg / 2) * 16 * BK, BK, gl_CooperativeMatrixLayoutRowMajor); \
+    coopMatLoad(fb0, sb, (sg % 2) * 32 * BK, BK, gl_CooperativeMatrixLayoutColumnMajor); \
+    coopMatLoad(fb1, sb, ((sg % 2) * 32 + 16) * BK, BK, gl_CooperativeMatrixLayoutColumnMajor); \
+    c0 = coopMatMulAdd(fa, fb0, c0); \
+    c1 = coopMatMulAdd(fa, fb1, c1); \
+}
+#else
+void products() {
+    for (int q = 0; q < BK; ++q) {
+        int ab = q * BM + ty, bb = q * BN + tx * 4;
+        uvec4 b = uvec4(sb[bb], sb[bb + 1], sb[bb + 2], sb[bb + 3]);
+        for (int i = 0; i < 4; ++i) {
+            uint a = sa[ab + i * (BM / 4)];
+            acc[i] += ivec4(DOT4(a, b.x), DOT4(a, b.y), DOT4(a, b.z), DOT4(a, b.w));
+        }
+    }
+}
+#define PRODUCTS products();
+#endif
 
 void main() {
     q8_load_layer();
@@ -78,7 +113,8 @@ void main() {
     int tid = int(gl_LocalInvocationID.x);
     int m0 = (wg / TILES_N) * BM;
     n0 = (wg % TILES_N) * BN;
-    int tx = tid % (BN / 4), ty = tid / (BN / 4);
+    tx = tid % (BN / 4);
+    ty = tid / (BN / 4);
     kk = tid % BK;
     row0 = tid / BK;
     for (int r = 0; r < RA; ++r) {
@@ -98,42 +134,33 @@ void main() {
         rw[i] = m < GM && oc0 < COUT ? res[(m * COUT + oc0) >> 2] : 0u;
     }
 #endif
-    ivec4 acc[4] = ivec4[4](ivec4(0), ivec4(0), ivec4(0), ivec4(0));   // [pixel i][channel j]
+    for (int i = 0; i < 4; ++i) acc[i] = ivec4(0);
 #if COOPMAT
     int sg = int(gl_SubgroupID);
-    coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c0 =
-        coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0);
-    coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c1 = c0;
+    CM_ACC c0 = CM_ACC(0);
+    CM_ACC c1 = c0;
 #endif
-    fetch(0);
-    for (int k0 = 0; k0 < KWORDS; k0 += BK) {
-        for (int r = 0; r < RA; ++r)
-            sa[SA(kk, row0 + r * (NT / BK))] = ra[r];
-        for (int r = 0; r < RB; ++r)
-            sb[SB(kk, row0 + r * (NT / BK))] = rb[r];
+    // two register sets: step s + 2's words are loaded while steps s and s + 1 are staged and multiplied
+    uint ra0[RA], rb0[RB], ra1[RA], rb1[RB];
+    fetch(0, ra0, rb0);
+    fetch(BK, ra1, rb1);
+    for (int k0 = 0; ; k0 += 2 * BK) {
+        stage(ra0, rb0);
         barrier();
-        if (k0 + BK < KWORDS)
-            fetch(k0 + BK);
-#if COOPMAT
-        coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> fa;
-        coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb0;
-        coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb1;
-        coopMatLoad(fa, sa, (sg / 2) * 16 * BK, BK, gl_CooperativeMatrixLayoutRowMajor);
-        coopMatLoad(fb0, sb, (sg % 2) * 32 * BK, BK, gl_CooperativeMatrixLayoutColumnMajor);
-        coopMatLoad(fb1, sb, ((sg % 2) * 32 + 16) * BK, BK, gl_CooperativeMatrixLayoutColumnMajor);
-        c0 = coopMatMulAdd(fa, fb0, c0);
-        c1 = coopMatMulAdd(fa, fb1, c1);
-#else
-        for (int q = 0; q < BK; ++q) {
-            int ab = q * BM + ty, bb = q * BN + tx * 4;
-            uvec4 b = uvec4(sb[bb], sb[bb + 1], sb[bb + 2], sb[bb + 3]);
-            for (int i = 0; i < 4; ++i) {
-                uint a = sa[ab + i * (BM / 4)];
-                acc[i] += ivec4(DOT4(a, b.x), DOT4(a, b.y), DOT4(a, b.z), DOT4(a, b.w));
-            }
-        }
-#endif
+        if (k0 + 2 * BK < KWORDS)
+            fetch(k0 + 2 * BK, ra0, rb0);
+        PRODUCTS
         barrier();
+        if (k0 + BK >= KWORDS)
+            break;
+        stage(ra1, rb1);
+        barrier();
+        if (k0 + 3 * BK < KWORDS)
+            fetch(k0 + 3 * BK, ra1, rb1);
+        PRODUCTS
+        barrier();
+        if (k0 + 2 * BK >= KWORDS)
+            break;
     }
 #if COOPMAT
     coopMatStore(c0, sc, (sg / 2) * 16 * BN + (sg % 2) * 32, BN, gl_CooperativeMatrixLayoutRowMajor);

@@ -23,13 +23,8 @@
 // PF: the first PF weight words of each invocation are loaded before phase 1 (their latency hidden behind it).
 // FLAT (one row, decode; ops/gemm_q8.py _flat_plan): each invocation reads its part of the row once into
 // registers; TPR invocations per channel, batches of HB channels per slot, each batch loaded one ahead.
-// ATTN (FLAT only; ops/q8_fusion.py: the FC reading a decode attention's output): x is SDPA_DECODE's
-// flash-decoding partials [AH][ANC][AD + 2] = [m, l, acc[AD]] (shaders/sdpa_decode_split.comp) and the row is
-// their combine, as sdpa_decode_combine.comp computes it: row[h * AD + d] = sum_c w_c acc_c[d] / sum_c w_c l_c,
-// w_c = exp(m_c - max m) (0 for a chunk of -inf scores, whose acc is not read).  Each workgroup combines the
-// whole row (it quantizes it) into shared memory: the chunk weights first, then the row (attn_row).
 // Defines: GM GN GK KQ RM RN TILES_N HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN SUBGROUP RMS EPS GLU HAS_UBIAS PF FLAT
-//          TPR HB (FLAT) ATTN AH ANC AD (ATTN)
+//          TPR HB (FLAT)
 //          DOT_EXT (the int_dot variants: dot4 is SPIR-V's OpSDot, exact as the plain int32 sum)
 // Bindings: out_ x w (uvec4) ws (float [GN]) wsum (int [GN]) [bias] [res] [nw] [wu wus wusum [ubias]] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
@@ -52,61 +47,7 @@
 #ifndef EPI_CHAIN
 #define EPI_CHAIN 0
 #endif
-#ifndef ATTN
-#define ATTN 0
-#endif
 #define NT gl_WorkGroupSize.x
-#if ATTN
-#define AE (AH * ANC)                  // (head, chunk) pairs
-#define AEI ((AE + int(NT) - 1) / int(NT))
-shared float at_w[AE];           // each pair's max score, then its weight w_c / sum_c' w_c' l_c'
-shared float at_wl[AE];          // w_c * l_c
-shared float at_row[GK];         // the combined row
-// the combined row into at_row (uniform control flow: barriers).  The pairs' weights first, one invocation a
-// pair; then invocation t combines row elements t, t + NT, ... (a subgroup's loads: consecutive floats),
-// its loads all independent: a chunk of weight 0 (no live score) reads chunk 0's word instead (cached).
-void attn_row() {
-    const float NEG_INF = uintBitsToFloat(0xff800000u);
-    int tid = int(gl_LocalInvocationID.x);
-    float mv[AEI], lv[AEI], wv[AEI];
-    [[unroll]] for (int i = 0; i < AEI; ++i) {
-        int e = tid + i * int(NT);
-        mv[i] = e < AE ? LD(x, e * (AD + 2)) : NEG_INF;
-        lv[i] = e < AE ? LD(x, e * (AD + 2) + 1) : 0.0;
-        if (e < AE) at_w[e] = mv[i];
-    }
-    barrier();
-    [[unroll]] for (int i = 0; i < AEI; ++i) {
-        int e = tid + i * int(NT), h = min(e, AE - 1) / ANC;
-        float M = NEG_INF;
-        [[unroll]] for (int c = 0; c < ANC; ++c) M = max(M, at_w[h * ANC + c]);
-        wv[i] = mv[i] == NEG_INF ? 0.0 : exp(mv[i] - M);
-    }
-    barrier();
-    [[unroll]] for (int i = 0; i < AEI; ++i) {
-        int e = tid + i * int(NT);
-        if (e < AE) at_wl[e] = wv[i] * lv[i];
-    }
-    barrier();
-    [[unroll]] for (int i = 0; i < AEI; ++i) {
-        int e = tid + i * int(NT), h = min(e, AE - 1) / ANC;
-        float den = 0.0;
-        [[unroll]] for (int c = 0; c < ANC; ++c) den += at_wl[h * ANC + c];
-        if (e < AE) at_w[e] = wv[i] / den;
-    }
-    barrier();
-    for (int k = tid; k < GK; k += int(NT)) {
-        int h = k / AD, d = k % AD;
-        float num = 0.0;
-        [[unroll]] for (int c = 0; c < ANC; ++c) {
-            float wc = at_w[h * ANC + c];
-            num += wc * LD(x, (h * ANC + (wc != 0.0 ? c : 0)) * (AD + 2) + 2 + d);
-        }
-        at_row[k] = num;
-    }
-    barrier();
-}
-#endif
 #if RMS
 #if !EPI_CHAIN
 // @include ew_math.glsl
@@ -317,15 +258,9 @@ void main() {
     // (one row: each invocation reads its XW words' floats once, into registers)
     const int XW = (KQ * 4 + int(NT) - 1) / int(NT);
     float xr[XW * 4];
-#if ATTN
-    attn_row();
-#define XLD(k) at_row[k]
-#else
-#define XLD(k) LD(x, k)
-#endif
     [[unroll]] for (int i = 0; i < XW; ++i) [[unroll]] for (int j = 0; j < 4; ++j) {
         int k = (int(tid) + i * int(NT)) * 4 + j;
-        xr[i * 4 + j] = k < GK ? XLD(k) : 0.0;
+        xr[i * 4 + j] = k < GK ? LD(x, k) : 0.0;
     }
 #if RMS
     float ss = 0.0;

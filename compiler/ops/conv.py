@@ -297,7 +297,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
         p = dataclasses.replace(p, KS=1)
     assert p is not None, (M, GN, GK, G)
     if ln is not None:
-        if 4 * p.smem_floats() + ln_fold.reserve_bytes(p.threads, p.BM) > WG_SMEM:
+        if 4 * p.smem_floats() + ln_fold.reserve_bytes(p.BM) > WG_SMEM:
             return None
         binds.append(("lnc", ln[1]))
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
@@ -307,7 +307,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
                    B_T=int(b_t), IM2COL=int(im2col), HAS_BIAS=int(bias is not None),
                    **(epilogue(node, binds) if ignore is None else epilogue(node, binds, ignore=ignore)))
     if ln is not None:
-        defines.update(LN_FOLD=1, LN_EPS=float(ln[0]), LN_TPR=ln_fold.threads_per_row(p.threads, p.BM))
+        defines.update(LN_FOLD=1, LN_EPS=float(ln[0]))
     if im2col:
         defines.update({k: conv[k] for k in ("H", "W", "OH", "OW", "KW", "CIG", "SH", "SW", "DH", "DW", "PT", "PL")})
     vec4 = tuple(n for n, on in (("x", vec_a), ("w", not b_t)) if on)
@@ -393,10 +393,9 @@ def _check_fc(node, graph):
     if int(node.attrs.get("weights_format", 0)) != 0:
         return "shuffled weights format not supported"
     x, w, y = graph.t(node.inputs[0]), graph.t(node.inputs[1]), graph.t(node.outputs[0])
-    xs = gemm_q8.row_elements(node, graph)        # (input 0's size, or the row attention partials make)
-    if len(w.shape) != 2 or w.shape[1] < 1 or xs % w.shape[1]:
+    if len(w.shape) != 2 or w.shape[1] < 1 or x.size % w.shape[1]:
         return f"weights {list(w.shape)} do not fit input {list(x.shape)}"
-    if y.size != xs // w.shape[1] * w.shape[0]:
+    if y.size != x.size // w.shape[1] * w.shape[0]:
         return f"output {list(y.shape)} does not fit input {list(x.shape)} and weights {list(w.shape)}"
     _bias(node, graph, w.shape[0])
     return check_act(node, graph, allowed=(0, 1, 2, 3))
@@ -487,8 +486,6 @@ def _fc_sym(node, graph, values=None):
 def _fc_shape(node, vals, graph, need=None):
     x = vals[0]
     n, k = graph.t(node.inputs[1]).shape[0], graph.t(node.inputs[1]).shape[-1]
-    if node.attrs.get(gemm_q8.ATTN_ATTR):         # (input 0: attention partials of one row, ops/q8_fusion.py)
-        return [rules.placeholder(graph.t(node.outputs[0]).shape, rules.out_dtype(node, graph))]
     shape = list(x.shape[:-1]) + [n] if node.attrs.get("keep_num_dims") else [x.size // k, n]
     return [rules.placeholder(shape, rules.out_dtype(node, graph))]
 

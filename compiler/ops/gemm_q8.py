@@ -16,9 +16,8 @@ Three paths by the number of activation rows M (all the same integers, so the sa
 - 1 < M < TILED_MIN_M: RM rows x RN channels a workgroup, int32 partial sums meeting in shared memory;
 - M >= TILED_MIN_M (prefill): the rows quantized once (one dispatch), then 64 x 64 output tiles
   (shaders/gemm_q8_tiled.glsl).
-ops/q8_fusion.py may fold an RMS_NORM into the row quantization (RMS_ATTR), merge the gate / up FCs of
-an MLP into one kernel with silu(gate) * up (GLU_ATTR), and let a one-row FC read a decode attention's
-flash-decoding partials, combining them into its row (ATTN_ATTR: the attention's combine dispatch saved).  Devices with packed int8 dot products
+ops/q8_fusion.py may fold an RMS_NORM into the row quantization (RMS_ATTR) and merge the gate / up FCs of
+an MLP into one kernel with silu(gate) * up (GLU_ATTR).  Devices with packed int8 dot products
 (VK_KHR_shader_integer_dot_product) get the int_dot variants; ahead of them, the prefill tiles run on
 s8 x s8 -> s32 cooperative matrices where the device has them (coopmat_int8: ops/gemm_q8_coopmat.py).
 """
@@ -39,7 +38,6 @@ from gpuc.compiler.symbolic import is_sym
 ATTR = "int8_weights"           # node.attrs flag set by passes/quant.py: lower with gemm_q8
 RMS_ATTR = "q8_rms"             # (norm weight tensor, eps): input 0 is RMS-normalized first (ops/q8_fusion.py)
 GLU_ATTR = "q8_glu"             # (up weight tensor, up bias tensor or -1): silu(x W^T) * (x Wu^T) (ops/q8_fusion.py)
-ATTN_ATTR = "q8_attn"           # (H, NCHUNK, D): input 0 is SDPA_DECODE's partials, combined into the row (q8_fusion)
 SMEM_WORDS = 4096               # quantized rows per workgroup: RM * K bytes <= 16 KiB of shared memory
 MAX_RM = 8                      # rows per workgroup (each 16-byte weight word is reused across them)
 LOCAL = 64
@@ -52,8 +50,6 @@ TILED_MIN_M = 16                # rows from which the rows are quantized once an
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
 PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
-ATTN_WGS = GPU_SMS // 2         # one row combined from attention partials: workgroups at most (_flat_plan wgs;
-                                # each reads all the partials: halves the L2 traffic of one a SM)
 
 
 def keeps_int8(node, graph) -> bool:
@@ -125,28 +121,23 @@ def _tile(m: int, n: int, kq: int) -> tuple[int, int]:
     return rm, 1
 
 
-def _flat_plan(n: int, kq: int, per: int, smem: int = 0, wgs: int = 0) -> tuple[int, int, int, int]:
+def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
     """(local, TPR, RN, HB) for one activation row (FLAT, shaders/gemm_q8.comp): RN channels a workgroup,
     TPR invocations each, batches of HB channels.  Every workgroup reads and quantizes the whole row (4 bytes
     a float), so RN * per >= FLAT_ROW_BYTES where that still leaves >= 4 workgroups an SM, and >= GPU_SMS
     workgroups where N allows; then the widest workgroup (most bytes in flight an SM) whose channel slots
     divide RN without fewer workgroups than that (-15%) or more than fit at once (FLAT_RESIDENT an SM),
-    and whose channels keep at least half their TPR invocations loading.  smem: shared memory bytes the
-    row's prologue takes besides (ATTN's chunk weights, the combined row).  wgs: a row that costs far more
-    than 4 bytes a float (ATTN: every workgroup combines it from the attention's partials) is shared by
-    about this many workgroups at most (RN = N / wgs channels or more)."""
+    and whose channels keep at least half their TPR invocations loading."""
     rn0 = max(-(-FLAT_ROW_BYTES // per), -(-n // (4 * GPU_SMS)))
     if -(-n // rn0) < GPU_SMS:
         rn0 = -(-n // GPU_SMS)
-    if wgs:
-        rn0 = max(rn0, -(-n // wgs))
     least = min(GPU_SMS, -(-n // rn0))
     xw = max(64, 1 << (kq * 4 // 16 - 1).bit_length())      # (<= 16 row words an invocation in registers)
     plan = None
     for local in (1024, 512, 256, 128, 64):
         if local < xw or (local > 4 * rn0 * kq * per and local > 64):   # (<= 4 invocations a weight word)
             continue
-        if kq * 16 + 12 * local + 8 * rn0 + smem > FLAT_SMEM:           # (the row, reductions, sums)
+        if kq * 16 + 12 * local + 8 * rn0 > FLAT_SMEM:                  # (the row, reductions, sums)
             continue
         words = max(1, FLAT_WORDS // per // (2 if local > 512 else 1))  # (1024 invocations: <= 64 registers)
         tpr = min(MIN_TPR, local)
@@ -181,7 +172,7 @@ def q8_kernels(node, graph, bias) -> list:
     per = 2 if node.attrs.get(GLU_ATTR) else 1
     flat = m == 1
     if flat:
-        local, tpr, rn, hb = _flat_plan(n, kq, per, attn_smem(node), ATTN_WGS if node.attrs.get(ATTN_ATTR) else 0)
+        local, tpr, rn, hb = _flat_plan(n, kq, per)
         rm = 1
     else:
         (rm, rn), local = _tile(m, n, kq), LOCAL
@@ -195,28 +186,12 @@ def q8_kernels(node, graph, bias) -> list:
     _glu(node, graph, binds, defines, kq)
     if flat:
         defines.update(FLAT=1, TPR=tpr, HB=hb)
-        if node.attrs.get(ATTN_ATTR):        # (the row combined from attention partials)
-            h, nc, d = node.attrs[ATTN_ATTR]
-            defines.update(ATTN=1, AH=int(h), ANC=int(nc), AD=int(d))
     else:
         defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // (rn * per)))
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * local, defines, node.label(), local_x=local,
                   vec4=("w", "wu"), item_inner=0)
     kern.variants += [SUBGROUP_DOT_VARIANT, DOT_VARIANT, SUBGROUP_VARIANT]    # (the first the device meets)
     return [apply_chain(kern, node, graph)]
-
-
-def attn_smem(node) -> int:
-    """Shared memory bytes of an ATTN row prologue (each chunk's weight and weight x sum, the row): 0 without."""
-    a = node.attrs.get(ATTN_ATTR)
-    return 8 * int(a[0]) * int(a[1]) + 4 * int(a[0]) * int(a[2]) if a else 0
-
-
-def row_elements(node, graph) -> int:
-    """Elements of FULLY_CONNECTED `node`'s activation rows: input 0's, or with ATTN_ATTR the one row H x D
-    its attention partials combine into."""
-    a = node.attrs.get(ATTN_ATTR)
-    return int(a[0]) * int(a[2]) if a else graph.t(node.inputs[0]).size
 
 
 def _glu(node, graph, binds, defines, kq) -> None:
@@ -289,10 +264,6 @@ VARIANTS = {
                      {"GLU": [0, 1], "SUBGROUP": [0, 1], "DOT_EXT": [0, 1]},
                      ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum"], _TYPES,
                      lambda d: dict(local_x=128, vec4=("w", "wu"))),
-    "gemm_q8:attn": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, TPR=32, HB=2, ATTN=1, AH=4, ANC=3, AD=10),
-                     {"SUBGROUP": [0, 1], "DOT_EXT": [0, 1], "RESIDUAL": [0, 1]},
-                     ["out_", "x", "w", "ws", "wsum", "res"], _TYPES,
-                     lambda d: dict(local_x=128, vec4=("w",))),
     "gemm_q8:rows": (dict(GM=3, GK=40, KQ=3, RM=1, RN=1, Q8_MODE=1, RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
                      ["out_", "x", "nw"], {"out_": "uint32"}, lambda d: dict(local_x=LOCAL)),
     "gemm_q8:tiled": (dict(_Q8, RM=1, RN=1, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, **sample_chain(3)),

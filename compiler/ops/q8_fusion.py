@@ -1,6 +1,5 @@
-"""LLM decode-step fusions around the weight-only int8 FULLY_CONNECTED (ops/gemm_q8.py), passes
-`fuse_q8_gemv` (GLU, RMS prologue) and `fold_attention_combine` (after simulate_quantization marks the int8
-FCs, before the elementwise / epilogue passes):
+"""LLM decode-step fusions around the weight-only int8 FULLY_CONNECTED (ops/gemm_q8.py), pass
+`fuse_q8_gemv` (after simulate_quantization marks the int8 FCs, before the elementwise / epilogue passes):
 
 - GLU: litert-torch's MLP  MUL(MUL(g, LOGISTIC(g)), u)  with g = FC(x, Wgate) and u = FC(x, Wup), both
   int8 FCs of the same input and shape, becomes the gate FC alone computing both dot products over the
@@ -10,18 +9,13 @@ FCs, before the elementwise / epilogue passes):
   disappears: each FC reads the norm's input and normalizes the row itself before quantizing it
   (gemm_q8 RMS, rms_norm.comp's arithmetic).  One dispatch and one [rows, D] round trip fewer per norm.
 
-- Attention combine: an SDPA_DECODE (ops/sdpa_decode.py) whose output only one plain one-row int8 FC
-  reads (through RESHAPEs: the o-projection) writes its flash-decoding partials instead (attrs partials)
-  and the FC reads them, combining each head's chunks into its row before quantizing it (gemm_q8 ATTN):
-  the attention's combine dispatch and its [H, D] round trip are saved.
-
 Each FC still quantizes exactly what LiteRT's hybrid FC quantizes (the normalized row), so results
 stay those of the unfused program to float rounding (the row sums of the norm may add in another order).
 """
 from __future__ import annotations
 
 from gpuc.compiler.ir import Graph, Node
-from gpuc.compiler.ops import gemm_q8, rms_norm, sdpa_decode
+from gpuc.compiler.ops import gemm_q8, rms_norm
 from gpuc.compiler.ops.util import fused_act
 
 FC = "FULLY_CONNECTED"
@@ -90,42 +84,6 @@ def _rms(g: Graph, rn: Node, users: dict, keep: set) -> bool:
     return True
 
 
-ATTN_SMEM = 24 * 1024          # shared memory bytes the FC's combine may take (gemm_q8.attn_smem)
-
-
-def _attention(g: Graph, sd: Node, users: dict, keep: set) -> bool:
-    y = sd.outputs[0]
-    chain, t = [], y
-    while True:                                   # y -> RESHAPE* -> the FC, each read once
-        readers = users.get(t, [])
-        if len(readers) != 1 or not _free(g, t, keep):
-            return False
-        if readers[0].op != "RESHAPE" or readers[0].inputs[0] != t:
-            break
-        chain.append(readers[0])
-        t = readers[0].outputs[0]
-    fc = readers[0]
-    if not _plain_q8(fc, glu=False) or fc.inputs[0] != t or t in fc.inputs[1:] or g.dynamic_dims:
-        return False
-    y_t, w = g.t(y), g.t(fc.inputs[1])
-    if sd.attrs.get(sdpa_decode.PARTIALS) or len(y_t.shape) != 4 or y_t.dtype != "float32" or \
-            g.t(t).size != y_t.size or int(w.shape[1]) != y_t.size or g.t(fc.outputs[0]).size != int(w.shape[0]):
-        return False                              # (one row of H x D: the o-projection)
-    if sdpa_decode.refusal(sd, g) is not None:   # (it must run as SDPA_DECODE: the split makes the partials)
-        return False
-    H, nc, dd = sdpa_decode.partials_shape(sd, g)
-    if 8 * H * nc + 4 * H * (dd - 2) > ATTN_SMEM or H * (dd - 2) != y_t.size:   # (gemm_q8.attn_smem)
-        return False
-    part = g.add_tensor(f"{y_t.name}/partials", (H, nc, dd), "float32")
-    sd.attrs[sdpa_decode.PARTIALS] = True
-    sd.outputs = [part] + list(sd.outputs[1:])
-    fc.inputs = [part] + list(fc.inputs[1:])
-    fc.attrs[gemm_q8.ATTN_ATTR] = (H, nc, dd - 2)
-    gone = set(map(id, chain))
-    g.nodes = [n for n in g.nodes if id(n) not in gone]
-    return True
-
-
 def fuse_q8_gemv(g: Graph) -> None:
     """GLU gate/up merges, then RMS_NORM prologues (module docstring)."""
     keep = set(g.outputs)
@@ -140,14 +98,4 @@ def fuse_q8_gemv(g: Graph) -> None:
     users = g.consumers()
     for n in list(g.nodes):
         if n.op == rms_norm.OP and _rms(g, n, users, keep):
-            users = g.consumers()
-
-
-def fold_attention_combine(g: Graph) -> None:
-    """Each SDPA_DECODE read only by a one-row int8 FC hands that FC its partials (module docstring);
-    after fuse_q8_gemv (the FC must be plain: no norm or GLU of its own)."""
-    keep = set(g.outputs)
-    users = g.consumers()
-    for n in list(g.nodes):
-        if n.op == sdpa_decode.OP and _attention(g, n, users, keep):
             users = g.consumers()

@@ -19,10 +19,7 @@ scores, key slices x columns for P.V, workgroup reductions for the maxima and su
 small (RP keys while a head has at most MAX_NCHUNK of them).
 attrs kv_write (ops/kv_write.py fold_into_attention): the step's cache writes run in the split too --
 inputs kx, vx, start after cos and sin, outputs y and the k and v caches; the workgroup whose chunk holds
-the position writes the new row and reads it from registers (shaders/sdpa_decode_split.comp KV_WRITE).
-attrs partials (ops/q8_fusion.py: the output read only by the int8 o-projection): output 0 is the split's
-partials [H, NCHUNK, D + 2] (`partials_shape`) and the split is the only dispatch; the o-projection's
-gemm_q8 combines them as it reads its row (gemm_q8 ATTN), so the step saves the combine dispatch."""
+the position writes the new row and reads it from registers (shaders/sdpa_decode_split.comp KV_WRITE)."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +42,6 @@ MAX_NCHUNK = 64              # chunks a head has at most before chunks grow (the
 COMBINE_LOCAL = 256          # invocations of a combine workgroup (one query head)
 SHARED_WORDS = 4096          # floats of shared memory a split workgroup may take (16 KiB: Vulkan's minimum)
 MAX_TRACE = 1 << 25          # elements an index trace may build (compile-time memory)
-PARTIALS = "partials"        # attrs flag: output 0 is the split's partials, combined by its reader (q8_fusion)
 
 VARIANTS = {
     "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3,
@@ -206,14 +202,6 @@ def _chunk(KV: int, G: int, D: int) -> int:
     return c
 
 
-def partials_shape(node, graph) -> tuple[int, int, int]:
-    """(H, NCHUNK, D + 2): the split's partials of SDPA_DECODE `node` (one per query head and key chunk)."""
-    H, D = (int(d) for d in _q_shape(node, graph)[2:])
-    k = graph.t(node.inputs[1])
-    KV, KH = int(k.shape[1]), int(k.shape[2])
-    return H, -(-KV // _chunk(KV, H // KH, D)), D + 2
-
-
 def _q_shape(node, graph) -> tuple:
     """q's shape: its tensor's, or with attrs rope (ops/rope.py: q rotated as it is read) the rotated one."""
     rope = node.attrs.get("rope")
@@ -246,12 +234,9 @@ def _check(node, graph):
         if int(np.prod(q.shape)) != int(np.prod(node.attrs["rope"]["x_shape"])):
             return f"q {list(q.shape)} is not the rotated {list(node.attrs['rope']['x_shape'])}"
     if len(q.shape) != 4 or len(k.shape) != 4 or tuple(q.shape[:2]) != (1, 1) or tuple(k.shape) != tuple(v.shape) \
-            or k.shape[0] != 1 or k.shape[3] != q.shape[3] or q.shape[2] % k.shape[2]:
-        return (f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} is not one query "
+            or k.shape[0] != 1 or k.shape[3] != q.shape[3] or q.shape[2] % k.shape[2] or tuple(y.shape) != tuple(q.shape):
+        return (f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} -> {list(y.shape)} is not one query "
                 "token over a [1, KV, KH, D] cache with H a multiple of KH")
-    want = partials_shape(node, graph) if node.attrs.get(PARTIALS) else tuple(q.shape)
-    if tuple(y.shape) != tuple(want):
-        return f"output {list(y.shape)} is not the {'partials' if node.attrs.get(PARTIALS) else 'query shape'} {list(want)}"
     if q.shape[3] > MAX_D:
         return f"head size {q.shape[3]} over {MAX_D}"
     if _shared_words(q.shape[2] // k.shape[2], q.shape[3], RP) > SHARED_WORDS:
@@ -260,11 +245,6 @@ def _check(node, graph):
     if m >= 0 and graph.t(m).size != k.shape[1]:
         return f"mask {list(graph.t(m).shape)} is not one row of {k.shape[1]} keys"
     return None
-
-
-def refusal(node, graph) -> str | None:
-    """Why SDPA_DECODE `node` cannot run on the GPU as it is (None: it can)."""
-    return _check(node, graph)
 
 
 def _check_kv_write(node, graph, a) -> str | None:
@@ -303,8 +283,7 @@ def lower_sdpa_decode(node, graph):
     chunk = _chunk(KV, H // KH, D)
     nchunk = -(-KV // chunk)
     mask = node.inputs[3]
-    fold = bool(node.attrs.get(PARTIALS))   # (its reader combines them: q8_fusion.py)
-    part = y.id if fold else graph.add_tensor(f"{y.name}/partials", (H, nchunk, D + 2), "float32")
+    part = graph.add_tensor(f"{y.name}/partials", (H, nchunk, D + 2), "float32")
     geo = dict(H=H, D=D, KV=KV, KH=KH, G=H // KH, CHUNK=chunk, NCHUNK=nchunk, TPR=n // RP, RP=RP, RS=n // D, SEG=SEG)
     binds = [("out_", part), ("q", q.id), ("k", k.id), ("v", node.inputs[2])] + ([("mask", mask)] if mask >= 0 else [])
     defines = dict(geo, QS=float(node.attrs["q_scale"]), KS=float(node.attrs["k_scale"]), HAS_MASK=int(mask >= 0))
@@ -321,7 +300,7 @@ def lower_sdpa_decode(node, graph):
                      dict(H=H, D=D, NCHUNK=nchunk, RS=COMBINE_LOCAL // D), node.label(), local_x=COMBINE_LOCAL)
     for kern in (split, combine):       # + subgroup-arithmetic reductions (ops/reduce.py)
         kern.variants.append(SUBGROUP_VARIANT)
-    return kernels + ([split] if fold else [split, combine])
+    return kernels + [split, combine]
 
 
 def _kv_write(node, graph, binds, defines):
@@ -353,8 +332,7 @@ def _flops(node, graph) -> int:
 def _shape(node, vals, graph, need=None):
     from gpuc.compiler.ops.rules import out_dtype, placeholder
     rope = node.attrs.get("rope")
-    shape = partials_shape(node, graph) if node.attrs.get(PARTIALS) else tuple(rope["q_shape"]) if rope else vals[0].shape
-    y = placeholder(shape, out_dtype(node, graph))
+    y = placeholder(tuple(rope["q_shape"]) if rope else vals[0].shape, out_dtype(node, graph))
     return [y] + [placeholder(vals[i].shape, vals[i].dtype) for i in (1, 2)][:len(node.outputs) - 1]
 
 

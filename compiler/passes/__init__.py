@@ -22,7 +22,7 @@ from gpuc.compiler.passes.precision import plan_fp16_storage
 from gpuc.compiler.passes.quant import simulate_quantization
 from gpuc.compiler.passes.rfft import rfft_as_matmul
 from gpuc.compiler.ops.kv_write import fold_update_slices
-from gpuc.compiler.ops.q8_fusion import fold_attention_combine, fuse_q8_gemv
+from gpuc.compiler.ops.q8_fusion import fuse_q8_gemv
 from gpuc.compiler.ops.rope import fuse_rope
 from gpuc.errors import GpucError
 
@@ -49,7 +49,7 @@ def batch_native(graph: Graph) -> None:
 
 PIPELINE = [fold_constants, rfft_as_matmul, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm,
             fuse_softmax_chain, fuse_attention, fuse_rope,
-            fold_update_slices, fuse_q8_gemv, fold_attention_combine, sink_transposes, compose_transposes,
+            fold_update_slices, fuse_q8_gemv, sink_transposes, compose_transposes,
             transpose_into_matmul, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation,
             fold_layer_norm, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue,
             fuse_gemm_epilogue, plan_in_place]

@@ -2,8 +2,7 @@
 batch, each compiled with every kernel plan offered as a first choice (CM_MEASURED off) and run with one plan
 at a time (GPUC_VARIANTS): the plain kernels (bit-exact with LiteRT: tests/ops/test_int8_kernels.py) against
 int_dot, coopmat_int8 (64 x 64, int8_conv_tiled.comp: cm64x64), the int8_conv_cm.comp plans coopmat_int8_64x64
-(cm_64k32: the same tile, 128-int8 double-buffered K steps) / 64x64s4 (cm_64s4: 4 subgroups of 2 x 2 fragments) /
-32x64 (twice the workgroups) / 128x128 /
+(cm_64k32: the same tile, 128-int8 double-buffered K steps) / 32x64 (twice the workgroups) / 128x128 /
 128x64 / 64x128 (each where its grid has CM_MIN_GROUPS workgroups, else `-`) and, for the flat kernel's layers,
 coopmat_int8_tiled and int8_splitk_dot (K split over a workgroup).  Every output must equal the plain
 kernels' bit for bit; each plan's layer time comes from GPU timestamps (runtime/profile.py).  With --model
@@ -39,7 +38,7 @@ LAYERS = [
     ("1x1 512->2048 @7 +add", 7, 7, 512, 2048, 1, 1, True),
     ("fc 2048->1000", 0, 0, 2048, 1000, 1, 1, False),
 ]
-PLANS = ["int_dot", "coopmat_int8", "coopmat_int8_64x64", "coopmat_int8_64x64s4", "coopmat_int8_32x64",
+PLANS = ["int_dot", "coopmat_int8", "coopmat_int8_64x64", "coopmat_int8_32x64",
          "coopmat_int8_128x128",
          "coopmat_int8_128x64", "coopmat_int8_64x128", "coopmat_int8_tiled", "int8_splitk_dot"]
 
@@ -95,7 +94,7 @@ def main() -> int:
     rng = np.random.default_rng(0)
     bad = 0
     int8_conv.CM_MEASURED = False
-    heads = ["plain", "int_dot", "cm64x64", "cm_64k32", "cm_64s4", "cm32x64", "cm128x128", "cm128x64", "cm64x128", "cm_tiled",
+    heads = ["plain", "int_dot", "cm64x64", "cm_64k32", "cm32x64", "cm128x128", "cm128x64", "cm64x128", "cm_tiled",
              "splitk"]
     print(f"{'layer':<24} {'GOP':>6}  " + "  ".join(f"{h:>11}" for h in heads) + "   (GPU us; x: differs from plain)")
     for layer in LAYERS:

@@ -11,27 +11,37 @@
 // loaded once (q8_cols) and one packed word per pixel and 4 channels (16 invocations: 64 contiguous bytes).
 // The layer's geometry is data, not defines (int8_conv_geo.glsl, with the epilogue and its fused residual
 // ADD): one module serves every layer of a model (bundle size).
-// Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT COOPMAT RESIDUAL
+// Defines: BM BN BK (NT = BM * BN / 16 must be a multiple of BK) RQ_MODE (1) VEC4 (1) DEPTHWISE (0) DOT_EXT COOPMAT
+// EMU RESIDUAL
 // @include int8_requant.glsl
 // @include int8_conv_geo.glsl
 #define NT ((BM / 4) * (BN / 4))
+#ifndef EMU
+#define EMU 0
+#endif
 #define RA (BM * BK / NT)                    // pixels each invocation stages per K step
 #define RB (BN * BK / NT)                    // channels each invocation stages per K step
 #if COOPMAT
 // the variant for devices with s8 x s8 -> s32 16 x 16 x 32 cooperative matrices and subgroups of 32 (BM = BN
-// = 64, BK = 8 words = 32 int8, 256 invocations: 8 subgroups, subgroup s computing pixels 16 (s / 2) ..
-// + 16 by channels 32 (s % 2) .. + 32): the tiles are staged row-major (a pixel's / a channel's BK words
-// contiguous), the products accumulate in int32 cooperative matrices, stored to shared memory for the
-// same epilogue
-#if BM != 64 || BN != 64 || BK != 8
-#error the cooperative-matrix form is laid out for 64 x 64 tiles of 8-word K steps
+// = 64, BK a multiple of 8 words = 32 int8 (int8_conv.py: 16), 256 invocations: 8 subgroups, subgroup s
+// computing pixels 16 (s / 2) .. + 16 by channels 32 (s % 2) .. + 32): the tiles are staged as BK / 8
+// row-major blocks (a pixel's / a channel's 8 words of a K slice contiguous: fragment loads of a 32-byte
+// stride), the products accumulate in int32 cooperative matrices, stored to shared memory for the same
+// epilogue
+#if BM != 64 || BN != 64 || BK % 8 != 0
+#error the cooperative-matrix form is laid out for 64 x 64 tiles of K steps of whole 8-word slices
 #endif
+// EMU (tests on devices without cooperative matrices): the same staging, products by scalar DOT4 in
+// logical subgroups of 32 invocations, the same epilogue
+#if !EMU
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
-#define SA(kk, mm) ((mm) * BK + (kk))
-#define SB(kk, nn) ((nn) * BK + (kk))
+#extension GL_EXT_control_flow_attributes : require
+#endif
+#define SA(kk, mm) (((kk) / 8 * BM + (mm)) * 8 + (kk) % 8)
+#define SB(kk, nn) (((kk) / 8 * BN + (nn)) * 8 + (kk) % 8)
 shared int sc[BM * BN];
 #else
 #define SA(kk, mm) ((kk) * BM + (mm))
@@ -70,16 +80,29 @@ void stage(uint a[RA], uint b[RB]) {
 }
 
 // one K step's products from the staged tiles
-#if COOPMAT
+#if COOPMAT && EMU
+int ce[16];                                  // (c0's 8 elements e = lane + 32 t, then c1's)
+void products() {
+    int tid = int(gl_LocalInvocationID.x), sg = tid / 32, lane = tid % 32;
+    for (int ks = 0; ks < BK; ks += 8)
+        for (int t = 0; t < 16; ++t) {
+            int e = lane + 32 * (t % 8);
+            int mm = (sg / 2) * 16 + e / 16, nn = (sg % 2) * 32 + (t / 8) * 16 + e % 16;
+            for (int q = 0; q < 8; ++q)
+                ce[t] += DOT4(sa[SA(ks + q, mm)], sb[SB(ks + q, nn)]);
+        }
+}
+#define PRODUCTS products();
+#elif COOPMAT
 #define CM_ACC coopmat<int, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 // (a block in main, not a function: no cooperative matrices as function parameters)
-#define PRODUCTS { \
+#define PRODUCTS [[unroll]] for (int ks = 0; ks < BK; ks += 8) { \
     coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> fa; \
     coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb0; \
     coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> fb1; \
-    coopMatLoad(fa, sa, (sg / 2) * 16 * BK, BK, gl_CooperativeMatrixLayoutRowMajor); \
-    coopMatLoad(fb0, sb, (sg % 2) * 32 * BK, BK, gl_CooperativeMatrixLayoutColumnMajor); \
-    coopMatLoad(fb1, sb, ((sg % 2) * 32 + 16) * BK, BK, gl_CooperativeMatrixLayoutColumnMajor); \
+    coopMatLoad(fa, sa, SA(ks, (sg / 2) * 16), 8, gl_CooperativeMatrixLayoutRowMajor); \
+    coopMatLoad(fb0, sb, SB(ks, (sg % 2) * 32), 8, gl_CooperativeMatrixLayoutColumnMajor); \
+    coopMatLoad(fb1, sb, SB(ks, (sg % 2) * 32 + 16), 8, gl_CooperativeMatrixLayoutColumnMajor); \
     c0 = coopMatMulAdd(fa, fb0, c0); \
     c1 = coopMatMulAdd(fa, fb1, c1); \
 }
@@ -135,7 +158,10 @@ void main() {
     }
 #endif
     for (int i = 0; i < 4; ++i) acc[i] = ivec4(0);
-#if COOPMAT
+#if COOPMAT && EMU
+    int sg = tid / 32;
+    for (int t = 0; t < 16; ++t) ce[t] = 0;
+#elif COOPMAT
     int sg = int(gl_SubgroupID);
     CM_ACC c0 = CM_ACC(0);
     CM_ACC c1 = c0;
@@ -163,8 +189,15 @@ void main() {
             break;
     }
 #if COOPMAT
+#if EMU
+    for (int t = 0; t < 16; ++t) {
+        int e = tid % 32 + 32 * (t % 8);
+        sc[((sg / 2) * 16 + e / 16) * BN + (sg % 2) * 32 + (t / 8) * 16 + e % 16] = ce[t];
+    }
+#else
     coopMatStore(c0, sc, (sg / 2) * 16 * BN + (sg % 2) * 32, BN, gl_CooperativeMatrixLayoutRowMajor);
     coopMatStore(c1, sc, (sg / 2) * 16 * BN + (sg % 2) * 32 + 16, BN, gl_CooperativeMatrixLayoutRowMajor);
+#endif
     barrier();
     for (int i = 0; i < 4; ++i) {
         int e = (ty + i * (BM / 4)) * BN + tx * 4;

@@ -189,7 +189,8 @@ def _tiled_candidate(gm: int, co: int, taps: int) -> KernelVariant:
     def make(k):
         return dataclasses.replace(k, template="int8_conv_tiled", invocations=-(-gm // TILE["BM"]) * -(-co // TILE["BN"])
                                    * TILE_LOCAL, local_x=TILE_LOCAL, variants=[], item_inner=0,
-                                   defines=dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0, RESIDUAL=0, COOPMAT=1))
+                                   defines=dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0, RESIDUAL=0, COOPMAT=1,
+                                                BK=TILE_CM_BK))
     return KernelVariant("coopmat_int8_tiled", COOPMAT_VARIANT.requires, make, measured=CM_MEASURED)
 
 
@@ -197,6 +198,7 @@ def _tiled_candidate(gm: int, co: int, taps: int) -> KernelVariant:
 # CIN and COUT multiples of 4 (OC4) and outputs for at least 8 tiles' workgroups; smaller ones keep the flat
 # kernel, one invocation per output word, which spreads a small layer over more of the GPU
 TILE = dict(BM=64, BN=64, BK=8)                 # (each invocation: a 4 x 4 block of pixels x channels)
+TILE_CM_BK = 16         # the cooperative-matrix form's K step in words: two 32-int8 products a subgroup per barrier
 TILE_LOCAL = (TILE["BM"] // 4) * (TILE["BN"] // 4)
 TILED_MIN_OUTPUTS = 8 * TILE["BM"] * TILE["BN"]
 # qp's leading ints for the tiled kernel, in its G_* order, then a fused residual ADD's ADD_FIELDS (G_R_*)
@@ -260,14 +262,16 @@ def _dot_kernel(k):
 DOT_VARIANT = KernelVariant("int_dot", {"integer_dot_product": True}, _dot_kernel)
 
 
-def _coopmat_kernel(k):
-    return dataclasses.replace(k, defines=dict(k.defines, COOPMAT=1), variants=[])
+def _coopmat_kernel(k, emu: int = 0):
+    return dataclasses.replace(k, defines=dict(k.defines, COOPMAT=1, BK=TILE_CM_BK, EMU=emu), variants=[])
 
 
 # the tiled kernel's s8 x s8 -> s32 cooperative-matrix form (shaders/int8_conv_tiled.comp COOPMAT: 16 x 16 x 32
 # subgroup-scope matrices, 8 subgroups of 32 per 64 x 64 tile); before int_dot (the first the device meets)
 COOPMAT_VARIANT = KernelVariant("coopmat_int8", {"cooperative_matrix": [16, 16, 32, "sint8", "sint8", "sint32", "sint32"],
                                                  "subgroup_size": 32}, _coopmat_kernel)
+# its form with the products by scalar DOT4 (shaders/int8_conv_tiled.comp EMU), for tests on any device
+COOPMAT_EMU_VARIANT = KernelVariant("coopmat_int8_emu", {}, lambda k: _coopmat_kernel(k, 1))
 
 
 # Tile plans of the cooperative-matrix kernel (shaders/int8_conv_cm.comp: SGM x SGN subgroups of 32, BK-word K
@@ -280,11 +284,10 @@ CM_PLANS = {
     "coopmat_int8_128x64": dict(BM=128, BN=64, BK=16, SGM=4, SGN=2),
     "coopmat_int8_64x128": dict(BM=64, BN=128, BK=16, SGM=2, SGN=4),
     # coopmat_int8's tile and subgroup layout with this kernel's 128-int8 double-buffered K steps (a quarter of
-    # its steps, each a global-load latency and two barriers: its 14 x 14 and 7 x 7 layers at batch 32 ran a
-    # few workgroups per SM, latency-bound), 16-byte staging and strip epilogue; the same with 4 subgroups of
-    # 2 x 2 fragments (s4: each A / B fragment load feeds two products); half the pixels (twice the workgroups)
+    # the steps of coopmat_int8 before its 64-int8 ones, each a global-load latency and barriers: its 14 x 14
+    # and 7 x 7 layers at batch 32 ran a few workgroups per SM, latency-bound), 16-byte staging and strip
+    # epilogue; half the pixels with 4 subgroups of 2 x 2 fragments (twice the workgroups)
     "coopmat_int8_64x64": dict(BM=64, BN=64, BK=32, SGM=4, SGN=2),
-    "coopmat_int8_64x64s4": dict(BM=64, BN=64, BK=32, SGM=2, SGN=2),
     "coopmat_int8_32x64": dict(BM=32, BN=64, BK=32, SGM=2, SGN=2),
 }
 # a plan is offered where its grid has at least this many workgroups: with fewer a big GPU idles (H100, 132 SMs:
@@ -361,8 +364,8 @@ VARIANTS = {
                             {"DOT_EXT": [0, 1], "COOPMAT": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                             {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
                             lambda d: {"local_x": TILE_LOCAL}),
-    "int8_conv_tiled:coopmat": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, COOPMAT=1, RESIDUAL=0), {}, ["out_", "x", "w", "qp"],
-                                {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
+    "int8_conv_tiled:coopmat": (dict(TILE, VEC4=1, DEPTHWISE=0, RQ_MODE=1, COOPMAT=1, RESIDUAL=0), {"BK": [8, TILE_CM_BK]},
+                                ["out_", "x", "w", "qp"], {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                                 lambda d: {"local_x": TILE_LOCAL}),
     "int8_conv_cm": (dict(CM_PLANS["coopmat_int8_128x128"], EMU=1, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0, V4=1),
                      {"EMU": [0, 1], "RESIDUAL": [0, 1], "V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
@@ -376,7 +379,7 @@ VARIANTS = {
                             {"V4": [0, 1]}, ["out_", "x", "w", "qp"],
                             {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                             lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
-    "int8_conv_cm:64x64": (dict(CM_PLANS["coopmat_int8_64x64s4"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
+    "int8_conv_cm:64x64": (dict(CM_PLANS["coopmat_int8_64x64"], SGM=2, SGN=2, EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
                            {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                            {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
                            lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),

@@ -309,6 +309,18 @@ def test_tiled_coopmat_variant_is_valid_spirv_and_gated(gpu, monkeypatch):
     test_conv_bit_exact(gpu, CONV_CASES[5])
 
 
+def test_tiled_coopmat_form_emulated_bit_exact(gpu, monkeypatch):
+    """coopmat_int8's staging (16-word K steps as 8-word slices, two register sets), subgroup tiling and
+    epilogue with its products by scalar DOT4 (EMU) are bit-exact on any device: partial tiles, an RGB stem,
+    an odd and an even number of K steps, a fused residual ADD."""
+    from gpuc.compiler.ops import int8_conv
+    monkeypatch.setattr(int8_conv, "COOPMAT_VARIANT", int8_conv.COOPMAT_EMU_VARIANT)
+    monkeypatch.setenv("GPUC_VARIANTS", "coopmat_int8_emu=force")
+    for case in (CONV_CASES[2], CONV_CASES[5], CONV_CASES[7]):
+        test_conv_bit_exact(gpu, case)
+    test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, "later_conv")
+
+
 def test_activation_bound_overflowing_int32_is_refused_as_litert_does():
     """A RELU6 output scale so small that 6 / scale exceeds int32 (a collapsed calibration): LiteRT fails
     the model at prepare; gpuc refuses it with an error naming the tensor."""
@@ -417,7 +429,7 @@ def test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, case):
 
 
 @pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_64x128",
-                                  "coopmat_int8_64x64", "coopmat_int8_64x64s4", "coopmat_int8_32x64"])
+                                  "coopmat_int8_64x64", "coopmat_int8_32x64"])
 def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, plan):
     """The big-tile cooperative-matrix plans (shaders/int8_conv_cm.comp, `measured` candidates) with their
     products done by scalar DOT4 (EMU): the double-buffered staging, the tile and fragment indexing and the
@@ -433,8 +445,7 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
             spirv_val(glsl.kernel_spirv(k, dt))
     big = int8_conv.cm_variants(65536, 256, 4)
     assert not int8_conv.CM_EMU and len(big) == len(int8_conv.CM_PLANS) and all(v.measured for v in big)
-    assert [v.name for v in int8_conv.cm_variants(2048, 256, 4)] == ["coopmat_int8_64x64", "coopmat_int8_64x64s4",
-                                                                    "coopmat_int8_32x64"]
+    assert [v.name for v in int8_conv.cm_variants(2048, 256, 4)] == ["coopmat_int8_64x64", "coopmat_int8_32x64"]
     assert "shared_memory" in next(v for v in big if v.name == "coopmat_int8_128x128").requires
     monkeypatch.setattr(int8_conv, "CM_EMU", True)
     monkeypatch.setattr(int8_conv, "CM_MIN_GROUPS", 1)      # (tiny layers: every plan offered)

@@ -13,8 +13,9 @@
 // write P as fp16; V (fp16 [key][column]) replaces K; the output accumulators are rescaled by each row's
 // factor (a column-vector matrix loaded with stride 0: the same element order as the accumulators) and
 // O += P V.  At the end each tile passes through shared memory to the output view, divided by the row
-// sums.  Shared memory: K / V 64 x (max(DP, DVP) + 8) halves, S 32 x 68 floats, P 32 x 72 halves: 31 KiB
-// at D = 128.
+// sums.  Global loads go through registers, LB at once per invocation; V's first LB are issued with K's
+// (in flight through the scores).  Shared memory: K / V 64 x (max(DP, DVP) + 8) halves, S 32 x 68 floats,
+// P 32 x 72 halves: 31 KiB at D = 128.
 // CM_EMULATE=1 (tests, CompileOptions.coopmat_emulate): the same tiling and staging with the matrix
 // operations done per invocation (32 invocations stand for a subgroup, element q of a tile at position
 // lane + 32 q, row-major), Q kept in shared memory; lavapipe checks everything but the coopmat calls.
@@ -55,6 +56,19 @@ shared int sLive[3];
 #define CM_B coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
 #define CM_C coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #endif
+
+// V values e0 + tid + NT u (u < LB) of the tile at j0 (lanes along columns) into registers rv, and from them
+// into sKV as fp16
+#define LOAD_V(e0, rv) \
+    [[unroll]] for (int u = 0; u < LB; ++u) { \
+        int e = (e0) + tid + NT * u, c = e % DVP, j = j0 + e / DVP; \
+        rv[u] = e < BK * DVP && j < M && c < DV ? LD(v, voff + j * V_SJ + c * V_SC) : 0.0; \
+    }
+#define STORE_V(e0, rv) \
+    [[unroll]] for (int u = 0; u < LB; ++u) { \
+        int e = (e0) + tid + NT * u; \
+        if (e < BK * DVP) sKV[e / DVP * LDK + e % DVP] = float16_t(rv[u]); \
+    }
 
 #define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
 
@@ -136,6 +150,8 @@ void main() {
             if (skip) continue;                  // uniform: every invocation read the same flag
         }
 #endif
+        float v0[LB];                            // V's first values in flight through K's staging and S
+        LOAD_V(0, v0)
         for (int e0 = 0; e0 < BK * DP; e0 += NT * LB) {    // K: lanes along channels, LB loads in flight
             float rv[LB];
             [[unroll]] for (int u = 0; u < LB; ++u) {
@@ -173,16 +189,11 @@ void main() {
         }
 #endif
         barrier();                               // K read by all, S stored
-        for (int e0 = 0; e0 < BK * DVP; e0 += NT * LB) {   // V: lanes along columns, LB loads in flight
+        STORE_V(0, v0)                           // V: its first LB values were loaded with K
+        for (int e0 = NT * LB; e0 < BK * DVP; e0 += NT * LB) {
             float rv[LB];
-            [[unroll]] for (int u = 0; u < LB; ++u) {
-                int e = e0 + tid + NT * u, c = e % DVP, j = j0 + e / DVP;
-                rv[u] = e < BK * DVP && j < M && c < DV ? LD(v, voff + j * V_SJ + c * V_SC) : 0.0;
-            }
-            [[unroll]] for (int u = 0; u < LB; ++u) {
-                int e = e0 + tid + NT * u;
-                if (e < BK * DVP) sKV[e / DVP * LDK + e % DVP] = float16_t(rv[u]);
-            }
+            LOAD_V(e0, rv)
+            STORE_V(e0, rv)
         }
         float xs[16], mt = -EW_INF;
         [[unroll]] for (int t = 0; t < 16; ++t) {

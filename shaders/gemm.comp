@@ -124,6 +124,14 @@ shared float smem[SMEM_SIZE];
 #endif
 #endif
 
+#ifndef LN_FOLD
+#define LN_FOLD 0
+#endif
+#if LN_FOLD
+void ln_add4(int i, int k0, vec4 v);
+int ln_kb;                                       // depth of the next A chunk stored (ln_add4)
+#endif
+
 #if !COOPMAT
 // Global -> register staging of one K chunk (prefetched while the previous chunk is multiplied);
 // the COOPMAT path has its own (cm_* below).
@@ -233,8 +241,14 @@ void store_a(int buf) {
 #else
             SMEM_ST(buf + SA_ROW(e % A_W) + row, ra[i]);
 #endif
+#if LN_FOLD && VEC_A
+            if (a_base[i] >= 0) ln_add4(i, ln_kb + (e % A_W) * 4, ra[i]);
+#endif
         }
     }
+#if LN_FOLD
+    ln_kb += BKT;
+#endif
 }
 
 void load_b(int kb, int n0, int g) {
@@ -409,7 +423,19 @@ void cm_store_a(int buf) {
     [[unroll]] for (int i = 0; i < CA_PER; ++i) {
         int e = tid + i * NT;
         if (e < CA_N) cm_put(buf + (e / CA_W) * SA_LD + (e % CA_W) * CM_AV, ca[i]);
+#if LN_FOLD
+        if (e < CA_N && a_base[i] >= 0) {
+            int k0 = ln_kb + (e % CA_W) * CM_AV;
+            ln_add4(i, k0, vec4(unpackHalf2x16(ca[i].x), unpackHalf2x16(ca[i].y)));
+#if CM_AV == 8
+            ln_add4(i, k0 + 4, vec4(unpackHalf2x16(ca[i].z), unpackHalf2x16(ca[i].w)));
+#endif
+        }
+#endif
     }
+#if LN_FOLD
+    ln_kb += BK;
+#endif
 }
 
 #if B_T
@@ -457,74 +483,92 @@ void cm_store_b(int buf) {
 }
 #endif  // COOPMAT
 
-#ifndef LN_FOLD
-#define LN_FOLD 0
-#endif
 #if LN_FOLD
 // LN_FOLD=1: a LayerNorm over A's rows folded in (ops/ln_fold.py): w holds gamma * W, bias the folded
 // beta @ W + bias, and lnc[n] the column sums of w, so that LN(A) @ W + bias = rs[m] * (A @ w - mu[m] * lnc[n])
-// + bias[n].  Before its K loop the workgroup reads its BM rows of A (GK elements each, vec4, GROUPS = 1)
-// and keeps each row's mean mu and 1 / sqrt(var + LN_EPS) in ln_sh: LN_TPR invocations per row sum x - x0
-// and (x - x0)^2 in fp32 (x0: the row's first element, so that a mean far from zero cancels nothing),
-// and the sums of each row are added in order.
-shared float ln_sh[2 * BM * LN_TPR];
-void ln_stats(int m0) {
+// + bias[n] (GROUPS = 1, VEC_A).  The statistics come from the A chunks the K loop stages anyway: each
+// invocation keeps, for each of its A slots (a fixed row and group of k in every chunk), the count n, the
+// first value c and the fp32 sums of x - c and (x - c)^2 (store_a / cm_store_a: ln_add4); after the loop
+// the slots of each row are combined in order (ln_finish: mean, then sum (x - mean)^2 from each slot's
+// shifted sums, so that a mean far from zero cancels nothing) into ln_sh: mu [BM], 1 / sqrt(var + LN_EPS) [BM].
+#if COOPMAT
+#define LN_PER CA_PER
+#define LN_W CA_W
+#define LN_SLOTS CA_N
+#define LN_PST(i, v) smem_q[(i) >> 2][(i) & 3] = floatBitsToUint(v)
+#define LN_PLD(i) uintBitsToFloat(smem_q[(i) >> 2][(i) & 3])
+#else
+#define LN_PER A_PER
+#define LN_W A_W
+#define LN_SLOTS A_N
+#if SV4
+#define LN_PST(i, v) smem4[(i) >> 2][(i) & 3] = (v)
+#define LN_PLD(i) smem4[(i) >> 2][(i) & 3]
+#else
+#define LN_PST(i, v) smem[i] = (v)
+#define LN_PLD(i) smem[i]
+#endif
+#endif
+shared float ln_sh[2 * BM];
+float ln_s[LN_PER], ln_q[LN_PER], ln_c[LN_PER], ln_n[LN_PER];
+
+void ln_init() {
+    ln_kb = 0;
+    [[unroll]] for (int i = 0; i < LN_PER; ++i) {
+        ln_s[i] = 0.0;
+        ln_q[i] = 0.0;
+        ln_c[i] = 0.0;
+        ln_n[i] = 0.0;
+    }
+}
+
+void ln_add4(int i, int k0, vec4 v) {
+    if (k0 < GK) {                               // GK % 4 == 0: all four or none
+        if (ln_n[i] == 0.0) ln_c[i] = v.x;
+        vec4 d = v - ln_c[i];
+        ln_s[i] += (d.x + d.y) + (d.z + d.w);
+        ln_q[i] += dot(d, d);
+        ln_n[i] += 4.0;
+    }
+}
+
+void ln_finish() {
     int tid = int(gl_LocalInvocationIndex);
-    const int per = NT / LN_TPR;                 // rows per pass
-    int j = tid % LN_TPR;
-    float sv[(BM + per - 1) / per], qv[(BM + per - 1) / per];
-    [[unroll]] for (int i = 0; i < (BM + per - 1) / per; ++i) {
-        int r = tid / LN_TPR + i * per;
-        float s = 0.0, q = 0.0;
-        if (tid < per * LN_TPR && r < BM && m0 + r < GM) {
-            int base = (m0 + r) * LDA;
-            float x0 = LD(x, base >> 2).x;
-            for (int k = j * 4; k < GK; k += 4 * LN_TPR) {
-                vec4 v = vec4(LD(x, (base + k) >> 2)) - x0;
-                s += (v.x + v.y) + (v.z + v.w);
-                q += dot(v, v);
-            }
-        }
-        sv[i] = s;
-        qv[i] = q;
-    }
-    [[unroll]] for (int i = 0; i < (BM + per - 1) / per; ++i) {
-        int r = tid / LN_TPR + i * per;
-        if (tid < per * LN_TPR && r < BM) {
-            ln_sh[r * LN_TPR + j] = sv[i];
-            ln_sh[(BM + r) * LN_TPR + j] = qv[i];
+    [[unroll]] for (int i = 0; i < LN_PER; ++i) {
+        int e = tid + i * NT;
+        if (e < LN_SLOTS) {
+            LN_PST(4 * e, ln_s[i]);
+            LN_PST(4 * e + 1, ln_q[i]);
+            LN_PST(4 * e + 2, ln_c[i]);
+            LN_PST(4 * e + 3, ln_n[i]);
         }
     }
     barrier();
-    float mu[(BM + NT - 1) / NT], rs[(BM + NT - 1) / NT];
-    [[unroll]] for (int i = 0; i < (BM + NT - 1) / NT; ++i) {
-        int r = tid + i * NT;
-        mu[i] = 0.0;
-        rs[i] = 0.0;
-        if (r < BM && m0 + r < GM) {
-            float s = 0.0, q = 0.0;
-            for (int t = 0; t < LN_TPR; ++t) {
-                s += ln_sh[r * LN_TPR + t];
-                q += ln_sh[(BM + r) * LN_TPR + t];
-            }
-            float d = s / float(GK);
-            mu[i] = LD(x, ((m0 + r) * LDA) >> 2).x + d;
-            rs[i] = inversesqrt(max(q / float(GK) - d * d, 0.0) + LN_EPS);
+    for (int r = tid; r < BM; r += NT) {
+        float sum = 0.0, cnt = 0.0;
+        for (int j = 0; j < LN_W; ++j) {
+            int e = r * LN_W + j;
+            float n = LN_PLD(4 * e + 3);
+            sum += LN_PLD(4 * e) + n * LN_PLD(4 * e + 2);
+            cnt += n;
         }
-    }
-    barrier();
-    [[unroll]] for (int i = 0; i < (BM + NT - 1) / NT; ++i) {
-        int r = tid + i * NT;
-        if (r < BM) {
-            ln_sh[r] = mu[i];
-            ln_sh[BM + r] = rs[i];
+        float mu = sum / max(cnt, 1.0);
+        float q = 0.0;
+        for (int j = 0; j < LN_W; ++j) {
+            int e = r * LN_W + j;
+            float dc = LN_PLD(4 * e + 2) - mu;
+            q += LN_PLD(4 * e + 1) + 2.0 * dc * LN_PLD(4 * e) + LN_PLD(4 * e + 3) * dc * dc;
         }
+        ln_sh[r] = mu;
+        ln_sh[BM + r] = inversesqrt(max(q / max(cnt, 1.0), 0.0) + LN_EPS);
     }
     barrier();
 }
-#define LN_STATS(m0) ln_stats(m0);
+#define LN_INIT() ln_init();
+#define LN_FINISH() ln_finish();
 #else
-#define LN_STATS(m0)
+#define LN_INIT()
+#define LN_FINISH()
 #endif
 
 // @include epi_chain.glsl
@@ -711,7 +755,7 @@ void main() {
     int wm = sg / CM_WN, wn = sg % CM_WN;
 #endif
 
-    LN_STATS(m0)
+    LN_INIT()
     cm_init_a(m0, g);
     cm_load_a(0);
     cm_load_b(0, n0, g);
@@ -776,6 +820,7 @@ void main() {
 #endif
         barrier();
     }
+    LN_FINISH()
 #if CM_KS > 1
     // Split-K across the workgroup's subgroups: every subgroup's tiles go to shared memory (the A/B bytes,
     // free after the loop's last barrier), and all invocations sum each output's CM_KS slices in order
@@ -846,7 +891,7 @@ void main() {
     [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
-    LN_STATS(m0)
+    LN_INIT()
     init_a(m0, g);
     load_a(0);
     load_b(0, n0, g);
@@ -874,6 +919,7 @@ void main() {
         }
         barrier();
     }
+    LN_FINISH()
     [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j)
             finish(m0 + (i >> 2) * 4 * BMT + ty * 4 + (i & 3), n0 + (j >> 2) * 4 * BNT + tx * 4 + (j & 3), g, acc[i][j]);
@@ -894,7 +940,7 @@ void main() {
     [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
-    LN_STATS(m0)
+    LN_INIT()
     init_a(m0, g);
     load_a(0);
     load_b(0, n0, g);
@@ -917,6 +963,7 @@ void main() {
         }
         barrier();
     }
+    LN_FINISH()
 #if KS > 1
     [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) smem[s * (BM * BN) + (ty + i * BMT) * BN + tx + j * BNT] = acc[i][j];

@@ -187,14 +187,13 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM, plan: CoopPlan | None = None):
     if current().coopmat_emulate:
         d["CM_EMULATE"] = 1
     p = plan or plan_coopmat(d["GM"], d["GN"], d["GK"], d["GROUPS"], smem_limit)
-    if d.get("LN_FOLD"):                 # a LayerNorm folded in (ops/ln_fold.py): its row statistics' shared memory
-        from gpuc.compiler.ops import ln_fold
-        if p.smem_bytes() + ln_fold.reserve_bytes(p.threads, p.BM) > smem_limit:
-            return None
-        d["LN_TPR"] = ln_fold.threads_per_row(p.threads, p.BM)
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     nwg = tiles_m * tiles_n * d["GROUPS"]
     av, bv = vector_widths(d)
+    if d.get("LN_FOLD"):                 # a LayerNorm folded in (ops/ln_fold.py): its row statistics in shared
+        from gpuc.compiler.ops import ln_fold      # memory, each A slot's 4 partial sums in the staging bytes
+        if p.smem_bytes() + ln_fold.reserve_bytes(p.BM) > smem_limit or 16 * p.BM * p.BK // av > p.smem_bytes():
+            return None
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
                    BK=p.BK, CM_STAGES=p.ST, CM_KS=p.KS, CM_AV=av, CM_BV=bv, CM_DIRECT=int(direct_store(d)), KS=1, TM=1, TN=1,
                    TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)

@@ -5,9 +5,9 @@ their first FC).
 With per-row statistics mu, rs = 1 / sqrt(var + eps) of A's rows (over the K inputs of the FC):
     LN(A) @ W + b = rs * (A @ W' - mu * c) + b',   W' = gamma * W (row k scaled by gamma[k]),
     c[n] = sum_k W'[k, n],  b' = beta @ W + b.
-The gemm (shaders/gemm.comp LN_FOLD) reads A itself, computes mu and rs of its tile's rows before its K loop,
-and applies the first term in its epilogue before the bias; everything after (activation, residual, chain)
-is unchanged.  W' is rounded to float16 under --precision fp16 before c is summed, so c is the column sums
+The gemm (shaders/gemm.comp LN_FOLD) sums the A values its K loop stages anyway into mu and rs of its tile's
+rows and applies the first term in its epilogue before the bias; everything after (activation, residual,
+chain) is unchanged.  W' is rounded to float16 under --precision fp16 before c is summed, so c is the column sums
 of the weights the kernel multiplies in either storage.
 
 `fold_layer_norm` (the graph pass) moves each LAYER_NORM (passes/layer_norm.py) whose output only
@@ -59,17 +59,9 @@ def fold_layer_norm(graph: Graph) -> None:
         graph.nodes.remove(ln)
 
 
-def threads_per_row(threads: int, bm: int) -> int:
-    """gemm.comp LN_TPR: invocations summing each row of the tile (a power of two, at most 16)."""
-    t = 1
-    while t < 16 and 2 * t * bm <= threads:
-        t *= 2
-    return t
-
-
-def reserve_bytes(threads: int, bm: int) -> int:
-    """Shared memory the fold adds to a tile (ln_sh)."""
-    return 8 * bm * threads_per_row(threads, bm)
+def reserve_bytes(bm: int) -> int:
+    """Shared memory the fold adds to a tile of `bm` rows (gemm.comp ln_sh: mean and 1 / std per row)."""
+    return 8 * bm
 
 
 def folded_fc(node: Node, graph: Graph, bias, gemm_kernels) -> list:

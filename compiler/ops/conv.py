@@ -281,6 +281,8 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
         variants = []
     elif fixed and graph.precision == "fp16" and not variants:     # small-M tensor-core candidates
         variants = small_m_variants(M, GN, GK, G, gather=im2col and not vec_a)
+    if ln is not None and not variants:     # the fold pays with tensor cores only (ops/ln_fold.py)
+        return None
     if b_t:
         binds.append(("w", w_id))
     elif split > 1 and im2col:          # split by input channels: the weights as S groups

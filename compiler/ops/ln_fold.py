@@ -10,10 +10,10 @@ rows and applies the first term in its epilogue before the bias; everything afte
 chain) is unchanged.  W' is rounded to float16 under --precision fp16 before c is summed, so c is the column sums
 of the weights the kernel multiplies in either storage.
 
-`fold_layer_norm` (the graph pass) moves each LAYER_NORM (passes/layer_norm.py) whose output only
-FULLY_CONNECTED layers read as their input into them (attrs LN_ATTR); `folded_fc` lowers such an FC: one
-gemm with the fold where its sizes are fixed and its rows load as vec4, else the LayerNorm and the FC
-as two dispatches, as before the pass.
+`fold_layer_norm` (the graph pass, --precision fp16) moves each LAYER_NORM (passes/layer_norm.py) whose output
+only FULLY_CONNECTED layers with tensor-core kernels read as their input into them (attrs LN_ATTR);
+`folded_fc` lowers such an FC: one gemm with the fold where its sizes are fixed, its rows load as vec4 and
+it has tensor-core kernels, else the LayerNorm and the FC as two dispatches, as before the pass.
 """
 from __future__ import annotations
 
@@ -35,14 +35,25 @@ def _fits(graph: Graph, ln: Node, fc: Node, y: int) -> bool:
         return False
     w, x = graph.t(fc.inputs[1]), graph.t(ln.inputs[0])
     d = int(ln.attrs["norm_size"])
-    return (w.is_const and np.dtype(w.dtype).kind == "f" and len(w.shape) == 2 and w.shape[1] == d
+    if not (w.is_const and np.dtype(w.dtype).kind == "f" and len(w.shape) == 2 and w.shape[1] == d
             and len(x.shape) >= 1 and x.shape[-1] == d and d % 4 == 0 and not any(is_sym(s) for s in x.shape)
-            and np.dtype(x.dtype).kind == "f")
+            and np.dtype(x.dtype).kind == "f"):
+        return False
+    return tensor_cores(x.size // d, w.shape[0], d)
+
+
+def tensor_cores(m: int, n: int, k: int) -> bool:
+    """Whether the folded gemm gets cooperative-matrix kernels (--precision fp16, gemm_coopmat.py): only there
+    the fold paid on the H100 (2026-11-27, batch 1: ConvNeXt-T 0.763 -> 0.729 ms, Swin-T 0.957 -> 0.923); the
+    plain kernel's FCs took 2-14 us longer than the LayerNorm dispatch they saved (ConvNeXt-T fp32 1.09 -> 1.18)."""
+    from gpuc.compiler.ops import gemm_coopmat
+    return bool(gemm_coopmat.coopmat_variants(m, n, k) or gemm_coopmat.small_m(m, n, k))
 
 
 def fold_layer_norm(graph: Graph) -> None:
-    """Move each LAYER_NORM whose output only FULLY_CONNECTED inputs read into those FCs (module docstring)."""
-    if not ENABLED:
+    """Move each LAYER_NORM whose output only FULLY_CONNECTED inputs read into those FCs (module docstring);
+    under --precision fp16 only, where those FCs get tensor-core kernels (tensor_cores)."""
+    if not ENABLED or graph.precision != "fp16":
         return
     users = graph.consumers()
     keep = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}

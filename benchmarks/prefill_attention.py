@@ -6,19 +6,16 @@ without it (the BATCH_MATMUL / SOFTMAX chain); each result checked against numpy
 dispatch with GPU timestamps (runtime/profile.py, what `gpuc profile` uses).
 
     python -m benchmarks.prefill_attention [--heads 14/2/64,12/2/128] [--T 512] [--KV 1024] [--start 0,512]
-                                           [--runs 10] [--tol 1e-4] [--prefetch 1,0] [--fp16]
+                                           [--runs 10] [--tol 1e-4] [--prefetch 1,0]
 
 --heads: H/KH/D per shape (default: Qwen2.5-0.5B's and 1.5B's attention).  --start: the first position of
 each run (0: keys past T masked for every query, their tiles skipped).  --prefetch: the fused kernel
-with attention_wide.comp's PF on (1) and / or off (0) (ops/attention.py WIDE_PREFETCH).  --fp16: also
-compiled with --precision fp16, run with its `coopmat` variant (attention_cm.comp, where the device has
-cooperative matrices) and without (GPUC_VARIANTS=coopmat=off), checked within --tol16.  One line per shape, form and start:
+with attention_wide.comp's PF on (1) and / or off (0) (ops/attention.py WIDE_PREFETCH).  One line per shape, form and start:
 max |out - ref| / max |ref| and GPU us per shader.  Exit 1 if any result is out of --tol.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -37,11 +34,9 @@ def main(argv=None) -> int:
     ap.add_argument("--start", default="0", help="first positions, comma separated")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--prefetch", default=str(attention.WIDE_PREFETCH), help="fused forms: PF values, comma separated")
-    ap.add_argument("--fp16", action="store_true", help="also the --precision fp16 forms, coopmat variant on and off")
-    ap.add_argument("--tol16", type=float, default=1e-2, help="the fp16 forms' tolerance")
     ap.add_argument("--tol", type=float, default=1e-4, help="max |out - ref| / max |ref|")
     a = ap.parse_args(argv)
-    rng, bad = np.random.default_rng(0), 0
+    rng, bad, default_pf = np.random.default_rng(0), 0, attention.WIDE_PREFETCH
     for spec in a.heads.split(","):
         h, kh, d = (int(x) for x in spec.split("/"))
         model = prefill_sdpa(a.T, a.KV, h, kh, d)
@@ -51,17 +46,11 @@ def main(argv=None) -> int:
         for start in (int(s) for s in a.start.split(",")):
             xs = [q, k, v, np.arange(start, start + a.T, dtype=np.int32)]
             runs.append((start, xs, prefill_reference(*xs)))
-        forms = [(f"fused PF{pf}", [], int(pf), "fp32", "auto") for pf in a.prefetch.split(",")]
-        forms.append(("unfused", ["fuse_attention"], 1, "fp32", "auto"))
-        if a.fp16:
-            forms += [("fp16 coopmat", [], 1, "fp16", "auto"), ("fp16 plain", [], 1, "fp16", "coopmat=off")]
-        for form, disable, pf, precision, variants in forms:
+        forms = [(f"fused PF{pf}", [], int(pf)) for pf in a.prefetch.split(",")]
+        forms.append(("unfused", ["fuse_attention"], default_pf))     # (no attention_wide dispatch)
+        for form, disable, pf in forms:
             attention.WIDE_PREFETCH = pf
-            os.environ["GPUC_VARIANTS"] = variants
-            m = gpuc.load(gpuc.compile(model, cache=False, disable_passes=disable, precision=precision))
-            tol = a.tol16 if precision == "fp16" else a.tol
-            if precision == "fp16":
-                form += f" ({m.bundle.stats.get('variants_used') or 'plain'})"
+            m = gpuc.load(gpuc.compile(model, cache=False, disable_passes=disable))
             try:
                 for start, xs, ref in runs:
                     out = m.run(xs)[0]
@@ -69,9 +58,9 @@ def main(argv=None) -> int:
                     us: dict = {}
                     for r in profile(m, xs, a.runs)["rows"]:
                         us[r["shader"]] = us.get(r["shader"], 0.0) + r["us"]
-                    ok = err <= tol
+                    ok = err <= a.tol
                     bad += not ok
-                    print(f"H{h} KH{kh} D{d} T{a.T} KV{a.KV} positions {start}..{start + a.T - 1} {form:12s} "
+                    print(f"H{h} KH{kh} D{d} T{a.T} KV{a.KV} positions {start}..{start + a.T - 1} {form:9s} "
                           f"rel err {err:.1e}{'' if ok else ' FAIL'}  GPU us {sum(us.values()):8.1f}  "
                           + " ".join(f"{s} {u:.1f}" for s, u in sorted(us.items(), key=lambda x: -x[1])), flush=True)
             finally:

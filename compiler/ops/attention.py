@@ -6,18 +6,14 @@ row terms + j * sj), q / k / v / o (views: batch terms, row and column strides, 
 o: where the output is written, e.g. through a head merge).  One dispatch (shaders/attention.comp): a workgroup per BQ query rows of one
 batch, K / V tiles of BK keys staged in shared memory, online softmax with fp32 statistics; for long
 key sequences with many rows and heads up to 256 wide (LLM prefill, `wide`), shaders/attention_wide.comp:
-32 rows x 64-key tiles, 4 x 4 register blocks (4 x 4 per 64 value columns), D in chunks of 64; under
---precision fp16 with heads up to 128 wide, shaders/attention_cm.comp as its `coopmat` variant (fp16
-Q / K / V / P on 16x16x16 cooperative matrices, fp32 accumulators and softmax; `coopmat_variant`).  Both skip key tiles a mask hides from every row of the
-block (`mask_bias`: a causal mask's keys past the block's last query)."""
+32 rows x 64-key tiles, 4 x 4 register blocks (4 x 4 per 64 value columns), D in chunks of 64, fp32 at
+every precision (an fp16 cooperative-matrix form was tried: NaN and slower on the H100).  Both skip key
+tiles a mask hides from every row of the block (`mask_bias`: a causal mask's keys past the block's last query)."""
 from __future__ import annotations
 
-import dataclasses
-
-from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
+from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import checked
-from gpuc.compiler.options import current
 
 TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
 SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/conv.py WG_SMEM)
@@ -45,49 +41,19 @@ VARIANTS = {
                             DCH=1, VCH=1, VKP=16, PF=1),
                        {"SKIP_BIAS": [-1, 0], "DCH": [1, 3], "VCH": [1, 3], "PF": [0, 1]},
                        ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=WIDE_NT)),
-    "attention_cm": (dict(N=40, M=300, D=20, DV=6, NBATCH=2, QBLOCKS=2, NWG=4, BETA=1.0,
-                          Q_T=[1, 2, 800], Q_NT=1, Q_SR=20, Q_SC=1, K_T=[1, 2, 6000], K_NT=1, K_SJ=20, K_SC=1,
-                          V_T=[1, 2, 1800], V_NT=1, V_SJ=6, V_SC=1, SC=[0.5, 2.0], Q_OFF=0, K_OFF=0, V_OFF=0,
-                          O_T=[1, 2, 240], O_NT=1, O_SR=6, O_SC=1, Q_STEPS="x = ew_mul(x, SC[0]);",
-                          K_STEPS="x = ew_div(x, SC[1]);", NBIAS=1, B_T=[1, 40, 300], B_FIRST=[0], B_NT=[1],
-                          B_SJ=[1], SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));",
-                          SKIP_BIAS=0, SKIP_SIGN=1, SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])",
-                          DP=32, DVP=16, CM_EMULATE=1),
-                     {"SKIP_BIAS": [-1, 0], "CM_EMULATE": [0, 1], "DP": [32, 128]},
-                     ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=CM_NT)),
 }
 
 WIDE_NT, WIDE_BQ, WIDE_MAX_D = 128, 32, 256    # attention_wide.comp: invocations, query rows, head width
 WIDE_MIN_KEYS, WIDE_MIN_ROWS = 256, 64         # the shapes it takes (LLM prefill: long keys, many rows)
-WIDE_PREFETCH = 1        # attention_wide.comp PF: the next stage's loads in flight while one is used
-#                          (benchmarks/prefill_attention.py --prefetch 0 times the kernel without)
+WIDE_PREFETCH = 0        # attention_wide.comp PF=1: the next stage's loads in flight while one is used.
+#   Off: 2-5% faster on the H100 at T512 KV1024 (benchmarks/prefill_attention.py --prefetch 1,0, GPU us
+#   PF0 vs PF1): Qwen2.5-0.5B heads, positions 0..511 100.9 vs 103.6, 512..1023 212.4 vs 218.4;
+#   1.5B heads 122.8 vs 128.5, 321.1 vs 327.5.  The PF path stays for that A/B.
 
 
 def wide(n: int, m: int, d: int, dv: int) -> bool:
     """Whether attention_wide.comp runs this attention (else attention.comp)."""
     return d <= WIDE_MAX_D and dv <= WIDE_MAX_D and m >= WIDE_MIN_KEYS and n >= WIDE_MIN_ROWS
-
-
-CM_NT, CM_MAX_D = 128, 128     # attention_cm.comp: invocations (4 subgroups of 32), head width
-
-
-def coopmat_variant(k: Kernel, d: int, dv: int) -> list:
-    """The `coopmat` variant of an attention_wide kernel `k` (shaders/attention_cm.comp): only under
-    --precision fp16 (Q, K, V and P rounded to fp16: beyond the 1e-4 an fp32 model is held to) and for
-    heads up to CM_MAX_D wide; it requires what the fp16 gemm's does (ops/gemm_coopmat.py REQUIRES).
-    CompileOptions.coopmat_emulate (tests): the emulated form (CM_EMULATE) under EMULATED_REQUIRES."""
-    from gpuc.compiler.ops import gemm_coopmat
-    o = current()
-    if o.precision != "fp16" or max(d, dv) > CM_MAX_D:
-        return []
-    emulate = bool(o.coopmat_emulate)
-    extra = dict(DP=-(-d // 16) * 16, DVP=-(-dv // 16) * 16, CM_EMULATE=int(emulate))
-
-    def make(plain: Kernel) -> Kernel:       # the final plain kernel: its defines as the passes left them
-        defines = {n: x for n, x in plain.defines.items() if n not in ("DCH", "VCH", "VKP", "PF")}
-        return dataclasses.replace(plain, template="attention_cm", invocations=defines["NWG"] * CM_NT,
-                                   local_x=CM_NT, defines=dict(defines, **extra), variants=[])
-    return [KernelVariant("coopmat", gemm_coopmat.EMULATED_REQUIRES if emulate else gemm_coopmat.REQUIRES, make)]
 
 
 def wide_chunks(d: int, dv: int) -> dict:
@@ -209,10 +175,8 @@ def lower_attention(node, graph):
         for key in ("RQ", "BQ", "CK", "BK", "CV", "DC", "QCHUNKS", "VK", "SKV_SIZE", "Q_CFAST", "K_CFAST", "V_CFAST"):
             del defines[key]
         defines.update(wide_chunks(d, dv))
-        k = Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
-                   flops=2 * nb * n * m * (d + dv))
-        k.variants = coopmat_variant(k, d, dv)
-        return [k]
+        return [Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
+                       flops=2 * nb * n * m * (d + dv))]
     return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
                    flops=2 * nb * n * m * (d + dv))]
 
@@ -220,8 +184,7 @@ def lower_attention(node, graph):
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 _MADE = Why("an internal op the fusion passes make after shapes are propagated and the graph batched")
 declare("ATTENTION", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("attention", "attention_wide", "attention_cm"), flops=rules.per_output,
+        fp16=NEUTRAL, in_place=False, templates=("attention", "attention_wide"), flops=rules.per_output,
         cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
 template("attention", item_major=False, flat=False)
 template("attention_wide", item_major=False, flat=False)
-template("attention_cm", item_major=False, flat=False)

@@ -7,6 +7,10 @@ program's (max |diff| / max |ref|, and whether the arg-max agrees).
     python -m benchmarks.depthwise_ab MODEL.tflite ... [--precision fp16] [--plans t1:1x1,t1s:1x1] [--runs 20]
 
 A plan is `t{TILE}{s: scalar}:{RY}x{PX}` (DwPlan's str), e.g. t0:1x2, t1:2x1, t1s:1x1.
+
+--variants: instead, the planner's bundle loaded twice: with every kernel variant the load's tuning
+chose (the batch-1 `dw_t1_*` candidates included), then with those off (GPUC_VARIANTS=dw_t1_*=off, the
+same tuning choice for the rest).
 """
 from __future__ import annotations
 
@@ -30,8 +34,8 @@ def parse_plan(s: str) -> DwPlan:
     return DwPlan(int(m[1]), int(m[3]), int(m[4]), bool(m[2]))
 
 
-def measure(path: str, precision: str, plan, runs: int) -> dict:
-    data = gpuc.compile(path, precision=precision, cache=False, dw_plan=plan)
+def measure(path: str, precision: str, plan, runs: int, data=None) -> dict:
+    data = data or gpuc.compile(path, precision=precision, cache=False, dw_plan=plan)
     with gpuc.load(data) as model:
         rng = np.random.default_rng(0)
         inputs = [rng.standard_normal(list(s.shape)).astype(s.dtype) for s in model.inputs]
@@ -40,7 +44,7 @@ def measure(path: str, precision: str, plan, runs: int) -> dict:
         while time.time() - t0 < 1.0:          # a GPU left idle while the host compiled clocks down
             model.run(inputs)
         p = profile(model, inputs, runs)
-    layers = {r["op"]: r["us"] for r in p["rows"] if r["shader"] == "depthwise"}
+    layers = {r["op"]: r["us"] for r in p["rows"] if r["shader"].startswith("depthwise")}
     return dict(ms=p["run_gpu_ms"], layers=layers, outs=outs)
 
 
@@ -50,19 +54,25 @@ def main() -> int:
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--plans", default="t1:1x1,t1s:1x1")
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--variants", action="store_true")
     a = ap.parse_args()
-    plans = [None] + [parse_plan(s) for s in a.plans.split(",") if s.strip()]
+    plans = ["on", "off"] if a.variants else [None] + [parse_plan(s) for s in a.plans.split(",") if s.strip()]
     for path in a.models:
         res: dict = {}
         name = os.path.basename(path)
+        data = gpuc.compile(path, precision=a.precision) if a.variants else None
         for plan in plans:
             key = str(plan or "planner")
-            res[key] = r = measure(path, a.precision, plan, a.runs)
-            ref = res["planner"]
+            if a.variants:
+                os.environ["GPUC_VARIANTS"] = ",".join(f"dw_t1_{t}=off" for t in ("1x1", "2x1")) if plan == "off" else ""
+                res[key] = r = measure(path, a.precision, None, a.runs, data)
+            else:
+                res[key] = r = measure(path, a.precision, plan, a.runs)
+            ref = res[next(iter(res))]
             err = max(float(np.abs(o - q).max() / max(np.abs(q).max(), 1e-30)) for o, q in zip(r["outs"], ref["outs"]))
             top1 = all(int(o.argmax()) == int(q.argmax()) for o, q in zip(r["outs"], ref["outs"]))
             print(f"{name} {a.precision} {key}: {r['ms']:.3f} ms GPU, depthwise sum {sum(r['layers'].values()):.1f} us, "
-                  f"rel err vs planner {err:.2e}, top-1 {'same' if top1 else 'DIFFERS'}")
+                  f"rel err vs first {err:.2e}, top-1 {'same' if top1 else 'DIFFERS'}")
             sys.stdout.flush()
         print("  depthwise layers (us): " + " | ".join(res))
         for op in ref["layers"]:

@@ -12,16 +12,26 @@ benchmarks/archive/results/nvidia-h100-2026-11-24-s4-depthwise.md): at batch 32 
 TILE=0 times; at batch 1, where a layer's tensors sit in L2 and a dispatch has few invocations, TILE=0 was
 fastest on every layer timed, so layers under BIG_LAYER keep it.  CompileOptions.dw_plan (the
 benchmark, the tests) overrides the choice.
+
+Batch-1 layers also carry unrolled TILE=1 forms (BATCH1_TILES) as `measured` variants, which the runtime
+takes per layer where timing them at load finds them faster (runtime/tuning.py).  Whole-model timings on
+the H100 (2026-11-27, benchmarks/depthwise_ab.py, ConvNeXt-T batch 1 fp16, each plan forced on all 18
+7x7 layers): TILE=0 152.6 us in all (0.718 ms GPU), t1:1x1 120.1 us (0.684 ms), t1:2x1 152.4 us, yet
+t1:2x1 ran the 56x56x96 layers fastest (7.5 us against 14.3) and TILE=0 two of the 28x28x192 ones
+(6.7 against 7.4): no one plan wins every layer, so the device chooses.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.options import current
 
 TILE_MAX_TAPS = 64            # weights held in registers: 64 floats (8x8 one channel, 4x4 vec4)
 BIG_LAYER = 4 * 65536         # TILE=1 only for layers of at least this many output pixel x 4-channel groups
 MIN_INVOCATIONS = 65536       # a tile is shrunk until the grid has at least this many invocations
+BATCH1_TILES = ((1, 1), (2, 1))   # (RY, PX) of the vec4 TILE=1 variants a batch-1 TILE=0 layer offers
 
 
 @dataclass(frozen=True)
@@ -77,3 +87,30 @@ def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int,
         if n * -(-oh // ry) * -(-ow // px) * (co if scalar else cg) >= MIN_INVOCATIONS:
             return DwPlan(1, ry, px, scalar)
     return old_plan
+
+
+def _tile_kernel(k, ry: int, px: int):
+    """Kernel k (a TILE=0 depthwise with vec4 views, batch 1) as the vec4 TILE=1 plan RY x PX."""
+    d = k.defines
+    if not all(type(d[n]) is int for n in ("N", "OH", "OW")):
+        return None                  # (a dynamic size: the plan's grid is not a constant)
+    ry, px = min(ry, d["OH"]), min(px, d["OW"])
+    oyb, oxb = -(-d["OH"] // ry), -(-d["OW"] // px)
+    defines = dict(d, TILE=1, RY=ry, PX=px, OYB=oyb, OXB=oxb, WREG=int(weights_in_registers(d["KH"], d["KW"], True)))
+    return dataclasses.replace(k, defines=defines, invocations=d["N"] * oyb * oxb * d["CG"], variants=[])
+
+
+def tile_variants(plan: DwPlan, n, oh, ow, kh: int, kw: int, vec: bool) -> list:
+    """The `measured` TILE=1 variants of a batch-1 layer planned TILE=0 with vec4 views (none where the
+    plan was forced, the batch is not a constant 1, or the kernel is over TILE_MAX_TAPS taps)."""
+    if plan.tile or not vec or current().dw_plan is not None or type(n) is not int or n != 1 \
+            or kh * kw > TILE_MAX_TAPS:
+        return []
+    out, seen = [], set()
+    for ry, px in BATCH1_TILES:
+        key = (min(ry, oh), min(px, ow))
+        if key not in seen:
+            seen.add(key)
+            out.append(KernelVariant(f"dw_t1_{key[0]}x{key[1]}", {},
+                                     lambda k, ry=key[0], px=key[1]: _tile_kernel(k, ry, px), measured=True))
+    return out

@@ -186,3 +186,50 @@ def test_plan_small_tile_keeps_invocations():
 def test_plan_not_vec_takes_one_channel():
     p = dp.plan_depthwise(32, 56, 56, 10, 3, 3, 1, 1, 1, 1, vec=False)
     assert p.tile == 1 and p.scalar
+
+
+# batch 1, vec4 views: the TILE=0 plan carries the TILE=1 forms of BATCH1_TILES as measured variants
+B1_CASES = [c for c in CASES if c[1] == 1 and c[5] == 1 and c[4] % 4 == 0] + [
+    ("k7-b1-residual-chain", 1, 9, 10, 8, 1, (7, 7), (1, 1), (1, 1), "SAME", "NONE", True, "RELU", True, True)]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("case", B1_CASES, ids=[c[0] for c in B1_CASES])
+def test_batch1_tile_variants(gpu, case, precision):
+    """Each `dw_t1_*` variant, derived from the final TILE=0 kernel (fused residual and chain included),
+    run as the dispatch's kernel, against LiteRT."""
+    import dataclasses
+    from gpuc.runtime import bundle as B
+    from gpuc.runtime.variants import resolve
+    name, n, h, w, ci, m, k, s, d, p, act, bias, res, chain, const_w = case
+    model, feeds = dw_model(name, n, h, w, ci, m, k, s, d, p, act, bias, res, chain, const_w)
+    b = B.read_bundle(gpuc.compile(model, cache=False, precision=precision))
+    ours = [v for v in b.variants if v.name.startswith("dw_t1_")]
+    assert {v.name for v in ours} == {f"dw_t1_{min(ry, h)}x{min(px, w)}" for ry, px in dp.BATCH1_TILES}
+    assert all(v.measured for v in ours)
+    ref = run_litert(model, feeds)[0]
+    for v in ours:
+        one = dataclasses.replace(b, variants=[dataclasses.replace(u, measured=False) for u in b.variants
+                                               if u.name == v.name])
+        assert resolve(one, gpu.device).stats["variants_used"] == {v.name: 1}
+        with gpuc.load(B.write_bundle(one), device=gpu.device) as mod:
+            out = mod.run(feeds)[0]
+        if precision == "fp16":
+            assert_close16([out], [ref])
+        else:
+            np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(ref).max())))
+
+
+def test_batch1_tile_variants_only_where_they_apply(compile_options):
+    """No variants for a batch over 1, scalar views, a TILE=1 plan, kernels over TILE_MAX_TAPS taps or a
+    forced plan."""
+    t0 = dp.DwPlan(0, 1, 1)
+    assert len(dp.tile_variants(t0, 1, 7, 7, 7, 7, True)) == 2
+    assert dp.tile_variants(t0, 1, 1, 7, 7, 7, True)[0].name == "dw_t1_1x1" and \
+        len(dp.tile_variants(t0, 1, 1, 7, 7, 7, True)) == 1              # (2x1 clamps to 1x1 on one row)
+    assert dp.tile_variants(t0, 2, 7, 7, 7, 7, True) == []
+    assert dp.tile_variants(t0, 1, 7, 7, 7, 7, False) == []
+    assert dp.tile_variants(dp.DwPlan(1, 2, 2), 1, 7, 7, 3, 3, True) == []
+    assert dp.tile_variants(t0, 1, 7, 7, 9, 9, True) == []
+    compile_options(dw_plan=t0)
+    assert dp.tile_variants(t0, 1, 7, 7, 7, 7, True) == []

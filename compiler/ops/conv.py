@@ -11,7 +11,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler import sym_shapes as D
 from gpuc.compiler import symbolic as S
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
-from gpuc.compiler.ops.depthwise_plan import plan_depthwise, tile_variants, weights_in_registers
+from gpuc.compiler.ops.depthwise_plan import plan_depthwise, plan_variants, weights_in_registers
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops import gemm_q8
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
@@ -363,7 +363,7 @@ def depthwise_kernel(node, graph, geo: dict, ci: int, co: int, kh: int, kw: int,
         invocations = geo["N"] * geo["OH"] * oxb * cg
     vec4 = ("out_", "x", "w", "bias", "res") if vec else ()
     k = Kernel("depthwise", binds, invocations, defines, node.label(), vec4=vec4,
-               variants=tile_variants(plan, geo["N"], geo["OH"], geo["OW"], kh, kw, vec))
+               variants=plan_variants(plan, geo["N"], geo["OH"], geo["OW"], co, kh, kw, vec_ok))
     return apply_chain(k, node, graph)     # a fused elementwise chain last (ops/epi_chain.py)
 
 

@@ -13,8 +13,9 @@ TILE=0 times; at batch 1, where a layer's tensors sit in L2 and a dispatch has f
 fastest on every layer timed, so layers under BIG_LAYER keep it.  CompileOptions.dw_plan (the
 benchmark, the tests) overrides the choice.
 
-Batch-1 layers also carry unrolled TILE=1 forms (BATCH1_TILES) as `measured` variants, which the runtime
-takes per layer where timing them at load finds them faster (runtime/tuning.py).  Whole-model timings on
+Batch-1 layers carry their other candidate plans (batch1_plans: TILE=0 and the unrolled TILE=1 forms of
+BATCH1_TILES) as `measured` variants, which the runtime takes per layer where timing them at load finds
+them faster (runtime/tuning.py); from B1_TILE_TAPS taps the cost model's pick is TILE=1 1 x 1.  Whole-model timings on
 the H100 (2026-11-27, benchmarks/depthwise_ab.py, ConvNeXt-T batch 1 fp16, each plan forced on all 18
 7x7 layers): TILE=0 152.6 us in all (0.718 ms GPU), t1:1x1 120.1 us (0.684 ms), t1:2x1 152.4 us, yet
 t1:2x1 ran the 56x56x96 layers fastest (7.5 us against 14.3) and TILE=0 two of the 28x28x192 ones
@@ -31,7 +32,8 @@ from gpuc.compiler.options import current
 TILE_MAX_TAPS = 64            # weights held in registers: 64 floats (8x8 one channel, 4x4 vec4)
 BIG_LAYER = 4 * 65536         # TILE=1 only for layers of at least this many output pixel x 4-channel groups
 MIN_INVOCATIONS = 65536       # a tile is shrunk until the grid has at least this many invocations
-BATCH1_TILES = ((1, 1), (2, 1))   # (RY, PX) of the vec4 TILE=1 variants a batch-1 TILE=0 layer offers
+BATCH1_TILES = ((1, 1), (2, 1))   # (RY, PX) of the vec4 TILE=1 plans of a batch-1 layer (batch1_plans)
+B1_TILE_TAPS = 49             # batch 1: from this many taps (7x7) the TILE=1 1 x 1 plan is the pick, TILE=0 a variant
 
 
 @dataclass(frozen=True)
@@ -73,13 +75,16 @@ def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int,
     """The plan for one layer (sizes: the bound of a dynamic dim); vec: CO % 4 == 0 and MULT == 1.
     old=True: the TILE=0 plan alone (benchmarks/archive/depthwise_bench.py compares the two).  Small layers (all
     of batch 1's, where the tensors sit in L2 and TILE=0 ran fastest) and kernels over TILE_MAX_TAPS taps
-    keep TILE=0."""
+    keep TILE=0, except batch-1 vec4 layers of at least B1_TILE_TAPS taps: the unrolled vec4 1 x 1 tile
+    (batch1_plans)."""
     force = current().dw_plan
     if force is not None and not old:
         return DwPlan(force.tile, max(1, min(force.ry, oh)), max(1, min(force.px, ow)), force.scalar)
     cg = -(-co // 4)
     work = n * oh * ow * cg
     old_plan = DwPlan(0, 1, depthwise_px(work, ow))
+    if not old and work < BIG_LAYER and batch1_plans(n, oh, ow, co, kh, kw, vec):
+        return batch1_plans(n, oh, ow, co, kh, kw, vec)[0]
     if old or work < BIG_LAYER or kh * kw > TILE_MAX_TAPS:     # (bigger kernels: a fully unrolled tile of
         return old_plan                                        # loads per tap, untimed; TILE=0 stays)
     for ry, px, scalar in _tiles(kh, kw, sw, vec):
@@ -89,28 +94,37 @@ def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int,
     return old_plan
 
 
-def _tile_kernel(k, ry: int, px: int):
-    """Kernel k (a TILE=0 depthwise with vec4 views, batch 1) as the vec4 TILE=1 plan RY x PX."""
-    d = k.defines
-    if not all(type(d[n]) is int for n in ("N", "OH", "OW")):
-        return None                  # (a dynamic size: the plan's grid is not a constant)
-    ry, px = min(ry, d["OH"]), min(px, d["OW"])
-    oyb, oxb = -(-d["OH"] // ry), -(-d["OW"] // px)
-    defines = dict(d, TILE=1, RY=ry, PX=px, OYB=oyb, OXB=oxb, WREG=int(weights_in_registers(d["KH"], d["KW"], True)))
-    return dataclasses.replace(k, defines=defines, invocations=d["N"] * oyb * oxb * d["CG"], variants=[])
-
-
-def tile_variants(plan: DwPlan, n, oh, ow, kh: int, kw: int, vec: bool) -> list:
-    """The `measured` TILE=1 variants of a batch-1 layer planned TILE=0 with vec4 views (none where the
-    plan was forced, the batch is not a constant 1, or the kernel is over TILE_MAX_TAPS taps)."""
-    if plan.tile or not vec or current().dw_plan is not None or type(n) is not int or n != 1 \
-            or kh * kw > TILE_MAX_TAPS:
+def batch1_plans(n, oh, ow, co: int, kh: int, kw: int, vec: bool) -> list:
+    """A batch-1 layer's candidate plans, the cost model's pick first: the TILE=0 plan and the vec4 TILE=1
+    forms of BATCH1_TILES (TILE=1 1 x 1 first from B1_TILE_TAPS taps); [] where they do not apply (a batch
+    not a constant 1, scalar views, over TILE_MAX_TAPS taps, a big layer)."""
+    if type(n) is not int or n != 1 or type(oh) is not int or type(ow) is not int or not vec \
+            or kh * kw > TILE_MAX_TAPS or oh * ow * -(-co // 4) >= BIG_LAYER:
         return []
-    out, seen = [], set()
-    for ry, px in BATCH1_TILES:
-        key = (min(ry, oh), min(px, ow))
-        if key not in seen:
-            seen.add(key)
-            out.append(KernelVariant(f"dw_t1_{key[0]}x{key[1]}", {},
-                                     lambda k, ry=key[0], px=key[1]: _tile_kernel(k, ry, px), measured=True))
-    return out
+    t0 = DwPlan(0, 1, depthwise_px(oh * ow * -(-co // 4), ow))
+    tiles = list(dict.fromkeys(DwPlan(1, min(ry, oh), min(px, ow)) for ry, px in BATCH1_TILES))
+    return tiles + [t0] if kh * kw >= B1_TILE_TAPS else [t0] + tiles
+
+
+def _plan_kernel(k, plan: DwPlan):
+    """Kernel k (a batch-1 depthwise with vec4 views, planned otherwise) under `plan`."""
+    d = {n: v for n, v in k.defines.items() if n not in ("RY", "OYB", "WREG")}
+    oxb = -(-d["OW"] // plan.px)
+    if plan.tile:
+        oyb = -(-d["OH"] // plan.ry)
+        d.update(RY=plan.ry, OYB=oyb, WREG=int(weights_in_registers(d["KH"], d["KW"], True)))
+        inv = d["N"] * oyb * oxb * d["CG"]
+    else:
+        inv = d["N"] * d["OH"] * oxb * d["CG"]
+    d.update(TILE=plan.tile, PX=plan.px, OXB=oxb)
+    return dataclasses.replace(k, defines=d, invocations=inv, variants=[])
+
+
+def plan_variants(plan: DwPlan, n, oh, ow, co: int, kh: int, kw: int, vec: bool) -> list:
+    """The other batch1_plans of a layer planned `plan`, as `measured` variants (none where the plan was
+    forced or the layer has no such candidates)."""
+    cands = batch1_plans(n, oh, ow, co, kh, kw, vec)
+    if current().dw_plan is not None or plan not in cands:
+        return []
+    return [KernelVariant(f"dw_t{c.tile}_{c.ry}x{c.px}", {}, lambda k, c=c: _plan_kernel(k, c), measured=True)
+            for c in cands if c != plan]

@@ -188,24 +188,26 @@ def test_plan_not_vec_takes_one_channel():
     assert p.tile == 1 and p.scalar
 
 
-# batch 1, vec4 views: the TILE=0 plan carries the TILE=1 forms of BATCH1_TILES as measured variants
+# batch 1, vec4 views: the plan carries the layer's other batch1_plans as measured variants
 B1_CASES = [c for c in CASES if c[1] == 1 and c[5] == 1 and c[4] % 4 == 0] + [
     ("k7-b1-residual-chain", 1, 9, 10, 8, 1, (7, 7), (1, 1), (1, 1), "SAME", "NONE", True, "RELU", True, True)]
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 @pytest.mark.parametrize("case", B1_CASES, ids=[c[0] for c in B1_CASES])
-def test_batch1_tile_variants(gpu, case, precision):
-    """Each `dw_t1_*` variant, derived from the final TILE=0 kernel (fused residual and chain included),
-    run as the dispatch's kernel, against LiteRT."""
+def test_batch1_plan_variants(gpu, case, precision):
+    """Each `dw_t*` variant, derived from the final kernel of the planned form (fused residual and
+    chain included), run as the dispatch's kernel, against LiteRT."""
     import dataclasses
     from gpuc.runtime import bundle as B
     from gpuc.runtime.variants import resolve
     name, n, h, w, ci, m, k, s, d, p, act, bias, res, chain, const_w = case
     model, feeds = dw_model(name, n, h, w, ci, m, k, s, d, p, act, bias, res, chain, const_w)
     b = B.read_bundle(gpuc.compile(model, cache=False, precision=precision))
-    ours = [v for v in b.variants if v.name.startswith("dw_t1_")]
-    assert {v.name for v in ours} == {f"dw_t1_{min(ry, h)}x{min(px, w)}" for ry, px in dp.BATCH1_TILES}
+    ours = [v for v in b.variants if v.name.startswith("dw_t")]
+    oh, ow = out_size(h, k[0], s[0], d[0], p), out_size(w, k[1], s[1], d[1], p)
+    cands = dp.batch1_plans(1, oh, ow, ci, *k, True)
+    assert {v.name for v in ours} == {f"dw_t{c.tile}_{c.ry}x{c.px}" for c in cands[1:]} and len(cands) >= 3
     assert all(v.measured for v in ours)
     ref = run_litert(model, feeds)[0]
     for v in ours:
@@ -220,16 +222,17 @@ def test_batch1_tile_variants(gpu, case, precision):
             np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(ref).max())))
 
 
-def test_batch1_tile_variants_only_where_they_apply(compile_options):
-    """No variants for a batch over 1, scalar views, a TILE=1 plan, kernels over TILE_MAX_TAPS taps or a
-    forced plan."""
-    t0 = dp.DwPlan(0, 1, 1)
-    assert len(dp.tile_variants(t0, 1, 7, 7, 7, 7, True)) == 2
-    assert dp.tile_variants(t0, 1, 1, 7, 7, 7, True)[0].name == "dw_t1_1x1" and \
-        len(dp.tile_variants(t0, 1, 1, 7, 7, 7, True)) == 1              # (2x1 clamps to 1x1 on one row)
-    assert dp.tile_variants(t0, 2, 7, 7, 7, 7, True) == []
-    assert dp.tile_variants(t0, 1, 7, 7, 7, 7, False) == []
-    assert dp.tile_variants(dp.DwPlan(1, 2, 2), 1, 7, 7, 3, 3, True) == []
-    assert dp.tile_variants(t0, 1, 7, 7, 9, 9, True) == []
-    compile_options(dw_plan=t0)
-    assert dp.tile_variants(t0, 1, 7, 7, 7, 7, True) == []
+def test_batch1_plans(compile_options):
+    """7x7 at batch 1: TILE=1 1 x 1 first, then 2 x 1 and TILE=0; 3x3: TILE=0 first; none for a batch over
+    1, scalar views, kernels over TILE_MAX_TAPS taps or a big layer; no variants for a forced plan."""
+    assert dp.batch1_plans(1, 14, 14, 384, 7, 7, True) == [dp.DwPlan(1, 1, 1), dp.DwPlan(1, 2, 1), dp.DwPlan(0, 1, 1)]
+    assert dp.plan_depthwise(1, 14, 14, 384, 7, 7, 1, 1, 1, 1) == dp.DwPlan(1, 1, 1)
+    p3 = dp.plan_depthwise(1, 56, 56, 96, 3, 3, 1, 1, 1, 1)
+    assert dp.batch1_plans(1, 56, 56, 96, 3, 3, True)[0] == p3 and p3.tile == 0
+    assert [v.name for v in dp.plan_variants(p3, 1, 56, 56, 96, 3, 3, True)] == ["dw_t1_1x1", "dw_t1_2x1"]
+    assert len(dp.batch1_plans(1, 1, 7, 96, 7, 7, True)) == 2           # (2x1 clamps to 1x1 on one row)
+    for args in [(2, 14, 14, 384, 7, 7, True), (1, 14, 14, 384, 7, 7, False), (1, 14, 14, 384, 9, 9, True),
+                 (1, 112, 112, 96, 3, 3, True)]:
+        assert dp.batch1_plans(*args) == []
+    compile_options(dw_plan=dp.DwPlan(1, 1, 1))
+    assert dp.plan_variants(dp.DwPlan(1, 1, 1), 1, 14, 14, 384, 7, 7, True) == []

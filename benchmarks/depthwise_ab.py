@@ -9,8 +9,8 @@ program's (max |diff| / max |ref|, and whether the arg-max agrees).
 A plan is `t{TILE}{s: scalar}:{RY}x{PX}` (DwPlan's str), e.g. t0:1x2, t1:2x1, t1s:1x1.
 
 --variants: instead, the planner's bundle loaded twice: with every kernel variant the load's tuning
-chose (the batch-1 `dw_t1_*` candidates included), then with those off (GPUC_VARIANTS=dw_t1_*=off, the
-same tuning choice for the rest).
+chose (the batch-1 `dw_t*` plan candidates included), then with those off (GPUC_VARIANTS=NAME=off for
+each: every depthwise layer runs the cost model's plan; the same tuning choice for the rest).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import numpy as np
 
 import gpuc
 from gpuc.compiler.ops.depthwise_plan import DwPlan
+from gpuc.runtime.bundle import read_bundle
 from gpuc.runtime.profile import profile
 
 
@@ -64,7 +65,8 @@ def main() -> int:
         for plan in plans:
             key = str(plan or "planner")
             if a.variants:
-                os.environ["GPUC_VARIANTS"] = ",".join(f"dw_t1_{t}=off" for t in ("1x1", "2x1")) if plan == "off" else ""
+                names = sorted({v.name for v in read_bundle(data).variants if v.name.startswith("dw_t")})
+                os.environ["GPUC_VARIANTS"] = ",".join(f"{v}=off" for v in names) if plan == "off" else ""
                 res[key] = r = measure(path, a.precision, None, a.runs, data)
             else:
                 res[key] = r = measure(path, a.precision, plan, a.runs)

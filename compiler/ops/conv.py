@@ -15,7 +15,7 @@ from gpuc.compiler.ops.depthwise_plan import plan_depthwise, plan_variants, weig
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops import gemm_q8
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
-from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, small_m_variants, split_variants
+from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, ln_reserve_bytes, small_m_variants, split_variants
 from gpuc.compiler.ops import gemm_split, ln_fold
 from gpuc.compiler.ops.gemm_split import IM2COL_FACTOR, conv_split_weights, split_kernels, split_of
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
@@ -299,7 +299,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
         p = dataclasses.replace(p, KS=1)
     assert p is not None, (M, GN, GK, G)
     if ln is not None:
-        if 4 * p.smem_floats() + ln_fold.reserve_bytes(p.BM) > WG_SMEM:
+        if 4 * p.smem_floats() + ln_reserve_bytes(p.BM) > WG_SMEM:
             return None
         binds.append(("lnc", ln[1]))
     tiles_m, tiles_n = -(-M // p.BM), -(-GN // p.BN)
@@ -415,7 +415,7 @@ def lower_fc(node, graph):
     if ln_fold.LN_ATTR in node.attrs:             # a LayerNorm folded in (ops/ln_fold.py)
         return ln_fold.folded_fc(node, graph, bias, lambda w_id, w_kn, b, ln: gemm_kernels(
             node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=w_id, w_kn=w_kn, bias=b, conv=None,
-            ignore=(), ln=ln))
+            ignore=(), ln=ln), lower_fc)
     w_kn = np.asarray(w.data, np.float32).T[None] if float_const(graph, node.inputs[1]) else None
     return gemm_kernels(node, graph, M=rows, GN=o, GK=k, G=1, lda=k, ldc=o, w_id=node.inputs[1], w_kn=w_kn,
                         bias=bias, conv=None, ignore=())

@@ -190,10 +190,9 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM, plan: CoopPlan | None = None):
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     nwg = tiles_m * tiles_n * d["GROUPS"]
     av, bv = vector_widths(d)
-    if d.get("LN_FOLD"):                 # a LayerNorm folded in (ops/ln_fold.py): its row statistics in shared
-        from gpuc.compiler.ops import ln_fold      # memory, each A slot's 4 partial sums in the staging bytes
-        if p.smem_bytes() + ln_fold.reserve_bytes(p.BM) > smem_limit or 16 * p.BM * p.BK // av > p.smem_bytes():
-            return None
+    if d.get("LN_FOLD"):     # a LayerNorm folded in (ops/ln_fold.py): its row statistics in shared memory,
+        if p.smem_bytes() + ln_reserve_bytes(p.BM) > smem_limit or 16 * p.BM * p.BK // av > p.smem_bytes():
+            return None      # ... and each A slot's 4 partial sums in the staging bytes
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
                    BK=p.BK, CM_STAGES=p.ST, CM_KS=p.KS, CM_AV=av, CM_BV=bv, CM_DIRECT=int(direct_store(d)), KS=1, TM=1, TN=1,
                    TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
@@ -265,6 +264,12 @@ def gemm_shape_kind(node, graph) -> bool:
         b = graph.t(node.inputs[1])
         return b.is_const and not node.attrs.get("adj_x") and all(d == 1 for d in b.shape[:-2])
     return True
+
+
+def ln_reserve_bytes(bm: int) -> int:
+    """Shared memory a LayerNorm folded into the gemm (ops/ln_fold.py) adds to a tile of `bm` rows (gemm.comp
+    ln_sh: mean and 1 / std per row)."""
+    return 8 * bm
 
 
 def storage_wishes(k) -> tuple[tuple, tuple]:

@@ -74,14 +74,10 @@ def fold_layer_norm(graph: Graph) -> None:
         graph.nodes.remove(ln)
 
 
-def reserve_bytes(bm: int) -> int:
-    """Shared memory the fold adds to a tile of `bm` rows (gemm.comp ln_sh: mean and 1 / std per row)."""
-    return 8 * bm
-
-
-def folded_fc(node: Node, graph: Graph, bias, gemm_kernels) -> list:
+def folded_fc(node: Node, graph: Graph, bias, gemm_kernels, lower_fc) -> list:
     """Kernels of FULLY_CONNECTED `node` carrying LN_ATTR: the folded gemm, or LayerNorm + FC where it cannot
-    be (gemm_kernels: ops/conv.py's, called with ln=(eps, column sums) and returning None where it cannot)."""
+    be (gemm_kernels: ops/conv.py's, called with ln=(eps, column sums) and returning None where it cannot;
+    lower_fc: ops/conv.py's FC lowering, for the unfolded FC -- passed in, so this module imports no conv)."""
     ln = node.attrs[LN_ATTR]
     w = graph.t(node.inputs[1])
     o, k = w.shape
@@ -116,5 +112,4 @@ def folded_fc(node: Node, graph: Graph, bias, gemm_kernels) -> list:
     fc = Node(node.op, [t] + list(node.inputs[1:]), list(node.outputs), {a: v for a, v in node.attrs.items()
                                                                             if a != LN_ATTR},
               node.version, node.index, node.epilogue)
-    from gpuc.compiler.ops.conv import lower_fc
     return lower_layer_norm(ln_node, graph) + lower_fc(fc, graph)

@@ -190,7 +190,8 @@ def test_plan_not_vec_takes_one_channel():
 
 # batch 1, vec4 views: the plan carries the layer's other batch1_plans as measured variants
 B1_CASES = [c for c in CASES if c[1] == 1 and c[5] == 1 and c[4] % 4 == 0] + [
-    ("k7-b1-residual-chain", 1, 9, 10, 8, 1, (7, 7), (1, 1), (1, 1), "SAME", "NONE", True, "RELU", True, True)]
+    ("k3-b1-residual-chain", 1, 9, 10, 8, 1, (3, 3), (1, 1), (1, 1), "SAME", "NONE", True, "RELU", True, True),
+    ("k5-b1-s2", 1, 11, 9, 8, 1, (5, 5), (2, 2), (1, 1), "SAME", "RELU6", True, None, False, True)]
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
@@ -207,7 +208,8 @@ def test_batch1_plan_variants(gpu, case, precision):
     ours = [v for v in b.variants if v.name.startswith("dw_t")]
     oh, ow = out_size(h, k[0], s[0], d[0], p), out_size(w, k[1], s[1], d[1], p)
     cands = dp.batch1_plans(1, oh, ow, ci, *k, True)
-    assert {v.name for v in ours} == {f"dw_t{c.tile}_{c.ry}x{c.px}" for c in cands[1:]} and len(cands) >= 3
+    assert {v.name for v in ours} == {f"dw_t{c.tile}_{c.ry}x{c.px}" for c in cands[1:]}
+    assert len(cands) == (1 if k[0] * k[1] >= dp.B1_TILE_TAPS else 3)
     assert all(v.measured for v in ours)
     ref = run_litert(model, feeds)[0]
     for v in ours:
@@ -223,16 +225,18 @@ def test_batch1_plan_variants(gpu, case, precision):
 
 
 def test_batch1_plans(compile_options):
-    """7x7 at batch 1: TILE=1 1 x 1 first, then 2 x 1 and TILE=0; 3x3: TILE=0 first; none for a batch over
-    1, scalar views, kernels over TILE_MAX_TAPS taps or a big layer; no variants for a forced plan."""
-    assert dp.batch1_plans(1, 14, 14, 384, 7, 7, True) == [dp.DwPlan(1, 1, 1), dp.DwPlan(1, 2, 1), dp.DwPlan(0, 1, 1)]
+    """7x7 at batch 1: the TILE=1 1 x 1 plan alone; 3x3: TILE=0 first, then TILE=1 1 x 1 and 2 x 1; none for
+    a batch over 1, scalar views, kernels over TILE_MAX_TAPS taps or a big layer; no variants for a forced
+    plan."""
+    assert dp.batch1_plans(1, 14, 14, 384, 7, 7, True) == [dp.DwPlan(1, 1, 1)]
     assert dp.plan_depthwise(1, 14, 14, 384, 7, 7, 1, 1, 1, 1) == dp.DwPlan(1, 1, 1)
+    assert dp.plan_variants(dp.DwPlan(1, 1, 1), 1, 14, 14, 384, 7, 7, True) == []
     p3 = dp.plan_depthwise(1, 56, 56, 96, 3, 3, 1, 1, 1, 1)
     assert dp.batch1_plans(1, 56, 56, 96, 3, 3, True)[0] == p3 and p3.tile == 0
     assert [v.name for v in dp.plan_variants(p3, 1, 56, 56, 96, 3, 3, True)] == ["dw_t1_1x1", "dw_t1_2x1"]
-    assert len(dp.batch1_plans(1, 1, 7, 96, 7, 7, True)) == 2           # (2x1 clamps to 1x1 on one row)
+    assert len(dp.batch1_plans(1, 1, 7, 96, 3, 3, True)) == 2           # (2x1 clamps to 1x1 on one row)
     for args in [(2, 14, 14, 384, 7, 7, True), (1, 14, 14, 384, 7, 7, False), (1, 14, 14, 384, 9, 9, True),
                  (1, 112, 112, 96, 3, 3, True)]:
         assert dp.batch1_plans(*args) == []
-    compile_options(dw_plan=dp.DwPlan(1, 1, 1))
-    assert dp.plan_variants(dp.DwPlan(1, 1, 1), 1, 14, 14, 384, 7, 7, True) == []
+    compile_options(dw_plan=p3)
+    assert dp.plan_variants(p3, 1, 56, 56, 96, 3, 3, True) == []

@@ -18,14 +18,13 @@ import argparse
 import os
 import re
 import sys
-import time
 
 import numpy as np
 
 import gpuc
+from benchmarks.timing import warm_profile
 from gpuc.compiler.ops.depthwise_plan import DwPlan
 from gpuc.runtime.bundle import read_bundle
-from gpuc.runtime.profile import profile
 
 
 def parse_plan(s: str) -> DwPlan:
@@ -38,13 +37,7 @@ def parse_plan(s: str) -> DwPlan:
 def measure(path: str, precision: str, plan, runs: int, data=None) -> dict:
     data = data or gpuc.compile(path, precision=precision, cache=False, dw_plan=plan)
     with gpuc.load(data) as model:
-        rng = np.random.default_rng(0)
-        inputs = [rng.standard_normal(list(s.shape)).astype(s.dtype) for s in model.inputs]
-        outs = [np.asarray(o, np.float64) for o in model.run(inputs)]
-        t0 = time.time()
-        while time.time() - t0 < 1.0:          # a GPU left idle while the host compiled clocks down
-            model.run(inputs)
-        p = profile(model, inputs, runs)
+        outs, p = warm_profile(model, runs)
     layers = {r["op"]: r["us"] for r in p["rows"] if r["shader"].startswith("depthwise")}
     return dict(ms=p["run_gpu_ms"], layers=layers, outs=outs)
 

@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 import gpuc
+from benchmarks.timing import warm_profile
 from gpuc.compiler.ops import gemm_coopmat, gemm_split, ln_fold
-from gpuc.runtime.profile import profile
 
 
 MID = gemm_coopmat.MID_CANDIDATES
@@ -33,13 +33,7 @@ def measure(path: str, precision: str, new: bool, runs: int) -> dict:
     data = gpuc.compile(path, precision=precision, cache=False)
     compile_s = time.time() - t0
     with gpuc.load(data) as model:
-        rng = np.random.default_rng(0)
-        inputs = [rng.standard_normal(list(s.shape)).astype(s.dtype) for s in model.inputs]
-        outs = [np.asarray(o, np.float64) for o in model.run(inputs)]
-        t0 = time.time()
-        while time.time() - t0 < 1.0:          # a GPU left idle while the host compiled clocks down
-            model.run(inputs)
-        p = profile(model, inputs, runs)
+        outs, p = warm_profile(model, runs)
     layers: dict[str, float] = {}
     for r in p["rows"]:
         if r["shader"].startswith("gemm"):

@@ -1,6 +1,6 @@
 """The one timing helper of the benchmarks: `timed` for repeated calls (median / p90 / min after a
 warm-up), `once` for a single timed call (compile, load, first run, a whole decode), `cuda_us` for a
-CUDA call's GPU time (the PyTorch peers)."""
+CUDA call's GPU time (the PyTorch peers), `warm_profile` for a loaded gpuc model's per-dispatch GPU times."""
 from __future__ import annotations
 
 import statistics
@@ -51,3 +51,17 @@ def cuda_us(fn, runs: int, warm: int = 3) -> float:
         b.synchronize()
         times.append(a.elapsed_time(b) * 1e3)
     return statistics.median(times)
+
+
+def warm_profile(model, runs: int, warm_s: float = 1.0):
+    """(outputs of one run as float64, `gpuc.runtime.profile.profile` of `runs` runs) of a loaded gpuc model on
+    seeded random inputs, after `warm_s` of runs: a GPU left idle while the host compiled clocks down."""
+    import numpy as np
+    from gpuc.runtime.profile import profile
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(list(s.shape)).astype(s.dtype) for s in model.inputs]
+    outs = [np.asarray(o, np.float64) for o in model.run(inputs)]
+    t0 = time.time()
+    while time.time() - t0 < warm_s:
+        model.run(inputs)
+    return outs, profile(model, inputs, runs)

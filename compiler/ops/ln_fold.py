@@ -24,7 +24,6 @@ from gpuc.compiler.symbolic import is_sym
 
 LN_ATTR = "ln_fold"
 FC_OP, LN_OP = "FULLY_CONNECTED", "LAYER_NORM"
-ENABLED = True               # benchmarks A/B the fold (the pass is also --disable-pass fold_layer_norm)
 
 
 def _fits(graph: Graph, ln: Node, fc: Node, y: int) -> bool:
@@ -57,7 +56,7 @@ def tensor_cores(m: int, n: int, k: int) -> bool:
 def fold_layer_norm(graph: Graph) -> None:
     """Move each LAYER_NORM whose output only FULLY_CONNECTED inputs read into those FCs (module docstring);
     under --precision fp16 only, where those FCs get tensor-core kernels (tensor_cores)."""
-    if not ENABLED or graph.precision != "fp16":
+    if graph.precision != "fp16":
         return
     users = graph.consumers()
     keep = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}

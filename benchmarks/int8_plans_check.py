@@ -1,5 +1,5 @@
 """Native int8 convolution plans check (compiler/ops/int8_conv.py): ResNet-50-like int8 conv / FC layers at a
-batch, each compiled with every kernel plan offered as a first choice (CM_MEASURED off) and run with one plan
+batch, each compiled with every kernel plan offered as a first choice (CompileOptions.int8_measured off) and run with one plan
 at a time (GPUC_VARIANTS): the plain kernels (bit-exact with LiteRT: tests/ops/test_int8_kernels.py) against
 int_dot, coopmat_int8 (64 x 64, int8_conv_tiled.comp: cm64x64), the int8_conv_cm.comp plans coopmat_int8_64x64
 (cm_64k32: the same tile, 128-int8 double-buffered K steps) / 32x64 (twice the workgroups) / 128x128 /
@@ -24,7 +24,6 @@ import numpy as np
 
 import gpuc
 from gpuc.compiler import compile_model
-from gpuc.compiler.ops import int8_conv
 from gpuc.runtime.profile import profile
 from tests.helpers.builder import ModelBuilder
 
@@ -93,13 +92,12 @@ def main() -> int:
     print(f"device: {dev.describe()['name']}")
     rng = np.random.default_rng(0)
     bad = 0
-    int8_conv.CM_MEASURED = False
     heads = ["plain", "int_dot", "cm64x64", "cm_64k32", "cm32x64", "cm128x128", "cm128x64", "cm64x128", "cm_tiled",
              "splitk"]
     print(f"{'layer':<24} {'GOP':>6}  " + "  ".join(f"{h:>11}" for h in heads) + "   (GPU us; x: differs from plain)")
     for layer in LAYERS:
         model, ins = build(layer, args.batch, rng)
-        data = compile_model(model, cache=False)
+        data = compile_model(model, cache=False, int8_measured=False)     # (every plan a first choice)
         ref, _, p0 = run(data, ins, "off", dev, args.runs)
         gop = sum(r["gflop_per_s"] * r["us"] * 1e-6 for r in p0["rows"] if r["gflop_per_s"]) if p0 else 0
         cells = [f"{sum(r['us'] for r in p0['rows']):11.1f}" if p0 else f"{'?':>11}"]
@@ -113,7 +111,6 @@ def main() -> int:
             cells.append(f"{sum(r['us'] for r in p['rows']) if p else 0:10.1f}{' ' if same else 'x'}")
         print(f"{layer[0]:<24} {gop:6.2f}  " + "  ".join(cells))
     if args.model:
-        int8_conv.CM_MEASURED = True
         data = compile_model(open(args.model, "rb").read(), cache=False, max_batch=args.batch)
         ref, _, p0 = run(data, None, "off", dev, args.runs, batch=args.batch)
         out, used, p = run(data, None, "", dev, args.runs, tune="on", batch=args.batch)

@@ -10,7 +10,8 @@ dispatch with GPU timestamps (runtime/profile.py, what `gpuc profile` uses).
 
 --heads: H/KH/D per shape (default: Qwen2.5-0.5B's and 1.5B's attention).  --start: the first position of
 each run (0: keys past T masked for every query, their tiles skipped).  --prefetch: the fused kernel
-with attention_wide.comp's PF on (1) and / or off (0) (ops/attention.py WIDE_PREFETCH).  One line per shape, form and start:
+with attention_wide.comp's PF on (1) and / or off (0) (CompileOptions.attention_prefetch; default
+ops/attention.py WIDE_PREFETCH).  One line per shape, form and start:
 max |out - ref| / max |ref| and GPU us per shader.  Exit 1 if any result is out of --tol.
 """
 from __future__ import annotations
@@ -33,10 +34,11 @@ def main(argv=None) -> int:
     ap.add_argument("--KV", type=int, default=1024, help="cache length (keys)")
     ap.add_argument("--start", default="0", help="first positions, comma separated")
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--prefetch", default=str(attention.WIDE_PREFETCH), help="fused forms: PF values, comma separated")
+    ap.add_argument("--prefetch", default=str(int(attention.WIDE_PREFETCH)),
+                    help="fused forms: PF values, comma separated")
     ap.add_argument("--tol", type=float, default=1e-4, help="max |out - ref| / max |ref|")
     a = ap.parse_args(argv)
-    rng, bad, default_pf = np.random.default_rng(0), 0, attention.WIDE_PREFETCH
+    rng, bad = np.random.default_rng(0), 0
     for spec in a.heads.split(","):
         h, kh, d = (int(x) for x in spec.split("/"))
         model = prefill_sdpa(a.T, a.KV, h, kh, d)
@@ -46,11 +48,10 @@ def main(argv=None) -> int:
         for start in (int(s) for s in a.start.split(",")):
             xs = [q, k, v, np.arange(start, start + a.T, dtype=np.int32)]
             runs.append((start, xs, prefill_reference(*xs)))
-        forms = [(f"fused PF{pf}", [], int(pf)) for pf in a.prefetch.split(",")]
-        forms.append(("unfused", ["fuse_attention"], default_pf))     # (no attention_wide dispatch)
+        forms = [(f"fused PF{pf}", [], bool(int(pf))) for pf in a.prefetch.split(",")]
+        forms.append(("unfused", ["fuse_attention"], None))     # (no attention_wide dispatch)
         for form, disable, pf in forms:
-            attention.WIDE_PREFETCH = pf
-            m = gpuc.load(gpuc.compile(model, cache=False, disable_passes=disable))
+            m = gpuc.load(gpuc.compile(model, cache=False, disable_passes=disable, attention_prefetch=pf))
             try:
                 for start, xs, ref in runs:
                     out = m.run(xs)[0]

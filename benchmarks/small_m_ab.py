@@ -1,6 +1,6 @@
 """A/B of the batch-1 (small M) gemm plans on the device: split-K of implicit-GEMM convolutions
 (compiler/ops/gemm_split.py CONV) and the small-M cooperative-matrix candidates of --precision fp16
-(compiler/ops/gemm_coopmat.py SMALL_M and MID_CANDIDATES, chosen by measurement at load: GPUC_TUNE) and
+(CompileOptions.coopmat_small_m and coopmat_mid_candidates, chosen by measurement at load: GPUC_TUNE) and
 LayerNorms folded into the FCs that read them (pass fold_layer_norm, compiler/ops/ln_fold.py), each model compiled
 (no cache) with them off ("old") and on ("new") at fp32 and fp16.  Prints the GPU time of a run, the
 gemm layers' per-dispatch time side by side, and each output against the old fp32 program's (max
@@ -20,17 +20,14 @@ import numpy as np
 
 import gpuc
 from benchmarks.timing import warm_profile
-from gpuc.compiler.ops import gemm_coopmat, gemm_split
-
-
-MID = gemm_coopmat.MID_CANDIDATES
+from gpuc.compiler.ops import gemm_split
 
 
 def measure(path: str, precision: str, new: bool, runs: int) -> dict:
-    gemm_split.CONV, gemm_coopmat.SMALL_M = new, new     # (module switches: compiled without the cache)
-    gemm_coopmat.MID_CANDIDATES = MID if new else 0
+    gemm_split.CONV = new      # (a module switch, CompileOptions field to come: compiled without the cache)
     t0 = time.time()
-    data = gpuc.compile(path, precision=precision, cache=False, disable_passes=[] if new else ["fold_layer_norm"])
+    old = {} if new else dict(coopmat_small_m=False, coopmat_mid_candidates=0, disable_passes=["fold_layer_norm"])
+    data = gpuc.compile(path, precision=precision, cache=False, **old)
     compile_s = time.time() - t0
     with gpuc.load(data) as model:
         outs, p = warm_profile(model, runs)

@@ -11,8 +11,9 @@ consulted), else the environment variables below that are set, else the options 
 around the call, else the defaults.  Code that runs outside any `using` (a test lowering one graph,
 `gpuc inspect`) gets `current()` = the environment's options, rebuilt only when those variables change.
 
-The plan overrides (dw_plan, cm2_plan, split_k, reg_factor, coopmat_*) replace what used to be
-module globals that benchmarks and tests assigned; None keeps the planner's own choice.
+The plan overrides (dw_plan, cm2_plan, split_k, reg_factor, coopmat_*, attention_prefetch, int8_measured)
+replace what used to be module globals that benchmarks and tests assigned; None keeps the planner's own
+choice (the module's default).
 
 Imports only `os` and `contextvars` (the compile cache's fast path, gpuc/launch.py, builds the key
 through here): so CompileOptions is a runtime.settings.Record, not a dataclass (see there).
@@ -55,6 +56,14 @@ class CompileOptions(Record):
         ("coopmat_direct", None, None, "coopmat gemms: register epilogue for full tiles (default gemm_coopmat.DIRECT)"),
         ("coopmat_reg_chain", None, None, "coopmat gemms: fused chains in the register epilogue too "
                                           "(default gemm_coopmat.REG_CHAIN)"),
+        ("coopmat_small_m", None, None, "fp16 gemms of few rows: small-M coopmat tiles as measured candidates "
+                                        "(default gemm_coopmat.SMALL_M)"),
+        ("coopmat_mid_candidates", None, None, "fp16 gemms of few rows: how many mid-size coopmat tiles each "
+                                               "carries (default gemm_coopmat.MID_CANDIDATES)"),
+        ("attention_prefetch", None, None, "attention_wide.comp: the next stage's loads in flight (PF) "
+                                           "(default ops/attention.py WIDE_PREFETCH)"),
+        ("int8_measured", None, None, "int8 tile plans as measured variants (False: each a first choice, to "
+                                      "check one plan; default int8_conv.CM_MEASURED)"),
         ("tune_candidates", 2, None, "fp16 coopmat gemms: other tile plans each carries as `measured` variants, "
                                      "timed on the device at first load (runtime/tuning.py; 0: none)"),
     )
@@ -129,7 +138,8 @@ def _check(o: CompileOptions) -> None:
     for name in ("verify_passes", "coopmat_emulate", "fp16_plain_gemms"):
         if not isinstance(getattr(o, name), bool):
             bad(name, "must be True or False")
-    for name in ("coopmat_vec8", "coopmat_direct", "coopmat_reg_chain"):
+    for name in ("coopmat_vec8", "coopmat_direct", "coopmat_reg_chain", "coopmat_small_m", "attention_prefetch",
+                 "int8_measured"):
         if getattr(o, name) is not None and not isinstance(getattr(o, name), bool):
             bad(name, "must be None, True or False")
     if o.break_op is not None and (not isinstance(o.break_op, str) or not o.break_op):
@@ -138,6 +148,10 @@ def _check(o: CompileOptions) -> None:
         bad("dynamic_debug", "must be 0, 1 or 2")
     if isinstance(o.tune_candidates, bool) or not isinstance(o.tune_candidates, int) or o.tune_candidates < 0:
         bad("tune_candidates", "must be an integer >= 0")
+    if o.coopmat_mid_candidates is not None and (isinstance(o.coopmat_mid_candidates, bool) or
+                                                 not isinstance(o.coopmat_mid_candidates, int)
+                                                 or o.coopmat_mid_candidates < 0):
+        bad("coopmat_mid_candidates", "must be None or an integer >= 0")
     if o.split_k is not None and (isinstance(o.split_k, bool) or not isinstance(o.split_k, int) or o.split_k < 1):
         bad("split_k", "must be None or an integer >= 1")
     if o.reg_factor is not None and (isinstance(o.reg_factor, bool) or not isinstance(o.reg_factor, (int, float))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import checked
+from gpuc.compiler.options import current
 
 TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
 SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/conv.py WG_SMEM)
@@ -45,7 +46,8 @@ VARIANTS = {
 
 WIDE_NT, WIDE_BQ, WIDE_MAX_D = 128, 32, 256    # attention_wide.comp: invocations, query rows, head width
 WIDE_MIN_KEYS, WIDE_MIN_ROWS = 256, 64         # the shapes it takes (LLM prefill: long keys, many rows)
-WIDE_PREFETCH = 0        # attention_wide.comp PF=1: the next stage's loads in flight while one is used.
+WIDE_PREFETCH = 0        # attention_wide.comp PF=1: the next stage's loads in flight while one is used
+#   (CompileOptions.attention_prefetch overrides it).
 #   Off: 2-5% faster on the H100 at T512 KV1024 (benchmarks/prefill_attention.py --prefetch 1,0, GPU us
 #   PF0 vs PF1): Qwen2.5-0.5B heads, positions 0..511 100.9 vs 103.6, 512..1023 212.4 vs 218.4;
 #   1.5B heads 122.8 vs 128.5, 321.1 vs 327.5.  The PF path stays for that A/B.
@@ -56,11 +58,17 @@ def wide(n: int, m: int, d: int, dv: int) -> bool:
     return d <= WIDE_MAX_D and dv <= WIDE_MAX_D and m >= WIDE_MIN_KEYS and n >= WIDE_MIN_ROWS
 
 
+def prefetch() -> bool:
+    """attention_wide.comp's PF: CompileOptions.attention_prefetch, else WIDE_PREFETCH."""
+    pf = current().attention_prefetch
+    return bool(WIDE_PREFETCH) if pf is None else pf
+
+
 def wide_chunks(d: int, dv: int) -> dict:
     """attention_wide.comp's D chunks of 64 channels (DCH), value column groups of 64 (VCH) and the keys
     of V staged per pass (VKP: 64 / VCH rounded up to a power of two, within 1024 vec4 of shared memory)."""
     dch, vch = -(-d // 64), -(-dv // 64)
-    return dict(DCH=dch, VCH=vch, VKP=64 // (1 << (vch - 1).bit_length()), PF=int(WIDE_PREFETCH))
+    return dict(DCH=dch, VCH=vch, VKP=64 // (1 << (vch - 1).bit_length()), PF=int(prefetch()))
 
 
 def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | None = None,

@@ -372,7 +372,7 @@ VARIANTS = {
 # 16-row blocks with 2-4 subgroups across N, on the one dispatch or, where the gemm is split across
 # workgroups (ops/gemm_split.py: S groups of depth K / S), on its partial dispatch, whose S groups fill the GPU;
 # KS > 1: the workgroup's subgroups also split K (gemm.comp CM_KS), summed in shared memory.
-# SMALL_M (CompileOptions.tune_candidates = 0 also) switches them off: with them the gemm's A and B are stored
+# SMALL_M (CompileOptions.coopmat_small_m overrides it; tune_candidates = 0 also) switches them off: with them the gemm's A and B are stored
 # as float16, which the plain kernel reads slower where the measurement keeps it.
 SMALL_M = True
 SMALL_PLANS = (CoopPlan(1, 4, 1, 1, 32, 2),    # 16 x 64, 4 subgroups
@@ -393,6 +393,7 @@ MID_PLANS = (CoopPlan(2, 2, 2, 2, 32, 2),     # 64 x 64, 4 subgroups of 32 x 32
              CoopPlan(2, 4, 2, 2, 32, 2),     # 64 x 128
              CoopPlan(2, 2, 2, 2, 32, 2, 2))  # 64 x 64, 2 K slices: 8 subgroups
 MID_CANDIDATES = 3           # how many MID_PLANS (least padded work per subgroup first) a gemm carries
+#                             (CompileOptions.coopmat_mid_candidates overrides it)
 SMALL_MIN_MACS = 1 << 24     # below it (MobileNetV2's, EfficientNet's batch-1 gemms) the old variant lost on every
 #                             shape (H100 notes at MIN_MACS) and float16 storage would slow the plain kernel kept
 
@@ -402,7 +403,7 @@ def small_m(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
     the regular variants are not offered, the 16x16x16 blocks are mostly real work (N, K >= 32, M >= 16),
     A is loaded as vectors and the product is big enough for staging fp16 tiles to pay."""
     o = current()
-    return (SMALL_M and o.tune_candidates > 0 and not o.coopmat_emulate and not gather and min(N, K) >= 32
+    return (_switch(o.coopmat_small_m, SMALL_M) and o.tune_candidates > 0 and not o.coopmat_emulate and not gather and min(N, K) >= 32
             and M >= 16 and M * N * K * G >= SMALL_MIN_MACS and not worthwhile(M, N, K, G, gather))
 
 
@@ -419,8 +420,9 @@ def small_plans(M: int, N: int, K: int, G: int, n: int, plans=None) -> list:
 
 def small_candidates(M: int, N: int, K: int, G: int) -> list:
     """The small-M plans a gemm carries: tune_candidates + 1 of SMALL_PLANS, MID_CANDIDATES of MID_PLANS."""
-    return (small_plans(M, N, K, G, max(current().tune_candidates, 1) + 1)
-            + small_plans(M, N, K, G, MID_CANDIDATES, MID_PLANS))
+    o = current()
+    mid = MID_CANDIDATES if o.coopmat_mid_candidates is None else o.coopmat_mid_candidates
+    return small_plans(M, N, K, G, max(o.tune_candidates, 1) + 1) + small_plans(M, N, K, G, mid, MID_PLANS)
 
 
 def split_variants(M: int, N: int, K: int, S: int, gather: bool = False) -> list:

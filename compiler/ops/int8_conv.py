@@ -45,6 +45,7 @@ from gpuc.compiler.ops.int8_common import (WIDEN, RQ_RUY, RQ_UPWARD, act_range, 
                                            quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
+from gpuc.compiler.options import current
 
 from gpuc.compiler.ops.int8_common import ADD, CONV, DEPTHWISE, FC, FOLDS, PAD  # noqa: E402 (the int8 op names)
 from gpuc.compiler.ops.int8_eltwise import ADD_FIELDS  # noqa: E402
@@ -191,7 +192,7 @@ def _tiled_candidate(gm: int, co: int, taps: int) -> KernelVariant:
                                    * TILE_LOCAL, local_x=TILE_LOCAL, variants=[], item_inner=0,
                                    defines=dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0, RESIDUAL=0, COOPMAT=1,
                                                 BK=TILE_CM_BK))
-    return KernelVariant("coopmat_int8_tiled", COOPMAT_VARIANT.requires, make, measured=CM_MEASURED)
+    return KernelVariant("coopmat_int8_tiled", COOPMAT_VARIANT.requires, make, measured=measured())
 
 
 # the implicit-GEMM kernel (shaders/int8_conv_tiled.comp) takes convolutions / fully connected layers with
@@ -301,8 +302,15 @@ def cm_smem(plan: dict) -> int:
     """A CM_PLANS plan's shared memory in bytes: two staging buffers of BM + BN rows of BK words and the
     residual tables."""
     return 2 * (plan["BM"] + plan["BN"]) * plan["BK"] * 4 + 2048
-CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan)
+CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan;
+#                          CompileOptions.int8_measured overrides it)
 CM_EMU = False          # (tests: the plans' EMU form, scalar products, on any device, first)
+
+
+def measured() -> bool:
+    """Whether the int8 tile plans are `measured` variants: CompileOptions.int8_measured, else CM_MEASURED."""
+    m = current().int8_measured
+    return CM_MEASURED if m is None else m
 
 
 def cm_variants(gm: int, co: int, cw: int) -> list:
@@ -325,7 +333,7 @@ def cm_variants(gm: int, co: int, cw: int) -> list:
         req = {} if CM_EMU else {"cooperative_matrix": COOPMAT_VARIANT.requires["cooperative_matrix"], "subgroup_size": 32}
         if cm_smem(plan) > CM_PORTABLE_SMEM and not CM_EMU:
             req["shared_memory"] = cm_smem(plan)
-        out.append(KernelVariant(name + ("_emu" if CM_EMU else ""), req, make, measured=CM_MEASURED and not CM_EMU))
+        out.append(KernelVariant(name + ("_emu" if CM_EMU else ""), req, make, measured=measured() and not CM_EMU))
     return out
 
 
@@ -342,8 +350,8 @@ def _splitk_candidate(d: dict, gm: int, co: int) -> list:
         return dataclasses.replace(k, template="int8_fc_splitk", invocations=-(-gm // pix) * (co // 4) * 64, local_x=64,
                                    variants=[], item_inner=0, defines=dict(PIX=pix, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0,
                                                                            RESIDUAL=0, DOT_EXT=dot))
-    return [KernelVariant("int8_splitk_dot", {"integer_dot_product": True}, lambda k: make(k, 1), measured=CM_MEASURED),
-            KernelVariant("int8_splitk", {}, make, measured=CM_MEASURED)]
+    return [KernelVariant("int8_splitk_dot", {"integer_dot_product": True}, lambda k: make(k, 1), measured=measured()),
+            KernelVariant("int8_splitk", {}, make, measured=measured())]
 
 
 def _flops(node, graph):

@@ -75,12 +75,13 @@ WIDE_FORMS = [
 
 
 @pytest.mark.parametrize("kw", WIDE_FORMS, ids=[str(i) for i in range(len(WIDE_FORMS))])
-def test_wide_kernel_forms_match_litert(kw, monkeypatch):
+def test_wide_kernel_forms_match_litert(kw):
     """attention_wide.comp over the chain forms attention.comp takes (tests/helpers/attention_models.py);
     pf: its PF define (1: loads of the next stage in flight while one is used, kept for the benchmark's A/B
-    and run by most forms here; 0: ops/attention.py WIDE_PREFETCH's default, and the other tests')."""
+    and run by most forms here, CompileOptions.attention_prefetch; 0: ops/attention.py WIDE_PREFETCH's default,
+    and the other tests')."""
     kw = dict(kw)
-    monkeypatch.setattr(attention, "WIDE_PREFETCH", kw.pop("pf", 1))
+    pf = bool(kw.pop("pf", 1))
     model, shapes = attention_model(**kw)
     g = load_tflite(model).main
     run_passes(g)
@@ -91,7 +92,7 @@ def test_wide_kernel_forms_match_litert(kw, monkeypatch):
         xs[-1] = np.where(RNG.random(shapes[-1]) < 0.3, -100.0, RNG.normal(0, 1, shapes[-1])).astype(np.float32)
         xs[-1][0, 0, :, 64:192] = np.finfo(np.float32).min       # whole tiles masked for every row
         xs[-1][0, 1, 3, :] = -np.inf                              # a row masked everywhere
-    out = run(model, xs)[0][0]
+    out = run(model, xs, attention_prefetch=pf)[0][0]
     if kw.get("mask") == "runtime":     # NaN as the unfused ops (LiteRT's ADD makes -inf -FLT_MAX there)
         assert np.isnan(out[0, 1, 3]).all()
         out[0, 1, 3] = run_litert(model, xs)[0][0, 1, 3]

@@ -23,7 +23,8 @@ NON_DEFAULT = {
     "verify_passes": True, "break_op": "RELU6", "coopmat_emulate": True, "fp16_plain_gemms": True,
     "dynamic_debug": 2, "dw_plan": DwPlan(1, 2, 4), "cm2_plan": Cm2Plan(32, 32, 16, 128), "split_k": 4,
     "reg_factor": 1, "coopmat_vec8": False, "coopmat_direct": False, "coopmat_reg_chain": True,
-    "tune_candidates": 0,
+    "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True,
+    "int8_measured": False,
 }
 
 
@@ -123,7 +124,9 @@ def test_precedence(monkeypatch):
 @pytest.mark.parametrize("kwargs,field", [({"split_k": 0}, "split_k"), ({"reg_factor": -1}, "reg_factor"),
                                           ({"dynamic_debug": 3}, "dynamic_debug"), ({"dw_plan": (1, 2)}, "dw_plan"),
                                           ({"coopmat_vec8": "yes"}, "coopmat_vec8"), ({"max_batch": 0}, "max_batch"),
-                                          ({"tune_candidates": -1}, "tune_candidates")])
+                                          ({"tune_candidates": -1}, "tune_candidates"),
+                                          ({"coopmat_mid_candidates": -1}, "coopmat_mid_candidates"),
+                                          ({"attention_prefetch": 1}, "attention_prefetch")])
 def test_bad_values_name_the_field(kwargs, field):
     with pytest.raises(GpucError, match=field):
         O.resolve(**kwargs)

@@ -460,7 +460,7 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
 def test_split_k_fully_connected_candidate_bit_exact(gpu, monkeypatch, rows):
     """shaders/int8_fc_splitk.comp (K split over a workgroup, a `measured` candidate of the flat kernel's
     plain-GEMM layers) is bit-exact with LiteRT: one pixel, and blocks of 8 with a partial one."""
-    from gpuc.compiler.ops import int8_conv
-    monkeypatch.setattr(int8_conv, "CM_MEASURED", False)
+    from gpuc.compiler import options
     monkeypatch.setenv("GPUC_VARIANTS", "off,int8_splitk=force")
-    test_fully_connected_bit_exact(gpu, True, rows, 64)
+    with options.using(options.current().replace(int8_measured=False)):      # (the plans first choices)
+        test_fully_connected_bit_exact(gpu, True, rows, 64)

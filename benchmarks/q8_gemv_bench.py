@@ -2,6 +2,7 @@
 
     python -m benchmarks.q8_gemv_bench [--config qwen2.5-1.5b|qwen2.5-0.5b|tiny] [--only qkv,o,glu,down,head]
                                        [--runs 20] [--set FLAT_WORDS=4,MIN_TPR=64,...]
+                                       [--plan down=512:128:12:3,...]
 
 Each row is a two-op model ADD(x, x) -> FULLY_CONNECTED with symmetric per-channel int8 weights (a device
 tensor in, as inside a network); `glu` is litert-torch's MLP gate / up pair with silu(gate) * up, which
@@ -10,7 +11,8 @@ gate / up, down, the LM head).  The result is checked against a numpy model of L
 quantized to int8 as XNNPACK's qd8 kernels do, exact int32 sums, float epilogue); the time is the gemm
 dispatch's GPU time (timestamps, runtime/profile.py) and GB/s counts the weight bytes (int8 + scales).
 --set overrides ops/gemm_q8.py's one-row planning constants (FLAT_WORDS, MIN_TPR, FLAT_ROW_BYTES,
-FLAT_RESIDENT, GPU_SMS) for this run, to compare plans.  Exit 1 if a result is out of tolerance.
+FLAT_RESIDENT, GPU_SMS, FLAT_XFIRST, FLAT_EPF) for this run, and --plan forces a (local, TPR, RN, HB) plan
+on one gemv, to compare plans.  Exit 1 if a result is out of tolerance.
 """
 from __future__ import annotations
 
@@ -92,10 +94,26 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="qkv,o,glu,down,head")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--set", default="", help="NAME=INT,... gemm_q8 planning constants")
+    ap.add_argument("--plan", default="", help="NAME=LOCAL:TPR:RN:HB,... a one-row plan forced on gemv NAME")
     a = ap.parse_args(argv)
+    plans = {}
+    for kv in filter(None, a.plan.split(",")):
+        name, _, v = kv.partition("=")
+        try:
+            local, tpr, rn, hb = map(int, v.split(":"))
+        except ValueError:
+            ap.error(f"--plan {kv!r}: NAME=LOCAL:TPR:RN:HB")
+        if name not in shapes(a.config) or local % tpr or rn % (local // tpr) or (rn // (local // tpr)) % hb:
+            ap.error(f"--plan {kv!r}: an unknown gemv, or TPR not dividing LOCAL, slots RN, or HB the channels")
+        n, k, _, glu = shapes(a.config)[name]
+        plans[(n, -(-k // 16), 2 if glu else 1)] = (local, tpr, rn, hb)
+    if plans:
+        planner = gemm_q8._flat_plan
+        gemm_q8._flat_plan = lambda n, kq, per: plans.get((n, kq, per)) or planner(n, kq, per)
     for kv in filter(None, a.set.split(",")):
         name, _, v = kv.partition("=")
-        if name not in ("FLAT_WORDS", "MIN_TPR", "FLAT_ROW_BYTES", "FLAT_RESIDENT", "GPU_SMS"):
+        if name not in ("FLAT_WORDS", "MIN_TPR", "FLAT_ROW_BYTES", "FLAT_RESIDENT", "GPU_SMS", "FLAT_XFIRST",
+                        "FLAT_EPF"):
             ap.error(f"--set {kv!r}: not a gemm_q8 planning constant")
         setattr(gemm_q8, name, int(v))
     rng = np.random.default_rng(0)

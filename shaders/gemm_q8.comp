@@ -96,6 +96,12 @@ int dot4(uint a, uint b) {
 #ifndef FLAT
 #define FLAT 0
 #endif
+#ifndef XFIRST
+#define XFIRST 0
+#endif
+#ifndef EPF
+#define EPF 0
+#endif
 #if !FLAT && Q8_MODE == 0
 // phase 2's int32 sums (per invocation), and one 16-byte word qd of each of its RN channels (wv; uv: up's)
 // multiplied into them against the RM quantized rows
@@ -229,7 +235,64 @@ void main() {
 #endif
     int sl = pos / TPR, q0 = pos % TPR;
     uvec4 fw[BW], fu[BW];
+#if !XFIRST
     fl_load(n0, 0, sl, q0, fw, fu);
+#endif
+    // phase 1's input (one row: each invocation reads its XW words' floats once, into registers)
+    const int XW = (KQ * 4 + int(NT) - 1) / int(NT);
+    float xr[XW * 4];
+#if RMS
+    float nr[XW * 4];                            // (the norm's weights, loaded with the row)
+#endif
+    [[unroll]] for (int i = 0; i < XW; ++i) [[unroll]] for (int j = 0; j < 4; ++j) {
+        int k = (int(tid) + i * int(NT)) * 4 + j;
+        xr[i * 4 + j] = k < GK ? LD(x, k) : 0.0;
+#if RMS
+        nr[i * 4 + j] = k < GK ? LD(nw, k) : 0.0;
+#endif
+    }
+#if XFIRST
+    fl_load(n0, 0, sl, q0, fw, fu);              // (the first batch, after the row: its loads ahead of them)
+#endif
+#if EPF
+    // the epilogue's operands of this invocation's channels n0 + tid + e * NT, loaded now: their latency
+    // hidden behind phase 1 instead of following the sums
+    const int EI = (RN + int(NT) - 1) / int(NT);
+    int e_sum[EI];
+    float e_ws[EI];
+#if HAS_BIAS
+    float e_b[EI];
+#endif
+#if RESIDUAL
+    float e_res[EI];
+#endif
+#if GLU
+    int e_usum[EI];
+    float e_us[EI];
+#if HAS_UBIAS
+    float e_ub[EI];
+#endif
+#endif
+    [[unroll]] for (int e = 0; e < EI; ++e) {
+        int n = min(n0 + int(tid) + e * int(NT), GN - 1);    // (past GN: a copy, never stored)
+        if (int(tid) + e * int(NT) >= RN) n = n0;             // (no channel: a load that hits the cache)
+        e_sum[e] = LD(wsum, n);
+        e_ws[e] = LD(ws, n);
+#if HAS_BIAS
+        e_b[e] = LD(bias, n);
+#endif
+#if RESIDUAL
+        e_res[e] = LD(res, n);
+#endif
+#if GLU
+        e_usum[e] = LD(wusum, n);
+        e_us[e] = LD(wus, n);
+#if HAS_UBIAS
+        e_ub[e] = LD(ubias, n);
+#endif
+#endif
+    }
+#endif
 #elif PF
     // the first PF of this invocation's weight words, loaded before phase 1 so that their latency
     // overlaps the row quantization (decode: usually every word it reads)
@@ -255,20 +318,13 @@ void main() {
     }
     // phase 1: quantize this workgroup's rows into shared memory
 #if FLAT
-    // (one row: each invocation reads its XW words' floats once, into registers)
-    const int XW = (KQ * 4 + int(NT) - 1) / int(NT);
-    float xr[XW * 4];
-    [[unroll]] for (int i = 0; i < XW; ++i) [[unroll]] for (int j = 0; j < 4; ++j) {
-        int k = (int(tid) + i * int(NT)) * 4 + j;
-        xr[i * 4 + j] = k < GK ? LD(x, k) : 0.0;
-    }
 #if RMS
     float ss = 0.0;
     [[unroll]] for (int e = 0; e < XW * 4; ++e) ss += xr[e] * xr[e];
     float rr = ew_rsqrt(wg_reduce(ss, false) / float(GK) + EPS);
     [[unroll]] for (int e = 0; e < XW * 4; ++e) {
         int k = (int(tid) + (e / 4) * int(NT)) * 4 + e % 4;
-        if (k < GK) xr[e] = (xr[e] * rr) * LD(nw, k);
+        if (k < GK) xr[e] = (xr[e] * rr) * nr[e];
     }
 #endif
     float lo = 0.0, hi = 0.0;
@@ -382,28 +438,36 @@ void main() {
 #endif
     barrier();
     // epilogue: dequantize, bias, activation, residual, chain
+#if FLAT && EPF
+    [[unroll]] for (int e = 0; e < EI; ++e) {
+        int i = int(tid) + e * int(NT);
+        if (i >= RN) continue;
+#define EP(b, name, idx) name[e]
+#else
     for (int i = int(tid); i < RM * RN; i += int(NT)) {
+#define EP(b, name, idx) LD(b, idx)
+#endif
         int r = i / RN, n = n0 + i % RN, m = m0 + i / RN;
         if (m >= GM || n >= GN) continue;
-        float v = float(accs[i] - q_zp[r] * LD(wsum, n)) * q_inv[r];
+        float v = float(accs[i] - q_zp[r] * EP(wsum, e_sum, n)) * q_inv[r];
 #if HAS_BIAS
-        v = v * LD(ws, n) + LD(bias, n);
+        v = v * EP(ws, e_ws, n) + EP(bias, e_b, n);
 #else
-        v = v * LD(ws, n);
+        v = v * EP(ws, e_ws, n);
 #endif
 #if GLU
-        float u = float(accu[i] - q_zp[r] * LD(wusum, n)) * q_inv[r];
+        float u = float(accu[i] - q_zp[r] * EP(wusum, e_usum, n)) * q_inv[r];
 #if HAS_UBIAS
-        u = u * LD(wus, n) + LD(ubias, n);
+        u = u * EP(wus, e_us, n) + EP(ubias, e_ub, n);
 #else
-        u = u * LD(wus, n);
+        u = u * EP(wus, e_us, n);
 #endif
         v = (v * ew_logistic(v)) * u;
 #endif
         v = gpuc_act(v);
         int o = m * GN + n;
 #if RESIDUAL
-        v = gpuc_apply(v + LD(res, o), ACT2);
+        v = gpuc_apply(v + EP(res, e_res, o), ACT2);
 #endif
 #if EPI_CHAIN
         v = epi_chain(o, v);

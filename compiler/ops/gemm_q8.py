@@ -49,6 +49,8 @@ FLAT_SMEM = 48 * 1024           # one row: shared memory bytes a workgroup may t
 TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
+FLAT_XFIRST = 1                 # one row: the row's loads issued ahead of the first weight batch's
+FLAT_EPF = 1                    # one row: the epilogue's operands loaded before phase 1, not after the sums
 PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
 
 
@@ -185,7 +187,7 @@ def q8_kernels(node, graph, bias) -> list:
         defines.update(RMS=1, EPS=float(eps))
     _glu(node, graph, binds, defines, kq)
     if flat:
-        defines.update(FLAT=1, TPR=tpr, HB=hb)
+        defines.update(FLAT=1, TPR=tpr, HB=hb, XFIRST=FLAT_XFIRST, EPF=FLAT_EPF)
     else:
         defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // (rn * per)))
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * local, defines, node.label(), local_x=local,

@@ -125,7 +125,7 @@ def main(argv=None) -> int:
         x = rng.normal(0, 1, (1, k)).astype(np.float32)
         outs = [hybrid_fc(x[0] + x[0], q, s, b) for q, s, b in ws]
         ref = outs[0] if not glu else (outs[0] * (1 / (1 + np.exp(-outs[0])))) * outs[1]
-        with gpuc.load(gpuc.compile(data)) as m:
+        with gpuc.load(gpuc.compile(data, cache=False)) as m:     # (--set / --plan: not in the cache key)
             got = m.run([x])[0].reshape(-1)
             us, shader = None, "?"
             if m.timestamps:           # ~0.2 s of back-to-back runs first: the GPU clocks up from idle

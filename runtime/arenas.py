@@ -20,7 +20,7 @@ class Arenas:
         self.device, self.bundle = res.device, bundle
         self._arenas = [res.buffer(bundle.arena_bytes, _STORAGE | _SRC | _DST)[0] for _ in range(items)]
         # weights in host-mapped device-local (BAR) memory: only with GPUC_WEIGHTS_IN_BAR=1 -- it saves a
-        # staging copy at load, but on the H100 kernels read such weights up to 4x slower (MobileNetV2 int8:
+        # staging copy at load, but on the H100 kernels read such weights up to 4x slower (a small int8 CNN:
         # 1.2 vs 0.3 ms of GPU time), so by default they go through a staging buffer (upload_weights)
         self.weights_direct = (settings.current().weights_in_bar
                                and self.device.bar_fits(bundle.weights.nbytes))

@@ -3,7 +3,7 @@
 Each shader module is read structurally (runtime/shader_check.py) and validated as a whole: by
 SPIRV-Tools where it is installed, else by walking every instruction.  Both happen once per bundle
 per machine: the cache directory keeps, under the bundle's checksum, the interfaces read off its
-modules (a later load of the same bundle reads them back, ~1 ms instead of ~15 ms for MobileNetV2),
+modules (a later load of the same bundle reads them back, ~1 ms instead of ~15 ms for a small CNN's),
 and once per module content per process.  Then every dispatch and
 kernel variant must agree with the module it names:
   - the module declares no binding the dispatch does not bind, and a push-constant block no larger

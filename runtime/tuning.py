@@ -36,7 +36,7 @@ MARGIN = 0.03          # another kernel must be 3% faster than the cost model's 
 RUNS = 7               # timed runs per round (medians per dispatch), after one warm-up
 WARM_S = 0.2           # round 0 first runs this long untimed: a GPU left idle while the host compiled clocks
 #                        down, and the rounds timed while it clocked up favoured later candidates (H100,
-#                        ConvNeXt-T batch 1 fp16: the choice measured warm ran 0.719 ms against 0.729)
+#                        a batch-1 fp16 CNN: the choice measured warm ran 0.719 ms against 0.729)
 
 
 def mode() -> str:

@@ -3,7 +3,7 @@ of items overlaps the host's copy of the next.
 
 Input staging in host memory (GPUC_UPLOAD_MEMORY=cached or uncached, or a device without a large
 BAR) costs a run two copies in turn: the host's into staging, then the GPU's across the bus into the
-arena (ResNet-50 at batch 32: 19 MB, ~0.4 ms at PCIe speed).  Here the host writes the items in
+arena (32 float32 images of 224 x 224 x 3: 19 MB, ~0.4 ms at PCIe speed).  Here the host writes the items in
 chunks of about `upload_chunk_bytes` (GPUC_UPLOAD_CHUNK_BYTES, read at load; 0: off) and submits the
 GPU copy of each chunk as soon as it is written, so the bus copy of chunk k runs while the host
 writes chunk k + 1 and only the last chunk's is left when the run's own command buffer starts.

@@ -49,8 +49,8 @@ WIDE_MIN_KEYS, WIDE_MIN_ROWS = 256, 64         # the shapes it takes (LLM prefil
 WIDE_PREFETCH = 0        # attention_wide.comp PF=1: the next stage's loads in flight while one is used
 #   (CompileOptions.attention_prefetch overrides it).
 #   Off: 2-5% faster on the H100 at T512 KV1024 (benchmarks/prefill_attention.py --prefetch 1,0, GPU us
-#   PF0 vs PF1): Qwen2.5-0.5B heads, positions 0..511 100.9 vs 103.6, 512..1023 212.4 vs 218.4;
-#   1.5B heads 122.8 vs 128.5, 321.1 vs 327.5.  The PF path stays for that A/B.
+#   PF0 vs PF1): 14 query / 2 KV heads of 64, positions 0..511 100.9 vs 103.6, 512..1023 212.4 vs 218.4;
+#   12 / 2 heads of 128 122.8 vs 128.5, 321.1 vs 327.5.  The PF path stays for that A/B.
 
 
 def wide(n: int, m: int, d: int, dv: int) -> bool:
@@ -86,7 +86,7 @@ def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | 
             rq //= 2                             # fewer rows per workgroup: more workgroups in flight
     if ck is None:                               # keys per tile: 32, or 16 once the grid has many
         many = batch * -(-n // (TY * rq)) >= 8 * FILL_GROUPS      # workgroups (smaller score tiles:
-        ck = 1 if m <= 8 else 2 if m <= 16 or many else 4         # more resident; H100, swin_t b32: 1.32x)
+        ck = 1 if m <= 8 else 2 if m <= 16 or many else 4         # more resident; H100, 49-key windows b32: 1.32x)
     bq, bk = TY * rq, TX * ck
     ss = bq * (bk + 1) + bq
     for dc in [d] + [c for c in (64, 32, 16, 8) if c < d]:

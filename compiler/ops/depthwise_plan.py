@@ -16,11 +16,12 @@ benchmark, the tests) overrides the choice.
 Batch-1 layers carry their other candidate plans (batch1_plans: TILE=0 and the unrolled TILE=1 forms of
 BATCH1_TILES) as `measured` variants, which the runtime takes per layer where timing them at load finds
 them faster (runtime/tuning.py); from B1_TILE_TAPS taps the plan is TILE=1 1 x 1 alone.  Whole-model timings on
-the H100 (2026-11-27, benchmarks/depthwise_ab.py, ConvNeXt-T batch 1 fp16, each plan forced on all 18
-7x7 layers): TILE=0 152.6 us in all (0.718 ms GPU), t1:1x1 120.1 us (0.684 ms), t1:2x1 152.4 us, yet
+the H100 (2026-11-27, benchmarks/depthwise_ab.py, a CNN of 18 7x7 depthwise layers at batch 1, fp16, each
+plan forced on all of them): TILE=0 152.6 us in all (0.718 ms GPU), t1:1x1 120.1 us (0.684 ms), t1:2x1 152.4 us, yet
 t1:2x1 ran two 56x56x96 layers fastest (7.5 us against 7.8) and TILE=0 two of the 28x28x192 ones
 (6.7 against 7.4), but tuning those choices at load picked worse than 1x1 everywhere (batch1_plans).
-MobileNet-V2 (3x3) tuned among TILE=0, 1x1 and 2x1: depthwise 63.6 -> 60.6 us.
+A CNN of 3x3 depthwise layers (inverted-residual blocks) tuned among TILE=0, 1x1 and 2x1: depthwise
+63.6 -> 60.6 us.
 """
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def plan_depthwise(n: int, oh: int, ow: int, co: int, kh: int, kw: int, sh: int,
 
 def batch1_plans(n, oh, ow, co: int, kh: int, kw: int, vec: bool) -> list:
     """A batch-1 layer's candidate plans, the cost model's pick first: the TILE=0 plan and the vec4 TILE=1
-    forms of BATCH1_TILES; from B1_TILE_TAPS taps the TILE=1 1 x 1 plan alone (H100 ConvNeXt-T fp16: tuning
+    forms of BATCH1_TILES; from B1_TILE_TAPS taps the TILE=1 1 x 1 plan alone (H100, the 7x7 CNN above, fp16: tuning
     among 1x1, 2x1 and TILE=0 per layer ran 0.689-0.691 ms, its noisy picks costing 13.4 us against 7.8 on
     one layer, 1x1 everywhere 0.683); [] where they do not apply (a batch not a constant 1, scalar views,
     over TILE_MAX_TAPS taps, a big layer)."""

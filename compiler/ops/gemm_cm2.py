@@ -38,11 +38,12 @@ class Cm2Plan:
 # 256 x 128 242-270, 64 x 64 163-168; the subgroup-scope `coopmat` kernel 135), 8192^3 297 (141), 4096 x
 # 4096 x 1024 198 (126), 3072^3 197 (106) (benchmarks/archive/coopmat2_sweep.py).  Larger tiles or BK 64 by 128
 # invocations collapsed (20-100: the accumulator no longer fits).  SMALL: 64 x 64 by 128 invocations,
-# everywhere else with K >= MIN_K: in ConvNeXt-T and Swin-T at batch 32 (benchmarks/archive/coopmat2_models_ab.py,
-# each layer shape summed over the model) it took 6272 x 384 x 1536 942 -> 690 us and 627 -> 462,
-# 25088 x 192 x 768 302 -> 265, 1568 x 768 x 3072 297 -> 240, 1568 x 3072 x 768 240 -> 215, 6272 x 384 x 768
-# 58 -> 46, equal or better than 128 x 128 by 256 invocations on most; with K <= 384 it lost everywhere
-# (6272 x 1536 x 384 674 -> 717, 100352 x 384 x 96 307 -> 505, 25088 x 768 x 192 249 -> 347).
+# everywhere else with K >= MIN_K: in a 7x7-depthwise CNN and a windowed-attention transformer at batch 32
+# (benchmarks/archive/coopmat2_models_ab.py, each layer shape summed over the model) it took 6272 x 384 x 1536
+# 942 -> 690 us and 627 -> 462, 25088 x 192 x 768 302 -> 265, 1568 x 768 x 3072 297 -> 240, 1568 x 3072 x 768
+# 240 -> 215, 6272 x 384 x 768 58 -> 46, equal or better than 128 x 128 by 256 invocations on most; with
+# K <= 384 it lost everywhere (6272 x 1536 x 384 674 -> 717, 100352 x 384 x 96 307 -> 505, 25088 x 768 x 192
+# 249 -> 347).
 BIG = Cm2Plan(128, 256, 32, 256)
 SMALL = Cm2Plan(64, 64, 32, 128)
 MIN_WAVES, BIG_K, MIN_K, SMS = 2, 1024, 768, 132

@@ -64,15 +64,16 @@ class CoopPlan:
 
 # The tile families, (WM, WN, TM, TN, BK), each with the throughput it reached on the H100 at a few
 # depths K (TFLOP/s of the tiles' own area, i.e. padding excluded: the measured rate times the padded /
-# real area; benchmarks/archive/coopmat_sweep.py, 2026-11-24: square 4096 and Swin-T's batch-32 FC shapes
-# 100352 x 384 x 96, 100352 x 96 x 384, 25088 x 192 x 768) and how many workgroups an SM holds at once
+# real area; benchmarks/archive/coopmat_sweep.py, 2026-11-24: square 4096 and a batch-32 vision
+# transformer's FC shapes 100352 x 384 x 96, 100352 x 96 x 384, 25088 x 192 x 768) and how many workgroups an
+# SM holds at once
 # (by registers: a 4x4 block of accumulators is 128 fp32 registers per invocation; 16 subgroups: 1).
 # Small K is where they differ most: the loop is short and the epilogue, the loads' latency and the
 # barrier per K chunk weigh; there 128 x 128 tiles (or 16 subgroups) beat 8 subgroups of 64 x 64.
-# The smaller tiles: Swin's shapes at K <= 384, square 4096 and ResNet-50's batch-32 3x3 convolutions
+# The smaller tiles: those FC shapes at K <= 384, square 4096 and batch-32 3x3 convolutions of 64 channels
 # (K = 576: 128 x 64 and 64 x 64 ran 58 TFLOP/s, 128 x 128 36, gemm_speed.py --sweep) above.
 # With the register epilogue (session 4, results/nvidia-h100-2026-11-24-s4-coopmat_sweep.json) 128 x 128
-# tiles with BK 16 in two 12 KiB stages beat every other plan on 9 of the 12 Swin-T batch-32 shapes
+# tiles with BK 16 in two 12 KiB stages beat every other plan on 9 of 12 batch-32 transformer FC shapes
 # (e.g. 100352 x 384 x 96: 70.6 TFLOP/s against the planner's 57.9; 6272 x 1152 x 384: 101.6 / 72.5).
 RATE_KS = (96, 384, 768, 4096)
 FAMILIES = [((4, 4, 2, 4, 16), (43, 105, 77, 136), 1),   # 128 x 256, 16 subgroups of 32 x 64
@@ -134,9 +135,9 @@ def plan_coopmat(M: int, N: int, K: int, G: int = 1, smem_limit: int = WG_SMEM) 
 VEC8 = True        # 16-byte loads (two f16vec4) of A and B rows where they are aligned
 DIRECT = True      # full accumulator tiles get their epilogue in registers and go straight to the output
 # ... also where a fused chain runs last.  Off: on the H100 (benchmarks/archive/coopmat_epilogue_ab.py, 2026-11-24,
-# ConvNeXt-T b32 fp16) the register epilogue took the FC + bias + GELU-chain layers from 356 to 500 us,
-# while bias / residual epilogues gained (the whole run: staged 6.83 ms, register 7.31, register without
-# chains 6.11).  Tests switch it on to check the chain loads.
+# a batch-32 fp16 CNN of FC + GELU blocks) the register epilogue took the FC + bias + GELU-chain layers
+# from 356 to 500 us, while bias / residual epilogues gained (the whole run: staged 6.83 ms, register 7.31,
+# register without chains 6.11).  Tests switch it on to check the chain loads.
 REG_CHAIN = False
 
 
@@ -204,8 +205,9 @@ EMULATED_REQUIRES = {"fp16_storage": True}
 
 # --precision fp16 storage wishes of gemm kernels (passes/precision.py assign_storage).  The plain
 # kernel ran slower with float16 tensors than with float32 ones on the H100 (batch 1, 2026-11-24,
-# benchmarks/archive/fp16_plain_ab.py and profile_dump.py: ConvNeXt-T's gemms 1069 -> 1367 us, Swin-T's
-# 1133 -> 1426, ResNet-50's 1070 -> 1205), so a gemm without the coopmat variant asks for float32
+# benchmarks/archive/fp16_plain_ab.py and profile_dump.py, the gemms of three networks: 7x7-depthwise CNN
+# 1069 -> 1367 us, windowed-attention transformer 1133 -> 1426, bottleneck CNN 1070 -> 1205), so a gemm
+# without the coopmat variant asks for float32
 # everywhere; one with it needs x and w in float16 (the variant exists only then).
 # CompileOptions.fp16_plain_gemms (GPUC_FP16_PLAIN_GEMMS=1) stores them as float16 all the same (a smaller
 # arena; tests of the float16 storage paths use it).
@@ -283,15 +285,15 @@ def storage_wishes(k) -> tuple[tuple, tuple]:
 
 
 # Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, 2026-11-24, before the
-# tile families above): the variant won on ResNet-50's batch-1 layers down to 3136 x 64 x 256 and
+# tile families above): the variant won on batch-1 bottleneck-CNN layers down to 3136 x 64 x 256 and
 # 49 x 2048 x 512 (up to 2x) and lost where few 64 x 64 tiles exist (196 x 256 x 1024: 16 tiles,
 # 0.8x; 49 x 512 x 2048: 8 tiles, 0.7x) and on the 7x7 stem with CI = 3 (scalar gathers, 0.7x);
-# 3136 x 64 x 64 and 256^3 tied.  MobileNetV2's batch-1 gemms (K <= 16, < 24 tiles or < 2^24 MACs; the
+# 3136 x 64 x 64 and 256^3 tied.  Narrow inverted-residual batch-1 gemms (K <= 16, < 24 tiles or < 2^24 MACs; the
 # old variant lost on every one, benchmarks/coopmat_check.py 2026-11-23) keep the plain kernel.
 MIN_DIM = 32
-MIN_MACS = 1 << 27     # 2^24 put batch-1 ConvNeXt-T's FC layers (115M MACs each) on it: fp16 took 2.82 ms of GPU
-#                        time against fp32's 1.50 (H100, harness, 2026-11-24); every batch-32 ResNet-50 /
-#                        ConvNeXt layer (>= 1.6G MACs) keeps the tensor cores
+MIN_MACS = 1 << 27     # 2^24 put batch-1 FC layers of 3136 x 384 x 96 (115M MACs each) on it: fp16 took 2.82 ms
+#                        of GPU time against fp32's 1.50 (H100, harness, 2026-11-24); every batch-32 CNN layer
+#                        measured (>= 1.6G MACs) keeps the tensor cores
 MIN_TILES = 24
 SKIP_GATHER = True
 
@@ -302,7 +304,7 @@ def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool
     to 16), where the GEMM is big enough to amortise staging fp16 tiles in shared memory, and where
     it has enough 64 x 64 tiles to fill the GPU (the plain kernel splits K over a workgroup; this
     one does not).  `gather`: im2col loads element by element (CI % 4 != 0): the plain kernel won.
-    Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, ResNet-50 layers)."""
+    Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, bottleneck-CNN layer shapes)."""
     tiles = -(-M // 64) * -(-N // 64) * G
     return min(M, N, K) >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES and not (gather and SKIP_GATHER)
 
@@ -394,7 +396,7 @@ MID_PLANS = (CoopPlan(2, 2, 2, 2, 32, 2),     # 64 x 64, 4 subgroups of 32 x 32
              CoopPlan(2, 2, 2, 2, 32, 2, 2))  # 64 x 64, 2 K slices: 8 subgroups
 MID_CANDIDATES = 3           # how many MID_PLANS (least padded work per subgroup first) a gemm carries
 #                             (CompileOptions.coopmat_mid_candidates overrides it)
-SMALL_MIN_MACS = 1 << 24     # below it (MobileNetV2's, EfficientNet's batch-1 gemms) the old variant lost on every
+SMALL_MIN_MACS = 1 << 24     # below it (narrow inverted-residual CNNs' batch-1 gemms) the old variant lost on every
 #                             shape (H100 notes at MIN_MACS) and float16 storage would slow the plain kernel kept
 
 

@@ -31,8 +31,9 @@ MIN_DEPTH = 64            # K / S at least this
 # 197 x 3072 x 768: 26.4 -> 21.5, 69.7 -> 58.4) and lost or tied below 19.1k (784 x 768 x 192: 21.6 ->
 # 25.6; 196 x 1536 x 384: 19.5 -> 23.6; 1 x 1000 x 768: 4.7 -> 7.0): the second dispatch costs ~2-4 us.
 # Implicit-GEMM convolutions took ~1.5x longer per modelled cycle than FCs at batch 1 (H100 profile, 2026-11-26,
-# results/nvidia-h100-2026-11-26-s7-b1-fp16-profile-cost-model.json: ResNet-50's 49 x 512 x 4608 conv 57 us at
-# 28.2k modelled cycles, the FC 49 x 768 x 3072 32 us at 23.4k): their modelled costs are scaled by this.
+# results/nvidia-h100-2026-11-26-s7-b1-fp16-profile-cost-model.json: a 3x3 conv of 512 channels at 7x7
+# (49 x 512 x 4608) 57 us at 28.2k modelled cycles, the FC 49 x 768 x 3072 32 us at 23.4k): their modelled
+# costs are scaled by this.
 IM2COL_FACTOR = 1.5
 CONV = True               # implicit-GEMM convolutions split too (off: benchmarks A/B the one-dispatch plans)
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/conv.py gemm_cost) from which a split may pay

@@ -1,6 +1,6 @@
 """A LayerNorm folded into the FULLY_CONNECTED layers that read it (one dispatch fewer per LayerNorm: at batch 1
-a dispatch costs a few microseconds whatever its size, and ConvNeXt / Swin / ViT blocks put a LayerNorm before
-their first FC).
+a dispatch costs a few microseconds whatever its size, and pre-norm transformer blocks and CNN blocks of a
+depthwise convolution, LayerNorm and MLP put a LayerNorm before their first FC).
 
 With per-row statistics mu, rs = 1 / sqrt(var + eps) of A's rows (over the K inputs of the FC):
     LN(A) @ W + b = rs * (A @ W' - mu * c) + b',   W' = gamma * W (row k scaled by gamma[k]),
@@ -44,8 +44,9 @@ def _fits(graph: Graph, ln: Node, fc: Node, y: int) -> bool:
 def tensor_cores(m: int, n: int, k: int) -> bool:
     """Whether the folded gemm gets the small-M cooperative-matrix candidates (--precision fp16,
     gemm_coopmat.small_m: batch-1 transformer FCs): there the fold paid on the H100 (2026-11-27, batch 1:
-    ConvNeXt-T 0.763 -> 0.729 ms, Swin-T 0.957 -> 0.923); the plain kernel's folded FCs took 2-14 us longer
-    than the LayerNorm dispatch they saved (ConvNeXt-T fp32 1.09 -> 1.18 ms).  Bigger gemms (batch 32, the
+    a 7x7-depthwise CNN 0.763 -> 0.729 ms, a windowed-attention transformer 0.957 -> 0.923); the plain
+    kernel's folded FCs took 2-14 us longer than the LayerNorm dispatch they saved (the CNN at fp32
+    1.09 -> 1.18 ms).  Bigger gemms (batch 32, the
     regular tile families and the workgroup-scope kernel, which has no fold) keep the LayerNorm dispatch
     until the fold is measured there."""
     from gpuc.compiler.ops import gemm_coopmat

@@ -10,7 +10,7 @@ last-axis SLICE of src (the q or k part of a fused QKV projection), the kernel r
 (attrs src_row, src_w, src_begin) and neither the SLICE nor the RESHAPE runs.  Recognised by graph
 structure only, never by names.  A ROPE read only by a decode attention (q) is computed inside it
 (SDPA_DECODE attrs rope: ops/sdpa_decode.py); one read only by a DYNAMIC_UPDATE_SLICE (k) writes into
-the KV cache itself (ops/kv_write.py).  The decode step of tiny Qwen: 10 dispatches per layer -> 1."""
+the KV cache itself (ops/kv_write.py).  A small grouped-query decoder's decode step: 10 dispatches per layer -> 1."""
 from __future__ import annotations
 
 import numpy as np

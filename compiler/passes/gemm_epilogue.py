@@ -60,9 +60,9 @@ def _tensor_core_costly(graph: Graph, p: Node, steps: list) -> bool:
     """A costly step (compiler/ew_table.py: exp, tanh, erf ... per element) after a gemm that gets the
     cooperative-matrix variant (--precision fp16, ops/gemm_coopmat.py worthwhile): it stays a kernel of
     its own.  That gemm runs one or two workgroups per SM, and a chain in its epilogue serialises behind
-    the matrix work: on the H100 (benchmarks/archive/coopmat_epilogue_ab.py, 2026-11-24) ConvNeXt-T's batch-32
-    FC + GELU layers took 356 us fused against about 280 for the FC and a GELU kernel; the whole run
-    6.09 -> 5.76 ms, Swin-T 7.38 -> 7.14."""
+    the matrix work: on the H100 (benchmarks/archive/coopmat_epilogue_ab.py, 2026-11-24) a 7x7-depthwise
+    CNN's batch-32 FC + GELU layers took 356 us fused against about 280 for the FC and a GELU kernel; the
+    whole run 6.09 -> 5.76 ms, a windowed-attention transformer's 7.38 -> 7.14."""
     if graph.precision != "fp16" or not any(s["op"] in COSTLY for s in steps):
         return False
     shape = gemm_shape(p, graph)

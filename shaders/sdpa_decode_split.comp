@@ -26,6 +26,14 @@
 // V_W + V_BEGIN + f % V_ROW] (f = kh * D + d).  Only workgroup (kh, P / CHUNK) writes head kh of row P, and
 // it reads that row from the registers it wrote (shared kn / vn), never from the cache: no other
 // workgroup reads row P, so no ordering between workgroups is needed.
+// FUSED 1 (ops/sdpa_decode.py ONE_DISPATCH: the combine in the same dispatch): out_ is the attention
+// output [H, D]; the partials go to xp (bound coherent, read-write) and each workgroup then arrives on
+// arrive[kh] (a uint per KV head, persistent state that starts at 0): its stores, a buffer memory barrier,
+// the workgroup barrier, one atomicAdd.  The workgroup that arrives last (it reads NCHUNK - 1) has every
+// partial of its KV head visible (the writers' barrier before their atomic, its own after), combines its
+// G query heads as sdpa_decode_combine.comp does and sets arrive[kh] back to 0 for the next run (every
+// workgroup of the head has arrived, so nothing else touches it in this dispatch).  A dead chunk writes
+// its m (-inf) only: the combine reads l and acc of live chunks only.
 #extension GL_EXT_control_flow_attributes : enable
 #ifndef SUBGROUP
 #define SUBGROUP 0
@@ -42,6 +50,14 @@ float q_at(int i) { return LD(q, i); }
 #endif
 #ifndef KV_WRITE
 #define KV_WRITE 0
+#endif
+#ifndef FUSED
+#define FUSED 0
+#endif
+#if FUSED
+#define PST(i, x) ST(xp, i, x)
+#else
+#define PST(i, x) ST(out_, i, x)
 #endif
 #if KV_WRITE
 int rope_k_src(int f) { return (f / K_SRC_ROW) * K_SRC_W + K_SRC_BEGIN + f % K_SRC_ROW; }
@@ -106,6 +122,57 @@ const float DEAD = -1e30;
 #define V_LOOP
 #endif
 
+#if FUSED
+shared float cm[G * NCHUNK];                            // the head's chunk maxima, then their weights
+shared float cl[G * NCHUNK];                            // their sums
+shared float cden[G];
+shared uint last_;
+
+// (uniform control flow) this workgroup's partials written: arrive on the head's counter; the last
+// workgroup combines the head's G query heads (sdpa_decode_combine.comp's formula) and resets it
+void arrive_and_combine(int kh, int l, int n) {
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    memoryBarrierBuffer();                              // (release: this invocation's partials)
+    barrier();
+    if (l == 0) last_ = atomicAdd(arrive[kh], 1u) == uint(NCHUNK - 1) ? 1u : 0u;
+    barrier();
+    if (last_ == 0u) return;                            // (uniform)
+    memoryBarrierBuffer();                              // (acquire: every workgroup's partials)
+    for (int i = l; i < G * NCHUNK; i += n) {
+        int b = (kh * G * NCHUNK + i) * (D + 2);
+        float m = LD(xp, b);
+        cm[i] = m;
+        cl[i] = m == NEG_INF ? 0.0 : LD(xp, b + 1);
+    }
+    memoryBarrierShared();
+    barrier();
+    for (int g = l; g < G; g += n) {                    // M, the weights and the denominator of head g
+        float M = NEG_INF;
+        for (int c = 0; c < NCHUNK; ++c) M = max(M, cm[g * NCHUNK + c]);
+        float den = 0.0;
+        for (int c = 0; c < NCHUNK; ++c) {
+            float m = cm[g * NCHUNK + c];
+            float w = m == NEG_INF ? 0.0 : exp(m - M);
+            cm[g * NCHUNK + c] = w;
+            den += w * cl[g * NCHUNK + c];
+        }
+        cden[g] = den;
+    }
+    memoryBarrierShared();
+    barrier();
+    for (int i = l; i < G * D; i += n) {
+        int g = i / D, e = i % D;
+        float t = 0.0;
+        [[unroll]] for (int c = 0; c < NCHUNK; ++c) {
+            float w = cm[g * NCHUNK + c];
+            if (w != 0.0) t += w * LD(xp, ((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + e);
+        }
+        ST(out_, (kh * G + g) * D + e, t / cden[g]);
+    }
+    if (l == 0) atomicExchange(arrive[kh], 0u);         // every workgroup of the head has arrived
+}
+#endif
+
 void main() {
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (wg * gl_WorkGroupSize.x >= TOTAL) return;      // whole workgroup leaves together
@@ -165,10 +232,15 @@ void main() {
         if (any) atomicOr(live[1], 1);
         barrier();
         if (live[1] != 0) {
+#if FUSED
+            for (int g = l; g < G; g += n) PST(((kh * G + g) * NCHUNK + c) * (D + 2), NEG_INF);
+            arrive_and_combine(kh, l, n);
+#else
             for (int i = l; i < G * (D + 2); i += n) {
                 int g = i / (D + 2), e = i % (D + 2);
-                ST(out_, ((kh * G + g) * NCHUNK + c) * (D + 2) + e, e == 0 ? NEG_INF : 0.0);
+                PST(((kh * G + g) * NCHUNK + c) * (D + 2) + e, e == 0 ? NEG_INF : 0.0);
             }
+#endif
             return;
         }
     }
@@ -236,8 +308,8 @@ void main() {
         float lsum = head_reduce(ls, false, uint(pos));
         if (g < G && lane == 0) {
             int o = ((kh * G + g) * NCHUNK + c) * (D + 2);
-            ST(out_, o, m);
-            ST(out_, o + 1, lsum);
+            PST(o, m);
+            PST(o + 1, lsum);
         }
     }
     memoryBarrierShared();
@@ -265,6 +337,9 @@ void main() {
         int g = i / D, e = i % D;
         float t = 0.0;
         for (int s2 = 0; s2 < RS; ++s2) t += part[(g * RS + s2) * D + e];
-        ST(out_, ((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + e, t);
+        PST(((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + e, t);
     }
+#if FUSED
+    arrive_and_combine(kh, l, n);
+#endif
 }

@@ -42,6 +42,11 @@ MAX_NCHUNK = 64              # chunks a head has at most before chunks grow (the
 COMBINE_LOCAL = 256          # invocations of a combine workgroup (one query head)
 SHARED_WORDS = 4096          # floats of shared memory a split workgroup may take (16 KiB: Vulkan's minimum)
 MAX_TRACE = 1 << 25          # elements an index trace may build (compile-time memory)
+# One dispatch a layer (FUSED): a dependent dispatch costs ~2.5-3 us of launch and barrier on the H100
+# whatever its size, more than the combine's work.  `--disable-pass sdpa_one_dispatch` (a name
+# compiler/passes PROGRAM_PASSES lists) keeps split + combine, e.g. to A/B the two.
+ONE_DISPATCH = True
+DISABLE_NAME = "sdpa_one_dispatch"
 
 VARIANTS = {
     "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3,
@@ -191,6 +196,16 @@ def _shared_words(G: int, D: int, chunk: int) -> int:
     return G * (D + chunk + n) + n + 2 * D
 
 
+def one_dispatch(G: int, D: int, nchunk: int) -> bool:
+    """Whether the decode attention runs as one dispatch (the split's FUSED form: its last workgroup of
+    each KV head combines, ordered by an atomic counter) rather than split + combine: ONE_DISPATCH, not
+    `--disable-pass sdpa_one_dispatch`, and the combine's shared memory (the head's chunk maxima and sums)
+    fits beside the split's."""
+    from gpuc.compiler.options import current
+    return ONE_DISPATCH and DISABLE_NAME not in current().disable_passes and \
+        _shared_words(G, D, RP) + 2 * G * nchunk + G + 1 <= SHARED_WORDS
+
+
 def _chunk(KV: int, G: int, D: int) -> int:
     """Keys per split workgroup (one per KV head and chunk, its G query heads together): RP, doubled
     while a head has over MAX_NCHUNK chunks (and the scores fit).  Small chunks keep each workgroup's
@@ -294,6 +309,15 @@ def lower_sdpa_decode(node, graph):
     kernels, rw = [], ()
     if node.attrs.get("kv_write"):      # the step's cache writes folded in (ops/kv_write.py)
         kernels, binds, rw = _kv_write(node, graph, binds, defines)
+    if one_dispatch(H // KH, D, nchunk):  # the combine in the split's last workgroup of each KV head
+        arrive = graph.add_tensor(f"{y.name}/arrivals", (KH,), "uint32")
+        t = graph.t(arrive)             # (persistent state, 0 at load and reset; each run leaves it 0)
+        t.is_variable, t.initial = True, np.zeros(KH, np.uint32)
+        binds = [("out_", y.id)] + binds[1:] + [("xp", part), ("arrive", arrive)]
+        split = Kernel("sdpa_decode_split", binds, KH * nchunk * n, dict(defines, FUSED=1), node.label(),
+                       local_x=n, flops=4 * H * KV * D, rw=tuple(rw) + ("xp", "arrive"), coherent=("xp",))
+        split.variants.append(SUBGROUP_VARIANT)
+        return kernels + [split]
     split = Kernel("sdpa_decode_split", binds, KH * nchunk * n, defines, node.label(), local_x=n,
                    flops=4 * H * KV * D, rw=rw)
     combine = Kernel("sdpa_decode_combine", [("out_", y.id), ("x", part)], H * COMBINE_LOCAL,

@@ -56,7 +56,8 @@ PIPELINE = [fold_constants, rfft_as_matmul, batch_native, simulate_quantization,
 
 
 # steps over the lowered program rather than the graph, skippable by the same --disable-pass
-PROGRAM_PASSES = ["schedule_dispatches"]      # compiler/schedule.py, applied by driver.build_bundle
+# (sdpa_one_dispatch: the decode attention's combine in its split dispatch, compiler/ops/sdpa_decode.py)
+PROGRAM_PASSES = ["schedule_dispatches", "sdpa_one_dispatch"]
 
 
 def pass_names() -> list[str]:

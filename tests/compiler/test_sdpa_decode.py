@@ -84,3 +84,35 @@ def test_decode_long_chunks_and_many_chunks(monkeypatch, H, KH, D, KV, valid, ma
     monkeypatch.setenv("GPUC_NO_CACHE", "1")       # (the constants are not in the compile cache's key)
     attrs = {"scale": float(np.float32(D ** -0.5))}
     _check(model(H, KH, D, KV, attrs=attrs), _inputs(H, KH, D, KV, valid=valid), fused=True)
+
+
+def _numpy_sdpa(q, k, v, mask, H, KH, D):
+    G = H // KH
+    qs = q.reshape(H, D).astype(np.float64) * np.float32(D ** -0.25)      # (the decomposition's scales)
+    kk = np.repeat(k.reshape(-1, KH, D).transpose(1, 0, 2), G, 0) * np.float32(D ** -0.25)
+    vv = np.repeat(v.reshape(-1, KH, D).transpose(1, 0, 2), G, 0)
+    s = np.einsum("hd,hjd->hj", qs, kk) + mask.reshape(1, -1)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (np.einsum("hj,hjd->hd", p / p.sum(-1, keepdims=True), vv)).reshape(1, 1, H, D)
+
+
+@pytest.mark.parametrize("H,KH,D,KV", [(12, 2, 128, 300),    # 6 query heads a KV head, head size 128
+                                       (4, 4, 64, 200)])     # MHA (1 a KV head), head size 64
+def test_one_dispatch_matches_split_and_combine(H, KH, D, KV):
+    """The one-dispatch form (the last workgroup of each KV head combines; ops/sdpa_decode.py ONE_DISPATCH)
+    against the two-dispatch plan (--disable-pass sdpa_one_dispatch) and numpy, at positions 0, inside
+    and a full cache, in turns over several runs of one loaded model: the arrival counters go back to 0
+    after each run (else a run after the first would find no last workgroup and keep a stale output)."""
+    data = model(H, KH, D, KV)
+    one, two = gpuc.compile(data), gpuc.compile(data, disable_passes=["sdpa_one_dispatch"])
+    assert [len(read_bundle(b).dispatches) for b in (one, two)] == [1, 2]
+    q, k, v, _ = _inputs(H, KH, D, KV)
+    with gpuc.load(one) as m1, gpuc.load(two) as m2:
+        for rep in range(3):
+            for valid in (1, 77, KV):
+                mask = np.zeros((1, 1, 1, KV), np.float32)
+                mask[..., valid:] = np.finfo(np.float32).min
+                xs = [q * (1 + rep), k, v, mask]
+                got, ref2 = m1.run(xs)[0], m2.run(xs)[0]
+                np.testing.assert_allclose(got, ref2, rtol=2e-6, atol=1e-6)
+                np.testing.assert_allclose(got, _numpy_sdpa(*xs, H, KH, D), rtol=1e-5, atol=2e-6)

@@ -43,6 +43,8 @@ class CompileOptions(Record):
         ("break_op", None, "GPUC_TEST_BREAK_OP", "tests: miscompile every kernel of this op on purpose"),
         ("coopmat_emulate", False, "GPUC_TEST_COOPMAT_EMULATE", "tests: every fp16 gemm gets the emulated "
                                                                 "cooperative-matrix variant (runs on lavapipe)"),
+        ("int8_emulate", False, None, "tests: the int8 cooperative-matrix kernels' scalar (EMU) forms, first, "
+                                      "every tile plan offered (runs on lavapipe)"),
         ("fp16_plain_gemms", False, "GPUC_FP16_PLAIN_GEMMS", "fp16: gemms without a coopmat variant keep "
                                                              "float16 tensors too (default: float32)"),
         ("dynamic_debug", 0, "GPUC_DYNAMIC_DEBUG", "--dynamic: 1 raises a lowering's SymbolicSize as is, 2 also "
@@ -135,7 +137,7 @@ class using:
 def _check(o: CompileOptions) -> None:
     def bad(name, want):
         raise GpucError(f"compile option {name}: {want}, got {getattr(o, name)!r}")
-    for name in ("verify_passes", "coopmat_emulate", "fp16_plain_gemms"):
+    for name in ("verify_passes", "coopmat_emulate", "int8_emulate", "fp16_plain_gemms"):
         if not isinstance(getattr(o, name), bool):
             bad(name, "must be True or False")
     for name in ("coopmat_vec8", "coopmat_direct", "coopmat_reg_chain", "coopmat_small_m", "attention_prefetch",

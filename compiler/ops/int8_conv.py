@@ -171,7 +171,7 @@ def lower_int8_conv(node, graph):
         k = Kernel("int8_conv_tiled", binds, -(-gm // TILE["BM"]) * g["TILES_N"] * TILE_LOCAL,
                    dict(TILE, RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0, RESIDUAL=int(res is not None)), node.label(), local_x=TILE_LOCAL,
                    flops=2 * y.size * taps, item_inner=0)
-        k.variants += [COOPMAT_VARIANT] + cm_variants(gm, co, d["CIN"] // 4)
+        k.variants += [COOPMAT_EMU_VARIANT if emulate() else COOPMAT_VARIANT] + cm_variants(gm, co, d["CIN"] // 4)
     else:
         k = Kernel("int8_conv", binds, -(-y.size // 4), dict(d, QP0=QP0 if d["OC4"] else 0), node.label(),
                    flops=2 * y.size * taps)
@@ -179,7 +179,7 @@ def lower_int8_conv(node, graph):
         k.variants.append(DOT_VARIANT)
     if d["OC4"] and not tiled:      # (its qp has the tiled kernels' head: they are candidates)
         k.variants += [_tiled_candidate(gm, co, taps), *cm_variants(gm, co, d["CIN"] // 4), *_splitk_candidate(d, gm, co)]
-    if CM_EMU:                      # (tests: the big-tile plans' EMU forms first)
+    if emulate():                   # (tests: the EMU forms first)
         k.variants.sort(key=lambda v: not v.name.endswith("_emu"))
     return [k]
 
@@ -271,7 +271,8 @@ def _coopmat_kernel(k, emu: int = 0):
 # subgroup-scope matrices, 8 subgroups of 32 per 64 x 64 tile); before int_dot (the first the device meets)
 COOPMAT_VARIANT = KernelVariant("coopmat_int8", {"cooperative_matrix": [16, 16, 32, "sint8", "sint8", "sint32", "sint32"],
                                                  "subgroup_size": 32}, _coopmat_kernel)
-# its form with the products by scalar DOT4 (shaders/int8_conv_tiled.comp EMU), for tests on any device
+# its form with the products by scalar DOT4 (shaders/int8_conv_tiled.comp EMU), in its place under
+# CompileOptions.int8_emulate (tests on any device)
 COOPMAT_EMU_VARIANT = KernelVariant("coopmat_int8_emu", {}, lambda k: _coopmat_kernel(k, 1))
 
 
@@ -293,7 +294,7 @@ CM_PLANS = {
 }
 # a plan is offered where its grid has at least this many workgroups: with fewer a big GPU idles (H100, 132 SMs:
 # the 128 x 128 plan's 52-workgroup grid of a 7 x 7 layer at batch 32 ran 2.7x slower than 64 x 64's 200), and
-# small layers' candidates would grow the bundle for nothing
+# small layers' candidates would grow the bundle for nothing (CompileOptions.int8_emulate: every plan, for tests)
 CM_MIN_GROUPS = 128
 CM_PORTABLE_SMEM = 32 * 1024    # what every Vulkan device allows; a plan needing more requires `shared_memory`
 
@@ -304,7 +305,6 @@ def cm_smem(plan: dict) -> int:
     return 2 * (plan["BM"] + plan["BN"]) * plan["BK"] * 4 + 2048
 CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan;
 #                          CompileOptions.int8_measured overrides it)
-CM_EMU = False          # (tests: the plans' EMU form, scalar products, on any device, first)
 
 
 def measured() -> bool:
@@ -313,27 +313,33 @@ def measured() -> bool:
     return CM_MEASURED if m is None else m
 
 
+def emulate() -> bool:
+    """CompileOptions.int8_emulate (tests): the cooperative-matrix kernels' EMU forms (scalar products, any
+    device) in place of theirs and first, every tile plan offered whatever its grid."""
+    return current().int8_emulate
+
+
 def cm_variants(gm: int, co: int, cw: int) -> list:
     """The CM_PLANS variants of a tiled layer of gm pixels by co channels, cw words a window position (those
     whose channel tile is used at least half, with CM_MIN_GROUPS workgroups); 16-byte staging where cw % 4 == 0;
     a plan of more than 32 KiB of shared memory requires it (EMU: no requirement, lavapipe runs them)."""
-    out = []
+    out, emu = [], emulate()
     for name, plan in CM_PLANS.items():
         nt = plan["SGM"] * plan["SGN"] * 32
         groups = -(-gm // plan["BM"]) * -(-co // plan["BN"])
-        if co < plan["BN"] // 2 or groups < CM_MIN_GROUPS:
+        if co < plan["BN"] // 2 or groups < (1 if emu else CM_MIN_GROUPS):
             continue
 
         def make(k, plan=plan, nt=nt, groups=groups):
             v4 = int(cw % 4 == 0)
-            d = dict(plan, EMU=int(CM_EMU), RESIDUAL=k.defines.get("RESIDUAL", 0), RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0,
+            d = dict(plan, EMU=int(emu), RESIDUAL=k.defines.get("RESIDUAL", 0), RQ_MODE=RQ_RUY, VEC4=1, DEPTHWISE=0,
                      V4=v4)
             return dataclasses.replace(k, template="int8_conv_cm", invocations=groups * nt, local_x=nt, defines=d,
                                        variants=[], item_inner=0, vec4=("x", "w") if v4 else ())
-        req = {} if CM_EMU else {"cooperative_matrix": COOPMAT_VARIANT.requires["cooperative_matrix"], "subgroup_size": 32}
-        if cm_smem(plan) > CM_PORTABLE_SMEM and not CM_EMU:
+        req = {} if emu else {"cooperative_matrix": COOPMAT_VARIANT.requires["cooperative_matrix"], "subgroup_size": 32}
+        if cm_smem(plan) > CM_PORTABLE_SMEM and not emu:
             req["shared_memory"] = cm_smem(plan)
-        out.append(KernelVariant(name + ("_emu" if CM_EMU else ""), req, make, measured=measured() and not CM_EMU))
+        out.append(KernelVariant(name + ("_emu" if emu else ""), req, make, measured=measured() and not emu))
     return out
 
 

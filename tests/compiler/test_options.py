@@ -24,7 +24,7 @@ NON_DEFAULT = {
     "dynamic_debug": 2, "dw_plan": DwPlan(1, 2, 4), "cm2_plan": Cm2Plan(32, 32, 16, 128), "split_k": 4,
     "reg_factor": 1, "coopmat_vec8": False, "coopmat_direct": False, "coopmat_reg_chain": True,
     "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True,
-    "int8_measured": False,
+    "int8_measured": False, "int8_emulate": True,
 }
 
 

@@ -309,13 +309,12 @@ def test_tiled_coopmat_variant_is_valid_spirv_and_gated(gpu, monkeypatch):
     test_conv_bit_exact(gpu, CONV_CASES[5])
 
 
-def test_tiled_coopmat_form_emulated_bit_exact(gpu, monkeypatch):
+def test_tiled_coopmat_form_emulated_bit_exact(gpu, monkeypatch, compile_options):
     """coopmat_int8's staging (16-word K steps as 8-word slices, two register sets), subgroup tiling and
     epilogue with its products by scalar DOT4 (EMU) are bit-exact on any device: partial tiles, an RGB stem,
     an odd and an even number of K steps, a fused residual ADD."""
-    from gpuc.compiler.ops import int8_conv
-    monkeypatch.setattr(int8_conv, "COOPMAT_VARIANT", int8_conv.COOPMAT_EMU_VARIANT)
-    monkeypatch.setenv("GPUC_VARIANTS", "coopmat_int8_emu=force")
+    compile_options(int8_emulate=True)
+    monkeypatch.setenv("GPUC_VARIANTS", "off,coopmat_int8_emu=force")
     for case in (CONV_CASES[2], CONV_CASES[5], CONV_CASES[7]):
         test_conv_bit_exact(gpu, case)
     test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, "later_conv")
@@ -430,7 +429,7 @@ def test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, case):
 
 @pytest.mark.parametrize("plan", ["coopmat_int8_128x128", "coopmat_int8_128x64", "coopmat_int8_64x128",
                                   "coopmat_int8_64x64", "coopmat_int8_32x64"])
-def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, plan):
+def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, compile_options, plan):
     """The big-tile cooperative-matrix plans (shaders/int8_conv_cm.comp, `measured` candidates) with their
     products done by scalar DOT4 (EMU): the double-buffered staging, the tile and fragment indexing and the
     per-subgroup epilogue are bit-exact on any device (partial tiles, strides, word and 16-byte staging, a fused
@@ -444,12 +443,11 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
         if t == "int8_conv_cm":
             spirv_val(glsl.kernel_spirv(k, dt))
     big = int8_conv.cm_variants(65536, 256, 4)
-    assert not int8_conv.CM_EMU and len(big) == len(int8_conv.CM_PLANS) and all(v.measured for v in big)
+    assert len(big) == len(int8_conv.CM_PLANS) and all(v.measured for v in big)
     assert [v.name for v in int8_conv.cm_variants(2048, 256, 4)] == ["coopmat_int8_64x64", "coopmat_int8_32x64"]
     assert "shared_memory" in next(v for v in big if v.name == "coopmat_int8_128x128").requires
-    monkeypatch.setattr(int8_conv, "CM_EMU", True)
-    monkeypatch.setattr(int8_conv, "CM_MIN_GROUPS", 1)      # (tiny layers: every plan offered)
-    monkeypatch.setenv("GPUC_VARIANTS", ",".join(f"{p}_emu={'force' if p == plan else 'off'}" for p in int8_conv.CM_PLANS))
+    compile_options(int8_emulate=True)                       # (tiny layers: every plan offered, EMU forms)
+    monkeypatch.setenv("GPUC_VARIANTS", f"off,{plan}_emu=force")
     test_conv_bit_exact(gpu, CONV_CASES[7])         # (2, 33, 31, 8) -> 72 channels, 3x3 stride 2: partial tiles
     test_conv_bit_exact(gpu, ("CONV_2D", (2, 13, 11, 32), 72, 3, 2, "SAME", "RELU", True, True))   # 16-byte staging (V4)
     test_residual_add_fuses_into_tiled_conv_bit_exact(gpu, "later_conv")
@@ -457,10 +455,9 @@ def test_big_tile_coopmat_plans_stage_and_finish_bit_exact(gpu, monkeypatch, pla
 
 
 @pytest.mark.parametrize("rows", [1, 37])
-def test_split_k_fully_connected_candidate_bit_exact(gpu, monkeypatch, rows):
+def test_split_k_fully_connected_candidate_bit_exact(gpu, monkeypatch, compile_options, rows):
     """shaders/int8_fc_splitk.comp (K split over a workgroup, a `measured` candidate of the flat kernel's
     plain-GEMM layers) is bit-exact with LiteRT: one pixel, and blocks of 8 with a partial one."""
-    from gpuc.compiler import options
+    compile_options(int8_measured=False)                    # (the plans first choices)
     monkeypatch.setenv("GPUC_VARIANTS", "off,int8_splitk=force")
-    with options.using(options.current().replace(int8_measured=False)):      # (the plans first choices)
-        test_fully_connected_bit_exact(gpu, True, rows, 64)
+    test_fully_connected_bit_exact(gpu, True, rows, 64)

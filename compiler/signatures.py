@@ -11,6 +11,11 @@ every signature reads and writes the same bytes (prefill fills the cache decode 
 signature's state_init covers every slot, so reset_state of any of them resets all.  The weights blob
 holds each distinct constant once (keyed by its bytes), so the signatures share their weights.
 
+A `decode` signature of litert-torch's shape also gets a derived signature, `decode_greedy`
+(compiler/ops/greedy_feed.py): the same graph feeding its own argmax back as the next token and
+position (state), so greedy decoding runs step after step on the device with no host input; its
+stats say `derived_from`.
+
 The bundle (runtime/bundle.py): the first signature's program at the top (gpuc.load(b).run() runs it),
 and each other signature as a nested payload with the same arena size and no weights of its own.
 """
@@ -24,7 +29,7 @@ from gpuc.compiler import sym_scope, status
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.memory_plan import align, plan_memory
-from gpuc.compiler.ops import fact
+from gpuc.compiler.ops import fact, greedy_feed
 from gpuc.compiler.ops.gather_copy import resolve_arena
 from gpuc.compiler.passes.precision import store_fp16
 from gpuc.errors import UnsupportedError
@@ -63,9 +68,9 @@ def thread_state(graph: Graph, sig: dict) -> list[str]:
 class _Part:
     """One signature between its memory plan and the bundle."""
 
-    def __init__(self, name: str, prepared, opts: dict, state_names: list):
+    def __init__(self, name: str, prepared, opts: dict, state_names: list, derived_from: str | None = None):
         from gpuc.compiler.driver import scheduled, variable_state
-        self.name, self.p, self.graph = name, prepared, prepared.graph
+        self.name, self.p, self.graph, self.derived_from = name, prepared, prepared.graph, derived_from
         g = self.graph
         kernels, self.status_words = status.finish(g, prepared.program)
         used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + g.inputs + g.outputs))
@@ -142,6 +147,8 @@ def _bundle(part: _Part, woff: dict, weights, name: str, opts: dict, fp: str) ->
     stats.update(program_stats(prog.steps))
     stats.update(dispatches=len(prog.dispatches), shaders=len(prog.shaders), arena_bytes=part.mem.arena_bytes,
                  weights_bytes=int(weights.nbytes), state=list(part.state_names))
+    if part.derived_from:
+        stats["derived_from"] = part.derived_from
     tensors = tensor_table(g, part.used, woff, part.mem.offsets)
     manifest.write(prog, tensors)
     stats["io"] = B.io_record(tensors, [index[t] for t in g.inputs], [index[t] for t in g.outputs], opts)
@@ -163,15 +170,21 @@ def compile_signatures(data: bytes, name: str, opts: dict, fp: str) -> bytes:
     if len(set(keys)) != len(keys) or not all(keys):
         raise UnsupportedError(f"the model's signature keys are empty or repeated: {keys}")
     parts, n16 = [], 0
-    for i, sig in enumerate(sigs):
-        progress.stage(f"signature {sig['key']!r}")
+    plan = [(i, sig["key"]) for i, sig in enumerate(sigs)]
+    if greedy_feed.SOURCE in keys and greedy_feed.DERIVED not in keys:
+        plan.append((keys.index(greedy_feed.SOURCE), greedy_feed.DERIVED))
+    for i, key in plan:
+        sig = sigs[i]
         model = load_tflite(data)                  # each signature prepares its own copy of the graphs
         model.main_index = sig["subgraph"]
         names = thread_state(model.main, model.signatures[i])
+        if key != sig["key"] and not greedy_feed.attach(model, model.signatures[i]):
+            continue                               # a decode signature of another shape: no derived one
+        progress.stage(f"signature {key!r}")
         try:
             p = prepare(model, opts)
             n16 += store_fp16(p.graph, p.program)        # --precision fp16: tensors stored as float16
-            parts.append(_Part(sig["key"], p, opts, names))
+            parts.append(_Part(key, p, opts, names, derived_from=sig["key"] if key != sig["key"] else None))
         finally:
             sym_scope.end()
     # the state region: after the largest signature's own arena, one slot per state key
@@ -204,6 +217,7 @@ def initial_value_of(graph: Graph, const: int) -> np.ndarray:
 
 
 def _summary(b: B.Bundle) -> dict:
-    keys = ("dispatches", "cpu_nodes", "host_round_trips", "arena_bytes", "state", "io", "gpu_nodes", "ops")
+    keys = ("dispatches", "cpu_nodes", "host_round_trips", "arena_bytes", "state", "io", "gpu_nodes", "ops",
+            "derived_from")
     return {k: b.stats[k] for k in keys if k in b.stats}
 

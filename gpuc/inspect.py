@@ -64,7 +64,9 @@ def inspect_bundle(data: bytes):
                                                      for c in b.checks[:8]) + (" ..." if len(b.checks) > 8 else ""))
     for sig, st in (b.stats.get("signatures") or {}).items():     # multi-signature bundles (compiler/signatures.py)
         io = " ".join(f"{k}={[ts_name for ts_name in _io_names(b, sig, k)]}" for k in ("inputs", "outputs"))
-        lines.append(f"signature {sig!r}{' (this program, below)' if sig == b.signature else ''}: "
+        derived = (f" (derived from {st['derived_from']!r}: feeds its argmax back as the next token, on the device)"
+                   if st.get("derived_from") else "")
+        lines.append(f"signature {sig!r}{' (this program, below)' if sig == b.signature else ''}{derived}: "
                      f"{st.get('dispatches')} dispatches, cpu_nodes {st.get('cpu_nodes')}, {io}, "
                      f"state {st.get('state') or []}")
     dyn = b.options.get("dynamic_dims")

@@ -154,11 +154,11 @@ class LoadedModel:
         this model's weights and arena, so state such as a KV cache carries across signatures."""
         return signatures.runner(self, name)
 
-    def generate(self, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=()):
+    def generate(self, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=(), device_greedy: bool = True):
         """LLM bundles (prefill_N / decode signatures): a generator of new token ids, streamed as they
-        are made (runtime/generate.py; sampler: generate.Sampler, default greedy)."""
+        are made (runtime/generate.py; sampler: generate.Sampler, default greedy, run on the device)."""
         from gpuc.runtime.generate import generate
-        return generate(self, prompt_ids, max_new_tokens, sampler, stop_ids)
+        return generate(self, prompt_ids, max_new_tokens, sampler, stop_ids, device_greedy)
 
     @property
     def has_state(self) -> bool:
@@ -174,6 +174,12 @@ class LoadedModel:
             self.arenas.init_state()
         finally:
             self.slots.release_all()
+
+    def set_state(self, name: str, value) -> None:
+        """Write a state (variable) tensor from the host, after the runs already submitted
+        (runtime/decode_loop.py; the state region is shared by a bundle's signatures)."""
+        from gpuc.runtime.decode_loop import set_state
+        set_state(self, name, value)
 
     def input_view(self, i: int = 0, slot: int = 0, batch: int | None = None):
         """numpy array backed by the mapped input staging memory of `slot` (write it, then run_in_place);

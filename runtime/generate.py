@@ -7,6 +7,10 @@ then the smallest one that holds what is left, padded with token 0 at the follow
 cache rows are rewritten by the decode steps before any mask lets them be read); then each decode step
 feeds one token at the next position and samples the next from the logits.  Per step only the token,
 its position and the logits cross between host and device.  The state is reset first.
+
+Greedy sampling (temperature 0) with a bundle that has `decode_greedy` (compiler/ops/greedy_feed.py)
+skips the host: the token and position are seeded as state after the prefill and the steps run
+queued on the device, 4 bytes (the token) read back per step (runtime/decode_loop.py).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuc.errors import GpucError
+from gpuc.runtime import decode_loop
 
 TOKENS, POSITIONS = "tokens", "input_pos"
 
@@ -80,8 +85,10 @@ def _run(runner, tokens: list[int], start: int, length: int):
     return runner.run({TOKENS: toks, POSITIONS: pos})
 
 
-def generate(model, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=()):
-    """Yield up to max_new_tokens token ids (stopping after one in stop_ids)."""
+def generate(model, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=(), device_greedy: bool = True):
+    """Yield up to max_new_tokens token ids (stopping after one in stop_ids).  Greedy sampling with a
+    bundle that has the derived `decode_greedy` signature runs on the device (device_greedy=False:
+    the host path, the logits read back and argmax'd per step; the same tokens)."""
     prompt = [int(t) for t in prompt_ids]
     if not prompt:
         raise GpucError("generate: the prompt is empty (give at least one token id)")
@@ -105,6 +112,10 @@ def generate(model, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=()):
         _run(prefill[n] if n in prefill else decode, chunk, pos, n)
         pos, rest = pos + len(chunk), rest[n:]
     token = prompt[-1]
+    greedy = decode_loop.greedy_runner(model) if sampler.temperature == 0 and device_greedy else None
+    if greedy is not None:                  # the argmax on the device, steps queued (runtime/decode_loop.py)
+        yield from decode_loop.run(greedy, token, pos, max_new_tokens, stop_ids)
+        return
     for _ in range(max_new_tokens):
         logits = _run(decode, [token], pos, 1)[0]
         pos += 1

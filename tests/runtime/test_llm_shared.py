@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
+from gpuc.errors import GpucError  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 
 # Acceptance (issue 29) asks for 1e-4 x max|logit|.  gpuc's int8-weight FCs (ops/gemm_q8.py) quantize the
@@ -33,12 +34,16 @@ def llm(models_dir):
 def test_every_signature_on_the_gpu_cache_is_state(llm):
     bundle, _ = llm
     b = read_bundle(bundle)
-    assert [b.signature] + [s.signature for s in b.signatures] == ["prefill_8", "decode"]
+    assert [b.signature] + [s.signature for s in b.signatures] == ["prefill_8", "decode", "decode_greedy"]
     for sb in [b] + b.signatures:
         assert sb.stats["cpu_nodes"] == 0 and not sb.steps
         assert sorted(sb.stats["state"]) == CACHES
+    for sb in [b, b.signatures[0]]:
         assert [sb.tensors[i].name for i in sb.inputs] == ["tokens", "input_pos"]
     assert [b.signatures[0].tensors[i].name for i in b.signatures[0].outputs] == ["logits"]
+    greedy = b.signatures[1]                  # derived: no inputs, the next token out, token and position as state
+    assert greedy.stats["derived_from"] == "decode" and greedy.inputs == []
+    assert [(greedy.tensors[i].name, greedy.tensors[i].dtype) for i in greedy.outputs] == [("next_token", "int32")]
     assert b.outputs == []                    # prefill only fills the cache
 
 
@@ -65,3 +70,16 @@ def test_generate_streams_greedy_tokens(llm):
         gen = m.generate(prompt, 2)
         first = next(gen)                     # streamed: the first token before the second is made
         assert [first] + list(gen) == list(ref["decode_tokens"][:2])
+
+
+def test_device_greedy_matches_host_greedy_and_stops(llm):
+    bundle, ref = llm
+    with gpuc.load(bundle) as m:              # the reference's tokens are LiteRT's host-greedy ones
+        assert list(m.generate([int(t) for t in ref["prompt"][0]], 8)) == list(ref["decode_tokens"])
+        short = [5, 9, 2]                     # a prompt shorter than the prefill: padded, then decoded
+        host = list(m.generate(short, 4, device_greedy=False))
+        assert list(m.generate(short, 4, stop_ids=(host[1],))) == host[:host.index(host[1]) + 1]
+        assert list(m.generate(short, 4)) == host      # after a stop with steps still queued: state reset
+        m.set_state("var:greedy/input_pos", np.array([3], np.int32))
+        with pytest.raises(GpucError, match="set_state"):
+            m.set_state("var:greedy/input_pos", np.array([3.0], np.float32))

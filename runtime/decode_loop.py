@@ -1,0 +1,89 @@
+"""Greedy decoding on the device: the `decode_greedy` signature (compiler/ops/greedy_feed.py) keeps
+the token and its position as state and feeds its own argmax back, so a step needs no host input.
+generate() (runtime/generate.py) seeds the state after the prefill and keeps `depth` steps queued
+(the queue runs them in order); the host reads 4 bytes per step, the token, while the next step runs.
+
+`set_state(model, name, value)` writes a state tensor of a model (any signature runner: they share
+the state region) from the host, after the runs already submitted and before any later one.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import vulkan as vk
+
+from gpuc.compiler.ops.greedy_feed import DERIVED, NEXT_TOKEN, STATE_POS, STATE_TOKENS
+from gpuc.errors import GpucError
+from gpuc.runtime import commands
+
+
+def set_state(model, name: str, value) -> None:
+    """Write `value` into state tensor `name` of `model` (a variable: one of the bundle's state_init
+    tensors), in every arena; dtype and size must match."""
+    model._check_open()
+    b = model.bundle
+    states = {b.tensors[dst].name: b.tensors[dst] for dst, _ in b.state_init}
+    t = states.get(name)
+    if t is None:
+        raise GpucError(f"set_state: no state tensor {name!r} (state: {', '.join(sorted(states)) or 'none'})")
+    arr = np.asarray(value)
+    if arr.dtype.name != t.dtype or arr.size != int(np.prod(t.shape, dtype=np.int64)):
+        raise GpucError(f"set_state: {name!r} is {t.dtype}{list(t.shape)}; got {arr.dtype.name}{list(arr.shape)}")
+    raw = np.ascontiguousarray(arr).tobytes()
+    if len(raw) % 4 or len(raw) > 65536:
+        raise GpucError(f"set_state: {name!r} has {len(raw)} bytes (a multiple of 4, at most 65536, written inline)")
+    data = vk.ffi.new("char[]", raw)
+    arenas = model.arenas
+
+    def rec(cmd):
+        commands.barrier(cmd, commands.T | commands.C, commands.T,
+                         vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | commands.RW
+                         | vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        for i in range(arenas.items):
+            vk.vkCmdUpdateBuffer(cmd, arenas.arena(i), t.offset, len(raw), data)
+    model.slots.reserve_all()                 # no run of this runner starts during the write
+    try:
+        model.device.one_shot(rec)            # the queue's order: after every run already submitted
+    finally:
+        model.slots.release_all()
+
+
+def greedy_runner(model):
+    """The model's device-greedy runner (decode_greedy, no inputs, the next token out), or None."""
+    if DERIVED not in model.signatures:
+        return None
+    r = model.signature(DERIVED)
+    names = {r.bundle.tensors[d].name for d, _ in r.bundle.state_init}
+    if r.inputs or [s.name for s in r.outputs] != [NEXT_TOKEN] or not {STATE_TOKENS, STATE_POS} <= names:
+        return None
+    return r
+
+
+def run(runner, token: int, pos: int, steps: int, stop_ids=(), depth: int | None = None):
+    """Yield up to `steps` greedy tokens after feeding `token` at position `pos` (the KV cache holds
+    every earlier position), stopping after one in stop_ids.  Steps queued past a stop are waited for
+    and dropped (they only write cache rows past the sequence, and the next generate resets the state)."""
+    set_state(runner, STATE_TOKENS, np.array([[token]], np.int32))
+    set_state(runner, STATE_POS, np.array([pos], np.int32))
+    depth = max(1, min(depth or runner.n_slots, runner.n_slots))
+    pending, submitted = deque(), 0
+    try:
+        while submitted < min(depth, steps):
+            pending.append(runner.run_async({}))
+            submitted += 1
+        while pending:
+            out = pending.popleft().wait()
+            if submitted < steps:                 # keep the queue full while the host reads this one
+                pending.append(runner.run_async({}))
+                submitted += 1
+            tok = int(np.asarray(out[0]).reshape(-1)[0])
+            yield tok
+            if tok in stop_ids:
+                return
+    finally:
+        for h in pending:
+            try:
+                h.wait()
+            except GpucError:
+                pass

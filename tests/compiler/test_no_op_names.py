@@ -39,8 +39,10 @@ EXCEPTIONS = {
                                  "TILE", "TRANSPOSE", "UNPACK"},
                                 "the data-movement CPU kernels, registered by name into cpu_ops.CPU_OPS"),
     **{f"compiler/passes/{m}.py": (names, _PATTERNS) for m, names in {
-        "attention": {"ADD", "ATTENTION", "BATCH_MATMUL", "BROADCAST_TO", "DIV", "EXPAND_DIMS", "MUL", "RESHAPE", "SLICE", "SOFTMAX",
-                      "SPLIT", "SPLIT_V", "SQUEEZE", "STRIDED_SLICE", "SUB", "TILE", "TRANSPOSE", "UNPACK"},
+        "attention": {"ADD", "ATTENTION", "SOFTMAX", "SUB"},
+        "attention_match": {"ADD", "BATCH_MATMUL", "DIV", "MUL", "SUB"},
+        "attention_operands": {"BROADCAST_TO", "DIV", "EXPAND_DIMS", "MUL", "RESHAPE", "SLICE", "SPLIT", "SPLIT_V",
+                               "SQUEEZE", "STRIDED_SLICE", "TILE", "TRANSPOSE", "UNPACK"},
         "ew_fusion": {"CAST", "FUSED_ELEMENTWISE", "FUSED_REDUCE", "MEAN", "PRELU", "REDUCE_MAX", "REDUCE_MIN",
                       "REDUCE_PROD", "SUM"},
         "fusion": {"ADD", "AVERAGE_POOL_2D", "CONV_2D", "DEPTHWISE_CONV_2D", "EXPAND_DIMS", "FULLY_CONNECTED",

@@ -21,8 +21,11 @@ machine that runs it).
 
 What is measured (each peer on the same float weights: gpuc's int8 per-channel weights dequantized):
 - gpuc: the bundle compiled once (time reported); prefill: one `prefill_N` run of N prompt tokens (median
-  of --runs after a warm-up) -> tokens/s; decode: --decode steps of the `decode` runner, each feeding the
-  argmax of the previous logits (token in, logits out) -> tokens/s; time to first token: `generate` on an
+  of --runs after a warm-up) -> tokens/s; decode (`decode_tok_s`): --decode greedy steps of the derived
+  `decode_greedy` runner (the argmax on the device, steps queued, the 4-byte token read back per step:
+  runtime/decode_loop.py), checked to give the host path's tokens (`greedy_same_tokens`); the host path
+  (`decode_host_tok_s`): --decode steps of the `decode` runner, each feeding the numpy argmax of the
+  previous logits (token in, logits out) -> tokens/s; time to first token: `generate` on an
   N+1-token prompt until it yields (prefill_N + one decode step + the host's sampling).
 - PyTorch: transformers' Qwen2ForCausalLM with the same shapes and weights, bf16 (--torch-dtype), a
   StaticCache, the decode step compiled with torch.compile(mode="reduce-overhead") (CUDA graphs); prefill
@@ -350,6 +353,7 @@ def dispatch_counts(bundle: bytes) -> dict:
 def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int, runs: int, device=None,
                disable_passes=()) -> dict:
     import gpuc
+    from gpuc.runtime import decode_loop
     bundle, compile_s = once(lambda: gpuc.compile(model, disable_passes=list(disable_passes)))
     res = {"compile_s": compile_s, "bundle_bytes": len(bundle), "disable_passes": list(disable_passes),
            "per_call": dispatch_counts(bundle)}
@@ -364,14 +368,29 @@ def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int
         m.reset_state()
 
         def steps():
-            tok = int(prompt[-1])
+            tok, toks = int(prompt[-1]), []
             for s in range(n_decode):
                 out = dec.run({"tokens": np.array([[tok]], np.int32), "input_pos": np.array([n_prefill + s], np.int32)})
                 tok = int(np.argmax(out[0].reshape(-1)))
-            return tok
+                toks.append(tok)
+            return toks
         steps()                                              # warm-up
         pre.run(feed)
-        res["decode_s_per_tok"] = once(steps)[1] / n_decode
+        host_tokens, host_s = once(steps)
+        res["decode_host_s_per_tok"] = host_s / n_decode
+        res["decode_host_tok_s"] = 1 / res["decode_host_s_per_tok"]
+        greedy = decode_loop.greedy_runner(m)
+        if greedy is None:                                   # no decode_greedy signature: the host figure
+            res["decode_s_per_tok"], res["decode"] = res["decode_host_s_per_tok"], "host greedy (no decode_greedy)"
+        else:
+            def device_steps():
+                pre.run(feed)                                # the same cache as the host steps had
+                return once(lambda: list(decode_loop.run(greedy, int(prompt[-1]), n_prefill, n_decode)))
+            device_steps()                                   # warm-up
+            dev_tokens, dev_s = device_steps()
+            res["decode_s_per_tok"] = dev_s / n_decode
+            res["decode"] = "decode_greedy: argmax on the device, steps queued, 4 bytes read back per token"
+            res["greedy_same_tokens"] = dev_tokens == host_tokens
         res["decode_tok_s"] = 1 / res["decode_s_per_tok"]
 
         def first_token():
@@ -570,6 +589,8 @@ def check(cfg: Config, w: dict, model: bytes, n_prefill: int, kv: int, steps: in
     """gpuc's decode logits and greedy tokens against LiteRT's signature runners on the generated model."""
     import gpuc
     from ai_edge_litert.interpreter import Interpreter
+
+    from gpuc.runtime import decode_loop
     rng = np.random.default_rng(1)
     prompt = rng.integers(0, cfg.vocab, n_prefill).astype(np.int32)
     it = Interpreter(model_content=model)
@@ -593,11 +614,15 @@ def check(cfg: Config, w: dict, model: bytes, n_prefill: int, kv: int, steps: in
         for s in range(steps):
             got.append(d.run({"tokens": np.array([[tok]], np.int32), "input_pos": np.array([n_prefill + s], np.int32)})[0].reshape(-1))
             tok = int(np.argmax(got[-1]))
+        m.signature(f"prefill_{n_prefill}").run({"tokens": prompt[None], "input_pos": np.arange(n_prefill, dtype=np.int32)})
+        greedy = decode_loop.greedy_runner(m)               # the same steps with the argmax on the device
+        device = None if greedy is None else list(decode_loop.run(greedy, int(prompt[-1]), n_prefill, steps))
     ref, got = np.array(ref), np.array(got)
     err = float(np.abs(got - ref).max() / np.abs(ref).max())
     same = bool((ref.argmax(-1) == got.argmax(-1)).all())
-    return {"steps": steps, "rel_err_vs_litert": err, "same_tokens": same, "cpu_nodes": cpu_nodes,
-            "ok": bool(same and err < 2e-3 and not any(cpu_nodes.values()))}
+    same_device = device == [int(t) for t in ref.argmax(-1)]
+    return {"steps": steps, "rel_err_vs_litert": err, "same_tokens": same, "device_greedy_same_tokens": same_device,
+            "cpu_nodes": cpu_nodes, "ok": bool(same and same_device and err < 2e-3 and not any(cpu_nodes.values()))}
 
 
 def main(argv=None) -> int:
@@ -662,6 +687,9 @@ def main(argv=None) -> int:
         pf = f"{r['prefill_tok_s']:14.0f}" if "prefill_tok_s" in r else f"{'':14}"
         tt = f"{r['ttft_s'] * 1e3:9.1f}" if "ttft_s" in r else ""
         print(f"{name:18} {pf} {r['decode_tok_s']:13.1f} {r['decode_s_per_tok'] * 1e3:9.3f} {tt}")
+        if "decode_host_tok_s" in r:
+            print(f"{'  (host greedy)':18} {'':14} {r['decode_host_tok_s']:13.1f} {r['decode_host_s_per_tok'] * 1e3:9.3f}"
+                  f"   device-greedy tokens == host: {r.get('greedy_same_tokens')}")
     for sig, c in (res.get("gpuc") or {}).get("per_call", {}).items():
         print(f"gpuc {sig}: {c['dispatches']} dispatches, {c['barriers']} barriers a call")
     if a.json:

@@ -27,7 +27,8 @@ MAX_GROUPS = 65535
 # one output element or word each), so its workgroup size is free.  Those default to FLAT_LOCAL_X wide
 # workgroups once the grid has at least FLAT_MIN_INVOCATIONS (a workgroup per SM of the largest GPUs we
 # time): on the H100 at batch 32, 256 wide ran copy_nd 3.2x, binary_math 2.9x and gather_copy 1.5x faster
-# than 64 wide (benchmarks/archive/local_size_ab.py on swin_t / efficientnet_b0 / convnext_tiny; 512: no better).
+# than 64 wide (benchmarks/archive/local_size_ab.py on a windowed-attention transformer and two CNNs; 512: no
+# better).
 FLAT_LOCAL_X = 256
 FLAT_MIN_INVOCATIONS = 132 * FLAT_LOCAL_X
 

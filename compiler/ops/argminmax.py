@@ -2,7 +2,9 @@
 uint8, int8 or bool input (1-byte kinds read from a word view), int32 or int64 output (int64 written as (low, high) int32 pairs through an int32 view).
 Ties resolve to the first index and NaNs are skipped, as in LiteRT (whose answer for a NaN in the
 first position depends on its vector path; gpuc skips that one too).  Long axes (>= 256) with few outputs
-reduce with one workgroup per output."""
+reduce with one workgroup per output; axes longer than SPLIT_CHUNK (an LLM's vocabulary: 151,936 logits
+in one row) split each line over workgroups of SPLIT_CHUNK elements, each writing its (value, index)
+pair, and a second small pass combines them (ties: the first index, as the parts are in index order)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,11 +14,13 @@ from gpuc.compiler.ops import BOUNDED, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, scalar_axis, size
 
+SPLIT_CHUNK = 4096              # elements a workgroup scans when a long line is split (16 per invocation)
+SPLIT_MAX_GROUPS = 1 << 16     # split only while outputs x parts stays a modest grid
 IN_KIND = {"float32": 0, "int32": 1, "uint8": 2, "bool": 2, "int8": 3}     # the template's IS_INT
 
 VARIANTS = {
-    "arg_reduce": (dict(AXIS=5, INNER=3), {"IS_MIN": [0, 1], "IS_INT": [0, 1, 2, 3], "OUT64": [0, 1],
-                                           "ROW_PER_GROUP": [0, 1]},
+    "arg_reduce": (dict(AXIS=5, INNER=3, CHUNK=4, PARTS=2), {"IS_MIN": [0, 1], "IS_INT": [0, 1, 2, 3],
+                                                             "OUT64": [0, 1], "ROW_PER_GROUP": [0, 1, 2, 3]},
                    ["out_", "x"], {"out_": "int32"}),
 }
 
@@ -51,8 +55,16 @@ def lower_arg(node, graph):
     wide = n >= 256 and y.size <= 65536               # long axis, few outputs: a workgroup per output
     local = 256 if n >= 4096 else 128 if n >= 1024 else 64
     defines = dict(AXIS=n, INNER=max(size(x.shape[axis + 1:]), 1), IS_MIN=int(node.op == "ARG_MIN"),
-                   IS_INT=IN_KIND[x.dtype], OUT64=int(y.dtype == "int64"), ROW_PER_GROUP=int(wide))
+                   IS_INT=IN_KIND[x.dtype], OUT64=int(y.dtype == "int64"), ROW_PER_GROUP=int(wide), CHUNK=n, PARTS=1)
     binds = [("out_", out), ("x", words(graph, x.id))]
+    parts = -(-n // SPLIT_CHUNK)
+    if wide and parts > 1 and y.size * parts <= SPLIT_MAX_GROUPS:   # split the line over workgroups, then combine
+        pairs = graph.add_tensor(f"{y.name}/arg_parts", [2 * y.size * parts], "int32")
+        split = dict(defines, ROW_PER_GROUP=2, CHUNK=SPLIT_CHUNK, PARTS=parts)
+        return [Kernel("arg_reduce", [("out_", pairs), binds[1]], y.size * parts * local, split,
+                       f"{node.label()} (split in {parts})", local_x=local),
+                Kernel("arg_reduce", [("out_", out), ("x", pairs)], y.size * 64, dict(split, ROW_PER_GROUP=3),
+                       f"{node.label()} (combine)", local_x=64)]
     return [Kernel("arg_reduce", binds, y.size * local if wide else y.size, defines, node.label(),
                    local_x=local if wide else 64)]
 

@@ -100,3 +100,22 @@ def test_arg_byte_inputs(gpu, op, dtype, shape, axis):
     x = (rng.integers(0, 2, shape) if dtype == "bool" else
          rng.integers(0, 256, shape) if dtype == "uint8" else rng.integers(-128, 128, shape)).astype(dtype)
     check(gpu, *_arg(op, x, axis, "int32"))
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+@pytest.mark.parametrize("shape,dtype,out_dtype", [((1, 1, 20011), "float32", "int32"), ((3, 9000), "int32", "int64")])
+def test_arg_split_long_row(gpu, op, shape, dtype, out_dtype):
+    """Lines longer than SPLIT_CHUNK (an LLM's vocabulary row): split over workgroups, then combined.
+    The best value sits in several parts (ties across parts and inside one): the first index wins."""
+    rng = np.random.default_rng(shape[-1])
+    x = (rng.integers(-50, 50, shape) if dtype == "int32" else rng.uniform(-3, 3, shape)).astype(dtype)
+    best = 99 if op == "ARG_MAX" else -99
+    line = x.reshape(-1, shape[-1])
+    for r, at in enumerate([[4500, 4501, 9000, 17000], [8191, 8192, 100], [8999, 4096, 4095]][:line.shape[0]]):
+        line[r, [a % shape[-1] for a in at]] = best     # ties across the 4096-element parts and inside one
+    if dtype == "float32":
+        line[0, 3] = np.nan                    # skipped
+    model, feeds = _arg(op, x, -1, out_dtype)
+    (got,) = gpu.run(model, feeds)
+    fn = np.nanargmax if op == "ARG_MAX" else np.nanargmin
+    assert got.reshape(-1).tolist() == [int(fn(r)) for r in line]

@@ -11,16 +11,21 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-import vulkan as vk
 
-from gpuc.compiler.ops.greedy_feed import DERIVED, NEXT_TOKEN, STATE_POS, STATE_TOKENS
 from gpuc.errors import GpucError
-from gpuc.runtime import commands
+
+# the derived signature's names (compiler/ops/greedy_feed.py writes them; a runtime-only install reads them)
+DERIVED, SOURCE = "decode_greedy", "decode"
+STATE_TOKENS, STATE_POS = "var:greedy/tokens", "var:greedy/input_pos"      # passes/variables.py names: var:<name>
+NEXT_TOKEN = "next_token"
 
 
 def set_state(model, name: str, value) -> None:
     """Write `value` into state tensor `name` of `model` (a variable: one of the bundle's state_init
     tensors), in every arena; dtype and size must match."""
+    import vulkan as vk
+
+    from gpuc.runtime import commands
     model._check_open()
     b = model.bundle
     states = {b.tensors[dst].name: b.tensors[dst] for dst, _ in b.state_init}

@@ -7,8 +7,6 @@ in one row) split each line over workgroups of SPLIT_CHUNK elements, each writin
 pair, and a second small pass combines them (ties: the first index, as the parts are in index order)."""
 from __future__ import annotations
 
-import numpy as np
-
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import BOUNDED, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words

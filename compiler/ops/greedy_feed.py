@@ -18,16 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ir import Model, Node
-
-DERIVED, SOURCE = "decode_greedy", "decode"
-TOKENS, POSITIONS = "tokens", "input_pos"
-STATE_TOKENS, STATE_POS = "var:greedy/tokens", "var:greedy/input_pos"      # passes/variables.py names: var:<name>
-NEXT_TOKEN = "next_token"
+from gpuc.runtime.decode_loop import DERIVED, NEXT_TOKEN, SOURCE, STATE_POS, STATE_TOKENS  # noqa: F401
+from gpuc.runtime.generate import POSITIONS, TOKENS
 
 
 def _fits(graph, sig: dict) -> int | None:
     """The logits tensor when `sig` (its state already threaded) has the expected decode shape, else None."""
-    ins, outs = sig["inputs"], sig["outputs"]
+    ins = sig["inputs"]
     if set(graph.inputs) != {ins.get(TOKENS), ins.get(POSITIONS)} or len(graph.outputs) != 1:
         return None
     tok, pos, logits = graph.t(ins[TOKENS]), graph.t(ins[POSITIONS]), graph.t(graph.outputs[0])

@@ -4,7 +4,6 @@ derived `decode_greedy` signature gives the host path's tokens, stops at a stop 
 signature of another shape gets no derived signature."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("vulkan")

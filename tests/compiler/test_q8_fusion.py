@@ -168,3 +168,41 @@ def test_one_row_plans(monkeypatch, sms, words, min_tpr, glu):
     assert sum("FULLY_CONNECTED" in s for s in _labels(bundle)) == 1
     (got,), (ref,) = _run(bundle, [xv]), litert_default(data, [xv])
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+def _residual_model(k, n):
+    """x [1, k] -> FC (bias, RELU) + r: the one-row path with a residual epilogue."""
+    mb = ModelBuilder()
+    x, r = mb.input("x", [1, k]), mb.input("r", [1, n])
+    q, quant = _q8(n, k)
+    y, z = mb.tensor("y", [1, n]), mb.tensor("z", [1, n])
+    mb.op("FULLY_CONNECTED", [x, mb.const("w", q, quant=quant), mb.const("b", RNG.normal(0, 1, n).astype(np.float32))],
+          [y], fused_activation_function="RELU")
+    mb.op("ADD", [y, r], [z])
+    mb.output(z)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("plan", [None, (64, 32, 128, 4)])     # (the planner's; more channels than invocations)
+def test_one_row_load_order_is_exact(monkeypatch, plan):
+    """The one-row path's load orders (FLAT_XFIRST: the row before the weights; FLAT_EPF: the epilogue's
+    operands before phase 1) give bit-identical results to the old order, with an RMS prologue, GLU,
+    bias and a residual, and with a workgroup of fewer invocations than channels (two each)."""
+    from gpuc.compiler.ops import gemm_q8
+    if plan:
+        monkeypatch.setattr(gemm_q8, "_flat_plan", lambda n, kq, per: plan)
+    k, n = 72, 200
+    cases = [(model(1, up_bias=True), [(RNG.normal(0, 1, (1, 1, D)) + 0.5).astype(np.float32)]),
+             (_residual_model(k, n), [RNG.normal(0, 1, (1, k)).astype(np.float32),
+                                      RNG.normal(0, 1, (1, n)).astype(np.float32)])]
+    for data, xs in cases:
+        outs = []
+        for order in (0, 1):
+            monkeypatch.setattr(gemm_q8, "FLAT_XFIRST", order)
+            monkeypatch.setattr(gemm_q8, "FLAT_EPF", order)
+            bundle = gpuc.compile(data, cache=False)      # (the cache key has no planning constants)
+            outs.append(_run(bundle, xs))
+        ref = litert_default(data, xs)
+        for old, new, r in zip(*outs, ref):
+            np.testing.assert_array_equal(new, old)
+            assert np.abs(new - r).max() <= 1e-5 * np.abs(r).max()

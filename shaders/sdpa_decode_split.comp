@@ -127,9 +127,13 @@ shared float cm[G * NCHUNK];                            // the head's chunk maxi
 shared float cl[G * NCHUNK];                            // their sums
 shared float cden[G];
 shared uint last_;
+#define CMN ((G * NCHUNK + int(gl_WorkGroupSize.x) - 1) / int(gl_WorkGroupSize.x))   // m, l an invocation loads
+#define CCN ((NCHUNK + RS - 1) / RS)                    // chunks an invocation's column takes
+#define PRE_C (G * CCN <= 96)                           // their numerators loaded up front
 
 // (uniform control flow) this workgroup's partials written: arrive on the head's counter; the last
-// workgroup combines the head's G query heads (sdpa_decode_combine.comp's formula) and resets it
+// workgroup combines the head's G query heads (sdpa_decode_combine.comp's formula: invocation (slice sl,
+// column d) takes chunks sl, sl + RS, ..; every load issued before the first wait) and resets it
 void arrive_and_combine(int kh, int l, int n) {
     const float NEG_INF = uintBitsToFloat(0xff800000u);
     memoryBarrierBuffer();                              // (release: this invocation's partials)
@@ -138,19 +142,38 @@ void arrive_and_combine(int kh, int l, int n) {
     barrier();
     if (last_ == 0u) return;                            // (uniform)
     memoryBarrierBuffer();                              // (acquire: every workgroup's partials)
-    for (int i = l; i < G * NCHUNK; i += n) {
-        int b = (kh * G * NCHUNK + i) * (D + 2);
-        float m = LD(xp, b);
-        cm[i] = m;
-        cl[i] = m == NEG_INF ? 0.0 : LD(xp, b + 1);
+    int d = l % D, sl = l / D, b0 = kh * G * NCHUNK;
+    float mv[CMN], lv[CMN];
+    [[unroll]] for (int i = 0; i < CMN; ++i) {
+        int j = l + i * n;
+        mv[i] = j < G * NCHUNK ? LD(xp, (b0 + j) * (D + 2)) : NEG_INF;
+        lv[i] = j < G * NCHUNK ? LD(xp, (b0 + j) * (D + 2) + 1) : 0.0;
+    }
+#if PRE_C
+    float av[G * CCN];                                  // (a dead chunk's: never written, weighed 0 below)
+    [[unroll]] for (int g = 0; g < G; ++g)
+        [[unroll]] for (int i = 0; i < CCN; ++i) {
+            int c = sl + i * RS;
+            av[g * CCN + i] = sl < RS && c < NCHUNK ? LD(xp, ((b0 + g * NCHUNK + c) * (D + 2)) + 2 + d) : 0.0;
+        }
+#define AV(g, i, c) av[(g) * CCN + (i)]
+#else
+#define AV(g, i, c) LD(xp, ((b0 + (g) * NCHUNK + (c)) * (D + 2)) + 2 + d)
+#endif
+    [[unroll]] for (int i = 0; i < CMN; ++i) {
+        int j = l + i * n;
+        if (j < G * NCHUNK) {
+            cm[j] = mv[i];
+            cl[j] = mv[i] == NEG_INF ? 0.0 : lv[i];
+        }
     }
     memoryBarrierShared();
     barrier();
     for (int g = l; g < G; g += n) {                    // M, the weights and the denominator of head g
         float M = NEG_INF;
-        for (int c = 0; c < NCHUNK; ++c) M = max(M, cm[g * NCHUNK + c]);
+        [[unroll]] for (int c = 0; c < NCHUNK; ++c) M = max(M, cm[g * NCHUNK + c]);
         float den = 0.0;
-        for (int c = 0; c < NCHUNK; ++c) {
+        [[unroll]] for (int c = 0; c < NCHUNK; ++c) {
             float m = cm[g * NCHUNK + c];
             float w = m == NEG_INF ? 0.0 : exp(m - M);
             cm[g * NCHUNK + c] = w;
@@ -160,13 +183,25 @@ void arrive_and_combine(int kh, int l, int n) {
     }
     memoryBarrierShared();
     barrier();
+    if (sl < RS) {
+        [[unroll]] for (int g = 0; g < G; ++g) {
+            float t = 0.0;
+            [[unroll]] for (int i = 0; i < CCN; ++i) {
+                int c = sl + i * RS;
+                if (c < NCHUNK) {
+                    float w = cm[g * NCHUNK + c];
+                    t += w == 0.0 ? 0.0 : w * AV(g, i, c);
+                }
+            }
+            part[(g * RS + sl) * D + d] = t;
+        }
+    }
+    memoryBarrierShared();
+    barrier();
     for (int i = l; i < G * D; i += n) {
         int g = i / D, e = i % D;
         float t = 0.0;
-        [[unroll]] for (int c = 0; c < NCHUNK; ++c) {
-            float w = cm[g * NCHUNK + c];
-            if (w != 0.0) t += w * LD(xp, ((kh * G + g) * NCHUNK + c) * (D + 2) + 2 + e);
-        }
+        for (int s2 = 0; s2 < RS; ++s2) t += part[(g * RS + s2) * D + e];
         ST(out_, (kh * G + g) * D + e, t / cden[g]);
     }
     if (l == 0) atomicExchange(arrive[kh], 0u);         // every workgroup of the head has arrived

@@ -19,7 +19,10 @@ scores, key slices x columns for P.V, workgroup reductions for the maxima and su
 small (RP keys while a head has at most MAX_NCHUNK of them).
 attrs kv_write (ops/kv_write.py fold_into_attention): the step's cache writes run in the split too --
 inputs kx, vx, start after cos and sin, outputs y and the k and v caches; the workgroup whose chunk holds
-the position writes the new row and reads it from registers (shaders/sdpa_decode_split.comp KV_WRITE)."""
+the position writes the new row and reads it from registers (shaders/sdpa_decode_split.comp KV_WRITE).
+ONE_DISPATCH (the default): the split's FUSED form does both in one dispatch -- each workgroup arrives on
+a per-KV-head counter after its partials (a persistent uint32 variable, 0 at load and reset, left 0 by
+every run), and the last to arrive combines its head; `--disable-pass sdpa_one_dispatch` keeps the two."""
 from __future__ import annotations
 
 import numpy as np

@@ -155,6 +155,20 @@ class Slot:
         self.in_views = self.out_views = self.in_rows = self.out_rows = None
 
 
+def _label(slot: Slot, cmd):
+    """What a command buffer of `slot` runs, alike in every slot: the whole run ("cmd", or ("cmds", b)
+    for b items); else (buffers re-recorded per run, pipelined uploads' own) the buffer's id."""
+    if cmd is slot.cmd:
+        return "cmd"
+    for b, c in slot.cmds.items():
+        if c is cmd:
+            return ("cmds", b)
+    for b, c in slot.bodies.items():
+        if c is cmd:
+            return ("body", b)
+    return id(cmd)
+
+
 class Slots:
     """A model's slots: which run holds each, submission order, and the GPU time of the last
     completed run (read lazily from its timestamp queries: a run pays no read-back unless asked)."""
@@ -168,7 +182,8 @@ class Slots:
         self._open = True
         self._inside = 0             # threads inside RunHandle.wait / done (shut waits for them)
         self._last_gpu_ms = None     # GPU time of the last completed run
-        self._took = {}              # submitted work (its command buffers' ids) -> shortest submit-to-done s
+        self._took = {}              # submitted work (Slots._key) -> shortest submit-to-done s
+        self._keys = {}              # id of a command buffer -> its label (_label)
         self._timed = None           # the slot whose timestamps hold it, until read
 
     def __len__(self):
@@ -224,14 +239,20 @@ class Slots:
         return True
 
     def acquire(self) -> Slot:
-        """A free slot, marked busy: the oldest run is completed first when every slot has one."""
+        """A free slot, marked busy: the oldest run is completed first when every slot has one.  Of the
+        free slots the least recently submitted: back-to-back runs take turns, so a submit does not
+        reset the timestamps of the run just completed (read back at once otherwise, to keep
+        last_gpu_ms: ~0.1 ms a run on lavapipe) -- and the previous run's slot is left to its reader."""
         while True:
             with self._lock:
                 self.check_open()
-                free = [sl for sl in self._slots if not sl.busy]
-                if free:
-                    free[0].busy = True
-                    return self._settled(free[0])
+                free = None
+                for sl in self._slots:
+                    if not sl.busy and (free is None or sl.seq < free.seq):
+                        free = sl
+                if free is not None:
+                    free.busy = True
+                    return self._settled(free)
                 oldest = min(self._slots, key=lambda sl: sl.seq)
             h = oldest.handle
             if h is not None:
@@ -300,7 +321,20 @@ class Slots:
             slot.handle_done.clear()
         work = slot.cmd if cmds is None else cmds
         self.device.submit(work, slot.fence)
-        slot.submitted = (time.perf_counter(), id(work) if cmds is None else tuple(id(c) for c in cmds))
+        slot.submitted = (time.perf_counter(), self._key(slot, (work,) if cmds is None else cmds))
+
+    def _key(self, slot: Slot, cmds) -> tuple:
+        """The estimate's key of a submission: the same work recorded in another slot has the same key
+        (runs take turns over the slots: each one's first run still finds an estimate)."""
+        keys = self._keys
+        try:
+            return tuple(keys[id(c)] for c in cmds)
+        except KeyError:
+            pass
+        for c in cmds:
+            if id(c) not in keys:
+                keys[id(c)] = _label(slot, c)
+        return tuple(keys[id(c)] for c in cmds)
 
     def wait(self, slot: Slot, mode: str = "passive", deadline: float | None = None) -> None:
         """Wait for the run in `slot` (at most timeout_s, and not past `deadline`, a time.perf_counter()

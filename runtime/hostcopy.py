@@ -9,12 +9,19 @@ ranges aligned to 4 KiB (whole write-combining lines and pages per writer); any 
 source, a cast) into slices along its longest axis, so it needs no temporary.  Copies under
 `copy_split_bytes` stay on the caller's thread (a thread hand-off costs ~20-50 us).
 
+The parts are handed out as the threads come (GPUC_COPY_CHUNKS parts per thread, default 4): a
+worker that wakes late -- a pool thread blocked since the previous run, on a busy or idle-parked CPU,
+tens of us to a scheduler slice -- finds the parts taken by the others, and the caller waits only for
+parts under way, never for a thread that has not started (its task is cancelled or returns at once).
+With 1 part per thread each thread's part is fixed (the earlier behaviour, for A/B).
+
 Settings (runtime/settings.py): GPUC_COPY_THREADS (0: the usable CPU count, at most MAX_THREADS;
-1: never split) and GPUC_COPY_SPLIT_BYTES (the size from which a copy is split), read into a Copier,
-which a model's run slots take at load.
+1: never split), GPUC_COPY_SPLIT_BYTES (the size from which a copy is split) and GPUC_COPY_CHUNKS,
+read into a Copier, which a model's run slots take at load.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +34,7 @@ from gpuc.runtime import settings
 MAX_THREADS = 8                  # the automatic thread count's cap (a setting may ask for more)
 LIMIT_THREADS = 64               # a setting's cap
 ALIGN = 4096                     # byte ranges of a contiguous copy start at multiples of this
+MIN_PART = 64 << 10              # parts handed out as threads come are at least this large (or split / threads)
 PIPELINE_MODES = ("auto", "on", "off")      # upload_pipeline (runtime/upload.py)
 
 _pools: dict = {}               # worker count -> the shared pool of that many threads
@@ -60,21 +68,23 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def _byte_ranges(nbytes: int, n: int) -> list:
-    step = -(-nbytes // n)
+def _byte_ranges(nbytes: int, n: int, min_bytes: int = ALIGN) -> list:
+    step = max(-(-nbytes // n), min_bytes)
     step = -(-step // ALIGN) * ALIGN
     return [(i, min(i + step, nbytes)) for i in range(0, nbytes, step)]
 
 
-def _parts(dst: np.ndarray, src: np.ndarray, n: int) -> list:
-    """[(dst part, src part)] whose assignments together make dst[...] = src."""
+def _parts(dst: np.ndarray, src: np.ndarray, n: int, min_bytes: int = ALIGN) -> list:
+    """[(dst part, src part)] (at most n, none under min_bytes where it can be helped) whose
+    assignments together make dst[...] = src."""
     if (dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype
             and dst.dtype.kind in "biufc"):
         d, s = dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8)
-        return [(d[a:b], s[a:b]) for a, b in _byte_ranges(dst.nbytes, n)]
+        return [(d[a:b], s[a:b]) for a, b in _byte_ranges(dst.nbytes, n, min_bytes)]
     axis = int(np.argmax(dst.shape))
     size = dst.shape[axis]
-    step = -(-size // min(n, size))
+    row = max(1, dst.nbytes // max(size, 1))
+    step = max(-(-size // min(n, size)), min(size, -(-min_bytes // row)))
     cut = (slice(None),) * axis
     return [(dst[cut + (slice(i, i + step),)], src[cut + (slice(i, i + step),)]) for i in range(0, size, step)]
 
@@ -83,23 +93,53 @@ def _assign(pair) -> None:
     pair[0][...] = pair[1]
 
 
+class _Shared:
+    """Parts of one copy handed out to whichever thread asks next (next() is atomic under the GIL).
+    The last part to finish sets `done`; the first error is kept."""
+
+    __slots__ = ("parts", "next", "left", "lock", "done", "error")
+
+    def __init__(self, parts: list):
+        self.parts, self.next, self.left = parts, itertools.count().__next__, len(parts)
+        self.lock, self.done, self.error = threading.Lock(), threading.Event(), None
+
+    def work(self) -> None:
+        """Copy parts until none is left (a thread that comes late copies nothing)."""
+        parts = self.parts
+        while True:
+            i = self.next()
+            if i >= len(parts):
+                return
+            try:
+                _assign(parts[i])
+            except BaseException as e:          # noqa: BLE001 - raised by the caller once every part is over
+                self.error = self.error or e
+            finally:
+                with self.lock:
+                    self.left -= 1
+                    if self.left == 0:
+                        self.done.set()
+
+
 class Copier:
-    """A copy policy (threads, split size) taken from the settings once: a model's slots keep one from
-    load on (reading the settings costs tens of us, more than a small copy)."""
+    """A copy policy (threads, split size, parts per thread) taken from the settings once: a model's slots
+    keep one from load on (reading the settings costs tens of us, more than a small copy)."""
 
-    __slots__ = ("threads", "split", "upload_chunk", "upload_pipeline")
+    __slots__ = ("threads", "split", "upload_chunk", "upload_pipeline", "chunks")
 
-    def __init__(self, threads_: int = 1, split: int = 1 << 20, upload_chunk: int = 0, upload_pipeline: str = "auto"):
+    def __init__(self, threads_: int = 1, split: int = 1 << 20, upload_chunk: int = 0, upload_pipeline: str = "auto",
+                 chunks: int = 4):
         self.threads, self.split = max(1, int(threads_)), max(1, int(split))
         self.upload_chunk = max(0, int(upload_chunk))       # runtime/upload.py's chunk size (0: off)
         self.upload_pipeline = upload_pipeline              # runtime/upload.py: auto, on or off
+        self.chunks = max(1, int(chunks))                   # parts per thread, handed out as threads come
 
     @classmethod
     def current(cls) -> "Copier":
         s = settings.current()
         if s.upload_pipeline not in PIPELINE_MODES:
             raise GpucError(f"GPUC_UPLOAD_PIPELINE={s.upload_pipeline!r} is not one of {', '.join(PIPELINE_MODES)}")
-        return cls(threads(), split_bytes(), s.upload_chunk_bytes, s.upload_pipeline)
+        return cls(threads(), split_bytes(), s.upload_chunk_bytes, s.upload_pipeline, s.copy_chunks)
 
     def copy_into(self, dst: np.ndarray, src) -> None:
         """dst[...] = src (src cast and broadcast as numpy assigns), in parallel parts when large.
@@ -107,6 +147,9 @@ class Copier:
         n = self.threads
         if n == 1 or dst.nbytes < self.split or dst.ndim == 0 or np.shape(src) != dst.shape or dst.size < n:
             dst[...] = src
+            return
+        if self.chunks > 1:
+            self._shared_copy(dst, src, n)
             return
         parts = _parts(dst, np.asarray(src), n)
         if len(parts) == 1:
@@ -119,6 +162,30 @@ class Copier:
         except Exception as e:            # noqa: BLE001 - raised once the other parts are over
             error = e
         finish(futures, error)
+
+    def _shared_copy(self, dst: np.ndarray, src, n: int) -> None:
+        """copy_into over n threads (this one included), its parts handed out as the threads come."""
+        parts = _parts(dst, np.asarray(src), n * self.chunks, min_bytes=min(MIN_PART, self.split // n))
+        if len(parts) == 1:
+            _assign(parts[0])
+            return
+        job = _Shared(parts)
+        pool = _executor(n - 1)
+        futures = [pool.submit(job.work) for _ in range(min(n - 1, len(parts) - 1))]
+        try:
+            job.work()
+            job.done.wait()                     # the parts the other threads took
+        except KeyboardInterrupt:
+            # a part this thread took may be left unfinished: wait for the threads instead (those not
+            # started are cancelled; the started ones copy what is left), then raise
+            for f in futures:
+                f.cancel()
+            finish(futures)
+            raise
+        for f in futures:
+            f.cancel()                          # a thread not started yet: nothing of this copy is left to it
+        if job.error is not None:
+            raise job.error
 
     def start(self, dst: np.ndarray, src) -> list:
         """Begin dst[...] = src on the pool's threads only (split over them when large), leaving the

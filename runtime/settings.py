@@ -99,6 +99,8 @@ class Settings(Record):
         ("copy_threads", 0, "GPUC_COPY_THREADS", "threads copying a run's inputs / outputs to and from staging "
                                                  "(0: the CPU count, at most 8; 1: the caller's thread only)"),
         ("copy_split_bytes", 1 << 20, "GPUC_COPY_SPLIT_BYTES", "host copies from this size are split over the copy threads"),
+        ("copy_chunks", 4, "GPUC_COPY_CHUNKS", "parts per copy thread, handed out as the threads come (1: one fixed "
+                                              "part each)"),
         ("upload_chunk_bytes", 4 << 20, "GPUC_UPLOAD_CHUNK_BYTES", "a batch's inputs through host-memory staging "
                                                                    "upload in chunks of this size, overlapped (0: off)"),
         ("upload_pipeline", "auto", "GPUC_UPLOAD_PIPELINE", "chunked, overlapped upload of a batch's inputs: auto "
@@ -123,7 +125,7 @@ class Settings(Record):
     def device_key(self) -> tuple:
         """What a shared Device depends on: everything but the timeout (a setting of the models, read
         when they load) and the folders and CLI switches."""
-        skip = ("gpu_timeout_s", "copy_threads", "copy_split_bytes", "upload_chunk_bytes", "upload_pipeline", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
+        skip = ("gpu_timeout_s", "copy_threads", "copy_split_bytes", "copy_chunks", "upload_chunk_bytes", "upload_pipeline", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
                 "ray_address", "ray_direct_ingress", "completing")
         return tuple(kv for kv in self.items() if kv[0] not in skip)
 
@@ -142,6 +144,7 @@ def _parse(environ) -> Settings:
         pipeline_threads=_int(g("GPUC_PIPELINE_THREADS"), 0),
         copy_threads=max(0, _int(g("GPUC_COPY_THREADS"), 0)),
         copy_split_bytes=max(1, _int(g("GPUC_COPY_SPLIT_BYTES"), 1 << 20)),
+        copy_chunks=max(1, _int(g("GPUC_COPY_CHUNKS"), 4)),
         upload_chunk_bytes=max(0, _int(g("GPUC_UPLOAD_CHUNK_BYTES"), 4 << 20)),
         upload_pipeline=(g("GPUC_UPLOAD_PIPELINE") or "auto").strip().lower(),
         pipeline_cache=g("GPUC_PIPELINE_CACHE", "1") not in ("0", "off", "false", ""),

@@ -90,3 +90,34 @@ def test_env_setting(monkeypatch):
     assert hostcopy.threads() == 5 and hostcopy.split_bytes() == 4096
     monkeypatch.setenv("GPUC_COPY_THREADS", "0")
     assert 1 <= hostcopy.threads() <= hostcopy.MAX_THREADS
+
+
+def test_fixed_parts_setting_equals_assignment():
+    with settings.override(copy_threads=3, copy_split_bytes=64, copy_chunks=1):
+        assert hostcopy.Copier.current().chunks == 1
+        src = np.random.default_rng(1).standard_normal((5, 9000)).astype(np.float32)
+        dst = np.zeros_like(src)
+        hostcopy.copy_into(dst, src)
+        np.testing.assert_array_equal(dst, src)
+
+
+def test_parts_go_to_the_threads_that_come():
+    """Every pool thread busy elsewhere: the caller copies every part itself and returns without
+    waiting for them; a pool thread that starts afterwards writes nothing."""
+    with settings.override(copy_threads=3, copy_split_bytes=64, copy_chunks=4):
+        copier = hostcopy.Copier.current()
+    gate = threading.Event()
+    pool = hostcopy._executor(2)
+    blockers = [pool.submit(gate.wait) for _ in range(2)]
+    try:
+        src = np.random.default_rng(2).standard_normal((8, 4096)).astype(np.float32)
+        dst = np.zeros_like(src)
+        copier.copy_into(dst, src)
+        np.testing.assert_array_equal(dst, src)
+        dst[...] = 0
+    finally:
+        gate.set()
+    for b in blockers:
+        b.result(5)
+    pool.submit(lambda: None).result(5)          # the queue is drained: no late part was written
+    assert not dst.any()

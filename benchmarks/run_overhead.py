@@ -5,9 +5,10 @@
                                       [--device N|NAME] [--json OUT]
 
 A .tflite is compiled per precision (with --max-batch B when --batch B > 1); a bundle runs as it is.
-Per precision and variant (UPLOAD:THREADS[:CHUNK[:PIPELINE]] = GPUC_UPLOAD_MEMORY, GPUC_COPY_THREADS
+Per precision and variant (UPLOAD:THREADS[:CHUNK[:PIPELINE[:PARTS]]] = GPUC_UPLOAD_MEMORY, GPUC_COPY_THREADS
 (0: automatic), GPUC_UPLOAD_CHUNK_BYTES and GPUC_UPLOAD_PIPELINE (the chunked, overlapped upload of
-runtime/upload.py; an empty field keeps the setting)), one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once,
+runtime/upload.py), GPUC_COPY_CHUNKS (parts per copy thread, handed out as threads come; 1: one fixed
+part each); an empty field keeps the setting), one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once,
 then run_in_place(batch=B)), their ratio and run()'s ratio to the fastest in-place row of the
 precision, the pieces run() adds -- input normalisation, the copy into mapped staging memory (split
 over the copy threads, and on one thread), the copy of the outputs into new arrays -- the GPU time
@@ -25,9 +26,63 @@ import numpy as np
 
 from benchmarks.timing import timed
 
+PHASES = ("before_copy", "copy", "to_submit", "submit", "to_wait", "wait", "after_wait")
+
 
 def med_ms(fn, runs):
     return timed(fn, runs, warmup_s=0.2)["median_ms"]
+
+
+def phases(fn, runs, model) -> dict:
+    """Median and p90 ms of each phase of `runs` calls of fn (a run() or run_in_place of `model`),
+    from marks set by wrappers of Copier.copy_into, Device.submit and Device.wait (the phases in
+    PHASES: an in-place run has no copy), and the median GPU time of the same runs: where run()'s
+    time beyond the in-place path goes, as one run spends it."""
+    import statistics
+    import time
+    from gpuc.runtime import device as dev, hostcopy
+    marks = {}
+    real = {(dev.Device, "submit"): dev.Device.submit, (dev.Device, "wait"): dev.Device.wait,
+            (hostcopy.Copier, "copy_into"): hostcopy.Copier.copy_into}
+
+    def wrap(cls, name, first, last):
+        fn0 = real[(cls, name)]
+
+        def f(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn0(*a, **k)
+            finally:
+                if first != "c0" or "s0" not in marks:      # copies after the submit: the outputs'
+                    marks.setdefault(first, t)
+                    marks[last] = time.perf_counter()
+        setattr(cls, name, f)
+    wrap(dev.Device, "submit", "s0", "s1")
+    wrap(dev.Device, "wait", "w0", "w1")
+    wrap(hostcopy.Copier, "copy_into", "c0", "c1")
+    per = {k: [] for k in PHASES + ("total", "gpu")}
+    try:
+        fn()
+        for _ in range(runs):
+            marks.clear()
+            t0 = time.perf_counter()
+            fn()
+            t1 = time.perf_counter()
+            c0, c1 = marks.get("c0", marks["s0"]), marks.get("c1", marks["s0"])
+            cut = [t0, c0, c1, marks["s0"], marks["s1"], marks["w0"], marks["w1"], t1]
+            for k, a, b in zip(PHASES, cut, cut[1:]):
+                per[k].append((b - a) * 1e3)
+            per["total"].append((t1 - t0) * 1e3)
+            per["gpu"].append(model.last_gpu_ms or 0.0)
+    finally:
+        for (cls, name), f in real.items():
+            setattr(cls, name, f)
+    out = {}
+    for k, v in per.items():
+        v.sort()
+        out[k] = round(statistics.median(v), 4)
+        out[k + "_p90"] = round(v[int(0.9 * (len(v) - 1))], 4)
+    return out
 
 
 def bundle_of(path: str, precision: str, batch: int):
@@ -71,6 +126,16 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
         row["copy_in_ms"] = med_ms(lambda: copy_in(sl.copier.copy_into), runs)
         row["copy_in_1thread_ms"] = med_ms(lambda: copy_in(lambda v, x: v.__setitem__(Ellipsis, x)), runs)
         row["copy_out_ms"] = med_ms(lambda: [sl.copier.copy_out(v) for v in outv], runs)
+        # one run's phases, run() against the in-place path, and each with an active (spinning) wait
+        row["phases_run"] = phases(run, runs, m)
+        row["phases_in_place"] = phases(in_place, runs, m)
+        row["run_active_ms"] = med_ms(lambda: m.run(xs, wait="active"), runs)
+        row["in_place_active_ms"] = med_ms(lambda: m.run_in_place(batch=b, wait="active"), runs)
+        # what reading the timestamps of a completed run costs (a submit on the slot that holds them
+        # reads them first: runtime/slots.py acquire takes the least recently submitted slot instead)
+        from gpuc.runtime import commands
+        if sl.pool is not None:
+            row["timestamp_read_ms"] = med_ms(lambda: commands.read_ms(m.device, sl.pool, 2), runs)
         if floor and m.program is None and getattr(sl, "cmd", None) is not None:
             import vulkan as vk
             d = m.device
@@ -94,8 +159,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--precisions", default="fp32")
     ap.add_argument("--variants", default="device:0,device:1,device:0::on,cached:0,cached:0:0",
-                    help="UPLOAD:THREADS[:CHUNK[:PIPELINE]],... (GPUC_UPLOAD_MEMORY device|cached|uncached : "
-                         "GPUC_COPY_THREADS, 0 auto : GPUC_UPLOAD_CHUNK_BYTES : GPUC_UPLOAD_PIPELINE auto|on|off)")
+                    help="UPLOAD:THREADS[:CHUNK[:PIPELINE[:PARTS]]],... (GPUC_UPLOAD_MEMORY device|cached|uncached : "
+                         "GPUC_COPY_THREADS, 0 auto : GPUC_UPLOAD_CHUNK_BYTES : GPUC_UPLOAD_PIPELINE auto|on|off : "
+                         "GPUC_COPY_CHUNKS, parts per copy thread, 1: fixed parts)")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--device")
     ap.add_argument("--json")
@@ -106,8 +172,10 @@ def main():
         bundle = bundle_of(a.model, prec, a.batch)
         mine = []
         for k, var in enumerate(a.variants.split(",")):
-            upload, threads, chunk, pipe = (var.split(":") + ["", "", ""])[:4]
+            upload, threads, chunk, pipe, parts = (var.split(":") + ["", "", "", ""])[:5]
             over = dict(upload_memory=upload, copy_threads=int(threads or 0))
+            if parts:
+                over["copy_chunks"] = int(parts)
             if chunk:
                 over["upload_chunk_bytes"] = int(chunk)
             if pipe:
@@ -121,6 +189,14 @@ def main():
                   f"({r['copy_in_1thread_ms']:.3f} 1 thread, {r['copy_threads']} threads, {r['input_mb']} MB)"
                   f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  staging {r['staging']}  pipelined {r['pipelined']}"
                   f"  equal {r['outputs_equal']}",
+                  flush=True)
+            pr, pi = r["phases_run"], r["phases_in_place"]
+            print("  phases ms (median/p90)    " + "  ".join(f"{k} {pr[k]:.3f}/{pr[k + '_p90']:.3f}" for k in PHASES)
+                  + f"  total {pr['total']:.3f}/{pr['total_p90']:.3f}  gpu {pr['gpu']:.3f}")
+            print("  in-place phases           " + "  ".join(f"{k} {pi[k]:.3f}/{pi[k + '_p90']:.3f}" for k in PHASES)
+                  + f"  total {pi['total']:.3f}/{pi['total_p90']:.3f}  gpu {pi['gpu']:.3f}")
+            print(f"  active waits: run() {r['run_active_ms']:.3f} ms, in-place {r['in_place_active_ms']:.3f} ms"
+                  + (f"; timestamp read-back {r['timestamp_read_ms'] * 1e3:.1f} us" if "timestamp_read_ms" in r else ""),
                   flush=True)
             if "submit_wait_ms" in r:
                 print(f"  submit+wait {r['submit_wait_ms']:.3f} ms, empty cmd submit+wait {r['empty_submit_wait_ms']:.3f} ms")

@@ -74,19 +74,28 @@ def _byte_ranges(nbytes: int, n: int, min_bytes: int = ALIGN) -> list:
     return [(i, min(i + step, nbytes)) for i in range(0, nbytes, step)]
 
 
-def _parts(dst: np.ndarray, src: np.ndarray, n: int, min_bytes: int = ALIGN) -> list:
-    """[(dst part, src part)] (at most n, none under min_bytes where it can be helped) whose
-    assignments together make dst[...] = src."""
+def _lazy_parts(dst: np.ndarray, src: np.ndarray, n: int, min_bytes: int = ALIGN):
+    """(count, part): `count` parts (at most n, none under min_bytes where it can be helped), part(i)
+    the i-th (dst part, src part); their assignments together make dst[...] = src.  A part is sliced
+    when asked for (by the thread that copies it, off the caller's path)."""
     if (dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype
             and dst.dtype.kind in "biufc"):
         d, s = dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8)
-        return [(d[a:b], s[a:b]) for a, b in _byte_ranges(dst.nbytes, n, min_bytes)]
+        ranges = _byte_ranges(dst.nbytes, n, min_bytes)
+        return len(ranges), lambda i: (d[ranges[i][0]:ranges[i][1]], s[ranges[i][0]:ranges[i][1]])
     axis = int(np.argmax(dst.shape))
     size = dst.shape[axis]
     row = max(1, dst.nbytes // max(size, 1))
     step = max(-(-size // min(n, size)), min(size, -(-min_bytes // row)))
     cut = (slice(None),) * axis
-    return [(dst[cut + (slice(i, i + step),)], src[cut + (slice(i, i + step),)]) for i in range(0, size, step)]
+    return -(-size // step), lambda i: (dst[cut + (slice(i * step, (i + 1) * step),)],
+                                        src[cut + (slice(i * step, (i + 1) * step),)])
+
+
+def _parts(dst: np.ndarray, src: np.ndarray, n: int, min_bytes: int = ALIGN) -> list:
+    """[(dst part, src part)] of _lazy_parts, sliced now."""
+    count, part = _lazy_parts(dst, src, n, min_bytes)
+    return [part(i) for i in range(count)]
 
 
 def _assign(pair) -> None:
@@ -97,21 +106,21 @@ class _Shared:
     """Parts of one copy handed out to whichever thread asks next (next() is atomic under the GIL).
     The last part to finish sets `done`; the first error is kept."""
 
-    __slots__ = ("parts", "next", "left", "lock", "done", "error")
+    __slots__ = ("count", "part", "next", "left", "lock", "done", "error")
 
-    def __init__(self, parts: list):
-        self.parts, self.next, self.left = parts, itertools.count().__next__, len(parts)
+    def __init__(self, count: int, part):
+        self.count, self.part, self.next, self.left = count, part, itertools.count().__next__, count
         self.lock, self.done, self.error = threading.Lock(), threading.Event(), None
 
     def work(self) -> None:
         """Copy parts until none is left (a thread that comes late copies nothing)."""
-        parts = self.parts
+        count, part = self.count, self.part
         while True:
             i = self.next()
-            if i >= len(parts):
+            if i >= count:
                 return
             try:
-                _assign(parts[i])
+                _assign(part(i))
             except BaseException as e:          # noqa: BLE001 - raised by the caller once every part is over
                 self.error = self.error or e
             finally:
@@ -165,13 +174,13 @@ class Copier:
 
     def _shared_copy(self, dst: np.ndarray, src, n: int) -> None:
         """copy_into over n threads (this one included), its parts handed out as the threads come."""
-        parts = _parts(dst, np.asarray(src), n * self.chunks, min_bytes=min(MIN_PART, self.split // n))
-        if len(parts) == 1:
-            _assign(parts[0])
+        count, part = _lazy_parts(dst, np.asarray(src), n * self.chunks, min_bytes=min(MIN_PART, self.split // n))
+        if count == 1:
+            _assign(part(0))
             return
-        job = _Shared(parts)
+        job = _Shared(count, part)
         pool = _executor(n - 1)
-        futures = [pool.submit(job.work) for _ in range(min(n - 1, len(parts) - 1))]
+        futures = [pool.submit(job.work) for _ in range(min(n - 1, count - 1))]
         try:
             job.work()
             job.done.wait()                     # the parts the other threads took

@@ -12,7 +12,7 @@ quantized to int8 as XNNPACK's qd8 kernels do, exact int32 sums, float epilogue)
 dispatch's GPU time (timestamps, runtime/profile.py; the median over --cold-mb worth of copies, so that the
 weights come from memory, not the L2 cache) and GB/s counts the weight bytes (int8 + scales).
 --set overrides ops/gemm_q8.py's one-row planning constants (FLAT_WORDS, MIN_TPR, FLAT_ROW_BYTES,
-FLAT_RESIDENT, GPU_SMS, FLAT_XFIRST, FLAT_EPF) for this run, and --plan forces a (local, TPR, RN, HB) plan
+FLAT_RESIDENT, GPU_SMS, FLAT_XFIRST, FLAT_EPF, SHORT_LOCAL) for this run, and --plan forces a (local, TPR, RN, HB) plan
 on one gemv, to compare plans.  Exit 1 if a result is out of tolerance.
 """
 from __future__ import annotations
@@ -47,14 +47,24 @@ def _q8(rng, n, k):
 
 
 def build(n: int, k: int, bias: bool, glu: bool, rng, copies: int = 1):
-    """(tflite bytes, [weights [(q, scales, bias or None)] a copy]) of ADD(x, x) -> `copies` FCs (or gate / up
-    GLUs) of the same shape with their own weights, each an output (weights past the L2 cache: each FC
-    reads its weights from memory, as in a decode step's layers)."""
+    """(ModelBuilder, [weights [(q, scales, bias or None)] a copy]) of ADD(x, x) -> `copies` FCs (or gate / up
+    GLUs) of the same shape with their own weights, each an output, one after the other (each reads the row
+    plus 0 * the mean of the previous output): weights past the L2 cache come from memory, as in a decode
+    step's layers, and the dispatches do not overlap."""
     mb = ModelBuilder()
     x = mb.input("x", [1, k])
     x2 = mb.tensor("x2", [1, k])
     mb.op("ADD", [x, x], [x2])
-    return mb, [_fcs(mb, x2, n, k, bias, glu, rng, f"c{c}_") for c in range(copies)]
+    wss, y = [], None
+    for c in range(copies):
+        if y is not None:      # x2 + 0 * mean(previous output): the same row, but after the previous FC
+            z0, z1, xc = mb.tensor(f"c{c}_z0", [1, 1]), mb.tensor(f"c{c}_z1", [1, 1]), mb.tensor(f"c{c}_x", [1, k])
+            mb.op("MEAN", [y, mb.const(f"c{c}_ax", np.array([-1], np.int32))], [z0], keep_dims=True)
+            mb.op("MUL", [z0, mb.const(f"c{c}_zero", np.zeros([1], np.float32))], [z1])
+            mb.op("ADD", [x2, z1], [xc])
+        ws, y = _fcs(mb, x2 if y is None else xc, n, k, bias, glu, rng, f"c{c}_")
+        wss.append(ws)
+    return mb, wss
 
 
 def _fcs(mb, x2, n, k, bias, glu, rng, pre):
@@ -78,7 +88,7 @@ def _fcs(mb, x2, n, k, bias, glu, rng, pre):
         mb.op("MUL", [sg, u], [y2])
         y = y2
     mb.output(y)
-    return ws
+    return ws, y
 
 
 def hybrid_fc(x: np.ndarray, q: np.ndarray, s: np.ndarray, b) -> np.ndarray:
@@ -125,7 +135,7 @@ def main(argv=None) -> int:
     for kv in filter(None, a.set.split(",")):
         name, _, v = kv.partition("=")
         if name not in ("FLAT_WORDS", "MIN_TPR", "FLAT_ROW_BYTES", "FLAT_RESIDENT", "GPU_SMS", "FLAT_XFIRST",
-                        "FLAT_EPF"):
+                        "FLAT_EPF", "SHORT_LOCAL"):
             ap.error(f"--set {kv!r}: not a gemm_q8 planning constant")
         setattr(gemm_q8, name, int(v))
     rng = np.random.default_rng(0)

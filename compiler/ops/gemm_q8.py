@@ -49,6 +49,7 @@ FLAT_SMEM = 48 * 1024           # one row: shared memory bytes a workgroup may t
 TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
+SHORT_LOCAL = 128               # one row, short rows: the largest workgroup of the one-batch plan (0: off)
 FLAT_XFIRST = 1                 # one row: the row's loads issued ahead of the first weight batch's
 FLAT_EPF = 1                    # one row: the epilogue's operands loaded before phase 1, not after the sums
 PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
@@ -129,7 +130,14 @@ def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
     a float), so RN * per >= FLAT_ROW_BYTES where that still leaves >= 4 workgroups an SM, and >= GPU_SMS
     workgroups where N allows; then the widest workgroup (most bytes in flight an SM) whose channel slots
     divide RN without fewer workgroups than that (-15%) or more than fit at once (FLAT_RESIDENT an SM),
-    and whose channels keep at least half their TPR invocations loading."""
+    and whose channels keep at least half their TPR invocations loading.
+    A short row (all of a channel's words in one batch of MIN_TPR invocations) spread over >= 4 workgroups an
+    SM of at most SHORT_LOCAL invocations instead: one subgroup a channel, no batches, small workgroups
+    (cheap barriers, several an SM overlapping their prologues; the H100: qkv / o of a 1.5B decoder -1 us)."""
+    if MIN_TPR * max(1, FLAT_WORDS // per) >= kq:
+        rn = 1 << (-(-n // (4 * GPU_SMS)) - 1).bit_length()
+        if rn * MIN_TPR <= SHORT_LOCAL and kq * 16 + 12 * rn * MIN_TPR + 8 * rn <= FLAT_SMEM:
+            return max(64, rn * MIN_TPR), MIN_TPR, max(rn, 64 // MIN_TPR), 1
     rn0 = max(-(-FLAT_ROW_BYTES // per), -(-n // (4 * GPU_SMS)))
     if -(-n // rn0) < GPU_SMS:
         rn0 = -(-n // GPU_SMS)

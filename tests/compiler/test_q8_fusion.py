@@ -206,3 +206,25 @@ def test_one_row_load_order_is_exact(monkeypatch, plan):
         for old, new, r in zip(*outs, ref):
             np.testing.assert_array_equal(new, old)
             assert np.abs(new - r).max() <= 1e-5 * np.abs(r).max()
+
+
+def test_short_row_plan_is_exact(monkeypatch):
+    """_flat_plan's short-row plan (a channel's whole row in one batch: one subgroup a channel, small
+    workgroups) on a 4-SM device: picked for these shapes, the same bits as the general plan
+    (SHORT_LOCAL 0) and LiteRT's results, with an RMS prologue, GLU, bias and a residual."""
+    from gpuc.compiler.ops import gemm_q8
+    monkeypatch.setattr(gemm_q8, "GPU_SMS", 4)
+    assert gemm_q8._flat_plan(40, 4, 1) == (128, 32, 4, 1) and gemm_q8._flat_plan(40, 3, 2) == (128, 32, 4, 1)
+    assert gemm_q8._flat_plan(24, 3, 1) == (64, 32, 2, 1)
+    cases = [(model(1, up_bias=True), [(RNG.normal(0, 1, (1, 1, D)) + 0.5).astype(np.float32)]),
+             (_residual_model(64, 40), [RNG.normal(0, 1, (1, 64)).astype(np.float32),
+                                        RNG.normal(0, 1, (1, 40)).astype(np.float32)])]
+    for data, xs in cases:
+        outs = []
+        for short in (128, 0):
+            monkeypatch.setattr(gemm_q8, "SHORT_LOCAL", short)
+            outs.append(_run(gpuc.compile(data, cache=False), xs))
+        ref = litert_default(data, xs)
+        for new, old, r in zip(*outs, ref):
+            np.testing.assert_array_equal(new, old)
+            assert np.abs(new - r).max() <= 1e-5 * np.abs(r).max()

@@ -29,8 +29,8 @@ from benchmarks.timing import timed
 PHASES = ("before_copy", "copy", "to_submit", "submit", "to_wait", "wait", "after_wait")
 
 
-def med_ms(fn, runs):
-    return timed(fn, runs, warmup_s=0.2)["median_ms"]
+def med_ms(fn, runs, warmup_s=0.2):
+    return timed(fn, runs, warmup_s=warmup_s)["median_ms"]
 
 
 def phases(fn, runs, model) -> dict:
@@ -122,10 +122,10 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
         def copy_in(copy):
             for v, x in zip(views, xs):
                 copy(v, x)
-        row["normalize_ms"] = med_ms(lambda: iospec.normalize(m.inputs, xs, m.max_batch, m.device), runs)
+        row["normalize_ms"] = med_ms(lambda: iospec.normalize(m.inputs, xs, m.max_batch, m.device), runs, 0.02)
         row["copy_in_ms"] = med_ms(lambda: copy_in(sl.copier.copy_into), runs)
-        row["copy_in_1thread_ms"] = med_ms(lambda: copy_in(lambda v, x: v.__setitem__(Ellipsis, x)), runs)
-        row["copy_out_ms"] = med_ms(lambda: [sl.copier.copy_out(v) for v in outv], runs)
+        row["copy_in_1thread_ms"] = med_ms(lambda: copy_in(lambda v, x: v.__setitem__(Ellipsis, x)), runs, 0.05)
+        row["copy_out_ms"] = med_ms(lambda: [sl.copier.copy_out(v) for v in outv], runs, 0.02)
         # one run's phases, run() against the in-place path, and each with an active (spinning) wait
         row["phases_run"] = phases(run, runs, m)
         row["phases_in_place"] = phases(in_place, runs, m)
@@ -135,7 +135,7 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
         # reads them first: runtime/slots.py acquire takes the least recently submitted slot instead)
         from gpuc.runtime import commands
         if sl.pool is not None:
-            row["timestamp_read_ms"] = med_ms(lambda: commands.read_ms(m.device, sl.pool, 2), runs)
+            row["timestamp_read_ms"] = med_ms(lambda: commands.read_ms(m.device, sl.pool, 2), runs, 0.02)
         if floor and m.program is None and getattr(sl, "cmd", None) is not None:
             import vulkan as vk
             d = m.device

@@ -114,7 +114,7 @@ shared int live[2];
 const float DEAD = -1e30;
 #define KN ((D + TPR - 1) / TPR)                        // key elements an invocation scores
 #define VN ((CHUNK + RS - 1) / RS)                      // keys an invocation's P.V column takes
-#define PRE_K (CHUNK == RP)                             // one pass: the keys loaded up front
+#define PRE_K (CHUNK <= RP)                             // one pass: the keys loaded up front
 #define PRE_V (VN <= 32)                                // the values loaded up front
 #if PRE_V
 #define V_LOOP [[unroll]]

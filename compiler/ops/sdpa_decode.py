@@ -41,6 +41,7 @@ MAX_D = 256                  # head sizes the split shader holds in shared memor
 RP = 32                      # keys the split scores at a time (TPR = its invocations / RP a key)
 SEG = 32                     # invocations that reduce a query head's chunk max and sum (NVIDIA's subgroup)
 MAX_CHUNK = 256              # keys a split workgroup takes at most (a multiple of RP)
+MIN_CHUNK = RP               # keys a split workgroup takes at least (RP, or a power of two below it: one pass)
 MAX_NCHUNK = 64              # chunks a head has at most before chunks grow (the combine's serial work)
 COMBINE_LOCAL = 256          # invocations of a combine workgroup (one query head)
 SHARED_WORDS = 4096          # floats of shared memory a split workgroup may take (16 KiB: Vulkan's minimum)
@@ -210,11 +211,11 @@ def one_dispatch(G: int, D: int, nchunk: int) -> bool:
 
 
 def _chunk(KV: int, G: int, D: int) -> int:
-    """Keys per split workgroup (one per KV head and chunk, its G query heads together): RP, doubled
+    """Keys per split workgroup (one per KV head and chunk, its G query heads together): MIN_CHUNK, doubled
     while a head has over MAX_NCHUNK chunks (and the scores fit).  Small chunks keep each workgroup's
     serial path short (a decode step is latency-bound: the cache up to the position is ~1 MB a layer);
     the chunks past the position are skipped."""
-    c = RP
+    c = MIN_CHUNK
     while c < MAX_CHUNK and -(-KV // c) > MAX_NCHUNK and _shared_words(G, D, 2 * c) <= SHARED_WORDS:
         c *= 2
     return c

@@ -183,7 +183,6 @@ class Slots:
         self._inside = 0             # threads inside RunHandle.wait / done (shut waits for them)
         self._last_gpu_ms = None     # GPU time of the last completed run
         self._took = {}              # submitted work (Slots._key) -> shortest submit-to-done s
-        self._keys = {}              # id of a command buffer -> its label (_label)
         self._timed = None           # the slot whose timestamps hold it, until read
 
     def __len__(self):
@@ -323,18 +322,12 @@ class Slots:
         self.device.submit(work, slot.fence)
         slot.submitted = (time.perf_counter(), self._key(slot, (work,) if cmds is None else cmds))
 
-    def _key(self, slot: Slot, cmds) -> tuple:
+    @staticmethod
+    def _key(slot: Slot, cmds) -> tuple:
         """The estimate's key of a submission: the same work recorded in another slot has the same key
-        (runs take turns over the slots: each one's first run still finds an estimate)."""
-        keys = self._keys
-        try:
-            return tuple(keys[id(c)] for c in cmds)
-        except KeyError:
-            pass
-        for c in cmds:
-            if id(c) not in keys:
-                keys[id(c)] = _label(slot, c)
-        return tuple(keys[id(c)] for c in cmds)
+        (runs take turns over the slots: each one's first run still finds an estimate).  Found anew per
+        submit: a cached command buffer may be recorded again for other sizes (runtime/dynamic.py)."""
+        return tuple(_label(slot, c) for c in cmds)
 
     def wait(self, slot: Slot, mode: str = "passive", deadline: float | None = None) -> None:
         """Wait for the run in `slot` (at most timeout_s, and not past `deadline`, a time.perf_counter()

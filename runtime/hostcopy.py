@@ -3,8 +3,8 @@
 A batch of images is tens of MB (32 float32 images of 224 x 224 x 3: 19 MB); one thread copies it into mapped
 memory at a few GB/s -- write-combined device memory (a BAR) takes much more from several writers --
 which is milliseconds next to a GPU run of the same order.  numpy releases the GIL inside a copy, so
-parts of one copy run in parallel: the caller's thread copies the first part itself and a shared
-pool of `copy_threads - 1` threads the others.  Contiguous copies of one dtype are split into byte
+parts of one copy run in parallel: the caller's thread and a shared pool of `copy_threads - 1`
+threads copy its parts.  Contiguous copies of one dtype are split into byte
 ranges aligned to 4 KiB (whole write-combining lines and pages per writer); any other copy (a strided
 source, a cast) into slices along its longest axis, so it needs no temporary.  Copies under
 `copy_split_bytes` stay on the caller's thread (a thread hand-off costs ~20-50 us).

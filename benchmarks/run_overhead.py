@@ -196,7 +196,8 @@ def main():
             print("  in-place phases           " + "  ".join(f"{k} {pi[k]:.3f}/{pi[k + '_p90']:.3f}" for k in PHASES)
                   + f"  total {pi['total']:.3f}/{pi['total_p90']:.3f}  gpu {pi['gpu']:.3f}")
             print(f"  active waits: run() {r['run_active_ms']:.3f} ms, in-place {r['in_place_active_ms']:.3f} ms"
-                  + (f"; timestamp read-back {r['timestamp_read_ms'] * 1e3:.1f} us" if "timestamp_read_ms" in r else ""),
+                  + (f"; timestamp read-back {r['timestamp_read_ms'] * 1e3:.1f} us"
+                     if "timestamp_read_ms" in r else ""),
                   flush=True)
             if "submit_wait_ms" in r:
                 print(f"  submit+wait {r['submit_wait_ms']:.3f} ms, empty cmd submit+wait {r['empty_submit_wait_ms']:.3f} ms")

@@ -49,12 +49,13 @@ def test_runs_take_turns_without_read_back(bundles, batched, monkeypatch):
         assert len(m.slots._took) == 1                       # one estimate for the same work in both slots
         assert keys == {None}
         # the outputs equal the in-place path's for the same inputs
+        bb = b if batched else None
         for x in xs[:2]:
             x = x if batched else x[0:1]
             got = m.run(x)[0]
-            m.input_view(0, batch=b if batched else None)[...] = x if batched else x.reshape(m.inputs[0].shape)
-            m.run_in_place(batch=b if batched else None)
-            np.testing.assert_array_equal(got, np.asarray(m.output_view(0, batch=b if batched else None)).reshape(got.shape))
+            m.input_view(0, batch=bb)[...] = x if batched else x.reshape(m.inputs[0].shape)
+            m.run_in_place(batch=bb)
+            np.testing.assert_array_equal(got, np.asarray(m.output_view(0, batch=bb)).reshape(got.shape))
 
 
 def test_one_slot_still_reads_back(bundles, monkeypatch):

@@ -191,7 +191,7 @@ def main():
             r.update(model=Path(a.model).stem, precision=prec, batch=a.batch, variant=var)
             mine.append(r)
             print(f"{r['model']} {prec} b{a.batch} {var:<10} run() {r['run_ms']:7.3f} ms  in-place {r['in_place_ms']:7.3f} ms"
-                  f"  ratio {r['ratio']:.3f}  | GPU {r['gpu_ms'] or 0:6.3f}  copy in {r['copy_in_ms']:.3f} "
+                  f"  ratio {r['ratio']:.3f}  | GPU {r['gpu_ms'] or 0:6.3f} (run() {r['run_gpu_ms'] or 0:.3f})  copy in {r['copy_in_ms']:.3f} "
                   f"({r['copy_in_1thread_ms']:.3f} 1 thread, {r['copy_threads']} threads, {r['input_mb']} MB)"
                   f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  staging {r['staging']}  pipelined {r['pipelined']}"
                   f"  equal {r['outputs_equal']}",

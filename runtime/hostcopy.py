@@ -34,7 +34,8 @@ from gpuc.runtime import settings
 MAX_THREADS = 8                  # the automatic thread count's cap (a setting may ask for more)
 LIMIT_THREADS = 64               # a setting's cap
 ALIGN = 4096                     # byte ranges of a contiguous copy start at multiples of this
-MIN_PART = 64 << 10              # parts handed out as threads come are at least this large (or split / threads)
+MIN_PART = 256 << 10             # parts handed out as threads come are at least this large (or split / threads):
+#                                  a part costs a GIL hand-off (~5-50 us), worth it above ~100 us of copying
 PIPELINE_MODES = ("auto", "on", "off")      # upload_pipeline (runtime/upload.py)
 
 _pools: dict = {}               # worker count -> the shared pool of that many threads

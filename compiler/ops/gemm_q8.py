@@ -12,7 +12,9 @@ Three paths by the number of activation rows M (all the same integers, so the sa
 - M = 1 (decode, FLAT): `_flat_plan` sizes workgroups of up to 1024 invocations, TPR of them per output
   channel on consecutive 16-byte weight words, RN channels a workgroup (enough that re-reading and
   quantizing the row per workgroup stays cheap, few enough workgroups that all are resident), weight
-  words loaded a batch ahead (the first batch before the row is quantized);
+  words loaded a batch ahead (the first batch right after the row's loads, before the row is quantized;
+  the epilogue's operands and the RMS weights too, so no load waits behind the sums); short rows (a
+  channel's words in one batch) on small workgroups of one subgroup a channel, >= 4 a SM;
 - 1 < M < TILED_MIN_M: RM rows x RN channels a workgroup, int32 partial sums meeting in shared memory;
 - M >= TILED_MIN_M (prefill): the rows quantized once (one dispatch), then 64 x 64 output tiles
   (shaders/gemm_q8_tiled.glsl).
@@ -270,9 +272,10 @@ VARIANTS = {
                                                                  "DOT_EXT": [0, 1]},
                       ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum", "ubias"], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w", "wu"))),
-    "gemm_q8:flat": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, TPR=32, HB=2, RMS=1, EPS=1e-6),
-                     {"GLU": [0, 1], "SUBGROUP": [0, 1], "DOT_EXT": [0, 1]},
-                     ["out_", "x", "w", "ws", "wsum", "nw", "wu", "wus", "wusum"], _TYPES,
+    "gemm_q8:flat": (dict(_Q8, GM=1, RM=1, RN=8, FLAT=1, TPR=32, HB=2, RMS=1, EPS=1e-6, XFIRST=1, HAS_BIAS=1,
+                          RESIDUAL=1),
+                     {"GLU": [0, 1], "SUBGROUP": [0, 1], "DOT_EXT": [0, 1], "EPF": [0, 1]},
+                     ["out_", "x", "w", "ws", "wsum", "bias", "res", "nw", "wu", "wus", "wusum"], _TYPES,
                      lambda d: dict(local_x=128, vec4=("w", "wu"))),
     "gemm_q8:rows": (dict(GM=3, GK=40, KQ=3, RM=1, RN=1, Q8_MODE=1, RMS=1, EPS=1e-6), {"SUBGROUP": [0, 1]},
                      ["out_", "x", "nw"], {"out_": "uint32"}, lambda d: dict(local_x=LOCAL)),

@@ -26,7 +26,7 @@
 // V_W + V_BEGIN + f % V_ROW] (f = kh * D + d).  Only workgroup (kh, P / CHUNK) writes head kh of row P, and
 // it reads that row from the registers it wrote (shared kn / vn), never from the cache: no other
 // workgroup reads row P, so no ordering between workgroups is needed.
-// FUSED 1 (ops/sdpa_decode.py ONE_DISPATCH: the combine in the same dispatch): out_ is the attention
+// FUSED 1 (ops/sdpa_decode.py ONE_DISPATCH, off by default: the combine in the same dispatch): out_ is the attention
 // output [H, D]; the partials go to xp (bound coherent, read-write) and each workgroup then arrives on
 // arrive[kh] (a uint per KV head, persistent state that starts at 0): its stores, a buffer memory barrier,
 // the workgroup barrier, one atomicAdd.  The workgroup that arrives last (it reads NCHUNK - 1) has every

@@ -20,9 +20,10 @@ small (RP keys while a head has at most MAX_NCHUNK of them).
 attrs kv_write (ops/kv_write.py fold_into_attention): the step's cache writes run in the split too --
 inputs kx, vx, start after cos and sin, outputs y and the k and v caches; the workgroup whose chunk holds
 the position writes the new row and reads it from registers (shaders/sdpa_decode_split.comp KV_WRITE).
-ONE_DISPATCH (the default): the split's FUSED form does both in one dispatch -- each workgroup arrives on
-a per-KV-head counter after its partials (a persistent uint32 variable, 0 at load and reset, left 0 by
-every run), and the last to arrive combines its head; `--disable-pass sdpa_one_dispatch` keeps the two."""
+ONE_DISPATCH (off: slower on the H100, see there): the split's FUSED form does both in one dispatch --
+each workgroup arrives on a per-KV-head counter after its partials (a persistent uint32 variable, 0 at
+load and reset, left 0 by every run: every workgroup arrives, and a run the host gave up on still
+finishes on the GPU), and the last to arrive combines its head."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,16 +42,18 @@ MAX_D = 256                  # head sizes the split shader holds in shared memor
 RP = 32                      # keys the split scores at a time (TPR = its invocations / RP a key)
 SEG = 32                     # invocations that reduce a query head's chunk max and sum (NVIDIA's subgroup)
 MAX_CHUNK = 256              # keys a split workgroup takes at most (a multiple of RP)
-MIN_CHUNK = RP               # keys a split workgroup takes at least (RP, or a power of two below it: one pass)
+MIN_CHUNK = RP               # keys a split workgroup takes at least (RP, or a power of two below it: one pass;
+                             # 16 on the H100's 1.5B decode: 11.2 against 11.8 us a layer, one profile)
 MAX_NCHUNK = 64              # chunks a head has at most before chunks grow (the combine's serial work)
 COMBINE_LOCAL = 256          # invocations of a combine workgroup (one query head)
 SHARED_WORDS = 4096          # floats of shared memory a split workgroup may take (16 KiB: Vulkan's minimum)
 MAX_TRACE = 1 << 25          # elements an index trace may build (compile-time memory)
-# One dispatch a layer (FUSED): a dependent dispatch costs ~2.5-3 us of launch and barrier on the H100
-# whatever its size, more than the combine's work.  `--disable-pass sdpa_one_dispatch` (a name
-# compiler/passes PROGRAM_PASSES lists) keeps split + combine, e.g. to A/B the two.
-ONE_DISPATCH = True
-DISABLE_NAME = "sdpa_one_dispatch"
+# One dispatch a layer (the split's FUSED form: its last workgroup of each KV head combines) instead of
+# split + combine: off.  On the H100 (1.5B Qwen-shaped decode, 12 / 2 heads of 128, KV 1024, position
+# 600) it took 13.2 us a layer against 8.3 + 3.4 us, 1.65 against 1.60 ms a step: the combine's
+# reads (G heads x chunks x D floats) land on one SM per KV head instead of one workgroup per query
+# head, which costs more than the dispatch it saves.  Kept exact and tested for a target where it wins.
+ONE_DISPATCH = False
 
 VARIANTS = {
     "sdpa_decode_split": (dict(H=4, D=20, KV=70, KH=2, G=2, CHUNK=32, NCHUNK=3, QS=0.5, KS=0.25, TPR=2, RP=32, RS=3,
@@ -202,12 +205,9 @@ def _shared_words(G: int, D: int, chunk: int) -> int:
 
 def one_dispatch(G: int, D: int, nchunk: int) -> bool:
     """Whether the decode attention runs as one dispatch (the split's FUSED form: its last workgroup of
-    each KV head combines, ordered by an atomic counter) rather than split + combine: ONE_DISPATCH, not
-    `--disable-pass sdpa_one_dispatch`, and the combine's shared memory (the head's chunk maxima and sums)
-    fits beside the split's."""
-    from gpuc.compiler.options import current
-    return ONE_DISPATCH and DISABLE_NAME not in current().disable_passes and \
-        _shared_words(G, D, RP) + 2 * G * nchunk + G + 1 <= SHARED_WORDS
+    each KV head combines, ordered by an atomic counter) rather than split + combine: ONE_DISPATCH, and
+    the combine's shared memory (the head's chunk maxima and sums) fits beside the split's."""
+    return ONE_DISPATCH and _shared_words(G, D, RP) + 2 * G * nchunk + G + 1 <= SHARED_WORDS
 
 
 def _chunk(KV: int, G: int, D: int) -> int:

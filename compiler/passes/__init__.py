@@ -56,8 +56,7 @@ PIPELINE = [fold_constants, rfft_as_matmul, batch_native, simulate_quantization,
 
 
 # steps over the lowered program rather than the graph, skippable by the same --disable-pass
-# (sdpa_one_dispatch: the decode attention's combine in its split dispatch, compiler/ops/sdpa_decode.py)
-PROGRAM_PASSES = ["schedule_dispatches", "sdpa_one_dispatch"]
+PROGRAM_PASSES = ["schedule_dispatches"]      # compiler/schedule.py, applied by driver.build_bundle
 
 
 def pass_names() -> list[str]:

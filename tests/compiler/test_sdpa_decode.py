@@ -98,16 +98,21 @@ def _numpy_sdpa(q, k, v, mask, H, KH, D):
 
 @pytest.mark.parametrize("H,KH,D,KV", [(12, 2, 128, 300),    # 6 query heads a KV head, head size 128
                                        (4, 4, 64, 200)])     # MHA (1 a KV head), head size 64
-def test_one_dispatch_matches_split_and_combine(H, KH, D, KV):
+def test_one_dispatch_matches_split_and_combine(monkeypatch, H, KH, D, KV):
     """The one-dispatch form (the last workgroup of each KV head combines; ops/sdpa_decode.py ONE_DISPATCH)
-    against the two-dispatch plan (--disable-pass sdpa_one_dispatch) and numpy, at positions 0, inside
-    and a full cache, in turns over several runs of one loaded model: the arrival counters go back to 0
-    after each run (else a run after the first would find no last workgroup and keep a stale output)."""
+    against the two-dispatch plan and numpy, at positions 0, inside and a full cache, in turns over
+    several runs of one loaded model: the arrival counters go back to 0 after each run (else a run after
+    the first would find no last workgroup and keep a stale output)."""
+    from gpuc.compiler.ops import sdpa_decode
+    monkeypatch.setenv("GPUC_NO_CACHE", "1")       # (the constant is not in the compile cache's key)
     data = model(H, KH, D, KV)
-    one, two = gpuc.compile(data), gpuc.compile(data, disable_passes=["sdpa_one_dispatch"])
-    assert [len(read_bundle(b).dispatches) for b in (one, two)] == [1, 2]
+    bundles = []
+    for one in (True, False):
+        monkeypatch.setattr(sdpa_decode, "ONE_DISPATCH", one)
+        bundles.append(gpuc.compile(data))
+    assert [len(read_bundle(b).dispatches) for b in bundles] == [1, 2]
     q, k, v, _ = _inputs(H, KH, D, KV)
-    with gpuc.load(one) as m1, gpuc.load(two) as m2:
+    with gpuc.load(bundles[0]) as m1, gpuc.load(bundles[1]) as m2:
         for rep in range(3):
             for valid in (1, 77, KV):
                 mask = np.zeros((1, 1, 1, KV), np.float32)
@@ -116,3 +121,23 @@ def test_one_dispatch_matches_split_and_combine(H, KH, D, KV):
                 got, ref2 = m1.run(xs)[0], m2.run(xs)[0]
                 np.testing.assert_allclose(got, ref2, rtol=2e-6, atol=1e-6)
                 np.testing.assert_allclose(got, _numpy_sdpa(*xs, H, KH, D), rtol=1e-5, atol=2e-6)
+
+
+def test_one_dispatch_writes_the_cache_and_rotates_q(monkeypatch):
+    """The one-dispatch form with the step's cache writes and q's rotation folded in (kv_write, rope): the
+    same output and caches as split + combine, at the first position, inside and the last."""
+    from gpuc.compiler.ops import sdpa_decode
+    from test_kv_write_attention import _inputs as kv_inputs, model as kv_model
+    monkeypatch.setenv("GPUC_NO_CACHE", "1")
+    data = kv_model()
+    models = []
+    for one in (True, False):
+        monkeypatch.setattr(sdpa_decode, "ONE_DISPATCH", one)
+        bundle = gpuc.compile(data)
+        assert [d.label.split()[0] for d in read_bundle(bundle).dispatches] == ["SDPA_DECODE"] * (3 if one else 4)
+        models.append(gpuc.load(bundle))
+    with models[0] as m1, models[1] as m2:
+        for pos in (0, 21, 70, 0):
+            xs = kv_inputs(pos, seed=pos)
+            for a, b in zip(m1.run(xs), m2.run(xs)):
+                np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-6)

@@ -32,7 +32,7 @@ import numpy as np
 
 import gpuc
 from gpuc.compiler import compile_model
-from gpuc.compiler.ops import conv as conv_mod
+from gpuc.compiler.ops import gemm_dispatch, gemm_plan
 from gpuc.compiler.ops import gemm_coopmat as cm_mod
 from gpuc.runtime.profile import profile
 from benchmarks.fc_bench import add_fc
@@ -262,7 +262,7 @@ def sweep(dev, rng, runs):
               ("l2 1x1 512->128", dict(batch=32, hw=28, ci=512, co=128, k=1, s=1)),
               ("l3 3x3 256", dict(batch=32, hw=14, ci=256, co=256, k=3, s=1)),
               ("l4 1x1 512->2048", dict(batch=32, hw=7, ci=512, co=2048, k=1, s=1))]
-    orig_plan, orig_coop = conv_mod.plan_gemm, cm_mod.plan_coopmat
+    orig_plan, orig_coop = gemm_dispatch.plan_gemm, cm_mod.plan_coopmat
     for name, spec in shapes:
         if spec is None:
             model, xs, _ = fc_model(4096, rng)
@@ -275,7 +275,7 @@ def sweep(dev, rng, runs):
             line = []
             for p in [None] + plans:
                 if prec == "fp32":
-                    conv_mod.plan_gemm = orig_plan if p is None else (lambda *a, p=p, **k: conv_mod.GemmPlan(*p))
+                    gemm_dispatch.plan_gemm = orig_plan if p is None else (lambda *a, p=p, **k: gemm_plan.GemmPlan(*p))
                 else:
                     cm_mod.plan_coopmat = orig_coop if p is None else (lambda *a, p=p, **k: cm_mod.CoopPlan(*p))
                 try:
@@ -284,7 +284,7 @@ def sweep(dev, rng, runs):
                     line.append(f"{'auto' if p is None else 'x'.join(map(str, p))}: {tflops(macs, us).strip()}")
                 except Exception as e:          # noqa: BLE001 - a plan the shader cannot take
                     line.append(f"{p}: error {str(e)[:60]}")
-            conv_mod.plan_gemm, cm_mod.plan_coopmat = auto
+            gemm_dispatch.plan_gemm, cm_mod.plan_coopmat = auto
             print(f"sweep {name} {prec} TFLOP/s: " + ", ".join(line), flush=True)
 
 

@@ -1,7 +1,7 @@
 """Compile a model (MobileNetV2 by default) without the compile cache, run it N times on the default
 (or given) Vulkan device and print the median run time, the dispatch count per kernel template and,
 where the device has timestamp queries, GPU time per template and the slowest dispatches with the
-tile each one was given (so the gemm planner in compiler/ops/conv.py can be tuned from the output).
+tile each one was given (so the gemm planner in compiler/ops/gemm_plan.py can be tuned from the output).
 
     python -m benchmarks.kernel_bench [MODEL.tflite] [--runs 50] [--device N|NAME] [--no-profile] [--all]
 """

@@ -1,5 +1,5 @@
 """A/B of the batch-1 (small M) gemm plans on the device: split-K of implicit-GEMM convolutions
-(compiler/ops/gemm_split.py CONV) and the small-M cooperative-matrix candidates of --precision fp16
+(CompileOptions.split_k_conv) and the small-M cooperative-matrix candidates of --precision fp16
 (CompileOptions.coopmat_small_m and coopmat_mid_candidates, chosen by measurement at load: GPUC_TUNE) and
 LayerNorms folded into the FCs that read them (pass fold_layer_norm, compiler/ops/ln_fold.py), each model compiled
 (no cache) with them off ("old") and on ("new") at fp32 and fp16.  Prints the GPU time of a run, the
@@ -20,13 +20,12 @@ import numpy as np
 
 import gpuc
 from benchmarks.timing import warm_profile
-from gpuc.compiler.ops import gemm_split
 
 
 def measure(path: str, precision: str, new: bool, runs: int) -> dict:
-    gemm_split.CONV = new      # (a module switch, CompileOptions field to come: compiled without the cache)
     t0 = time.time()
-    old = {} if new else dict(coopmat_small_m=False, coopmat_mid_candidates=0, disable_passes=["fold_layer_norm"])
+    old = {} if new else dict(split_k_conv=False, coopmat_small_m=False, coopmat_mid_candidates=0,
+                              disable_passes=["fold_layer_norm"])
     data = gpuc.compile(path, precision=precision, cache=False, **old)
     compile_s = time.time() - t0
     with gpuc.load(data) as model:

@@ -11,9 +11,9 @@ consulted), else the environment variables below that are set, else the options 
 around the call, else the defaults.  Code that runs outside any `using` (a test lowering one graph,
 `gpuc inspect`) gets `current()` = the environment's options, rebuilt only when those variables change.
 
-The plan overrides (dw_plan, cm2_plan, split_k, reg_factor, coopmat_*, attention_prefetch, int8_measured)
-replace what used to be module globals that benchmarks and tests assigned; None keeps the planner's own
-choice (the module's default).
+The plan overrides (dw_plan, cm2_plan, split_k, split_k_conv, reg_factor, coopmat_*, attention_prefetch,
+int8_measured) replace what used to be module globals that benchmarks and tests assigned; None keeps the
+planner's own choice (the module's default).
 
 Imports only `os` and `contextvars` (the compile cache's fast path, gpuc/launch.py, builds the key
 through here): so CompileOptions is a runtime.settings.Record, not a dataclass (see there).
@@ -52,8 +52,10 @@ class CompileOptions(Record):
         ("dw_plan", None, None, "plan override: every depthwise layer with this depthwise_plan.DwPlan"),
         ("cm2_plan", None, None, "plan override: every eligible gemm with this gemm_cm2.Cm2Plan"),
         ("split_k", None, None, "plan override: this split-K factor where it applies (1: none)"),
+        ("split_k_conv", None, None, "implicit-GEMM convolutions split K across workgroups too (False: one "
+                                     "dispatch each; default gemm_split.CONV)"),
         ("reg_factor", None, None, "planner model: register factor of in-workgroup split-K plans "
-                                   "(default ops/conv.py REG_FACTOR)"),
+                                   "(default ops/gemm_plan.py REG_FACTOR)"),
         ("coopmat_vec8", None, None, "coopmat gemms: 16-byte loads where aligned (default gemm_coopmat.VEC8)"),
         ("coopmat_direct", None, None, "coopmat gemms: register epilogue for full tiles (default gemm_coopmat.DIRECT)"),
         ("coopmat_reg_chain", None, None, "coopmat gemms: fused chains in the register epilogue too "
@@ -141,7 +143,7 @@ def _check(o: CompileOptions) -> None:
         if not isinstance(getattr(o, name), bool):
             bad(name, "must be True or False")
     for name in ("coopmat_vec8", "coopmat_direct", "coopmat_reg_chain", "coopmat_small_m", "attention_prefetch",
-                 "int8_measured"):
+                 "int8_measured", "split_k_conv"):
         if getattr(o, name) is not None and not isinstance(getattr(o, name), bool):
             bad(name, "must be None, True or False")
     if o.break_op is not None and (not isinstance(o.break_op, str) or not o.break_op):

@@ -1,4 +1,4 @@
-"""Time forced fp32 gemm tile plans for FULLY_CONNECTED shapes (for tuning compiler/ops/conv.py's
+"""Time forced fp32 gemm tile plans for FULLY_CONNECTED shapes (for tuning compiler/ops/gemm_plan.py's
 gemm_cost / plan_gemm): per shape, the plan the planner picks ("auto"), its best-ranked plans and a
 seeded random sample of the other valid plans, each as the gemm dispatch's GPU time (timestamps).
 
@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE / "tests"))
 
 import gpuc  # noqa: E402
 from gpuc.compiler import compile_model  # noqa: E402
-from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
+from gpuc.compiler.ops import gemm_dispatch, gemm_plan  # noqa: E402
 from gpuc.runtime.profile import profile  # noqa: E402
 from benchmarks.fc_bench import add_fc  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
@@ -55,8 +55,8 @@ def candidates(M, N, K):
                             if base * KS not in (64, 128, 256) or (KS > 1 and (KS - 1) * BK >= K):
                                 continue
                             for v4 in ((False, True) if KS == 1 and TM % 4 == 0 and TN % 4 == 0 else (False,)):
-                                p = conv_mod.GemmPlan(BM, BN, BK, TM, TN, KS, v4)
-                                c = conv_mod.gemm_cost(p, M, N, K, 1, True, True, False)
+                                p = gemm_plan.GemmPlan(BM, BN, BK, TM, TN, KS, v4)
+                                c = gemm_plan.gemm_cost(p, M, N, K, 1, True, True, False)
                                 if math.isfinite(c):
                                     out.append((c, p))
     return sorted(out, key=lambda t: t[0])
@@ -74,7 +74,7 @@ def main() -> int:
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split(","))) for s in args.shapes.split(";")]
     rng = np.random.default_rng(0)
     dev = None
-    orig = conv_mod.plan_gemm
+    orig = gemm_dispatch.plan_gemm
     results = []
     for M, N, K in shapes:
         model, xs, w, b = fc_model(M, N, K, rng)
@@ -97,7 +97,7 @@ def main() -> int:
         # host compiles clocks down: per-plan compile-then-time runs read 3-5x slow)
         loaded = {}
         for p in plans:
-            conv_mod.plan_gemm = lambda *a, p=p, **k: p
+            gemm_dispatch.plan_gemm = lambda *a, p=p, **k: p
             try:
                 m = gpuc.load(compile_model(model, cache=False, precision="fp32"), device=dev)
                 out = m.run([xs])[0].reshape(M, N)
@@ -105,7 +105,7 @@ def main() -> int:
             except Exception as e:  # noqa: BLE001 - report and go on
                 loaded[p] = (None, str(e)[:80])
             finally:
-                conv_mod.plan_gemm = orig
+                gemm_dispatch.plan_gemm = orig
         warm = [m for m, _ in loaded.values() if m is not None][0]
         t1 = time.time()
         while time.time() - t1 < 0.3:
@@ -126,7 +126,7 @@ def main() -> int:
             if m is not None:
                 m.close()
             rows.append(dict(plan=[p.BM, p.BN, p.BK, p.TM, p.TN, p.KS] + (["v4"] if p.V4 else []), auto=p == auto,
-                             cost=conv_mod.gemm_cost(p, M, N, K, 1, True, True, False), us=best.get(p), err=err,
+                             cost=gemm_plan.gemm_cost(p, M, N, K, 1, True, True, False), us=best.get(p), err=err,
                              threads=p.threads, nwg=-(-M // p.BM) * -(-N // p.BN)))
         ok = sorted([r for r in rows if r["us"]], key=lambda r: r["us"])
         a = [r for r in rows if r["auto"]][0]

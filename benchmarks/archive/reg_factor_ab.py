@@ -1,4 +1,4 @@
-"""A/B of the gemm planner's register model (compiler/ops/conv.py REG_FACTOR) on whole models, in
+"""A/B of the gemm planner's register model (compiler/ops/gemm_plan.py REG_FACTOR) on whole models, in
 one process: each model is compiled with each factor and its GPU time taken with timestamps
 (runtime/profile.py: run_gpu_ms; gemm_us: the sum of its gemm dispatches).
 

@@ -13,7 +13,7 @@ channels [s*CI/S, (s+1)*CI/S) of every tap (gemm.comp's CIG = CI / S, LDA = CI) 
 re-laid out as [S][KH*KW*CI/S][GNP] (conv_split_weights); S divides CI into multiples of 4 where A is
 read as vec4.  Under --precision fp16 the partial dispatch also carries small-tile cooperative-matrix
 plans (gemm_coopmat.split_variants) as `measured` candidates: the device times them at first load.  S is picked by
-ops/conv.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
+ops/gemm_plan.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
 with the threshold and margin measured below; CompileOptions.split_k (benchmarks/archive/split_k_sweep.py) fixes it.
 """
 from __future__ import annotations
@@ -35,14 +35,21 @@ MIN_DEPTH = 64            # K / S at least this
 # (49 x 512 x 4608) 57 us at 28.2k modelled cycles, the FC 49 x 768 x 3072 32 us at 23.4k): their modelled
 # costs are scaled by this.
 IM2COL_FACTOR = 1.5
-CONV = True               # implicit-GEMM convolutions split too (off: benchmarks A/B the one-dispatch plans)
-MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/conv.py gemm_cost) from which a split may pay
+CONV = True               # implicit-GEMM convolutions split too (CompileOptions.split_k_conv overrides it)
+MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/gemm_plan.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it
+
+
+def conv_splits() -> bool:
+    """Whether implicit-GEMM convolutions may split: CompileOptions.split_k_conv, else CONV (off: the
+    one-dispatch plans, for benchmarks/small_m_ab.py)."""
+    f = current().split_k_conv
+    return CONV if f is None else f
 
 
 def split_of(M: int, N: int, K: int, plan, cost, fits=None, factor: float = 1.0) -> tuple[int, object]:
     """(S, plan of the partial dispatch) of least modelled time; (1, None) when one dispatch is cheaper.
-    plan(M, N, K, G) -> GemmPlan, cost(plan, M, N, K, G) -> cycles (ops/conv.py); fits(S): whether the
+    plan(M, N, K, G) -> GemmPlan, cost(plan, M, N, K, G) -> cycles (ops/gemm_plan.py); fits(S): whether the
     groups express an S-way split (default: K in multiples of 8 per part); factor: scales every cost."""
     fits = fits or (lambda s: K % (8 * s) == 0)
     options = [s for s in CHOICES if fits(s) and K % s == 0 and K // s >= MIN_DEPTH]

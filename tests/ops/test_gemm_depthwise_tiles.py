@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
+from gpuc.compiler.ops import gemm_dispatch, gemm_plan  # noqa: E402
 from gpuc.compiler.ops import depthwise_plan as dw_plan  # noqa: E402
 from gpuc.inspect import inspect_bundle  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
@@ -173,7 +173,7 @@ PLANS = [(8, 8, 8, 2, 2, 1), (16, 8, 8, 4, 2, 2), (4, 4, 8, 1, 1, 4), (64, 64, 1
 @pytest.mark.parametrize("plan", PLANS, ids=["x".join(map(str, p)) for p in PLANS])
 @pytest.mark.parametrize("case", [c for c in CONV_CASES if c[1] == "CONV_2D"][::2], ids=lambda c: c[0])
 def test_conv_forced_plan(gpu, monkeypatch, plan, case):
-    monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **k: conv_mod.GemmPlan(*plan))
+    monkeypatch.setattr(gemm_dispatch, "plan_gemm", lambda *a, **k: gemm_plan.GemmPlan(*plan))
     _run_case(gpu, case)
 
 
@@ -229,7 +229,7 @@ FC_CASES = [
 def test_fully_connected(gpu, monkeypatch, compile_options, plan, case):
     rows_shape, o, bias, act, const_w, residual = case
     if plan is not None:            # (the forced plan itself: no split across workgroups, ops/gemm_split.py)
-        monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **k: conv_mod.GemmPlan(*plan))
+        monkeypatch.setattr(gemm_dispatch, "plan_gemm", lambda *a, **k: gemm_plan.GemmPlan(*plan))
         compile_options(split_k=1)
     s = seed_of(str(case))
     k = rows_shape[-1]
@@ -259,7 +259,7 @@ def test_planner_any_shape():
     for M, N, K, G in [(1, 1, 1, 1), (1, 1000, 1280, 1), (12544, 96, 16, 1), (49, 160, 960, 1), (7, 3, 5, 7),
                        (100000, 2, 2, 1), (3, 4096, 4096, 1), (2, 1, 50000, 1)]:
         for va in (False, True):
-            p = conv_mod.plan_gemm(M, N, K, G, va, True, False)
+            p = gemm_plan.plan_gemm(M, N, K, G, va, True, False)
             assert p is not None and 1 <= p.threads <= 256 and 4 * p.smem_floats() <= 32 * 1024
             assert p.BM % p.TM == 0 and p.BN % p.TN == 0 and p.BN % 4 == 0
 

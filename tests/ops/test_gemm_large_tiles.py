@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
+from gpuc.compiler.ops import gemm_dispatch, gemm_plan  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm_mod  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
@@ -58,7 +58,7 @@ CONVS = [([2, 9, 11, 5], 7, 3, 2, 1),        # CI % 4 != 0: scalar im2col loads;
 @pytest.mark.parametrize("plan", PLANS, ids=["x".join(map(str, p[:6])) + ("-sv4" if p[6:] else "") for p in PLANS])
 @pytest.mark.parametrize("case", CONVS, ids=lambda c: f"{'x'.join(map(str, c[0]))}-co{c[1]}-k{c[2]}s{c[3]}g{c[4]}")
 def test_conv_large_tiles(gpu, monkeypatch, plan, case):
-    monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **k: conv_mod.GemmPlan(*plan))
+    monkeypatch.setattr(gemm_dispatch, "plan_gemm", lambda *a, **k: gemm_plan.GemmPlan(*plan))
     _conv_case(gpu, case, "fp32", 1e-4)
 
 
@@ -97,7 +97,7 @@ def _conv_case(gpu, case, precision, tol):
 @pytest.mark.parametrize("plan", PLANS, ids=["x".join(map(str, p[:6])) + ("-sv4" if p[6:] else "") for p in PLANS])
 @pytest.mark.parametrize("rows,k,o,const_w", [(70, 37, 33, True), (130, 64, 9, False), (5, 200, 130, True)])
 def test_fully_connected_large_tiles(gpu, monkeypatch, plan, rows, k, o, const_w):
-    monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **kw: conv_mod.GemmPlan(*plan))
+    monkeypatch.setattr(gemm_dispatch, "plan_gemm", lambda *a, **kw: gemm_plan.GemmPlan(*plan))
     rng = np.random.default_rng(rows + k + o)
     x = rng.uniform(-1, 1, (rows, k)).astype(np.float32)
     w = rng.normal(0, 0.3, (o, k)).astype(np.float32)

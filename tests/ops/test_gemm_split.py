@@ -13,6 +13,7 @@ from gpuc.compiler.ops import gemm_split
 from gpuc.runtime.bundle import read_bundle
 from helpers.builder import ModelBuilder
 from helpers.litert import run_litert
+from helpers.runner import assert_batch_prefixes, assert_rel_close, run_uncached
 
 RNG = np.random.default_rng(11)
 
@@ -47,14 +48,9 @@ def fc_model(M=6, N=20, K=512, tail="none", act="NONE"):
 
 
 def run(model, xs, **opts):
-    data = gpuc.compile(model, cache=False, **opts)
-    with gpuc.load(data) as m:
-        return m.run(xs)[0], len(read_bundle(data).dispatches)
-
-
-def close(out, ref, rel=1e-5):
-    assert np.isfinite(out).all()
-    assert float(np.abs(out - ref).max()) <= rel * float(np.abs(ref).max())
+    """(the first output, how many dispatches the bundle has)."""
+    out, b = run_uncached(model, xs, **opts)
+    return out, len(b.dispatches)
 
 
 @pytest.mark.parametrize("s", [2, 4, 8])
@@ -64,11 +60,11 @@ def test_split_matches_litert(force, s, tail, act):
     force(s)
     out, n = run(model, xs)
     assert n == 2                                  # partials + reduce (residual and GELU in the reduce)
-    close(out, run_litert(model, xs)[0])
+    assert_rel_close(out, run_litert(model, xs)[0])
     force(1)
     one, n1 = run(model, xs)
     assert n1 == 1
-    close(out, one)
+    assert_rel_close(out, one)
 
 
 def test_split_fp16(force):
@@ -76,7 +72,7 @@ def test_split_fp16(force):
     force(4)
     out, n = run(model, xs, precision="fp16")
     assert n == 2
-    close(out, run_litert(model, xs)[0], rel=2e-2)
+    assert_rel_close(out, run_litert(model, xs)[0], rel=2e-2)
 
 
 def test_split_batch_native(force):
@@ -91,13 +87,7 @@ def test_split_batch_native(force):
     force(4)
     data = gpuc.compile(model, cache=False, max_batch=4)
     assert len(read_bundle(data).dispatches) == 2
-    items = RNG.uniform(-1, 1, (4, 1, 5, 256)).astype(np.float32)
-    refs = [run_litert(model, [items[i]])[0] for i in range(4)]
-    with gpuc.load(data) as m:
-        for b in (1, 3, 4):
-            out = m.run([items[:b, 0]])[0]
-            for i in range(b):
-                close(out[i:i + 1], refs[i])
+    assert_batch_prefixes(data, model, RNG.uniform(-1, 1, (4, 1, 5, 256)).astype(np.float32), (1, 3, 4))
 
 
 def test_split_only_where_groups_express_it(force):
@@ -122,7 +112,7 @@ def test_split_only_where_groups_express_it(force):
 
 def test_model_splits_only_for_a_clear_gain():
     """The planner's own pick: a big-tile gemm (plenty of workgroups) stays one dispatch."""
-    from gpuc.compiler.ops.conv import gemm_cost, plan_gemm
+    from gpuc.compiler.ops.gemm_plan import gemm_cost, plan_gemm
     s, _ = gemm_split.split_of(4096, 512, 512, lambda m, n, k, g: plan_gemm(m, n, k, g, True, True, False),
                                lambda q, m, n, k, g: gemm_cost(q, m, n, k, g, True, True, False))
     assert s == 1

@@ -12,6 +12,7 @@ from gpuc.compiler.ops import gemm_coopmat, gemm_split
 from gpuc.runtime.bundle import read_bundle
 from helpers.builder import ModelBuilder
 from helpers.litert import run_litert
+from helpers.runner import assert_batch_prefixes, assert_rel_close, run_uncached
 
 RNG = np.random.default_rng(5)
 
@@ -45,17 +46,6 @@ def conv_model(n=1, h=7, w=7, ci=32, co=12, k=3, stride=1, dil=1, padding="SAME"
     return mb.finish(), xs
 
 
-def run(model, xs, **opts):
-    data = gpuc.compile(model, cache=False, **opts)
-    with gpuc.load(data) as m:
-        return m.run(xs)[0], read_bundle(data)
-
-
-def close(out, ref, rel=1e-5):
-    assert np.isfinite(out).all()
-    assert float(np.abs(out - ref).max()) <= rel * float(np.abs(ref).max())
-
-
 def test_conv_split_weights_layout():
     """Group j of the re-laid out weights is the full filter's channels [j*CI/S, (j+1)*CI/S) of every tap."""
     taps, ci, n, s = 9, 8, 3, 4
@@ -73,13 +63,13 @@ def test_conv_split_weights_layout():
 def test_conv_split_matches_litert(compile_options, s, geo):
     model, xs = conv_model(**geo)
     compile_options(split_k=s)
-    out, b = run(model, xs)
+    out, b = run_uncached(model, xs)
     assert len(b.dispatches) == 2                  # partials + reduce (bias, activation, residual there)
-    close(out, run_litert(model, xs)[0])
+    assert_rel_close(out, run_litert(model, xs)[0])
     compile_options(split_k=1)
-    one, b1 = run(model, xs)
+    one, b1 = run_uncached(model, xs)
     assert len(b1.dispatches) == 1
-    close(out, one)
+    assert_rel_close(out, one)
 
 
 @pytest.mark.parametrize("plan", [gemm_coopmat.CoopPlan(1, 4, 1, 1, 32, 2), gemm_coopmat.CoopPlan(1, 2, 1, 2, 64, 2, 4),
@@ -91,12 +81,12 @@ def test_conv_split_fp16_coopmat_partials(compile_options, monkeypatch, plan):
     monkeypatch.setattr(gemm_coopmat, "SMALL_PLANS", (plan,))
     model, xs = conv_model(h=5, w=5, ci=64, co=40, residual=True, double=True)
     compile_options(split_k=4, coopmat_emulate=True)
-    out, b = run(model, xs, precision="fp16")
+    out, b = run_uncached(model, xs, precision="fp16")
     assert len(b.dispatches) == 3                  # x + x, partials, reduce
     partial = [v for v in b.variants if v.dispatch == 1]
     assert partial and all(v.name == "coopmat" for v in partial)
     assert not [v for v in b.variants if v.dispatch == 2]
-    close(out, run_litert(model, xs)[0], rel=2e-2)
+    assert_rel_close(out, run_litert(model, xs)[0], rel=2e-2)
 
 
 def test_conv_split_batch_native(compile_options):
@@ -105,21 +95,25 @@ def test_conv_split_batch_native(compile_options):
     compile_options(split_k=4)
     data = gpuc.compile(model, cache=False, max_batch=3)
     assert len(read_bundle(data).dispatches) == 2
-    items = RNG.uniform(-1, 1, (3, 1, 7, 7, 32)).astype(np.float32)
-    refs = [run_litert(model, [items[i]])[0] for i in range(3)]
-    with gpuc.load(data) as m:
-        for b in (1, 3):
-            out = m.run([items[:b, 0]])[0]
-            for i in range(b):
-                close(out[i:i + 1], refs[i])
+    assert_batch_prefixes(data, model, RNG.uniform(-1, 1, (3, 1, 7, 7, 32)).astype(np.float32), (1, 3))
 
 
 def test_model_splits_batch1_resnet_convs():
     """The cost model splits ResNet-50's batch-1 7x7x512 3x3 convolution (49 x 512 x 4608: one row tile)
     and keeps a batch-32 one (plenty of workgroups) in one dispatch."""
-    from gpuc.compiler.ops.conv import _split
+    from gpuc.compiler.ops.gemm_dispatch import _split
     assert _split(49, 512, 4608, True, True, 512)[0] > 1
     assert _split(32 * 49, 512, 4608, True, True, 512)[0] == 1
+
+
+def test_split_k_conv_off_keeps_convs_in_one_dispatch():
+    """CompileOptions.split_k_conv=False: the convolution above stays one dispatch; an FC still splits."""
+    from gpuc.compiler.ops.gemm_dispatch import _split
+    from gpuc.compiler.options import DEFAULT, using
+    assert _split(49, 768, 3072, True, False, 3072)[0] > 1
+    with using(DEFAULT.replace(split_k_conv=False)):
+        assert _split(49, 512, 4608, True, True, 512)[0] == 1
+        assert _split(49, 768, 3072, True, False, 3072)[0] > 1
 
 
 def test_small_m_candidates_only_where_regular_variants_are_not():

@@ -8,10 +8,10 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from gpuc.compiler.ops import conv as conv_mod  # noqa: E402
+from gpuc.compiler.ops import gemm_dispatch, gemm_plan  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
-PLANS = [conv_mod.GemmPlan(64, 64, 8, 8, 4, 1, True), conv_mod.GemmPlan(32, 128, 8, 8, 4, 1, True)]
+PLANS = [gemm_plan.GemmPlan(64, 64, 8, 8, 4, 1, True), gemm_plan.GemmPlan(32, 128, 8, 8, 4, 1, True)]
 
 
 def _model(kind):
@@ -37,7 +37,7 @@ def _model(kind):
 @pytest.mark.parametrize("plan", PLANS, ids=["64x64", "32x128"])
 @pytest.mark.parametrize("kind", ["pointwise", "im2col", "fc"])
 def test_items_match_batch_one(monkeypatch, plan, kind):
-    monkeypatch.setattr(conv_mod, "plan_gemm", lambda *a, **k: plan)
+    monkeypatch.setattr(gemm_dispatch, "plan_gemm", lambda *a, **k: plan)
     model, shape = _model(kind)
     many = gpuc.load(gpuc.compile(model, cache=False, max_batch=4))
     one = gpuc.load(gpuc.compile(model, cache=False))

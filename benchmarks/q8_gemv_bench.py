@@ -29,6 +29,7 @@ import gpuc
 from gpuc.compiler.ops import gemm_q8
 from gpuc.runtime.profile import profile
 from tests.helpers.builder import ModelBuilder
+from tests.helpers.q8_layers import q8_fc, silu_gate
 
 CONFIGS = {               # hidden, intermediate, qkv width, vocabulary
     "qwen2.5-1.5b": (1536, 8960, 2048, 151936),
@@ -74,22 +75,13 @@ def _fcs(mb, x2, n, k, bias, glu, rng, pre):
     ws = []
 
     def fc(name, with_bias):
-        name = pre + name
         q, s = _q8(rng, n, k)
         b = rng.normal(0, 0.1, n).astype(np.float32) if with_bias else None
-        y = mb.tensor(name, [1, n])
-        mb.op("FULLY_CONNECTED", [x2, mb.const(f"w{name}", q, quant=(s, 0, 0)),
-                                  -1 if b is None else mb.const(f"b{name}", b)], [y])
         ws.append((q, s, b))
-        return y
+        return q8_fc(mb, x2, pre + name, q, s, b)
     y = fc("y", bias)
     if glu:
-        u, lg, sg, y2 = (fc("u", False), mb.tensor(pre + "lg", [1, n]), mb.tensor(pre + "sg", [1, n]),
-                         mb.tensor(pre + "y2", [1, n]))
-        mb.op("LOGISTIC", [y], [lg])
-        mb.op("MUL", [y, lg], [sg])
-        mb.op("MUL", [sg, u], [y2])
-        y = y2
+        y = silu_gate(mb, y, fc("u", False), n, pre)
     mb.output(y)
     return ws, y
 

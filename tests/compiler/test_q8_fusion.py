@@ -10,6 +10,7 @@ import pytest
 from flatbuffers import flexbuffers
 
 from helpers.builder import ModelBuilder, with_subgraphs
+from helpers.q8_layers import q8_fc, silu_gate
 
 pytest.importorskip("vulkan")
 
@@ -130,18 +131,11 @@ def _one_row_model(k, n, glu):
     x = mb.input("x", [1, k])
 
     def fc(name, bias):
-        q, quant = _q8(n, k)
-        b = mb.const(f"b{name}", RNG.normal(0, 1, n).astype(np.float32)) if bias else -1
-        y = mb.tensor(name, [1, n])
-        mb.op("FULLY_CONNECTED", [x, mb.const(f"w{name}", q, quant=quant), b], [y])
-        return y
+        q, (scales, _, _) = _q8(n, k)
+        return q8_fc(mb, x, name, q, scales, RNG.normal(0, 1, n).astype(np.float32) if bias else None)
     y = fc("g", True)
     if glu:
-        u, lg, sg, y2 = fc("u", False), mb.tensor("lg", [1, n]), mb.tensor("sg", [1, n]), mb.tensor("y2", [1, n])
-        mb.op("LOGISTIC", [y], [lg])
-        mb.op("MUL", [y, lg], [sg])
-        mb.op("MUL", [sg, u], [y2])
-        y = y2
+        y = silu_gate(mb, y, fc("u", False), n)
     mb.output(y)
     return mb.finish()
 
@@ -183,6 +177,21 @@ def _residual_model(k, n):
     return mb.finish()
 
 
+def _epilogue_cases(k, n) -> list:
+    """(model, inputs) of the one-row path's epilogues: an RMS prologue, GLU and bias (model), and a
+    bias, RELU and residual over a [1, k] row (_residual_model)."""
+    return [(model(1, up_bias=True), [(RNG.normal(0, 1, (1, 1, D)) + 0.5).astype(np.float32)]),
+            (_residual_model(k, n), [RNG.normal(0, 1, (1, k)).astype(np.float32),
+                                     RNG.normal(0, 1, (1, n)).astype(np.float32)])]
+
+
+def _same_bits_and_litert(outs, data, xs):
+    """The two runs' outputs `outs` are bit-identical and match LiteRT's default CPU path."""
+    for a, b, r in zip(*outs, litert_default(data, xs)):
+        np.testing.assert_array_equal(b, a)
+        assert np.abs(b - r).max() <= 1e-5 * np.abs(r).max()
+
+
 @pytest.mark.parametrize("plan", [None, (64, 32, 128, 4)])     # (the planner's; more channels than invocations)
 def test_one_row_load_order_is_exact(monkeypatch, plan):
     """The one-row path's load orders (FLAT_XFIRST: the row before the weights; FLAT_EPF: the epilogue's
@@ -191,21 +200,14 @@ def test_one_row_load_order_is_exact(monkeypatch, plan):
     from gpuc.compiler.ops import gemm_q8
     if plan:
         monkeypatch.setattr(gemm_q8, "_flat_plan", lambda n, kq, per: plan)
-    k, n = 72, 200
-    cases = [(model(1, up_bias=True), [(RNG.normal(0, 1, (1, 1, D)) + 0.5).astype(np.float32)]),
-             (_residual_model(k, n), [RNG.normal(0, 1, (1, k)).astype(np.float32),
-                                      RNG.normal(0, 1, (1, n)).astype(np.float32)])]
-    for data, xs in cases:
+    for data, xs in _epilogue_cases(72, 200):
         outs = []
         for order in (0, 1):
             monkeypatch.setattr(gemm_q8, "FLAT_XFIRST", order)
             monkeypatch.setattr(gemm_q8, "FLAT_EPF", order)
             bundle = gpuc.compile(data, cache=False)      # (the cache key has no planning constants)
             outs.append(_run(bundle, xs))
-        ref = litert_default(data, xs)
-        for old, new, r in zip(*outs, ref):
-            np.testing.assert_array_equal(new, old)
-            assert np.abs(new - r).max() <= 1e-5 * np.abs(r).max()
+        _same_bits_and_litert(outs, data, xs)
 
 
 def test_short_row_plan_is_exact(monkeypatch):
@@ -216,15 +218,9 @@ def test_short_row_plan_is_exact(monkeypatch):
     monkeypatch.setattr(gemm_q8, "GPU_SMS", 4)
     assert gemm_q8._flat_plan(40, 4, 1) == (128, 32, 4, 1) and gemm_q8._flat_plan(40, 3, 2) == (128, 32, 4, 1)
     assert gemm_q8._flat_plan(24, 3, 1) == (64, 32, 2, 1)
-    cases = [(model(1, up_bias=True), [(RNG.normal(0, 1, (1, 1, D)) + 0.5).astype(np.float32)]),
-             (_residual_model(64, 40), [RNG.normal(0, 1, (1, 64)).astype(np.float32),
-                                        RNG.normal(0, 1, (1, 40)).astype(np.float32)])]
-    for data, xs in cases:
+    for data, xs in _epilogue_cases(64, 40):
         outs = []
         for short in (128, 0):
             monkeypatch.setattr(gemm_q8, "SHORT_LOCAL", short)
             outs.append(_run(gpuc.compile(data, cache=False), xs))
-        ref = litert_default(data, xs)
-        for new, old, r in zip(*outs, ref):
-            np.testing.assert_array_equal(new, old)
-            assert np.abs(new - r).max() <= 1e-5 * np.abs(r).max()
+        _same_bits_and_litert(outs, data, xs)

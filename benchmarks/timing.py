@@ -1,6 +1,7 @@
 """The one timing helper of the benchmarks: `timed` for repeated calls (median / p90 / min after a
 warm-up), `once` for a single timed call (compile, load, first run, a whole decode), `cuda_us` for a
-CUDA call's GPU time (the PyTorch peers), `warm_profile` for a loaded gpuc model's per-dispatch GPU times."""
+CUDA call's GPU time (the PyTorch peers), `warm_profile` for a loaded gpuc model's per-dispatch GPU times,
+`in_place_gpu_ms` for the GPU time of its last run_in_place."""
 from __future__ import annotations
 
 import statistics
@@ -33,6 +34,18 @@ def once(fn, *args, **kwargs):
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0
+
+
+def in_place_gpu_ms(model, slot: int = 0):
+    """The GPU time (ms, gpuc's timestamps) of the last run_in_place of a loaded gpuc model on `slot`: read
+    from the slot's timestamps, since run_in_place leaves last_gpu_ms at the last run()'s.  None where
+    there is none: no timestamps on the device, or a bundle with host steps (whose runs have no one
+    GPU time: last_gpu_ms is None there too)."""
+    sl = model.slots[slot]
+    if model.program is not None or sl.pool is None:
+        return None
+    from gpuc.runtime import commands
+    return commands.read_ms(model.device, sl.pool, 2)[-1]
 
 
 def cuda_us(fn, runs: int, warm: int = 3) -> float:

@@ -141,3 +141,23 @@ def test_harness_without_torch(tmp_path, monkeypatch, capsys):
                                              and "NOTE: no like-for-like gpuc row" in text)
     assert not any(r.get("throughput_ratio") for r in rows)
     assert "gpuc vs PyTorch" not in text
+
+
+def test_in_place_gpu_time_is_the_in_place_runs(monkeypatch):
+    """The in-place row's GPU time is read from the slot run_in_place ran on (slot 0), not last_gpu_ms,
+    which run_in_place leaves at the last run()'s: timestamps faked per slot (5 ms slot 0, 50 ms others)."""
+    pytest.importorskip("vulkan")
+    import gpuc
+    from gpuc.runtime import commands
+    with gpuc.load(gpuc.compile(block_model(), cache=False)) as m:
+        if not m.timestamps:
+            pytest.skip("device has no timestamp queries")
+        monkeypatch.setattr(commands, "read_ms", lambda device, pool, count: [5.0 if pool is m.slots[0].pool else 50.0])
+        x = np.random.default_rng(0).uniform(-1, 1, m.inputs[0].shape).astype(m.inputs[0].dtype)
+        expect = m.run([x])
+        if max(m.slots, key=lambda sl: sl.seq) is m.slots[0]:
+            expect = m.run([x])                      # the last run() on another slot than run_in_place's
+        assert m.last_gpu_ms == 50.0
+        row, why = harness.in_place(m, [x], expect, runs=2)
+        assert why is None and row["equals_run"] and row["gpu_ms"] == 5.0
+        assert m.last_gpu_ms == 50.0                 # (still the run()'s)

@@ -185,11 +185,19 @@ def _epilogue_cases(k, n) -> list:
                                      RNG.normal(0, 1, (1, n)).astype(np.float32)])]
 
 
-def _same_bits_and_litert(outs, data, xs):
-    """The two runs' outputs `outs` are bit-identical and match LiteRT's default CPU path."""
-    for a, b, r in zip(*outs, litert_default(data, xs)):
-        np.testing.assert_array_equal(b, a)
-        assert np.abs(b - r).max() <= 1e-5 * np.abs(r).max()
+def _same_bits_and_litert(monkeypatch, cases, constants):
+    """Each (model, inputs) of `cases` compiled with each of the two sets of gemm_q8 planning `constants`
+    gives bit-identical outputs, which match LiteRT's default CPU path."""
+    from gpuc.compiler.ops import gemm_q8
+    for data, xs in cases:
+        outs = []
+        for c in constants:
+            for name, value in c.items():
+                monkeypatch.setattr(gemm_q8, name, value)
+            outs.append(_run(gpuc.compile(data, cache=False), xs))      # (the cache key has no planning constants)
+        for a, b, r in zip(*outs, litert_default(data, xs)):
+            np.testing.assert_array_equal(b, a)
+            assert np.abs(b - r).max() <= 1e-5 * np.abs(r).max()
 
 
 @pytest.mark.parametrize("plan", [None, (64, 32, 128, 4)])     # (the planner's; more channels than invocations)
@@ -200,14 +208,7 @@ def test_one_row_load_order_is_exact(monkeypatch, plan):
     from gpuc.compiler.ops import gemm_q8
     if plan:
         monkeypatch.setattr(gemm_q8, "_flat_plan", lambda n, kq, per: plan)
-    for data, xs in _epilogue_cases(72, 200):
-        outs = []
-        for order in (0, 1):
-            monkeypatch.setattr(gemm_q8, "FLAT_XFIRST", order)
-            monkeypatch.setattr(gemm_q8, "FLAT_EPF", order)
-            bundle = gpuc.compile(data, cache=False)      # (the cache key has no planning constants)
-            outs.append(_run(bundle, xs))
-        _same_bits_and_litert(outs, data, xs)
+    _same_bits_and_litert(monkeypatch, _epilogue_cases(72, 200), [dict(FLAT_XFIRST=o, FLAT_EPF=o) for o in (0, 1)])
 
 
 def test_short_row_plan_is_exact(monkeypatch):
@@ -218,9 +219,4 @@ def test_short_row_plan_is_exact(monkeypatch):
     monkeypatch.setattr(gemm_q8, "GPU_SMS", 4)
     assert gemm_q8._flat_plan(40, 4, 1) == (128, 32, 4, 1) and gemm_q8._flat_plan(40, 3, 2) == (128, 32, 4, 1)
     assert gemm_q8._flat_plan(24, 3, 1) == (64, 32, 2, 1)
-    for data, xs in _epilogue_cases(64, 40):
-        outs = []
-        for short in (128, 0):
-            monkeypatch.setattr(gemm_q8, "SHORT_LOCAL", short)
-            outs.append(_run(gpuc.compile(data, cache=False), xs))
-        _same_bits_and_litert(outs, data, xs)
+    _same_bits_and_litert(monkeypatch, _epilogue_cases(64, 40), [dict(SHORT_LOCAL=128), dict(SHORT_LOCAL=0)])

@@ -7,7 +7,9 @@ inputs, its outputs the composite's outputs, its other tensors new tensors of th
 "<composite name>/<tensor name>").  The copied nodes keep the composite's operator index (messages
 name the composite) and record its name in attrs["composite"].  A composite an op module fuses
 (compiler/ops COMPOSITES: `odml.rms_norm`, decode-shaped `odml.scaled_dot_product_attention`) becomes
-that module's fused op instead, where it recognizes the decomposition's form.  Nested
+that module's fused op instead, where it recognizes the decomposition's form.  An attention composite
+is first rebuilt from its attributes (ops/sdpa_composite.py: litert-torch's own decomposition is
+wrong for one KV head; LiteRT's default CPU path runs the composite natively).  Nested
 composites are inlined depth first.  A bad subgraph index, a recursion or an arity / shape / dtype
 mismatch is a ModelFormatError naming the operator.
 """
@@ -39,18 +41,21 @@ def _inline_graph(model: ir.Model, gi: int, done: set, stack: tuple) -> None:
     if not any(n.op == OP for n in g.nodes):
         done.add(gi)
         return
+    from gpuc.compiler.ops import sdpa_composite
     nodes = []
     for n in g.nodes:
         if n.op != OP:
             nodes.append(n)
             continue
         sub = _decomposition(model, g, n)
-        fused = _fused(g, n, model.subgraphs[sub])
+        own = sdpa_composite.canonical(n, model.subgraphs[sub])    # attention from its attributes
+        fused = _fused(g, n, own or model.subgraphs[sub])
         if fused is not None:
             nodes += fused
             continue
-        _inline_graph(model, sub, done, stack + (gi,))
-        nodes += _copy_into(g, n, model.subgraphs[sub])
+        if own is None:
+            _inline_graph(model, sub, done, stack + (gi,))
+        nodes += _copy_into(g, n, own or model.subgraphs[sub])
     g.nodes = nodes
     done.add(gi)
 

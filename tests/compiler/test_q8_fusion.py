@@ -10,6 +10,7 @@ import pytest
 from flatbuffers import flexbuffers
 
 from helpers.builder import ModelBuilder, with_subgraphs
+from helpers.litert import run_litert
 from helpers.q8_layers import q8_fc, silu_gate
 
 pytest.importorskip("vulkan")
@@ -82,16 +83,6 @@ def model(m=1, norm_out=False, up_out=False, up_bias=False) -> bytes:
     return with_subgraphs(mb, _rms_sub(m))
 
 
-def litert_default(data, xs):
-    from ai_edge_litert.interpreter import Interpreter
-    it = Interpreter(model_content=data)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), xs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
-
-
 def _run(bundle, xs):
     with gpuc.load(bundle) as mod:
         return mod.run(xs)
@@ -117,7 +108,7 @@ def test_matches_litert(m, norm_out, up_out, up_bias, fused):
     assert sum("rows quantized" in s for s in labels) == (fcs if m >= 16 else 0)     # (prefill: quantized once)
     assert norms == fused[0] and fcs == (2 if fused[1] else 3), labels
     got = _run(bundle, [h])
-    ref = litert_default(data, [h])
+    ref = run_litert(data, [h], default=True)
     plain = _run(gpuc.compile(data, disable_passes=["fuse_q8_gemv"]), [h])
     for g, r, p in zip(got, ref, plain):
         scale = np.abs(r).max()
@@ -160,7 +151,7 @@ def test_one_row_plans(monkeypatch, sms, words, min_tpr, glu):
     xv = RNG.normal(0, 1, (1, k)).astype(np.float32)
     bundle = gpuc.compile(data)
     assert sum("FULLY_CONNECTED" in s for s in _labels(bundle)) == 1
-    (got,), (ref,) = _run(bundle, [xv]), litert_default(data, [xv])
+    (got,), (ref,) = _run(bundle, [xv]), run_litert(data, [xv], default=True)
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
 
 
@@ -195,7 +186,7 @@ def _same_bits_and_litert(monkeypatch, cases, constants):
             for name, value in c.items():
                 monkeypatch.setattr(gemm_q8, name, value)
             outs.append(_run(gpuc.compile(data, cache=False), xs))      # (the cache key has no planning constants)
-        for a, b, r in zip(*outs, litert_default(data, xs)):
+        for a, b, r in zip(*outs, run_litert(data, xs, default=True)):
             np.testing.assert_array_equal(b, a)
             assert np.abs(b - r).max() <= 1e-5 * np.abs(r).max()
 

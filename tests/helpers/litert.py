@@ -1,13 +1,17 @@
-"""Reference outputs from LiteRT's CPU interpreter, with plain builtin kernels (no default delegates);
-`run_litert_both` also runs the default interpreter (XNNPACK), for behaviour where the two differ;
+"""Reference outputs from LiteRT's CPU interpreter, with plain builtin kernels (no default delegates), or
+with default=True its default interpreter (XNNPACK: e.g. its dynamic-range FC, which quantizes each row);
+`run_litert_both` runs both, for behaviour where the two differ;
 `litert_stream` / `litert_runs` invoke one interpreter once per input (state carries over)."""
 from __future__ import annotations
 
 import numpy as np
 
 
-def make_interpreter(model_bytes: bytes):
+def make_interpreter(model_bytes: bytes, default: bool = False):
+    """An Interpreter of the plain builtin kernels (default=True: LiteRT's default resolver, XNNPACK)."""
     from ai_edge_litert.interpreter import Interpreter
+    if default:
+        return Interpreter(model_content=bytes(model_bytes))
     try:
         from ai_edge_litert.interpreter import OpResolverType
         resolver = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
@@ -16,9 +20,10 @@ def make_interpreter(model_bytes: bytes):
     return Interpreter(model_content=bytes(model_bytes), experimental_op_resolver_type=resolver)
 
 
-def run_litert(model_bytes: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Load, allocate, feed `inputs` in model input order, invoke; outputs in model output order."""
-    it = make_interpreter(model_bytes)
+def run_litert(model_bytes: bytes, inputs: list[np.ndarray], default: bool = False) -> list[np.ndarray]:
+    """Load, allocate, feed `inputs` in model input order, invoke; outputs in model output order (default:
+    through LiteRT's default resolver, see make_interpreter)."""
+    it = make_interpreter(model_bytes, default)
     it.allocate_tensors()
     details = it.get_input_details()
     if len(details) != len(inputs):

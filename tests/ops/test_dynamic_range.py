@@ -49,17 +49,6 @@ def build(make, quantized: bool):
     return mb.finish()
 
 
-def litert_default(model, xs):
-    """LiteRT with its default resolver (builtin kernels + XNNPACK): its second hybrid kernel."""
-    from ai_edge_litert.interpreter import Interpreter
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), xs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
-
-
 def check(gpu, make, xs):
     hybrid, dequant = build(make, True), build(make, False)
     bundle = gpuc.compile(hybrid)
@@ -71,10 +60,10 @@ def check(gpu, make, xs):
     b = read_bundle(bundle)
     q8 = any(b.shaders[d.shader].name.startswith("gemm_q8") for d in b.dispatches)
     if q8:  # int8 weights kept (ops/gemm_q8.py): LiteRT's default (XNNPACK) hybrid arithmetic, to float rounding
-        np.testing.assert_allclose(out, litert_default(hybrid, xs)[0], rtol=1e-5, atol=2e-6 * scale)
+        np.testing.assert_allclose(out, run_litert(hybrid, xs, default=True)[0], rtol=1e-5, atol=2e-6 * scale)
     else:
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * scale)
-    kernels = [run_litert(hybrid, xs)[0], litert_default(hybrid, xs)[0]]
+    kernels = [run_litert(hybrid, xs)[0], run_litert(hybrid, xs, default=True)[0]]
     spread = max(float(np.abs(k.astype(np.float64) - ref).max()) for k in kernels)
     for k in kernels:       # (q8: the distance between LiteRT's two kernels is at most twice the spread)
         assert float(np.abs(out.astype(np.float64) - k).max()) <= (2.1 if q8 else 1.05) * spread + 1e-5 * scale

@@ -19,17 +19,6 @@ from helpers.litert import run_litert  # noqa: E402
 RNG = np.random.default_rng(29)
 
 
-def litert_default(model, xs):
-    """LiteRT's default interpreter (XNNPACK takes the dynamic-range FC)."""
-    from ai_edge_litert.interpreter import Interpreter
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), xs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
-
-
 def fc_model(m, k, n, *, per_channel=True, bias=True, act="NONE", residual=False, zero_point=0, share=False):
     wf = RNG.normal(0, 1, (n, k)).astype(np.float32)
     if per_channel:
@@ -75,7 +64,7 @@ def test_matches_litert_default_path(gpu, m, k, n, per_channel):
     assert "gemm_q8" in templates(read_bundle(bundle))
     with gpuc.load(bundle, device=gpu.device) as mod:
         (out,) = mod.run([x])
-    (xnn,) = litert_default(model, [x])
+    (xnn,) = run_litert(model, [x], default=True)
     (builtin,) = run_litert(model, [x])
     assert rel(out, xnn) <= 2e-6                      # the same integers, float rounding only
     assert rel(out, builtin) <= 3 * rel(xnn, builtin) + 1e-6   # builtin: symmetric input quantization
@@ -96,7 +85,7 @@ def test_epilogue_relu_residual_and_shared_weights(gpu):
     idx = np.array([3, 70], np.int32)
     with gpuc.load(gpuc.compile(model), device=gpu.device) as mod:
         e, z = mod.run([x, r, idx])
-    xe, xz = litert_default(model, [x, r, idx])
+    xe, xz = run_litert(model, [x, r, idx], default=True)
     np.testing.assert_allclose(e, xe, rtol=1e-6, atol=1e-7)
     assert rel(z, xz) <= 2e-6
 

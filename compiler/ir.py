@@ -104,7 +104,7 @@ class Node:
 class LoweringMemo:
     """Tensors lowerings derive from others, made once per graph and shared by every op asking."""
     word_views: dict[int, int] = field(default_factory=dict)     # tensor -> its uint32 words (ops/math.words)
-    relayout: dict[tuple, int] = field(default_factory=dict)     # (constant, kind) -> re-laid-out copy (ops/conv)
+    relayout: dict[tuple, int] = field(default_factory=dict)     # (constant, kind) -> re-laid-out copy (ops/gemm_dispatch)
 
 
 @dataclass

@@ -1,0 +1,84 @@
+"""litert-torch generative exports of several architectures (tests/data/llm/*.tflite, each with its
+LiteRT CPU reference NAME.ref.npz; tests/data/llm/make_llm_fixtures.py and the other helpers' generators
+rebuild them): every signature compiles onto the GPU with the KV cache as device state, prefill + 8 greedy
+decode steps through the signature runners give LiteRT's tokens and logits, and `generate` (the derived
+device-greedy `decode_greedy` signature) gives the same tokens as the host path and as LiteRT.
+
+A fixture joins by being there: NAME.tflite with NAME.ref.npz holding `prompt` [1, 8] int32,
+`decode_logits` [8, V] and `decode_tokens` [8] (prefill over the prompt at positions 0..7, then greedy
+decode steps from the prompt's last token at position 8), optionally `generate_tokens` [8] (LiteRT under
+generate's protocol: the prompt but its last token prefilled, padded with token 0)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
+from gpuc.runtime.bundle import read_bundle  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "llm"
+FIXTURES = sorted(p.name[:-len(".tflite")] for p in DATA.glob("*.tflite") if (DATA / (p.name[:-7] + ".ref.npz")).exists())
+
+# Issue 29 asks for 1e-4 x max|logit|; float-weight exports meet it.  Dynamic-int8 exports quantize the
+# activations per row before each FC, as LiteRT's XNNPACK does: a one-ulp difference upstream can move a value
+# across an int8 rounding step (LiteRT's own XNNPACK and builtin kernels differ by ~5e-4 of the range on the
+# shared Qwen export, tests/runtime/test_llm_shared.py), so those are held to 1e-3.
+REL_TOL_FLOAT, REL_TOL_INT8 = 1e-4, 1e-3
+
+
+@pytest.fixture(scope="module", params=FIXTURES)
+def llm(request):
+    name = request.param
+    return name, gpuc.compile(str(DATA / f"{name}.tflite")), dict(np.load(DATA / f"{name}.ref.npz"))
+
+
+def _int8_weights(name: str) -> bool:
+    model = load_tflite(str(DATA / f"{name}.tflite"))
+    return any(t.dtype == "int8" and t.is_const for g in model.subgraphs for t in g.tensors)
+
+
+def test_fixtures_present():
+    assert FIXTURES, f"no NAME.tflite + NAME.ref.npz pairs in {DATA}"
+
+
+def test_every_signature_on_the_gpu(llm):
+    _, bundle, _ = llm
+    b = read_bundle(bundle)
+    names = [b.signature] + [s.signature for s in b.signatures]
+    assert "decode" in names and "decode_greedy" in names and any(n.startswith("prefill_") for n in names)
+    for sb in [b] + b.signatures:
+        assert sb.stats["cpu_nodes"] == 0 and not sb.steps, sb.signature
+        assert sb.stats["state"] and all(s.startswith(("kv_cache_", "var:greedy/")) for s in sb.stats["state"])
+
+
+def test_decode_and_generate_match_litert(llm):
+    """One load: prefill + greedy decode steps through the signature runners against LiteRT's tokens and
+    logits; then `generate` on the host path and on the device (decode_greedy) give the same tokens."""
+    name, bundle, ref = llm
+    prompt = ref["prompt"].astype(np.int32)
+    n = len(ref["decode_tokens"])
+    with gpuc.load(bundle) as m:
+        m.signature(f"prefill_{prompt.shape[1]}").run({"tokens": prompt,
+                                                       "input_pos": np.arange(prompt.shape[1], dtype=np.int32)})
+        decode = m.signature("decode")
+        token, logits = int(prompt[0, -1]), []
+        for step in range(n):
+            out = decode.run({"tokens": np.array([[token]], np.int32),
+                              "input_pos": np.array([prompt.shape[1] + step], np.int32)})
+            logits.append(out[0].reshape(-1))
+            token = int(np.argmax(logits[-1]))
+        host = list(m.generate([int(t) for t in prompt[0]], n, device_greedy=False))
+        device = list(m.generate([int(t) for t in prompt[0]], n))
+    logits = np.array(logits)
+    assert list(np.argmax(logits, -1)) == list(ref["decode_tokens"]), name
+    err = np.abs(logits - ref["decode_logits"]).max() / np.abs(ref["decode_logits"]).max()
+    tol = REL_TOL_INT8 if _int8_weights(name) else REL_TOL_FLOAT
+    assert err <= tol, (name, err)
+    assert device == host, name
+    if "generate_tokens" in ref:
+        assert host == [int(t) for t in ref["generate_tokens"]], name

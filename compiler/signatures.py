@@ -65,6 +65,23 @@ def thread_state(graph: Graph, sig: dict) -> list[str]:
     return state
 
 
+def cache_positions(graph: Graph, state: list[str]) -> int | None:
+    """The positions a threaded cache holds (litert-torch's KV cache in either layout, [1, KV, KH, D] or
+    transposed [1, KH, KV, D] / [1, KH, D, KV]): per state tensor the one axis along which its in-place
+    update writes a slice narrower than the tensor; the least of those sizes, or None where a state's
+    update differs on no axis or on several."""
+    names, found = set(state), []
+    for n in graph.nodes:
+        if not fact(n.op, "updates_in_place") or len(n.inputs) < 2 or graph.t(n.inputs[0]).name not in names:
+            continue
+        full, part = graph.t(n.inputs[0]).shape, graph.t(n.inputs[1]).shape
+        axes = [a for a, (f, u) in enumerate(zip(full, part)) if f != u]
+        if len(full) != len(part) or len(axes) != 1 or not isinstance(full[axes[0]], int):
+            return None
+        found.append(int(full[axes[0]]))
+    return min(found) if found else None
+
+
 class _Part:
     """One signature between its memory plan and the bundle."""
 
@@ -83,6 +100,7 @@ class _Part:
             kernels, self.mem = scheduled(g, kernels, self.used, self.state, self.mem)
         self.kernels = kernels
         self.state_names = state_names
+        self.positions = None          # cache_positions of its graph (the bundle's stats: kv_positions)
 
     def key(self, t: int) -> tuple:
         """The state slot of state tensor t: shared by name (threaded state, variables), except the status words."""
@@ -149,6 +167,8 @@ def _bundle(part: _Part, woff: dict, weights, name: str, opts: dict, fp: str) ->
                  weights_bytes=int(weights.nbytes), state=list(part.state_names))
     if part.derived_from:
         stats["derived_from"] = part.derived_from
+    if part.positions:
+        stats["kv_positions"] = part.positions       # runtime/generate.py: the longest sequence
     tensors = tensor_table(g, part.used, woff, part.mem.offsets)
     manifest.write(prog, tensors)
     stats["io"] = B.io_record(tensors, [index[t] for t in g.inputs], [index[t] for t in g.outputs], opts)
@@ -178,6 +198,7 @@ def compile_signatures(data: bytes, name: str, opts: dict, fp: str) -> bytes:
         model = load_tflite(data)                  # each signature prepares its own copy of the graphs
         model.main_index = sig["subgraph"]
         names = thread_state(model.main, model.signatures[i])
+        positions = cache_positions(model.main, names)
         if key != sig["key"] and not greedy_feed.attach(model, model.signatures[i]):
             continue                               # a decode signature of another shape: no derived one
         progress.stage(f"signature {key!r}")
@@ -185,6 +206,7 @@ def compile_signatures(data: bytes, name: str, opts: dict, fp: str) -> bytes:
             p = prepare(model, opts)
             n16 += store_fp16(p.graph, p.program)        # --precision fp16: tensors stored as float16
             parts.append(_Part(key, p, opts, names, derived_from=sig["key"] if key != sig["key"] else None))
+            parts[-1].positions = positions
         finally:
             sym_scope.end()
     # the state region: after the largest signature's own arena, one slot per state key

@@ -73,6 +73,8 @@ def _steps(model) -> tuple[dict, object, int | None]:
                             f"{[TOKENS, POSITIONS]} (the KV cache threaded as state)")
     if len(decode.outputs) != 1:
         raise GpucError(f"generate: the decode signature has {len(decode.outputs)} outputs; expected the logits")
+    if decode.bundle.stats.get("kv_positions"):   # compiler/signatures.py cache_positions: either cache layout
+        return prefill, decode, int(decode.bundle.stats["kv_positions"])
     state = decode.bundle.stats.get("state") or []
     shapes = [t.shape for t in decode.bundle.tensors if t.name in state and len(t.shape) >= 2]
     return prefill, decode, (int(shapes[0][1]) if shapes else None)

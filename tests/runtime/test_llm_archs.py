@@ -18,28 +18,21 @@ import pytest
 pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
-from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm"
 FIXTURES = sorted(p.name[:-len(".tflite")] for p in DATA.glob("*.tflite") if (DATA / (p.name[:-7] + ".ref.npz")).exists())
 
-# Issue 29 asks for 1e-4 x max|logit|; float-weight exports meet it.  Dynamic-int8 exports quantize the
-# activations per row before each FC, as LiteRT's XNNPACK does: a one-ulp difference upstream can move a value
-# across an int8 rounding step (LiteRT's own XNNPACK and builtin kernels differ by ~5e-4 of the range on the
-# shared Qwen export, tests/runtime/test_llm_shared.py), so those are held to 1e-3.
-REL_TOL_FLOAT, REL_TOL_INT8 = 1e-4, 1e-3
+# Issue 29's bound.  The int8 exports meet it too (gpuc at ~3e-7 of max|logit| on these, lavapipe): their FCs
+# quantize each activation row as LiteRT's XNNPACK does, and no value here lands near an int8 rounding step
+# (the shared Qwen export has one: tests/runtime/test_llm_shared.py holds it to 1e-3).
+REL_TOL = 1e-4
 
 
 @pytest.fixture(scope="module", params=FIXTURES)
 def llm(request):
     name = request.param
     return name, gpuc.compile(str(DATA / f"{name}.tflite")), dict(np.load(DATA / f"{name}.ref.npz"))
-
-
-def _int8_weights(name: str) -> bool:
-    model = load_tflite(str(DATA / f"{name}.tflite"))
-    return any(t.dtype == "int8" and t.is_const for g in model.subgraphs for t in g.tensors)
 
 
 def test_fixtures_present():
@@ -77,8 +70,7 @@ def test_decode_and_generate_match_litert(llm):
     logits = np.array(logits)
     assert list(np.argmax(logits, -1)) == list(ref["decode_tokens"]), name
     err = np.abs(logits - ref["decode_logits"]).max() / np.abs(ref["decode_logits"]).max()
-    tol = REL_TOL_INT8 if _int8_weights(name) else REL_TOL_FLOAT
-    assert err <= tol, (name, err)
+    assert err <= REL_TOL, (name, err)
     assert device == host, name
     if "generate_tokens" in ref:
         assert host == [int(t) for t in ref["generate_tokens"]], name

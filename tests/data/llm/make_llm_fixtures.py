@@ -17,7 +17,8 @@ litert-torch needs torch and tensorflow, which the test environment lacks, so th
 venv (Python 3.11):
     python3.11 -m venv /tmp/lt && /tmp/lt/bin/pip install litert-torch tensorflow-cpu ai-edge-litert
     /tmp/lt/bin/python tests/data/llm/make_llm_fixtures.py [NAME ...]      # from the repo root
-With no NAME every fixture this script knows is rebuilt.  Keep each .tflite under ~300 KB.
+With no NAME every fixture this script knows is rebuilt; LLM_FIXTURES_OUT=DIR writes elsewhere (e.g. to try
+the export options in OPTIONS without adding them to the test).  Keep each .tflite under ~300 KB.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(os.environ.get("LLM_FIXTURES_OUT") or Path(__file__).resolve().parent)   # where they are written
 PREFILL, KV, STEPS = 8, 64, 8
 
 

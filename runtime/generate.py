@@ -5,7 +5,9 @@ signatures, the KV cache kept on the device as state: compiler/signatures.py).
 but its last token is prefilled in chunks (the largest prefill signature while the rest is longer,
 then the smallest one that holds what is left, padded with token 0 at the following positions: those
 cache rows are rewritten by the decode steps before any mask lets them be read); then each decode step
-feeds one token at the next position and samples the next from the logits.  Per step only the token,
+feeds one token at the next position and samples the next from the logits.  A signature that also takes
+`mask` (litert-torch's mask_as_input export) is fed the causal mask of its positions (0 on the keys up to
+each position, -inf past it).  Per step only the token,
 its position and the logits cross between host and device.  The state is reset first.
 
 Greedy sampling (temperature 0) with a bundle that has `decode_greedy` (compiler/ops/greedy_feed.py)
@@ -22,7 +24,7 @@ import numpy as np
 from gpuc.errors import GpucError
 from gpuc.runtime import decode_loop
 
-TOKENS, POSITIONS = "tokens", "input_pos"
+TOKENS, POSITIONS, MASK = "tokens", "input_pos", "mask"
 
 
 @dataclass
@@ -68,9 +70,9 @@ def _steps(model) -> tuple[dict, object, int | None]:
     decode = model.signature("decode")
     for r in [decode, *prefill.values()]:
         got = sorted(s.name for s in r.inputs)
-        if got != sorted([TOKENS, POSITIONS]):
+        if got not in (sorted([TOKENS, POSITIONS]), sorted([TOKENS, POSITIONS, MASK])):
             raise GpucError(f"generate: signature {r.bundle.signature!r} takes inputs {got}; expected "
-                            f"{[TOKENS, POSITIONS]} (the KV cache threaded as state)")
+                            f"{[TOKENS, POSITIONS]} (the KV cache threaded as state), and optionally {MASK!r}")
     if len(decode.outputs) != 1:
         raise GpucError(f"generate: the decode signature has {len(decode.outputs)} outputs; expected the logits")
     if decode.bundle.stats.get("kv_positions"):   # compiler/signatures.py cache_positions: either cache layout
@@ -84,7 +86,12 @@ def _run(runner, tokens: list[int], start: int, length: int):
     toks = np.zeros((1, length), np.int32)
     toks[0, :len(tokens)] = tokens
     pos = np.arange(start, start + length, dtype=np.int32)
-    return runner.run({TOKENS: toks, POSITIONS: pos})
+    feeds = {TOKENS: toks, POSITIONS: pos}
+    for spec in runner.inputs:
+        if spec.name == MASK:       # litert-torch's mask_as_input: [1, 1, length, KV] causal over the positions
+            keys = np.arange(int(spec.shape[-1]))
+            feeds[MASK] = np.where(keys[None, :] <= pos[:, None], 0, -np.inf).astype(np.float32).reshape(spec.shape)
+    return runner.run(feeds)
 
 
 def generate(model, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=(), device_greedy: bool = True):

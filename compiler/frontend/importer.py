@@ -14,6 +14,7 @@ import struct
 import numpy as np
 
 from gpuc.compiler import ir
+from gpuc.compiler.frontend import blockwise
 from gpuc.compiler.frontend.composite import inline_composites
 from gpuc.compiler.frontend.fbreader import Reader, fail
 from gpuc.compiler.frontend.tflite_schema import ENUMS, TABLES
@@ -346,6 +347,7 @@ class _Importer:
         where = f"subgraphs[{gi}]"
         tvec = sg["tensors"] or []
         tensors = [self._tensor(gi, ti, tvec[ti]) for ti in range(len(tvec))]
+        blockwise.dequantize(tensors, tvec, where)       # int4 blockwise weights as float32 constants
         nt = len(tensors)
         nodes = []
         ops = sg["operators"] or []

@@ -1,0 +1,52 @@
+"""Blockwise-quantized constants (TFLite QuantizationParameters.details = BlockwiseQuantization): what
+litert-torch's `dynamic_int4_block32` / `_block128` exports write for FULLY_CONNECTED weights and the token
+embedding.  The weight [N, K] is int4 (two a byte, the low nibble first, -8..7); its scales are a float
+tensor of N x K / block_size values (the block runs along the last axis, K), no zero points.
+
+`dequantize(tensors, tvec, where)` makes each such constant a float32 constant q * scale[n, k // block] at
+import: the model keeps its meaning as plain float weights (the float path; LiteRT's kernels also
+quantize the activations to int8 per row, so a float FC differs from LiteRT by that rounding, ~1e-3 of the
+range).  A blockwise tensor of another form (not constant, zero points, a block size that does not divide
+K, scales of the wrong size) is a ModelFormatError naming it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler import ir
+from gpuc.compiler.frontend.tflite_schema import ENUMS
+from gpuc.errors import ModelFormatError
+
+BLOCKWISE = ENUMS["QuantizationDetails"]["BlockwiseQuantization"]
+
+
+def _int4(raw: np.ndarray, count: int) -> np.ndarray:
+    b = np.asarray(raw, np.uint8).reshape(-1)
+    nib = np.stack([b & 0xF, b >> 4], -1).reshape(-1)[:count].astype(np.int8)
+    return np.where(nib > 7, nib - 16, nib).astype(np.int8)
+
+
+def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> None:
+    """Every blockwise-quantized constant of one subgraph as float32 (in place)."""
+    for ti in range(len(tvec)):
+        q = tvec[ti]["quantization"]
+        if q is None or q["details_type"] != BLOCKWISE:
+            continue
+        t = tensors[ti]
+        what = f"invalid model: {where}.tensors[{ti}] {t.name!r}: blockwise quantization"
+        d = q.union("details", "BlockwiseQuantization")
+        bs, si = int(d["block_size"]), int(d["scales"])
+        if t.data is None or len(t.shape) < 1 or t.dtype not in ("int4", "int8"):
+            raise ModelFormatError(f"{what} of a {t.dtype} {'constant' if t.data is not None else 'runtime tensor'}"
+                                   " (gpuc reads constant int4 / int8 weights)")
+        if int(d["zero_points"]) > 0:
+            raise ModelFormatError(f"{what} with zero points (gpuc reads symmetric blocks)")
+        K, count = int(t.shape[-1]), int(np.prod(t.shape))
+        if bs <= 0 or K % bs or not 0 <= si < len(tensors) or tensors[si].data is None \
+                or tensors[si].data.size != count // bs:
+            raise ModelFormatError(f"{what}: block size {bs} over {list(t.shape)} with scales tensor {si}")
+        vals = _int4(t.data, count) if t.dtype == "int4" else np.asarray(t.data, np.int8).reshape(-1)
+        scales = np.asarray(tensors[si].data, np.float32).reshape(-1, 1)
+        w = (vals.reshape(-1, bs).astype(np.float32) * scales).reshape(t.shape)
+        tensors[ti] = ir.Tensor(t.id, t.name, t.shape, "float32", w.astype(np.float32), None, t.is_variable,
+                                t.shape_signature)

@@ -7,7 +7,8 @@ device-greedy `decode_greedy` signature) gives the same tokens as the host path 
 A fixture joins by being there: NAME.tflite with NAME.ref.npz holding `prompt` [1, 8] int32,
 `decode_logits` [8, V] and `decode_tokens` [8] (prefill over the prompt at positions 0..7, then greedy
 decode steps from the prompt's last token at position 8), optionally `generate_tokens` [8] (LiteRT under
-generate's protocol: the prompt but its last token prefilled, padded with token 0)."""
+generate's protocol: the prompt but its last token prefilled, padded with token 0).  An export with a
+`mask` input (litert-torch's mask_as_input) is fed the causal mask, and has no decode_greedy."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,10 +44,22 @@ def test_every_signature_on_the_gpu(llm):
     _, bundle, _ = llm
     b = read_bundle(bundle)
     names = [b.signature] + [s.signature for s in b.signatures]
-    assert "decode" in names and "decode_greedy" in names and any(n.startswith("prefill_") for n in names)
+    assert "decode" in names and any(n.startswith("prefill_") for n in names)
+    masked = "mask" in [sb.tensors[i].name for sb in [b] + b.signatures for i in sb.inputs]
+    assert ("decode_greedy" in names) != masked      # (a mask input: no derived device-greedy signature)
     for sb in [b] + b.signatures:
         assert sb.stats["cpu_nodes"] == 0 and not sb.steps, sb.signature
         assert sb.stats["state"] and all(s.startswith(("kv_cache_", "var:greedy/")) for s in sb.stats["state"])
+
+
+def _run(runner, tokens, pos):
+    """A signature run; an export with a mask input (mask_as_input) gets the causal mask of `pos`."""
+    feeds = {"tokens": tokens, "input_pos": pos}
+    for spec in runner.inputs:
+        if spec.name == "mask":
+            keys = np.arange(int(spec.shape[-1]))
+            feeds["mask"] = np.where(keys[None, :] <= pos[:, None], 0, -np.inf).astype(np.float32).reshape(spec.shape)
+    return runner.run(feeds)
 
 
 def test_decode_and_generate_match_litert(llm):
@@ -56,13 +69,11 @@ def test_decode_and_generate_match_litert(llm):
     prompt = ref["prompt"].astype(np.int32)
     n = len(ref["decode_tokens"])
     with gpuc.load(bundle) as m:
-        m.signature(f"prefill_{prompt.shape[1]}").run({"tokens": prompt,
-                                                       "input_pos": np.arange(prompt.shape[1], dtype=np.int32)})
+        _run(m.signature(f"prefill_{prompt.shape[1]}"), prompt, np.arange(prompt.shape[1], dtype=np.int32))
         decode = m.signature("decode")
         token, logits = int(prompt[0, -1]), []
         for step in range(n):
-            out = decode.run({"tokens": np.array([[token]], np.int32),
-                              "input_pos": np.array([prompt.shape[1] + step], np.int32)})
+            out = _run(decode, np.array([[token]], np.int32), np.array([prompt.shape[1] + step], np.int32))
             logits.append(out[0].reshape(-1))
             token = int(np.argmax(logits[-1]))
         host = list(m.generate([int(t) for t in prompt[0]], n, device_greedy=False))

@@ -75,6 +75,12 @@ def _steps(model) -> tuple[dict, object, int | None]:
                             f"{[TOKENS, POSITIONS]} (the KV cache threaded as state), and optionally {MASK!r}")
     if len(decode.outputs) != 1:
         raise GpucError(f"generate: the decode signature has {len(decode.outputs)} outputs; expected the logits")
+    for r in [decode, *prefill.values()]:
+        tok = next(s for s in r.inputs if s.name == TOKENS)
+        if len(tok.shape) != 2 or tok.shape[0] != 1:
+            raise GpucError(f"generate: signature {r.bundle.signature!r} takes {TOKENS} of shape {list(tok.shape)}: a "
+                            f"batch of {tok.shape[0] if tok.shape else 0} sequences (litert-torch decode_batch_size); "
+                            "generate runs one sequence, [1, N]")
     if decode.bundle.stats.get("kv_positions"):   # compiler/signatures.py cache_positions: either cache layout
         return prefill, decode, int(decode.bundle.stats["kv_positions"])
     state = decode.bundle.stats.get("state") or []

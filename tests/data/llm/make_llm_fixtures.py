@@ -108,6 +108,8 @@ FIXTURES = {
     # an int8 rounding step: 7.7e-3 of max|logit| off LiteRT, the other steps at 1.5e-7)
     "tiny_llama_mask_f32": (partial(tiny_llama, emb=32, heads=4, inter=64), "none", {"mask_as_input": True}),
 }
+from make_llm_fixtures_more import FIXTURES as _MORE        # noqa: E402 (Gemma, Phi, Qwen3, DeepSeek, Falcon)
+FIXTURES.update(_MORE)
 # export options: written beside the fixtures only when named on the command line
 OPTIONS = {
     "tiny_llama_mask_q8": (tiny_llama, "dynamic_int8", {"mask_as_input": True}),
@@ -116,6 +118,9 @@ OPTIONS = {
     "tiny_llama_q4b32": (tiny_llama, "dynamic_int4_block32", {}),
     "tiny_llama_tkv": (tiny_llama, "dynamic_int8", {"kvcache_layout": "transposed"}),
     "tiny_llama_plogits": (tiny_llama, "dynamic_int8", {"output_logits_on_prefill": True}),
+    "tiny_llama_p4p8": (tiny_llama, "dynamic_int8", {"prefill_seq_len": [4, 8], "kv_cache_max_len": 128}),
+    "tiny_llama_dbs2": (tiny_llama, "dynamic_int8", {"decode_batch_size": 2}),
+    "tiny_llama_q4b128": (partial(tiny_llama, emb=128, heads=16, inter=128), "dynamic_int4_block128", {}),
 }
 
 
@@ -140,16 +145,17 @@ def export(name: str) -> Path:
     from litert_torch.generative.layers import kv_cache as kv_utils
     builder, quantize, opts = {**FIXTURES, **OPTIONS}[name]
     opts = dict(opts)
+    prefills, kv = opts.pop("prefill_seq_len", [PREFILL]), opts.pop("kv_cache_max_len", KV)
     if opts.get("kvcache_layout") == "transposed":
         opts["kvcache_layout"] = kv_utils.KV_LAYOUT_TRANSPOSED
     torch.manual_seed(0)
     cls, cfg = builder()
     # the causal mask built inside unless it is an input
-    model = cls(cfg, mask_cache_size=0 if opts.get("mask_as_input") else KV)
+    model = cls(cfg, mask_cache_size=0 if opts.get("mask_as_input") else kv)
     _spread(model, seed=sum(map(ord, name)))
     model.eval()
     with tempfile.TemporaryDirectory() as tmp:
-        path = converter.convert_to_tflite(model, tmp, name, prefill_seq_len=[PREFILL], kv_cache_max_len=KV,
+        path = converter.convert_to_tflite(model, tmp, name, prefill_seq_len=prefills, kv_cache_max_len=kv,
                                            quantize=quantize, config=cfg, export_config=converter.ExportConfig(**opts))
         out = HERE / f"{name}.tflite"
         out.write_bytes(Path(path).read_bytes())

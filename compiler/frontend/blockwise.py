@@ -4,9 +4,9 @@ embedding.  The weight [N, K] is int4 (two a byte, the low nibble first, -8..7);
 tensor of N x K / block_size values (the block runs along the last axis, K), no zero points.
 
 `dequantize(tensors, tvec, where)` makes each such constant a float32 constant q * scale[n, k // block] at
-import: the model keeps its meaning as plain float weights (the float path; LiteRT's kernels also
-quantize the activations to int8 per row, so a float FC differs from LiteRT by that rounding, ~1e-3 of the
-range).  A blockwise tensor of another form (not constant, zero points, a block size that does not divide
+import; `dynamic_fcs` then makes each FC over one quantize its activations per row first, as LiteRT's
+kernels do (compiler/ops/blockwise_fc.py: a plain float FC is ~2e-2 of the logits' range off LiteRT on a tiny
+int4 Llama, this ~1e-7).  The embedding lookup reads the float table (LiteRT dequantizes the rows it reads).  A blockwise tensor of another form (not constant, zero points, a block size that does not divide
 K, scales of the wrong size) is a ModelFormatError naming it.
 """
 from __future__ import annotations
@@ -26,8 +26,9 @@ def _int4(raw: np.ndarray, count: int) -> np.ndarray:
     return np.where(nib > 7, nib - 16, nib).astype(np.int8)
 
 
-def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> None:
-    """Every blockwise-quantized constant of one subgraph as float32 (in place)."""
+def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> set[int]:
+    """Every blockwise-quantized constant of one subgraph as float32 (in place); their tensor ids."""
+    done = set()
     for ti in range(len(tvec)):
         q = tvec[ti]["quantization"]
         if q is None or q["details_type"] != BLOCKWISE:
@@ -50,3 +51,18 @@ def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> None:
         w = (vals.reshape(-1, bs).astype(np.float32) * scales).reshape(t.shape)
         tensors[ti] = ir.Tensor(t.id, t.name, t.shape, "float32", w.astype(np.float32), None, t.is_variable,
                                 t.shape_signature)
+        done.add(ti)
+    return done
+
+
+def dynamic_fcs(g: ir.Graph, weights: set[int]) -> None:
+    """The FCs over those weights with their activations quantized per row as LiteRT's kernels do
+    (compiler/ops/blockwise_fc.py), in place."""
+    if not weights:
+        return
+    from gpuc.compiler.ops import blockwise_fc
+    nodes = []
+    for n in g.nodes:
+        made = blockwise_fc.rewrite(g, n) if len(n.inputs) > 1 and n.inputs[1] in weights else None
+        nodes += made or [n]
+    g.nodes = nodes

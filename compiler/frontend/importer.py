@@ -347,7 +347,7 @@ class _Importer:
         where = f"subgraphs[{gi}]"
         tvec = sg["tensors"] or []
         tensors = [self._tensor(gi, ti, tvec[ti]) for ti in range(len(tvec))]
-        blockwise.dequantize(tensors, tvec, where)       # int4 blockwise weights as float32 constants
+        blockwise_weights = blockwise.dequantize(tensors, tvec, where)   # int4 blockwise weights as float32
         nt = len(tensors)
         nodes = []
         ops = sg["operators"] or []
@@ -364,6 +364,7 @@ class _Importer:
                      _int_list(sg["inputs"], where + ".inputs", 0, nt),
                      _int_list(sg["outputs"], where + ".outputs", 0, nt))
         g.nodes = _topo_order(g, where)
+        blockwise.dynamic_fcs(g, blockwise_weights)      # their FCs quantize activations as LiteRT's do
         return g
 
 

@@ -107,6 +107,7 @@ FIXTURES = {
     # the causal mask an input; float weights (the int8 form of this export puts one logit of its 8 steps across
     # an int8 rounding step: 7.7e-3 of max|logit| off LiteRT, the other steps at 1.5e-7)
     "tiny_llama_mask_f32": (partial(tiny_llama, emb=32, heads=4, inter=64), "none", {"mask_as_input": True}),
+    "tiny_llama_q4b32": (tiny_llama, "dynamic_int4_block32", {}),        # int4 weights, blocks of 32 (+ int4 table)
 }
 from make_llm_fixtures_more import FIXTURES as _MORE        # noqa: E402 (Gemma, Phi, Qwen3, DeepSeek, Falcon)
 FIXTURES.update(_MORE)
@@ -115,7 +116,6 @@ OPTIONS = {
     "tiny_llama_mask_q8": (tiny_llama, "dynamic_int8", {"mask_as_input": True}),
     "tiny_llama_q8wo": (tiny_llama, "weight_only_int8", {}),
     "tiny_llama_fp16": (tiny_llama, "fp16", {}),
-    "tiny_llama_q4b32": (tiny_llama, "dynamic_int4_block32", {}),
     "tiny_llama_tkv": (tiny_llama, "dynamic_int8", {"kvcache_layout": "transposed"}),
     "tiny_llama_plogits": (tiny_llama, "dynamic_int8", {"output_logits_on_prefill": True}),
     "tiny_llama_p4p8": (tiny_llama, "dynamic_int8", {"prefill_seq_len": [4, 8], "kv_cache_max_len": 128}),

@@ -13,12 +13,11 @@ import gpuc  # noqa: E402
 from gpuc.errors import GpucError  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 
-# Acceptance (issue 29) asks for 1e-4 x max|logit|.  gpuc's int8-weight FCs (ops/gemm_q8.py) quantize the
-# activations per row as LiteRT's XNNPACK path does (each FC equal to LiteRT's to float rounding), so gpuc
-# is at ~4.8e-4 of the reference, as LiteRT 2.3.0 itself is here (4.5e-4 XNNPACK, 8.7e-4 builtin kernels):
-# a one-ulp difference upstream (RSQRT, SOFTMAX, SIN/COS) moves a value across an int8 rounding boundary,
-# and the model's logits move by ~4e-4 of their range with it.  This bound keeps the level from regressing.
-REL_TOL = 1e-3
+# Acceptance (issue 29): 1e-4 x max|logit|.  gpuc is at ~1.2e-7 of the reference: its int8-weight FCs
+# (ops/gemm_q8.py) quantize the activations per row as LiteRT's XNNPACK path does, and attention follows the
+# composite's attributes as XNNPACK does (ops/sdpa_composite.py; inlining litert-torch's decomposition put
+# gpuc at ~4.8e-4).
+REL_TOL = 1e-4
 CACHES = sorted(f"kv_cache_{a}_{i}" for a in "kv" for i in range(2))
 
 

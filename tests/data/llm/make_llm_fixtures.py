@@ -10,8 +10,12 @@ signature runners (XNNPACK, ai-edge-litert):
   - `generate_tokens` [8]: the protocol of gpuc's `generate` (runtime/generate.py): the prompt but its
     last token prefilled (padded with token 0 to 8), then greedy steps from the last token at position 7.
 Models are the examples' architectures from tiny configurations (seeded random weights) that keep
-what sets each apart: GQA ratio, rope scaling, tied or untied embeddings, q/k norms, per-layer head
-counts, qkv bias, attention width unlike the embedding width.
+what sets each apart: GQA ratio (one KV head included), rope scaling, tied or untied embeddings, q/k norms,
+per-layer head counts, qkv bias, attention width unlike the embedding width; and export options: float
+weights, int4 blocks, the mask as an input.  OPTIONS lists more export options (weight-only int8, fp16,
+transposed cache, prefill logits, two prefill lengths, decode batch 2, the example's own 2048-wide
+configuration), built only when named; all of them ran on gpuc as LiteRT does when last checked, but
+decode batch 2 (its reference cannot be taken with batch-1 runs; generate refuses it by name).
 
 litert-torch needs torch and tensorflow, which the test environment lacks, so this runs in its own
 venv (Python 3.11):
@@ -52,6 +56,11 @@ def llama(**small):
     # bands (kept, interpolated, divided by the factor) of the 8192-token original context.
     assert cfg.build_rope.keywords["max_seq_len"] == 8192
     return m.Llama, cfg
+
+
+def llama_fake():
+    from litert_torch.generative.examples.llama import llama as m
+    return m.Llama, m.get_fake_model_config()
 
 
 def tiny_llama(**small):
@@ -121,6 +130,8 @@ OPTIONS = {
     "tiny_llama_p4p8": (tiny_llama, "dynamic_int8", {"prefill_seq_len": [4, 8], "kv_cache_max_len": 128}),
     "tiny_llama_dbs2": (tiny_llama, "dynamic_int8", {"decode_batch_size": 2}),
     "tiny_llama_q4b128": (partial(tiny_llama, emb=128, heads=16, inter=128), "dynamic_int4_block128", {}),
+    # the example's own test configuration (2048 wide, 28 MB), the converter's default cache length
+    "llama_fake": (llama_fake, "dynamic_int8", {"kv_cache_max_len": 1280}),
 }
 
 

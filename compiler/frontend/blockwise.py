@@ -1,7 +1,8 @@
 """Blockwise-quantized constants (TFLite QuantizationParameters.details = BlockwiseQuantization): what
 litert-torch's `dynamic_int4_block32` / `_block128` exports write for FULLY_CONNECTED weights and the token
 embedding.  The weight [N, K] is int4 (two a byte, the low nibble first, -8..7); its scales are a float
-tensor of N x K / block_size values (the block runs along the last axis, K), no zero points.
+tensor of N x K / block_size values (the block runs along the last axis, K), no zero points; XNNPACK (LiteRT's
+default CPU path) rounds the scales to bfloat16, and so does gpuc.
 
 `dequantize(tensors, tvec, where)` makes each such constant a float32 constant q * scale[n, k // block] at
 import; `dynamic_fcs` then makes each FC over one quantize its activations per row first, as LiteRT's
@@ -26,6 +27,14 @@ def _int4(raw: np.ndarray, count: int) -> np.ndarray:
     return np.where(nib > 7, nib - 16, nib).astype(np.int8)
 
 
+def _bf16(v: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (to nearest, ties to even), as XNNPACK packs block scales (litert-torch
+    writes them bf16-exact already; a file whose float16 scales are not is read as LiteRT's default path reads it)."""
+    u = np.ascontiguousarray(v, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
 def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> set[int]:
     """Every blockwise-quantized constant of one subgraph as float32 (in place); their tensor ids."""
     done = set()
@@ -47,7 +56,7 @@ def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> set[int]:
                 or tensors[si].data.size != count // bs:
             raise ModelFormatError(f"{what}: block size {bs} over {list(t.shape)} with scales tensor {si}")
         vals = _int4(t.data, count) if t.dtype == "int4" else np.asarray(t.data, np.int8).reshape(-1)
-        scales = np.asarray(tensors[si].data, np.float32).reshape(-1, 1)
+        scales = _bf16(np.asarray(tensors[si].data, np.float32).reshape(-1, 1))
         w = (vals.reshape(-1, bs).astype(np.float32) * scales).reshape(t.shape)
         tensors[ti] = ir.Tensor(t.id, t.name, t.shape, "float32", w.astype(np.float32), None, t.is_variable,
                                 t.shape_signature)

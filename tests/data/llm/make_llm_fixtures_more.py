@@ -96,8 +96,10 @@ FIXTURES = {
     "qwen3_q8": (qwen3, "dynamic_int8", {}),
     "deepseek_q8": (deepseek, "dynamic_int8", {}),
     "falcon_q8": (falcon, "dynamic_int8", {}),
-    # Gemma 2's converter defaults (convert_gemma2_to_tflite.py): the mask an input, the transposed KV cache
+    # Gemma 2's and 3's converter defaults (convert_gemma{2,3}_to_tflite.py): the mask an input, the
+    # transposed KV cache (Gemma 3 still cuts its sliding layers' window out of the given mask in the graph)
     "gemma2_tkv_mask_q8": (gemma2, "dynamic_int8", {"mask_as_input": True, "kvcache_layout": "transposed"}),
+    "gemma3_tkv_mask_q8": (gemma3, "dynamic_int8", {"mask_as_input": True, "kvcache_layout": "transposed"}),
 }
 
 

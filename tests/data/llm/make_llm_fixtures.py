@@ -14,7 +14,8 @@ what sets each apart: GQA ratio (one KV head included), rope scaling, tied or un
 per-layer head counts, qkv bias, attention width unlike the embedding width; and export options: float
 weights, int4 blocks, the mask as an input.  OPTIONS lists more export options (weight-only int8, fp16,
 transposed cache, prefill logits, two prefill lengths, decode batch 2, the example's own 2048-wide
-configuration), built only when named.  When last checked gpuc gave LiteRT's tokens on all of them, logits
+configuration, the converter's default six prefill lengths with a 1280-position cache), built only when
+named.  When last checked gpuc gave LiteRT's tokens on all of them, logits
 within 1e-4 of max|logit| but for one step of 8 on tiny_llama_mask_q8 and llama_fake (7.5e-3: one int8
 activation rounding step); decode batch 2 compiles, but its reference needs batch-2 caches this script does
 not build, and generate refuses it by name.
@@ -134,6 +135,8 @@ OPTIONS = {
     "tiny_llama_q4b128": (partial(tiny_llama, emb=128, heads=16, inter=128), "dynamic_int4_block128", {}),
     # the example's own test configuration (2048 wide, 28 MB), the converter's default cache length
     "llama_fake": (llama_fake, "dynamic_int8", {"kv_cache_max_len": 1280}),
+    # the converter's default prefill lengths and cache length
+    "llama_defaults": (partial(llama, max_seq=2048), "dynamic_int8", {"prefill_seq_len": [8, 64, 128, 256, 512, 1024], "kv_cache_max_len": 1280}),
 }
 
 

@@ -70,8 +70,8 @@ def dynamic_fcs(g: ir.Graph, weights: set[int]) -> None:
     if not weights:
         return
     from gpuc.compiler.ops import blockwise_fc
-    nodes = []
+    nodes, memo = [], {}
     for n in g.nodes:
-        made = blockwise_fc.rewrite(g, n) if len(n.inputs) > 1 and n.inputs[1] in weights else None
+        made = blockwise_fc.rewrite(g, n, memo) if len(n.inputs) > 1 and n.inputs[1] in weights else None
         nodes += made or [n]
     g.nodes = nodes

@@ -19,7 +19,9 @@ from gpuc.compiler.ir import Graph, Node
 FC = "FULLY_CONNECTED"
 
 
-def rewrite(g: Graph, n: Node) -> list[Node] | None:
+def rewrite(g: Graph, n: Node, memo: dict | None = None) -> list[Node] | None:
+    """`memo` (input tensor -> its quantized row and 1 / scale) lets FCs of one input (q/k/v, gate/up)
+    share the quantization: the first of them makes it."""
     if n.op != FC or len(n.inputs) < 2 or n.attrs.get("fused_activation_function", 0) != 0 or len(n.outputs) != 1:
         return None
     x, w, y = g.t(n.inputs[0]), g.t(n.inputs[1]), g.t(n.outputs[0])
@@ -45,6 +47,18 @@ def rewrite(g: Graph, n: Node) -> list[Node] | None:
         return op(kind, [a, b], shape, fused_activation_function=0) if kind in ("ADD", "SUB", "MUL", "DIV") \
             else op(kind, [a, b], shape)
 
+    memo = {} if memo is None else memo
+    if n.inputs[0] in memo:
+        xq, inv = memo[n.inputs[0]]
+    else:
+        xq, inv = _quantized(g, n, x, row, op, ew, c)
+        memo[n.inputs[0]] = (xq, inv)
+    return _fc(g, n, y, row, xq, inv, bias, nodes, op, ew, name)
+
+
+def _quantized(g, n, x, row, op, ew, c):
+    """(q - zp, 1 / s) of each row of the FC's input."""
+    name = f"{g.t(n.outputs[0]).name}/qd8"
     axis = g.add_const(f"{name}/axis", np.array([len(x.shape) - 1], np.int32))
     zero = c(0.0)
     rmin = ew("MINIMUM", op("REDUCE_MIN", [n.inputs[0], axis], row, keep_dims=True), zero)
@@ -59,10 +73,12 @@ def rewrite(g: Graph, n: Node) -> list[Node] | None:
     full = tuple(x.shape)
     q = ew("ADD", op("ROUND", [ew("MUL", n.inputs[0], sc, full)], full), zp, full)
     q = ew("MINIMUM", ew("MAXIMUM", q, c(-128.0), full), c(127.0), full)
-    xq = ew("SUB", q, zp, full)
+    return ew("SUB", q, zp, full), ew("DIV", c(1.0), sc)
+
+
+def _fc(g, n, y, row, xq, inv, bias, nodes, op, ew, name):
     acc = op(FC, [xq, n.inputs[1], -1], tuple(y.shape), **dict(n.attrs))
     yrow = tuple(y.shape[:-1]) + (1,)
-    inv = ew("DIV", c(1.0), sc)
     if yrow != row:
         inv = op("RESHAPE", [inv, g.add_const(f"{name}/shape", np.array(yrow, np.int32))], yrow, new_shape=list(yrow))
     out = n.outputs[0]

@@ -11,6 +11,10 @@ The nodes are written in TFLite's form (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARI
 through passes/variables.py like a model's own variables: the assignments come last in node order,
 after every read of the old values (the runtime's barriers order them).
 
+A decode that also takes `mask` (litert-torch's mask_as_input: [1, 1, 1, KV] float32, added to the
+attention scores) gets it computed on the device from the position read at the start of the step, as
+generate() feeds it on the host: 0 on the keys up to the position, -inf past it.
+
 A decode signature of another shape gets no derived signature (attach returns False).
 """
 from __future__ import annotations
@@ -19,14 +23,19 @@ import numpy as np
 
 from gpuc.compiler.ir import Model, Node
 from gpuc.runtime.decode_loop import DERIVED, NEXT_TOKEN, SOURCE, STATE_POS, STATE_TOKENS  # noqa: F401
-from gpuc.runtime.generate import POSITIONS, TOKENS
+from gpuc.runtime.generate import MASK, POSITIONS, TOKENS
 
 
 def _fits(graph, sig: dict) -> int | None:
     """The logits tensor when `sig` (its state already threaded) has the expected decode shape, else None."""
     ins = sig["inputs"]
-    if set(graph.inputs) != {ins.get(TOKENS), ins.get(POSITIONS)} or len(graph.outputs) != 1:
+    if set(graph.inputs) - {ins.get(MASK)} != {ins.get(TOKENS), ins.get(POSITIONS)} or len(graph.outputs) != 1:
         return None
+    if ins.get(MASK) in graph.inputs:
+        mask = graph.t(ins[MASK])
+        if mask.dtype != "float32" or not mask.shape or not all(isinstance(d, (int, np.integer)) for d in mask.shape) \
+                or int(np.prod(mask.shape[:-1])) != 1:
+            return None                     # (one query row over the cache's keys)
     tok, pos, logits = graph.t(ins[TOKENS]), graph.t(ins[POSITIONS]), graph.t(graph.outputs[0])
     if (tuple(tok.shape), tok.dtype, tuple(pos.shape), pos.dtype) != ((1, 1), "int32", (1,), "int32"):
         return None
@@ -58,6 +67,8 @@ def attach(model: Model, sig: dict) -> bool:
     tok, pos = sig["inputs"][TOKENS], sig["inputs"][POSITIONS]
     h_tok = _variable(model, graph, STATE_TOKENS.removeprefix("var:"), tok)
     h_pos = _variable(model, graph, STATE_POS.removeprefix("var:"), pos)
+    if sig["inputs"].get(MASK) in graph.inputs:
+        _causal_mask(graph, sig["inputs"][MASK], pos)
     shape = graph.t(logits).shape
     nxt = graph.add_tensor(NEXT_TOKEN, [1, 1], "int32")
     axis = graph.add_const(f"{NEXT_TOKEN}/axis", np.array([len(shape) - 1], np.int32))
@@ -77,3 +88,15 @@ def attach(model: Model, sig: dict) -> bool:
     ]
     graph.outputs = [nxt]
     return True
+
+
+def _causal_mask(graph, mask: int, pos: int) -> None:
+    """Tensor `mask` (a graph input until now) computed after the variables' reads: 0 where the key
+    index <= the position, -inf elsewhere (runtime/generate.py's host mask)."""
+    shape = [int(d) for d in graph.t(mask).shape]
+    keys = graph.add_const("mask/keys", np.arange(shape[-1], dtype=np.int32).reshape(shape))
+    zero = graph.add_const("mask/zero", np.zeros([1], np.float32))
+    neg = graph.add_const("mask/neg", np.full([1], -np.inf, np.float32))
+    live = graph.add_tensor("mask/live", shape, "bool")
+    graph.nodes[4:4] = [Node("LESS_EQUAL", [keys, pos], [live]), Node("SELECT_V2", [live, zero, neg], [mask])]
+    graph.inputs = [t for t in graph.inputs if t != mask]

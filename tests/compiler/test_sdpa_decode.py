@@ -130,7 +130,7 @@ def test_one_dispatch_writes_the_cache_and_rotates_q(monkeypatch):
     """The one-dispatch form with the step's cache writes and q's rotation folded in (kv_write, rope): the
     same output and caches as split + combine, at the first position, inside and the last."""
     from gpuc.compiler.ops import sdpa_decode
-    from test_kv_write_attention import _inputs as kv_inputs, model as kv_model
+    from helpers.kv_write_graphs import inputs as kv_inputs, model as kv_model
     monkeypatch.setenv("GPUC_NO_CACHE", "1")
     data = kv_model()
     models = []

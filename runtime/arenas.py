@@ -82,3 +82,16 @@ class Arenas:
             for arena in self._arenas:              # every batch item has its own state
                 vk.vkCmdCopyBuffer(cmd, self.weights, arena, len(regions), regions)
         self.device.one_shot(rec)
+
+    def write_state(self, offset: int, raw: bytes) -> None:
+        """Write `raw` (a multiple of 4 bytes, at most 65536) at `offset` of every arena, after any earlier
+        run on this queue (LoadedModel.set_state checks the tensor, the size and the dtype)."""
+        data = vk.ffi.new("char[]", raw)            # alive until one_shot returns
+
+        def rec(cmd):
+            commands.barrier(cmd, commands.T | commands.C, commands.T,
+                             vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | commands.RW
+                             | vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+            for arena in self._arenas:
+                vk.vkCmdUpdateBuffer(cmd, arena, offset, len(raw), data)
+        self.device.one_shot(rec)

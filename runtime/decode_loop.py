@@ -3,8 +3,8 @@ the token and its position as state and feeds its own argmax back, so a step nee
 generate() (runtime/generate.py) seeds the state after the prefill and keeps `depth` steps queued
 (the queue runs them in order); the host reads 4 bytes per step, the token, while the next step runs.
 
-`set_state(model, name, value)` writes a state tensor of a model (any signature runner: they share
-the state region) from the host, after the runs already submitted and before any later one.
+The seeds go in through LoadedModel.set_state (any signature runner: they share the state region), in
+the queue's order after the runs already submitted.
 """
 from __future__ import annotations
 
@@ -18,40 +18,6 @@ from gpuc.errors import GpucError
 DERIVED, SOURCE = "decode_greedy", "decode"
 STATE_TOKENS, STATE_POS = "var:greedy/tokens", "var:greedy/input_pos"      # passes/variables.py names: var:<name>
 NEXT_TOKEN = "next_token"
-
-
-def set_state(model, name: str, value) -> None:
-    """Write `value` into state tensor `name` of `model` (a variable: one of the bundle's state_init
-    tensors), in every arena; dtype and size must match."""
-    import vulkan as vk
-
-    from gpuc.runtime import commands
-    model._check_open()
-    b = model.bundle
-    states = {b.tensors[dst].name: b.tensors[dst] for dst, _ in b.state_init}
-    t = states.get(name)
-    if t is None:
-        raise GpucError(f"set_state: no state tensor {name!r} (state: {', '.join(sorted(states)) or 'none'})")
-    arr = np.asarray(value)
-    if arr.dtype.name != t.dtype or arr.size != int(np.prod(t.shape, dtype=np.int64)):
-        raise GpucError(f"set_state: {name!r} is {t.dtype}{list(t.shape)}; got {arr.dtype.name}{list(arr.shape)}")
-    raw = np.ascontiguousarray(arr).tobytes()
-    if len(raw) % 4 or len(raw) > 65536:
-        raise GpucError(f"set_state: {name!r} has {len(raw)} bytes (a multiple of 4, at most 65536, written inline)")
-    data = vk.ffi.new("char[]", raw)
-    arenas = model.arenas
-
-    def rec(cmd):
-        commands.barrier(cmd, commands.T | commands.C, commands.T,
-                         vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | commands.RW
-                         | vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        for i in range(arenas.items):
-            vk.vkCmdUpdateBuffer(cmd, arenas.arena(i), t.offset, len(raw), data)
-    model.slots.reserve_all()                 # no run of this runner starts during the write
-    try:
-        model.device.one_shot(rec)            # the queue's order: after every run already submitted
-    finally:
-        model.slots.release_all()
 
 
 def greedy_runner(model):
@@ -69,8 +35,8 @@ def run(runner, token: int, pos: int, steps: int, stop_ids=(), depth: int | None
     """Yield up to `steps` greedy tokens after feeding `token` at position `pos` (the KV cache holds
     every earlier position), stopping after one in stop_ids.  Steps queued past a stop are waited for
     and dropped (they only write cache rows past the sequence, and the next generate resets the state)."""
-    set_state(runner, STATE_TOKENS, np.array([[token]], np.int32))
-    set_state(runner, STATE_POS, np.array([pos], np.int32))
+    runner.set_state(STATE_TOKENS, np.array([[token]], np.int32))
+    runner.set_state(STATE_POS, np.array([pos], np.int32))
     depth = max(1, min(depth or runner.n_slots, runner.n_slots))
     pending, submitted = deque(), 0
     try:

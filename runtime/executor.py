@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+import numpy as np
+
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
 from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, program, recorder, signatures, status
@@ -176,10 +178,26 @@ class LoadedModel:
             self.slots.release_all()
 
     def set_state(self, name: str, value) -> None:
-        """Write a state (variable) tensor from the host, after the runs already submitted
-        (runtime/decode_loop.py; the state region is shared by a bundle's signatures)."""
-        from gpuc.runtime.decode_loop import set_state
-        set_state(self, name, value)
+        """Write state (variable) tensor `name` from the host, in every arena, after the runs already
+        submitted and before any later one (the state region is shared by a bundle's signatures; the
+        device-greedy loop of runtime/decode_loop.py seeds its token and position this way)."""
+        self._check_open()
+        b = self.bundle
+        states = {b.tensors[dst].name: b.tensors[dst] for dst, _ in b.state_init}
+        t = states.get(name)
+        if t is None:
+            raise GpucError(f"set_state: no state tensor {name!r} (state: {', '.join(sorted(states)) or 'none'})")
+        arr = np.asarray(value)
+        if arr.dtype.name != t.dtype or arr.size != int(np.prod(t.shape, dtype=np.int64)):
+            raise GpucError(f"set_state: {name!r} is {t.dtype}{list(t.shape)}; got {arr.dtype.name}{list(arr.shape)}")
+        raw = np.ascontiguousarray(arr).tobytes()
+        if len(raw) % 4 or len(raw) > 65536:
+            raise GpucError(f"set_state: {name!r} has {len(raw)} bytes (a multiple of 4, at most 65536, written inline)")
+        self.slots.reserve_all()                # no run of this runner starts during the write
+        try:
+            self.arenas.write_state(t.offset, raw)
+        finally:
+            self.slots.release_all()
 
     def input_view(self, i: int = 0, slot: int = 0, batch: int | None = None):
         """numpy array backed by the mapped input staging memory of `slot` (write it, then run_in_place);

@@ -19,6 +19,7 @@ from gpuc.compiler.frontend.tflite_schema import ENUMS
 from gpuc.errors import ModelFormatError
 
 BLOCKWISE = ENUMS["QuantizationDetails"]["BlockwiseQuantization"]
+KERNEL = True       # FCs over int4 blocks run on compiler/ops/gemm_qb.py's kernel where it applies
 
 
 def _int4(raw: np.ndarray, count: int) -> np.ndarray:
@@ -35,9 +36,10 @@ def _bf16(v: np.ndarray) -> np.ndarray:
     return u.astype(np.uint32).view(np.float32)
 
 
-def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> set[int]:
-    """Every blockwise-quantized constant of one subgraph as float32 (in place); their tensor ids."""
-    done = set()
+def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> dict:
+    """Every blockwise-quantized constant of one subgraph as float32 (in place): tensor id -> (its int
+    values, bf16-rounded scales, block size)."""
+    done = {}
     for ti in range(len(tvec)):
         q = tvec[ti]["quantization"]
         if q is None or q["details_type"] != BLOCKWISE:
@@ -60,18 +62,22 @@ def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> set[int]:
         w = (vals.reshape(-1, bs).astype(np.float32) * scales).reshape(t.shape)
         tensors[ti] = ir.Tensor(t.id, t.name, t.shape, "float32", w.astype(np.float32), None, t.is_variable,
                                 t.shape_signature)
-        done.add(ti)
+        done[ti] = (vals.reshape(t.shape), scales.reshape(-1), bs)
     return done
 
 
-def dynamic_fcs(g: ir.Graph, weights: set[int]) -> None:
-    """The FCs over those weights with their activations quantized per row as LiteRT's kernels do
-    (compiler/ops/blockwise_fc.py), in place."""
+def dynamic_fcs(g: ir.Graph, weights: dict) -> None:
+    """The FCs over those weights with their activations quantized per row as LiteRT's kernels do, in
+    place: one int4 kernel each where compiler/ops/gemm_qb.py takes it (KERNEL), else the plain ops of
+    compiler/ops/blockwise_fc.py."""
     if not weights:
         return
-    from gpuc.compiler.ops import blockwise_fc
+    from gpuc.compiler.ops import blockwise_fc, gemm_qb
     nodes, memo = [], {}
     for n in g.nodes:
-        made = blockwise_fc.rewrite(g, n, memo) if len(n.inputs) > 1 and n.inputs[1] in weights else None
+        made = None
+        if len(n.inputs) > 1 and n.inputs[1] in weights:
+            if not (KERNEL and gemm_qb.attach(g, n, *weights[n.inputs[1]])):
+                made = blockwise_fc.rewrite(g, n, memo)
         nodes += made or [n]
     g.nodes = nodes

@@ -11,7 +11,7 @@ from gpuc.compiler import symbolic as S
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.depthwise_plan import plan_depthwise, plan_variants, weights_in_registers
 from gpuc.compiler.ops.epi_chain import apply_chain
-from gpuc.compiler.ops import gemm_q8, ln_fold
+from gpuc.compiler.ops import gemm_q8, gemm_qb, ln_fold
 from gpuc.compiler.ops.gemm_dispatch import float_const, gemm_kernels, relayout
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import (PADDING_SAME, PADDING_VALID, act_code, check_act, checked, epilogue,
@@ -148,6 +148,8 @@ def lower_fc(node, graph):
     bias = _bias(node, graph, o)
     if node.attrs.get(gemm_q8.ATTR) and w.dtype == "int8":       # int8 weights kept (passes/quant.py)
         return gemm_q8.q8_kernels(node, graph, bias)
+    if gemm_qb.applies(node):                     # blockwise int4 weights kept (frontend/blockwise.py)
+        return gemm_qb.qb_kernels(node, graph, bias)
     rows = size(graph.t(node.outputs[0]).shape) // o
     if ln_fold.LN_ATTR in node.attrs:             # a LayerNorm folded in (ops/ln_fold.py)
         return ln_fold.folded_fc(node, graph, bias, lambda w_id, w_kn, b, ln: gemm_kernels(

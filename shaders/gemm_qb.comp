@@ -1,0 +1,119 @@
+// @storage16
+// FULLY_CONNECTED over blockwise int4 weights (litert-torch's dynamic_int4_block32 / _block128 exports;
+// ops/gemm_qb.py), computed as LiteRT's default CPU path (XNNPACK qd8-f32-qb4w) computes it:
+//   row m of x is quantized on the fly to int8 exactly as shaders/gemm_q8.comp does (rmin = min(0, min x),
+//   rmax = max(0, max x), s = 255 / (rmax - rmin) (1 when equal), zp = round_even(clamp(-128 - rmin*s or
+//   127 - rmax*s, whichever the rounding errors favour, -128, 127)), q = clamp(round_even(x * s) + zp, -128, 127));
+//   per block b of BLOCK weights: acc_b = sum_k q[k] * W[n, k] - zp * sum_k W[n, k]   (exact in int32)
+//   v = (sum_b float(acc_b) * wscale[n, b]) * (1 / s) + bias[n], then the activation / residual / chain epilogue.
+// The weights stay int4 in the bundle ([GN][KQ] uvec4 words: 32 nibbles a word, the low nibble first, as the
+// .tflite stores them) and are unpacked in registers.
+// TPC invocations per channel (each takes blocks lane, lane + TPC, ...; their float sums meet in a tree in
+// shared memory), NT / TPC channels at once, RN channels and one row a workgroup.
+// Defines: GM GN GK KQ (GK / 32) BW (words a block) NB (blocks a row) TPC RN TILES_N HAS_BIAS ACT RESIDUAL
+//          ACT2 EPI_CHAIN
+// Bindings: out_ x w (uvec4) ws (float [GN][NB]) wsum (int [GN][NB]) [bias] [res] [e1..]
+#extension GL_EXT_control_flow_attributes : enable
+#ifndef EPI_CHAIN
+#define EPI_CHAIN 0
+#endif
+#define NT gl_WorkGroupSize.x
+shared uint xq[KQ * 8];                          // (the quantized row: 4 int8 a word)
+shared float red_lo[NT];
+shared float red_hi[NT];
+shared float part[NT];
+
+// 8 int8 values (words a, b) times 8 int4 values (word u, the low nibble first)
+int dot8(uint a, uint b, uint u) {
+    int s = 0;
+    [[unroll]] for (int j = 0; j < 4; ++j) {
+        s += bitfieldExtract(int(a), 8 * j, 8) * bitfieldExtract(int(u), 4 * j, 4);
+        s += bitfieldExtract(int(b), 8 * j, 8) * bitfieldExtract(int(u), 16 + 4 * j, 4);
+    }
+    return s;
+}
+
+// @include epi_chain.glsl
+
+void main() {
+    uint tid = gl_LocalInvocationID.x;
+    int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
+    int tn = wg % TILES_N, m = wg / TILES_N;
+    int n0 = tn * RN;
+    if (m >= GM) return;                         // (whole workgroup: uniform)
+    // phase 1: quantize row m into shared memory
+    float lo = 0.0, hi = 0.0;
+    for (int k = int(tid); k < GK; k += int(NT)) {
+        float v = LD(x, m * GK + k);
+        lo = min(lo, v);
+        hi = max(hi, v);
+    }
+    red_lo[tid] = lo;
+    red_hi[tid] = hi;
+    barrier();
+    for (uint s = NT / 2; s > 0; s >>= 1) {
+        if (tid < s) {
+            red_lo[tid] = min(red_lo[tid], red_lo[tid + s]);
+            red_hi[tid] = max(red_hi[tid], red_hi[tid + s]);
+        }
+        barrier();
+    }
+    float rmin = red_lo[0], rmax = red_hi[0];
+    float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
+    float a = rmin * sc, b = rmax * sc;
+    float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
+    int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+    float inv = 1.0 / sc;
+    for (int wd = int(tid); wd < KQ * 8; wd += int(NT)) {
+        uint word = 0u;
+        [[unroll]] for (int j = 0; j < 4; ++j) {
+            float v = LD(x, m * GK + wd * 4 + j);
+            int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
+            word |= (uint(q) & 0xffu) << (8 * j);
+        }
+        xq[wd] = word;
+    }
+    barrier();
+    // phase 2: per block int8 x int4 dot products (exact in int32), scaled and summed in float
+    const int CPP = int(NT) / TPC;
+    int sl = int(tid) / TPC, lane = int(tid) % TPC;
+    [[dont_unroll]] for (int c0 = 0; c0 < RN; c0 += CPP) {
+        int n = n0 + c0 + sl;
+        float f = 0.0;
+        if (n < GN) {
+            for (int bk = lane; bk < NB; bk += TPC) {
+                int s = 0;
+                [[unroll]] for (int j = 0; j < BW; ++j) {
+                    int qd = bk * BW + j;
+                    uvec4 wv = w[n * KQ + qd];
+                    s += dot8(xq[qd * 8], xq[qd * 8 + 1], wv.x) + dot8(xq[qd * 8 + 2], xq[qd * 8 + 3], wv.y)
+                       + dot8(xq[qd * 8 + 4], xq[qd * 8 + 5], wv.z) + dot8(xq[qd * 8 + 6], xq[qd * 8 + 7], wv.w);
+                }
+                s -= zp * LD(wsum, n * NB + bk);
+                f += float(s) * LD(ws, n * NB + bk);
+            }
+        }
+        part[tid] = f;
+        barrier();
+        for (int st = TPC / 2; st > 0; st >>= 1) {
+            if (lane < st) part[tid] += part[tid + st];
+            barrier();
+        }
+        if (lane == 0 && n < GN) {
+            float v = part[tid] * inv;
+#if HAS_BIAS
+            v += LD(bias, n);
+#endif
+            v = gpuc_act(v);
+            int o = m * GN + n;
+#if RESIDUAL
+            v = gpuc_apply(v + LD(res, o), ACT2);
+#endif
+#if EPI_CHAIN
+            v = epi_chain(o, v);
+#endif
+            ST(out_, o, v);
+        }
+        barrier();
+    }
+}

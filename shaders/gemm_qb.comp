@@ -9,8 +9,9 @@
 // The weights stay int4 in the bundle ([GN][KQ] uvec4 words: 32 nibbles a word, the low nibble first, as the
 // .tflite stores them) and are unpacked in registers.
 // TPC invocations per channel (each takes blocks lane, lane + TPC, ...; their float sums meet in a tree in
-// shared memory), NT / TPC channels at once, RN channels and one row a workgroup.
-// Defines: GM GN GK KQ (GK / 32) BW (words a block) NB (blocks a row) TPC RN TILES_N HAS_BIAS ACT RESIDUAL
+// shared memory), NT / TPC channels at once, RN channels and RM rows a workgroup (each weight word loaded once
+// for the RM rows).
+// Defines: GM GN GK KQ (GK / 32) BW (words a block) NB (blocks a row) TPC RM RN TILES_N HAS_BIAS ACT RESIDUAL
 //          ACT2 EPI_CHAIN
 // Bindings: out_ x w (uvec4) ws (float [GN][NB]) wsum (int [GN][NB]) [bias] [res] [e1..]
 #extension GL_EXT_control_flow_attributes : enable
@@ -18,10 +19,13 @@
 #define EPI_CHAIN 0
 #endif
 #define NT gl_WorkGroupSize.x
-shared uint xq[KQ * 8];                          // (the quantized row: 4 int8 a word)
+const int XR = KQ * 8;                           // (a quantized row's words: 4 int8 a word)
+shared uint xq[RM * XR];
 shared float red_lo[NT];
 shared float red_hi[NT];
-shared float part[NT];
+shared float part[RM * NT];
+shared float q_inv[RM];
+shared int q_zp[RM];
 
 // 8 int8 values (words a, b) times 8 int4 values (word u, the low nibble first)
 int dot8(uint a, uint b, uint u) {
@@ -33,86 +37,108 @@ int dot8(uint a, uint b, uint u) {
     return s;
 }
 
+// 32 int8 values of row r from word o on times one 16-byte word of int4 weights
+int dot32(int o, uvec4 wv) {
+    return dot8(xq[o], xq[o + 1], wv.x) + dot8(xq[o + 2], xq[o + 3], wv.y) + dot8(xq[o + 4], xq[o + 5], wv.z)
+         + dot8(xq[o + 6], xq[o + 7], wv.w);
+}
+
 // @include epi_chain.glsl
 
 void main() {
     uint tid = gl_LocalInvocationID.x;
     int wg = int(gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y);
-    int tn = wg % TILES_N, m = wg / TILES_N;
+    int tn = wg % TILES_N, m0 = (wg / TILES_N) * RM;
     int n0 = tn * RN;
-    if (m >= GM) return;                         // (whole workgroup: uniform)
-    // phase 1: quantize row m into shared memory
-    float lo = 0.0, hi = 0.0;
-    for (int k = int(tid); k < GK; k += int(NT)) {
-        float v = LD(x, m * GK + k);
-        lo = min(lo, v);
-        hi = max(hi, v);
-    }
-    red_lo[tid] = lo;
-    red_hi[tid] = hi;
-    barrier();
-    for (uint s = NT / 2; s > 0; s >>= 1) {
-        if (tid < s) {
-            red_lo[tid] = min(red_lo[tid], red_lo[tid + s]);
-            red_hi[tid] = max(red_hi[tid], red_hi[tid + s]);
+    if (m0 >= GM) return;                        // (whole workgroup: uniform)
+    // phase 1: quantize this workgroup's rows into shared memory
+    [[dont_unroll]] for (int r = 0; r < RM; ++r) {
+        int m = min(m0 + r, GM - 1);             // (rows past GM: a copy of the last, never stored)
+        float lo = 0.0, hi = 0.0;
+        for (int k = int(tid); k < GK; k += int(NT)) {
+            float v = LD(x, m * GK + k);
+            lo = min(lo, v);
+            hi = max(hi, v);
         }
+        red_lo[tid] = lo;
+        red_hi[tid] = hi;
         barrier();
-    }
-    float rmin = red_lo[0], rmax = red_hi[0];
-    float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
-    float a = rmin * sc, b = rmax * sc;
-    float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
-    int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
-    float inv = 1.0 / sc;
-    for (int wd = int(tid); wd < KQ * 8; wd += int(NT)) {
-        uint word = 0u;
-        [[unroll]] for (int j = 0; j < 4; ++j) {
-            float v = LD(x, m * GK + wd * 4 + j);
-            int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
-            word |= (uint(q) & 0xffu) << (8 * j);
+        for (uint s = NT / 2; s > 0; s >>= 1) {
+            if (tid < s) {
+                red_lo[tid] = min(red_lo[tid], red_lo[tid + s]);
+                red_hi[tid] = max(red_hi[tid], red_hi[tid + s]);
+            }
+            barrier();
         }
-        xq[wd] = word;
+        float rmin = red_lo[0], rmax = red_hi[0];
+        float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
+        float a = rmin * sc, b = rmax * sc;
+        float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
+        int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+        if (tid == 0) {
+            q_inv[r] = 1.0 / sc;
+            q_zp[r] = zp;
+        }
+        for (int wd = int(tid); wd < XR; wd += int(NT)) {
+            uint word = 0u;
+            [[unroll]] for (int j = 0; j < 4; ++j) {
+                float v = LD(x, m * GK + wd * 4 + j);
+                int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
+                word |= (uint(q) & 0xffu) << (8 * j);
+            }
+            xq[r * XR + wd] = word;
+        }
+        barrier();                               // (also: every read of red_lo[0] before the next row's writes)
     }
-    barrier();
+    int zps[RM];
+    [[unroll]] for (int r = 0; r < RM; ++r) zps[r] = q_zp[r];
     // phase 2: per block int8 x int4 dot products (exact in int32), scaled and summed in float
     const int CPP = int(NT) / TPC;
     int sl = int(tid) / TPC, lane = int(tid) % TPC;
     [[dont_unroll]] for (int c0 = 0; c0 < RN; c0 += CPP) {
         int n = n0 + c0 + sl;
-        float f = 0.0;
+        float f[RM];
+        [[unroll]] for (int r = 0; r < RM; ++r) f[r] = 0.0;
         if (n < GN) {
             for (int bk = lane; bk < NB; bk += TPC) {
-                int s = 0;
+                int s[RM];
+                [[unroll]] for (int r = 0; r < RM; ++r) s[r] = 0;
                 [[unroll]] for (int j = 0; j < BW; ++j) {
                     int qd = bk * BW + j;
                     uvec4 wv = w[n * KQ + qd];
-                    s += dot8(xq[qd * 8], xq[qd * 8 + 1], wv.x) + dot8(xq[qd * 8 + 2], xq[qd * 8 + 3], wv.y)
-                       + dot8(xq[qd * 8 + 4], xq[qd * 8 + 5], wv.z) + dot8(xq[qd * 8 + 6], xq[qd * 8 + 7], wv.w);
+                    [[unroll]] for (int r = 0; r < RM; ++r) s[r] += dot32(r * XR + qd * 8, wv);
                 }
-                s -= zp * LD(wsum, n * NB + bk);
-                f += float(s) * LD(ws, n * NB + bk);
+                int ws_ = LD(wsum, n * NB + bk);
+                float sb = LD(ws, n * NB + bk);
+                [[unroll]] for (int r = 0; r < RM; ++r) f[r] += float(s[r] - zps[r] * ws_) * sb;
             }
         }
-        part[tid] = f;
+        [[unroll]] for (int r = 0; r < RM; ++r) part[r * int(NT) + int(tid)] = f[r];
         barrier();
         for (int st = TPC / 2; st > 0; st >>= 1) {
-            if (lane < st) part[tid] += part[tid + st];
+            if (lane < st) {
+                [[unroll]] for (int r = 0; r < RM; ++r) part[r * int(NT) + int(tid)] += part[r * int(NT) + int(tid) + st];
+            }
             barrier();
         }
         if (lane == 0 && n < GN) {
-            float v = part[tid] * inv;
+            [[unroll]] for (int r = 0; r < RM; ++r) {
+                int m = m0 + r;
+                if (m >= GM) break;
+                float v = part[r * int(NT) + int(tid)] * q_inv[r];
 #if HAS_BIAS
-            v += LD(bias, n);
+                v += LD(bias, n);
 #endif
-            v = gpuc_act(v);
-            int o = m * GN + n;
+                v = gpuc_act(v);
+                int o = m * GN + n;
 #if RESIDUAL
-            v = gpuc_apply(v + LD(res, o), ACT2);
+                v = gpuc_apply(v + LD(res, o), ACT2);
 #endif
 #if EPI_CHAIN
-            v = epi_chain(o, v);
+                v = epi_chain(o, v);
 #endif
-            ST(out_, o, v);
+                ST(out_, o, v);
+            }
         }
         barrier();
     }

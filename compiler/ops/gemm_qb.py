@@ -25,6 +25,8 @@ LOCAL = 64
 WORD = 32                       # int4 weights a 16-byte word
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: RN grows while >= 2 an SM remain
 MAX_PASSES = 8                  # channel passes a workgroup (RN = passes * channels at once)
+MAX_RM = 8                      # rows a workgroup (each weight word loaded once for them)
+SMEM_WORDS = 8192               # quantized rows a workgroup: RM * K bytes <= 32 KiB of shared memory
 
 
 def attach(g, n, vals: np.ndarray, scales: np.ndarray, block: int) -> bool:
@@ -70,15 +72,18 @@ def applies(node) -> bool:
     return bool(qb) and len(node.inputs) > 1 and node.inputs[1] == qb[0]
 
 
-def _plan(m: int, n: int, nb: int) -> tuple[int, int]:
-    """(TPC, RN): TPC invocations a channel (the blocks of a row, up to the workgroup), RN channels a
-    workgroup (more passes while >= 2 workgroups an SM remain)."""
+def _plan(m: int, n: int, k: int, nb: int) -> tuple[int, int, int]:
+    """(TPC, RM, RN): TPC invocations a channel (the blocks of a row, up to the workgroup), RM rows (as many
+    as shared memory holds, up to MAX_RM), RN channels a workgroup (more passes while >= 2 workgroups an SM
+    remain)."""
     tpc = min(LOCAL, 1 << max(0, (nb - 1).bit_length()))
     cpp = LOCAL // tpc
+    rm = max(1, min(MAX_RM, m, SMEM_WORDS * 4 // k))
+    tiles_m = -(-m // rm)
     passes = 1
-    while passes < MAX_PASSES and m * -(-n // (cpp * passes * 2)) >= 2 * GPU_SMS:
+    while passes < MAX_PASSES and tiles_m * -(-n // (cpp * passes * 2)) >= 2 * GPU_SMS:
         passes *= 2
-    return tpc, cpp * passes
+    return tpc, rm, cpp * passes
 
 
 def qb_kernels(node, graph, bias) -> list:
@@ -87,25 +92,25 @@ def qb_kernels(node, graph, bias) -> list:
     n, k = graph.t(node.inputs[1]).shape
     m = size(graph.t(node.outputs[0]).shape) // n
     nb = k // block
-    tpc, rn = _plan(m, n, nb)
+    tpc, rm, rn = _plan(m, n, k, nb)
     tiles_n = -(-n // rn)
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", w_id), ("ws", s_id), ("wsum", sum_id)]
     if bias is not None:
         binds.append(("bias", bias))
-    defines = dict(GM=m, GN=n, GK=k, KQ=k // WORD, BW=block // WORD, NB=nb, TPC=tpc, RN=rn, TILES_N=tiles_n,
+    defines = dict(GM=m, GN=n, GK=k, KQ=k // WORD, BW=block // WORD, NB=nb, TPC=tpc, RM=rm, RN=rn, TILES_N=tiles_n,
                    HAS_BIAS=int(bias is not None), **epilogue(node, binds, ignore=()))
-    kern = Kernel("gemm_qb", binds, m * tiles_n * LOCAL, defines, node.label(), local_x=LOCAL, vec4=("w",),
+    kern = Kernel("gemm_qb", binds, -(-m // rm) * tiles_n * LOCAL, defines, node.label(), local_x=LOCAL, vec4=("w",),
                   item_inner=0)
     return [apply_chain(kern, node, graph)]
 
 
 template("gemm_qb", item_major=False, flat=False, in_place=("res",))
 
-_QB = dict(GM=3, GN=5, GK=64, KQ=2, BW=1, NB=2, TPC=2, RN=64, TILES_N=1)
+_QB = dict(GM=3, GN=5, GK=64, KQ=2, BW=1, NB=2, TPC=2, RM=2, RN=64, TILES_N=1)
 _TYPES = {"w": "uint32", "wsum": "int32"}
 VARIANTS = {
     "gemm_qb": (_QB, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT": [0, 1]},
                 ["out_", "x", "w", "ws", "wsum", "bias", "res"], _TYPES, lambda d: dict(local_x=LOCAL, vec4=("w",))),
-    "gemm_qb:chain": (dict(_QB, **sample_chain(3), BW=4, NB=1, TPC=1, GK=128, KQ=4), {},
+    "gemm_qb:chain": (dict(_QB, **sample_chain(3), BW=4, NB=1, TPC=1, GK=128, KQ=4), {"RM": [1, 3]},
                       ["out_", "x", "w", "ws", "wsum"] + EBIND[:2], _TYPES, lambda d: dict(local_x=LOCAL, vec4=("w",))),
 }

@@ -67,7 +67,7 @@ def test_bad_block_size_is_a_format_error():
         load_tflite(model(block=24))
 
 
-@pytest.mark.parametrize("block,k,m,act", [(32, 64, 1, 0), (32, 160, 3, 0), (128, 256, 1, 0), (128, 256, 5, 0),
+@pytest.mark.parametrize("block,k,m,act", [(32, 64, 1, 0), (32, 160, 3, 0), (128, 256, 1, 0), (128, 256, 11, 0),
                                            (32, 64, 3, 1)])
 def test_int4_kernel_matches_litert_default(block, k, m, act):
     """The one-kernel path (compiler/ops/gemm_qb.py: int4 weights in the bundle, one dispatch) for block

@@ -9,8 +9,8 @@
 // The weights stay int4 in the bundle ([GN][KQ] uvec4 words: 32 nibbles a word, the low nibble first, as the
 // .tflite stores them) and are unpacked in registers.
 // TPC invocations per channel (each takes blocks lane, lane + TPC, ...; their float sums meet in a tree in
-// shared memory), NT / TPC channels at once, RN channels and RM rows a workgroup (each weight word loaded once
-// for the RM rows).
+// shared memory), NT / TPC channels at once, RN channels (RN / (NT / TPC) rounds, their loads all unrolled)
+// and RM rows a workgroup (each weight word loaded once for the RM rows).
 // Defines: GM GN GK KQ (GK / 32) BW (words a block) NB (blocks a row) TPC RM RN TILES_N HAS_BIAS ACT RESIDUAL
 //          ACT2 EPI_CHAIN
 // Bindings: out_ x w (uvec4) ws (float [GN][NB]) wsum (int [GN][NB]) [bias] [res] [e1..]
@@ -23,7 +23,7 @@ const int XR = KQ * 8;                           // (a quantized row's words: 4 
 shared uint xq[RM * XR];
 shared float red_lo[NT];
 shared float red_hi[NT];
-shared float part[RM * NT];
+shared float part[RN / (NT / TPC) * RM * NT];
 shared float q_inv[RM];
 shared int q_zp[RM];
 
@@ -92,15 +92,17 @@ void main() {
     }
     int zps[RM];
     [[unroll]] for (int r = 0; r < RM; ++r) zps[r] = q_zp[r];
-    // phase 2: per block int8 x int4 dot products (exact in int32), scaled and summed in float
-    const int CPP = int(NT) / TPC;
+    // phase 2: per block int8 x int4 dot products (exact in int32), scaled and summed in float; PASSES
+    // rounds of CPP channels, every load of every round unrolled (all of them in flight), one reduction
+    const int CPP = int(NT) / TPC, PASSES = RN / CPP, BPL = (NB + TPC - 1) / TPC;
     int sl = int(tid) / TPC, lane = int(tid) % TPC;
-    [[dont_unroll]] for (int c0 = 0; c0 < RN; c0 += CPP) {
-        int n = n0 + c0 + sl;
-        float f[RM];
-        [[unroll]] for (int r = 0; r < RM; ++r) f[r] = 0.0;
-        if (n < GN) {
-            for (int bk = lane; bk < NB; bk += TPC) {
+    float f[PASSES * RM];
+    [[unroll]] for (int p = 0; p < PASSES; ++p) {
+        int n = n0 + p * CPP + sl;
+        [[unroll]] for (int r = 0; r < RM; ++r) f[p * RM + r] = 0.0;
+        [[unroll]] for (int i = 0; i < BPL; ++i) {
+            int bk = lane + i * TPC;
+            if (n < GN && bk < NB) {
                 int s[RM];
                 [[unroll]] for (int r = 0; r < RM; ++r) s[r] = 0;
                 [[unroll]] for (int j = 0; j < BW; ++j) {
@@ -110,36 +112,38 @@ void main() {
                 }
                 int ws_ = LD(wsum, n * NB + bk);
                 float sb = LD(ws, n * NB + bk);
-                [[unroll]] for (int r = 0; r < RM; ++r) f[r] += float(s[r] - zps[r] * ws_) * sb;
+                [[unroll]] for (int r = 0; r < RM; ++r) f[p * RM + r] += float(s[r] - zps[r] * ws_) * sb;
             }
         }
-        [[unroll]] for (int r = 0; r < RM; ++r) part[r * int(NT) + int(tid)] = f[r];
+    }
+    [[unroll]] for (int e = 0; e < PASSES * RM; ++e) part[e * int(NT) + int(tid)] = f[e];
+    barrier();
+    for (int st = TPC / 2; st > 0; st >>= 1) {
+        if (lane < st) {
+            [[unroll]] for (int e = 0; e < PASSES * RM; ++e) part[e * int(NT) + int(tid)] += part[e * int(NT) + int(tid) + st];
+        }
         barrier();
-        for (int st = TPC / 2; st > 0; st >>= 1) {
-            if (lane < st) {
-                [[unroll]] for (int r = 0; r < RM; ++r) part[r * int(NT) + int(tid)] += part[r * int(NT) + int(tid) + st];
-            }
-            barrier();
-        }
-        if (lane == 0 && n < GN) {
-            [[unroll]] for (int r = 0; r < RM; ++r) {
-                int m = m0 + r;
-                if (m >= GM) break;
-                float v = part[r * int(NT) + int(tid)] * q_inv[r];
+    }
+    if (lane != 0) return;
+    [[unroll]] for (int p = 0; p < PASSES; ++p) {
+        int n = n0 + p * CPP + sl;
+        if (n >= GN) break;
+        [[unroll]] for (int r = 0; r < RM; ++r) {
+            int m = m0 + r;
+            if (m >= GM) break;
+            float v = part[(p * RM + r) * int(NT) + int(tid)] * q_inv[r];
 #if HAS_BIAS
-                v += LD(bias, n);
+            v += LD(bias, n);
 #endif
-                v = gpuc_act(v);
-                int o = m * GN + n;
+            v = gpuc_act(v);
+            int o = m * GN + n;
 #if RESIDUAL
-                v = gpuc_apply(v + LD(res, o), ACT2);
+            v = gpuc_apply(v + LD(res, o), ACT2);
 #endif
 #if EPI_CHAIN
-                v = epi_chain(o, v);
+            v = epi_chain(o, v);
 #endif
-                ST(out_, o, v);
-            }
+            ST(out_, o, v);
         }
-        barrier();
     }
 }

@@ -24,7 +24,8 @@ QB_ATTR = "qb4_weights"         # (float weight id it stands for, packed id, sca
 LOCAL = 64
 WORD = 32                       # int4 weights a 16-byte word
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: RN grows while >= 2 an SM remain
-MAX_PASSES = 8                  # channel passes a workgroup (RN = passes * channels at once)
+MAX_PASSES = 8                  # channel rounds a workgroup (RN = rounds * channels at once; loads all unrolled)
+MAX_SUMS = 16                   # rounds x rows: float sums an invocation holds (and reduces in shared memory)
 MAX_RM = 8                      # rows a workgroup (each weight word loaded once for them)
 SMEM_WORDS = 8192               # quantized rows a workgroup: RM * K bytes <= 32 KiB of shared memory
 
@@ -81,7 +82,7 @@ def _plan(m: int, n: int, k: int, nb: int) -> tuple[int, int, int]:
     rm = max(1, min(MAX_RM, m, SMEM_WORDS * 4 // k))
     tiles_m = -(-m // rm)
     passes = 1
-    while passes < MAX_PASSES and tiles_m * -(-n // (cpp * passes * 2)) >= 2 * GPU_SMS:
+    while passes * 2 <= min(MAX_PASSES, MAX_SUMS // rm) and tiles_m * -(-n // (cpp * passes * 2)) >= 2 * GPU_SMS:
         passes *= 2
     return tpc, rm, cpp * passes
 

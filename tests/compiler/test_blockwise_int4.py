@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gpuc.compiler.frontend import blockwise
 from gpuc.compiler.frontend.importer import load_tflite
+from gpuc.compiler.ops import gemm_qb
 from gpuc.errors import ModelFormatError
 from helpers.builder import ModelBuilder
 
@@ -67,12 +68,17 @@ def test_bad_block_size_is_a_format_error():
         load_tflite(model(block=24))
 
 
-@pytest.mark.parametrize("block,k,m,act", [(32, 64, 1, 0), (32, 160, 3, 0), (128, 256, 1, 0), (128, 256, 11, 0),
-                                           (32, 64, 3, 1)])
-def test_int4_kernel_matches_litert_default(block, k, m, act):
+@pytest.mark.parametrize("block,k,m,act,sms", [(32, 64, 1, 0, 0), (32, 160, 3, 0, 0), (128, 256, 1, 0, 0),
+                                               (128, 256, 11, 0, 0), (32, 64, 3, 1, 0), (32, 2048, 1, 0, 1),
+                                               (32, 2048, 3, 0, 1)])
+def test_int4_kernel_matches_litert_default(block, k, m, act, sms, monkeypatch):
     """The one-kernel path (compiler/ops/gemm_qb.py: int4 weights in the bundle, one dispatch) for block
-    32 and 128, one row and several, a fused RELU."""
+    32 and 128, one row and several, a fused RELU; `sms` (a 1-SM GPU) plans several channel rounds a
+    workgroup."""
     pytest.importorskip("ai_edge_litert")
+    if sms:
+        monkeypatch.setattr(gemm_qb, "GPU_SMS", sms)
+        assert gemm_qb._plan(m, N, k, k // block)[2] > 1     # (RN: rounds of one channel each)
     data = model(block, seed=block + k + m, k=k, m=m, act=act)
     r = np.random.default_rng(k + m)
     x = (r.standard_normal((m, k)) * 3).astype(np.float32)

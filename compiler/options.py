@@ -54,6 +54,8 @@ class CompileOptions(Record):
         ("split_k", None, None, "plan override: this split-K factor where it applies (1: none)"),
         ("split_k_conv", None, None, "implicit-GEMM convolutions split K across workgroups too (False: one "
                                      "dispatch each; default gemm_split.CONV)"),
+        ("blockwise_kernel", True, None, "int4 blockwise FCs on their own kernel (ops/gemm_qb.py; False: the "
+                                         "plain-op rewrite of compiler/ops/blockwise_fc.py)"),
         ("reg_factor", None, None, "planner model: register factor of in-workgroup split-K plans "
                                    "(default ops/gemm_plan.py REG_FACTOR)"),
         ("coopmat_vec8", None, None, "coopmat gemms: 16-byte loads where aligned (default gemm_coopmat.VEC8)"),
@@ -139,7 +141,7 @@ class using:
 def _check(o: CompileOptions) -> None:
     def bad(name, want):
         raise GpucError(f"compile option {name}: {want}, got {getattr(o, name)!r}")
-    for name in ("verify_passes", "coopmat_emulate", "int8_emulate", "fp16_plain_gemms"):
+    for name in ("verify_passes", "coopmat_emulate", "int8_emulate", "fp16_plain_gemms", "blockwise_kernel"):
         if not isinstance(getattr(o, name), bool):
             bad(name, "must be True or False")
     for name in ("coopmat_vec8", "coopmat_direct", "coopmat_reg_chain", "coopmat_small_m", "attention_prefetch",

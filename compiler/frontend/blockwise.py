@@ -19,7 +19,6 @@ from gpuc.compiler.frontend.tflite_schema import ENUMS
 from gpuc.errors import ModelFormatError
 
 BLOCKWISE = ENUMS["QuantizationDetails"]["BlockwiseQuantization"]
-KERNEL = True       # FCs over int4 blocks run on compiler/ops/gemm_qb.py's kernel where it applies
 
 
 def _int4(raw: np.ndarray, count: int) -> np.ndarray:
@@ -68,16 +67,18 @@ def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> dict:
 
 def dynamic_fcs(g: ir.Graph, weights: dict) -> None:
     """The FCs over those weights with their activations quantized per row as LiteRT's kernels do, in
-    place: one int4 kernel each where compiler/ops/gemm_qb.py takes it (KERNEL), else the plain ops of
-    compiler/ops/blockwise_fc.py."""
+    place: one int4 kernel each where compiler/ops/gemm_qb.py takes it (CompileOptions.blockwise_kernel, on
+    by default), else the plain ops of compiler/ops/blockwise_fc.py."""
     if not weights:
         return
     from gpuc.compiler.ops import blockwise_fc, gemm_qb
+    from gpuc.compiler.options import current
+    kernel = current().blockwise_kernel
     nodes, memo = [], {}
     for n in g.nodes:
         made = None
         if len(n.inputs) > 1 and n.inputs[1] in weights:
-            if not (KERNEL and gemm_qb.attach(g, n, *weights[n.inputs[1]])):
+            if not (kernel and gemm_qb.attach(g, n, *weights[n.inputs[1]])):
                 made = blockwise_fc.rewrite(g, n, memo)
         nodes += made or [n]
     g.nodes = nodes

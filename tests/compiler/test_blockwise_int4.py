@@ -11,7 +11,6 @@ import pytest
 
 from pathlib import Path
 
-from gpuc.compiler.frontend import blockwise
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.ops import gemm_qb
 from gpuc.errors import ModelFormatError
@@ -48,16 +47,15 @@ def model(block=32, seed=0, k=K, m=M, act=0) -> bytes:
 
 
 @pytest.mark.parametrize("kernel", [False, True])
-def test_int4_blockwise_fc_matches_litert_default(kernel, monkeypatch):
+def test_int4_blockwise_fc_matches_litert_default(kernel):
     """Both paths: the plain-op rewrite (compiler/ops/blockwise_fc.py) and the int4 kernel."""
     pytest.importorskip("ai_edge_litert")
-    monkeypatch.setattr(blockwise, "KERNEL", kernel)
     data = model()
     r = np.random.default_rng(1)
     x = r.standard_normal((M, K)).astype(np.float32)
     x[1] = np.abs(x[1])                              # a row with no negative value (rmin = 0)
     ref = run_litert(data, [x], default=True)[0]
-    bundle = gpuc.compile(data, cache=False)
+    bundle = gpuc.compile(data, cache=False, blockwise_kernel=kernel)
     got = gpuc.load(bundle).run([x])[0]
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
     assert (len(read_bundle(bundle).dispatches) == 1) == kernel
@@ -91,12 +89,11 @@ def test_int4_kernel_matches_litert_default(block, k, m, act, sms, monkeypatch):
     assert len(b.dispatches) == 1 and b.stats["weights_bytes"] < 2 * N * k    # (float32: 4 N k)
 
 
-def test_tiny_llama_decode_runs_one_kernel_an_fc(monkeypatch):
+def test_tiny_llama_decode_runs_one_kernel_an_fc():
     """The int4 Llama's decode step: far fewer dispatches and weight bytes than the plain-op rewrite."""
     stats = {}
     for kernel in (True, False):
-        monkeypatch.setattr(blockwise, "KERNEL", kernel)
-        b = read_bundle(gpuc.compile(str(LLAMA), cache=False))
+        b = read_bundle(gpuc.compile(str(LLAMA), cache=False, blockwise_kernel=kernel))
         stats[kernel] = next(s.stats for s in [b] + b.signatures if s.signature == "decode")
     assert stats[True]["dispatches"] <= 40 < 150 <= stats[False]["dispatches"], stats
     assert stats[True]["weights_bytes"] * 3 < stats[False]["weights_bytes"], stats

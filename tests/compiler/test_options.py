@@ -24,7 +24,7 @@ NON_DEFAULT = {
     "dynamic_debug": 2, "dw_plan": DwPlan(1, 2, 4), "cm2_plan": Cm2Plan(32, 32, 16, 128), "split_k": 4,
     "reg_factor": 1, "coopmat_vec8": False, "coopmat_direct": False, "coopmat_reg_chain": True,
     "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True,
-    "int8_measured": False, "int8_emulate": True, "split_k_conv": False,
+    "int8_measured": False, "int8_emulate": True, "split_k_conv": False, "blockwise_kernel": False,
 }
 
 
@@ -127,7 +127,8 @@ def test_precedence(monkeypatch):
                                           ({"tune_candidates": -1}, "tune_candidates"),
                                           ({"coopmat_mid_candidates": -1}, "coopmat_mid_candidates"),
                                           ({"attention_prefetch": 1}, "attention_prefetch"),
-                                          ({"split_k_conv": "no"}, "split_k_conv")])
+                                          ({"split_k_conv": "no"}, "split_k_conv"),
+                                          ({"blockwise_kernel": "yes"}, "blockwise_kernel")])
 def test_bad_values_name_the_field(kwargs, field):
     with pytest.raises(GpucError, match=field):
         O.resolve(**kwargs)

@@ -133,13 +133,10 @@ def hard_swish_model(shape=(1, 4, 4, 3), div=False):
     return mb.finish()
 
 
-def layer_norm_model(shape=(2, 3, 8), rng=None):
-    """mean / squared difference / mean / +eps / rsqrt / (x-mean)*inv*gamma+beta, with broadcasting;
-    gamma and beta drawn from `rng` (default: a fresh generator seeded 11)."""
-    rng = np.random.default_rng(11) if rng is None else rng
-    mb = ModelBuilder()
+def layer_norm_chain(mb, x, shape, rng, eps=1e-3):
+    """The LayerNorm chain over the last axis of tensor `x`: mean / squared difference / mean / +eps / rsqrt /
+    (x-mean)*inv*gamma+beta, gamma and beta drawn from `rng`.  Returns the output tensor."""
     red = list(shape[:-1]) + [1]
-    x = mb.input("x", list(shape))
     ax = mb.const("axis", np.array([-1], np.int32))
     mean = mb.tensor("mean", red)
     mb.op("MEAN", [x, ax], [mean], keep_dims=True)
@@ -148,7 +145,7 @@ def layer_norm_model(shape=(2, 3, 8), rng=None):
     var = mb.tensor("var", red)
     mb.op("MEAN", [sq, ax], [var], keep_dims=True)
     ve = mb.tensor("ve", red)
-    mb.op("ADD", [var, mb.const("eps", np.array([1e-3], np.float32))], [ve])
+    mb.op("ADD", [var, mb.const("eps", np.array([eps], np.float32))], [ve])
     inv = mb.tensor("inv", red)
     mb.op("RSQRT", [ve], [inv])
     d = mb.tensor("d", list(shape))
@@ -159,6 +156,15 @@ def layer_norm_model(shape=(2, 3, 8), rng=None):
     mb.op("MUL", [n1, mb.const("gamma", rng.uniform(0.5, 2, shape[-1:]).astype(np.float32))], [n2])
     y = mb.tensor("y", list(shape))
     mb.op("ADD", [n2, mb.const("beta", rng.uniform(-1, 1, shape[-1:]).astype(np.float32))], [y])
+    return y
+
+
+def layer_norm_model(shape=(2, 3, 8), rng=None):
+    """layer_norm_chain over one input, with broadcasting; gamma and beta drawn from `rng` (default: a
+    fresh generator seeded 11)."""
+    rng = np.random.default_rng(11) if rng is None else rng
+    mb = ModelBuilder()
+    y = layer_norm_chain(mb, mb.input("x", list(shape)), shape, rng)
     mb.output(y)
     return mb.finish()
 

@@ -12,6 +12,7 @@ from gpuc.compiler.ops import gemm_coopmat
 from gpuc.runtime.bundle import read_bundle
 from helpers.builder import ModelBuilder
 from helpers.litert import run_litert
+from helpers.models import layer_norm_chain
 
 RNG = np.random.default_rng(21)
 
@@ -20,29 +21,10 @@ def ln_fc_model(shape=(1, 24, 64), n=40, act="NONE", second_reader=False):
     """x + c -> LayerNorm chain over the last axis -> FC (+ bias, act); second_reader: the LayerNorm's output
     is also an input of an ADD."""
     mb = ModelBuilder()
-    red = list(shape[:-1]) + [1]
     x0 = mb.input("x", list(shape))
     x = mb.tensor("xa", list(shape))                 # (model inputs stay float32 under fp16)
     mb.op("ADD", [x0, mb.const("c0", np.full(shape[-1:], 0.25, np.float32))], [x])
-    ax = mb.const("axis", np.array([-1], np.int32))
-    m = mb.tensor("mean", red)
-    mb.op("MEAN", [x, ax], [m], keep_dims=True)
-    sq = mb.tensor("sq", list(shape))
-    mb.op("SQUARED_DIFFERENCE", [x, m], [sq])
-    v = mb.tensor("var", red)
-    mb.op("MEAN", [sq, ax], [v], keep_dims=True)
-    ve = mb.tensor("ve", red)
-    mb.op("ADD", [v, mb.const("eps", np.array([1e-5], np.float32))], [ve])
-    inv = mb.tensor("inv", red)
-    mb.op("RSQRT", [ve], [inv])
-    d = mb.tensor("d", list(shape))
-    mb.op("SUB", [x, m], [d])
-    n1 = mb.tensor("n1", list(shape))
-    mb.op("MUL", [d, inv], [n1])
-    n2 = mb.tensor("n2", list(shape))
-    mb.op("MUL", [n1, mb.const("gamma", RNG.uniform(0.5, 2, shape[-1:]).astype(np.float32))], [n2])
-    y = mb.tensor("y", list(shape))
-    mb.op("ADD", [n2, mb.const("beta", RNG.uniform(-1, 1, shape[-1:]).astype(np.float32))], [y])
+    y = layer_norm_chain(mb, x, shape, RNG, eps=1e-5)
     w = mb.const("w", (RNG.standard_normal((n, shape[-1])) / np.sqrt(shape[-1])).astype(np.float32))
     o = mb.tensor("o", list(shape[:-1]) + [n])
     mb.op("FULLY_CONNECTED", [y, w, mb.const("b", RNG.standard_normal(n).astype(np.float32))], [o],

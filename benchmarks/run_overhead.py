@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.timing import timed
+from benchmarks.timing import in_place_gpu_ms, timed
 
 PHASES = ("before_copy", "copy", "to_submit", "submit", "to_wait", "wait", "after_wait")
 
@@ -117,9 +117,7 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
         row["in_place_ms"] = med_ms(in_place, runs)
         # run_in_place leaves last_gpu_ms alone (it gives the last run()'s): read slot 0's timestamps
         from gpuc.runtime import commands
-
-        def in_place_gpu():
-            return commands.read_ms(m.device, m.slots[0].pool, 2)[-1] if m.slots[0].pool is not None else None
+        in_place_gpu = lambda: in_place_gpu_ms(m)   # noqa: E731
         row["gpu_ms"] = in_place_gpu()
         row["ratio"] = row["run_ms"] / row["in_place_ms"]
         sl = m.slots[0]

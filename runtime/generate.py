@@ -88,16 +88,21 @@ def _steps(model) -> tuple[dict, object, int | None]:
     return prefill, decode, (int(shapes[0][1]) if shapes else None)
 
 
+def step_feeds(runner, tokens: np.ndarray, pos: np.ndarray) -> dict:
+    """A signature's inputs for `tokens` [1, n] at positions `pos` [n]; an export that takes a mask
+    (litert-torch's mask_as_input: [1, 1, n, KV]) gets the causal mask over those positions."""
+    feeds = {TOKENS: tokens, POSITIONS: pos}
+    for spec in runner.inputs:
+        if spec.name == MASK:
+            keys = np.arange(int(spec.shape[-1]))
+            feeds[MASK] = np.where(keys[None, :] <= pos[:, None], 0, -np.inf).astype(np.float32).reshape(spec.shape)
+    return feeds
+
+
 def _run(runner, tokens: list[int], start: int, length: int):
     toks = np.zeros((1, length), np.int32)
     toks[0, :len(tokens)] = tokens
-    pos = np.arange(start, start + length, dtype=np.int32)
-    feeds = {TOKENS: toks, POSITIONS: pos}
-    for spec in runner.inputs:
-        if spec.name == MASK:       # litert-torch's mask_as_input: [1, 1, length, KV] causal over the positions
-            keys = np.arange(int(spec.shape[-1]))
-            feeds[MASK] = np.where(keys[None, :] <= pos[:, None], 0, -np.inf).astype(np.float32).reshape(spec.shape)
-    return runner.run(feeds)
+    return runner.run(step_feeds(runner, toks, np.arange(start, start + length, dtype=np.int32)))
 
 
 def generate(model, prompt_ids, max_new_tokens: int, sampler=None, stop_ids=(), device_greedy: bool = True):

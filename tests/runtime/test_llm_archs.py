@@ -20,6 +20,7 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
+from gpuc.runtime.generate import step_feeds  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm"
 FIXTURES = sorted(p.name[:-len(".tflite")] for p in DATA.glob("*.tflite") if (DATA / (p.name[:-7] + ".ref.npz")).exists())
@@ -53,12 +54,7 @@ def test_every_signature_on_the_gpu(llm):
 
 def _run(runner, tokens, pos):
     """A signature run; an export with a mask input (mask_as_input) gets the causal mask of `pos`."""
-    feeds = {"tokens": tokens, "input_pos": pos}
-    for spec in runner.inputs:
-        if spec.name == "mask":
-            keys = np.arange(int(spec.shape[-1]))
-            feeds["mask"] = np.where(keys[None, :] <= pos[:, None], 0, -np.inf).astype(np.float32).reshape(spec.shape)
-    return runner.run(feeds)
+    return runner.run(step_feeds(runner, tokens, pos))
 
 
 def test_decode_and_generate_match_litert(llm):

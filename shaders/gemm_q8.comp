@@ -125,6 +125,8 @@ void mac(int qd, uvec4 wv[RN], uvec4 uv[RN]) {
 int dot16(uvec4 a, uvec4 b) { return dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z, b.z) + dot4(a.w, b.w); }
 #endif
 
+// @include qd8.glsl
+
 #if Q8_MODE == 0
 // the row's quantization scale and zero point from every invocation's min / max (uniform control flow:
 // it has barriers)
@@ -156,10 +158,8 @@ void q_params(float lo, float hi, out float sc, out int zp) {
     }
     float rmin = red_lo[0], rmax = red_hi[0];
 #endif
-    sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
-    float a = rmin * sc, b = rmax * sc;
-    float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
-    zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+    sc = qd8_scale(rmin, rmax);
+    zp = qd8_zero_point(rmin, rmax, sc);
 }
 #endif
 
@@ -343,7 +343,7 @@ void main() {
         int wd = int(tid) + i * int(NT);
         uint word = 0u;
         [[unroll]] for (int j = 0; j < 4; ++j) {
-            int q = clamp(int(roundEven(xr[i * 4 + j] * sc)) + zp, -128, 127);
+            int q = qd8(xr[i * 4 + j], sc, zp);
             word |= (uint(q) & 0xffu) << (8 * j);
         }
         if (wd < KQ * 4) xq[wd] = word;
@@ -378,7 +378,7 @@ void main() {
             [[unroll]] for (int j = 0; j < 4; ++j) {
                 int k = wd * 4 + j;
                 float v = k < GK ? XV(k) : 0.0;
-                int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
+                int q = qd8(v, sc, zp);
                 word |= (uint(q) & 0xffu) << (8 * j);
             }
             xq[r * KQ * 4 + wd] = word;

@@ -47,16 +47,14 @@ void main() {
         barrier();
     }
     float rmin = red_lo[0], rmax = red_hi[0];
-    float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
-    float a = rmin * sc, b = rmax * sc;
-    float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
-    int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+    float sc = qd8_scale(rmin, rmax);
+    int zp = qd8_zero_point(rmin, rmax, sc);
     for (int wd = int(tid); wd < KQ * 4; wd += int(NT)) {
         uint word = 0u;
         [[unroll]] for (int j = 0; j < 4; ++j) {
             int k = wd * 4 + j;
             float v = k < GK ? XV(k) : 0.0;
-            int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
+            int q = qd8(v, sc, zp);
             word |= (uint(q) & 0xffu) << (8 * j);
         }
         out_[XQ_ROW(m) + wd] = word;

@@ -19,6 +19,7 @@
 #define EPI_CHAIN 0
 #endif
 #define NT gl_WorkGroupSize.x
+// @include qd8.glsl
 const int XR = KQ * 8;                           // (a quantized row's words: 4 int8 a word)
 shared uint xq[RM * XR];
 shared float red_lo[NT];
@@ -71,10 +72,8 @@ void main() {
             barrier();
         }
         float rmin = red_lo[0], rmax = red_hi[0];
-        float sc = rmin == rmax ? 1.0 : 255.0 / (rmax - rmin);
-        float a = rmin * sc, b = rmax * sc;
-        float zf = (-128.0 + a) + (127.0 + b) > 0.0 ? -128.0 - a : 127.0 - b;
-        int zp = int(roundEven(clamp(zf, -128.0, 127.0)));
+        float sc = qd8_scale(rmin, rmax);
+        int zp = qd8_zero_point(rmin, rmax, sc);
         if (tid == 0) {
             q_inv[r] = 1.0 / sc;
             q_zp[r] = zp;
@@ -83,7 +82,7 @@ void main() {
             uint word = 0u;
             [[unroll]] for (int j = 0; j < 4; ++j) {
                 float v = LD(x, m * GK + wd * 4 + j);
-                int q = clamp(int(roundEven(v * sc)) + zp, -128, 127);
+                int q = qd8(v, sc, zp);
                 word |= (uint(q) & 0xffu) << (8 * j);
             }
             xq[r * XR + wd] = word;

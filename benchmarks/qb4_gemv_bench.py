@@ -55,7 +55,7 @@ def reference(x: np.ndarray, q: np.ndarray, sc: np.ndarray, block: int) -> np.nd
     zp = np.rint(np.clip(-128 - a if (f(-128) + a) + (f(127) + b) > 0 else 127 - b, -128, 127))
     xq = np.clip(np.rint(x * s) + zp, -128, 127) - zp
     n, k = q.shape
-    scb = blockwise._bf16(sc.astype(np.float32).reshape(-1, 1)).reshape(n, -1).astype(np.float64)
+    scb = blockwise.bf16_round(sc.astype(np.float32).reshape(-1, 1)).reshape(n, -1).astype(np.float64)
     sums = (q.astype(np.float64).reshape(n, -1, block) * xq.reshape(1, -1, block)).sum(2)
     return (sums * scb).sum(1) / s
 

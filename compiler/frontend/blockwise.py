@@ -27,7 +27,7 @@ def _int4(raw: np.ndarray, count: int) -> np.ndarray:
     return np.where(nib > 7, nib - 16, nib).astype(np.int8)
 
 
-def _bf16(v: np.ndarray) -> np.ndarray:
+def bf16_round(v: np.ndarray) -> np.ndarray:
     """float32 values rounded to bfloat16 (to nearest, ties to even), as XNNPACK packs block scales (litert-torch
     writes them bf16-exact already; a file whose float16 scales are not is read as LiteRT's default path reads it)."""
     u = np.ascontiguousarray(v, np.float32).view(np.uint32).astype(np.uint64)
@@ -57,7 +57,7 @@ def dequantize(tensors: list[ir.Tensor], tvec, where: str) -> dict:
                 or tensors[si].data.size != count // bs:
             raise ModelFormatError(f"{what}: block size {bs} over {list(t.shape)} with scales tensor {si}")
         vals = _int4(t.data, count) if t.dtype == "int4" else np.asarray(t.data, np.int8).reshape(-1)
-        scales = _bf16(np.asarray(tensors[si].data, np.float32).reshape(-1, 1))
+        scales = bf16_round(np.asarray(tensors[si].data, np.float32).reshape(-1, 1))
         w = (vals.reshape(-1, bs).astype(np.float32) * scales).reshape(t.shape)
         tensors[ti] = ir.Tensor(t.id, t.name, t.shape, "float32", w.astype(np.float32), None, t.is_variable,
                                 t.shape_signature)

@@ -1,7 +1,11 @@
 """Greedy decoding on the device: the `decode_greedy` signature (compiler/ops/greedy_feed.py) keeps
 the token and its position as state and feeds its own argmax back, so a step needs no host input.
-generate() (runtime/generate.py) seeds the state after the prefill and keeps `depth` steps queued
-(the queue runs them in order); the host reads 4 bytes per step, the token, while the next step runs.
+generate() (runtime/generate.py) seeds the state after the prefill and keeps `depth` submissions
+queued (the queue runs them in order); the host reads 4 bytes per step, the token, while the next
+submission runs.  A submission holds STEPS_PER_SUBMIT steps in one command buffer
+(LoadedModel.run_repeated_async, runtime/repeat.py: one barrier between steps, no submit or fence),
+after a first single step, so the first token comes out after one step; a tail shorter than
+STEPS_PER_SUBMIT goes as single steps (their command buffer is recorded already).
 
 The seeds go in through LoadedModel.set_state (any signature runner: they share the state region), in
 the queue's order after the runs already submitted.
@@ -18,6 +22,7 @@ from gpuc.errors import GpucError
 DERIVED, SOURCE = "decode_greedy", "decode"
 STATE_TOKENS, STATE_POS = "var:greedy/tokens", "var:greedy/input_pos"      # passes/variables.py names: var:<name>
 NEXT_TOKEN = "next_token"
+STEPS_PER_SUBMIT = 4        # decode steps per submission (1: one submission per step)
 
 
 def greedy_runner(model):
@@ -31,30 +36,52 @@ def greedy_runner(model):
     return r
 
 
-def run(runner, token: int, pos: int, steps: int, stop_ids=(), depth: int | None = None):
+def plan(steps: int, k: int) -> list[int]:
+    """Steps per submission: one (the first token streams out after one step), then k at a time, then
+    the rest (< k) one by one; never more than `steps` in all."""
+    if steps <= 0:
+        return []
+    full, rest = divmod(steps - 1, k)
+    return [1] + [k] * full + [1] * rest
+
+
+def _single(handle):
+    return lambda: [handle.wait()]
+
+
+def run(runner, token: int, pos: int, steps: int, stop_ids=(), depth: int | None = None,
+        steps_per_submit: int | None = None):
     """Yield up to `steps` greedy tokens after feeding `token` at position `pos` (the KV cache holds
-    every earlier position), stopping after one in stop_ids.  Steps queued past a stop are waited for
+    every earlier position), stopping after one in stop_ids.  `steps_per_submit` (default
+    STEPS_PER_SUBMIT) steps run per submission, `depth` (default: the runner's slots) submissions
+    queued; each token is yielded once its submission completes.  Steps run past a stop are waited for
     and dropped (they only write cache rows past the sequence, and the next generate resets the state)."""
+    k = STEPS_PER_SUBMIT if steps_per_submit is None else steps_per_submit
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise GpucError(f"decode loop: steps_per_submit {k!r} is not a positive integer")
     runner.set_state(STATE_TOKENS, np.array([[token]], np.int32))
     runner.set_state(STATE_POS, np.array([pos], np.int32))
     depth = max(1, min(depth or runner.n_slots, runner.n_slots))
-    pending, submitted = deque(), 0
+    sizes, pending = deque(plan(steps, int(k))), deque()      # pending: wait() of each submission, in order
+
+    def submit():
+        n = sizes.popleft()
+        pending.append(_single(runner.run_async({})) if n == 1 else runner.run_repeated_async(n).wait)
     try:
-        while submitted < min(depth, steps):
-            pending.append(runner.run_async({}))
-            submitted += 1
+        while sizes and len(pending) < depth:
+            submit()
         while pending:
-            out = pending.popleft().wait()
-            if submitted < steps:                 # keep the queue full while the host reads this one
-                pending.append(runner.run_async({}))
-                submitted += 1
-            tok = int(np.asarray(out[0]).reshape(-1)[0])
-            yield tok
-            if tok in stop_ids:
-                return
+            outs = pending.popleft()()
+            if sizes:                             # keep the queue full while the host reads these
+                submit()
+            for out in outs:
+                tok = int(np.asarray(out[0]).reshape(-1)[0])
+                yield tok
+                if tok in stop_ids:
+                    return
     finally:
-        for h in pending:
+        for wait in pending:
             try:
-                h.wait()
+                wait()
             except GpucError:
                 pass

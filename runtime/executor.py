@@ -25,7 +25,7 @@ import numpy as np
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, program, recorder, signatures, status
+from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, program, recorder, repeat, signatures, status
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -103,6 +103,12 @@ class LoadedModel:
             inputs = iospec.cast_all(self._inputs, inputs)
         h = output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device))
         return NamedHandle(h, [s.name for s in self._outputs])
+
+    def run_repeated_async(self, k: int) -> RunHandle:
+        """A model without inputs (its state feeds each run, e.g. decode_greedy): k runs back to back in
+        one command buffer and one submission, a barrier between them (runtime/repeat.py).  The handle's
+        wait() returns a list of k `Outputs`, run by run; last_gpu_ms then covers the k runs."""
+        return repeat.run_async(self, k)
 
     def _submit(self, inputs, keep_on_device: bool) -> RunHandle:
         if self.program is not None:                      # host (CPU) steps / control flow: synchronous

@@ -99,10 +99,13 @@ class Recorder:
         for i, regions in self.item_regions(self.inputs if specs is None else specs, items, True, sizes).items():
             vk.vkCmdCopyBuffer(cmd, staging, self.arenas.arena(i), len(regions), regions)
 
-    def copy_out(self, cmd, staging, items=1, sizes=None, first=0) -> None:
+    def copy_out(self, cmd, staging, items=1, sizes=None, first=0, at=0) -> None:
         """Copy the outputs (from spec `first` on: e.g. only the status words past the model's outputs)
-        of `items` batch items from the arenas into staging."""
+        of `items` batch items from the arenas into staging (`at` bytes past their staging offsets)."""
         for i, regions in self.item_regions(self.outputs[first:], items, False, sizes).items():
+            if at:
+                regions = [vk.VkBufferCopy(srcOffset=g.srcOffset, dstOffset=g.dstOffset + at, size=g.size)
+                           for g in regions]
             vk.vkCmdCopyBuffer(cmd, self.arenas.arena(i), staging, len(regions), regions)
 
     def copy_tensor(self, cmd, tensor: int, item: int, buffer, to_arena: bool) -> None:
@@ -169,3 +172,26 @@ class Recorder:
         vk.vkEndCommandBuffer(cmd)
         return cmd
 
+
+    def record_repeated(self, k: int, staging, stride: int, pool=None, cmd_pool=None, reuse=None):
+        """Record k whole runs of a model without inputs back to back (runtime/repeat.py): run r's
+        dispatches, then its outputs (and status words) copied into `staging` at r * stride; between
+        two runs one barrier, so run r + 1 reads the state run r wrote and rewrites its outputs only
+        after their copy.  pool: 2 timestamps around the k runs."""
+        cmd = self.begin(cmd_pool, reuse)
+        if pool is not None:
+            vk.vkCmdResetQueryPool(cmd, pool, 0, 2)
+        wait_all(cmd)
+        if pool is not None:
+            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0)
+        for r in range(k):
+            if r:
+                barrier(cmd, C | T, C, vk.VK_ACCESS_SHADER_WRITE_BIT, RW)
+            self.dispatches(cmd)
+            barrier(cmd, C, T, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+            self.copy_out(cmd, staging, at=r * stride)
+        if pool is not None:
+            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1)
+        barrier(cmd, T, H, vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        vk.vkEndCommandBuffer(cmd)
+        return cmd

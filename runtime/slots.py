@@ -113,6 +113,8 @@ class Slot:
         self.cmds = {}                # batch size -> a whole run of that many items (runtime/batch.py)
         self.pre = self.post = None   # copies in / out of device-tensor runs (runtime/batch.py)
         self.bodies = {}              # batch size -> the dispatches only (runtime/batch.py)
+        self.repeats = {}             # k -> k runs in one command buffer (runtime/repeat.py)
+        self.repeat_out = None        # their output staging (runtime/repeat.py RepeatStaging)
         self._cmd_pool = None
         self.busy, self.seq, self.handle = False, 0, None
         self.late = False             # its last run timed out and may still execute (Slots.wait)
@@ -153,6 +155,7 @@ class Slot:
     def drop_views(self) -> None:
         """Let go of the staging views (the model closed): the memory is freed once no view is left."""
         self.in_views = self.out_views = self.in_rows = self.out_rows = None
+        self.repeat_out = None
 
 
 def _label(slot: Slot, cmd):
@@ -166,6 +169,9 @@ def _label(slot: Slot, cmd):
     for b, c in slot.bodies.items():
         if c is cmd:
             return ("body", b)
+    for k, c in slot.repeats.items():
+        if c is cmd:
+            return ("repeat", k)
     return id(cmd)
 
 

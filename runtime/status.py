@@ -25,8 +25,9 @@ def tensors(bundle) -> list:
 class StatusWords:
     """One slot's view of the status words in its output staging: rows (batch items) x words."""
 
-    def __init__(self, checks, rows: np.ndarray):
+    def __init__(self, checks, rows: np.ndarray, unit: str = "batch item"):
         self.checks, self.rows = checks, rows.reshape(-1, rows.shape[-1]).view(np.uint32)
+        self.unit = unit                # what a row is, in the error (runtime/repeat.py: "run")
         self.rows[...] = 0              # (fresh staging memory holds anything)
 
     def check(self) -> None:
@@ -39,17 +40,17 @@ class StatusWords:
             w = words[:, c.word:c.word + CHECK_WORDS]
             hit = np.flatnonzero(w[:, 0])
             if hit.size:
-                raise RunError(message(c, w[hit[0]], int(hit[0]) if words.shape[0] > 1 else None))
+                raise RunError(message(c, w[hit[0]], int(hit[0]) if words.shape[0] > 1 else None, self.unit))
 
 
-def message(c, w, item) -> str:
+def message(c, w, item, unit: str = "batch item") -> str:
     """The error of check `c` from its words w (count, value low, value high, position)."""
     value = int(np.array([w[1], w[2]], np.uint32).view(np.int64)[0])
     pos = int(w[3])
     bound = c.bounds[pos] if 0 <= pos < len(c.bounds) else -1
     rng = f"[0, {bound})" if bound >= 0 else "[0, dim)"
     comp = f" (component {pos} of an index)" if len(c.bounds) > 1 else ""
-    where = f", batch item {item}" if item is not None else ""
+    where = f", {unit} {item}" if item is not None else ""
     op = f"{c.op} (operator #{c.operator}" if c.operator >= 0 else f"{c.op} ("
     return (f"{op}, indices {c.tensor!r}{where}): index {value} out of range {rng}{comp}; LiteRT fails the "
             f"invoke on it too")

@@ -4,6 +4,7 @@ derived `decode_greedy` signature gives the host path's tokens, stops at a stop 
 signature of another shape gets no derived signature."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("vulkan")
@@ -12,6 +13,8 @@ import gpuc  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.ops import greedy_feed  # noqa: E402
 from gpuc.compiler.signatures import thread_state  # noqa: E402
+from gpuc.errors import GpucError, RunError  # noqa: E402
+from gpuc.runtime import decode_loop  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from gpuc.runtime.generate import Sampler  # noqa: E402
 
@@ -66,3 +69,78 @@ def test_other_decode_shape_gets_no_derived_signature(tiny):
     nodes, outputs = list(m.main.nodes), list(m.main.outputs)
     assert not greedy_feed.attach(m, m.signatures[i])
     assert m.main.nodes == nodes and m.main.outputs == outputs and not m.variables.init
+
+
+PROMPT = [7, 200, 3, 45, 91, 12, 250, 8, 66, 1, 19]
+
+
+def _counted(runner, monkeypatch):
+    """Count the multi-step submissions the decode loop makes through `runner` (k of each)."""
+    ks, real = [], runner.run_repeated_async
+    monkeypatch.setattr(runner, "run_repeated_async", lambda k: ks.append(k) or real(k))
+    return ks
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_steps_per_submit_same_tokens(tiny, k, monkeypatch):
+    _, bundle = tiny
+    monkeypatch.setattr(decode_loop, "STEPS_PER_SUBMIT", k)
+    with gpuc.load(bundle) as m:
+        ks = _counted(decode_loop.greedy_runner(m), monkeypatch)
+        host = list(m.generate(PROMPT, 16, device_greedy=False))
+        for steps in (16, 14, 2, 1):                     # 1 + 3 * 5; a tail of 1; less than k
+            assert list(m.generate(PROMPT, steps)) == host[:steps]
+        assert ks == ([3] * 5 + [3] * 4 if k == 3 else [])
+        assert decode_loop.plan(14, 3) == [1, 3, 3, 3, 3, 1] and sum(decode_loop.plan(17, 4)) == 17
+        stop = host[5]                                   # inside the second 3-step submission
+        assert list(m.generate(PROMPT, 16, stop_ids=(stop,))) == host[:host.index(stop) + 1]
+        greedy = decode_loop.greedy_runner(m)            # the parameter overrides the constant
+        list(m.generate(PROMPT, 1))
+        assert list(decode_loop.run(greedy, host[0], len(PROMPT), 9, steps_per_submit=4)) == host[1:10]
+        with pytest.raises(GpucError, match="steps_per_submit"):
+            next(decode_loop.run(greedy, host[0], len(PROMPT), 9, steps_per_submit=0))
+
+
+def test_run_repeated_async(tiny):
+    _, bundle = tiny
+    with gpuc.load(bundle) as m:
+        g = decode_loop.greedy_runner(m)
+        host = list(m.generate(PROMPT, 9, device_greedy=False))
+
+        def seed(token=PROMPT[-1]):
+            g.set_state(decode_loop.STATE_TOKENS, np.array([[token]], np.int32))
+            g.set_state(decode_loop.STATE_POS, np.array([len(PROMPT) - 1], np.int32))
+        for k in (2, 3, 5, 2, 8):                        # staging grows (2, 4, 8); command buffers re-recorded
+            seed()
+            outs = g.run_repeated_async(k).wait()
+            assert [int(o["next_token"].reshape(-1)[0]) for o in outs] == host[:k]
+            assert g.last_gpu_ms is None or g.last_gpu_ms > 0
+        seed()
+        h1, h2 = g.run_repeated_async(4), g.run_repeated_async(5)     # queued back to back: state carried
+        assert [int(o[0].reshape(-1)[0]) for o in h1.wait() + h2.wait()] == host[:9]
+        seed(10 ** 6)                                    # a token past the embedding table: LiteRT fails too
+        h = g.run_repeated_async(3)
+        for _ in range(2):
+            with pytest.raises(RunError, match="run 0"):
+                h.wait()
+        seed()
+        assert int(g.run({})[0].reshape(-1)[0]) == host[0]      # the single-step path's checks are intact
+        for bad in (0, 257, 2.0, True):
+            with pytest.raises(GpucError, match="run_repeated_async: k"):
+                g.run_repeated_async(bad)
+        with pytest.raises(GpucError, match="takes inputs"):
+            m.signature("decode").run_repeated_async(2)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_close_with_steps_queued(tiny, k, monkeypatch):
+    _, bundle = tiny
+    monkeypatch.setattr(decode_loop, "STEPS_PER_SUBMIT", k)
+    m = gpuc.load(bundle)
+    gen = m.generate(PROMPT, 16)
+    first = next(gen)                                    # 1 step done, 2 submissions queued
+    m.close()
+    with pytest.raises(GpucError, match="model is closed"):
+        next(gen)
+    gen.close()
+    assert isinstance(first, int)

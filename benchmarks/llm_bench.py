@@ -22,8 +22,10 @@ machine that runs it).
 What is measured (each peer on the same float weights: gpuc's int8 per-channel weights dequantized):
 - gpuc: the bundle compiled once (time reported); prefill: one `prefill_N` run of N prompt tokens (median
   of --runs after a warm-up) -> tokens/s; decode (`decode_tok_s`): --decode greedy steps of the derived
-  `decode_greedy` runner (the argmax on the device, steps queued, the 4-byte token read back per step:
-  runtime/decode_loop.py), checked to give the host path's tokens (`greedy_same_tokens`); the host path
+  `decode_greedy` runner (the argmax on the device, submissions queued, each of --steps-per-submit steps in
+  one command buffer, the 4-byte tokens read back: runtime/decode_loop.py; median of --runs after a
+  warm-up; with a list of values each is timed, `decode_by_steps_per_submit`, the first one the headline),
+  checked to give the host path's tokens (`greedy_same_tokens`); the host path
   (`decode_host_tok_s`): --decode steps of the `decode` runner, each feeding the numpy argmax of the
   previous logits (token in, logits out) -> tokens/s; time to first token: `generate` on an
   N+1-token prompt until it yields (prefill_N + one decode step + the host's sampling).
@@ -351,9 +353,10 @@ def dispatch_counts(bundle: bytes) -> dict:
 
 
 def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int, runs: int, device=None,
-               disable_passes=()) -> dict:
+               disable_passes=(), steps_per_submit=()) -> dict:
     import gpuc
     from gpuc.runtime import decode_loop
+    ks = list(steps_per_submit) or [decode_loop.STEPS_PER_SUBMIT]
     bundle, compile_s = once(lambda: gpuc.compile(model, disable_passes=list(disable_passes)))
     res = {"compile_s": compile_s, "bundle_bytes": len(bundle), "disable_passes": list(disable_passes),
            "per_call": dispatch_counts(bundle)}
@@ -383,14 +386,22 @@ def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int
         if greedy is None:                                   # no decode_greedy signature: the host figure
             res["decode_s_per_tok"], res["decode"] = res["decode_host_s_per_tok"], "host greedy (no decode_greedy)"
         else:
-            def device_steps():
-                pre.run(feed)                                # the same cache as the host steps had
-                return once(lambda: list(decode_loop.run(greedy, int(prompt[-1]), n_prefill, n_decode)))
-            device_steps()                                   # warm-up
-            dev_tokens, dev_s = device_steps()
-            res["decode_s_per_tok"] = dev_s / n_decode
-            res["decode"] = "decode_greedy: argmax on the device, steps queued, 4 bytes read back per token"
-            res["greedy_same_tokens"] = dev_tokens == host_tokens
+            by_k = res["decode_by_steps_per_submit"] = {}
+            for k in ks:
+                def device_steps():
+                    pre.run(feed)                            # the same cache as the host steps had
+                    return once(lambda: list(decode_loop.run(greedy, int(prompt[-1]), n_prefill, n_decode,
+                                                             steps_per_submit=k)))
+                device_steps()                               # warm-up (records the k-step command buffers)
+                timed_runs = [device_steps() for _ in range(max(1, runs))]
+                dev_s = float(np.median([t for _, t in timed_runs]))
+                by_k[str(k)] = {"s_per_tok": dev_s / n_decode, "tok_s": n_decode / dev_s,
+                                "same_tokens": all(toks == host_tokens for toks, _ in timed_runs)}
+            res["steps_per_submit"] = ks[0]
+            res["decode_s_per_tok"] = by_k[str(ks[0])]["s_per_tok"]
+            res["decode"] = (f"decode_greedy: argmax on the device, {ks[0]} steps per submission, submissions queued, "
+                             "4 bytes read back per token")
+            res["greedy_same_tokens"] = all(r["same_tokens"] for r in by_k.values())
         res["decode_tok_s"] = 1 / res["decode_s_per_tok"]
 
         def first_token():
@@ -637,6 +648,9 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", default="gpuc,torch,llamacpp", help="comma list of gpuc, torch, llamacpp")
     ap.add_argument("--torch-dtype", default="bfloat16", choices=["bfloat16", "float16"])
     ap.add_argument("--device", default=None, help="gpuc device name filter (e.g. NVIDIA)")
+    ap.add_argument("--steps-per-submit", default="", metavar="K[,K...]",
+                    help="gpuc's greedy decode steps per submission (default: decode_loop.STEPS_PER_SUBMIT); a "
+                         "list times each, the first one reported as decode tok/s (e.g. 4,1)")
     ap.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
                     help="compile gpuc's bundle without this pass (A/B, e.g. fuse_q8_gemv); repeatable")
     ap.add_argument("--llamacpp-cpu", action="store_true",
@@ -648,6 +662,12 @@ def main(argv=None) -> int:
     cfg = CONFIGS[a.config]
     if a.prefill + a.decode + 1 > a.kv:
         ap.error(f"--prefill + --decode + 1 must fit --kv {a.kv}")
+    try:
+        ks = [int(k) for k in a.steps_per_submit.split(",") if k.strip()]
+    except ValueError:
+        ks = [0]
+    if any(k < 1 for k in ks):
+        ap.error(f"--steps-per-submit {a.steps_per_submit!r}: positive integers, comma-separated")
 
     def build():
         w = make_weights(cfg, a.seed)
@@ -667,7 +687,7 @@ def main(argv=None) -> int:
     peers = a.peers.split(",")
     if "gpuc" in peers:
         res["gpuc"] = _peer("gpuc", bench_gpuc, model, cfg, a.kv, a.prefill, a.decode, a.runs, a.device,
-                            a.disable_pass)
+                            a.disable_pass, ks)
     del model
     if "torch" in peers:
         res["torch"] = _peer("torch", bench_torch, cfg, w, a.kv, a.prefill, a.decode, a.runs, a.torch_dtype)
@@ -686,7 +706,11 @@ def main(argv=None) -> int:
             continue
         pf = f"{r['prefill_tok_s']:14.0f}" if "prefill_tok_s" in r else f"{'':14}"
         tt = f"{r['ttft_s'] * 1e3:9.1f}" if "ttft_s" in r else ""
-        print(f"{name:18} {pf} {r['decode_tok_s']:13.1f} {r['decode_s_per_tok'] * 1e3:9.3f} {tt}")
+        label = f"{name} ({r['steps_per_submit']}/submit)" if "steps_per_submit" in r else name
+        print(f"{label:18} {pf} {r['decode_tok_s']:13.1f} {r['decode_s_per_tok'] * 1e3:9.3f} {tt}")
+        for k, d in r.get("decode_by_steps_per_submit", {}).items():
+            print(f"{'  (' + k + ' steps/submit)':18} {'':14} {d['tok_s']:13.1f} {d['s_per_tok'] * 1e3:9.3f}"
+                  f"   device-greedy tokens == host: {d['same_tokens']}")
         if "decode_host_tok_s" in r:
             print(f"{'  (host greedy)':18} {'':14} {r['decode_host_tok_s']:13.1f} {r['decode_host_s_per_tok'] * 1e3:9.3f}"
                   f"   device-greedy tokens == host: {r.get('greedy_same_tokens')}")

@@ -24,7 +24,8 @@ What is measured (each peer on the same float weights: gpuc's int8 per-channel w
   of --runs after a warm-up) -> tokens/s; decode (`decode_tok_s`): --decode greedy steps of the derived
   `decode_greedy` runner (the argmax on the device, submissions queued, each of --steps-per-submit steps in
   one command buffer, the 4-byte tokens read back: runtime/decode_loop.py; median of --runs after a
-  warm-up; with a list of values each is timed, `decode_by_steps_per_submit`, the first one the headline),
+  warm-up; with a list of values each is timed, `decode_by_steps_per_submit`, the first one the headline;
+  `gpu_ms_per_step`: the timestamps of one k-step submission / k, the GPU's share of ms/token),
   checked to give the host path's tokens (`greedy_same_tokens`); the host path
   (`decode_host_tok_s`): --decode steps of the `decode` runner, each feeding the numpy argmax of the
   previous logits (token in, logits out) -> tokens/s; time to first token: `generate` on an
@@ -352,6 +353,17 @@ def dispatch_counts(bundle: bytes) -> dict:
             for sb in [b] + b.signatures}
 
 
+def _gpu_ms_per_step(greedy, pre, feed, token: int, pos: int, k: int):
+    """GPU time (timestamps) of one submission of k decode_greedy steps, per step (None: no timestamps)."""
+    from gpuc.runtime import decode_loop
+    pre.run(feed)
+    greedy.set_state(decode_loop.STATE_TOKENS, np.array([[token]], np.int32))
+    greedy.set_state(decode_loop.STATE_POS, np.array([pos], np.int32))
+    greedy.run_repeated_async(k).wait()
+    ms = greedy.last_gpu_ms
+    return None if ms is None else ms / k
+
+
 def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int, runs: int, device=None,
                disable_passes=(), steps_per_submit=()) -> dict:
     import gpuc
@@ -396,7 +408,8 @@ def bench_gpuc(model: bytes, cfg: Config, kv: int, n_prefill: int, n_decode: int
                 timed_runs = [device_steps() for _ in range(max(1, runs))]
                 dev_s = float(np.median([t for _, t in timed_runs]))
                 by_k[str(k)] = {"s_per_tok": dev_s / n_decode, "tok_s": n_decode / dev_s,
-                                "same_tokens": all(toks == host_tokens for toks, _ in timed_runs)}
+                                "same_tokens": all(toks == host_tokens for toks, _ in timed_runs),
+                                "gpu_ms_per_step": _gpu_ms_per_step(greedy, pre, feed, int(prompt[-1]), n_prefill, k)}
             res["steps_per_submit"] = ks[0]
             res["decode_s_per_tok"] = by_k[str(ks[0])]["s_per_tok"]
             res["decode"] = (f"decode_greedy: argmax on the device, {ks[0]} steps per submission, submissions queued, "
@@ -627,7 +640,8 @@ def check(cfg: Config, w: dict, model: bytes, n_prefill: int, kv: int, steps: in
             tok = int(np.argmax(got[-1]))
         m.signature(f"prefill_{n_prefill}").run({"tokens": prompt[None], "input_pos": np.arange(n_prefill, dtype=np.int32)})
         greedy = decode_loop.greedy_runner(m)               # the same steps with the argmax on the device
-        device = None if greedy is None else list(decode_loop.run(greedy, int(prompt[-1]), n_prefill, steps))
+        device = None if greedy is None else list(decode_loop.run(greedy, int(prompt[-1]), n_prefill, steps,
+                                                                  steps_per_submit=max(1, steps - 1)))  # 1, then the rest at once
     ref, got = np.array(ref), np.array(got)
     err = float(np.abs(got - ref).max() / np.abs(ref).max())
     same = bool((ref.argmax(-1) == got.argmax(-1)).all())
@@ -709,8 +723,9 @@ def main(argv=None) -> int:
         label = f"{name} ({r['steps_per_submit']}/submit)" if "steps_per_submit" in r else name
         print(f"{label:18} {pf} {r['decode_tok_s']:13.1f} {r['decode_s_per_tok'] * 1e3:9.3f} {tt}")
         for k, d in r.get("decode_by_steps_per_submit", {}).items():
+            gpu = "" if d.get("gpu_ms_per_step") is None else f", GPU {d['gpu_ms_per_step']:.3f} ms/step"
             print(f"{'  (' + k + ' steps/submit)':18} {'':14} {d['tok_s']:13.1f} {d['s_per_tok'] * 1e3:9.3f}"
-                  f"   device-greedy tokens == host: {d['same_tokens']}")
+                  f"   device-greedy tokens == host: {d['same_tokens']}{gpu}")
         if "decode_host_tok_s" in r:
             print(f"{'  (host greedy)':18} {'':14} {r['decode_host_tok_s']:13.1f} {r['decode_host_s_per_tok'] * 1e3:9.3f}"
                   f"   device-greedy tokens == host: {r.get('greedy_same_tokens')}")

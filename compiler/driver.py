@@ -189,10 +189,8 @@ def scheduled(graph: Graph, kernels: list, used: list, state: list, mem):
 def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str, stats: dict) -> bytes:
     """The bundle of a lowered program: memory plan, weights, program, stats (added to `stats`)."""
     kernels, status_words = status.finish(graph, kernels)     # run-time checks: their words zeroed first
-    pf_policy = prefetch.parse(current().weight_prefetch)
-    sinks = prefetch.add_sinks(graph, kernels, pf_policy)
     used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + graph.inputs + graph.outputs))
-    used = list(dict.fromkeys(used + [graph.storage(t) for t in used] + list(sinks.values())))
+    used = list(dict.fromkeys(used + [graph.storage(t) for t in used]))
     state_pairs = variable_state(graph, used)
     used += [c for _, c in state_pairs]
     state = [t for t, _ in state_pairs] + ([status_words] if status_words is not None else [])
@@ -201,7 +199,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     if "schedule_dispatches" not in options.get("disable_passes", ()):
         kernels, mem = scheduled(graph, kernels, used, state, mem)
     kernels, added = resolve_arena(graph, kernels, mem.offsets, mem.arena_bytes)   # kernels reading the arena whole
-    kernels, pf_stats = prefetch.insert(graph, kernels, mem.offsets, pf_policy, sinks)
+    kernels, pf_stats = prefetch.insert(graph, kernels, mem.offsets, prefetch.parse(current().weight_prefetch))
     used += added
     progress.stage("packing weights")
     weights, woff = pack_weights(graph, [t for t in used if graph.t(t).is_const])

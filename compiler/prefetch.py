@@ -2,8 +2,8 @@
 network's late layers) waits for memory at the HBM's bandwidth, while the latency-bound dispatches
 before it (attention over a short cache, small GEMVs, norms) leave that bandwidth idle.  `insert`
 puts, beside such an earlier dispatch, a kernel that only reads the weight (compiler/ops/weight_prefetch.py),
-so the weight is in the L2 cache when its consumer runs.  The prefetch touches no arena bytes but its own
-sink (a 16-byte variable, add_sinks: before the memory plan, so that it is state of its own): the runtime's barrier plan (runtime/hazards.py) puts no barrier before or after it, so it runs concurrently
+so the weight is in the L2 cache when its consumer runs.  The prefetch touches no arena bytes: the
+runtime's barrier plan (runtime/hazards.py) puts no barrier before or after it, so it runs concurrently
 with the dispatches of its phase (those between two barriers), and the next barrier waits for it too.
 
 Policy (CompileOptions.weight_prefetch, a text of key=value pairs, or off):
@@ -89,37 +89,24 @@ def streamed(graph, k, pol: Policy) -> list[int]:
     return list(dict.fromkeys(big))
 
 
-def add_sinks(graph, kernels: list, pol: Policy | None) -> dict:
-    """Before the memory plan: a sink (ops/weight_prefetch.py) for each weight a kernel streams, as
-    {(kernel label, weight): sink tensor}; the caller adds them to the tensors it plans (state)."""
-    out = {}
-    if pol is None:
-        return out
-    for k in kernels:
-        if k.kind == GPU:
-            for t in streamed(graph, k, pol):
-                out.setdefault((k.label, t), weight_prefetch.sink(graph, f"prefetch/{len(out)}"))
-    return out
-
-
-def insert(graph, program: list, offsets: dict, pol: Policy | None, sinks: dict) -> tuple[list, dict]:
-    """(program with the prefetch kernels, stats {prefetches, prefetch_bytes}); sinks: add_sinks'."""
+def insert(graph, program: list, offsets: dict, pol: Policy | None) -> tuple[list, dict]:
+    """(program with the prefetch kernels, stats {prefetches, prefetch_bytes})."""
     stats = {"prefetches": 0, "prefetch_bytes": 0}
-    if pol is None or not sinks:
+    if pol is None:
         return program, stats
     out, run = [], []
     for item in program + [None]:
         if item is not None and item.kind == GPU:
             run.append(item)
             continue
-        out += _run(graph, run, offsets, pol, sinks, stats)
+        out += _run(graph, run, offsets, pol, stats)
         run = []
         if item is not None:
             out.append(item)
     return out, stats
 
 
-def _run(graph, run: list, offsets: dict, pol: Policy, sinks: dict, stats: dict) -> list:
+def _run(graph, run: list, offsets: dict, pol: Policy, stats: dict) -> list:
     if len(run) < 2:
         return run
     phase, p = [], -1
@@ -134,8 +121,6 @@ def _run(graph, run: list, offsets: dict, pol: Policy, sinks: dict, stats: dict)
         if anchor >= ph:
             continue
         for t in streamed(graph, k, pol):
-            if (k.label, t) not in sinks:
-                continue
             words = int(weight_prefetch.words(graph, t) * pol.frac)
             inflight = sum(b for a, c, b in held if a <= ph and c >= anchor)
             words = min(words, int(max(0, budget - inflight) // weight_prefetch.WORD_BYTES))
@@ -143,7 +128,7 @@ def _run(graph, run: list, offsets: dict, pol: Policy, sinks: dict, stats: dict)
                 continue
             held.append((anchor, ph, words * weight_prefetch.WORD_BYTES))
             after.setdefault(anchor, []).append(weight_prefetch.kernel(
-                graph, sinks[(k.label, t)], t, 0, words, pol.groups * pol.local, pol.local, pol.unroll,
+                graph, t, 0, words, pol.groups * pol.local, pol.local, pol.unroll,
                 f"prefetch of {graph.t(t).name} for {k.label}"))
             stats["prefetches"] += 1
             stats["prefetch_bytes"] += words * weight_prefetch.WORD_BYTES

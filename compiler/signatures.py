@@ -91,10 +91,8 @@ class _Part:
         self.name, self.p, self.graph, self.derived_from = name, prepared, prepared.graph, derived_from
         g = self.graph
         kernels, self.status_words = status.finish(g, prepared.program)
-        self.pf_policy = prefetch.parse(current().weight_prefetch)
-        self.sinks = prefetch.add_sinks(g, kernels, self.pf_policy)
         used = list(dict.fromkeys([tid for k in kernels for _, tid in k.bindings] + g.inputs + g.outputs))
-        self.used = list(dict.fromkeys(used + [g.storage(t) for t in used] + list(self.sinks.values())))
+        self.used = list(dict.fromkeys(used + [g.storage(t) for t in used]))
         self.pairs = variable_state(g, self.used)
         self.used += [c for _, c in self.pairs]
         self.state = [t for t, _ in self.pairs] + ([self.status_words] if self.status_words is not None else [])
@@ -134,7 +132,7 @@ class _Part:
         self.kernels, added = resolve_arena(self.graph, self.kernels, self.mem.offsets, arena_bytes)
         self.used += added
         self.kernels, self.prefetch_stats = prefetch.insert(self.graph, self.kernels, self.mem.offsets,
-                                                            self.pf_policy, self.sinks)
+                                                            prefetch.parse(current().weight_prefetch))
 
 
 def _pack_shared(parts: list) -> tuple[np.ndarray, list]:

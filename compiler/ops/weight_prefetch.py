@@ -2,12 +2,9 @@
 that it is in the GPU's L2 cache when a later dispatch streams it.  compiler/prefetch.py decides where
 such kernels go (beside an earlier, latency-bound dispatch); this module only builds one.
 
-A prefetch kernel binds its sink (a persistent 16-byte variable of its own, which it writes about never:
-the store keeps the loads) and one constant tensor, and no other arena bytes: the runtime's barrier plan
-(runtime/hazards.py) puts no barrier before or after it."""
+A prefetch kernel binds one constant tensor (declared volatile readonly: the loads stay though their values
+are unused) and no arena bytes: the runtime's barrier plan (runtime/hazards.py) puts no barrier before or after it."""
 from __future__ import annotations
-
-import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import template
@@ -16,12 +13,12 @@ WORD_BYTES = 16                  # one load: a uvec4
 DTYPES = {"uint32": 0, "int32": 0, "float32": 1}   # weight dtypes it reads (FLOATW)
 
 VARIANTS = {
-    "weight_prefetch": (dict(BEGIN=2, WORDS=40, U=4), {}, ["out_", "w"], {"out_": "uint32", "w": "uint32"},
-                        lambda d: dict(vec4=("out_", "w"))),
-    "weight_prefetch:i32": (dict(BEGIN=0, WORDS=40, U=2), {}, ["out_", "w"], {"out_": "uint32", "w": "int32"},
-                            lambda d: dict(vec4=("out_", "w"))),
-    "weight_prefetch:f32": (dict(BEGIN=1, WORDS=40, U=4, FLOATW=1), {}, ["out_", "w"],
-                            {"out_": "uint32", "w": "float32"}, lambda d: dict(vec4=("out_", "w"))),
+    "weight_prefetch": (dict(BEGIN=2, WORDS=40, U=4), {}, ["w"], {"w": "uint32"},
+                        lambda d: dict(vec4=("w",), volatile=("w",))),
+    "weight_prefetch:i32": (dict(BEGIN=0, WORDS=40, U=2), {}, ["w"], {"w": "int32"},
+                            lambda d: dict(vec4=("w",), volatile=("w",))),
+    "weight_prefetch:f32": (dict(BEGIN=1, WORDS=40, U=4, FLOATW=1), {}, ["w"], {"w": "float32"},
+                            lambda d: dict(vec4=("w",), volatile=("w",))),
 }
 
 
@@ -31,21 +28,13 @@ def words(graph, tid: int) -> int:
     return t.nbytes // WORD_BYTES if t.dtype in DTYPES else 0
 
 
-def sink(graph, name: str) -> int:
-    """A prefetch kernel's sink: a persistent uint32 [4] variable of its own (state: never shares bytes)."""
-    t = graph.add_tensor(name, (4,), "uint32")
-    graph.t(t).is_variable, graph.t(t).initial = True, np.zeros(4, np.uint32)
-    return t
-
-
-def kernel(graph, sink_id: int, tid: int, begin: int, count: int, invocations: int, local: int, unroll: int,
-           label: str) -> Kernel:
+def kernel(graph, tid: int, begin: int, count: int, invocations: int, local: int, unroll: int, label: str) -> Kernel:
     """A kernel loading words [begin, begin + count) of constant `tid` with `invocations` invocations in
-    workgroups of `local`, `unroll` loads in flight each; `sink_id` from sink()."""
+    workgroups of `local`, `unroll` loads in flight each."""
     t = graph.t(tid)
-    return Kernel("weight_prefetch", [("out_", sink_id), ("w", tid)], invocations,
+    return Kernel("weight_prefetch", [("w", tid)], invocations,
                   dict(BEGIN=begin, WORDS=count, U=unroll, FLOATW=DTYPES[t.dtype]), label,
-                  local_x=local, vec4=("out_", "w"))
+                  local_x=local, vec4=("w",), volatile=("w",))
 
 
 template("weight_prefetch", item_major=False, flat=False)

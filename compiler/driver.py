@@ -14,8 +14,7 @@ import numpy as np
 import xxhash
 
 from gpuc import progress
-from gpuc.compiler import prefetch, schedule, status, sym_scope, symbolic
-from gpuc.compiler.options import current
+from gpuc.compiler import schedule, status, sym_scope, symbolic
 from gpuc.compiler.guards import check_guards
 from gpuc.compiler.codegen import glsl, manifest
 from gpuc.compiler.ir import HOST, JUMP, LABEL, Graph
@@ -199,7 +198,6 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     if "schedule_dispatches" not in options.get("disable_passes", ()):
         kernels, mem = scheduled(graph, kernels, used, state, mem)
     kernels, added = resolve_arena(graph, kernels, mem.offsets, mem.arena_bytes)   # kernels reading the arena whole
-    kernels, pf_stats = prefetch.insert(graph, kernels, mem.offsets, prefetch.parse(current().weight_prefetch))
     used += added
     progress.stage("packing weights")
     weights, woff = pack_weights(graph, [t for t in used if graph.t(t).is_const])
@@ -209,7 +207,7 @@ def build_bundle(graph: Graph, kernels: list, name: str, options: dict, fp: str,
     stats.update(dispatches=len(prog.dispatches), shaders=len(prog.shaders), arena_bytes=mem.arena_bytes,
                  arena_lower_bound_bytes=mem.lower_bound_bytes, naive_bytes=mem.naive_bytes,
                  weights_bytes=int(weights.nbytes), views=len(graph.aliases),
-                 in_place=mem.in_place, **pf_stats)
+                 in_place=mem.in_place)
     if graph.dynamic_dims:                    # runtime/dynamic.py: sizes per run, grids and I/O shapes from them
         ctx = sym_scope.current()
         check_guards(ctx)

@@ -70,9 +70,6 @@ class CompileOptions(Record):
                                            "(default ops/attention.py WIDE_PREFETCH)"),
         ("int8_measured", None, None, "int8 tile plans as measured variants (False: each a first choice, to "
                                       "check one plan; default int8_conv.CM_MEASURED)"),
-        ("weight_prefetch", None, "GPUC_WEIGHT_PREFETCH", "weights streamed by a later dispatch read into the L2 "
-                                                          "cache beside an earlier one (compiler/prefetch.py: off, on "
-                                                          "or key=value,...; default prefetch.DEFAULT)"),
         ("tune_candidates", 2, None, "fp16 coopmat gemms: other tile plans each carries as `measured` variants, "
                                      "timed on the device at first load (runtime/tuning.py; 0: none)"),
     )
@@ -96,7 +93,7 @@ _env_memo: list = [None, None]           # [environment snapshot, options parsed
 
 
 def _env_value(name: str, text: str):
-    if name in ("break_op", "weight_prefetch"):
+    if name == "break_op":
         return text
     if name == "dynamic_debug":
         return 2 if text == "2" else 0 if text in OFF else 1
@@ -153,9 +150,6 @@ def _check(o: CompileOptions) -> None:
             bad(name, "must be None, True or False")
     if o.break_op is not None and (not isinstance(o.break_op, str) or not o.break_op):
         bad("break_op", "must be None or an op name")
-    if o.weight_prefetch is not None:
-        from gpuc.compiler.prefetch import parse          # (lazy: the CLI's fast path)
-        parse(o.weight_prefetch)
     if o.dynamic_debug not in (0, 1, 2) or isinstance(o.dynamic_debug, bool):
         bad("dynamic_debug", "must be 0, 1 or 2")
     if isinstance(o.tune_candidates, bool) or not isinstance(o.tune_candidates, int) or o.tune_candidates < 0:

@@ -82,21 +82,16 @@ def by_levels(graph: Graph, program: list) -> list:
     return out
 
 
-def barrier_plan(graph: Graph, kernels: list, offsets: dict) -> list[bool]:
-    """Whether each of a run of GPU kernels gets a barrier before it: the runtime's plan
-    (runtime/hazards.py) over arena `offsets` (storage -> byte offset)."""
-    def spans(ts):
-        return [(offsets[t], offsets[t] + max(4, graph.t(t).nbytes)) for t in ts if t in offsets]
-    return hazards.plan([tuple(spans(ts) for ts in _access(graph, k)) for k in kernels])
-
-
 def barriers(graph: Graph, program: list, offsets: dict) -> int:
     """The barriers the runtime's plan (runtime/hazards.py) puts into `program` with arena `offsets`
     (storage -> byte offset); host steps, labels and jumps start afresh."""
+    def spans(ts):
+        return [(offsets[t], offsets[t] + max(4, graph.t(t).nbytes)) for t in ts if t in offsets]
+
     count, run = 0, []
     for item in program + [None]:
         if item is not None and item.kind == GPU:
-            run.append(item)
+            run.append(tuple(spans(ts) for ts in _access(graph, item)))
             continue
-        count, run = count + sum(barrier_plan(graph, run, offsets)), []
+        count, run = count + sum(hazards.plan(run)), []
     return count

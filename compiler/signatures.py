@@ -25,8 +25,7 @@ import numpy as np
 import xxhash
 
 from gpuc import progress
-from gpuc.compiler import prefetch, status, sym_scope
-from gpuc.compiler.options import current
+from gpuc.compiler import sym_scope, status
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.ir import Graph
 from gpuc.compiler.memory_plan import align, plan_memory
@@ -131,8 +130,6 @@ class _Part:
         self.mem.arena_bytes = arena_bytes
         self.kernels, added = resolve_arena(self.graph, self.kernels, self.mem.offsets, arena_bytes)
         self.used += added
-        self.kernels, self.prefetch_stats = prefetch.insert(self.graph, self.kernels, self.mem.offsets,
-                                                            prefetch.parse(current().weight_prefetch))
 
 
 def _pack_shared(parts: list) -> tuple[np.ndarray, list]:
@@ -167,7 +164,7 @@ def _bundle(part: _Part, woff: dict, weights, name: str, opts: dict, fp: str) ->
     stats = part.p.stats()
     stats.update(program_stats(prog.steps))
     stats.update(dispatches=len(prog.dispatches), shaders=len(prog.shaders), arena_bytes=part.mem.arena_bytes,
-                 weights_bytes=int(weights.nbytes), state=list(part.state_names), **part.prefetch_stats)
+                 weights_bytes=int(weights.nbytes), state=list(part.state_names))
     if part.derived_from:
         stats["derived_from"] = part.derived_from
     if part.positions:

@@ -96,7 +96,6 @@ def render(k: Kernel, dtypes: dict) -> str:
             ty = VEC4_TYPE[ty]
         qual = "" if name in k.rw else "writeonly " if slot == 0 else "readonly "
         qual = ("coherent " if name in k.coherent else "") + qual
-        qual = "volatile readonly " if name in k.volatile else qual
         lines.append(f"layout(set = 0, binding = {slot}) {qual}buffer B{slot} {{ {ty} {name}[]; }};")
         lines.append(f"#define {name}_S {ty}")                    # storage type (ST narrows to it)
         lines.append(f"#define {name}_A {ARITH_TYPE.get(ty, ty)}")  # arithmetic type (LD widens to it)

@@ -56,8 +56,6 @@ class Kernel:
     vec4: tuple = ()                     # binding names declared as vec4 / ivec4 / uvec4 arrays
     rw: tuple = ()                       # binding names declared read-write (no memory qualifier)
     coherent: tuple = ()                 # binding names declared coherent (read after other workgroups wrote them)
-    volatile: tuple = ()                 # binding names declared volatile readonly (loads kept though unused)
-    streams: tuple = ()                  # constant bindings it reads whole, once (compiler/prefetch.py)
     variants: list = field(default_factory=list)   # KernelVariant: hardware paths chosen at load by the runtime
     flops: int = 0                       # the node's estimated work, on its first kernel (profiles)
     resolve: object = None               # (graph, arena offsets, view) -> Kernel: finished after memory planning (ops/gather_copy.py)

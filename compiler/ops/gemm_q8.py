@@ -201,7 +201,7 @@ def q8_kernels(node, graph, bias) -> list:
     else:
         defines["PF"] = min(-(-kq // LOCAL), max(1, PF_WORDS // (rn * per)))
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * local, defines, node.label(), local_x=local,
-                  vec4=("w", "wu"), item_inner=0, streams=("w", "wu") if tiles_m == 1 else ())
+                  vec4=("w", "wu"), item_inner=0)
     kern.variants += [SUBGROUP_DOT_VARIANT, DOT_VARIANT, SUBGROUP_VARIANT]    # (the first the device meets)
     return [apply_chain(kern, node, graph)]
 

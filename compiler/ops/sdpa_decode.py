@@ -42,8 +42,9 @@ MAX_D = 256                  # head sizes the split shader holds in shared memor
 RP = 32                      # keys the split scores at a time (TPR = its invocations / RP a key)
 SEG = 32                     # invocations that reduce a query head's chunk max and sum (NVIDIA's subgroup)
 MAX_CHUNK = 256              # keys a split workgroup takes at most (a multiple of RP)
-MIN_CHUNK = RP               # keys a split workgroup takes at least (RP, or a power of two below it: one pass;
-                             # 16 on the H100's 1.5B decode: 11.2 against 11.8 us a layer, one profile)
+MIN_CHUNK = RP // 2          # keys a split workgroup takes at least (RP, or a power of two below it: one pass).
+                             # 16, not 32: the H100's 1.5B decode, 11.2 against 11.8 us a layer in one profile
+                             # (session 8), and 1.4299 against 1.4456 ms a token (session 10, same run)
 MAX_NCHUNK = 64              # chunks a head has at most before chunks grow (the combine's serial work)
 COMBINE_LOCAL = 256          # invocations of a combine workgroup (one query head)
 SHARED_WORDS = 4096          # floats of shared memory a split workgroup may take (16 KiB: Vulkan's minimum)

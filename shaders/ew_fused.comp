@@ -9,11 +9,29 @@
 // from the loaded inputs v0..v<NIN-1>), EW_RESULT (the output expression), EW_ROUND16 (EW_R16(v)
 // rounds an intermediate to float16 as a float16 store + load would, ew_math.glsl ew_round16: the
 // unfused program stored it so under --precision fp16), FQ (fake quant of the output, as gpuc_act).
+// EW_VEC (1 or 2; 0/unset: one element per invocation): the invocation computes EW_VEC groups of 4
+// consecutive output elements along the innermost dim (out_ is a vec4 view; TOTAL counts invocations).
+// VEC_IN: bit k set: x<k> is a vec4 view (inner stride 1), its EW_VEC vectors at i<k>, i<k> + 1; clear:
+// x<k> is broadcast along the innermost dim (scalar binding, one value for all the invocation's
+// elements).  OUT_SHAPE's innermost extent then counts invocations along that dim and I<k>_STRIDES are
+// in units of x<k>'s binding (vec4 ones: element strides / 4, innermost EW_VEC).  Every element runs
+// EW_BODY / EW_RESULT as the scalar form does (one component at a time), so the results are the same bits.
 // @include ew_math.glsl
+#ifndef EW_VEC
+#define EW_VEC 0
+#endif
+#if EW_VEC
+#define EW_G EW_VEC
+#define EW_STEP(k) ((VEC_IN >> k) & 1)  // index step from one vector of x<k> to the next
+#define EW_W(k) vec4 w##k[EW_VEC]; for (int j = 0; j < EW_VEC; ++j) w##k[j] = vec4(LD(x##k, i##k + j * EW_STEP(k)));
+#else
+#define EW_G 1
+#endif
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
-    int i0 = int(gid), i1 = int(gid), i2 = int(gid), i3 = int(gid), i4 = int(gid), i5 = int(gid), i6 = int(gid);
+    int g = int(gid) * EW_G;            // (the first vec4 of out_ this invocation writes, in the vector form)
+    int i0 = g, i1 = g, i2 = g, i3 = g, i4 = g, i5 = g, i6 = g;
 #if EW_BCAST
     i0 = 0; i1 = 0; i2 = 0; i3 = 0; i4 = 0; i5 = 0; i6 = 0;
     int t = int(gid);
@@ -41,6 +59,64 @@ void main() {
 #endif
     }
 #endif
+#if EW_VEC
+    // vector form: load each input once (a splat for one broadcast along the innermost dim), then the
+    // scalar form's statements per element
+    EW_W(0)
+#if NIN > 1
+    EW_W(1)
+#endif
+#if NIN > 2
+    EW_W(2)
+#endif
+#if NIN > 3
+    EW_W(3)
+#endif
+#if NIN > 4
+    EW_W(4)
+#endif
+#if NIN > 5
+    EW_W(5)
+#endif
+#if NIN > 6
+    EW_W(6)
+#endif
+    vec4 r[EW_VEC];
+    for (int j = 0; j < EW_VEC; ++j) {
+        for (int c = 0; c < 4; ++c) {
+            float v0 = w0[j][c];
+#if NIN > 1
+            float v1 = w1[j][c];
+#endif
+#if NIN > 2
+            float v2 = w2[j][c];
+#endif
+#if NIN > 3
+            float v3 = w3[j][c];
+#endif
+#if NIN > 4
+            float v4 = w4[j][c];
+#endif
+#if NIN > 5
+            float v5 = w5[j][c];
+#endif
+#if NIN > 6
+            float v6 = w6[j][c];
+#endif
+            EW_BODY
+            float v = EW_RESULT;
+#if FQ
+            v = gpuc_fq(v);
+#endif
+#ifdef GPUC_TEST_BROKEN
+            v += 0.5;
+#endif
+            r[j][c] = v;
+        }
+    }
+    for (int j = 0; j < EW_VEC; ++j)
+        ST(out_, g + j, r[j]);
+#else
     float v0 = LD(x0, i0);
 #if NIN > 1
     float v1 = LD(x1, i1);
@@ -69,4 +145,5 @@ void main() {
     v += 0.5;                           // test hook only (GPUC_TEST_BREAK_OP), as common.glsl's gpuc_act
 #endif
     ST(out_, gid, v);
+#endif
 }

@@ -118,6 +118,35 @@ def _check(node, graph):
     return steps_reason(node, graph)
 
 
+# The vector form (shaders/ew_fused.comp EW_VEC): an invocation computes VECS groups of 4 consecutive
+# output elements along the innermost dim (one group where that extent is not a multiple of 4 * VECS):
+# one index walk and one load per input for all of them, as a vec4 (f16vec4 under float16 storage) or,
+# for an input broadcast along that dim, one scalar.  The elementwise ops themselves are latency bound:
+# one walk (div/mod per dim) per element cost more than the loads.  0: the scalar form everywhere.
+VECS = 2
+
+
+def vector_form(ins, y_shape) -> tuple[int, list] | None:
+    """(vectors of 4 per invocation, per input: loaded as vec4 (True) or as one scalar (False)), or None
+    where the scalar form must run: the output's innermost extent is not a known multiple of 4, or an
+    input is neither contiguous along it (stride 1, every stride and its base a multiple of 4: whole
+    vec4s) nor broadcast along it (stride 0)."""
+    shape = list(y_shape)
+    if VECS < 1 or not shape or not all(isinstance(d, (int, np.integer)) for d in shape) or int(shape[-1]) % 4:
+        return None
+    base = 0                 # (a binding is a whole tensor: it starts at its own offset, 256-byte aligned)
+    vec = []
+    for t in ins:
+        st = broadcast_strides(t.shape, shape)
+        if st[-1] == 1 and base % 4 == 0 and all(s % 4 == 0 for s in st[:-1]):
+            vec.append(True)
+        elif st[-1] == 0:
+            vec.append(False)
+        else:
+            return None
+    return (VECS if int(shape[-1]) % (4 * VECS) == 0 else 1), vec
+
+
 @register("FUSED_ELEMENTWISE", check=_check, inputs=(1, MAX_INPUTS), dtypes=("float32", "int32"),
           summary="internal: a chain of elementwise ops fused into one kernel by the fuse_elementwise pass")
 def lower_ew_fused(node, graph):
@@ -128,13 +157,25 @@ def lower_ew_fused(node, graph):
     bcast = any(tuple(t.shape) != tuple(y.shape) for t in ins)
     defines = dict(NIN=len(ins), EW_BCAST=int(bcast), EW_BODY=body, EW_RESULT=result,
                    EW_ROUND16=int(any(s.get("r16") for s in steps)))
+    vf = vector_form(ins, y.shape)
+    n = size(y.shape)
+    shape = list(y.shape) or [1]
+    if vf:
+        v, vec = vf
+        n //= 4 * v
+        shape[-1] //= 4 * v
+        defines.update(EW_VEC=v, VEC_IN=sum(1 << k for k, on in enumerate(vec) if on))
     if bcast:
-        defines.update(RANK=max(len(y.shape), 1), OUT_SHAPE=list(y.shape) or [1])
+        defines.update(RANK=max(len(y.shape), 1), OUT_SHAPE=shape)
         for k, t in enumerate(ins):
-            defines[f"I{k}_STRIDES"] = broadcast_strides(t.shape, y.shape) or [0]
+            st = broadcast_strides(t.shape, y.shape) or [0]
+            if vf and vf[1][k]:                  # in vec4s; the innermost step: one invocation's vectors
+                st = [s // 4 for s in st[:-1]] + [vf[0]]
+            defines[f"I{k}_STRIDES"] = st
     binds = [("out_", y.id)] + [(f"x{k}", t.id) for k, t in enumerate(ins)]
     label = f"{'+'.join(s['op'] for s in steps)} (operator #{node.index})"
-    return [Kernel("ew_fused", binds, size(y.shape), defines, label)]
+    vec4 = ("out_",) + tuple(f"x{k}" for k, on in enumerate(vf[1]) if on) if vf else ()
+    return [Kernel("ew_fused", binds, n, defines, label, vec4=vec4)]
 
 
 def sample_steps() -> list:
@@ -149,12 +190,17 @@ def sample_steps() -> list:
 
 
 _BODY, _RESULT = render_body(sample_steps())
+_EW = dict(RANK=3, OUT_SHAPE=[2, 3, 4], EW_BODY=_BODY, EW_RESULT=_RESULT, FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128,
+           FQ_MAX=127, **{f"I{k}_STRIDES": [12, 4, 1] if k % 2 else [0, 0, 1] for k in range(MAX_INPUTS)})
+_NAMES = ["out_"] + [f"x{k}" for k in range(MAX_INPUTS)]
 VARIANTS = {
-    "ew_fused": (dict(RANK=3, OUT_SHAPE=[2, 3, 4], EW_BODY=_BODY, EW_RESULT=_RESULT, FQ_SCALE=0.0235, FQ_ZP=-5,
-                      FQ_MIN=-128, FQ_MAX=127, **{f"I{k}_STRIDES": [12, 4, 1] if k % 2 else [0, 0, 1]
-                                                   for k in range(MAX_INPUTS)}),
-                 {"NIN": [1, 2, MAX_INPUTS], "EW_BCAST": [0, 1], "EW_ROUND16": [0, 1], "FQ": [0, 1]},
-                 ["out_"] + [f"x{k}" for k in range(MAX_INPUTS)], {"x1": "int32"}),     # (x1: a CAST's input)
+    "ew_fused": (_EW, {"NIN": [1, 2, MAX_INPUTS], "EW_BCAST": [0, 1], "EW_ROUND16": [0, 1], "FQ": [0, 1]},
+                 _NAMES, {"x1": "int32"}),                                      # (x1: a CAST's input)
+    # the vector form: VEC_IN 0x55: x1 (int32), x3, x5 broadcast along the innermost dim (scalars)
+    "ew_fused:vec": (dict(_EW, EW_ROUND16=1), {"NIN": [2, MAX_INPUTS], "EW_BCAST": [0, 1], "EW_VEC": [1, 2],
+                                               "VEC_IN": [0x55, 0x7F], "FQ": [0, 1]},
+                     _NAMES, {"x1": "int32"},
+                     lambda d: dict(vec4=("out_",) + tuple(f"x{k}" for k in range(MAX_INPUTS) if d["VEC_IN"] >> k & 1))),
 }
 
 

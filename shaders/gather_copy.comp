@@ -10,6 +10,13 @@
 // (a uint[] initializer), R_SOFF[], R_DOFF[], R_SHAPE[NREG * RANK], R_SST[], R_DST[]; 1: the same
 // fields in the int binding `tab`, REG_WORDS per region: start, src, fill, soff, doff, shape[RANK],
 // sst[RANK], dst[RANK]).
+// VEC > 0: wide words (ops/gather_copy.py): the bindings are 4-vectors of their storage type and the
+// regions count words; invocation gid copies the VEC consecutive words at si, di (the innermost
+// strides are VEC).  Words move as they are stored (converted only where a source's storage type
+// differs from the output's); a fill is its pattern in every lane; ACT applies per component.
+#ifndef VEC
+#define VEC 0
+#endif
 #if TABLE
 #define START(r) tab[(r) * REG_WORDS]
 #define F(r, k) tab[(r) * REG_WORDS + (k)]
@@ -32,6 +39,28 @@ const uint R_FILL_A[NREG] = R_FILL;
 #define DST(r, d) R_DST[(r) * RANK + (d)]
 #endif
 
+#if VEC
+// A word goes through the arithmetic type (vec4 for float32 and float16 storage alike, ivec4), as the
+// scalar path's LD / ST: no local of a float16 type (16-bit storage allows none, and glslang miscompiles
+// an f16vec4(f16vec4) constructor), and a source whose storage type differs from the output's converts.
+// Float16 -> float32 -> float16 and the identity conversions keep every value's bits (-0.0, Inf, NaN
+// payloads as the device converts them, as the scalar path).  ACT (or the test hook): per component.
+#if ACT || defined(GPUC_TEST_BROKEN)
+out__A gc_act(out__A a) {
+#if ACT
+    for (int c = 0; c < 4; ++c) a[c] = gpuc_apply(a[c], ACT);   // as the scalar path, per component
+#endif
+#ifdef GPUC_TEST_BROKEN
+    a += out__A(1);                     // test hook only (GPUC_TEST_BREAK_OP)
+#endif
+    return a;
+}
+#define GC_PUT(e) out_[di + w] = out__S(gc_act(out__A(e)))
+#else
+#define GC_PUT(e) out_[di + w] = out__S(out__A(e))
+#endif
+#endif
+
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
@@ -49,6 +78,34 @@ void main() {
         di += c * DST(lo, d);
     }
     int s = SRC(lo);
+#if VEC
+    for (int w = 0; w < VEC; ++w) {
+        if (s == 0) GC_PUT(s0[si + w]);
+#if NSRC > 1
+        else if (s == 1) GC_PUT(s1[si + w]);
+#endif
+#if NSRC > 2
+        else if (s == 2) GC_PUT(s2[si + w]);
+#endif
+#if NSRC > 3
+        else if (s == 3) GC_PUT(s3[si + w]);
+#endif
+#if NSRC > 4
+        else if (s == 4) GC_PUT(s4[si + w]);
+#endif
+#if NSRC > 5
+        else if (s == 5) GC_PUT(s5[si + w]);
+#endif
+#if NSRC > 6
+        else if (s == 6) GC_PUT(s6[si + w]);
+#endif
+#if IS_INT
+        else GC_PUT(out__A(int(FILL(lo))));
+#else
+        else GC_PUT(out__A(uintBitsToFloat(FILL(lo))));
+#endif
+    }
+#else
 #if IS_INT
     out__A v = int(FILL(lo));
 #else
@@ -80,4 +137,5 @@ void main() {
     v += out__A(1);                     // test hook only (GPUC_TEST_BREAK_OP)
 #endif
     ST(out_, di, v);
+#endif
 }

@@ -13,6 +13,14 @@ offset, which only the memory plan knows, so the kernel is finished by `resolve`
 device can bind whole, and constant sources beyond MAX_SOURCES get one dispatch per MAX_SOURCES
 sources instead.  Regions live in constant arrays of the shader up to CONST_REGIONS, else in a
 table (an int32 constant, one binding).
+
+Wide words: where every region copies whole aligned runs of WORD consecutive elements (its innermost
+dim contiguous on both sides, its length a multiple of WORD, every other stride and both offsets
+multiples of WORD: a concatenation along the last axis, slices and pads of channel runs), the
+bindings are declared as 4-vectors of their storage type (vec4 / f16vec4 / ivec4: 16 bytes, 8 under
+float16 storage) and one invocation copies VEC (2 or 1) consecutive words, the regions counted in
+words (define VEC; 0: one element per invocation).  Tensor offsets are 256-byte aligned
+(runtime/bundle_format.py OFFSET_ALIGN), arena offsets of the whole-arena views too.
 """
 from __future__ import annotations
 
@@ -25,7 +33,7 @@ from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, Why, declare, register, rules,
 from gpuc.compiler.ops.util import checked, size
 
 MAX_SOURCES = 7
-_REGS = dict(NREG=2, RANK=2, TABLE=0, IS_INT=0, R_START=[0, 6], R_SRC=[0, -1], R_FILL="uint[](0u, 2147483648u)",
+_REGS = dict(VEC=0, NREG=2, RANK=2, TABLE=0, IS_INT=0, R_START=[0, 6], R_SRC=[0, -1], R_FILL="uint[](0u, 2147483648u)",
              R_SOFF=[0, 0], R_DOFF=[0, 6], R_SHAPE=[2, 3, 1, 4], R_SST=[3, 1, 0, 0], R_DST=[3, 1, 4, 1])
 _SRCS = [f"s{i}" for i in range(MAX_SOURCES)]
 VARIANTS = {       # make shaders: one source, all seven, a region table, int32 data
@@ -35,10 +43,20 @@ VARIANTS = {       # make shaders: one source, all seven, a region table, int32 
                           ["out_", "s0", "s1", "tab"], {"tab": "int32"}),
     "gather_copy:int": (dict(_REGS, NSRC=3, IS_INT=1), {"ACT": [0, ACT["RELU6"]]}, ["out_", "s0", "s1", "s2"],
                         {n: "int32" for n in ("out_", "s0", "s1", "s2")}),
+    # wide words (VEC words of 4 elements per invocation): float32 / float16 storage, int32, a table
+    "gather_copy:vec": (dict(_REGS, NSRC=2), {"VEC": [1, 2], "ACT": [0, ACT["RELU"]]}, ["out_", "s0", "s1"], {},
+                        lambda d: dict(vec4=("out_", "s0", "s1"))),
+    "gather_copy:vec_int": (dict(_REGS, NSRC=2, IS_INT=1), {"VEC": [1, 2], "ACT": [0, ACT["RELU6"]]},
+                            ["out_", "s0", "s1"], {n: "int32" for n in ("out_", "s0", "s1")},
+                            lambda d: dict(vec4=("out_", "s0", "s1"))),
+    "gather_copy:vec_table": (dict(NSRC=2, NREG=40, RANK=3, TABLE=1, REG_WORDS=14, IS_INT=0), {"VEC": [2]},
+                              ["out_", "s0", "s1", "tab"], {"tab": "int32"}, lambda d: dict(vec4=("out_", "s0", "s1"))),
 }
 CONST_REGIONS = 32
 ARENA_VIEW = "gpuc:arena"        # name of the whole-arena tensors (one per storage dtype)
 MAX_VIEW_BYTES = 1 << 27         # Vulkan's guaranteed maxStorageBufferRange (lavapipe's limit too)
+WORD = 4                         # elements of one wide word (a 4-vector binding element)
+WIDE = (2, 1)                    # words per invocation, the first that every region allows
 
 
 def _merge(reg):
@@ -52,6 +70,26 @@ def _merge(reg):
         else:
             merged.append((n, a, b))
     return (src, fill, [m[0] for m in merged], [m[1] for m in merged], soff, [m[2] for m in merged], doff)
+
+
+def _wide(reg, n: int) -> bool:
+    """Whether merged region `reg` is made of whole runs of n consecutive elements (n a multiple of
+    WORD) on both sides, starting at word boundaries."""
+    src, _fill, shape, sst, soff, dst, doff = reg
+    vals = list(shape) + list(sst) + list(dst) + [soff, doff]
+    if not shape or not all(isinstance(v, (int, np.integer)) for v in vals):    # (a --dynamic size: scalar)
+        return False
+    if dst[-1] != 1 or (src >= 0 and sst[-1] != 1) or shape[-1] % n:
+        return False
+    return all(v % WORD == 0 for v in list(sst[:-1]) + list(dst[:-1]) + [soff, doff])
+
+
+def _in_words(reg, vec: int):
+    """Region `reg` counted in words, one invocation per `vec` consecutive words of its innermost dim."""
+    src, fill, shape, sst, soff, dst, doff = reg
+    return (src, fill, list(shape[:-1]) + [shape[-1] // (WORD * vec)],
+            [int(a) // WORD for a in sst[:-1]] + [vec if src >= 0 else 0], int(soff) // WORD,
+            [int(b) // WORD for b in dst[:-1]] + [vec], int(doff) // WORD)
 
 
 @checked
@@ -99,13 +137,17 @@ def _renumber(reg, order):
 
 def _kernel(graph: Graph, y: int, sources: list, regs: list, label: str, act: int = 0) -> Kernel:
     """A gather_copy dispatch over `regs` (source numbers index `sources`, bound s0, s1, ...); act:
-    the activation code of the chain's last op (a CONCATENATION's fused activation)."""
+    the activation code of the chain's last op (a CONCATENATION's fused activation).  Wide words
+    (the module docstring) where every region allows them."""
     regs = sorted(regs, key=lambda r: r[6])
+    vec = next((v for v in WIDE if all(_wide(r, WORD * v) for r in regs)), 0)
+    if vec:
+        regs = [_in_words(r, vec) for r in regs]
     rank = max([len(r[2]) for r in regs] + [1])
     pad = [(s, f, [1] * (rank - len(sh)) + list(sh), [0] * (rank - len(sh)) + list(a), so,
             [0] * (rank - len(sh)) + list(b), do) for s, f, sh, a, so, b, do in regs]
     starts = np.cumsum([0] + [size(r[2]) for r in pad])[:-1]
-    defines = dict(NSRC=max(1, len(sources)), NREG=len(pad), RANK=rank, ACT=act,
+    defines = dict(VEC=vec, NSRC=max(1, len(sources)), NREG=len(pad), RANK=rank, ACT=act,
                    IS_INT=int(graph.t(y).dtype.startswith("int")), TABLE=int(len(pad) > CONST_REGIONS))
     binds = [("out_", y)] + [(f"s{j}", t) for j, t in enumerate(sources)]
     if defines["TABLE"]:
@@ -122,7 +164,8 @@ def _kernel(graph: Graph, y: int, sources: list, regs: list, label: str, act: in
                        R_SOFF=[r[4] for r in pad], R_DOFF=[r[6] for r in pad],
                        R_SHAPE=[v for r in pad for v in r[2]], R_SST=[v for r in pad for v in r[3]],
                        R_DST=[v for r in pad for v in r[5]])
-    return Kernel("gather_copy", binds, int(sum(size(r[2]) for r in pad)), defines, label)
+    return Kernel("gather_copy", binds, int(sum(size(r[2]) for r in pad)), defines, label,
+                  vec4=tuple(n for n, _ in binds if n != "tab") if vec else ())
 
 
 def _arena_kernels(graph: Graph, k: Kernel, regs: list, srcs: list, offsets: dict, view) -> list[Kernel]:

@@ -11,7 +11,7 @@
 // unfused program stored it so under --precision fp16), FQ (fake quant of the output, as gpuc_act).
 // EW_VEC (1 or 2; 0/unset: one element per invocation): the invocation computes EW_VEC groups of 4
 // consecutive output elements along the innermost dim (out_ is a vec4 view; TOTAL counts invocations).
-// VEC_IN: bit k set: x<k> is a vec4 view (inner stride 1), its EW_VEC vectors at i<k>, i<k> + 1; clear:
+// VEC_IN: bit k set: x<k> is a vec4 view (inner stride 1), its vectors at i<k> (and i<k> + 1); clear:
 // x<k> is broadcast along the innermost dim (scalar binding, one value for all the invocation's
 // elements).  OUT_SHAPE's innermost extent then counts invocations along that dim and I<k>_STRIDES are
 // in units of x<k>'s binding (vec4 ones: element strides / 4, innermost EW_VEC).  Every element runs
@@ -22,8 +22,54 @@
 #endif
 #if EW_VEC
 #define EW_G EW_VEC
-#define EW_STEP(k) ((VEC_IN >> k) & 1)  // index step from one vector of x<k> to the next
-#define EW_W(k) vec4 w##k[EW_VEC]; for (int j = 0; j < EW_VEC; ++j) w##k[j] = vec4(LD(x##k, i##k + j * EW_STEP(k)));
+// one output element from its inputs' values (v<k> past NIN: unused), as the scalar form computes it
+float ew_one(float v0, float v1, float v2, float v3, float v4, float v5, float v6) {
+    EW_BODY
+    float v = EW_RESULT;
+#if FQ
+    v = gpuc_fq(v);                     // the output's fake quant, as gpuc_act applies it
+#endif
+#ifdef GPUC_TEST_BROKEN
+    v += 0.5;                           // test hook only (GPUC_TEST_BREAK_OP), as common.glsl's gpuc_act
+#endif
+    return v;
+}
+// vector j of input k: a vec4 view's vec4 at i<k> + j, or a scalar splat (broadcast along the innermost dim)
+#define EW_LD(k, j) vec4(LD(x##k, i##k + (j) * ((VEC_IN >> k) & 1)))
+#define EW_ONE(p, c) ew_one(p##0.c, p##1.c, p##2.c, p##3.c, p##4.c, p##5.c, p##6.c)
+#define EW_VEC4(p) vec4(EW_ONE(p, x), EW_ONE(p, y), EW_ONE(p, z), EW_ONE(p, w))
+#define EW_LOADS(p, j) vec4 p##0 = EW_LD(0, j), p##1 = EW_LD1(j), p##2 = EW_LD2(j), p##3 = EW_LD3(j), \
+                               p##4 = EW_LD4(j), p##5 = EW_LD5(j), p##6 = EW_LD6(j)
+#if NIN > 1
+#define EW_LD1(j) EW_LD(1, j)
+#else
+#define EW_LD1(j) vec4(0.0)
+#endif
+#if NIN > 2
+#define EW_LD2(j) EW_LD(2, j)
+#else
+#define EW_LD2(j) vec4(0.0)
+#endif
+#if NIN > 3
+#define EW_LD3(j) EW_LD(3, j)
+#else
+#define EW_LD3(j) vec4(0.0)
+#endif
+#if NIN > 4
+#define EW_LD4(j) EW_LD(4, j)
+#else
+#define EW_LD4(j) vec4(0.0)
+#endif
+#if NIN > 5
+#define EW_LD5(j) EW_LD(5, j)
+#else
+#define EW_LD5(j) vec4(0.0)
+#endif
+#if NIN > 6
+#define EW_LD6(j) EW_LD(6, j)
+#else
+#define EW_LD6(j) vec4(0.0)
+#endif
 #else
 #define EW_G 1
 #endif
@@ -60,62 +106,15 @@ void main() {
     }
 #endif
 #if EW_VEC
-    // vector form: load each input once (a splat for one broadcast along the innermost dim), then the
-    // scalar form's statements per element
-    EW_W(0)
-#if NIN > 1
-    EW_W(1)
+    // vector form: each input loaded once per vector, then the scalar form's statements per element
+    EW_LOADS(a, 0);
+#if EW_VEC > 1
+    EW_LOADS(b, 1);
 #endif
-#if NIN > 2
-    EW_W(2)
+    ST(out_, g, EW_VEC4(a));
+#if EW_VEC > 1
+    ST(out_, g + 1, EW_VEC4(b));
 #endif
-#if NIN > 3
-    EW_W(3)
-#endif
-#if NIN > 4
-    EW_W(4)
-#endif
-#if NIN > 5
-    EW_W(5)
-#endif
-#if NIN > 6
-    EW_W(6)
-#endif
-    vec4 r[EW_VEC];
-    for (int j = 0; j < EW_VEC; ++j) {
-        for (int c = 0; c < 4; ++c) {
-            float v0 = w0[j][c];
-#if NIN > 1
-            float v1 = w1[j][c];
-#endif
-#if NIN > 2
-            float v2 = w2[j][c];
-#endif
-#if NIN > 3
-            float v3 = w3[j][c];
-#endif
-#if NIN > 4
-            float v4 = w4[j][c];
-#endif
-#if NIN > 5
-            float v5 = w5[j][c];
-#endif
-#if NIN > 6
-            float v6 = w6[j][c];
-#endif
-            EW_BODY
-            float v = EW_RESULT;
-#if FQ
-            v = gpuc_fq(v);
-#endif
-#ifdef GPUC_TEST_BROKEN
-            v += 0.5;
-#endif
-            r[j][c] = v;
-        }
-    }
-    for (int j = 0; j < EW_VEC; ++j)
-        ST(out_, g + j, r[j]);
 #else
     float v0 = LD(x0, i0);
 #if NIN > 1

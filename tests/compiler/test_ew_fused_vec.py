@@ -160,3 +160,23 @@ def test_same_shape_inputs_flat():
     off, _ = run(model, xs, disable_passes=["fuse_elementwise"])
     np.testing.assert_array_equal(outs[0], off[0])
     close_to_litert(outs, model, xs, rtol=1e-6)
+
+
+def test_int32_cast_input_loads_ivec4():
+    """CAST int32 -> float32 starting the chain: its input is loaded as an ivec4, converted per element."""
+    mb = ModelBuilder()
+    i, w = mb.input("i", [3, 8], "int32"), mb.input("w", [8])
+    f, y = mb.tensor("f", [3, 8]), mb.tensor("y", [3, 8])
+    mb.op("CAST", [i], [f])
+    mb.op("MUL", [f, w], [y])
+    mb.output(y)
+    model = mb.finish()
+    defines, vec4, names = lowered(model)
+    assert defines["EW_VEC"] == 2 and defines["VEC_IN"] == 3 and set(vec4) == {"out_", "x0", "x1"}
+    iv = RNG.integers(-2**31, 2**31 - 1, (3, 8)).astype(np.int32)
+    iv.reshape(-1)[:3] = [2**24 + 1, -(2**24 + 3), 7]      # rounded by the int -> float conversion
+    xs = [iv, RNG.uniform(-2, 2, 8).astype(np.float32)]
+    outs, _ = run(model, xs)
+    off, _ = run(model, xs, disable_passes=["fuse_elementwise"])
+    np.testing.assert_array_equal(outs[0], off[0])
+    close_to_litert(outs, model, xs, rtol=1e-6)

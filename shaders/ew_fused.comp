@@ -1,6 +1,6 @@
 // @storage16
 // A fused chain (or small DAG) of float elementwise ops (passes/ew_fusion.py, ops/ew_fused.py): one
-// invocation computes the whole expression for one output element, so the intermediates never
+// invocation computes the whole expression for one output element (4 or 8: EW_VEC), so the intermediates never
 // reach memory.  The per-op formulas are ew_math.glsl's and common.glsl's (the functions of
 // compiler/ew_table.py, which unary_math / binary_math call too), with gpuc_apply (fused activations)
 // and gpuc_fq_to (fake quant), so every step rounds exactly as the unfused kernels do.

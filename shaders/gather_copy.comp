@@ -13,7 +13,8 @@
 // VEC > 0: wide words (ops/gather_copy.py): the bindings are 4-vectors of their storage type and the
 // regions count words; invocation gid copies the VEC consecutive words at si, di (the innermost
 // strides are VEC).  Words move as they are stored (converted only where a source's storage type
-// differs from the output's); a fill is its pattern in every lane; ACT applies per component.
+// differs from the output's: <binding>_F16, 1 for float16 storage, from the renderer); a fill is its
+// pattern in every lane; ACT applies per component.
 #ifndef VEC
 #define VEC 0
 #endif
@@ -40,12 +41,13 @@ const uint R_FILL_A[NREG] = R_FILL;
 #endif
 
 #if VEC
-// A word goes through the arithmetic type (vec4 for float32 and float16 storage alike, ivec4), as the
-// scalar path's LD / ST: no local of a float16 type (16-bit storage allows none, and glslang miscompiles
-// an f16vec4(f16vec4) constructor), and a source whose storage type differs from the output's converts.
-// Float16 -> float32 -> float16 and the identity conversions keep every value's bits (-0.0, Inf, NaN
-// payloads as the device converts them, as the scalar path).  ACT (or the test hook): per component.
+// A word is stored as it is read where the source's storage type is the output's (<binding>_F16: float16
+// storage, from the renderer): every bit kept, NaN payloads included.  Otherwise (float32 and float16
+// storage mixed) it converts through the arithmetic type (vec4 for both), as the scalar path's LD / ST:
+// no local of a float16 type (16-bit storage allows none, and glslang miscompiles an f16vec4(f16vec4)
+// constructor).  ACT (or the test hook): through the arithmetic type, per component, as the scalar path.
 #if ACT || defined(GPUC_TEST_BROKEN)
+#define GC_ARITH 1
 out__A gc_act(out__A a) {
 #if ACT
     for (int c = 0; c < 4; ++c) a[c] = gpuc_apply(a[c], ACT);   // as the scalar path, per component
@@ -57,7 +59,55 @@ out__A gc_act(out__A a) {
 }
 #define GC_PUT(e) out_[di + w] = out__S(gc_act(out__A(e)))
 #else
+#define GC_ARITH 0
 #define GC_PUT(e) out_[di + w] = out__S(out__A(e))
+#endif
+#if !GC_ARITH && out__F16 == s0_F16
+#define GC_PUT0(e) out_[di + w] = e
+#else
+#define GC_PUT0(e) GC_PUT(e)
+#endif
+#if NSRC > 1
+#if !GC_ARITH && out__F16 == s1_F16
+#define GC_PUT1(e) out_[di + w] = e
+#else
+#define GC_PUT1(e) GC_PUT(e)
+#endif
+#endif
+#if NSRC > 2
+#if !GC_ARITH && out__F16 == s2_F16
+#define GC_PUT2(e) out_[di + w] = e
+#else
+#define GC_PUT2(e) GC_PUT(e)
+#endif
+#endif
+#if NSRC > 3
+#if !GC_ARITH && out__F16 == s3_F16
+#define GC_PUT3(e) out_[di + w] = e
+#else
+#define GC_PUT3(e) GC_PUT(e)
+#endif
+#endif
+#if NSRC > 4
+#if !GC_ARITH && out__F16 == s4_F16
+#define GC_PUT4(e) out_[di + w] = e
+#else
+#define GC_PUT4(e) GC_PUT(e)
+#endif
+#endif
+#if NSRC > 5
+#if !GC_ARITH && out__F16 == s5_F16
+#define GC_PUT5(e) out_[di + w] = e
+#else
+#define GC_PUT5(e) GC_PUT(e)
+#endif
+#endif
+#if NSRC > 6
+#if !GC_ARITH && out__F16 == s6_F16
+#define GC_PUT6(e) out_[di + w] = e
+#else
+#define GC_PUT6(e) GC_PUT(e)
+#endif
 #endif
 #endif
 
@@ -80,24 +130,24 @@ void main() {
     int s = SRC(lo);
 #if VEC
     for (int w = 0; w < VEC; ++w) {
-        if (s == 0) GC_PUT(s0[si + w]);
+        if (s == 0) GC_PUT0(s0[si + w]);
 #if NSRC > 1
-        else if (s == 1) GC_PUT(s1[si + w]);
+        else if (s == 1) GC_PUT1(s1[si + w]);
 #endif
 #if NSRC > 2
-        else if (s == 2) GC_PUT(s2[si + w]);
+        else if (s == 2) GC_PUT2(s2[si + w]);
 #endif
 #if NSRC > 3
-        else if (s == 3) GC_PUT(s3[si + w]);
+        else if (s == 3) GC_PUT3(s3[si + w]);
 #endif
 #if NSRC > 4
-        else if (s == 4) GC_PUT(s4[si + w]);
+        else if (s == 4) GC_PUT4(s4[si + w]);
 #endif
 #if NSRC > 5
-        else if (s == 5) GC_PUT(s5[si + w]);
+        else if (s == 5) GC_PUT5(s5[si + w]);
 #endif
 #if NSRC > 6
-        else if (s == 6) GC_PUT(s6[si + w]);
+        else if (s == 6) GC_PUT6(s6[si + w]);
 #endif
 #if IS_INT
         else GC_PUT(out__A(int(FILL(lo))));

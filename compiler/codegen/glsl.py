@@ -99,6 +99,8 @@ def render(k: Kernel, dtypes: dict) -> str:
         lines.append(f"layout(set = 0, binding = {slot}) {qual}buffer B{slot} {{ {ty} {name}[]; }};")
         lines.append(f"#define {name}_S {ty}")                    # storage type (ST narrows to it)
         lines.append(f"#define {name}_A {ARITH_TYPE.get(ty, ty)}")  # arithmetic type (LD widens to it)
+        if "_F16" in template_source(k.template + ".comp"):   # (a template that copies stored bits: gather_copy)
+            lines.append(f"#define {name}_F16 {int(dtypes[tid] == 'float16')}")   # float16 storage
     lines += consts
     lines += ACT_CASES
     lines.append(template_source("common.glsl"))

@@ -39,9 +39,10 @@ def concat_last(chans, dtype="float32", act="NONE", lead=(2, 3, 4)):
 
 
 def vec_of(model, precision="fp32"):
-    """The VEC define of each gather_copy kernel of the lowered program."""
+    """The VEC define of each gather_copy kernel of the lowered program (None: a many-source kernel,
+    finished after memory planning)."""
     p = prepare(model, normalize_options({"precision": precision}))
-    return [k.defines["VEC"] for k in p.program if getattr(k, "template", None) == "gather_copy"]
+    return [k.defines.get("VEC") for k in p.program if getattr(k, "template", None) == "gather_copy"]
 
 
 def run(gpu, model, xs, monkeypatch, wide=True, **opts):
@@ -160,3 +161,21 @@ def test_many_sources_arena_view_and_table(gpu, monkeypatch, n):
     (out,), b = run(gpu, model, xs, monkeypatch)
     assert out.tobytes() == run_litert(model, [x.copy() for x in xs])[0].tobytes()
     assert len(b.dispatches) == 1 and b.dispatches[0].groups[0] == -(-2 * 3 * 8 * n // 8 // 64)
+
+
+def test_many_sources_with_max_batch(gpu):
+    """Wide words through the whole-arena view of a --max-batch bundle: each item its own arena."""
+    model, _ = concat_last([8] * 9, lead=(1, 2))
+    assert vec_of(model) == [None]
+    bundle = gpuc.compile(model, max_batch=3, cache=False)
+    (d,) = read_bundle(bundle).dispatches
+    assert d.groups[0] == 1                              # 3 items x 144 elements in 54 invocations (scalar: 7 groups)
+    m = gpuc.load(bundle, device=gpu.device)
+    try:
+        feeds = [special([2, 2, 8], i) for i in range(9)]
+        out = m.run(feeds)[0]
+    finally:
+        m.close()
+    for item in range(2):
+        ref = run_litert(model, [f[item:item + 1] for f in feeds])[0]
+        assert out[item:item + 1].tobytes() == ref.tobytes()

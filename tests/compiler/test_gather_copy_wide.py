@@ -179,3 +179,23 @@ def test_many_sources_with_max_batch(gpu):
     for item in range(2):
         ref = run_litert(model, [f[item:item + 1] for f in feeds])[0]
         assert out[item:item + 1].tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("shift,vec", [(8, 2), (4, 1), (3, 0)])
+def test_channel_roll(gpu, monkeypatch, shift, vec):
+    """SLICEs of channel runs concatenated back (a roll along channels): words where the cut allows."""
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 3, 32])
+    parts = []
+    for k, (b, n) in enumerate([(32 - shift, shift), (0, 32 - shift)]):
+        t = mb.tensor(f"s{k}", [2, 3, n])
+        mb.op("SLICE", [x, mb.const(f"b{k}", np.array([0, 0, b], np.int32)),
+                        mb.const(f"n{k}", np.array([2, 3, n], np.int32))], [t])
+        parts.append(t)
+    y = mb.tensor("y", [2, 3, 32])
+    mb.op("CONCATENATION", parts, [y], axis=2)
+    mb.output(y)
+    model, xs = mb.finish(), [special([2, 3, 32], 5)]
+    assert vec_of(model) == [vec]
+    (out,), _ = run(gpu, model, xs, monkeypatch)
+    assert out.tobytes() == run_litert(model, [x.copy() for x in xs])[0].tobytes()

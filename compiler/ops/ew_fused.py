@@ -123,7 +123,7 @@ def _check(node, graph):
 # one index walk and one load per input for all of them, as a vec4 (f16vec4 under float16 storage) or,
 # for an input broadcast along that dim, one scalar.  The elementwise ops themselves are latency bound:
 # one walk (div/mod per dim) per element cost more than the loads.  0: the scalar form everywhere.
-VECS = 2
+VECS = 1
 
 
 def vector_form(ins, y_shape) -> tuple[int, list] | None:

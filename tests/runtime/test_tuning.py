@@ -131,3 +131,35 @@ def test_fp16_gemms_carry_other_tile_plans_as_measured_candidates(gpu):
         assert len({v.dispatch for v in b.variants}) == 1
         plain = resolve(b, gpu.device)              # lavapipe has no cooperative matrices: the plain kernel
         assert "coopmat" not in plain.stats["variants_used"]
+
+
+@pytest.mark.parametrize("whole, kept", [((1.0, 2.0), False), ((2.0, 1.0), True)])
+def test_per_dispatch_picks_are_kept_only_where_the_whole_program_is_faster(gpu, monkeypatch, tmp_path, whole,
+                                                                            kept):
+    monkeypatch.setenv("GPUC_TUNE", "on")
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path))
+    data = as_measured(reductions(), {0, 1})               # the cost model: both dispatches plain
+    b = B.read_bundle(data)
+    picked = {v.dispatch: i for i, v in enumerate(b.variants)}
+    monkeypatch.setattr(tuning, "pick", lambda times, default: dict(picked))
+    seen = []
+
+    def whole_ms(bundle, device, choices, model_class, spec=None):
+        seen.append(choices)
+        return list(whole)
+    monkeypatch.setattr(tuning, "whole_ms", whole_ms)
+    with gpuc.load(data, device=gpu.device) as m:
+        rec = m.load_info["tuning"]
+    assert seen and seen[0][1] == picked and all(v is None for v in seen[0][0].values())
+    assert rec["how"] == "measured" and rec["whole_ms"] == list(whole)
+    assert rec["changed"] == (len(picked) if kept else 0)
+    cached = json.loads(open(tuning.cache_file(b, gpu.device)).read())["choice"]
+    assert cached == {str(d): (i if kept else None) for d, i in picked.items()}
+
+
+def test_whole_ms_times_each_choice_on_the_device(gpu, data):
+    b = B.read_bundle(data)
+    cands = tuning.candidates(b, gpu.device)
+    ms = tuning.whole_ms(b, gpu.device, [tuning.default_choice(b, cands), {d: lst[0] for d, lst in cands.items()}],
+                         gpuc.runtime.executor.LoadedModel)
+    assert ms is not None and len(ms) == 2 and all(t > 0 for t in ms)

@@ -65,6 +65,13 @@ def bcast_model(shape):
     return mb.finish(), [inputs[n].astype(np.float32) for n in ("x", "z", "r", "s", "w")]
 
 
+@pytest.fixture(autouse=True)
+def two_vectors(monkeypatch):
+    """Up to two vec4 per invocation (VECS 2), so both vector widths are exercised; the default (VECS 1,
+    measured faster on the H100) is checked by test_default_takes_one_vector."""
+    monkeypatch.setattr(ew_fused, "VECS", 2)
+
+
 def lowered(model):
     """(the FUSED_ELEMENTWISE kernel's defines, vec4 bindings, input tensor names)."""
     g = load_tflite(model).main
@@ -180,3 +187,10 @@ def test_int32_cast_input_loads_ivec4():
     off, _ = run(model, xs, disable_passes=["fuse_elementwise"])
     np.testing.assert_array_equal(outs[0], off[0])
     close_to_litert(outs, model, xs, rtol=1e-6)
+
+
+def test_default_takes_one_vector(monkeypatch):
+    monkeypatch.undo()                     # (the module's own VECS)
+    assert ew_fused.VECS == 1
+    defines, _, _ = lowered(bn_model((2, 3, 5, 8), fp16_edges=False))
+    assert defines["EW_VEC"] == 1 and defines["OUT_SHAPE"][-1] == 2

@@ -156,6 +156,8 @@ def _strided_slice(attrs, x, outs):
 def _pad(attrs, x, outs):
     p = np.asarray(x[1]).reshape(-1, 2).astype(np.int64)
     value = np.asarray(x[2]).reshape(-1)[0] if len(x) > 2 and x[2] is not None else 0
+    if value == 0:                    # LiteRT writes a zero of either sign as +0.0 (zero bytes)
+        value = np.zeros((), np.asarray(value).dtype)[()]
     return [np.pad(x[0], p.tolist(), constant_values=value)]
 
 

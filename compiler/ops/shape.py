@@ -65,6 +65,23 @@ def _check_pad(node, graph):
     return None
 
 
+def litert_pad_value(v):
+    """The value LiteRT's PAD kernels write for constant_values `v` (a numpy scalar): a zero of either
+    sign is written as +0.0 (its kernels fill zero padding as zero bytes), any other value as it is."""
+    return np.zeros((), np.asarray(v).dtype)[()] if v == 0 else v
+
+
+def pad_constant(graph, node):
+    """A PAD / PADV2 node's padding value as LiteRT writes it (a numpy scalar of its dtype: 0 for PAD
+    and a PADV2 without one), or None where constant_values is not one constant."""
+    if node.op == "PADV2" and len(node.inputs) > 2 and node.inputs[2] >= 0:
+        c = graph.t(node.inputs[2])
+        if not c.is_const or c.size != 1:
+            return None
+        return litert_pad_value(np.asarray(c.data).reshape(-1)[0])
+    return np.zeros((), graph.t(node.outputs[0]).dtype)[()]
+
+
 def _pad_value(node, graph):
     """The padding value, a python scalar of the output's dtype (0 for PAD and a PADV2 without one)."""
     y = graph.t(node.outputs[0])
@@ -72,7 +89,7 @@ def _pad_value(node, graph):
         v = np.asarray(const_input(node, graph, 2, "constant_values"))
         if v.size != 1 or v.dtype != np.dtype(y.dtype):
             raise ValueError(f"constant_values must be one {y.dtype} value (got {v.dtype} {list(v.shape)})")
-        return v.reshape(-1)[0].item()
+        return litert_pad_value(v.reshape(-1)[0]).item()
     return np.zeros((), y.dtype).item()
 
 
@@ -160,7 +177,7 @@ def _expand_dims_shape(node, vals, graph, need=None):
 
 def _pad_shape(node, vals, graph, need=None):
     p = np.asarray(rules.ints(vals[1], "paddings")).reshape(-1, 2)
-    c = np.asarray(vals[2]).reshape(-1)[0] if len(vals) > 2 and vals[2] is not None else 0
+    c = litert_pad_value(np.asarray(vals[2]).reshape(-1)[0]) if len(vals) > 2 and vals[2] is not None else 0
     return [np.pad(np.asarray(vals[0]), p, constant_values=c)]
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from gpuc.compiler import ew_table, ops
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.shape import pad_constant
 from gpuc.compiler.ops.util import act_code
 from gpuc.compiler.pattern import Op, Val, const, one_output, rewrite
 
@@ -130,11 +131,9 @@ def fold_pad(graph: Graph) -> None:
 
 
 def _pad_value(graph: Graph, pad: Node):
-    """The PAD's constant value (float), or None when it is not a constant."""
-    if pad.op == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
-        v = graph.t(pad.inputs[2])
-        return float(np.asarray(v.data).reshape(-1)[0]) if v.is_const and v.size == 1 else None
-    return 0.0
+    """The PAD's constant value as LiteRT writes it (float), or None when it is not a constant."""
+    v = pad_constant(graph, pad)
+    return None if v is None else float(v)
 
 
 def fold_pad_pool(graph: Graph) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuc.compiler.ir import Graph, Node
+from gpuc.compiler.ops.shape import pad_constant
 from gpuc.compiler.ops.strided_slice import strided_slice_dims
 from gpuc.compiler.ops import rules
 from gpuc.compiler.ops.util import norm_axis, size, strides
@@ -290,12 +291,9 @@ def pull(graph: Graph, node: Node, p: Piece) -> list[Piece]:
         pads = np.asarray(graph.t(node.inputs[1]).data).reshape(-1, 2) if graph.t(node.inputs[1]).is_const else None
         if pads is None:
             raise Stop
-        value = 0
-        if len(node.inputs) > 2 and node.inputs[2] >= 0:          # (PADV2's value)
-            c = graph.t(node.inputs[2])
-            if not c.is_const:
-                raise Stop
-            value = np.asarray(c.data).reshape(-1)[0]
+        value = pad_constant(graph, node)                         # (PADV2's value as LiteRT writes it)
+        if value is None:
+            raise Stop
         fill = int(np.array([value], dtype=y.dtype).view(np.uint32)[0])
         cur = [p]
         for d in range(r):

@@ -12,7 +12,7 @@ around the call, else the defaults.  Code that runs outside any `using` (a test 
 `gpuc inspect`) gets `current()` = the environment's options, rebuilt only when those variables change.
 
 The plan overrides (dw_plan, cm2_plan, split_k, split_k_conv, reg_factor, coopmat_*, attention_prefetch,
-int8_measured) replace what used to be module globals that benchmarks and tests assigned; None keeps the
+int8_measured, ew_vectors, copy_words) replace what used to be module globals that benchmarks and tests assigned; None keeps the
 planner's own choice (the module's default).
 
 Imports only `os` and `contextvars` (the compile cache's fast path, gpuc/launch.py, builds the key
@@ -68,6 +68,10 @@ class CompileOptions(Record):
                                                "carries (default gemm_coopmat.MID_CANDIDATES)"),
         ("attention_prefetch", None, None, "attention_wide.comp: the next stage's loads in flight (PF) "
                                            "(default ops/attention.py WIDE_PREFETCH)"),
+        ("ew_vectors", None, None, "fused elementwise kernels: vec4 groups per invocation (0: the scalar form, "
+                                   "1 or 2; default ops/ew_fused.py VECS)"),
+        ("copy_words", None, None, "gather copies: 4-element words per invocation tried, in order of preference "
+                                   "(a tuple from {1, 2}; (): scalar only; default ops/gather_copy.py WIDE)"),
         ("int8_measured", None, None, "int8 tile plans as measured variants (False: each a first choice, to "
                                       "check one plan; default int8_conv.CM_MEASURED)"),
         ("tune_candidates", 2, None, "fp16 coopmat gemms: other tile plans each carries as `measured` variants, "
@@ -158,6 +162,11 @@ def _check(o: CompileOptions) -> None:
                                                  not isinstance(o.coopmat_mid_candidates, int)
                                                  or o.coopmat_mid_candidates < 0):
         bad("coopmat_mid_candidates", "must be None or an integer >= 0")
+    if o.ew_vectors is not None and (isinstance(o.ew_vectors, bool) or o.ew_vectors not in (0, 1, 2)):
+        bad("ew_vectors", "must be None, 0, 1 or 2")
+    if o.copy_words is not None and (not isinstance(o.copy_words, tuple) or len(set(o.copy_words)) != len(o.copy_words)
+                                     or any(isinstance(w, bool) or w not in (1, 2) for w in o.copy_words)):
+        bad("copy_words", "must be None or a tuple of distinct words per invocation from {1, 2} (() for scalar only)")
     if o.split_k is not None and (isinstance(o.split_k, bool) or not isinstance(o.split_k, int) or o.split_k < 1):
         bad("split_k", "must be None or an integer >= 1")
     if o.reg_factor is not None and (isinstance(o.reg_factor, bool) or not isinstance(o.reg_factor, (int, float))
@@ -181,6 +190,8 @@ def normalized(o: CompileOptions) -> CompileOptions:
     o = o.replace(disable_passes=tuple(b["disable_passes"]), max_batch=b["max_batch"],
                   input_shapes=tuple(sorted(b["input_shapes"].items())), dynamic=tuple(b["dynamic"]),
                   precision=b["precision"], max_binding_bytes=b["max_binding_bytes"])
+    if isinstance(o.copy_words, list):                 # (the key's form: a tuple)
+        o = o.replace(copy_words=tuple(o.copy_words))
     _check(o)
     return o
 

@@ -25,6 +25,7 @@ from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules, 
 from gpuc.compiler.ops.math import call
 from gpuc.compiler.ops.reduce import reduce_axes
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
+from gpuc.compiler.options import current
 
 MAX_INPUTS = 7
 
@@ -123,7 +124,14 @@ def _check(node, graph):
 # one index walk and one load per input for all of them, as a vec4 (f16vec4 under float16 storage) or,
 # for an input broadcast along that dim, one scalar.  The elementwise ops themselves are latency bound:
 # one walk (div/mod per dim) per element cost more than the loads.  0: the scalar form everywhere.
+# VECS is the default; CompileOptions.ew_vectors overrides it (read through `vectors()`).
 VECS = 1
+
+
+def vectors() -> int:
+    """Vectors of 4 per invocation: CompileOptions.ew_vectors, else VECS."""
+    v = current().ew_vectors
+    return VECS if v is None else v
 
 
 def vector_form(ins, y_shape) -> tuple[int, list] | None:
@@ -132,7 +140,8 @@ def vector_form(ins, y_shape) -> tuple[int, list] | None:
     input is neither contiguous along it (stride 1, every stride and its base a multiple of 4: whole
     vec4s) nor broadcast along it (stride 0)."""
     shape = list(y_shape)
-    if VECS < 1 or not shape or not all(isinstance(d, (int, np.integer)) for d in shape) or int(shape[-1]) % 4:
+    vecs = vectors()
+    if vecs < 1 or not shape or not all(isinstance(d, (int, np.integer)) for d in shape) or int(shape[-1]) % 4:
         return None
     base = 0                 # (a binding is a whole tensor: it starts at its own offset, 256-byte aligned)
     vec = []
@@ -144,7 +153,7 @@ def vector_form(ins, y_shape) -> tuple[int, list] | None:
             vec.append(False)
         else:
             return None
-    return (VECS if int(shape[-1]) % (4 * VECS) == 0 else 1), vec
+    return (vecs if int(shape[-1]) % (4 * vecs) == 0 else 1), vec
 
 
 @register("FUSED_ELEMENTWISE", check=_check, inputs=(1, MAX_INPUTS), dtypes=("float32", "int32"),

@@ -31,6 +31,7 @@ from gpuc.compiler.ew_table import ACT
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import checked, size
+from gpuc.compiler.options import current
 
 MAX_SOURCES = 7
 _REGS = dict(VEC=0, NREG=2, RANK=2, TABLE=0, IS_INT=0, R_START=[0, 6], R_SRC=[0, -1], R_FILL="uint[](0u, 2147483648u)",
@@ -56,7 +57,14 @@ CONST_REGIONS = 32
 ARENA_VIEW = "gpuc:arena"        # name of the whole-arena tensors (one per storage dtype)
 MAX_VIEW_BYTES = 1 << 27         # Vulkan's guaranteed maxStorageBufferRange (lavapipe's limit too)
 WORD = 4                         # elements of one wide word (a 4-vector binding element)
-WIDE = (2, 1)                    # words per invocation, the first that every region allows
+WIDE = (2, 1)                    # words per invocation, the first that every region allows (the default;
+                                 # CompileOptions.copy_words overrides it, read through `words()`)
+
+
+def words() -> tuple:
+    """Words per invocation tried, in order of preference: CompileOptions.copy_words, else WIDE."""
+    w = current().copy_words
+    return WIDE if w is None else w
 
 
 def _merge(reg):
@@ -140,7 +148,7 @@ def _kernel(graph: Graph, y: int, sources: list, regs: list, label: str, act: in
     the activation code of the chain's last op (a CONCATENATION's fused activation).  Wide words
     (the module docstring) where every region allows them."""
     regs = sorted(regs, key=lambda r: r[6])
-    vec = next((v for v in WIDE if all(_wide(r, WORD * v) for r in regs)), 0)
+    vec = next((v for v in words() if all(_wide(r, WORD * v) for r in regs)), 0)
     if vec:
         regs = [_in_words(r, vec) for r in regs]
     rank = max([len(r[2]) for r in regs] + [1])

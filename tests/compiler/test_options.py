@@ -25,6 +25,7 @@ NON_DEFAULT = {
     "reg_factor": 1, "coopmat_vec8": False, "coopmat_direct": False, "coopmat_reg_chain": True,
     "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True,
     "int8_measured": False, "int8_emulate": True, "split_k_conv": False, "blockwise_kernel": False,
+    "ew_vectors": 0, "copy_words": (),
 }
 
 
@@ -128,10 +129,52 @@ def test_precedence(monkeypatch):
                                           ({"coopmat_mid_candidates": -1}, "coopmat_mid_candidates"),
                                           ({"attention_prefetch": 1}, "attention_prefetch"),
                                           ({"split_k_conv": "no"}, "split_k_conv"),
-                                          ({"blockwise_kernel": "yes"}, "blockwise_kernel")])
+                                          ({"blockwise_kernel": "yes"}, "blockwise_kernel"),
+                                          ({"ew_vectors": 4}, "ew_vectors"), ({"ew_vectors": True}, "ew_vectors"),
+                                          ({"copy_words": (4,)}, "copy_words"), ({"copy_words": 2}, "copy_words"),
+                                          ({"copy_words": (1, 1)}, "copy_words")])
 def test_bad_values_name_the_field(kwargs, field):
     with pytest.raises(GpucError, match=field):
         O.resolve(**kwargs)
+
+
+def ew_concat_model() -> bytes:
+    """SUB + MUL (one fused elementwise dispatch over [4, 16, 64]) and its result concatenated with an input
+    along the last axis (one gather copy of 8192 elements)."""
+    mb = ModelBuilder()
+    x, z = mb.input("x", [4, 16, 64]), mb.input("z", [4, 16, 64])
+    s, m = mb.tensor("s", [4, 16, 64]), mb.tensor("m", [4, 16, 64])
+    mb.op("SUB", [x, z], [s])
+    mb.op("MUL", [s, z], [m])
+    y = mb.tensor("y", [4, 16, 128])
+    mb.op("CONCATENATION", [m, x], [y], axis=2)
+    mb.output(y)
+    return mb.finish()
+
+
+def grids(bundle: bytes) -> list:
+    """(op of the label, workgroups along x) of each dispatch."""
+    from gpuc.runtime.bundle import read_bundle
+    return [(d.label.split(" ")[0], d.groups[0]) for d in read_bundle(bundle).dispatches]
+
+
+@pytest.mark.parametrize("kwargs,grid", [
+    ({"ew_vectors": 0}, [("SUB+MUL", 64), ("GATHER_COPY", 16)]),      # one element per invocation
+    ({"ew_vectors": 2}, [("SUB+MUL", 8), ("GATHER_COPY", 16)]),       # 8
+    ({"copy_words": ()}, [("SUB+MUL", 16), ("GATHER_COPY", 128)]),    # the scalar copy
+    ({"copy_words": (1,)}, [("SUB+MUL", 16), ("GATHER_COPY", 32)]),   # one word of 4
+])
+def test_ew_vectors_and_copy_words_have_cache_entries_of_their_own(kwargs, grid):
+    """ew_vectors / copy_words (module globals benchmarks once assigned: ops/ew_fused.py VECS, ops/gather_copy.py
+    WIDE) change the dispatch grids; a compile with another value misses the default's cache entry instead
+    of reusing its bundle, and each value then hits its own entry."""
+    model = ew_concat_model()
+    default = compile_result(model)
+    assert default.cache == "miss" and grids(default.bundle) == [("SUB+MUL", 16), ("GATHER_COPY", 16)]
+    other = compile_result(model, **kwargs)
+    assert other.cache == "miss" and other.key != default.key and grids(other.bundle) == grid
+    assert compile_result(model).bundle == default.bundle and compile_result(model, **kwargs).hit
+    assert compile_result(model, options=O.resolve(**kwargs)).bundle == other.bundle
 
 
 def test_unknown_option_and_frozen():

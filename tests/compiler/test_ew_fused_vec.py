@@ -11,6 +11,7 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
+from gpuc.compiler.options import from_environ, resolve, using  # noqa: E402
 from gpuc.compiler.ops import ew_fused  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
@@ -66,10 +67,12 @@ def bcast_model(shape):
 
 
 @pytest.fixture(autouse=True)
-def two_vectors(monkeypatch):
-    """Up to two vec4 per invocation (VECS 2), so both vector widths are exercised; the default (VECS 1,
-    measured faster on the H100) is checked by test_default_takes_one_vector."""
-    monkeypatch.setattr(ew_fused, "VECS", 2)
+def two_vectors():
+    """Up to two vec4 per invocation (CompileOptions.ew_vectors 2, in force for the lowerings below and as
+    the base of each gpuc.compile's options), so both vector widths are exercised; the default (ew_fused.VECS
+    1, measured faster on the H100) is checked by test_default_takes_one_vector."""
+    with using(resolve(ew_vectors=2)):
+        yield
 
 
 def lowered(model):
@@ -88,14 +91,12 @@ def run(model, inputs, **opts):
         return [np.array(o) for o in m.run(inputs)], fused
 
 
-def three_ways(monkeypatch, model, inputs, **opts):
-    """Outputs of the default lowering; asserts them bit-identical to the scalar form (VECS 0) and to
+def three_ways(model, inputs, **opts):
+    """Outputs of the lowering in force; asserts them bit-identical to the scalar form (ew_vectors 0) and to
     the unfused program.  Also returns the fused dispatch's workgroup count."""
     out, fused = run(model, inputs, **opts)
     assert len(fused) == 1
-    with monkeypatch.context() as mp:
-        mp.setattr(ew_fused, "VECS", 0)
-        scalar, sfused = run(model, inputs, **opts)
+    scalar, sfused = run(model, inputs, ew_vectors=0, **opts)
     unfused, _ = run(model, inputs, disable_passes=["fuse_elementwise"], **opts)
     for a, b, c in zip(out, scalar, unfused):
         np.testing.assert_array_equal(a, b)
@@ -114,7 +115,7 @@ CASES = [((2, 3, 5, 8), 2), ((2, 3, 5, 12), 1), ((2, 3, 5, 6), 0)]
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 @pytest.mark.parametrize("shape,vec", CASES)
-def test_batch_norm_chain(monkeypatch, shape, vec, precision):
+def test_batch_norm_chain(shape, vec, precision):
     if precision == "fp16" and os.environ.get("GPUC_DISABLE_FP16"):
         pytest.skip("fp16 storage disabled")
     model = bn_model(shape, fp16_edges=precision == "fp16")
@@ -127,14 +128,14 @@ def test_batch_norm_chain(monkeypatch, shape, vec, precision):
         assert "VEC_IN" not in defines and vec4 == ()
     x = RNG.normal(0, 3, shape).astype(np.float32)
     x.reshape(-1)[:4] = [0.0, -0.0, 1e30 if precision == "fp32" else 1e3, -1e-40]
-    outs, groups, sgroups = three_ways(monkeypatch, model, [x], precision=precision)
+    outs, groups, sgroups = three_ways(model, [x], precision=precision)
     n = int(np.prod(shape))
     assert sgroups == -(-n // 64) and groups == -(-n // (64 * max(1, 4 * vec)))
     close_to_litert(outs, model, [x], rtol=1e-5 if precision == "fp32" else 1e-2)
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_broadcast_operands(monkeypatch, precision):
+def test_broadcast_operands(precision):
     """Inputs broadcast along the innermost dim (r) and everywhere (s) load one scalar; the full-shape
     (x, z) and per-channel (w) ones a vec4."""
     if precision == "fp16" and os.environ.get("GPUC_DISABLE_FP16"):
@@ -147,7 +148,7 @@ def test_broadcast_operands(monkeypatch, precision):
     assert {names[int(b[1:])] for b in vec4 if b != "out_"} == {"x", "z", "w"}
     k = names.index("r")            # vec4 strides of the vectors, element strides of the scalars
     assert defines[f"I{k}_STRIDES"] == [15, 5, 1, 0] and defines[f"I{names.index('x')}_STRIDES"] == [30, 10, 2, 2]
-    outs, _, _ = three_ways(monkeypatch, model, inputs, precision=precision)
+    outs, _, _ = three_ways(model, inputs, precision=precision)
     close_to_litert(outs, model, inputs, rtol=1e-5 if precision == "fp32" else 1e-2)
 
 
@@ -189,8 +190,9 @@ def test_int32_cast_input_loads_ivec4():
     close_to_litert(outs, model, xs, rtol=1e-6)
 
 
-def test_default_takes_one_vector(monkeypatch):
-    monkeypatch.undo()                     # (the module's own VECS)
+def test_default_takes_one_vector():
     assert ew_fused.VECS == 1
-    defines, _, _ = lowered(bn_model((2, 3, 5, 8), fp16_edges=False))
+    with using(from_environ()) as opts:    # (no ew_vectors: the module's own VECS)
+        assert opts.ew_vectors is None
+        defines, _, _ = lowered(bn_model((2, 3, 5, 8), fp16_edges=False))
     assert defines["EW_VEC"] == 1 and defines["OUT_SHAPE"][-1] == 2

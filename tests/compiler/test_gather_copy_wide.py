@@ -7,7 +7,6 @@ import pytest
 
 import gpuc
 from gpuc.compiler import normalize_options
-from gpuc.compiler.ops import gather_copy
 from gpuc.compiler.prepare import prepare
 from gpuc.runtime.bundle import read_bundle
 from helpers.builder import ModelBuilder
@@ -45,12 +44,10 @@ def vec_of(model, precision="fp32"):
     return [k.defines.get("VEC") for k in p.program if getattr(k, "template", None) == "gather_copy"]
 
 
-def run(gpu, model, xs, monkeypatch, wide=True, **opts):
-    """(outputs, bundle) of the model compiled without the cache; wide=False: the scalar path only."""
-    with monkeypatch.context() as m:
-        if not wide:
-            m.setattr(gather_copy, "WIDE", ())
-        bundle = gpuc.compile(model, cache=False, **opts)
+def run(gpu, model, xs, wide=True, **opts):
+    """(outputs, bundle) of the model compiled without the cache; wide=False: the scalar path only
+    (CompileOptions.copy_words ())."""
+    bundle = gpuc.compile(model, cache=False, **opts, **({} if wide else {"copy_words": ()}))
     mod = gpuc.load(bundle, device=gpu.device)
     try:
         return mod.run([x.copy() for x in xs]), read_bundle(bundle)
@@ -60,10 +57,10 @@ def run(gpu, model, xs, monkeypatch, wide=True, **opts):
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("chans,vec", [([8, 16, 24], 2), ([4, 8], 1), ([5, 3], 0), ([8, 6], 0)])
-def test_concat_last_axis(gpu, monkeypatch, dtype, chans, vec):
+def test_concat_last_axis(gpu, dtype, chans, vec):
     model, xs = concat_last(chans, dtype)
     assert vec_of(model) == [vec]
-    (out,), b = run(gpu, model, xs, monkeypatch)
+    (out,), b = run(gpu, model, xs)
     ref = run_litert(model, [x.copy() for x in xs])[0]
     assert out.dtype == ref.dtype and out.tobytes() == ref.tobytes()
     total = 2 * 3 * 4 * sum(chans)                    # (one invocation per VEC words of 4 elements)
@@ -101,15 +98,15 @@ def fp16_model(chans, pad=None, act="NONE"):
 
 @pytest.mark.parametrize("chans,pad,vec", [([8, 16], None, 2), ([8, 16], (8, 16, -2.5), 2),
                                            ([4, 12], (4, 0, 2.5), 1), ([8, 6], None, 0)])
-def test_fp16_storage_and_pad(gpu, monkeypatch, chans, pad, vec):
+def test_fp16_storage_and_pad(gpu, chans, pad, vec):
     """--precision fp16: float16 words (mixed with a float32 source), a PADV2 fill per lane; the same bytes
     as the scalar path, and LiteRT's values rounded to float16 (its builtin MUL's +-FLT_MAX for +-Inf
     taken back)."""
     model, xs = fp16_model(chans, pad)
     assert vec_of(model, "fp16") == [vec]
-    (wide,), b = run(gpu, model, xs, monkeypatch, precision="fp16")
+    (wide,), b = run(gpu, model, xs, precision="fp16")
     assert b.stats.get("fp16_tensors", 0) >= 3
-    (scalar,), _ = run(gpu, model, xs, monkeypatch, wide=False, precision="fp16")
+    (scalar,), _ = run(gpu, model, xs, wide=False, precision="fp16")
     assert wide.tobytes() == scalar.tobytes()
     ref = run_litert(model, [x.copy() for x in xs])[0]
     ref = np.where(np.abs(ref) == np.finfo(np.float32).max, np.copysign(np.inf, ref), ref)
@@ -118,34 +115,34 @@ def test_fp16_storage_and_pad(gpu, monkeypatch, chans, pad, vec):
     assert (np.signbit(wide) == np.signbit(ref)).all()      # -0.0 (the fill's too), negative NaN
 
 
-def test_fp32_pad_fill_bits(gpu, monkeypatch):
-    """PADV2 of a channel run in float32 words: LiteRT's bytes with a -2.5 fill; a -0.0 fill keeps its
-    bits in every lane, as the scalar path (LiteRT's PADV2 writes +0.0 for it)."""
+def test_fp32_pad_fill_bits(gpu):
+    """PADV2 of a channel run in float32 words: LiteRT's bytes with a -2.5 fill; a -0.0 fill writes +0.0
+    (zero bytes, as LiteRT's PADV2: ops/shape.py litert_pad_value) in every lane, as the scalar path."""
     model, xs = fp16_model([8, 8], (8, 8, -2.5))
     assert vec_of(model) == [2]
     for x in xs:
         x[np.isinf(x)] = 3.0           # (LiteRT's builtin MUL clamps +-Inf to +-FLT_MAX, gpuc as XNNPACK)
-    (out,), _ = run(gpu, model, xs, monkeypatch)
+    (out,), _ = run(gpu, model, xs)
     assert out.tobytes() == run_litert(model, [x.copy() for x in xs])[0].tobytes()
     model, xs = fp16_model([8, 8], (8, 16, -0.0))
-    (wide,), _ = run(gpu, model, xs, monkeypatch)
-    (scalar,), _ = run(gpu, model, xs, monkeypatch, wide=False)
+    (wide,), _ = run(gpu, model, xs)
+    (scalar,), _ = run(gpu, model, xs, wide=False)
     assert wide.tobytes() == scalar.tobytes()
     fill = np.concatenate([wide[..., :8], wide[..., -16:]], axis=-1).reshape(-1)
-    assert (fill.view(np.uint32) == 0x80000000).all()
+    assert (fill.view(np.uint32) == 0).all()
 
 
 @pytest.mark.parametrize("act", ["RELU", "RELU6"])
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_fused_activation_same_as_scalar(gpu, monkeypatch, act, precision):
+def test_fused_activation_same_as_scalar(gpu, act, precision):
     """A CONCATENATION's fused activation, per component in the wide path (float16 words under fp16):
     the scalar path's bytes, and the activation of the inputs."""
     model, xs = fp16_model([8, 16], act=act)
     assert vec_of(model, precision) == [2]
     xs = [x * 4 for x in xs]
-    (wide,), b = run(gpu, model, xs, monkeypatch, precision=precision)
+    (wide,), b = run(gpu, model, xs, precision=precision)
     assert (b.stats.get("fp16_tensors", 0) >= 3) == (precision == "fp16")
-    (scalar,), _ = run(gpu, model, xs, monkeypatch, wide=False, precision=precision)
+    (scalar,), _ = run(gpu, model, xs, wide=False, precision=precision)
     assert wide.tobytes() == scalar.tobytes()
     ref = np.clip(np.concatenate([xs[0]] + xs, axis=-1), 0.0, np.inf if act == "RELU" else 6.0)
     if precision == "fp16":
@@ -154,11 +151,11 @@ def test_fused_activation_same_as_scalar(gpu, monkeypatch, act, precision):
 
 
 @pytest.mark.parametrize("n", [9, 40])
-def test_many_sources_arena_view_and_table(gpu, monkeypatch, n):
+def test_many_sources_arena_view_and_table(gpu, n):
     """More than 7 sources (read through the whole-arena view, at their arena offsets in words) and, with
     40, more than 32 regions (the region table): wide words, LiteRT's bytes."""
     model, xs = concat_last([8] * n, lead=(2, 3))
-    (out,), b = run(gpu, model, xs, monkeypatch)
+    (out,), b = run(gpu, model, xs)
     assert out.tobytes() == run_litert(model, [x.copy() for x in xs])[0].tobytes()
     assert len(b.dispatches) == 1 and b.dispatches[0].groups[0] == -(-2 * 3 * 8 * n // 8 // 64)
 
@@ -182,7 +179,7 @@ def test_many_sources_with_max_batch(gpu):
 
 
 @pytest.mark.parametrize("shift,vec", [(8, 2), (4, 1), (3, 0)])
-def test_channel_roll(gpu, monkeypatch, shift, vec):
+def test_channel_roll(gpu, shift, vec):
     """SLICEs of channel runs concatenated back (a roll along channels): words where the cut allows."""
     mb = ModelBuilder()
     x = mb.input("x", [2, 3, 32])
@@ -197,5 +194,5 @@ def test_channel_roll(gpu, monkeypatch, shift, vec):
     mb.output(y)
     model, xs = mb.finish(), [special([2, 3, 32], 5)]
     assert vec_of(model) == [vec]
-    (out,), _ = run(gpu, model, xs, monkeypatch)
+    (out,), _ = run(gpu, model, xs)
     assert out.tobytes() == run_litert(model, [x.copy() for x in xs])[0].tobytes()

@@ -9,7 +9,7 @@ from gpuc.compiler import normalize_options
 from gpuc.compiler.prepare import prepare
 from gpuc.runtime.bundle import read_bundle
 from helpers.builder import ModelBuilder
-from helpers.litert import run_litert
+from helpers.litert import assert_items_bitexact, run_litert
 
 pytest.importorskip("vulkan")
 
@@ -384,15 +384,8 @@ def test_many_sources_with_max_batch(gpu):
     mb.op("PACK", xs, [y], axis=1, values_count=20)
     mb.output(y)
     model = mb.finish()
-    m = gpuc.load(gpuc.compile(model, max_batch=3), device=gpu.device)
-    try:
-        feeds = [special([2, 3], i) for i in range(20)]
-        out = m.run(feeds)[0]
-    finally:
-        m.close()
-    for item in range(2):
-        ref = run_litert(model, [f[item:item + 1] for f in feeds])[0]
-        assert out[item:item + 1].tobytes() == ref.tobytes()
+    assert_items_bitexact(gpuc.compile(model, max_batch=3), model, [special([2, 3], i) for i in range(20)], 2,
+                          gpu.device)
 
 
 def test_arena_too_large_to_bind_whole(gpu, monkeypatch):

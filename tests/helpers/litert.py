@@ -92,3 +92,17 @@ def litert_stream(model_bytes: bytes, xs, state=None) -> list[list[np.ndarray]]:
 def litert_runs(model_bytes: bytes, xs, state=None) -> list[np.ndarray]:
     """litert_stream's first output of each invoke."""
     return [outs[0] for outs in litert_stream(model_bytes, xs, state)]
+
+
+def assert_items_bitexact(bundle: bytes, model_bytes: bytes, feeds: list[np.ndarray], items: int, device=None) -> None:
+    """Run a --max-batch `bundle` on `feeds` (each holding the items along axis 0) and check items
+    [0, items) of its first output against LiteRT running `model_bytes` on each item alone, byte for byte."""
+    import gpuc
+    m = gpuc.load(bundle, device=device)
+    try:
+        out = m.run(feeds)[0]
+    finally:
+        m.close()
+    for item in range(items):
+        ref = run_litert(model_bytes, [f[item:item + 1] for f in feeds])[0]
+        assert out[item:item + 1].tobytes() == ref.tobytes(), f"item {item}"

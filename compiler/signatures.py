@@ -85,7 +85,8 @@ def cache_positions(graph: Graph, state: list[str]) -> int | None:
 class _Part:
     """One signature between its memory plan and the bundle."""
 
-    def __init__(self, name: str, prepared, opts: dict, state_names: list, derived_from: str | None = None):
+    def __init__(self, name: str, prepared, opts: dict, state_names: list, derived_from: str | None = None,
+                 positions: int | None = None):
         from gpuc.compiler.driver import scheduled, variable_state
         self.name, self.p, self.graph, self.derived_from = name, prepared, prepared.graph, derived_from
         g = self.graph
@@ -100,7 +101,7 @@ class _Part:
             kernels, self.mem = scheduled(g, kernels, self.used, self.state, self.mem)
         self.kernels = kernels
         self.state_names = state_names
-        self.positions = None          # cache_positions of its graph (the bundle's stats: kv_positions)
+        self.positions = positions     # cache_positions of its graph (the bundle's stats: kv_positions)
 
     def key(self, t: int) -> tuple:
         """The state slot of state tensor t: shared by name (threaded state, variables), except the status words."""
@@ -205,8 +206,8 @@ def compile_signatures(data: bytes, name: str, opts: dict, fp: str) -> bytes:
         try:
             p = prepare(model, opts)
             n16 += store_fp16(p.graph, p.program)        # --precision fp16: tensors stored as float16
-            parts.append(_Part(key, p, opts, names, derived_from=sig["key"] if key != sig["key"] else None))
-            parts[-1].positions = positions
+            parts.append(_Part(key, p, opts, names, derived_from=sig["key"] if key != sig["key"] else None,
+                               positions=positions))
         finally:
             sym_scope.end()
     # the state region: after the largest signature's own arena, one slot per state key

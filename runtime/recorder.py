@@ -172,7 +172,6 @@ class Recorder:
         vk.vkEndCommandBuffer(cmd)
         return cmd
 
-
     def record_repeated(self, k: int, staging, stride: int, pool=None, cmd_pool=None, reuse=None):
         """Record k whole runs of a model without inputs back to back (runtime/repeat.py): run r's
         dispatches, then its outputs (and status words) copied into `staging` at r * stride; between

@@ -243,7 +243,7 @@ def choose(bundle, device, info: dict | None = None, spec=None, model_class=None
                 except GpucError as e:
                     warnings.warn(f"gpuc: timing the kernel choice failed ({e}); using the cost model's",
                                   RuntimeWarning, stacklevel=2)
-                    whole = [0.0, 1.0]
+                    whole, choice = None, dict(default)
                 if whole is not None:
                     whole_ms_pair = [round(whole[0], 4), round(whole[1], 4)]
                     if not whole[1] < whole[0]:

@@ -88,7 +88,8 @@ def render(k: Kernel, dtypes: dict) -> str:
             lines.append(f"#define {name} {symbolic.glsl(v)}")
         else:
             lines.append(f"#define {name} {literal(v)}")
-    if "TOTAL" in template_source(k.template + ".comp"):   # (elsewhere the count would only split identical modules)
+    body = template_source(k.template + ".comp")
+    if "TOTAL" in body:   # (elsewhere the count would only split identical modules)
         lines.append(f"#define TOTAL {symbolic.glsl(k.invocations) if symbolic.is_sym(k.invocations) else k.invocations}")
     for slot, (name, tid) in enumerate(k.bindings):
         ty = GLSL_TYPE[dtypes[tid]]
@@ -99,12 +100,12 @@ def render(k: Kernel, dtypes: dict) -> str:
         lines.append(f"layout(set = 0, binding = {slot}) {qual}buffer B{slot} {{ {ty} {name}[]; }};")
         lines.append(f"#define {name}_S {ty}")                    # storage type (ST narrows to it)
         lines.append(f"#define {name}_A {ARITH_TYPE.get(ty, ty)}")  # arithmetic type (LD widens to it)
-        if "_F16" in template_source(k.template + ".comp"):   # (a template that copies stored bits: gather_copy)
+        if "_F16" in body:                                    # (a template that copies stored bits: gather_copy)
             lines.append(f"#define {name}_F16 {int(dtypes[tid] == 'float16')}")   # float16 storage
     lines += consts
     lines += ACT_CASES
     lines.append(template_source("common.glsl"))
-    lines.append(template_source(k.template + ".comp"))
+    lines.append(body)
     return "\n".join(lines) + "\n"
 
 

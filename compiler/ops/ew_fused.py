@@ -143,11 +143,10 @@ def vector_form(ins, y_shape) -> tuple[int, list] | None:
     vecs = vectors()
     if vecs < 1 or not shape or not all(isinstance(d, (int, np.integer)) for d in shape) or int(shape[-1]) % 4:
         return None
-    base = 0                 # (a binding is a whole tensor: it starts at its own offset, 256-byte aligned)
-    vec = []
+    vec = []                 # (a binding is a whole tensor: its base is its own 256-byte aligned offset)
     for t in ins:
         st = broadcast_strides(t.shape, shape)
-        if st[-1] == 1 and base % 4 == 0 and all(s % 4 == 0 for s in st[:-1]):
+        if st[-1] == 1 and all(s % 4 == 0 for s in st[:-1]):
             vec.append(True)
         elif st[-1] == 0:
             vec.append(False)

@@ -357,8 +357,7 @@ def _gpu_ms_per_step(greedy, pre, feed, token: int, pos: int, k: int):
     """GPU time (timestamps) of one submission of k decode_greedy steps, per step (None: no timestamps)."""
     from gpuc.runtime import decode_loop
     pre.run(feed)
-    greedy.set_state(decode_loop.STATE_TOKENS, np.array([[token]], np.int32))
-    greedy.set_state(decode_loop.STATE_POS, np.array([pos], np.int32))
+    decode_loop.seed(greedy, token, pos)
     greedy.run_repeated_async(k).wait()
     ms = greedy.last_gpu_ms
     return None if ms is None else ms / k

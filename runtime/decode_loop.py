@@ -36,6 +36,12 @@ def greedy_runner(model):
     return r
 
 
+def seed(runner, token: int, pos: int) -> None:
+    """Set the greedy state: the next step feeds `token` at position `pos`."""
+    runner.set_state(STATE_TOKENS, np.array([[token]], np.int32))
+    runner.set_state(STATE_POS, np.array([pos], np.int32))
+
+
 def plan(steps: int, k: int) -> list[int]:
     """Steps per submission: one (the first token streams out after one step), then k at a time, then
     the rest (< k) one by one; never more than `steps` in all."""
@@ -59,8 +65,7 @@ def run(runner, token: int, pos: int, steps: int, stop_ids=(), depth: int | None
     k = STEPS_PER_SUBMIT if steps_per_submit is None else steps_per_submit
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise GpucError(f"decode loop: steps_per_submit {k!r} is not a positive integer")
-    runner.set_state(STATE_TOKENS, np.array([[token]], np.int32))
-    runner.set_state(STATE_POS, np.array([pos], np.int32))
+    seed(runner, token, pos)
     depth = max(1, min(depth or runner.n_slots, runner.n_slots))
     sizes, pending = deque(plan(steps, int(k))), deque()      # pending: wait() of each submission, in order
 

@@ -4,7 +4,6 @@ derived `decode_greedy` signature gives the host path's tokens, stops at a stop 
 signature of another shape gets no derived signature."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("vulkan")
@@ -108,8 +107,7 @@ def test_run_repeated_async(tiny):
         host = list(m.generate(PROMPT, 9, device_greedy=False))
 
         def seed(token=PROMPT[-1]):
-            g.set_state(decode_loop.STATE_TOKENS, np.array([[token]], np.int32))
-            g.set_state(decode_loop.STATE_POS, np.array([len(PROMPT) - 1], np.int32))
+            decode_loop.seed(g, token, len(PROMPT) - 1)
         for k in (2, 3, 5, 2, 8):                        # staging grows (2, 4, 8); command buffers re-recorded
             seed()
             outs = g.run_repeated_async(k).wait()

@@ -14,7 +14,7 @@ from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, ln_reserve_bytes, small_m_variants, split_variants
 from gpuc.compiler.ops.gemm_plan import WG_SMEM, gemm_cost, plan_gemm
-from gpuc.compiler.ops.gemm_split import IM2COL_FACTOR, conv_split_weights, split_kernels, split_of
+from gpuc.compiler.ops.gemm_split import conv_split_weights, im2col_factor, split_kernels, split_of
 from gpuc.compiler.ops.util import epilogue
 from gpuc.compiler.options import current
 from gpuc.compiler.symbolic import hint, is_sym
@@ -59,7 +59,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
             variants[:0] = cm2_variants(M, GN, GK)
     split, sp = 1, None                 # split-K across workgroups (ops/gemm_split.py; forced: even over them)
     if fixed and G == 1 and not b_t and ln is None and (not variants or current().split_k):
-        split, sp = _split(M, GN, GK, vec_a, im2col, cig)
+        split, sp = _split(M, GN, GK, vec_a, im2col, cig, graph.precision)
     if split > 1:
         variants = []
     elif fixed and graph.precision == "fp16" and not variants:     # small-M tensor-core candidates
@@ -109,7 +109,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     return [k]
 
 
-def _split(M: int, N: int, K: int, vec_a: bool, im2col: bool, cig: int) -> tuple[int, object]:
+def _split(M: int, N: int, K: int, vec_a: bool, im2col: bool, cig: int, precision: str) -> tuple[int, object]:
     """(S, partial plan) of split-K across workgroups for a one-group gemm with constant weights
     (ops/gemm_split.py): rows split K in multiples of 8, implicit-GEMM convolutions split the input
     channels (vec4 A: into multiples of 4)."""
@@ -118,4 +118,4 @@ def _split(M: int, N: int, K: int, vec_a: bool, im2col: bool, cig: int) -> tuple
     fits = (lambda s: cig % (s * (4 if vec_a else 1)) == 0) if im2col else None
     return split_of(M, N, K, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, im2col),
                     lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, im2col), fits,
-                    IM2COL_FACTOR if im2col else 1.0)
+                    im2col_factor(precision) if im2col else 1.0)

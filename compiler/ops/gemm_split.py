@@ -35,6 +35,18 @@ MIN_DEPTH = 64            # K / S at least this
 # (49 x 512 x 4608) 57 us at 28.2k modelled cycles, the FC 49 x 768 x 3072 32 us at 23.4k): their modelled
 # costs are scaled by this.
 IM2COL_FACTOR = 1.5
+# ... for a float32 program 2.0: its small-M convolutions run only the plain kernel, which took ~2x longer per
+# modelled cycle than an FC (H100, 2026-11-27, benchmarks/archive/split_factor_ab.py: batch-1 GPU time with 1.5 / 2.0,
+# convnext_tiny 1.065 / 1.058 ms, its 2x2 stride-2 convolution 49 x 768 x 1536 at 37 us for 13.3k cycles;
+# inception_v3 1.517 / 1.454 ms).  A float16 program keeps 1.5: there the one dispatch also carries measured
+# tensor-core candidates the model does not see (inception_v3's 1x7 convolutions split at 2.0 took the run from
+# 1.064 to 1.404 ms; convnext_tiny 0.683 -> 0.669).
+IM2COL_FACTOR_FP32 = 2.0
+
+
+def im2col_factor(precision: str) -> float:
+    """The modelled-cost factor of implicit-GEMM convolutions in a program of `precision` (see IM2COL_FACTOR)."""
+    return IM2COL_FACTOR if precision == "fp16" else IM2COL_FACTOR_FP32
 CONV = True               # implicit-GEMM convolutions split too (CompileOptions.split_k_conv overrides it)
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/gemm_plan.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it

@@ -102,18 +102,30 @@ def test_model_splits_batch1_resnet_convs():
     """The cost model splits ResNet-50's batch-1 7x7x512 3x3 convolution (49 x 512 x 4608: one row tile)
     and keeps a batch-32 one (plenty of workgroups) in one dispatch."""
     from gpuc.compiler.ops.gemm_dispatch import _split
-    assert _split(49, 512, 4608, True, True, 512)[0] > 1
-    assert _split(32 * 49, 512, 4608, True, True, 512)[0] == 1
+    assert _split(49, 512, 4608, True, True, 512, "fp16")[0] > 1
+    assert _split(32 * 49, 512, 4608, True, True, 512, "fp16")[0] == 1
+
+
+def test_fp32_programs_split_small_m_convs_sooner():
+    """A float32 program models its convolutions at IM2COL_FACTOR_FP32 (2.0: only the plain kernel runs them),
+    a float16 one at IM2COL_FACTOR (1.5: tensor-core candidates run the one dispatch too): the batch-1 2x2
+    stride-2 convolution of a ConvNeXt downsample (49 x 768 x 1536, 384 channels) splits in fp32 only."""
+    from gpuc.compiler.ops.gemm_dispatch import _split
+    from gpuc.compiler.ops import gemm_split
+    assert gemm_split.im2col_factor("fp32") == gemm_split.IM2COL_FACTOR_FP32 > gemm_split.im2col_factor("fp16")
+    assert _split(49, 768, 1536, True, True, 384, "fp32")[0] > 1
+    assert _split(49, 768, 1536, True, True, 384, "fp16")[0] == 1
+    assert _split(49, 768, 1536, True, False, 1536, "fp32")[0] == 1      # an FC: factor 1 either way
 
 
 def test_split_k_conv_off_keeps_convs_in_one_dispatch():
     """CompileOptions.split_k_conv=False: the convolution above stays one dispatch; an FC still splits."""
     from gpuc.compiler.ops.gemm_dispatch import _split
     from gpuc.compiler.options import DEFAULT, using
-    assert _split(49, 768, 3072, True, False, 3072)[0] > 1
+    assert _split(49, 768, 3072, True, False, 3072, "fp16")[0] > 1
     with using(DEFAULT.replace(split_k_conv=False)):
-        assert _split(49, 512, 4608, True, True, 512)[0] == 1
-        assert _split(49, 768, 3072, True, False, 3072)[0] > 1
+        assert _split(49, 512, 4608, True, True, 512, "fp16")[0] == 1
+        assert _split(49, 768, 3072, True, False, 3072, "fp16")[0] > 1
 
 
 def test_small_m_candidates_only_where_regular_variants_are_not():

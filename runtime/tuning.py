@@ -44,6 +44,9 @@ CONFIRM_RUNS = 9       # whole-program runs of the cost model's and the measured
 WARM_S = 0.2           # round 0 first runs this long untimed: a GPU left idle while the host compiled clocks
 #                        down, and the rounds timed while it clocked up favoured later candidates (H100,
 #                        a batch-1 fp16 CNN: the choice measured warm ran 0.719 ms against 0.729)
+ROUND_WARM_S = 0.05    # ... and every later round this long: its pipelines are created with the GPU idle, and without
+#                        it the plans timed in rounds 11-15 of a batch-1 fp16 CNN came out 2-4x their warm times (H100,
+#                        benchmarks/archive/tuning_round_warm_ab.py)
 
 
 def mode() -> str:
@@ -156,8 +159,8 @@ def measure(bundle, device, cands: dict, model_class, spec=None) -> dict | None:
                 if m.program is not None or m.dims is not None or not m.timestamps:
                     return None
                 inputs = sample_inputs(m.inputs, m.max_batch)
-                t_warm = time.perf_counter()
-                while r == 0 and time.perf_counter() - t_warm < WARM_S:
+                t_warm, warm_s = time.perf_counter(), WARM_S if r == 0 else ROUND_WARM_S
+                while time.perf_counter() - t_warm < warm_s:
                     m.run(inputs)
                 rows = profile(m, inputs, RUNS)["rows"]
             finally:

@@ -163,3 +163,30 @@ def test_whole_ms_times_each_choice_on_the_device(gpu, data):
     ms = tuning.whole_ms(b, gpu.device, [tuning.default_choice(b, cands), {d: lst[0] for d, lst in cands.items()}],
                          gpuc.runtime.executor.LoadedModel)
     assert ms is not None and len(ms) == 2 and all(t > 0 for t in ms)
+
+
+def test_every_round_runs_warm_before_it_is_timed(gpu, data, monkeypatch):
+    """Each round's program runs untimed first (WARM_S for round 0, ROUND_WARM_S after): a round's pipelines are
+    created with the GPU idle, and a GPU that clocked down meanwhile made the later rounds' candidates look slower
+    (H100, 15 rounds of a batch-1 fp16 CNN: the last rounds' gemms 2-4x their warm times)."""
+    from gpuc.runtime import profile as P
+    from gpuc.runtime.executor import LoadedModel
+    warm_runs, runs = [], {}
+
+    class Counting(LoadedModel):
+        def run(self, *a, **k):
+            runs[id(self)] = runs.get(id(self), 0) + 1
+            return super().run(*a, **k)
+
+    real = P.profile
+
+    def spy(model, inputs, n, *a, **k):
+        warm_runs.append(runs.get(id(model), 0))
+        return real(model, inputs, n, *a, **k)
+
+    monkeypatch.setattr(P, "profile", spy)
+    monkeypatch.setattr(tuning, "WARM_S", 0.01)
+    monkeypatch.setattr(tuning, "ROUND_WARM_S", 0.01)
+    b = B.read_bundle(as_measured(data, {0, 1}))
+    times = tuning.measure(b, gpu.device, tuning.candidates(b, gpu.device), Counting)
+    assert times is not None and len(warm_runs) == 2 and all(n >= 1 for n in warm_runs)

@@ -116,6 +116,9 @@ def _split(M: int, N: int, K: int, vec_a: bool, im2col: bool, cig: int, precisio
     if im2col and not gemm_split.conv_splits():
         return 1, None
     fits = (lambda s: cig % (s * (4 if vec_a else 1)) == 0) if im2col else None
-    return split_of(M, N, K, lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, im2col),
-                    lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, im2col), fits,
-                    im2col_factor(precision) if im2col else 1.0)
+    plan = lambda m, n, kk, g: plan_gemm(m, n, kk, g, vec_a, True, im2col)     # noqa: E731
+    cost = lambda q, m, n, kk, g: gemm_cost(q, m, n, kk, g, vec_a, True, im2col)     # noqa: E731
+    out = split_of(M, N, K, plan, cost, fits, im2col_factor(precision) if im2col else 1.0)
+    if out[0] == 1 and im2col and precision == "fp16":      # deep splits into whole tensor-core chunks
+        out = split_of(M, N, K, plan, cost, gemm_split.fp16_retry_fits(K, fits), im2col_factor("fp32"))
+    return out

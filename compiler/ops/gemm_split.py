@@ -40,8 +40,19 @@ IM2COL_FACTOR = 1.5
 # convnext_tiny 1.065 / 1.058 ms, its 2x2 stride-2 convolution 49 x 768 x 1536 at 37 us for 13.3k cycles;
 # inception_v3 1.517 / 1.454 ms).  A float16 program keeps 1.5: there the one dispatch also carries measured
 # tensor-core candidates the model does not see (inception_v3's 1x7 convolutions split at 2.0 took the run from
-# 1.064 to 1.404 ms; convnext_tiny 0.683 -> 0.669).
+# 1.064 to 1.404 ms; convnext_tiny 0.683 -> 0.669) -- except for a split of at least FP16_RETRY_MIN_S parts whose
+# depth K / S is whole 32-deep tensor-core chunks (split_fp16_retry): inception_v3's lost ones had parts of 72 and 84
+# (padded chunks) or S = 2 (1.030 -> 1.044 ms, H100 2026-11-27), convnext_tiny's 2x2 stride-2 downsamplings won at
+# S = 4, 8, 16 with parts of 96 (0.686 -> 0.671 ms; the second A/B in split_factor_ab's results file).
 IM2COL_FACTOR_FP32 = 2.0
+FP16_RETRY_MIN_S = 4
+FP16_RETRY_DEPTH = 32
+
+
+def fp16_retry_fits(K: int, fits):
+    """The parts a float16 program's convolution may split into at IM2COL_FACTOR_FP32 where IM2COL_FACTOR kept it
+    whole: `fits` and at least FP16_RETRY_MIN_S parts of whole FP16_RETRY_DEPTH-deep chunks."""
+    return lambda s: fits(s) and s >= FP16_RETRY_MIN_S and K % s == 0 and (K // s) % FP16_RETRY_DEPTH == 0
 
 
 def im2col_factor(precision: str) -> float:

@@ -109,13 +109,28 @@ def test_model_splits_batch1_resnet_convs():
 def test_fp32_programs_split_small_m_convs_sooner():
     """A float32 program models its convolutions at IM2COL_FACTOR_FP32 (2.0: only the plain kernel runs them),
     a float16 one at IM2COL_FACTOR (1.5: tensor-core candidates run the one dispatch too): the batch-1 2x2
-    stride-2 convolution of a ConvNeXt downsample (49 x 768 x 1536, 384 channels) splits in fp32 only."""
+    stride-2 convolution of a ConvNeXt downsample (49 x 768 x 1536, 384 channels) splits in fp32."""
     from gpuc.compiler.ops.gemm_dispatch import _split
     from gpuc.compiler.ops import gemm_split
     assert gemm_split.im2col_factor("fp32") == gemm_split.IM2COL_FACTOR_FP32 > gemm_split.im2col_factor("fp16")
     assert _split(49, 768, 1536, True, True, 384, "fp32")[0] > 1
-    assert _split(49, 768, 1536, True, True, 384, "fp16")[0] == 1
     assert _split(49, 768, 1536, True, False, 1536, "fp32")[0] == 1      # an FC: factor 1 either way
+
+
+def test_fp16_programs_retry_deep_splits_into_whole_chunks():
+    """A float16 program whose convolution IM2COL_FACTOR keeps whole takes IM2COL_FACTOR_FP32's split only into
+    at least FP16_RETRY_MIN_S parts of whole FP16_RETRY_DEPTH-deep chunks: ConvNeXt's 2x2 stride-2 downsamplings
+    split (parts of 96), an Inception 3x3 convolution over 192 channels (parts of 432 / 216 / 108, or 2 of 864)
+    stays one dispatch in fp16 and splits in fp32."""
+    from gpuc.compiler.ops.gemm_dispatch import _split
+    from gpuc.compiler.ops import gemm_split
+    assert _split(49, 768, 1536, True, True, 384, "fp16")[0] == 16
+    assert _split(196, 384, 768, True, True, 192, "fp16")[0] == 8
+    assert _split(784, 192, 384, True, True, 96, "fp16")[0] == 4
+    assert _split(64, 320, 1728, True, True, 192, "fp16")[0] == 1
+    assert _split(64, 320, 1728, True, True, 192, "fp32")[0] > 1
+    fits = gemm_split.fp16_retry_fits(1536, lambda s: True)
+    assert [s for s in (2, 4, 8, 16) if fits(s)] == [4, 8, 16]
 
 
 def test_split_k_conv_off_keeps_convs_in_one_dispatch():

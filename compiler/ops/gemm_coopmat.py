@@ -319,7 +319,22 @@ def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -
     if current().coopmat_emulate:
         return [KernelVariant("coopmat", EMULATED_REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))]
     if not worthwhile(M, N, K, G, gather):
+        if gather and GATHER_MEASURED and worthwhile(M, N, K, G):      # big element-gathered convolutions
+            return [dataclasses.replace(v, measured=True) for v in _plan_variants(M, N, K, G)]
         return []
+    return _plan_variants(M, N, K, G)
+
+
+# Convolutions whose im2col loads gather element by element (CI % 4 != 0: an RGB stem) keep the plain kernel
+# by default (SKIP_GATHER: it won at batch 1); where the gemm is big enough for the tensor cores otherwise
+# (worthwhile without the gather: a batch-32 7x7 stem, 401k x 64 x 147, 361 us on the plain kernel on the
+# H100) they carry the variants as `measured` candidates, taken where timing them at load finds them faster
+# (that stem 359 -> 289 us, resnet50 b32 fp16 3.862 -> 3.817 ms: benchmarks/archive/stem_pool_ab.py).
+GATHER_MEASURED = True
+
+
+def _plan_variants(M: int, N: int, K: int, G: int) -> list:
+    """coopmat_variants' list for a shape where tensor cores pay (the cost model's plans first)."""
     out = []
     big = plan_coopmat(M, N, K, G, BIG_SMEM)
     if big.smem_bytes() > WG_SMEM or big.threads > 256:

@@ -143,7 +143,11 @@ def fold_pad_pool(graph: Graph) -> None:
     alike), the average counts padded cells - only zero padding there, which adds nothing to the sum
     and so keeps LiteRT's summation exact.  Implicit SAME padding of the pool stays ignored.
     Runs after plan_fp16_storage: under --precision fp16 a fold is skipped where the padded tensor
-    would have been float16 but its input fp32 (the pool would see unrounded values)."""
+    would have been float16 but its input fp32 (the pool would see unrounded values) -- except into a
+    MAX_POOL_2D whose output is float16 too, with no activation or a clamp: rounding to float16 is monotone, so
+    the float16 maximum of unrounded values is the maximum of the rounded ones (a batch-32 fp16 ResNet's stem:
+    its plain fp32 convolution, then PADV2 -inf and the max pool, 115 us of PADV2 on the H100; resnet50 3.998 ->
+    3.862 ms, benchmarks/archive/stem_pool_ab.py)."""
     rewrite(graph, [(POOL_PAD, _pad_pool)], variables=False)
 
 
@@ -159,7 +163,19 @@ def _pool_pad_fits(m, match) -> bool:
     if y.fake_quant is not None and (y.fake_quant != x.fake_quant or value != 0.0):
         return False        # the PAD re-rounded to another grid: keep it
     pinned = g.fp32_pinned
-    return pinned is None or g.storage(src) not in pinned or g.storage(out) in pinned
+    return (pinned is None or g.storage(src) not in pinned or g.storage(out) in pinned
+            or _rounding_commutes(g, pool))
+
+
+MONOTONE_ACTS = (0, 1, 2, 3)   # TFLite's NONE, RELU, RELU_N1_TO_1, RELU6: clamps at float16-exact bounds
+
+
+def _rounding_commutes(g: Graph, pool: Node) -> bool:
+    """Whether a MAX_POOL_2D stored as float16 gives the same bits from unrounded inputs as from their float16
+    roundings: a maximum, then a clamp at most, into float16 storage (round(max(x)) == max(round(x)))."""
+    return (pool.op == "MAX_POOL_2D" and int(pool.attrs.get("fused_activation_function", 0) or 0) in MONOTONE_ACTS
+            and pool.epilogue.act is None and not pool.epilogue.chain and pool.epilogue.residual is None
+            and g.storage(pool.outputs[0]) not in g.fp32_pinned)
 
 
 POOL_PAD = Op(("MAX_POOL_2D", "AVERAGE_POOL_2D"), PAD, name="pool", prefix=True,

@@ -108,3 +108,47 @@ def test_fp16_folded_and_unfolded_programs_are_identical():
             outs.append(np.array(mm.run([x])[0]))
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_allclose(outs[0], run_litert(model, [x])[0], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("pool_act", ["NONE", "RELU"])
+def test_fp16_pad_after_an_fp32_producer_folds_into_max_pool(pool_act):
+    """--precision fp16, a float32-pinned producer (a 7x7 stride-2 convolution over 3 channels: the plain gemm,
+    which keeps its tensors float32) -> PADV2 -inf -> MAX_POOL_2D stored float16 -> NEG: the pool reads the
+    unrounded values and still gives the unfolded program's bits (rounding to float16 is monotone), one dispatch
+    fewer; into an AVERAGE_POOL_2D (PADV2 0) the pad stays."""
+    import os
+    if os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    rng = np.random.default_rng(3)
+
+    def build(pool):
+        mb = ModelBuilder()
+        x = mb.input("x", [1, 20, 20, 3])
+        c = mb.tensor("c", [1, 10, 10, 16])
+        mb.op("CONV_2D", [x, mb.const("w", rng.normal(0, 0.3, (16, 7, 7, 3)).astype(np.float32)),
+                          mb.const("b", rng.normal(0, 0.1, 16).astype(np.float32))], [c],
+              padding="SAME", stride_w=2, stride_h=2, fused_activation_function="RELU")
+        p = mb.tensor("p", [1, 12, 12, 16])
+        value = -np.inf if pool == "MAX_POOL_2D" else 0.0
+        mb.op("PADV2", [c, mb.const("pads", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32)),
+                        mb.const("v", np.array([value], np.float32))], [p])
+        m = mb.tensor("m", [1, 5, 5, 16])
+        mb.op(pool, [p], [m], padding="VALID", stride_w=2, stride_h=2, filter_width=3, filter_height=3,
+              fused_activation_function=pool_act)
+        y = mb.tensor("y", [1, 5, 5, 16])          # (the pool's output inside the network: stored float16)
+        mb.op("NEG", [m], [y])
+        mb.output(y)
+        return mb.finish()
+
+    x = rng.uniform(-1, 1, (1, 20, 20, 3)).astype(np.float32)
+    for pool, folds in (("MAX_POOL_2D", True), ("AVERAGE_POOL_2D", False)):
+        model = build(pool)
+        outs, counts = [], []
+        for disabled in ([], ["fold_pad_pool"]):
+            b = gpuc.compile(model, disable_passes=disabled, precision="fp16", cache=False)
+            counts.append(sum(d.label.split()[0] in ("PADV2", "PAD") for d in read_bundle(b).dispatches))
+            with gpuc.load(b) as mm:
+                outs.append(np.array(mm.run([x])[0]))
+        assert counts == ([0, 1] if folds else [1, 1]), (pool, counts)
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_allclose(outs[0], run_litert(model, [x])[0], rtol=1e-2, atol=1e-2)

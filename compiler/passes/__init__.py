@@ -18,6 +18,7 @@ from gpuc.compiler.passes.inplace import plan_in_place
 from gpuc.compiler.passes.layer_norm import fuse_layer_norm
 from gpuc.compiler.ops.ln_fold import fold_layer_norm
 from gpuc.compiler.passes.movement_fold import fold_movement
+from gpuc.compiler.ops.channel_pad import pad_conv_channels
 from gpuc.compiler.passes.precision import plan_fp16_storage
 from gpuc.compiler.passes.quant import simulate_quantization
 from gpuc.compiler.passes.rfft import rfft_as_matmul
@@ -50,7 +51,7 @@ def batch_native(graph: Graph) -> None:
 PIPELINE = [fold_constants, rfft_as_matmul, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm,
             fuse_softmax_chain, fuse_attention, fuse_rope,
             fold_update_slices, fuse_q8_gemv, sink_transposes, compose_transposes,
-            transpose_into_matmul, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation,
+            transpose_into_matmul, pad_conv_channels, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation,
             fold_layer_norm, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue,
             fuse_gemm_epilogue, plan_in_place]
 

@@ -78,3 +78,18 @@ def warm_profile(model, runs: int, warm_s: float = 1.0):
     while time.time() - t0 < warm_s:
         model.run(inputs)
     return outs, profile(model, inputs, runs)
+
+
+def profiles_in_turns(models: dict, inputs, rounds: int = 3, warm_runs: int = 20, runs: int = 10):
+    """({name: [GPU ms of each round]}, {name: the last round's profile}) of the loaded gpuc `models` ({name:
+    model}), timed in turns for `rounds` rounds -- each model `warm_runs` untimed runs, then a
+    `gpuc.runtime.profile.profile` of `runs` -- so that clock drift hits every model alike (A/B runs)."""
+    from gpuc.runtime.profile import profile
+    ms, last = {name: [] for name in models}, {}
+    for _ in range(rounds):
+        for name, m in models.items():
+            for _ in range(warm_runs):
+                m.run(inputs)
+            last[name] = profile(m, inputs, runs)
+            ms[name].append(round(last[name]["run_gpu_ms"], 3))
+    return ms, last

@@ -6,13 +6,12 @@ and each output against the base program's.
 
     python -m benchmarks.archive.stem_pool_ab RESNET18.tflite RESNET50.tflite
 """
-import sys, os, collections
+import sys, os
 import numpy as np
 import gpuc
 from gpuc.compiler.passes import fusion
 from gpuc.compiler.ops import gemm_coopmat
-from benchmarks.timing import warm_profile
-from gpuc.runtime.profile import profile
+from benchmarks.timing import profiles_in_turns
 real = fusion._rounding_commutes
 for path in sys.argv[1:]:
     models = {}
@@ -23,14 +22,8 @@ for path in sys.argv[1:]:
     rng = np.random.default_rng(0)
     m0 = models["base"]
     x = [rng.standard_normal([32] + list(s.shape[1:])).astype(s.dtype) for s in m0.inputs]
-    res, outs, rows = collections.defaultdict(list), {}, {}
-    for rep in range(3):
-        for name, m in models.items():
-            for _ in range(20):
-                m.run(x)
-            p = profile(m, x, 10)
-            res[name].append(round(p["run_gpu_ms"], 3))
-            rows[name] = p
+    outs = {}
+    res, rows = profiles_in_turns(models, x)
     for name, m in models.items():
         outs[name] = np.asarray(m.run(x)[0], np.float64)
         m.close()

@@ -66,3 +66,22 @@ def test_only_big_fp16_few_channel_convolutions():
         bb = read_bundle(gpuc.compile(model, precision=prec, cache=False))
         conv = next(d for d in bb.dispatches if d.label.startswith("CONV_2D"))
         assert list(bb.tensors[conv.bindings[1]].shape) == [1, 26, 26, 3]
+
+
+def test_padded_stem_in_a_batch_native_bundle(monkeypatch):
+    """--max-batch 3 (batch-native: every dispatch computes the items): the padded program's items agree with the
+    unpadded one's, for a run of 3 items and of 2."""
+    import os
+    if os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    monkeypatch.setattr(channel_pad, "MIN_MACS", 0)
+    model, xs = stem(True)
+    x3 = np.concatenate([xs[0], xs[0][..., ::-1], -xs[0]], 0)
+    outs = []
+    for disabled in ([], ["pad_conv_channels"]):
+        b = gpuc.compile(model, precision="fp16", max_batch=3, disable_passes=disabled, cache=False)
+        with gpuc.load(b) as m:
+            outs.append([np.asarray(m.run([x3])[0], np.float64), np.asarray(m.run([x3[:2]])[0], np.float64)])
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3)
+    np.testing.assert_array_equal(outs[0][1], outs[0][0][:2])

@@ -41,7 +41,7 @@ IM2COL_FACTOR = 1.5
 # inception_v3 1.517 / 1.454 ms).  A float16 program keeps 1.5: there the one dispatch also carries measured
 # tensor-core candidates the model does not see (inception_v3's 1x7 convolutions split at 2.0 took the run from
 # 1.064 to 1.404 ms; convnext_tiny 0.683 -> 0.669) -- except for a split of at least FP16_RETRY_MIN_S parts whose
-# depth K / S is whole 32-deep tensor-core chunks (split_fp16_retry): inception_v3's lost ones had parts of 72 and 84
+# depth K / S is whole 32-deep tensor-core chunks (fp16_retry_fits): inception_v3's lost ones had parts of 72 and 84
 # (padded chunks) or S = 2 (1.030 -> 1.044 ms, H100 2026-11-27), convnext_tiny's 2x2 stride-2 downsamplings won at
 # S = 4, 8, 16 with parts of 96 (0.686 -> 0.671 ms; the second A/B in split_factor_ab's results file).
 IM2COL_FACTOR_FP32 = 2.0
@@ -58,6 +58,8 @@ def fp16_retry_fits(K: int, fits):
 def im2col_factor(precision: str) -> float:
     """The modelled-cost factor of implicit-GEMM convolutions in a program of `precision` (see IM2COL_FACTOR)."""
     return IM2COL_FACTOR if precision == "fp16" else IM2COL_FACTOR_FP32
+
+
 CONV = True               # implicit-GEMM convolutions split too (CompileOptions.split_k_conv overrides it)
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/gemm_plan.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it

@@ -51,8 +51,8 @@ def batch_native(graph: Graph) -> None:
 PIPELINE = [fold_constants, rfft_as_matmul, batch_native, simulate_quantization, eliminate_dead_nodes, fuse_layer_norm,
             fuse_softmax_chain, fuse_attention, fuse_rope,
             fold_update_slices, fuse_q8_gemv, sink_transposes, compose_transposes,
-            transpose_into_matmul, pad_conv_channels, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue, fuse_activation,
-            fold_layer_norm, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue,
+            transpose_into_matmul, pad_conv_channels, fold_movement, reshape_as_view, fold_pad, fuse_add_epilogue,
+            fuse_activation, fold_layer_norm, plan_fp16_storage, fold_pad_pool, fuse_elementwise, fuse_reduce_prologue,
             fuse_gemm_epilogue, plan_in_place]
 
 

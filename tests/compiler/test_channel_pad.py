@@ -68,14 +68,15 @@ def test_only_big_fp16_few_channel_convolutions():
         assert list(bb.tensors[conv.bindings[1]].shape) == [1, 26, 26, 3]
 
 
-def test_padded_stem_in_a_batch_native_bundle(monkeypatch):
+@pytest.mark.parametrize("nchw", [True, False])
+def test_padded_stem_in_a_batch_native_bundle(monkeypatch, nchw):
     """--max-batch 3 (batch-native: every dispatch computes the items): the padded program's items agree with the
     unpadded one's, for a run of 3 items and of 2."""
     import os
     if os.environ.get("GPUC_DISABLE_FP16"):
         pytest.skip("fp16 storage disabled")
     monkeypatch.setattr(channel_pad, "MIN_MACS", 0)
-    model, xs = stem(True)
+    model, xs = stem(nchw)
     x3 = np.concatenate([xs[0], xs[0][..., ::-1], -xs[0]], 0)
     outs = []
     for disabled in ([], ["pad_conv_channels"]):

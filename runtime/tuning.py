@@ -37,8 +37,8 @@ MODES = ("auto", "on", "off")
 MARGIN = 0.03          # another kernel must be 3% faster than the cost model's pick to replace it
 RUNS = 7               # timed runs per round (medians per dispatch), after one warm-up
 CONFIRM_RUNS = 9       # whole-program runs of the cost model's and the measured choice each, in turns: the
-#                        per-dispatch picks are kept only where the program is faster with them (H100, densenet121
-#                        batch 32 fp16: three loads kept the plain kernel on 17, 46 and 75 convolutions, 9.1 to
+#                        per-dispatch picks are kept only where the program is faster with them (H100, a dense-block
+#                        CNN at batch 32 fp16: three loads kept the plain kernel on 17, 46 and 75 convolutions, 9.1 to
 #                        10.4 ms, where the cost model's choice took 9.7; rounds timed with timestamps between
 #                        dispatches that run side by side, and clocks that move, mislead the per-dispatch rows)
 WARM_S = 0.2           # round 0 first runs this long untimed: a GPU left idle while the host compiled clocks

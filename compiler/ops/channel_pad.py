@@ -15,13 +15,13 @@ import numpy as np
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.symbolic import is_sym
 
-MAX_CI = 12                 # input channels padded at most (a few: the copy grows by at most 4 / CI)
+MAX_CI = 12                 # input channels padded at most (the padded copy is ceil4(CI) / CI times the input)
 MIN_MACS = 1 << 28          # batch-32 224 x 224 RGB stems: 3.8G (7x7 stride 2, 64 out), 0.46G (4x4 stride 4, 96 out),
 #                             0.35G (3x3 stride 2, 32 out); batch-1 ones: 0.12G and less
-# On the H100 (2026-11-27, batch 32 fp16, benchmarks/archive/channel_pad_ab.py): resnet50 3.875 -> 3.735 ms (its
-# 7x7 stem 288 -> 209 us, the input copy 41 -> 54 us), resnet18 ~2.06 -> 1.99, mobilenet_v2 1.611 -> 1.595,
-# convnext_tiny 4.35 either way (its NCHW transpose, 18 us as copy_nd, becomes a 38 us gather copy; the 4x4 stem
-# 35 -> 31 us).
+# On the H100 (2026-11-27, batch 32 fp16, benchmarks/archive/channel_pad_ab.py): a bottleneck CNN with a 7x7
+# stride-2 stem 3.875 -> 3.735 ms (the stem 288 -> 209 us, the input copy 41 -> 54 us), a basic-block one ~2.06 ->
+# 1.99, an inverted-residual one (3x3 stem) 1.611 -> 1.595; a CNN with a 4x4 stride-4 stem 4.35 either way (its
+# NCHW transpose, 18 us as copy_nd, becomes a 38 us gather copy; the stem 35 -> 31 us).
 
 
 def _fits(graph: Graph, node: Node) -> bool:

@@ -329,7 +329,7 @@ def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -
 # by default (SKIP_GATHER: it won at batch 1); where the gemm is big enough for the tensor cores otherwise
 # (worthwhile without the gather: a batch-32 7x7 stem, 401k x 64 x 147, 361 us on the plain kernel on the
 # H100) they carry the variants as `measured` candidates, taken where timing them at load finds them faster
-# (that stem 359 -> 289 us, resnet50 b32 fp16 3.862 -> 3.817 ms: benchmarks/archive/stem_pool_ab.py).
+# (that stem 359 -> 289 us, a batch-32 fp16 bottleneck CNN 3.862 -> 3.817 ms: benchmarks/archive/stem_pool_ab.py).
 GATHER_MEASURED = True
 
 

@@ -36,14 +36,15 @@ MIN_DEPTH = 64            # K / S at least this
 # costs are scaled by this.
 IM2COL_FACTOR = 1.5
 # ... for a float32 program 2.0: its small-M convolutions run only the plain kernel, which took ~2x longer per
-# modelled cycle than an FC (H100, 2026-11-27, benchmarks/archive/split_factor_ab.py: batch-1 GPU time with 1.5 / 2.0,
-# convnext_tiny 1.065 / 1.058 ms, its 2x2 stride-2 convolution 49 x 768 x 1536 at 37 us for 13.3k cycles;
-# inception_v3 1.517 / 1.454 ms).  A float16 program keeps 1.5: there the one dispatch also carries measured
-# tensor-core candidates the model does not see (inception_v3's 1x7 convolutions split at 2.0 took the run from
-# 1.064 to 1.404 ms; convnext_tiny 0.683 -> 0.669) -- except for a split of at least FP16_RETRY_MIN_S parts whose
-# depth K / S is whole 32-deep tensor-core chunks (fp16_retry_fits): inception_v3's lost ones had parts of 72 and 84
-# (padded chunks) or S = 2 (1.030 -> 1.044 ms, H100 2026-11-27), convnext_tiny's 2x2 stride-2 downsamplings won at
-# S = 4, 8, 16 with parts of 96 (0.686 -> 0.671 ms; the second A/B in split_factor_ab's results file).
+# modelled cycle than an FC (H100, 2026-11-27, benchmarks/archive/split_factor_ab.py, batch-1 GPU time with 1.5 /
+# 2.0: a CNN of 7x7-depthwise blocks and 2x2 stride-2 downsamplings 1.065 / 1.058 ms, one such downsampling,
+# 49 x 768 x 1536, at 37 us for 13.3k cycles; a CNN of 1x7 / 7x1 factorised convolutions 1.517 / 1.454 ms).  A
+# float16 program keeps 1.5: there the one dispatch also carries measured tensor-core candidates the model does not
+# see (the factorised 1x7 convolutions split at 2.0 took their CNN from 1.064 to 1.404 ms; the downsampling CNN
+# 0.683 -> 0.669) -- except for a split of at least FP16_RETRY_MIN_S parts whose depth K / S is whole 32-deep
+# tensor-core chunks (fp16_retry_fits): the factorised CNN's lost ones had parts of 72 and 84 (padded chunks) or
+# S = 2 (1.030 -> 1.044 ms), the 2x2 stride-2 downsamplings won at S = 4, 8, 16 with parts of 96 (0.686 -> 0.671
+# ms; the second A/B in split_factor_ab's results file).
 IM2COL_FACTOR_FP32 = 2.0
 FP16_RETRY_MIN_S = 4
 FP16_RETRY_DEPTH = 32

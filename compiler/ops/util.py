@@ -36,6 +36,8 @@ def broadcast_strides(in_shape, out_shape):
 # (+-inf clamped to +-FLT_MAX, NaN kept), and FC reports them unsupported.  A fused NONE leaves +-inf
 # as they are, as XNNPACK, LiteRT's default, does (its builtin kernels clamp them too).
 IGNORED_ACTS = (4, 5)           # (TFLite's enum)
+# the fused activations that are at most a clamp at float16-exact bounds (rounding to float16 commutes with them)
+CLAMP_ACTS = tuple(c for c, n in ACT_NAMES.items() if n in ("NONE", "RELU", "RELU_N1_TO_1", "RELU6"))
 
 
 def fused_act(node: Node) -> int:

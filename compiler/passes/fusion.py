@@ -12,7 +12,7 @@ import numpy as np
 from gpuc.compiler import ew_table, ops
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops.shape import pad_constant
-from gpuc.compiler.ops.util import act_code
+from gpuc.compiler.ops.util import CLAMP_ACTS, act_code, fused_act
 from gpuc.compiler.pattern import Op, Val, const, one_output, rewrite
 
 EPILOGUE_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CUSTOM:Convolution2DTransposeBias"}
@@ -145,9 +145,9 @@ def fold_pad_pool(graph: Graph) -> None:
     Runs after plan_fp16_storage: under --precision fp16 a fold is skipped where the padded tensor
     would have been float16 but its input fp32 (the pool would see unrounded values) -- except into a
     MAX_POOL_2D whose output is float16 too, with no activation or a clamp: rounding to float16 is monotone, so
-    the float16 maximum of unrounded values is the maximum of the rounded ones (a batch-32 fp16 ResNet's stem:
-    its plain fp32 convolution, then PADV2 -inf and the max pool, 115 us of PADV2 on the H100; resnet50 3.998 ->
-    3.862 ms, benchmarks/archive/stem_pool_ab.py)."""
+    the float16 maximum of unrounded values is the maximum of the rounded ones (a batch-32 fp16 7x7 RGB stem:
+    its plain fp32 convolution, then PADV2 -inf and the max pool, 115 us of PADV2 on the H100; a bottleneck CNN
+    3.998 -> 3.862 ms, benchmarks/archive/stem_pool_ab.py)."""
     rewrite(graph, [(POOL_PAD, _pad_pool)], variables=False)
 
 
@@ -167,13 +167,10 @@ def _pool_pad_fits(m, match) -> bool:
             or _rounding_commutes(g, pool))
 
 
-MONOTONE_ACTS = (0, 1, 2, 3)   # TFLite's NONE, RELU, RELU_N1_TO_1, RELU6: clamps at float16-exact bounds
-
-
 def _rounding_commutes(g: Graph, pool: Node) -> bool:
     """Whether a MAX_POOL_2D stored as float16 gives the same bits from unrounded inputs as from their float16
     roundings: a maximum, then a clamp at most, into float16 storage (round(max(x)) == max(round(x)))."""
-    return (pool.op == "MAX_POOL_2D" and int(pool.attrs.get("fused_activation_function", 0) or 0) in MONOTONE_ACTS
+    return (pool.op == "MAX_POOL_2D" and fused_act(pool) in CLAMP_ACTS
             and pool.epilogue.act is None and not pool.epilogue.chain and pool.epilogue.residual is None
             and g.storage(pool.outputs[0]) not in g.fp32_pinned)
 

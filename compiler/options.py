@@ -62,8 +62,6 @@ class CompileOptions(Record):
         ("coopmat_direct", None, None, "coopmat gemms: register epilogue for full tiles (default gemm_coopmat.DIRECT)"),
         ("coopmat_reg_chain", None, None, "coopmat gemms: fused chains in the register epilogue too "
                                           "(default gemm_coopmat.REG_CHAIN)"),
-        ("coopmat_prefetch", None, None, "coopmat gemms: K chunks in flight in registers (1 or 2; default "
-                                         "gemm_coopmat.PREFETCH)"),
         ("coopmat_small_m", None, None, "fp16 gemms of few rows: small-M coopmat tiles as measured candidates "
                                         "(default gemm_coopmat.SMALL_M)"),
         ("coopmat_mid_candidates", None, None, "fp16 gemms of few rows: how many mid-size coopmat tiles each "
@@ -164,8 +162,6 @@ def _check(o: CompileOptions) -> None:
                                                  not isinstance(o.coopmat_mid_candidates, int)
                                                  or o.coopmat_mid_candidates < 0):
         bad("coopmat_mid_candidates", "must be None or an integer >= 0")
-    if o.coopmat_prefetch is not None and (isinstance(o.coopmat_prefetch, bool) or o.coopmat_prefetch not in (1, 2)):
-        bad("coopmat_prefetch", "must be None, 1 or 2")
     if o.ew_vectors is not None and (isinstance(o.ew_vectors, bool) or o.ew_vectors not in (0, 1, 2)):
         bad("ew_vectors", "must be None, 0, 1 or 2")
     if o.copy_words is not None and (not isinstance(o.copy_words, tuple) or len(set(o.copy_words)) != len(o.copy_words)

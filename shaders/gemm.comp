@@ -328,15 +328,8 @@ void store_b(int buf) {
 #else
 #define CB_T uvec2
 #endif
-#ifndef CM_PF
-#define CM_PF 1
-#endif
-// CM_PF = 2: two register sets, so chunk k + 2 is loaded while chunk k is multiplied and chunk k + 1
-// (loaded one iteration earlier) is stored (CM_STAGES = 2; with 1, chunk k is stored first): two
-// iterations hide each load's latency, where a short K loop of small tiles otherwise waits on every load
-// (the main loop below runs two chunks a turn, each set named by a constant).
-CA_T ca[CM_PF][CA_PER];
-CB_T cb[CM_PF][CB_PER];
+CA_T ca[CA_PER];
+CB_T cb[CB_PER];
 int a_base[CA_PER];      // element offset of the row's data in x (IM2COL: of the image), -1: row out of range
 #if IM2COL
 int a_iy[CA_PER];
@@ -383,7 +376,7 @@ float16_t a_elem(int i, int k) {
 }
 #endif
 
-void cm_load_a(int kb, int s) {
+void cm_load_a(int kb) {
     int tid = int(gl_LocalInvocationIndex);
     [[unroll]] for (int i = 0; i < CA_PER; ++i) {
         int e = tid + i * NT;
@@ -413,7 +406,7 @@ void cm_load_a(int kb, int s) {
         if (a_base[i] >= 0)
             v = cm_pack4(f16vec4(a_elem(i, k), a_elem(i, k + 1), a_elem(i, k + 2), a_elem(i, k + 3)));
 #endif
-        ca[s][i] = v;
+        ca[i] = v;
     }
 }
 
@@ -425,17 +418,17 @@ void cm_put(int h, uvec2 v) {
     smem_q[h >> 3][c + 1] = v.y;
 }
 
-void cm_store_a(int buf, int s) {
+void cm_store_a(int buf) {
     int tid = int(gl_LocalInvocationIndex);
     [[unroll]] for (int i = 0; i < CA_PER; ++i) {
         int e = tid + i * NT;
-        if (e < CA_N) cm_put(buf + (e / CA_W) * SA_LD + (e % CA_W) * CM_AV, ca[s][i]);
+        if (e < CA_N) cm_put(buf + (e / CA_W) * SA_LD + (e % CA_W) * CM_AV, ca[i]);
 #if LN_FOLD
         if (e < CA_N && a_base[i] >= 0) {
             int k0 = ln_kb + (e % CA_W) * CM_AV;
-            ln_add4(i, k0, vec4(unpackHalf2x16(ca[s][i].x), unpackHalf2x16(ca[s][i].y)));
+            ln_add4(i, k0, vec4(unpackHalf2x16(ca[i].x), unpackHalf2x16(ca[i].y)));
 #if CM_AV == 8
-            ln_add4(i, k0 + 4, vec4(unpackHalf2x16(ca[s][i].z), unpackHalf2x16(ca[s][i].w)));
+            ln_add4(i, k0 + 4, vec4(unpackHalf2x16(ca[i].z), unpackHalf2x16(ca[i].w)));
 #endif
         }
 #endif
@@ -451,7 +444,7 @@ float16_t b_elem(int n, int k, int g) {
 }
 #endif
 
-void cm_load_b(int kb, int n0, int g, int s) {
+void cm_load_b(int kb, int n0, int g) {
     int tid = int(gl_LocalInvocationIndex);
     [[unroll]] for (int i = 0; i < CB_PER; ++i) {
         int e = tid + i * NT;
@@ -473,18 +466,18 @@ void cm_load_b(int kb, int n0, int g, int s) {
 #endif
         }
 #endif
-        cb[s][i] = v;
+        cb[i] = v;
     }
 }
 
-void cm_store_b(int buf, int s) {
+void cm_store_b(int buf) {
     int tid = int(gl_LocalInvocationIndex);
     [[unroll]] for (int i = 0; i < CB_PER; ++i) {
         int e = tid + i * NT;
 #if B_T
-        if (e < CB_N) cm_put(buf + SB_OFF + (e / CB_W) * SB_LD + (e % CB_W) * 4, cb[s][i]);
+        if (e < CB_N) cm_put(buf + SB_OFF + (e / CB_W) * SB_LD + (e % CB_W) * 4, cb[i]);
 #else
-        if (e < CB_N) cm_put(buf + SB_OFF + (e / CB_W) * SB_LD + (e % CB_W) * CM_BV, cb[s][i]);
+        if (e < CB_N) cm_put(buf + SB_OFF + (e / CB_W) * SB_LD + (e % CB_W) * CM_BV, cb[i]);
 #endif
     }
 }
@@ -764,34 +757,24 @@ void main() {
 
     LN_INIT()
     cm_init_a(m0, g);
-    cm_load_a(0, 0);
-    cm_load_b(0, n0, g, 0);
-#if CM_PF == 2
-    if (BK < GK) {
-        cm_load_a(BK, 1);
-        cm_load_b(BK, n0, g, 1);
-    }
-#endif
+    cm_load_a(0);
+    cm_load_b(0, n0, g);
     int buf = 0;                                 // shared offset (halves) of the stage being multiplied
 #if CM_STAGES == 2
-    cm_store_a(0, 0);
-    cm_store_b(0, 0);
+    cm_store_a(0);
+    cm_store_b(0);
     barrier();
 #endif
-    // chunk c (at depth c * BK) is staged in register set c % CM_PF
-    for (int kb0 = 0; kb0 < GK; kb0 += CM_PF * BK) {
-      [[unroll]] for (int h = 0; h < CM_PF; ++h) {
-        int kb = kb0 + h * BK;
-        if (kb >= GK) break;
+    for (int kb = 0; kb < GK; kb += BK) {
         bool more = kb + BK < GK;
 #if CM_STAGES == 1
-        cm_store_a(0, h);
-        cm_store_b(0, h);
+        cm_store_a(0);
+        cm_store_b(0);
         barrier();
 #endif
-        if (kb + CM_PF * BK < GK) {              // prefetch a later chunk while this one is used
-            cm_load_a(kb + CM_PF * BK, h);
-            cm_load_b(kb + CM_PF * BK, n0, g, h);
+        if (more) {                              // prefetch the next chunk while this one is used
+            cm_load_a(kb + BK);
+            cm_load_b(kb + BK, n0, g);
         }
         [[unroll]] for (int kk = ks * 16; kk < BK; kk += 16 * CM_KS) {
 #if CM_EMULATE
@@ -831,12 +814,11 @@ void main() {
 #if CM_STAGES == 2
         if (more) {
             buf = CM_STAGE - buf;
-            cm_store_a(buf, (h + 1) % CM_PF);
-            cm_store_b(buf, (h + 1) % CM_PF);
+            cm_store_a(buf);
+            cm_store_b(buf);
         }
 #endif
         barrier();
-      }
     }
     LN_FINISH()
 #if CM_KS > 1

@@ -195,30 +195,10 @@ def coopmat_kernel(k, smem_limit: int = WG_SMEM, plan: CoopPlan | None = None):
         if p.smem_bytes() + ln_reserve_bytes(p.BM) > smem_limit or 16 * p.BM * p.BK // av > p.smem_bytes():
             return None      # ... and each A slot's 4 partial sums in the staging bytes
     defines = dict(d, COOPMAT=1, CM_WM=p.WM, CM_WN=p.WN, CM_TM=p.TM, CM_TN=p.TN, CM_SG=CM_SG, BM=p.BM, BN=p.BN,
-                   BK=p.BK, CM_STAGES=p.ST, CM_KS=p.KS, CM_PF=prefetch(p, d["GK"], d["GM"]), CM_AV=av, CM_BV=bv, CM_DIRECT=int(direct_store(d)), KS=1, TM=1, TN=1,
+                   BK=p.BK, CM_STAGES=p.ST, CM_KS=p.KS, CM_AV=av, CM_BV=bv, CM_DIRECT=int(direct_store(d)), KS=1, TM=1, TN=1,
                    TILES_M=tiles_m, TILES_N=tiles_n, NWG=nwg)
     return dataclasses.replace(k, defines=defines, invocations=nwg * p.threads, local_x=p.threads, variants=[],
                                item_inner=tiles_n * d["GROUPS"])
-
-
-# K chunks in flight in registers (gemm.comp CM_PF): 2 for gemms of at least PREFETCH_MIN_M rows whose K loop has
-# at least 3 chunks; CompileOptions.coopmat_prefetch sets it for every gemm with such a loop.  Measured on the H100
-# (2026-11-27, .probe-style A/B in turns, GPUC_TUNE=off, same bits): batch-32 fp16 GPU time of a 7x7-depthwise
-# CNN 4.454 -> 4.381 ms (its 25088-row FCs 100-104 -> 94-96 us), of a basic-block ResNet 2.334 -> 2.316; the
-# small-M tiles of batch 1 (16..64 rows, forced plans, FCs of 49..3136 rows) came out mixed: 16-row tiles
-# mostly slower (784 x 768 x 192: 14.4 -> 17.6 us), 32 x 64 mostly faster, the best plan per shape unchanged
-# within 1 us -- so those keep one chunk in flight.
-PREFETCH, PREFETCH_MIN_M = 2, 8192
-
-
-def prefetch(p: CoopPlan, K, M=PREFETCH_MIN_M) -> int:
-    """gemm.comp CM_PF for plan p over K deep (M rows)."""
-    if not (isinstance(K, int) and K > 2 * p.BK):
-        return 1
-    force = current().coopmat_prefetch
-    if force is not None:
-        return force
-    return PREFETCH if isinstance(M, int) and M >= PREFETCH_MIN_M else 1
 
 
 EMULATED_REQUIRES = {"fp16_storage": True}
@@ -382,7 +362,7 @@ VARIANTS = {
     # 16-byte loads (CM_AV / CM_BV = 8) and the direct accumulator store (aligned sample geometry)
     "gemm:coopmat8": (dict(_G, GK=32, LDA=16, LDC=16, CIG=8, GNP=8, VEC_A=1, CM_AV=8, HAS_BIAS=0, RESIDUAL=0),
                       {"IM2COL": [0, 1], "B_T": [0, 1], "CM_BV": [4, 8], "CM_DIRECT": [0, 1], "CM_EMULATE": [0, 1],
-                       "CM_STAGES": [1, 2], "CM_PF": [1, 2]},
+                       "CM_STAGES": [1, 2]},
                       ["out_", "x", "w"], {"x": "float16", "w": "float16"},
                       lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d["CM_SG"],
                                      vec4=("x",) if d["B_T"] else ("x", "w"))),
@@ -391,7 +371,7 @@ VARIANTS = {
     "gemm:coopmat_small": (dict(_G, GK=32, LDA=16, LDC=64, CIG=8, GNP=8, VEC_A=1, CM_AV=8, HAS_BIAS=0, RESIDUAL=0,
                                 CM_WM=1, CM_WN=4, CM_TN=1, BM=16, BN=64, CM_STAGES=2),
                            {"IM2COL": [0, 1], "CM_BV": [4, 8], "CM_DIRECT": [0, 1], "CM_EMULATE": [0, 1],
-                            "CM_KS": [1, 2], "CM_PF": [1, 2]},
+                            "CM_KS": [1, 2]},
                            ["out_", "x", "w"], {"x": "float16", "w": "float16"},
                            lambda d: dict(local_x=d["CM_WM"] * d["CM_WN"] * d.get("CM_KS", 1) * d["CM_SG"],
                                           vec4=("x", "w"))),

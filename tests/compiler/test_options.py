@@ -23,7 +23,7 @@ NON_DEFAULT = {
     "verify_passes": True, "break_op": "RELU6", "coopmat_emulate": True, "fp16_plain_gemms": True,
     "dynamic_debug": 2, "dw_plan": DwPlan(1, 2, 4), "cm2_plan": Cm2Plan(32, 32, 16, 128), "split_k": 4,
     "reg_factor": 1, "coopmat_vec8": False, "coopmat_direct": False, "coopmat_reg_chain": True,
-    "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "coopmat_prefetch": 1, "attention_prefetch": True,
+    "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True,
     "int8_measured": False, "int8_emulate": True, "split_k_conv": False, "blockwise_kernel": False,
     "ew_vectors": 0, "copy_words": (),
 }
@@ -127,7 +127,6 @@ def test_precedence(monkeypatch):
                                           ({"coopmat_vec8": "yes"}, "coopmat_vec8"), ({"max_batch": 0}, "max_batch"),
                                           ({"tune_candidates": -1}, "tune_candidates"),
                                           ({"coopmat_mid_candidates": -1}, "coopmat_mid_candidates"),
-                                          ({"coopmat_prefetch": 3}, "coopmat_prefetch"),
                                           ({"attention_prefetch": 1}, "attention_prefetch"),
                                           ({"split_k_conv": "no"}, "split_k_conv"),
                                           ({"blockwise_kernel": "yes"}, "blockwise_kernel"),

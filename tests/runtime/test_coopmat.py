@@ -261,33 +261,3 @@ def test_emulated_coopmat_grouped_conv_and_runtime_weights(gpu, monkeypatch):
     with gpuc.load(data, device=gpu.device) as lm:
         assert lm.bundle.stats["variants_used"] == {"coopmat": 2}
         _close(lm.run(xs), refs)
-
-
-def test_emulated_coopmat_prefetch_depths_give_the_same_bits(gpu, model, monkeypatch):
-    """CM_PF = 2 (two K chunks in flight in registers) only moves loads earlier: the 3x3 convolution's
-    333-deep K loop (11 chunks, the last partial) sums in the same order as with one chunk in flight."""
-    from gpuc.compiler.ops import gemm_coopmat
-    m, xs, refs = model
-    real, depths = gemm_coopmat.prefetch, []
-
-    def seen(p, K, M=None):
-        depths.append(real(p, K, M))
-        return depths[-1]
-    monkeypatch.setattr(gemm_coopmat, "prefetch", seen)
-    monkeypatch.setenv("GPUC_VARIANTS", "coopmat=force")
-    outs = {}
-    for pf in (1, 2):
-        depths.clear()
-        data = compile_model(m, cache=False, precision="fp16", coopmat_emulate=True, coopmat_prefetch=pf)
-        assert max(depths) == pf and min(depths) == 1        # the short K loops keep one chunk in flight
-        with gpuc.load(data, device=gpu.device) as lm:
-            outs[pf] = lm.run(xs)
-    _close(outs[2], refs)
-    assert all(np.array_equal(a, b) for a, b in zip(outs[1], outs[2]))
-
-
-def test_prefetch_depth_rule():
-    from gpuc.compiler.ops.gemm_coopmat import PREFETCH, PREFETCH_MIN_M, prefetch
-    p = plan_coopmat(25088, 384, 1536, 1)
-    assert prefetch(p, 1536, 25088) == PREFETCH and prefetch(p, 1536, PREFETCH_MIN_M - 1) == 1
-    assert prefetch(p, 2 * p.BK, 25088) == 1                     # two chunks: nothing to prefetch deeper

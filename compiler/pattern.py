@@ -266,12 +266,15 @@ class Matcher:
     def _node(self, pat: Op, node: Node, m: Match) -> bool:
         if pat.ops is not None and node.op not in pat.ops:
             return False
+        # arity first: a `where` predicate may read the inputs the pattern names (a malformed model's node
+        # may have fewer)
+        if pat.inputs is not None and len(node.inputs) != len(pat.inputs) \
+                and not (pat.prefix and len(node.inputs) > len(pat.inputs)):
+            return False
         if not all(w(self, node) for w in pat.where):
             return False
         orders = [list(node.inputs)]
         if pat.inputs is not None:
-            if len(node.inputs) != len(pat.inputs) and not (pat.prefix and len(node.inputs) > len(pat.inputs)):
-                return False
             if pat.commute and len(node.inputs) == 2:
                 orders.append(list(node.inputs[::-1]))
         for ins in orders:

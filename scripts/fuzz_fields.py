@@ -380,7 +380,7 @@ def check_key(msg: str) -> str:
                      (r"id bound|SPIR-V|entry point|OpFunctionEnd|overruns|manifest|local size|storage buffer|"
                       r"push constants|declares binding|physical pointers|version word|magic|no function|reserved|"
                       r"past the bound|bad binding/push sizes",
-                      "shader structure"), (r"bad bindings|missing shader|push constants do not", "dispatch table"), (r"dynamic_dims", "dynamic dims"),
+                      "shader structure"), (r"bad bindings|missing shader|push constants do not|was compiled for dispatch", "dispatch table"), (r"dynamic_dims", "dynamic dims"),
                      (r"refused by the driver", "driver"), (r"program step", "program steps"),
                      (r"variant", "variants"), (r"lies outside|size does not match|offset .* multiple|dtype|"
                                                 r"memory kind", "tensor table"),

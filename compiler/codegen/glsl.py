@@ -12,6 +12,7 @@ from gpuc.compiler.ew_table import act_glsl
 from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.shader_text import supports_storage16, template_source
 from gpuc.runtime import spirv
+from gpuc.errors import UnsupportedError
 
 GLSL_TYPE = {"float32": "float", "float16": "float16_t", "int32": "int", "uint32": "uint", "bool": "uint"}
 VEC4_TYPE = {"float": "vec4", "float16_t": "f16vec4", "int": "ivec4", "uint": "uvec4"}
@@ -92,7 +93,10 @@ def render(k: Kernel, dtypes: dict) -> str:
     if "TOTAL" in body:   # (elsewhere the count would only split identical modules)
         lines.append(f"#define TOTAL {symbolic.glsl(k.invocations) if symbolic.is_sym(k.invocations) else k.invocations}")
     for slot, (name, tid) in enumerate(k.bindings):
-        ty = GLSL_TYPE[dtypes[tid]]
+        ty = GLSL_TYPE.get(dtypes[tid])
+        if ty is None:          # (a malformed model: e.g. a float convolution's int8 weights without a scale)
+            raise UnsupportedError(f"{k.label}: its {k.template} kernel cannot read {name!r} (tensor {tid}) as "
+                                   f"{dtypes[tid]} (it binds {', '.join(sorted(GLSL_TYPE))})")
         if name in k.vec4:
             ty = VEC4_TYPE[ty]
         qual = "" if name in k.rw else "writeonly " if slot == 0 else "readonly "

@@ -1,6 +1,8 @@
 """A bounded fuzz run inside `make test` (`make fuzz` runs 10,000 cases)."""
 import sys
 
+import pytest
+
 from helpers.repo import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -23,3 +25,44 @@ def test_resealed_field_lies_run_unchanged_or_are_refused():
     r = fuzz_fields.fuzz(150, seed=11, timeout=60, chunk=150)
     assert r["failures"] == [] and r["same"] + r["refused_total"] + r["skipped"] == 150
     assert r["refused_total"] > 75
+
+
+def test_fuzz_findings_fail_cleanly_or_match_litert():
+    """Models from `scripts/fuzz.py --seed 31337` (cases 4340, 5520, 17117, 19257), rebuilt by hand: a NaN softmax
+    beta runs (NaN, as LiteRT computes it); a MEAN without inputs, and float convolutions over int8 weights
+    without a scale, are one-line refusals naming the operator."""
+    import numpy as np
+    import gpuc
+    from gpuc.errors import UnsupportedError
+    from helpers.builder import ModelBuilder
+    from helpers.litert import run_litert
+
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4])
+    y = mb.tensor("y", [1, 4])
+    mb.op("SOFTMAX", [x], [y], beta=float("nan"))
+    mb.output(y)
+    model = mb.finish()
+    xs = [np.linspace(-1, 1, 4, dtype=np.float32).reshape(1, 4)]
+    with gpuc.load(gpuc.compile(model, cache=False)) as m:
+        got = m.run(xs)[0]
+    assert np.isnan(got).all() and np.isnan(run_litert(model, xs)[0]).all()
+
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4])
+    y = mb.tensor("y", [1])
+    mb.op("MEAN", [], [y], keep_dims=False)
+    mb.output(y)
+    with pytest.raises(UnsupportedError, match="MEAN"):
+        gpuc.compile(mb.finish(), cache=False)
+
+    for op, wshape, opts in (("CONV_2D", (4, 3, 3, 2), {}), ("DEPTHWISE_CONV_2D", (1, 3, 3, 4), {"depth_multiplier": 2})):
+        mb = ModelBuilder()
+        x = mb.input("x", [1, 6, 6, 2])
+        w = mb.const("w", np.ones(wshape, np.int8))
+        b = mb.const("b", np.zeros(4, np.float32))
+        y = mb.tensor("y", [1, 6, 6, 4])
+        mb.op(op, [x, w, b], [y], padding="SAME", stride_w=1, stride_h=1, **opts)
+        mb.output(y)
+        with pytest.raises(UnsupportedError, match=op):
+            gpuc.compile(mb.finish(), cache=False)

@@ -8,7 +8,7 @@ import numpy as np
 
 def literal(v) -> str:
     """v as a GLSL literal: bools as 1 / 0, ints as written, floats at float32 precision (always with a
-    '.' or exponent; infinities as a division, NaN from its bits)."""
+    '.' or exponent; infinities and NaN as divisions, which glslang folds, also in constant arrays)."""
     if isinstance(v, (bool, np.bool_)):
         return "1" if v else "0"
     if isinstance(v, (int, np.integer)):
@@ -16,7 +16,7 @@ def literal(v) -> str:
     if isinstance(v, (float, np.floating)):
         f = float(np.float32(v))
         if np.isnan(f):             # (a model's NaN attribute, e.g. a softmax beta: LiteRT computes with it)
-            return "uintBitsToFloat(0x7fc00000u)"
+            return "(0.0/0.0)"
         if np.isinf(f):
             return "(1.0/0.0)" if f > 0 else "(-1.0/0.0)"
         s = "%.9g" % f

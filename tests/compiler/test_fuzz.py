@@ -66,3 +66,13 @@ def test_fuzz_findings_fail_cleanly_or_match_litert():
         mb.output(y)
         with pytest.raises(UnsupportedError, match=op):
             gpuc.compile(mb.finish(), cache=False)
+
+
+def test_non_finite_literals_compile_in_defines_and_constant_arrays():
+    from gpuc.compiler.codegen.glslang import compile_glsl
+    from gpuc.compiler.glsl_literal import literal
+    vals = [literal(float(v)) for v in ("nan", "inf", "-inf")]
+    src = ("#version 450\nlayout(local_size_x = 1) in;\nlayout(set = 0, binding = 0) buffer B { float o[]; };\n"
+           f"#define V {vals[0]}\nconst float a[3] = float[]({', '.join(vals)});\n"
+           "void main() { o[0] = a[0] + V; o[1] = a[1]; o[2] = a[2]; }\n")
+    assert compile_glsl(src, name="non-finite literals")

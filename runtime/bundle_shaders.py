@@ -13,7 +13,7 @@ kernel variant must agree with the module it names:
   - each bound tensor holds at least the bytes the kernel may touch there (`ext`);
   - a binding the kernel may write is in the arena, never the weights;
   - no grid runs more than MAX_INVOCATIONS invocations, nor the bundle more than MAX_BUNDLE_INVOCATIONS;
-  - every dispatch a module was compiled for runs it (a table that lost a dispatch is refused).
+  - every dispatch a module was compiled for is in the table (a table that lost its last dispatch is refused).
 Device limits (grid size, workgroup size, storage-buffer range) are checked at load
 (runtime/load_checks.py).
 """
@@ -185,13 +185,13 @@ def check(b) -> list:
 
 
 def _check_all_used(b, faces) -> None:
-    """Every dispatch a module was compiled for is in the table and runs it (directly or as a variant): a
-    bundle whose table lost a dispatch -- its last one, whose loss shifts no other's index -- is refused
-    rather than run without it."""
-    runs = {(d.shader, j) for j, d in enumerate(b.dispatches)} | {(v.shader, v.dispatch) for v in b.variants}
+    """Every dispatch a module was compiled for is in the table: a table that lost a dispatch -- its last one,
+    whose loss shifts no other's index -- is refused rather than run without it.  (A module only a dropped
+    kernel variant used may stay: the dispatch still runs its own kernel.)"""
+    nd = len(b.dispatches)
     for k, (s, f) in enumerate(zip(b.shaders, faces)):
         for u in f.manifest["uses"]:
             j = u.get("d") if isinstance(u, dict) else None
-            if (k, j) not in runs:
-                raise BundleError(f"corrupt bundle: shader {k} ({s.name}) was compiled for dispatch {j}, which "
-                                  f"{'does not run it' if isinstance(j, int) and 0 <= j < len(b.dispatches) else 'the bundle does not have'}")
+            if not isinstance(j, int) or not 0 <= j < nd:
+                raise BundleError(f"corrupt bundle: shader {k} ({s.name}) was compiled for dispatch {j}, which the "
+                                  f"bundle does not have (it has {nd})")

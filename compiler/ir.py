@@ -59,8 +59,15 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        """Bytes at the largest size (a dynamic dim at its bound: what the arena holds)."""
-        return hint(self.size) * np.dtype(self.dtype).itemsize
+        """Bytes at the largest size (a dynamic dim at its bound: what the arena holds).  A dtype numpy has no
+        type for (bfloat16, string, int4, ...) that reaches a kernel's memory is refused, naming the tensor."""
+        try:
+            item = np.dtype(self.dtype).itemsize
+        except TypeError:
+            from gpuc.errors import UnsupportedError
+            raise UnsupportedError(f"tensor {self.name!r} has dtype {self.dtype}, which no GPU kernel reads "
+                                   "or writes") from None
+        return hint(self.size) * item
 
 
 @dataclass

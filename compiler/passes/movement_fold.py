@@ -44,7 +44,10 @@ def _movable(graph: Graph, node: Node, root: bool = False) -> bool:
     k = kind(node.op)          # (the op's pieces fact: None where it computes values)
     if k is None or (fused_act(node) and not (root and k == "concatenation")):
         return False
-    ts = [graph.t(t) for t in list(node.outputs) + [node.inputs[data_input(node)]]]
+    di = data_input(node)
+    if di >= len(node.inputs) or node.inputs[di] < 0:      # (a malformed model: the op's check refuses it)
+        return False
+    ts = [graph.t(t) for t in list(node.outputs) + [node.inputs[di]]]
     if k in ("concatenation", "pack"):
         ts += [graph.t(t) for t in node.inputs]
     if any(t.dtype not in DTYPES or t.quant is not None or t.fake_quant is not None or t.is_variable for t in ts):

@@ -76,3 +76,32 @@ def test_non_finite_literals_compile_in_defines_and_constant_arrays():
            f"#define V {vals[0]}\nconst float a[3] = float[]({', '.join(vals)});\n"
            "void main() { o[0] = a[0] + V; o[1] = a[1]; o[2] = a[2]; }\n")
     assert compile_glsl(src, name="non-finite literals")
+
+
+def test_fuzz_findings_seed_777_fail_cleanly():
+    """`scripts/fuzz.py --seed 777` cases 8767 (a CONCATENATION without inputs crashed movement folding) and 4762
+    (a depthwise convolution's bias typed bfloat16 reached memory planning), rebuilt by hand."""
+    import numpy as np
+    import gpuc
+    from gpuc.errors import GpucError
+    from helpers.builder import ModelBuilder
+
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4])
+    y = mb.tensor("y", [1, 4])
+    mb.op("CONCATENATION", [], [y], axis=0)
+    z = mb.tensor("z", [1, 4])
+    mb.op("ADD", [x, y], [z])
+    mb.output(z)
+    with pytest.raises(GpucError, match="CONCATENATION"):
+        gpuc.compile(mb.finish(), cache=False)
+
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 6, 6, 4])
+    w = mb.const("w", np.ones((1, 3, 3, 4), np.float32))
+    b = mb.tensor("b", [4], dtype="bfloat16", data=np.zeros(4, np.uint16))
+    y = mb.tensor("y", [1, 6, 6, 4])
+    mb.op("DEPTHWISE_CONV_2D", [x, w, b], [y], padding="SAME", stride_w=1, stride_h=1, depth_multiplier=1)
+    mb.output(y)
+    with pytest.raises(GpucError, match="bfloat16"):
+        gpuc.compile(mb.finish(), cache=False)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuc.compiler.symbolic import hint, is_sym, prod
+from gpuc.errors import UnsupportedError
 
 
 @dataclass
@@ -64,7 +65,6 @@ class Tensor:
         try:
             item = np.dtype(self.dtype).itemsize
         except TypeError:
-            from gpuc.errors import UnsupportedError
             raise UnsupportedError(f"tensor {self.name!r} has dtype {self.dtype}, which no GPU kernel reads "
                                    "or writes") from None
         return hint(self.size) * item

@@ -180,11 +180,11 @@ def check(b) -> list:
     if total > MAX_BUNDLE_INVOCATIONS:
         raise BundleError(f"corrupt bundle: its dispatches run {total} invocations (more than "
                           f"{MAX_BUNDLE_INVOCATIONS})")
-    _check_all_used(b, faces)
+    _check_dispatches_present(b, faces)
     return faces
 
 
-def _check_all_used(b, faces) -> None:
+def _check_dispatches_present(b, faces) -> None:
     """Every dispatch a module was compiled for is in the table: a table that lost a dispatch -- its last one,
     whose loss shifts no other's index -- is refused rather than run without it.  (A module only a dropped
     kernel variant used may stay: the dispatch still runs its own kernel.)"""

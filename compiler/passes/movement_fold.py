@@ -44,15 +44,13 @@ def _movable(graph: Graph, node: Node, root: bool = False) -> bool:
     k = kind(node.op)          # (the op's pieces fact: None where it computes values)
     if k is None or (fused_act(node) and not (root and k == "concatenation")):
         return False
-    di = data_input(node)
-    if di >= len(node.inputs) or node.inputs[di] < 0:      # (a malformed model: the op's check refuses it)
+    if ops.unsupported_reason(node, graph) is not None:     # (first: its arity check, before inputs are read)
         return False
-    ts = [graph.t(t) for t in list(node.outputs) + [node.inputs[di]]]
+    ts = [graph.t(t) for t in list(node.outputs) + [node.inputs[data_input(node)]]]
     if k in ("concatenation", "pack"):
         ts += [graph.t(t) for t in node.inputs]
-    if any(t.dtype not in DTYPES or t.quant is not None or t.fake_quant is not None or t.is_variable for t in ts):
-        return False
-    return ops.unsupported_reason(node, graph) is None
+    return not any(t.dtype not in DTYPES or t.quant is not None or t.fake_quant is not None or t.is_variable
+                   for t in ts)
 
 
 def _chain(graph: Graph, root: Node, prod: dict, users: dict, stops: set, movable) -> list[Node]:

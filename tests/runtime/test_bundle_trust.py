@@ -261,7 +261,7 @@ def test_row0_section_field_lies_are_refused_by_read_load_and_inspect(bundle, tm
 @pytest.mark.parametrize("which", ["last", "first"])
 def test_a_table_that_lost_a_dispatch_is_refused(bundle, which):
     """Dropping the last dispatch shifts no other's index (fuzz seed 31337, case 1047 ran without it to a wrong
-    answer): every dispatch a module was compiled for must still run it."""
+    answer): every dispatch a module was compiled for must still be in the table."""
     def edit(b):
         del b.dispatches[-1 if which == "last" else 0]
     refused(reseal(bundle, edit), "was compiled for dispatch" if which == "last" else "not compiled for dispatch 0")

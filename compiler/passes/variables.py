@@ -75,7 +75,15 @@ def _run_init(model: Model, gi: int, values: dict, done: set, depth: int = 0) ->
             if x.data is None:
                 raise UnsupportedError(f"CALL_ONCE init subgraph {g.name!r}: {n.label()} assigns a value "
                                        f"that is not known at compile time")
-            values[key] = (np.array(x.data, x.dtype).reshape(x.shape), x.quant)
+            try:
+                arr = np.array(x.data, np.dtype(x.dtype))
+            except TypeError:
+                raise UnsupportedError(f"CALL_ONCE init subgraph {g.name!r}: {n.label()} assigns tensor {x.name!r} "
+                                       f"of dtype {x.dtype}, which no variable can hold") from None
+            if arr.size != int(np.prod(x.shape, dtype=np.int64)):
+                raise UnsupportedError(f"CALL_ONCE init subgraph {g.name!r}: {n.label()} assigns tensor {x.name!r} "
+                                       f"of shape {list(x.shape)} with {arr.size} values")
+            values[key] = (arr.reshape(x.shape), x.quant)
         elif n.op == "READ_VARIABLE":
             key = _handle(handles, n, g)
             if key not in values:

@@ -105,3 +105,29 @@ def test_fuzz_findings_seed_777_fail_cleanly():
     mb.output(y)
     with pytest.raises(GpucError, match="bfloat16"):
         gpuc.compile(mb.finish(), cache=False)
+
+
+def test_fuzz_finding_seed_2027_fails_cleanly():
+    """`scripts/fuzz.py --seed 2027` case 8612: a CALL_ONCE init subgraph assigning a constant typed `resource`
+    to a variable reached numpy (TypeError); it is refused naming the op and the tensor, rebuilt by hand."""
+    import numpy as np
+    import gpuc
+    from gpuc.errors import GpucError
+    from helpers.builder import ModelBuilder, with_subgraphs
+
+    mb = ModelBuilder()
+    x = mb.input("x", [4])
+    mb.op("CALL_ONCE", [], [], init_subgraph_index=1)
+    h = mb.tensor("h", [], "resource")
+    mb.op("VAR_HANDLE", [], [h], container="", shared_name="acc")
+    v = mb.tensor("v", [4])
+    mb.op("READ_VARIABLE", [h], [v])
+    y = mb.tensor("y", [4])
+    mb.op("ADD", [v, x], [y])
+    mb.output(y)
+    ib = ModelBuilder()
+    h2 = ib.tensor("h", [], "resource")
+    ib.op("VAR_HANDLE", [], [h2], container="", shared_name="acc")
+    ib.op("ASSIGN_VARIABLE", [h2, ib.tensor("init", [4], "resource", data=np.zeros(4, np.uint8))], [])
+    with pytest.raises(GpucError, match=r"ASSIGN_VARIABLE .*'init' of dtype resource"):
+        gpuc.compile(with_subgraphs(mb, ib), cache=False)

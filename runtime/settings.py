@@ -75,6 +75,15 @@ DEFAULT_CACHE_MAX_BYTES = 2 << 30
 VISIBLE_ENVS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")   # a scheduler's GPU choice (device_select)
 
 
+# run()'s host copies are split over the copy threads from this size (GPUC_COPY_SPLIT_BYTES).  On the H100 host
+# (2026-11-27, benchmarks/run_overhead.py, fp16, input staging in the BAR; "copy in" with 8 threads / 1 thread)
+# the threads lost at every size up to 9.6 MB -- 1.07 MB 0.406 / 0.068 ms, 1.2 MB 0.522 / 0.080, 2.4 MB 0.834 /
+# 0.203, 4.8 MB 0.844 / 0.362, 9.6 MB 0.889 / 0.699 (threads parked on idle cores wake late) -- and won at a batch
+# of 32 224 x 224 images, 19.3 MB 0.80 / 1.03 (session 9).  The earlier 1 MiB put a batch-1 299 x 299 input on
+# the threads: its run() took 1.88 ms against 1.19 on one thread.
+COPY_SPLIT_BYTES = 16 << 20
+
+
 class Settings(Record):
     # (name, default, environment variable, meaning); the README's configuration table lists them
     FIELDS = (
@@ -98,7 +107,7 @@ class Settings(Record):
         ("pipeline_threads", 0, "GPUC_PIPELINE_THREADS", "threads creating pipelines (0: the CPU count, at most 8)"),
         ("copy_threads", 0, "GPUC_COPY_THREADS", "threads copying a run's inputs / outputs to and from staging "
                                                  "(0: the CPU count, at most 8; 1: the caller's thread only)"),
-        ("copy_split_bytes", 1 << 20, "GPUC_COPY_SPLIT_BYTES", "host copies from this size are split over the copy threads"),
+        ("copy_split_bytes", COPY_SPLIT_BYTES, "GPUC_COPY_SPLIT_BYTES", "host copies from this size are split over the copy threads"),
         ("copy_chunks", 4, "GPUC_COPY_CHUNKS", "parts per copy thread, handed out as the threads come (1: one fixed "
                                               "part each)"),
         ("upload_chunk_bytes", 4 << 20, "GPUC_UPLOAD_CHUNK_BYTES", "a batch's inputs through host-memory staging "
@@ -143,7 +152,7 @@ def _parse(environ) -> Settings:
         load_threads=g("GPUC_LOAD_THREADS", "1") not in ("0", "off", "false"),
         pipeline_threads=_int(g("GPUC_PIPELINE_THREADS"), 0),
         copy_threads=max(0, _int(g("GPUC_COPY_THREADS"), 0)),
-        copy_split_bytes=max(1, _int(g("GPUC_COPY_SPLIT_BYTES"), 1 << 20)),
+        copy_split_bytes=max(1, _int(g("GPUC_COPY_SPLIT_BYTES"), COPY_SPLIT_BYTES)),
         copy_chunks=max(1, _int(g("GPUC_COPY_CHUNKS"), 4)),
         upload_chunk_bytes=max(0, _int(g("GPUC_UPLOAD_CHUNK_BYTES"), 4 << 20)),
         upload_pipeline=(g("GPUC_UPLOAD_PIPELINE") or "auto").strip().lower(),

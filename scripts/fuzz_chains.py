@@ -4,7 +4,7 @@ operands and fused activations, movement, reductions, softmax, FC, and convoluti
 (fp32, the default device).  The chains reach the passes that fold movement, fuse elementwise ops and
 epilogues and pick layouts, which one-op tests do not.
 
-    python scripts/fuzz_chains.py [--cases N] [--seed S] [--keep DIR] [--timeout SECONDS]
+    python scripts/fuzz_chains.py [--cases N] [--seed S] [--precision fp32|fp16|int8] [--keep DIR] [--timeout SECONDS]
 
 A case passes when gpuc's outputs match LiteRT's (dtype, shape; float32 within rtol 1e-4 and atol
 1e-5 x max(1, max|ref|), NaN where LiteRT has NaN) with either of LiteRT's interpreters (the builtin kernels or the default one,
@@ -38,6 +38,7 @@ POSITIVE = ("SQRT", "RSQRT", "LOG")               # on abs(x) + 0.5
 BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
 REDUCE = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN")
 MAX_ELEMS = 4096
+FP16_TOL = (2e-2, 2e-2)     # --precision fp16: rtol, atol x max(1, max|ref|)
 # fused activations on CONCATENATION (off: gpuc runs them as their activation applied, which LiteRT's builtin kernel
 # refuses and its XNNPACK delegate ignores; FUZZ_CONCAT_ACT=1 puts them in)
 CONCAT_ACT = os.environ.get("FUZZ_CONCAT_ACT") == "1"
@@ -358,7 +359,7 @@ def case(seed: int, i: int) -> tuple[bytes, list]:
     return c.mb.finish(), c.feeds
 
 
-def compare(outs, refs) -> str | None:
+def compare(outs, refs, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
     if len(outs) != len(refs):
         return f"{len(outs)} outputs, LiteRT {len(refs)}"
     for k, (o, r) in enumerate(zip(outs, refs)):
@@ -372,8 +373,8 @@ def compare(outs, refs) -> str | None:
         if not np.array_equal(nan, np.isnan(o)):
             return f"output {k}: NaN at other places"
         fin = np.abs(r[np.isfinite(r)])
-        tol = 1e-5 * max(1.0, float(fin.max(initial=0.0)))
-        bad = ~nan & ~(np.abs(o - r) <= tol + 1e-4 * np.abs(r)) & ~((o == r) & np.isinf(r))
+        tol = atol * max(1.0, float(fin.max(initial=0.0)))
+        bad = ~nan & ~(np.abs(o - r) <= tol + rtol * np.abs(r)) & ~((o == r) & np.isinf(r))
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
             return (f"output {k}: {int(bad.sum())} of {r.size} differ, max |diff| "
@@ -381,14 +382,19 @@ def compare(outs, refs) -> str | None:
     return None
 
 
-def run_case(seed: int, i: int) -> tuple[str, str]:
-    """(verdict, detail): verdict one of ok, both_refuse, fail, gpuc_refuses."""
+def run_case(seed: int, i: int, precision: str = "fp32") -> tuple[str, str]:
+    """(verdict, detail): verdict one of ok, both_refuse, fail, gpuc_refuses.  precision fp16: gpuc's
+    --precision fp16 against the float32 references, within FP16_TOL (relative and x max|ref|)."""
     import gpuc
     from gpuc.errors import GpucError
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from helpers.litert import run_litert
 
-    model, feeds = case(seed, i)
+    if precision == "int8":
+        import fuzz_chains_int8
+        model, feeds, scale = fuzz_chains_int8.case(seed, i)
+    else:
+        model, feeds = case(seed, i)
     refs, lite_err = [], None
     for default in (False, True):          # builtin kernels, and the default (XNNPACK) interpreter
         try:
@@ -397,7 +403,7 @@ def run_case(seed: int, i: int) -> tuple[str, str]:
             lite_err = lite_err or f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
     refs = refs or None
     try:
-        with gpuc.load(gpuc.compile(model, cache=False)) as m:
+        with gpuc.load(gpuc.compile(model, cache=False, precision="fp32" if precision == "int8" else precision)) as m:
             outs = list(m.run([f.copy() for f in feeds]))
     except GpucError as e:
         msg = str(e)
@@ -409,7 +415,11 @@ def run_case(seed: int, i: int) -> tuple[str, str]:
         return "fail", f"{type(e).__name__}: {e} | {traceback.format_exc().splitlines()[-3][:200]}"
     if refs is None:
         return "fail", f"gpuc ran a model LiteRT refuses ({lite_err})"
-    bads = [compare(outs, r) for r in refs]          # equal to either interpreter's outputs
+    if precision == "int8":
+        bads = [fuzz_chains_int8.compare(outs, r, scale) for r in refs]      # exact, with either interpreter
+    else:
+        tol = FP16_TOL if precision == "fp16" else (1e-4, 1e-5)
+        bads = [compare(outs, r, *tol) for r in refs]      # equal to either interpreter's outputs
     return ("ok", "") if None in bads else ("fail", bads[0])
 
 
@@ -420,6 +430,7 @@ def main() -> int:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--keep", type=Path)
     ap.add_argument("--timeout", type=int, default=60)
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "int8"))
     a = ap.parse_args()
 
     def on_alarm(*_):
@@ -431,7 +442,7 @@ def main() -> int:
     for i in range(a.start, a.start + a.cases):
         signal.alarm(a.timeout)
         try:
-            verdict, detail = run_case(a.seed, i)
+            verdict, detail = run_case(a.seed, i, a.precision)
         except TimeoutError:
             verdict, detail = "fail", "hang (timeout)"
         finally:
@@ -442,7 +453,8 @@ def main() -> int:
             print(f"FAIL case {i}: {detail}", flush=True)
             if a.keep:
                 a.keep.mkdir(parents=True, exist_ok=True)
-                (a.keep / f"chain_{a.seed}_{i}.tflite").write_bytes(case(a.seed, i)[0])
+                (a.keep / f"chain_{a.seed}_{i}.tflite").write_bytes(
+                    (__import__("fuzz_chains_int8").case if a.precision == "int8" else case)(a.seed, i)[0])
         elif verdict == "gpuc_refuses":
             key = re.sub(r"^unsupported model: \d+ operator\(s\) cannot run on the GPU: ", "", detail)
             key = re.sub(r" \(operator #\d+\)", "", key)[:90]

@@ -27,7 +27,7 @@ import numpy as np
 
 # the native int8 ops' names (one place: the int8 modules and passes/quant.py read each other's)
 CONV, DEPTHWISE, FC = "INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED"
-TRANSPOSE, PAD = "INT8_TRANSPOSE", "INT8_PAD"
+TRANSPOSE, PAD, CONCAT = "INT8_TRANSPOSE", "INT8_PAD", "INT8_CONCATENATION"
 ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL = "INT8_ADD", "INT8_MEAN", "INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D"
 
 RQ_GEMMLOWP, RQ_RUY, RQ_UPWARD = 0, 1, 2
@@ -38,6 +38,8 @@ BOUNDARY: dict[str, object] = {}    # ops that take int8 tensors as they are (QU
 WIDEN: dict[str, object] = {}       # int8 op -> (node, graph) -> None: reshapes it for faster kernels (after the rewrite)
 MOVES: dict[str, object] = {}       # data-movement ops -> (node, graph) -> None | reason; rewrite (ops/int8_move.py)
 FOLDS: list = []                    # graph -> None: folds after the rewrite (ops/int8_move.py fold_pads)
+REFUSALS: dict[str, object] = {}    # TFLite op -> (node, graph) -> None | reason: int8 rules LiteRT's kernels enforce,
+#                                     checked before quantization is simulated (a reason refuses the model)
 
 
 def native_form(*pairs, check):

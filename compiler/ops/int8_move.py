@@ -1,7 +1,9 @@
-"""Native int8 TRANSPOSE / PAD / PADV2 (INT8_TRANSPOSE, INT8_PAD): data movement between int8 activations
-moves bytes, as LiteRT's kernels do (no requantization), with the generic GPU kernels (copy_nd, pad) on
-packed int8 lanes.  PAD pads with the output zero point, PADV2 with its constant's raw int8 value
-(LiteRT's pad.cc); both become INT8_PAD with an unquantized int8 constant of that value.
+"""Native int8 TRANSPOSE / PAD / PADV2 / CONCATENATION (INT8_TRANSPOSE, INT8_PAD, INT8_CONCATENATION): data
+movement between int8 activations moves bytes, as LiteRT's kernels do (no requantization), with the generic
+GPU kernels (copy_nd, pad) on packed int8 lanes.  PAD pads with the output zero point, PADV2 with its
+constant's raw int8 value (LiteRT's pad.cc); both become INT8_PAD with an unquantized int8 constant of that
+value.  CONCATENATION: LiteRT's int8 kernel requires every input on the output's grid (same scale and zero
+point) and no fused activation; so does this form (a constant input keeps the float program).
 passes/quant.py native_int8 makes these ops (int8_common.MOVES) when the whole model runs in int8.
 """
 from __future__ import annotations
@@ -10,12 +12,12 @@ import copy
 
 import numpy as np
 
-from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules
-from gpuc.compiler.ops.int8_common import FOLDS, MOVES, per_tensor, scale_zp
+from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, REGISTRY, Why, declare, register, rules
+from gpuc.compiler.ops.int8_common import FOLDS, MOVES, REFUSALS, per_tensor, scale_zp
 from gpuc.compiler.ops.util import checked
 
-from gpuc.compiler.ops.int8_common import CONV, DEPTHWISE, MAX_POOL, PAD, TRANSPOSE  # noqa: E402 (the int8 op names)
-_SRC = {TRANSPOSE: "TRANSPOSE", PAD: "PADV2"}
+from gpuc.compiler.ops.int8_common import CONCAT, CONV, DEPTHWISE, MAX_POOL, PAD, TRANSPOSE  # noqa: E402 (int8 op names)
+_SRC = {TRANSPOSE: "TRANSPOSE", PAD: "PADV2", CONCAT: "CONCATENATION"}
 
 
 def _eligible(node, graph):
@@ -47,6 +49,49 @@ def _to_int8(node, graph) -> None:
 
 for _op in ("TRANSPOSE", "PAD", "PADV2"):
     MOVES[_op] = (_eligible, _to_int8)
+
+
+def _eligible_concat(node, graph):
+    """None when CONCATENATION `node` joins int8 activations on its output's grid without an activation."""
+    if len(node.outputs) != 1 or not node.inputs or min(node.inputs) < 0:
+        return "no input"
+    y = graph.t(node.outputs[0])
+    if y.dtype != "int8" or not per_tensor(y):
+        return "not an int8 activation"
+    if node.attrs.get("fused_activation_function", 0):
+        return "a fused activation"
+    for i in node.inputs:
+        x = graph.t(i)
+        if x.is_const or x.dtype != "int8" or not per_tensor(x) or scale_zp(x) != scale_zp(y):
+            return f"input {x.name!r} is not an int8 activation on the output's grid"
+    return REGISTRY[node.op].check(node, graph)
+
+
+def _concat_to_int8(node, graph) -> None:
+    node.op = CONCAT
+
+
+MOVES["CONCATENATION"] = (_eligible_concat, _concat_to_int8)
+
+
+def _concat_grids(node, graph):
+    """LiteRT's int8 CONCATENATION refuses inputs on another grid than its output (concatenation.cc: "no
+    re-scaling needed for Int8 quantized kernel"): None, or the reason naming the first such input."""
+    if len(node.outputs) != 1 or node.outputs[0] < 0:
+        return None
+    y = graph.t(node.outputs[0])
+    if y.dtype != "int8" or not per_tensor(y):
+        return None
+    for i in node.inputs:
+        x = graph.t(i) if i >= 0 else None
+        if x is not None and x.dtype == "int8" and per_tensor(x) and scale_zp(x) != scale_zp(y):
+            (sx, zx), (sy, zy) = scale_zp(x), scale_zp(y)
+            return (f"int8 input {x.name!r} (scale {sx:.9g}, zero point {zx}) is on another grid than the output "
+                    f"(scale {sy:.9g}, zero point {zy}), which LiteRT's int8 kernel refuses")
+    return None
+
+
+REFUSALS["CONCATENATION"] = _concat_grids
 
 
 def fold_pads(graph) -> None:
@@ -98,9 +143,15 @@ def lower_int8_move(node, graph):
     return REGISTRY[_SRC[node.op]].lower(_generic(node), graph)
 
 
+@register(CONCAT, check=_check, dtypes=("int8",), inputs=(1, ANY_COUNT), quantized_io=True,
+          summary="internal: native int8 concatenation, bytes moved (passes/quant.py native_int8)")
+def lower_int8_concat(node, graph):
+    return REGISTRY[_SRC[node.op]].lower(_generic(node), graph)
+
+
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(TRANSPOSE, PAD, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("not folded yet"),
+declare(TRANSPOSE, PAD, CONCAT, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("not folded yet"),
         fp16=NEUTRAL, in_place=False, flops=rules.per_output,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
-declare(TRANSPOSE, templates=("copy_nd",))
+declare(TRANSPOSE, CONCAT, templates=("copy_nd",))
 declare(PAD, templates=("pad",))

@@ -19,6 +19,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.ops import fact, gather, gemm_q8, int8_common
 from gpuc.compiler.passes.fold import dequantize
+from gpuc.errors import UnsupportedError
 
 QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 # ops that see the raw integer values of their inputs (not the real values): left unsupported
@@ -100,6 +101,11 @@ def _int8_view(n: Node, graph: Graph) -> bool:
 
 
 def simulate_quantization(graph: Graph) -> None:
+    for n in graph.nodes:                   # int8 rules LiteRT's kernels enforce (ops' int8_common.REFUSALS)
+        rule = int8_common.REFUSALS.get(n.op)
+        why = rule(n, graph) if rule is not None else None
+        if why:
+            raise UnsupportedError(f"{n.label()}: {why}")
     native = native_int8(graph)
     users = graph.consumers()
     prod = graph.producers()

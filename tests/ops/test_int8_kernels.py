@@ -2,12 +2,15 @@
 int8 models: bit for bit equal to LiteRT's builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES), with
 random scales, zero points, weights and inputs.  Each model is checked to run its int8 form
 ("INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED", "INT8_ADD", "INT8_MEAN",
-"INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D", "INT8_TRANSPOSE", "INT8_PAD"); a model with an op lacking an int8 kernel runs as a float program, as before."""
+"INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D", "INT8_TRANSPOSE", "INT8_PAD",
+"INT8_CONCATENATION"); a model with an op lacking an int8 kernel runs as a float program, as before."""
 import numpy as np
 import pytest
 
 pytest.importorskip("vulkan")
 
+import gpuc  # noqa: E402
+from gpuc.errors import UnsupportedError  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
@@ -182,9 +185,8 @@ def test_quantize_dequantize_edges_stay_int8(gpu):
     np.testing.assert_array_equal(gpu.run(model, [x])[0], run_litert(model, [x])[0])
 
 
-def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
-    """A quantized model with an op lacking an int8 kernel (CONCATENATION) compiles and runs as a float
-    program with simulated quantization, within one quantization step of LiteRT."""
+def _conv_then(op, out_shape, out_q, **options):
+    """A 1x1 CONV_2D of an int8 input x, then `op` over (its output h, x): the model and its input."""
     rng = np.random.default_rng(9)
     mb = ModelBuilder()
     x = mb.input("x", [1, 6, 6, 4], I8, quant=(0.05, -1))
@@ -193,15 +195,28 @@ def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
     h = mb.tensor("h", [1, 6, 6, 4], I8, quant=(0.05, -1))
     b = mb.const("b", rng.integers(-500, 500, 4).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
     mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
-    y = mb.tensor("y", [1, 6, 6, 8], I8, quant=(0.05, -1))
-    mb.op("CONCATENATION", [h, x], [y], axis=3, fused_activation_function="NONE")
+    y = mb.tensor("y", out_shape, I8, quant=out_q)
+    mb.op(op, [h, x], [y], **options)
     mb.output(y)
-    model = mb.finish()
+    return mb.finish(), _qin(rng, (1, 6, 6, 4))
+
+
+def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
+    """A quantized model with an op lacking an int8 kernel (MUL) compiles and runs as a float program with
+    simulated quantization, within one quantization step of LiteRT."""
+    model, xin = _conv_then("MUL", [1, 6, 6, 4], (0.02, 3), fused_activation_function="NONE")
     ops = _ops(model)
     assert not any(o.startswith("INT8_") for o in ops)
-    xin = _qin(rng, (1, 6, 6, 4))
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))
     assert d.max() <= 1
+
+
+def test_concatenation_of_int8_activations_moves_bytes(gpu):
+    """CONCATENATION of int8 activations on the output's grid (LiteRT's int8 kernel requires it) is native:
+    the whole model stays int8, LiteRT's bits."""
+    model, xin = _conv_then("CONCATENATION", [1, 6, 6, 8], (0.05, -1), axis=3, fused_activation_function="NONE")
+    assert {"INT8_CONV_2D", "INT8_CONCATENATION"} <= set(_ops(model))
+    _exact(gpu, model, [xin], "INT8_CONCATENATION")
 
 
 @pytest.mark.parametrize("op,k,s,pad,act", [("AVERAGE_POOL_2D", 3, 2, "SAME", "NONE"),
@@ -461,3 +476,19 @@ def test_split_k_fully_connected_candidate_bit_exact(gpu, monkeypatch, compile_o
     compile_options(int8_measured=False)                    # (the plans first choices)
     monkeypatch.setenv("GPUC_VARIANTS", "off,int8_splitk=force")
     test_fully_connected_bit_exact(gpu, True, rows, 64)
+
+
+def test_concatenation_across_int8_grids_is_refused_as_litert_does():
+    """LiteRT's int8 CONCATENATION refuses an input on another scale or zero point than its output; so does
+    gpuc, naming the op and the input."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4], I8, quant=(0.05, 3))
+    k = mb.const("k", np.array([[1, 2]], np.int8), quant=(0.07, 3))
+    y = mb.tensor("y", [1, 6], I8, quant=(0.05, 3))
+    mb.op("CONCATENATION", [x, k], [y], axis=1, fused_activation_function="NONE")
+    mb.output(y)
+    model = mb.finish()
+    with pytest.raises(Exception):
+        run_litert(model, [np.zeros((1, 4), np.int8)])
+    with pytest.raises(UnsupportedError, match=r"CONCATENATION \(operator #0\): int8 input 'k' .* another grid"):
+        gpuc.compile(model, cache=False)

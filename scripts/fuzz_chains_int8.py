@@ -1,0 +1,225 @@
+"""The int8 chains of scripts/fuzz_chains.py (--int8): a float input QUANTIZEd to int8, 2..5 int8 ops with
+quantization parameters as converters write them (per-channel symmetric int8 weights, int32 biases at input
+scale x weight scale, the fixed output scales of SOFTMAX / LOGISTIC / TANH, pooling and movement keeping their
+input's), then DEQUANTIZE.  gpuc must be on the same quantization steps as one of LiteRT's interpreters (full-
+integer models are bit-exact with LiteRT); a failure says how many steps an output is off."""
+from __future__ import annotations
+
+import numpy as np
+
+from fuzz_chains import ACTS, Chain, MAX_ELEMS, _conv_out
+
+
+class Q:
+    """An int8 value of the chain: tensor id, shape, (scale, zero point), and a rough bound of |float value|."""
+
+    def __init__(self, tid, shape, scale, zp, bound):
+        self.tid, self.shape, self.scale, self.zp, self.bound = tid, list(shape), float(scale), int(zp), float(bound)
+
+
+def _qt(c: Chain, shape, bound, scale=None, zp=None):
+    """A new int8 tensor for values of about |bound| (scale and zero point picked around it unless given)."""
+    if scale is None:
+        scale = max(bound, 1e-3) / 127.0 * float(c.rng.uniform(0.6, 1.6))
+        zp = int(c.rng.integers(-20, 21))
+    return c.mb.tensor(c.name("q"), list(shape), "int8", quant=(scale, zp)), scale, zp
+
+
+def _same(c: Chain, v: Q, shape):
+    tid, _, _ = _qt(c, shape, v.bound, v.scale, v.zp)
+    return Q(tid, shape, v.scale, v.zp, v.bound)
+
+
+def _binary(c: Chain, v: Q):
+    op = c.pick(("ADD", "MUL", "SUB"))
+    os_ = [d if c.rng.random() < 0.7 else 1 for d in v.shape]
+    ob = float(c.rng.uniform(0.5, 2.0))
+    if c.rng.random() < 0.5:
+        s = ob / 127.0
+        zp = int(c.rng.integers(-10, 11))
+        q = np.clip(np.round(c.rng.uniform(-ob, ob, os_) / s) + zp, -128, 127).astype(np.int8)
+        other = c.mb.const(c.name("k"), q, quant=(s, zp))
+    else:
+        x = c.input(os_)
+        other, s, zp = _qt(c, os_, 2.0)
+        c.mb.op("QUANTIZE", [x], [other])
+    bound = v.bound * ob if op == "MUL" else v.bound + ob
+    out = list(np.broadcast_shapes(tuple(v.shape), tuple(os_)))
+    tid, s_o, zp_o = _qt(c, out, bound)
+    c.mb.op(op, [v.tid, other] if c.rng.random() < 0.7 else [other, v.tid], [tid],
+            fused_activation_function=c.pick(ACTS))
+    return Q(tid, out, s_o, zp_o, bound)
+
+
+def _weights(c: Chain, shape, axis):
+    w = c.uniform(shape)
+    red = tuple(i for i in range(len(shape)) if i != axis)
+    scale = np.maximum(np.abs(w).max(axis=red), 1e-3) / 127.0
+    q = np.clip(np.round(w / np.expand_dims(scale, red)), -127, 127).astype(np.int8)
+    return q, scale.astype(np.float32)
+
+
+def _conv(c: Chain, v: Q):
+    if len(v.shape) != 4:
+        return None
+    n, h, w, ci = v.shape
+    k, s = int(c.rng.integers(1, 4)), int(c.rng.integers(1, 3))
+    same = bool(c.rng.integers(2))
+    oh, ow = _conv_out(h, k, s, 1, same), _conv_out(w, k, s, 1, same)
+    if oh < 1 or ow < 1:
+        return None
+    dw = c.rng.random() < 0.4
+    co = ci if dw else int(c.rng.integers(1, 9))
+    q, ws = _weights(c, [1, k, k, co] if dw else [co, k, k, ci], 3 if dw else 0)
+    wt = c.mb.const(c.name("w"), q, quant=(ws, 0, 3 if dw else 0))
+    bias = np.round(c.rng.uniform(-0.5, 0.5, co) / (v.scale * ws)).astype(np.int32)
+    bt = c.mb.const(c.name("b"), bias, quant=((v.scale * ws).astype(np.float32), 0))
+    bound = v.bound * (k * k if dw else k * k * ci) * 0.3 + 0.5
+    out = [n, oh, ow, co]
+    tid, s_o, zp_o = _qt(c, out, bound)
+    opts = dict(padding="SAME" if same else "VALID", stride_w=s, stride_h=s, fused_activation_function=c.pick(ACTS))
+    if dw:
+        opts["depth_multiplier"] = 1
+    c.mb.op("DEPTHWISE_CONV_2D" if dw else "CONV_2D", [v.tid, wt, bt], [tid], **opts)
+    return Q(tid, out, s_o, zp_o, bound)
+
+
+def _fc(c: Chain, v: Q):
+    k = v.shape[-1]
+    n = int(c.rng.integers(1, 17))
+    per_channel = c.rng.random() < 0.5
+    if per_channel:
+        q, ws = _weights(c, [n, k], 0)
+    else:
+        w = c.uniform([n, k])
+        s = max(float(np.abs(w).max()), 1e-3) / 127.0
+        q = np.clip(np.round(w / s), -127, 127).astype(np.int8)
+        ws = np.full(n, s, np.float32)
+    wt = c.mb.const(c.name("w"), q, quant=(ws if per_channel else ws[:1], 0))
+    bias = np.round(c.rng.uniform(-0.5, 0.5, n) / (v.scale * ws)).astype(np.int32)
+    bt = c.mb.const(c.name("b"), bias, quant=((v.scale * ws).astype(np.float32) if per_channel
+                                              else np.float32(v.scale * ws[0]), 0))
+    rows = int(np.prod(v.shape[:-1])) if v.shape[:-1] else 1
+    out = [rows, n]
+    bound = v.bound * k * 0.3 + 0.5
+    tid, s_o, zp_o = _qt(c, out, bound)
+    c.mb.op("FULLY_CONNECTED", [v.tid, wt, bt], [tid], fused_activation_function=c.pick(ACTS), keep_num_dims=False)
+    return Q(tid, out, s_o, zp_o, bound)
+
+
+def _pool(c: Chain, v: Q):
+    if len(v.shape) != 4:
+        return None
+    n, h, w, ch = v.shape
+    f, s = int(c.rng.integers(1, 4)), int(c.rng.integers(1, 3))
+    same = bool(c.rng.integers(2))
+    oh, ow = _conv_out(h, f, s, 1, same), _conv_out(w, f, s, 1, same)
+    if oh < 1 or ow < 1:
+        return None
+    r = _same(c, v, [n, oh, ow, ch])
+    c.mb.op(c.pick(("AVERAGE_POOL_2D", "MAX_POOL_2D")), [v.tid], [r.tid], padding="SAME" if same else "VALID",
+            stride_w=s, stride_h=s, filter_width=f, filter_height=f, fused_activation_function="NONE")
+    return r
+
+
+def _reshape(c: Chain, v: Q):
+    size = int(np.prod(v.shape))
+    a = c.pick([d for d in range(1, size + 1) if size % d == 0])
+    dims = [a, size // a] if c.rng.random() < 0.5 else [1, a, size // a, 1]
+    r = _same(c, v, dims)
+    c.mb.op("RESHAPE", [v.tid, c.const(np.array(dims, np.int32))], [r.tid])
+    return r
+
+
+def _transpose(c: Chain, v: Q):
+    perm = [int(p) for p in c.rng.permutation(len(v.shape))]
+    r = _same(c, v, [v.shape[p] for p in perm])
+    c.mb.op("TRANSPOSE", [v.tid, c.const(np.array(perm, np.int32))], [r.tid])
+    return r
+
+
+def _concat(c: Chain, v: Q):
+    axis = int(c.rng.integers(len(v.shape)))
+    os_ = list(v.shape)
+    os_[axis] = int(c.rng.integers(1, 4))
+    q = c.rng.integers(-128, 128, os_).astype(np.int8)
+    other = c.mb.const(c.name("k"), q, quant=(v.scale, v.zp))
+    out = list(v.shape)
+    out[axis] += os_[axis]
+    r = _same(c, v, out)
+    c.mb.op("CONCATENATION", [v.tid, other], [r.tid], axis=axis, fused_activation_function="NONE")
+    return r
+
+
+def _fixed(c: Chain, v: Q):
+    op = c.pick(("SOFTMAX", "LOGISTIC", "TANH"))
+    scale, zp = (1 / 128.0, 0) if op == "TANH" else (1 / 256.0, -128)
+    tid, _, _ = _qt(c, v.shape, 1.0, scale, zp)
+    c.mb.op(op, [v.tid], [tid], **({"beta": float(c.rng.uniform(0.5, 2.0))} if op == "SOFTMAX" else {}))
+    return Q(tid, v.shape, scale, zp, 1.0)
+
+
+def _act(c: Chain, v: Q):
+    op = c.pick(("HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6"))
+    bound = v.bound if op in ("HARD_SWISH", "LEAKY_RELU", "RELU") else 6.0
+    tid, s_o, zp_o = _qt(c, v.shape, bound)
+    c.mb.op(op, [v.tid], [tid], **({"alpha": float(c.rng.uniform(0.05, 0.5))} if op == "LEAKY_RELU" else {}))
+    return Q(tid, v.shape, s_o, zp_o, bound)
+
+
+def _mean(c: Chain, v: Q):
+    if len(v.shape) < 2:
+        return None
+    axes = [1, 2] if len(v.shape) == 4 and c.rng.random() < 0.6 else [len(v.shape) - 1]
+    out = [1 if i in axes else d for i, d in enumerate(v.shape)]
+    tid, s_o, zp_o = _qt(c, out, v.bound)
+    c.mb.op("MEAN", [v.tid, c.const(np.array(axes, np.int32))], [tid], keep_dims=True)
+    return Q(tid, out, s_o, zp_o, v.bound)
+
+
+def _pad(c: Chain, v: Q):
+    pads = c.rng.integers(0, 3, (len(v.shape), 2)).astype(np.int32)
+    r = _same(c, v, [d + int(p.sum()) for d, p in zip(v.shape, pads)])
+    c.mb.op("PAD", [v.tid, c.const(pads)], [r.tid])
+    return r
+
+
+STEPS = [(_binary, 5), (_conv, 5), (_fc, 2), (_pool, 2), (_reshape, 1), (_transpose, 1), (_concat, 2),
+         (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1)]
+_W = np.array([w for _, w in STEPS], float)
+
+
+def case(seed: int, i: int) -> tuple[bytes, list, float]:
+    """(model, feeds, output scale) of int8 case i."""
+    rng = np.random.default_rng([seed, i, 8])
+    c = Chain(rng)
+    shape = [1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 9))] if rng.random() < 0.8 \
+        else [int(rng.integers(1, 4)), int(rng.integers(1, 17))]
+    x = c.input(shape)
+    tid, s, zp = _qt(c, shape, 2.0)
+    c.mb.op("QUANTIZE", [x], [tid])
+    v = Q(tid, shape, s, zp, 2.0)
+    steps, done = int(rng.integers(2, 6)), 0
+    for _ in range(steps * 4):
+        if done == steps:
+            break
+        r = STEPS[int(rng.choice(len(STEPS), p=_W / _W.sum()))][0](c, v)
+        if r is None or int(np.prod(r.shape)) > MAX_ELEMS or 0 in r.shape:
+            continue
+        v, done = r, done + 1
+    y = c.t(v.shape)
+    c.mb.op("DEQUANTIZE", [v.tid], [y])
+    c.mb.output(y)
+    return c.mb.finish(), c.feeds, v.scale
+
+
+def compare(outs, refs, scale: float) -> str | None:
+    """None where outs are on the same quantization steps as refs (the dequantized floats may differ in their
+    last bits: LiteRT's two interpreters round (q - zp) * scale differently); else how many steps they are off."""
+    for k, (o, r) in enumerate(zip(outs, refs)):
+        if o.dtype != r.dtype or o.shape != r.shape:
+            return f"output {k}: {o.dtype}{list(o.shape)}, LiteRT {r.dtype}{list(r.shape)}"
+        d = np.abs(o.astype(np.float64) - r) / scale
+        if (d >= 0.5).any():
+            return f"output {k}: {int((d >= 0.5).sum())} of {r.size} differ, up to {d.max():.2f} steps"
+    return None

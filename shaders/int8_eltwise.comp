@@ -10,6 +10,7 @@
 // OP 3 AVERAGE_POOL_2D / OP 4 MAX_POOL_2D (NHWC [N, H, W, C] -> [N, OH, OW, C], input and output on one grid):
 //      the window's cells inside the input; average: sum rounded half away from zero over their count
 //      (LiteRT's integer division), both clamped to [ACT_MIN, ACT_MAX].
+// OP 5 RELU / RELU6 / RELU_N1_TO_1: q8_rq0(x - IN_ZP, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
 // @include int8_requant.glsl
@@ -59,6 +60,8 @@ int value_at(int e) {
 #endif
     return clamp(acc, ACT_MIN, ACT_MAX);
 }
+#elif OP == 5
+int value_at(int e) { return clamp(q8_rq0(ld_a(e) - IN_ZP, MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX); }
 #else
 int row_cached = -1;
 int row_max = 0;

@@ -1,5 +1,5 @@
-"""Native int8 ADD / MEAN / SOFTMAX (shaders/int8_eltwise.comp), as LiteRT's builtin integer kernels
-compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
+"""Native int8 ADD / MEAN / SOFTMAX / pooling / RELU, RELU6, RELU_N1_TO_1 (shaders/int8_eltwise.comp), as
+LiteRT's builtin integer kernels compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
 
 * ADD: both inputs rescaled to 2 * max(input scales) with a left shift of 20, summed, requantized to
   the output (add.cc's int8 parameters; gemmlowp rounding), fused activation clamp.  Equal shapes, or
@@ -13,6 +13,9 @@ compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
   (found by experiment on LiteRT 2.3, tests/ops/test_int8_kernels.py).
 * AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
   the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
+* RELU / RELU6 / RELU_N1_TO_1 (activations.cc QuantizedReluX): the input minus its zero point times input
+  scale / output scale (gemmlowp rounding), plus the output zero point, clamped to the activation's range on
+  the output grid (the bounds rounded as CalculateActivationRangeQuantized rounds them).
 * SOFTMAX: LiteRT's table path on x86 (optimized_ops::Softmax): a 256-entry float table of
   exp(-input_scale * beta * d), computed here at compile time, summed in order per row.
 """
@@ -31,7 +34,10 @@ from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
+from gpuc.compiler.ops.int8_common import RELU, RELU6, RELU_N1_TO_1  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
+# the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)
+_RELUS = {RELU: 1, RELU_N1_TO_1: 2, RELU6: 3, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 
 
 def _io(node, graph, n_in):
@@ -139,6 +145,8 @@ def _check(node, graph):
         _mean_axes(node, graph)
     elif node.op in _POOLS:
         _pool_plan(node, graph)
+    elif node.op in _RELUS:
+        _io(node, graph, 1)
     else:
         _softmax_plan(node, graph)
     return None
@@ -151,8 +159,9 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
     return np.array(vals[::-1], np.float32)
 
 
-@register(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, check=_check, dtypes=("int8",), inputs=(1, 2), quantized_io=True,
-          summary="internal: native int8 add / mean / softmax / pooling (passes/quant.py native_int8)")
+@register(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, check=_check, dtypes=("int8",),
+          inputs=(1, 2), quantized_io=True,
+          summary="internal: native int8 add / mean / softmax / pooling / relu (passes/quant.py native_int8)")
 def lower_int8_eltwise(node, graph):
     y = graph.t(node.outputs[0])
     d = dict(NOUT=y.size)
@@ -181,6 +190,13 @@ def lower_int8_eltwise(node, graph):
         lo, hi = act_range(fused_act(node), y)
         d.update(geo, OP=_POOLS[node.op], ACT_MIN=lo, ACT_MAX=hi)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id))]
+    elif node.op in _RELUS:
+        x, y = _io(node, graph, 1)
+        (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
+        m, s = quantize_multiplier(f32(np.float32(si) / np.float32(so)))     # ReluPrepare: float / float
+        lo, hi = act_range(_RELUS[node.op], y)
+        d.update(OP=5, IN_ZP=zi, MO=m, SO=s, OUT_ZP=zo, ACT_MIN=lo, ACT_MAX=hi)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id))]
     else:
         x, y = _softmax_plan(node, graph)
         si, _ = scale_zp(x)
@@ -198,15 +214,16 @@ VARIANTS = {
     "int8_eltwise": (dict(_BASE, OP=0), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:relu": (dict(_BASE, OP=5), {}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
 }
 
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
-            ("MAX_POOL_2D", MAX_POOL), check=_check)
+            ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+declare(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_eltwise", item_major=False, flat=True)

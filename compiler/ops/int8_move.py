@@ -3,7 +3,7 @@ movement between int8 activations moves bytes, as LiteRT's kernels do (no requan
 GPU kernels (copy_nd, pad) on packed int8 lanes.  PAD pads with the output zero point, PADV2 with its
 constant's raw int8 value (LiteRT's pad.cc); both become INT8_PAD with an unquantized int8 constant of that
 value.  CONCATENATION: LiteRT's int8 kernel requires every input on the output's grid (same scale and zero
-point) and no fused activation; so does this form (a constant input keeps the float program).
+point) and no fused activation; so does this form (a constant input: its int8 bytes, unquantized).
 passes/quant.py native_int8 makes these ops (int8_common.MOVES) when the whole model runs in int8.
 """
 from __future__ import annotations
@@ -62,13 +62,17 @@ def _eligible_concat(node, graph):
         return "a fused activation"
     for i in node.inputs:
         x = graph.t(i)
-        if x.is_const or x.dtype != "int8" or not per_tensor(x) or scale_zp(x) != scale_zp(y):
-            return f"input {x.name!r} is not an int8 activation on the output's grid"
+        if x.dtype != "int8" or not per_tensor(x) or scale_zp(x) != scale_zp(y) or (x.is_const and x.data is None):
+            return f"input {x.name!r} is not int8 on the output's grid"
     return REGISTRY[node.op].check(node, graph)
 
 
 def _concat_to_int8(node, graph) -> None:
+    """The op becomes INT8_CONCATENATION; a constant input, an unquantized int8 copy of its bytes (so that no
+    pass dequantizes it)."""
     node.op = CONCAT
+    node.inputs = [graph.add_const(f"{graph.t(i).name}#int8", np.asarray(graph.t(i).data, np.int8).copy())
+                   if graph.t(i).is_const else i for i in node.inputs]
 
 
 MOVES["CONCATENATION"] = (_eligible_concat, _concat_to_int8)

@@ -492,3 +492,34 @@ def test_concatenation_across_int8_grids_is_refused_as_litert_does():
         run_litert(model, [np.zeros((1, 4), np.int8)])
     with pytest.raises(UnsupportedError, match=r"CONCATENATION \(operator #0\): int8 input 'k' .* another grid"):
         gpuc.compile(model, cache=False)
+
+
+def test_concatenation_with_an_int8_constant_moves_bytes(gpu):
+    """A constant int8 input on the output's grid is concatenated as its bytes (not dequantized), after a max
+    pool (a model of data movement only keeps the float program: native int8 needs an int8 kernel)."""
+    rng = np.random.default_rng(4)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 4, 4, 3], I8, quant=(0.05, 3))
+    p = mb.tensor("p", [1, 4, 4, 3], I8, quant=(0.05, 3))
+    mb.op("MAX_POOL_2D", [x], [p], padding="SAME", stride_w=1, stride_h=1, filter_width=2, filter_height=2)
+    k = mb.const("k", rng.integers(-128, 128, (1, 2, 4, 3)).astype(np.int8), quant=(0.05, 3))
+    y = mb.tensor("y", [1, 6, 4, 3], I8, quant=(0.05, 3))
+    mb.op("CONCATENATION", [k, p], [y], axis=1, fused_activation_function="NONE")
+    mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, (1, 4, 4, 3))], "INT8_CONCATENATION")
+
+
+@pytest.mark.parametrize("op", ["RELU", "RELU6", "RELU_N1_TO_1"])
+@pytest.mark.parametrize("ratio", [0.37, 0.5, 0.73, 1.0, 2.9])
+def test_relu_requantizes_bit_exact(gpu, op, ratio):
+    """A standalone int8 RELU / RELU6 / RELU_N1_TO_1 onto another grid (input scale / output scale below 1,
+    1 and above 1: a right shift, none, a left shift), LiteRT's bits; every input value, twice over."""
+    rng = np.random.default_rng(int(ratio * 100) + len(op))
+    si, zi = float(rng.uniform(0.01, 0.08)), int(rng.integers(-30, 30))
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 256], I8, quant=(si, zi))
+    y = mb.tensor("y", [2, 256], I8, quant=(si / ratio, int(rng.integers(-20, 20))))
+    mb.op(op, [x], [y])
+    mb.output(y)
+    xin = np.tile(np.arange(-128, 128, dtype=np.int8), (2, 1))
+    _exact(gpu, mb.finish(), [xin], "INT8_" + op)

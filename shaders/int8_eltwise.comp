@@ -11,6 +11,8 @@
 //      the window's cells inside the input; average: sum rounded half away from zero over their count
 //      (LiteRT's integer division), both clamped to [ACT_MIN, ACT_MAX].
 // OP 5 RELU / RELU6 / RELU_N1_TO_1: q8_rq0(x - IN_ZP, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
+// OP 6 MUL: q8_rq0((x_a + OFF_A) * (x_b + OFF_B), MO, SO) + OUT_ZP clamped (b broadcast as ADD's, B_MOD).
+// OP 7 LOGISTIC / TANH: lut[x + 128] (a 256-entry int table made at compile time).
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
 // @include int8_requant.glsl
@@ -62,6 +64,13 @@ int value_at(int e) {
 }
 #elif OP == 5
 int value_at(int e) { return clamp(q8_rq0(ld_a(e) - IN_ZP, MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX); }
+#elif OP == 6
+int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
+int value_at(int e) {
+    return clamp(q8_rq0((ld_a(e) + OFF_A) * (ld_b(e % B_MOD) + OFF_B), MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX);
+}
+#elif OP == 7
+int value_at(int e) { return lut[ld_a(e) + 128]; }
 #else
 int row_cached = -1;
 int row_max = 0;

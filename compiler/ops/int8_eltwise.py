@@ -1,5 +1,5 @@
-"""Native int8 ADD / MEAN / SOFTMAX / pooling / RELU, RELU6, RELU_N1_TO_1 (shaders/int8_eltwise.comp), as
-LiteRT's builtin integer kernels compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
+"""Native int8 ADD / MUL / MEAN / SOFTMAX / pooling / RELU, RELU6, RELU_N1_TO_1 / LOGISTIC, TANH
+(shaders/int8_eltwise.comp), as LiteRT's builtin integer kernels compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
 
 * ADD: both inputs rescaled to 2 * max(input scales) with a left shift of 20, summed, requantized to
   the output (add.cc's int8 parameters; gemmlowp rounding), fused activation clamp.  Equal shapes, or
@@ -13,6 +13,12 @@ LiteRT's builtin integer kernels compute them (passes/quant.py native_int8 makes
   (found by experiment on LiteRT 2.3, tests/ops/test_int8_kernels.py).
 * AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
   the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
+* MUL (mul.cc): (a - a's zero point) * (b - b's zero point) requantized by a multiplier LiteRT computes in
+  float (input scales' product / output scale; gemmlowp rounding), plus the output zero point, fused activation
+  clamp; shapes as ADD's.
+* LOGISTIC / TANH (activations.cc, int8: EvalUsingLookupTable): a 256-entry int8 table made at compile time
+  as LiteRT's PopulateLookupTable makes it in float32 (dequantize, transform, times 1 / output scale, rounded
+  half away, plus the zero point, clamped); the output grids LiteRT requires (1/256, -128; 1/128, 0).
 * RELU / RELU6 / RELU_N1_TO_1 (activations.cc QuantizedReluX): the input minus its zero point times input
   scale / output scale (gemmlowp rounding), plus the output zero point, clamped to the activation's range on
   the output grid (the bounds rounded as CalculateActivationRangeQuantized rounds them).
@@ -34,10 +40,13 @@ from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
-from gpuc.compiler.ops.int8_common import RELU, RELU6, RELU_N1_TO_1  # noqa: E402
+from gpuc.compiler.ops.int8_common import LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, TANH  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 # the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)
 _RELUS = {RELU: 1, RELU_N1_TO_1: 2, RELU6: 3, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
+# the table ops: transform (float32 in, float32 out, as LiteRT's C++ lambda computes it) and the output grid
+_LUTS = {LOGISTIC: "LOGISTIC", TANH: "TANH", "LOGISTIC": "LOGISTIC", "TANH": "TANH"}
+_LUT_GRID = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}
 
 
 def _io(node, graph, n_in):
@@ -139,7 +148,7 @@ def equal_add(node, graph) -> bool:
 
 @checked
 def _check(node, graph):
-    if node.op in (ADD, "ADD"):
+    if node.op in (ADD, "ADD", MUL, "MUL"):
         _add_plan(node, graph)
     elif node.op in (MEAN, "MEAN"):
         _mean_axes(node, graph)
@@ -147,9 +156,35 @@ def _check(node, graph):
         _pool_plan(node, graph)
     elif node.op in _RELUS:
         _io(node, graph, 1)
+    elif node.op in _LUTS:
+        _lut_plan(node, graph)
     else:
         _softmax_plan(node, graph)
     return None
+
+
+def _lut_plan(node, graph):
+    x, y = _io(node, graph, 1)
+    s, zp = scale_zp(y)
+    want = _LUT_GRID[_LUTS[node.op]]
+    if zp != want[1] or s != f32(want[0]):
+        raise ValueError(f"int8 {_LUTS[node.op]} output must have scale {want[0]:g} and zero point {want[1]} "
+                         "(LiteRT requires it)")
+    return x, y
+
+
+def _lut_table(kind: str, x, y) -> np.ndarray:
+    """PopulateLookupTable's table, indexed by the input byte + 128: every step in float32 (expf / tanhf
+    through numpy's float32 functions)."""
+    f = np.float32
+    (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
+    v = np.arange(-128, 128)
+    deq = f(si) * (v - zi).astype(np.float32)
+    with np.errstate(over="ignore"):
+        t = (f(1) / (f(1) + np.exp(-deq))) if kind == "LOGISTIC" else np.tanh(deq)
+    r = t.astype(np.float32) * (f(1) / f(so))
+    q = np.sign(r) * np.floor(np.abs(r) + f(0.5))              # std::round: half away from zero
+    return np.clip(q.astype(np.int64) + zo, QMIN, QMAX).astype(np.int32)
 
 
 def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
@@ -159,7 +194,8 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
     return np.array(vals[::-1], np.float32)
 
 
-@register(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, check=_check, dtypes=("int8",),
+@register(ADD, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, check=_check,
+          dtypes=("int8",),
           inputs=(1, 2), quantized_io=True,
           summary="internal: native int8 add / mean / softmax / pooling / relu (passes/quant.py native_int8)")
 def lower_int8_eltwise(node, graph):
@@ -169,6 +205,18 @@ def lower_int8_eltwise(node, graph):
         a, b, y = _add_plan(node, graph)
         d.update(add_params(a, b, y, fused_act(node)), OP=0, B_MOD=b.size)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
+    elif node.op == MUL:
+        a, b, y = _add_plan(node, graph)
+        (s1, z1), (s2, z2), (so, zo) = scale_zp(a), scale_zp(b), scale_zp(y)
+        m, sh = quantize_multiplier(f32(np.float32(np.float32(s1) * np.float32(s2)) / np.float32(so)))  # mul.cc: float
+        lo, hi = act_range(fused_act(node), y)
+        d.update(OP=6, OFF_A=-z1, OFF_B=-z2, MO=m, SO=sh, OUT_ZP=zo, ACT_MIN=lo, ACT_MAX=hi, B_MOD=b.size)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
+    elif node.op in _LUTS:
+        x, y = _lut_plan(node, graph)
+        lut = graph.add_const(f"{y.name}#table", _lut_table(_LUTS[node.op], x, y))
+        d.update(OP=7)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]
     elif node.op == MEAN:
         x, y, outer, r, inner = _mean_axes(node, graph)
         (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
@@ -215,15 +263,18 @@ VARIANTS = {
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:relu": (dict(_BASE, OP=5), {}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:mul": (dict(_BASE, OP=6), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
+    "int8_eltwise:table": (dict(_BASE, OP=7), {}, ["out_", "a", "lut"], {"out_": "uint32", "a": "uint32", "lut": "int32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
 }
 
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
-            ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), check=_check)
+            ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), ("MUL", MUL),
+            ("LOGISTIC", LOGISTIC), ("TANH", TANH), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+declare(ADD, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_eltwise", item_major=False, flat=True)

@@ -202,9 +202,9 @@ def _conv_then(op, out_shape, out_q, **options):
 
 
 def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
-    """A quantized model with an op lacking an int8 kernel (MUL) compiles and runs as a float program with
+    """A quantized model with an op lacking an int8 kernel (SUB) compiles and runs as a float program with
     simulated quantization, within one quantization step of LiteRT."""
-    model, xin = _conv_then("MUL", [1, 6, 6, 4], (0.02, 3), fused_activation_function="NONE")
+    model, xin = _conv_then("SUB", [1, 6, 6, 4], (0.1, 3), fused_activation_function="NONE")
     ops = _ops(model)
     assert not any(o.startswith("INT8_") for o in ops)
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))
@@ -523,3 +523,29 @@ def test_relu_requantizes_bit_exact(gpu, op, ratio):
     mb.output(y)
     xin = np.tile(np.arange(-128, 128, dtype=np.int8), (2, 1))
     _exact(gpu, mb.finish(), [xin], "INT8_" + op)
+
+
+@pytest.mark.parametrize("bshape,act", [((2, 5, 6, 8), "NONE"), ((8,), "RELU6"), ((1, 1, 1, 8), "RELU")])
+def test_mul_bit_exact(gpu, bshape, act):
+    """int8 MUL (a squeeze-and-excitation's channel scale: b of shape [C]), LiteRT's bits."""
+    rng = np.random.default_rng(len(bshape) * 7 + len(act))
+    mb = ModelBuilder()
+    a = mb.input("a", [2, 5, 6, 8], I8, quant=_q(rng))
+    b = mb.input("b", list(bshape), I8, quant=_q(rng))
+    y = mb.tensor("y", [2, 5, 6, 8], I8, quant=(float(rng.uniform(0.001, 0.01)), int(rng.integers(-20, 20))))
+    mb.op("MUL", [a, b], [y], fused_activation_function=act)
+    mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8)), _qin(rng, bshape)], "INT8_MUL")
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_table_activations_bit_exact(gpu, op, seed):
+    """int8 LOGISTIC / TANH through LiteRT's lookup table, every input value, on LiteRT's fixed output grids."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 256], I8, quant=(float(rng.uniform(0.005, 0.1)), int(rng.integers(-40, 40))))
+    y = mb.tensor("y", [1, 256], I8, quant=(1 / 256, -128) if op == "LOGISTIC" else (1 / 128, 0))
+    mb.op(op, [x], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_" + op)

@@ -1,7 +1,7 @@
 // Native int8 ADD / MEAN / SOFTMAX (compiler/ops/int8_eltwise.py), as LiteRT's builtin integer kernels
 // compute them.  a, b, out_: int8 lanes of 32-bit words; each invocation computes one output word.
 // OP 0 ADD: v_i = q8_rq0((x_i + OFF_i) << 20, M_i, S_i) (gemmlowp rounding), then
-//      q8_rq0(v_a + v_b, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].  B_MOD: b's element
+//      q8_rq0(v_a + v_b, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX]; SUB 1: v_a - v_b, 2: v_b - v_a (SUB).  B_MOD: b's element
 //      index is e % B_MOD (b broadcast along the leading dims; B_MOD = NOUT for equal shapes).
 // OP 1 MEAN over the middle of [OUTER, R, INNER]: q8_rq0(sum - IN_ZP * R, MO, SO) + OUT_ZP clamped;
 //      MEAN_OPT (LiteRT's optimized Mean, IN_ZP 0, OUT_ZP its bias): inner index < BLK rounded by q8_rq2.
@@ -18,12 +18,15 @@
 // @include int8_requant.glsl
 int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
 
+#ifndef SUB
+#define SUB 0
+#endif
 #if OP == 0
 int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
 int value_at(int e) {
     int va = q8_rq0((ld_a(e) + OFF_A) << 20, M_A, S_A);
     int vb = q8_rq0((ld_b(e % B_MOD) + OFF_B) << 20, M_B, S_B);
-    return clamp(q8_rq0(va + vb, MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX);
+    return clamp(q8_rq0(SUB == 0 ? va + vb : SUB == 1 ? va - vb : vb - va, MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX);
 }
 #elif OP == 1
 int value_at(int e) {

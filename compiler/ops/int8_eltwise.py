@@ -1,4 +1,4 @@
-"""Native int8 ADD / MUL / MEAN / SOFTMAX / pooling / RELU, RELU6, RELU_N1_TO_1 / LOGISTIC, TANH
+"""Native int8 ADD / SUB / MUL / MEAN / SOFTMAX / pooling / RELU, RELU6, RELU_N1_TO_1 / LOGISTIC, TANH
 (shaders/int8_eltwise.comp), as LiteRT's builtin integer kernels compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
 
 * ADD: both inputs rescaled to 2 * max(input scales) with a left shift of 20, summed, requantized to
@@ -13,6 +13,7 @@
   (found by experiment on LiteRT 2.3, tests/ops/test_int8_kernels.py).
 * AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
   the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
+* SUB (sub.cc): ADD's parameters and arithmetic with the rescaled inputs subtracted.
 * MUL (mul.cc): (a - a's zero point) * (b - b's zero point) requantized by a multiplier LiteRT computes in
   float (input scales' product / output scale; gemmlowp rounding), plus the output zero point, fused activation
   clamp; shapes as ADD's.
@@ -40,7 +41,7 @@ from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
-from gpuc.compiler.ops.int8_common import LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, TANH  # noqa: E402
+from gpuc.compiler.ops.int8_common import LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, SUB, TANH  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 # the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)
 _RELUS = {RELU: 1, RELU_N1_TO_1: 2, RELU6: 3, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
@@ -148,7 +149,7 @@ def equal_add(node, graph) -> bool:
 
 @checked
 def _check(node, graph):
-    if node.op in (ADD, "ADD", MUL, "MUL"):
+    if node.op in (ADD, "ADD", MUL, "MUL", SUB, "SUB"):
         _add_plan(node, graph)
     elif node.op in (MEAN, "MEAN"):
         _mean_axes(node, graph)
@@ -194,16 +195,17 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
     return np.array(vals[::-1], np.float32)
 
 
-@register(ADD, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, check=_check,
+@register(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, check=_check,
           dtypes=("int8",),
           inputs=(1, 2), quantized_io=True,
           summary="internal: native int8 add / mean / softmax / pooling / relu (passes/quant.py native_int8)")
 def lower_int8_eltwise(node, graph):
     y = graph.t(node.outputs[0])
     d = dict(NOUT=y.size)
-    if node.op == ADD:
+    if node.op in (ADD, SUB):
         a, b, y = _add_plan(node, graph)
-        d.update(add_params(a, b, y, fused_act(node)), OP=0, B_MOD=b.size)
+        sub = 0 if node.op == ADD else 1 if a.id == node.inputs[0] else 2       # 2: b - a (the inputs swapped)
+        d.update(add_params(a, b, y, fused_act(node)), OP=0, B_MOD=b.size, SUB=sub)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
     elif node.op == MUL:
         a, b, y = _add_plan(node, graph)
@@ -255,11 +257,11 @@ def lower_int8_eltwise(node, graph):
     return [Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())]
 
 
-_BASE = dict(NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30, S_B=-1, MO=1 << 30, SO=-3, OUT_ZP=1,
+_BASE = dict(SUB=0, NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30, S_B=-1, MO=1 << 30, SO=-3, OUT_ZP=1,
              ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, MEAN_OPT=0, BLK=16, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256,
              H=5, W=5, C=3, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1)
 VARIANTS = {
-    "int8_eltwise": (dict(_BASE, OP=0), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
+    "int8_eltwise": (dict(_BASE, OP=0), {"SUB": [0, 1, 2]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:relu": (dict(_BASE, OP=5), {}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
@@ -271,10 +273,10 @@ VARIANTS = {
 
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
             ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), ("MUL", MUL),
-            ("LOGISTIC", LOGISTIC), ("TANH", TANH), check=_check)
+            ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ADD, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+declare(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_eltwise", item_major=False, flat=True)

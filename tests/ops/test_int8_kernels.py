@@ -202,9 +202,9 @@ def _conv_then(op, out_shape, out_q, **options):
 
 
 def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
-    """A quantized model with an op lacking an int8 kernel (SUB) compiles and runs as a float program with
+    """A quantized model with an op lacking an int8 kernel (MAXIMUM) compiles and runs as a float program with
     simulated quantization, within one quantization step of LiteRT."""
-    model, xin = _conv_then("SUB", [1, 6, 6, 4], (0.1, 3), fused_activation_function="NONE")
+    model, xin = _conv_then("MAXIMUM", [1, 6, 6, 4], (0.05, -1))
     ops = _ops(model)
     assert not any(o.startswith("INT8_") for o in ops)
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))
@@ -549,3 +549,16 @@ def test_table_activations_bit_exact(gpu, op, seed):
     mb.op(op, [x], [y])
     mb.output(y)
     _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_" + op)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_sub_bit_exact(gpu, swap):
+    """int8 SUB, the broadcast operand second or first (the form then subtracts the other way), LiteRT's bits."""
+    rng = np.random.default_rng(21 + swap)
+    mb = ModelBuilder()
+    a = mb.input("a", [2, 5, 6, 8], I8, quant=_q(rng))
+    b = mb.input("b", [8], I8, quant=_q(rng))
+    y = mb.tensor("y", [2, 5, 6, 8], I8, quant=_q(rng))
+    mb.op("SUB", [b, a] if swap else [a, b], [y], fused_activation_function="RELU6" if swap else "NONE")
+    mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8)), _qin(rng, (8,))], "INT8_SUB")

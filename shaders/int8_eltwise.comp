@@ -13,6 +13,7 @@
 // OP 5 RELU / RELU6 / RELU_N1_TO_1: q8_rq0(x - IN_ZP, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
 // OP 6 MUL: q8_rq0((x_a + OFF_A) * (x_b + OFF_B), MO, SO) + OUT_ZP clamped (b broadcast as ADD's, B_MOD).
 // OP 7 LOGISTIC / TANH: lut[x + 128] (a 256-entry int table made at compile time).
+// OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
 // @include int8_requant.glsl
@@ -74,6 +75,11 @@ int value_at(int e) {
 }
 #elif OP == 7
 int value_at(int e) { return lut[ld_a(e) + 128]; }
+#elif OP == 9
+int value_at(int e) {
+    int v = ld_a(e) - IN_ZP;
+    return clamp((v >= 0 ? q8_rq0(v, MO, SO) : q8_rq0(v, M_A, S_A)) + OUT_ZP, -128, 127);
+}
 #else
 int row_cached = -1;
 int row_max = 0;

@@ -15,7 +15,7 @@ tests/ops/test_int8_*.py:
 - DEPTHWISE_CONV_2D (the optimized depthwise kernel): output channels in whole blocks of 8 RQ_UPWARD
   (RQ_GEMMLOWP's first step, a half-up shift), the channels past the last block of 8 RQ_GEMMLOWP
   (found by experiment on LiteRT 2.3: channel depths 2-16, depth multipliers 1-2);
-- ADD / SUB / MEAN / MUL / RELU, RELU6, RELU_N1_TO_1 (common.h MultiplyByQuantizedMultiplier, gemmlowp's): RQ_GEMMLOWP, SaturatingRoundingDoublingHighMul
+- ADD / SUB / MEAN / MUL / RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU (common.h MultiplyByQuantizedMultiplier, gemmlowp's): RQ_GEMMLOWP, SaturatingRoundingDoublingHighMul
   then RoundingDivideByPOT, both rounding half away from zero.
 The multipliers are QuantizeMultiplier's (frexp, round half away, 31-bit fixed point).
 """
@@ -31,6 +31,7 @@ TRANSPOSE, PAD, CONCAT = "INT8_TRANSPOSE", "INT8_PAD", "INT8_CONCATENATION"
 ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL = "INT8_ADD", "INT8_MEAN", "INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D"
 RELU, RELU6, RELU_N1_TO_1 = "INT8_RELU", "INT8_RELU6", "INT8_RELU_N1_TO_1"
 MUL, LOGISTIC, TANH, SUB = "INT8_MUL", "INT8_LOGISTIC", "INT8_TANH", "INT8_SUB"
+LEAKY_RELU = "INT8_LEAKY_RELU"
 
 RQ_GEMMLOWP, RQ_RUY, RQ_UPWARD = 0, 1, 2
 QMIN, QMAX = -128, 127

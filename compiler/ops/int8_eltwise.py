@@ -14,6 +14,9 @@
 * AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
   the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
 * SUB (sub.cc): ADD's parameters and arithmetic with the rescaled inputs subtracted.
+* LEAKY_RELU (activations.cc QuantizeLeakyRelu): the input minus its zero point requantized by input scale /
+  output scale where it is at least 0, by input scale x alpha / output scale below (both computed in float),
+  plus the output zero point, clamped; alpha > 0.
 * MUL (mul.cc): (a - a's zero point) * (b - b's zero point) requantized by a multiplier LiteRT computes in
   float (input scales' product / output scale; gemmlowp rounding), plus the output zero point, fused activation
   clamp; shapes as ADD's.
@@ -41,7 +44,7 @@ from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
-from gpuc.compiler.ops.int8_common import LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, SUB, TANH  # noqa: E402
+from gpuc.compiler.ops.int8_common import LEAKY_RELU, LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, SUB, TANH  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 # the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)
 _RELUS = {RELU: 1, RELU_N1_TO_1: 2, RELU6: 3, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
@@ -157,6 +160,10 @@ def _check(node, graph):
         _pool_plan(node, graph)
     elif node.op in _RELUS:
         _io(node, graph, 1)
+    elif node.op in (LEAKY_RELU, "LEAKY_RELU"):
+        _io(node, graph, 1)
+        if not float(node.attrs.get("alpha", 0.0)) > 0:
+            raise ValueError("alpha must be above 0")
     elif node.op in _LUTS:
         _lut_plan(node, graph)
     else:
@@ -195,7 +202,8 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
     return np.array(vals[::-1], np.float32)
 
 
-@register(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, check=_check,
+@register(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
+          check=_check,
           dtypes=("int8",),
           inputs=(1, 2), quantized_io=True,
           summary="internal: native int8 add / mean / softmax / pooling / relu (passes/quant.py native_int8)")
@@ -214,6 +222,14 @@ def lower_int8_eltwise(node, graph):
         lo, hi = act_range(fused_act(node), y)
         d.update(OP=6, OFF_A=-z1, OFF_B=-z2, MO=m, SO=sh, OUT_ZP=zo, ACT_MIN=lo, ACT_MAX=hi, B_MOD=b.size)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
+    elif node.op == LEAKY_RELU:
+        x, y = _io(node, graph, 1)
+        f = np.float32
+        (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
+        m, s = quantize_multiplier(f32(f(si) / f(so)))                               # LeakyReluPrepare: float
+        ma, sa = quantize_multiplier(f32(f(f(si) * f(node.attrs.get("alpha", 0.0))) / f(so)))
+        d.update(OP=9, IN_ZP=zi, MO=m, SO=s, M_A=ma, S_A=sa, OUT_ZP=zo)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id))]
     elif node.op in _LUTS:
         x, y = _lut_plan(node, graph)
         lut = graph.add_const(f"{y.name}#table", _lut_table(_LUTS[node.op], x, y))
@@ -264,7 +280,7 @@ VARIANTS = {
     "int8_eltwise": (dict(_BASE, OP=0), {"SUB": [0, 1, 2]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
-    "int8_eltwise:relu": (dict(_BASE, OP=5), {}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:relu": (dict(_BASE, OP=5), {"OP": [5, 9]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:mul": (dict(_BASE, OP=6), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:table": (dict(_BASE, OP=7), {}, ["out_", "a", "lut"], {"out_": "uint32", "a": "uint32", "lut": "int32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
@@ -273,10 +289,11 @@ VARIANTS = {
 
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
             ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), ("MUL", MUL),
-            ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), check=_check)
+            ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), ("LEAKY_RELU", LEAKY_RELU), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+declare(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
+        shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_eltwise", item_major=False, flat=True)

@@ -562,3 +562,15 @@ def test_sub_bit_exact(gpu, swap):
     mb.op("SUB", [b, a] if swap else [a, b], [y], fused_activation_function="RELU6" if swap else "NONE")
     mb.output(y)
     _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8)), _qin(rng, (8,))], "INT8_SUB")
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.2, 0.37])
+def test_leaky_relu_bit_exact(gpu, alpha):
+    """int8 LEAKY_RELU onto another grid, every input value, LiteRT's bits."""
+    rng = np.random.default_rng(int(alpha * 100))
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 256], I8, quant=_q(rng))
+    y = mb.tensor("y", [1, 256], I8, quant=_q(rng))
+    mb.op("LEAKY_RELU", [x], [y], alpha=alpha)
+    mb.output(y)
+    _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_LEAKY_RELU")

@@ -37,7 +37,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
-from gpuc.compiler.ops.int8_common import (QMAX, QMIN, act_range, f32, int8_activation, native_form,
+from gpuc.compiler.ops.int8_common import (QMAX, QMIN, act_range, f32, int8_activation, native_form, per_tensor,
                                            quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.conv import window
 from gpuc.compiler.ops.math import words
@@ -53,16 +53,19 @@ _LUTS = {LOGISTIC: "LOGISTIC", TANH: "TANH", "LOGISTIC": "LOGISTIC", "TANH": "TA
 _LUT_GRID = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}
 
 
-def _io(node, graph, n_in):
+def _io(node, graph, n_in, consts: bool = False):
+    """The n_in inputs and the output: int8 activations (consts: an input may also be a per-tensor quantized
+    int8 constant, which the native form reads as its bytes: passes/quant.py leaves it int8)."""
     ts = [graph.t(i) for i in node.inputs[:n_in]] + [graph.t(node.outputs[0])]
-    for t in ts:
-        if not int8_activation(graph, t.id):
+    for k, t in enumerate(ts):
+        const_ok = consts and k < n_in and t.is_const and t.dtype == "int8" and t.data is not None and per_tensor(t)
+        if not int8_activation(graph, t.id) and not const_ok:
             raise ValueError(f"tensor {t.name!r} is not a per-tensor quantized int8 activation")
     return ts
 
 
 def _add_plan(node, graph):
-    a, b, y = _io(node, graph, 2)
+    a, b, y = _io(node, graph, 2, consts=True)
     if fused_act(node) not in (0, 1, 2, 3):
         raise ValueError(f"fused activation {fused_act(node)} not supported")
     if a.size < b.size:

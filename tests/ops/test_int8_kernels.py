@@ -574,3 +574,17 @@ def test_leaky_relu_bit_exact(gpu, alpha):
     mb.op("LEAKY_RELU", [x], [y], alpha=alpha)
     mb.output(y)
     _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_LEAKY_RELU")
+
+
+@pytest.mark.parametrize("op", ["ADD", "MUL", "SUB"])
+def test_binary_with_an_int8_constant_bit_exact(gpu, op):
+    """ADD / MUL / SUB of an activation and a quantized int8 constant (its own grid), the constant read as its
+    bytes, LiteRT's bits."""
+    rng = np.random.default_rng(len(op))
+    mb = ModelBuilder()
+    a = mb.input("a", [2, 5, 6, 8], I8, quant=_q(rng))
+    k = mb.const("k", _qin(rng, (8,)), quant=_q(rng))
+    y = mb.tensor("y", [2, 5, 6, 8], I8, quant=_q(rng))
+    mb.op(op, [k, a] if op == "SUB" else [a, k], [y], fused_activation_function="NONE")
+    mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8))], "INT8_" + op)

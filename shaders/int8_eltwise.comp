@@ -12,6 +12,7 @@
 //      (LiteRT's integer division), both clamped to [ACT_MIN, ACT_MAX].
 // OP 5 RELU / RELU6 / RELU_N1_TO_1: q8_rq0(x - IN_ZP, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
 // OP 6 MUL: q8_rq0((x_a + OFF_A) * (x_b + OFF_B), MO, SO) + OUT_ZP clamped (b broadcast as ADD's, B_MOD).
+// BCAST (OP 0, 6): both inputs broadcast as numpy does, through OD*, AS*, BS* (bc_index).
 // OP 7 LOGISTIC / TANH: lut[x + 128] (a 256-entry int table made at compile time).
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
@@ -22,11 +23,35 @@ int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
 #ifndef SUB
 #define SUB 0
 #endif
+#ifndef BCAST
+#define BCAST 0
+#endif
+#if BCAST
+// numpy broadcasting: output index e -> (a's element, b's element) through OD* (output dims) and AS* / BS*
+// (strides, 0 along a broadcast dim)
+const int OD[6] = int[6](OD0, OD1, OD2, OD3, OD4, OD5);
+const int AS[6] = int[6](AS0, AS1, AS2, AS3, AS4, AS5);
+const int BS[6] = int[6](BS0, BS1, BS2, BS3, BS4, BS5);
+ivec2 bc_index(int e) {
+    ivec2 ix = ivec2(0);
+    for (int k = 5; k >= 0; --k) {
+        int c = e % OD[k];
+        e /= OD[k];
+        ix += c * ivec2(AS[k], BS[k]);
+    }
+    return ix;
+}
+#define A_AT(e) bc_index(e).x
+#define B_AT(e) bc_index(e).y
+#else
+#define A_AT(e) (e)
+#define B_AT(e) ((e) % B_MOD)
+#endif
 #if OP == 0
 int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
 int value_at(int e) {
-    int va = q8_rq0((ld_a(e) + OFF_A) << 20, M_A, S_A);
-    int vb = q8_rq0((ld_b(e % B_MOD) + OFF_B) << 20, M_B, S_B);
+    int va = q8_rq0((ld_a(A_AT(e)) + OFF_A) << 20, M_A, S_A);
+    int vb = q8_rq0((ld_b(B_AT(e)) + OFF_B) << 20, M_B, S_B);
     return clamp(q8_rq0(SUB == 0 ? va + vb : SUB == 1 ? va - vb : vb - va, MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX);
 }
 #elif OP == 1
@@ -71,7 +96,7 @@ int value_at(int e) { return clamp(q8_rq0(ld_a(e) - IN_ZP, MO, SO) + OUT_ZP, ACT
 #elif OP == 6
 int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
 int value_at(int e) {
-    return clamp(q8_rq0((ld_a(e) + OFF_A) * (ld_b(e % B_MOD) + OFF_B), MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX);
+    return clamp(q8_rq0((ld_a(A_AT(e)) + OFF_A) * (ld_b(B_AT(e)) + OFF_B), MO, SO) + OUT_ZP, ACT_MIN, ACT_MAX);
 }
 #elif OP == 7
 int value_at(int e) { return lut[ld_a(e) + 128]; }

@@ -14,6 +14,8 @@
 * AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
   the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
 * SUB (sub.cc): ADD's parameters and arithmetic with the rescaled inputs subtracted.
+* ADD / SUB / MUL broadcast as numpy does (up to MAX_RANK dims, BCAST) where the smaller input is not a
+  trailing part of the other's shape (e.g. [N, H, W, C] with [N, 1, W, 1]).
 * LEAKY_RELU (activations.cc QuantizeLeakyRelu): the input minus its zero point requantized by input scale /
   output scale where it is at least 0, by input scale x alpha / output scale below (both computed in float),
   plus the output zero point, clamped; alpha > 0.
@@ -78,6 +80,48 @@ def _add_plan(node, graph):
         raise ValueError(f"shapes {list(a.shape)} + {list(b.shape)} -> {list(y.shape)}: only equal shapes or "
                          "a broadcast along leading dims run in int8")
     return a, b, y
+
+
+MAX_RANK = 6          # the general broadcast's dims (BCAST: output dims and each input's strides, 0 where broadcast)
+
+
+def _bcast_plan(node, graph) -> tuple:
+    """(a, b, y, defines) of a binary int8 op under numpy broadcasting (inputs in the node's order; rank at most
+    MAX_RANK): OD0.. the output dims, AS0.. / BS0.. each input's element strides (0 along broadcast dims)."""
+    a, b, y = _io(node, graph, 2, consts=True)
+    if fused_act(node) not in (0, 1, 2, 3):
+        raise ValueError(f"fused activation {fused_act(node)} not supported")
+    try:
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        raise ValueError(f"shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    if tuple(shape) != tuple(y.shape) or len(shape) > MAX_RANK:
+        raise ValueError(f"shapes {list(a.shape)} and {list(b.shape)} -> {list(y.shape)}: not a broadcast of at "
+                         f"most {MAX_RANK} dims")
+    pad = MAX_RANK - len(shape)
+    od = [1] * pad + [int(v) for v in shape]
+
+    def strides(t):
+        dims = [1] * (MAX_RANK - len(t.shape)) + [int(v) for v in t.shape]
+        st, acc = [0] * MAX_RANK, 1
+        for k in range(MAX_RANK - 1, -1, -1):
+            st[k] = acc if dims[k] != 1 else 0
+            acc *= dims[k]
+        return st
+    d = {f"OD{k}": od[k] for k in range(MAX_RANK)}
+    d.update({f"AS{k}": v for k, v in enumerate(strides(a))}, **{f"BS{k}": v for k, v in enumerate(strides(b))})
+    return a, b, y, dict(d, BCAST=1)
+
+
+def _binary_plan(node, graph) -> tuple:
+    """(a, b, y, broadcast defines or {}, whether a and b are in the node's order): ADD's fast plan (equal
+    shapes, or the smaller one along the other's trailing dims), else the general broadcast."""
+    try:
+        a, b, y = _add_plan(node, graph)
+        return a, b, y, {}, a.id == node.inputs[0]
+    except ValueError:
+        a, b, y, d = _bcast_plan(node, graph)
+        return a, b, y, d, True
 
 
 def _mean_axes(node, graph):
@@ -156,7 +200,7 @@ def equal_add(node, graph) -> bool:
 @checked
 def _check(node, graph):
     if node.op in (ADD, "ADD", MUL, "MUL", SUB, "SUB"):
-        _add_plan(node, graph)
+        _binary_plan(node, graph)
     elif node.op in (MEAN, "MEAN"):
         _mean_axes(node, graph)
     elif node.op in _POOLS:
@@ -214,12 +258,14 @@ def lower_int8_eltwise(node, graph):
     y = graph.t(node.outputs[0])
     d = dict(NOUT=y.size)
     if node.op in (ADD, SUB):
-        a, b, y = _add_plan(node, graph)
-        sub = 0 if node.op == ADD else 1 if a.id == node.inputs[0] else 2       # 2: b - a (the inputs swapped)
-        d.update(add_params(a, b, y, fused_act(node)), OP=0, B_MOD=b.size, SUB=sub)
+        a, b, y, bc, in_order = _binary_plan(node, graph)
+        sub = 0 if node.op == ADD else 1 if in_order else 2       # 2: b - a (the inputs swapped)
+        d.update(add_params(a, b, y, fused_act(node)))
+        d.update(bc, OP=0, B_MOD=b.size, SUB=sub)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
     elif node.op == MUL:
-        a, b, y = _add_plan(node, graph)
+        a, b, y, bc, _ = _binary_plan(node, graph)
+        d.update(bc)
         (s1, z1), (s2, z2), (so, zo) = scale_zp(a), scale_zp(b), scale_zp(y)
         m, sh = quantize_multiplier(f32(np.float32(np.float32(s1) * np.float32(s2)) / np.float32(so)))  # mul.cc: float
         lo, hi = act_range(fused_act(node), y)
@@ -280,6 +326,9 @@ _BASE = dict(SUB=0, NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30,
              ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, MEAN_OPT=0, BLK=16, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256,
              H=5, W=5, C=3, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1)
 VARIANTS = {
+    "int8_eltwise:bcast": (dict(_BASE, OP=0, BCAST=1, **{f"OD{k}": 2 for k in range(MAX_RANK)},
+                                **{f"AS{k}": 1 for k in range(MAX_RANK)}, **{f"BS{k}": 0 for k in range(MAX_RANK)}),
+                           {"OP": [0, 6]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise": (dict(_BASE, OP=0), {"SUB": [0, 1, 2]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),

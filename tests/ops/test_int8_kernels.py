@@ -588,3 +588,19 @@ def test_binary_with_an_int8_constant_bit_exact(gpu, op):
     mb.op(op, [k, a] if op == "SUB" else [a, k], [y], fused_activation_function="NONE")
     mb.output(y)
     _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8))], "INT8_" + op)
+
+
+@pytest.mark.parametrize("op,ashape,bshape", [("ADD", (3, 10, 5, 5), (3, 1, 5, 5)), ("MUL", (1, 6, 6, 5), (1, 1, 6, 1)),
+                                              ("SUB", (3, 1), (3, 13)), ("MUL", (2, 1, 4), (1, 3, 1))])
+def test_binary_general_broadcast_bit_exact(gpu, op, ashape, bshape):
+    """ADD / MUL / SUB under numpy broadcasting beyond a trailing-dims operand (both inputs broadcast in the
+    last case), LiteRT's bits."""
+    rng = np.random.default_rng(len(ashape) + len(bshape) + len(op))
+    out = list(np.broadcast_shapes(ashape, bshape))
+    mb = ModelBuilder()
+    a = mb.input("a", list(ashape), I8, quant=_q(rng))
+    b = mb.input("b", list(bshape), I8, quant=_q(rng))
+    y = mb.tensor("y", out, I8, quant=_q(rng))
+    mb.op(op, [a, b], [y], fused_activation_function="RELU")
+    mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, ashape), _qin(rng, bshape)], "INT8_" + op)

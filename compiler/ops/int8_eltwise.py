@@ -22,6 +22,8 @@
 * MUL (mul.cc): (a - a's zero point) * (b - b's zero point) requantized by a multiplier LiteRT computes in
   float (input scales' product / output scale; gemmlowp rounding), plus the output zero point, fused activation
   clamp; shapes as ADD's.
+* HARD_SWISH (activations.cc HardSwishPrepare, reference_ops::HardSwish): LiteRT's 16-bit fixed-point
+  algorithm (int8_hard_swish.py) evaluated at compile time for all 256 input bytes, run as a table.
 * LOGISTIC / TANH (activations.cc, int8: EvalUsingLookupTable): a 256-entry int8 table made at compile time
   as LiteRT's PopulateLookupTable makes it in float32 (dequantize, transform, times 1 / output scale, rounded
   half away, plus the zero point, clamped); the output grids LiteRT requires (1/256, -128; 1/128, 0).
@@ -46,13 +48,15 @@ from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
-from gpuc.compiler.ops.int8_common import LEAKY_RELU, LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, SUB, TANH  # noqa: E402
+from gpuc.compiler.ops.int8_common import HARD_SWISH, LEAKY_RELU, LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, SUB, TANH  # noqa: E402
+from gpuc.compiler.ops.int8_hard_swish import hard_swish_table  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 # the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)
 _RELUS = {RELU: 1, RELU_N1_TO_1: 2, RELU6: 3, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 # the table ops: transform (float32 in, float32 out, as LiteRT's C++ lambda computes it) and the output grid
-_LUTS = {LOGISTIC: "LOGISTIC", TANH: "TANH", "LOGISTIC": "LOGISTIC", "TANH": "TANH"}
-_LUT_GRID = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}
+_LUTS = {LOGISTIC: "LOGISTIC", TANH: "TANH", HARD_SWISH: "HARD_SWISH", "LOGISTIC": "LOGISTIC", "TANH": "TANH",
+         "HARD_SWISH": "HARD_SWISH"}
+_LUT_GRID = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}     # (HARD_SWISH: any output grid)
 
 
 def _io(node, graph, n_in, consts: bool = False):
@@ -220,6 +224,9 @@ def _check(node, graph):
 
 def _lut_plan(node, graph):
     x, y = _io(node, graph, 1)
+    if _LUTS[node.op] == "HARD_SWISH":
+        hard_swish_table(scale_zp(x), scale_zp(y))          # (raises ValueError where LiteRT refuses the grids)
+        return x, y
     s, zp = scale_zp(y)
     want = _LUT_GRID[_LUTS[node.op]]
     if zp != want[1] or s != f32(want[0]):
@@ -231,6 +238,8 @@ def _lut_plan(node, graph):
 def _lut_table(kind: str, x, y) -> np.ndarray:
     """PopulateLookupTable's table, indexed by the input byte + 128: every step in float32 (expf / tanhf
     through numpy's float32 functions)."""
+    if kind == "HARD_SWISH":
+        return hard_swish_table(scale_zp(x), scale_zp(y)).astype(np.int32)
     f = np.float32
     (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
     v = np.arange(-128, 128)
@@ -250,7 +259,7 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
 
 
 @register(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
-          check=_check,
+          HARD_SWISH, check=_check,
           dtypes=("int8",),
           inputs=(1, 2), quantized_io=True,
           summary="internal: native int8 add / mean / softmax / pooling / relu (passes/quant.py native_int8)")
@@ -341,11 +350,12 @@ VARIANTS = {
 
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
             ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), ("MUL", MUL),
-            ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), ("LEAKY_RELU", LEAKY_RELU), check=_check)
+            ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), ("LEAKY_RELU", LEAKY_RELU),
+            ("HARD_SWISH", HARD_SWISH), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
 declare(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
-        shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+        HARD_SWISH, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_eltwise", item_major=False, flat=True)

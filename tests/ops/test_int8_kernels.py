@@ -604,3 +604,15 @@ def test_binary_general_broadcast_bit_exact(gpu, op, ashape, bshape):
     mb.op(op, [a, b], [y], fused_activation_function="RELU")
     mb.output(y)
     _exact(gpu, mb.finish(), [_qin(rng, ashape), _qin(rng, bshape)], "INT8_" + op)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_hard_swish_bit_exact(gpu, seed):
+    """int8 HARD_SWISH (LiteRT's 16-bit fixed-point kernel, evaluated into a table), every input value."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 256], I8, quant=(float(rng.uniform(0.01, 0.1)), int(rng.integers(-40, 40))))
+    y = mb.tensor("y", [1, 256], I8, quant=(float(rng.uniform(0.01, 0.1)), int(rng.integers(-40, 40))))
+    mb.op("HARD_SWISH", [x], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_HARD_SWISH")

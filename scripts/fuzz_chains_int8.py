@@ -59,15 +59,22 @@ def _weights(c: Chain, shape, axis):
     return q, scale.astype(np.float32)
 
 
-def _conv(c: Chain, v: Q):
+def _window(c: Chain, v: Q):
+    """(n, c, k, stride, SAME?, oh, ow) of a random window over a 4-d value, or None where it has no output."""
     if len(v.shape) != 4:
         return None
-    n, h, w, ci = v.shape
+    n, h, w, ch = v.shape
     k, s = int(c.rng.integers(1, 4)), int(c.rng.integers(1, 3))
     same = bool(c.rng.integers(2))
     oh, ow = _conv_out(h, k, s, 1, same), _conv_out(w, k, s, 1, same)
-    if oh < 1 or ow < 1:
+    return None if oh < 1 or ow < 1 else (n, ch, k, s, same, oh, ow)
+
+
+def _conv(c: Chain, v: Q):
+    win = _window(c, v)
+    if win is None:
         return None
+    n, ci, k, s, same, oh, ow = win
     dw = c.rng.random() < 0.4
     co = ci if dw else int(c.rng.integers(1, 9))
     q, ws = _weights(c, [1, k, k, co] if dw else [co, k, k, ci], 3 if dw else 0)
@@ -108,14 +115,10 @@ def _fc(c: Chain, v: Q):
 
 
 def _pool(c: Chain, v: Q):
-    if len(v.shape) != 4:
+    win = _window(c, v)
+    if win is None:
         return None
-    n, h, w, ch = v.shape
-    f, s = int(c.rng.integers(1, 4)), int(c.rng.integers(1, 3))
-    same = bool(c.rng.integers(2))
-    oh, ow = _conv_out(h, f, s, 1, same), _conv_out(w, f, s, 1, same)
-    if oh < 1 or ow < 1:
-        return None
+    n, ch, f, s, same, oh, ow = win
     r = _same(c, v, [n, oh, ow, ch])
     c.mb.op(c.pick(("AVERAGE_POOL_2D", "MAX_POOL_2D")), [v.tid], [r.tid], padding="SAME" if same else "VALID",
             stride_w=s, stride_h=s, filter_width=f, filter_height=f, fused_activation_function="NONE")

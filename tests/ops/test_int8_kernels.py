@@ -107,16 +107,21 @@ def test_fully_connected_bit_exact(gpu, per_ch, rows, co):
     _exact(gpu, mb.finish(), [_qin(rng, (rows, 40))], "INT8_FULLY_CONNECTED")
 
 
-@pytest.mark.parametrize("bshape,act", [((1, 5, 5, 8), "NONE"), ((8,), "RELU6"), ((1, 1, 5, 8), "NONE")])
-def test_add_bit_exact(gpu, bshape, act):
+@pytest.mark.parametrize("op,bshape,act", [("ADD", (1, 5, 5, 8), "NONE"), ("ADD", (8,), "RELU6"),
+                                           ("ADD", (1, 1, 5, 8), "NONE"), ("MUL", (1, 5, 5, 8), "NONE"),
+                                           ("MUL", (8,), "RELU6"), ("MUL", (1, 1, 1, 8), "RELU")])
+def test_add_mul_bit_exact(gpu, op, bshape, act):
+    """int8 ADD / MUL, b of the output's shape or along its trailing dims (a squeeze-and-excitation's channel
+    scale: [C]), LiteRT's bits."""
     rng = np.random.default_rng(len(bshape) * 7 + len(act))
     mb = ModelBuilder()
     a = mb.input("a", [1, 5, 5, 8], I8, quant=_q(rng))
     b = mb.input("b", list(bshape), I8, quant=_q(rng))
-    y = mb.tensor("y", [1, 5, 5, 8], I8, quant=(float(rng.uniform(0.05, 0.2)), int(rng.integers(-20, 20))))
-    mb.op("ADD", [a, b], [y], fused_activation_function=act)
+    lo, hi = (0.05, 0.2) if op == "ADD" else (0.001, 0.01)
+    y = mb.tensor("y", [1, 5, 5, 8], I8, quant=(float(rng.uniform(lo, hi)), int(rng.integers(-20, 20))))
+    mb.op(op, [a, b], [y], fused_activation_function=act)
     mb.output(y)
-    _exact(gpu, mb.finish(), [_qin(rng, (1, 5, 5, 8)), _qin(rng, bshape)], "INT8_ADD")
+    _exact(gpu, mb.finish(), [_qin(rng, (1, 5, 5, 8)), _qin(rng, bshape)], "INT8_" + op)
 
 
 @pytest.mark.parametrize("axes,keep", [([1, 2], False), ([2], True), ([-1], False)])
@@ -523,19 +528,6 @@ def test_relu_requantizes_bit_exact(gpu, op, ratio):
     mb.output(y)
     xin = np.tile(np.arange(-128, 128, dtype=np.int8), (2, 1))
     _exact(gpu, mb.finish(), [xin], "INT8_" + op)
-
-
-@pytest.mark.parametrize("bshape,act", [((2, 5, 6, 8), "NONE"), ((8,), "RELU6"), ((1, 1, 1, 8), "RELU")])
-def test_mul_bit_exact(gpu, bshape, act):
-    """int8 MUL (a squeeze-and-excitation's channel scale: b of shape [C]), LiteRT's bits."""
-    rng = np.random.default_rng(len(bshape) * 7 + len(act))
-    mb = ModelBuilder()
-    a = mb.input("a", [2, 5, 6, 8], I8, quant=_q(rng))
-    b = mb.input("b", list(bshape), I8, quant=_q(rng))
-    y = mb.tensor("y", [2, 5, 6, 8], I8, quant=(float(rng.uniform(0.001, 0.01)), int(rng.integers(-20, 20))))
-    mb.op("MUL", [a, b], [y], fused_activation_function=act)
-    mb.output(y)
-    _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8)), _qin(rng, bshape)], "INT8_MUL")
 
 
 @pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])

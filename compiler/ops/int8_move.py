@@ -4,6 +4,9 @@ GPU kernels (copy_nd, pad) on packed int8 lanes.  PAD pads with the output zero 
 constant's raw int8 value (LiteRT's pad.cc); both become INT8_PAD with an unquantized int8 constant of that
 value.  CONCATENATION: LiteRT's int8 kernel requires every input on the output's grid (same scale and zero
 point) and no fused activation; so does this form (a constant input: its int8 bytes, unquantized).
+The other byte moves (int8_common.BYTE_MOVES: slices, gathers, tiles, splits, packs, space/depth and
+space/batch moves, mirror pads, reversals, broadcasts) become INT8_<op>: the generic op's kernels on the int8
+bytes, as LiteRT's int8 kernels copy them.
 passes/quant.py native_int8 makes these ops (int8_common.MOVES) when the whole model runs in int8.
 """
 from __future__ import annotations
@@ -12,12 +15,13 @@ import copy
 
 import numpy as np
 
-from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, REGISTRY, Why, declare, register, rules
-from gpuc.compiler.ops.int8_common import FOLDS, MOVES, REFUSALS, per_tensor, scale_zp
+from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, REGISTRY, Why, declare, fact, register, rules
+from gpuc.compiler.ops.int8_common import BYTE_MOVES, FOLDS, MOVES, REFUSALS, per_tensor, scale_zp
+from gpuc.compiler.ops import gather, movement, strided_slice, tile  # noqa: F401,E402 (the moves' own ops first)
 from gpuc.compiler.ops.util import checked
 
 from gpuc.compiler.ops.int8_common import CONCAT, CONV, DEPTHWISE, MAX_POOL, PAD, TRANSPOSE  # noqa: E402 (int8 op names)
-_SRC = {TRANSPOSE: "TRANSPOSE", PAD: "PADV2", CONCAT: "CONCATENATION"}
+_SRC = {TRANSPOSE: "TRANSPOSE", PAD: "PADV2", CONCAT: "CONCATENATION", **{v: k for k, v in BYTE_MOVES.items()}}
 
 
 def _eligible(node, graph):
@@ -98,6 +102,34 @@ def _concat_grids(node, graph):
 REFUSALS["CONCATENATION"] = _concat_grids
 
 
+def _eligible_bytes(node, graph):
+    """None when byte-move `node` reads and writes int8 tensors with per-tensor quantization only (its other
+    inputs: indices, sizes ...) and the generic op takes it."""
+    if not node.outputs or min(node.outputs) < 0:
+        return "no output"
+    for o in node.outputs:
+        y = graph.t(o)
+        if y.dtype != "int8" or not per_tensor(y):
+            return f"output {y.name!r} is not a per-tensor quantized int8 tensor"
+    for i in node.inputs:
+        x = graph.t(i) if i >= 0 else None
+        if x is not None and x.dtype == "int8" and (not per_tensor(x) or (x.is_const and x.data is None)):
+            return f"input {x.name!r} is not a per-tensor quantized int8 tensor"
+    return REGISTRY[node.op].check(node, graph)
+
+
+def _bytes_to_int8(node, graph) -> None:
+    """The op becomes its INT8_ form; a constant int8 input, an unquantized copy of its bytes (so that no pass
+    dequantizes it)."""
+    node.op = BYTE_MOVES[node.op]
+    node.inputs = [graph.add_const(f"{graph.t(i).name}#int8", np.asarray(graph.t(i).data, np.int8).copy())
+                   if i >= 0 and graph.t(i).is_const and graph.t(i).dtype == "int8" else i for i in node.inputs]
+
+
+for _op in BYTE_MOVES:
+    MOVES[_op] = (_eligible_bytes, _bytes_to_int8)
+
+
 def fold_pads(graph) -> None:
     """An INT8_PAD of H and W only whose value is its input's zero point (input and output on one grid),
     read only by a native int8 convolution as its input (or -128, read only by an int8 MAX_POOL_2D),
@@ -153,9 +185,25 @@ def lower_int8_concat(node, graph):
     return REGISTRY[_SRC[node.op]].lower(_generic(node), graph)
 
 
+def lower_int8_bytes(node, graph):
+    return REGISTRY[_SRC[node.op]].lower(_generic(node), graph)
+
+
+for _src, _dst in BYTE_MOVES.items():
+    _d = REGISTRY[_src]
+    register(_dst, check=_check, dtypes=("int8", "int32", "int64"), inputs=_d.inputs, outputs=_d.outputs,
+             optional=_d.optional, quantized_io=True,
+             summary=f"internal: native int8 {_src.lower()}, bytes moved (passes/quant.py native_int8)")(lower_int8_bytes)
+
+
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
 declare(TRANSPOSE, PAD, CONCAT, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("not folded yet"),
         fp16=NEUTRAL, in_place=False, flops=rules.per_output,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare(*BYTE_MOVES.values(), shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("not folded yet"),
+        fp16=NEUTRAL, in_place=False, flops=rules.per_output,
+        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+for _src, _dst in BYTE_MOVES.items():
+    declare(_dst, templates=fact(_src, "templates", ()))
 declare(TRANSPOSE, CONCAT, templates=("copy_nd",))
 declare(PAD, templates=("pad",))

@@ -167,7 +167,8 @@ def test_fp16_storage_rounds_where_the_unfused_program_stored_fp16():
 
 
 def test_fake_quant_intermediates_are_rounded_as_before():
-    """int8 ADD -> MUL chain: each int8 intermediate's grid is applied inside the fused kernel."""
+    """int8 ADD -> MUL chain in a simulated integer program (a side RESIZE_BILINEAR, which has no int8 form,
+    keeps the model off native int8): each int8 intermediate's grid is applied inside the fused kernel."""
     mb = ModelBuilder()
     a = mb.input("a", [1, 4, 4, 8], "int8", quant=(0.03, 2))
     b = mb.input("b", [1, 4, 4, 8], "int8", quant=(0.07, -9))
@@ -178,8 +179,12 @@ def test_fake_quant_intermediates_are_rounded_as_before():
     y = mb.tensor("y", [1, 4, 4, 8], "int8", quant=(0.05, 0))
     mb.op("SUB", [p, a], [y], fused_activation_function="RELU")
     mb.output(y)
+    r = mb.tensor("r", [1, 8, 8, 8], "int8", quant=(0.03, 2))
+    mb.op("RESIZE_BILINEAR", [a, mb.const("size", np.array([8, 8], np.int32))], [r])
+    mb.output(r)
     model = mb.finish()
-    inputs = [RNG.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8) for _ in range(2)]
+    rng = np.random.default_rng(1)             # (its own inputs: the module's RNG depends on the tests run before)
+    inputs = [rng.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8) for _ in range(2)]
     g = load_tflite(model).main
     run_passes(g)
     fused = [n for n in g.nodes if n.op == "FUSED_ELEMENTWISE"]

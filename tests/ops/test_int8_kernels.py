@@ -3,7 +3,11 @@ int8 models: bit for bit equal to LiteRT's builtin kernels (BUILTIN_WITHOUT_DEFA
 random scales, zero points, weights and inputs.  Each model is checked to run its int8 form
 ("INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED", "INT8_ADD", "INT8_MEAN",
 "INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D", "INT8_TRANSPOSE", "INT8_PAD",
-"INT8_CONCATENATION"); a model with an op lacking an int8 kernel runs as a float program, as before."""
+"INT8_CONCATENATION", "INT8_SUB", "INT8_MUL", "INT8_RELU", "INT8_RELU6", "INT8_RELU_N1_TO_1", "INT8_LEAKY_RELU",
+"INT8_LOGISTIC", "INT8_TANH", "INT8_HARD_SWISH", and the byte moves "INT8_SLICE", "INT8_STRIDED_SLICE",
+"INT8_GATHER", "INT8_GATHER_ND", "INT8_SPACE_TO_DEPTH", "INT8_DEPTH_TO_SPACE", "INT8_TILE", "INT8_SPLIT",
+"INT8_SPLIT_V", "INT8_PACK", "INT8_UNPACK", "INT8_MIRROR_PAD", "INT8_REVERSE_V2", "INT8_BATCH_TO_SPACE_ND",
+"INT8_SPACE_TO_BATCH_ND", "INT8_BROADCAST_TO", with int32 and int64 indices); a model with an op lacking an int8 kernel runs as a float program, as before."""
 import numpy as np
 import pytest
 
@@ -608,3 +612,50 @@ def test_hard_swish_bit_exact(gpu, seed):
     mb.op("HARD_SWISH", [x], [y])
     mb.output(y)
     _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_HARD_SWISH")
+
+
+def _i32(v):
+    return np.array(v, np.int32)
+
+
+# (op, input shape, constant operands before / after the data input, options, output shapes)
+BYTE_MOVE_CASES = [
+    ("SLICE", [1, 4, 4, 3], [], [_i32([0, 1, 0, 0]), _i32([1, 2, 3, 3])], {}, [[1, 2, 3, 3]]),
+    ("STRIDED_SLICE", [1, 4, 4, 3], [], [_i32([0, 0, 1, 0]), _i32([1, 4, 4, 3]), _i32([1, 2, 1, 1])],
+     dict(begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0), [[1, 2, 3, 3]]),
+    ("GATHER", [1, 4, 4, 3], [], [_i32([2, 0])], dict(axis=3, batch_dims=0), [[1, 4, 4, 2]]),
+    ("GATHER", [1, 4, 4, 3], [], [np.array([3, 1, 1], np.int64)], dict(axis=1, batch_dims=0), [[1, 3, 4, 3]]),
+    ("GATHER_ND", [1, 4, 4, 3], [], [_i32([[0, 1], [0, 3]])], {}, [[2, 4, 3]]),
+    ("SPACE_TO_DEPTH", [1, 4, 4, 3], [], [], dict(block_size=2), [[1, 2, 2, 12]]),
+    ("DEPTH_TO_SPACE", [1, 4, 4, 8], [], [], dict(block_size=2), [[1, 8, 8, 2]]),
+    ("TILE", [1, 4, 4, 3], [], [_i32([1, 2, 1, 1])], {}, [[1, 8, 4, 3]]),
+    ("SPLIT", [1, 4, 4, 3], [_i32(3)], [], dict(num_splits=3), [[1, 4, 4, 1]] * 3),
+    ("SPLIT_V", [1, 4, 4, 3], [], [_i32([1, 2]), _i32(3)], dict(num_splits=2), [[1, 4, 4, 1], [1, 4, 4, 2]]),
+    ("UNPACK", [1, 4, 4, 3], [], [], dict(num=4, axis=1), [[1, 4, 3]] * 4),
+    ("MIRROR_PAD", [1, 4, 4, 3], [], [_i32([[0, 0], [1, 1], [1, 1], [0, 0]])], dict(mode="REFLECT"), [[1, 6, 6, 3]]),
+    ("REVERSE_V2", [1, 4, 4, 3], [], [_i32([1])], {}, [[1, 4, 4, 3]]),
+    ("SPACE_TO_BATCH_ND", [1, 4, 4, 3], [], [_i32([2, 2]), _i32([[0, 0], [0, 0]])], {}, [[4, 2, 2, 3]]),
+    ("BATCH_TO_SPACE_ND", [4, 2, 2, 3], [], [_i32([2, 2]), _i32([[0, 0], [0, 0]])], {}, [[1, 4, 4, 3]]),
+    ("BROADCAST_TO", [1, 4, 4, 3], [], [_i32([2, 4, 4, 3])], dict(version=2), [[2, 4, 4, 3]]),
+    ("PACK", [1, 4, 4, 3], [], [], dict(values_count=2, axis=0), [[2, 1, 4, 4, 3]]),
+]
+
+
+@pytest.mark.parametrize("case", BYTE_MOVE_CASES, ids=lambda c: f"{c[0]}-{len(c[1])}d-{c[3][0].dtype if c[3] else ''}")
+def test_byte_moves_stay_int8(gpu, case):
+    """Data movement between int8 tensors after an int8 max pool: the model stays int8 (INT8_<op>), and the
+    bytes are LiteRT's."""
+    op, shape, before, after, options, outs = case
+    rng = np.random.default_rng(len(op))
+    q = _q(rng)
+    mb = ModelBuilder()
+    x = mb.input("x", shape, I8, quant=q)
+    p = mb.tensor("p", shape, I8, quant=q)
+    mb.op("MAX_POOL_2D", [x], [p], padding="SAME", stride_w=1, stride_h=1, filter_width=2, filter_height=2)
+    ins = [mb.const(f"b{i}", v) for i, v in enumerate(before)] + [p] * (2 if op == "PACK" else 1) + \
+        [mb.const(f"a{i}", v) for i, v in enumerate(after)]
+    ys = [mb.tensor(f"y{i}", s, I8, quant=q) for i, s in enumerate(outs)]
+    mb.op(op, ins, ys, **options)
+    for y in ys:
+        mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, shape)], "INT8_" + op)

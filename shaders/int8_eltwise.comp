@@ -14,6 +14,7 @@
 // OP 6 MUL: q8_rq0((x_a + OFF_A) * (x_b + OFF_B), MO, SO) + OUT_ZP clamped (b broadcast as ADD's, B_MOD).
 // BCAST (OP 0, 6): both inputs broadcast as numpy does, through OD*, AS*, BS* (bc_index).
 // OP 7 LOGISTIC / TANH: lut[x + 128] (a 256-entry int table made at compile time).
+// OP 10 / 11 MAXIMUM / MINIMUM: the raw bytes' max / min (broadcast as OP 0 and 6).
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
@@ -100,6 +101,9 @@ int value_at(int e) {
 }
 #elif OP == 7
 int value_at(int e) { return lut[ld_a(e) + 128]; }
+#elif OP == 10 || OP == 11
+int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
+int value_at(int e) { return OP == 10 ? max(ld_a(A_AT(e)), ld_b(B_AT(e))) : min(ld_a(A_AT(e)), ld_b(B_AT(e))); }
 #elif OP == 9
 int value_at(int e) {
     int v = ld_a(e) - IN_ZP;

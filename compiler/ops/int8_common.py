@@ -32,6 +32,7 @@ ADD, MEAN, SOFTMAX, AVG_POOL, MAX_POOL = "INT8_ADD", "INT8_MEAN", "INT8_SOFTMAX"
 RELU, RELU6, RELU_N1_TO_1 = "INT8_RELU", "INT8_RELU6", "INT8_RELU_N1_TO_1"
 MUL, LOGISTIC, TANH, SUB = "INT8_MUL", "INT8_LOGISTIC", "INT8_TANH", "INT8_SUB"
 LEAKY_RELU, HARD_SWISH = "INT8_LEAKY_RELU", "INT8_HARD_SWISH"
+MAXIMUM, MINIMUM = "INT8_MAXIMUM", "INT8_MINIMUM"
 # data-movement ops whose LiteRT int8 kernels copy bytes (no requantization): TFLite op -> its int8 form
 BYTE_MOVES = {op: "INT8_" + op for op in ("SLICE", "STRIDED_SLICE", "GATHER", "GATHER_ND", "SPACE_TO_DEPTH",
                                           "DEPTH_TO_SPACE", "TILE", "SPLIT", "SPLIT_V", "PACK", "UNPACK",

@@ -14,6 +14,8 @@
 * AVERAGE_POOL_2D / MAX_POOL_2D: input and output on one grid (LiteRT requires it); the average is
   the window's sum over its cells inside the input, rounded half away from zero (integer_ops/pooling.h).
 * SUB (sub.cc): ADD's parameters and arithmetic with the rescaled inputs subtracted.
+* MAXIMUM / MINIMUM (maximum_minimum.cc): the larger / smaller raw byte, whatever the grids (LiteRT compares the
+  int8 values as they are), broadcast as ADD / SUB / MUL are.
 * ADD / SUB / MUL broadcast as numpy does (up to MAX_RANK dims, BCAST) where the smaller input is not a
   trailing part of the other's shape (e.g. [N, H, W, C] with [N, 1, W, 1]).
 * LEAKY_RELU (activations.cc QuantizeLeakyRelu): the input minus its zero point requantized by input scale /
@@ -49,6 +51,7 @@ from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
 from gpuc.compiler.ops.int8_common import HARD_SWISH, LEAKY_RELU, LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, SUB, TANH  # noqa: E402
+from gpuc.compiler.ops.int8_common import MAXIMUM, MINIMUM  # noqa: E402
 from gpuc.compiler.ops.int8_hard_swish import hard_swish_table  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 # the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)
@@ -203,7 +206,7 @@ def equal_add(node, graph) -> bool:
 
 @checked
 def _check(node, graph):
-    if node.op in (ADD, "ADD", MUL, "MUL", SUB, "SUB"):
+    if node.op in (ADD, "ADD", MUL, "MUL", SUB, "SUB", MAXIMUM, "MAXIMUM", MINIMUM, "MINIMUM"):
         _binary_plan(node, graph)
     elif node.op in (MEAN, "MEAN"):
         _mean_axes(node, graph)
@@ -258,7 +261,7 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
     return np.array(vals[::-1], np.float32)
 
 
-@register(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
+@register(ADD, SUB, MUL, MAXIMUM, MINIMUM, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
           HARD_SWISH, check=_check,
           dtypes=("int8",),
           inputs=(1, 2), quantized_io=True,
@@ -271,6 +274,10 @@ def lower_int8_eltwise(node, graph):
         sub = 0 if node.op == ADD else 1 if in_order else 2       # 2: b - a (the inputs swapped)
         d.update(add_params(a, b, y, fused_act(node)))
         d.update(bc, OP=0, B_MOD=b.size, SUB=sub)
+        binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
+    elif node.op in (MAXIMUM, MINIMUM):
+        a, b, y, bc, _ = _binary_plan(node, graph)
+        d.update(bc, OP=10 if node.op == MAXIMUM else 11, B_MOD=b.size)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
     elif node.op == MUL:
         a, b, y, bc, _ = _binary_plan(node, graph)
@@ -337,12 +344,13 @@ _BASE = dict(SUB=0, NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30,
 VARIANTS = {
     "int8_eltwise:bcast": (dict(_BASE, OP=0, BCAST=1, **{f"OD{k}": 2 for k in range(MAX_RANK)},
                                 **{f"AS{k}": 1 for k in range(MAX_RANK)}, **{f"BS{k}": 0 for k in range(MAX_RANK)}),
-                           {"OP": [0, 6]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
+                           {"OP": [0, 6, 10, 11]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise": (dict(_BASE, OP=0), {"SUB": [0, 1, 2]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:relu": (dict(_BASE, OP=5), {"OP": [5, 9]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
-    "int8_eltwise:mul": (dict(_BASE, OP=6), {}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
+    "int8_eltwise:mul": (dict(_BASE, OP=6), {"OP": [6, 10, 11]}, ["out_", "a", "b"],
+                         {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:table": (dict(_BASE, OP=7), {}, ["out_", "a", "lut"], {"out_": "uint32", "a": "uint32", "lut": "int32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
@@ -351,10 +359,10 @@ VARIANTS = {
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
             ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), ("MUL", MUL),
             ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), ("LEAKY_RELU", LEAKY_RELU),
-            ("HARD_SWISH", HARD_SWISH), check=_check)
+            ("HARD_SWISH", HARD_SWISH), ("MAXIMUM", MAXIMUM), ("MINIMUM", MINIMUM), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ADD, SUB, MUL, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
+declare(ADD, SUB, MUL, MAXIMUM, MINIMUM, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
         HARD_SWISH, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))

@@ -275,8 +275,9 @@ def test_layer_norm_variance_prologue_under_fp16():
 
 @pytest.mark.parametrize("op", ["SQUARED_DIFFERENCE", "PRELU", "MAXIMUM"])
 def test_fake_quant_binary_math_intermediate(op):
-    """int8 SQUARED_DIFFERENCE / PRELU / MAXIMUM -> ADD: the int8 intermediate is rounded to its grid,
-    fused or not (binary_math rounds a fake-quantized output for every OP)."""
+    """int8 SQUARED_DIFFERENCE / PRELU / MAXIMUM -> ADD in a simulated integer program (a side RESIZE_BILINEAR,
+    which has no int8 form, keeps MAXIMUM's model off native int8): the int8 intermediate is rounded to its
+    grid, fused or not (binary_math rounds a fake-quantized output for every OP)."""
     mb = ModelBuilder()
     a = mb.input("a", [1, 4, 4, 8], "int8", quant=(0.03, 2))
     b = mb.input("b", [1, 4, 4, 8], "int8", quant=(0.05, -1) if op == "SQUARED_DIFFERENCE" else (0.03, 2))
@@ -287,6 +288,9 @@ def test_fake_quant_binary_math_intermediate(op):
     y = mb.tensor("y", [1, 4, 4, 8], "int8", quant=(0.05, 0))
     mb.op("ADD", [s, a], [y])
     mb.output(y)
+    r = mb.tensor("r", [1, 8, 8, 8], "int8", quant=(0.03, 2))
+    mb.op("RESIZE_BILINEAR", [a, mb.const("size", np.array([8, 8], np.int32))], [r])
+    mb.output(r)
     model = mb.finish()
     inputs = [RNG.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8) for _ in range(2)]
     if op == "PRELU":

@@ -4,7 +4,7 @@ random scales, zero points, weights and inputs.  Each model is checked to run it
 ("INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED", "INT8_ADD", "INT8_MEAN",
 "INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D", "INT8_TRANSPOSE", "INT8_PAD",
 "INT8_CONCATENATION", "INT8_SUB", "INT8_MUL", "INT8_RELU", "INT8_RELU6", "INT8_RELU_N1_TO_1", "INT8_LEAKY_RELU",
-"INT8_LOGISTIC", "INT8_TANH", "INT8_HARD_SWISH", and the byte moves "INT8_SLICE", "INT8_STRIDED_SLICE",
+"INT8_LOGISTIC", "INT8_TANH", "INT8_HARD_SWISH", "INT8_MAXIMUM", "INT8_MINIMUM", and the byte moves "INT8_SLICE", "INT8_STRIDED_SLICE",
 "INT8_GATHER", "INT8_GATHER_ND", "INT8_SPACE_TO_DEPTH", "INT8_DEPTH_TO_SPACE", "INT8_TILE", "INT8_SPLIT",
 "INT8_SPLIT_V", "INT8_PACK", "INT8_UNPACK", "INT8_MIRROR_PAD", "INT8_REVERSE_V2", "INT8_BATCH_TO_SPACE_ND",
 "INT8_SPACE_TO_BATCH_ND", "INT8_BROADCAST_TO", with int32 and int64 indices); a model with an op lacking an int8 kernel runs as a float program, as before."""
@@ -211,9 +211,20 @@ def _conv_then(op, out_shape, out_q, **options):
 
 
 def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
-    """A quantized model with an op lacking an int8 kernel (MAXIMUM) compiles and runs as a float program with
-    simulated quantization, within one quantization step of LiteRT."""
-    model, xin = _conv_then("MAXIMUM", [1, 6, 6, 4], (0.05, -1))
+    """A quantized model with an op lacking an int8 kernel (RESIZE_BILINEAR, after an int8 1x1 conv) compiles and
+    runs as a float program with simulated quantization, within one quantization step of LiteRT."""
+    rng = np.random.default_rng(9)
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 6, 6, 4], I8, quant=(0.05, -1))
+    ws = rng.uniform(0.002, 0.02, 4).astype(np.float32)
+    w = mb.const("w", rng.integers(-127, 128, (4, 1, 1, 4)).astype(np.int8), quant=(ws, 0, 0))
+    h = mb.tensor("h", [1, 6, 6, 4], I8, quant=(0.05, -1))
+    b = mb.const("b", rng.integers(-500, 500, 4).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
+    mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
+    y = mb.tensor("y", [1, 12, 12, 4], I8, quant=(0.05, -1))
+    mb.op("RESIZE_BILINEAR", [h, mb.const("size", np.array([12, 12], np.int32))], [y])
+    mb.output(y)
+    model, xin = mb.finish(), _qin(rng, (1, 6, 6, 4))
     ops = _ops(model)
     assert not any(o.startswith("INT8_") for o in ops)
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))
@@ -659,3 +670,17 @@ def test_byte_moves_stay_int8(gpu, case):
     for y in ys:
         mb.output(y)
     _exact(gpu, mb.finish(), [_qin(rng, shape)], "INT8_" + op)
+
+
+@pytest.mark.parametrize("op,bshape", [("MAXIMUM", (2, 5, 6, 8)), ("MINIMUM", (8,)), ("MAXIMUM", (2, 1, 6, 1))])
+def test_maximum_minimum_compare_raw_bytes(gpu, op, bshape):
+    """int8 MAXIMUM / MINIMUM on inputs and output of different grids: LiteRT compares the raw bytes, so does the
+    int8 form (the float view would compare real values)."""
+    rng = np.random.default_rng(len(bshape) + len(op))
+    mb = ModelBuilder()
+    a = mb.input("a", [2, 5, 6, 8], I8, quant=_q(rng))
+    b = mb.input("b", list(bshape), I8, quant=_q(rng))
+    y = mb.tensor("y", [2, 5, 6, 8], I8, quant=_q(rng))
+    mb.op(op, [a, b], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8)), _qin(rng, bshape)], "INT8_" + op)

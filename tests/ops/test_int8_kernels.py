@@ -194,8 +194,9 @@ def test_quantize_dequantize_edges_stay_int8(gpu):
     np.testing.assert_array_equal(gpu.run(model, [x])[0], run_litert(model, [x])[0])
 
 
-def _conv_then(op, out_shape, out_q, **options):
-    """A 1x1 CONV_2D of an int8 input x, then `op` over (its output h, x): the model and its input."""
+def _conv_then(op, out_shape, out_q, second=None, **options):
+    """A 1x1 CONV_2D of an int8 input x, then `op` over (its output h, x), or (h, the constant `second`): the
+    model and its input."""
     rng = np.random.default_rng(9)
     mb = ModelBuilder()
     x = mb.input("x", [1, 6, 6, 4], I8, quant=(0.05, -1))
@@ -205,7 +206,7 @@ def _conv_then(op, out_shape, out_q, **options):
     b = mb.const("b", rng.integers(-500, 500, 4).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
     mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
     y = mb.tensor("y", out_shape, I8, quant=out_q)
-    mb.op(op, [h, x], [y], **options)
+    mb.op(op, [h, x if second is None else mb.const("second", second)], [y], **options)
     mb.output(y)
     return mb.finish(), _qin(rng, (1, 6, 6, 4))
 
@@ -213,18 +214,7 @@ def _conv_then(op, out_shape, out_q, **options):
 def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
     """A quantized model with an op lacking an int8 kernel (RESIZE_BILINEAR, after an int8 1x1 conv) compiles and
     runs as a float program with simulated quantization, within one quantization step of LiteRT."""
-    rng = np.random.default_rng(9)
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 6, 6, 4], I8, quant=(0.05, -1))
-    ws = rng.uniform(0.002, 0.02, 4).astype(np.float32)
-    w = mb.const("w", rng.integers(-127, 128, (4, 1, 1, 4)).astype(np.int8), quant=(ws, 0, 0))
-    h = mb.tensor("h", [1, 6, 6, 4], I8, quant=(0.05, -1))
-    b = mb.const("b", rng.integers(-500, 500, 4).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
-    mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
-    y = mb.tensor("y", [1, 12, 12, 4], I8, quant=(0.05, -1))
-    mb.op("RESIZE_BILINEAR", [h, mb.const("size", np.array([12, 12], np.int32))], [y])
-    mb.output(y)
-    model, xin = mb.finish(), _qin(rng, (1, 6, 6, 4))
+    model, xin = _conv_then("RESIZE_BILINEAR", [1, 12, 12, 4], (0.05, -1), second=np.array([12, 12], np.int32))
     ops = _ops(model)
     assert not any(o.startswith("INT8_") for o in ops)
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))

@@ -382,19 +382,25 @@ def compare(outs, refs, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
     return None
 
 
+def build(seed: int, i: int, precision: str = "fp32") -> tuple[bytes, list, float | None]:
+    """(model, feeds, output scale or None) of case i: the int8 chains of scripts/fuzz_chains_int8.py under
+    precision int8, else the float chains."""
+    if precision == "int8":
+        import fuzz_chains_int8          # (here: it imports this module)
+        return fuzz_chains_int8.case(seed, i)
+    return (*case(seed, i), None)
+
+
 def run_case(seed: int, i: int, precision: str = "fp32") -> tuple[str, str]:
     """(verdict, detail): verdict one of ok, both_refuse, fail, gpuc_refuses.  precision fp16: gpuc's
-    --precision fp16 against the float32 references, within FP16_TOL (relative and x max|ref|)."""
+    --precision fp16 against the float32 references, within FP16_TOL (relative and x max|ref|); int8: the int8
+    chains, on LiteRT's quantization steps exactly."""
     import gpuc
+    import fuzz_chains_int8
     from gpuc.errors import GpucError
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from helpers.litert import run_litert
 
-    if precision == "int8":
-        import fuzz_chains_int8
-        model, feeds, scale = fuzz_chains_int8.case(seed, i)
-    else:
-        model, feeds = case(seed, i)
+    model, feeds, scale = build(seed, i, precision)
     refs, lite_err = [], None
     for default in (False, True):          # builtin kernels, and the default (XNNPACK) interpreter
         try:
@@ -453,8 +459,7 @@ def main() -> int:
             print(f"FAIL case {i}: {detail}", flush=True)
             if a.keep:
                 a.keep.mkdir(parents=True, exist_ok=True)
-                (a.keep / f"chain_{a.seed}_{i}.tflite").write_bytes(
-                    (__import__("fuzz_chains_int8").case if a.precision == "int8" else case)(a.seed, i)[0])
+                (a.keep / f"chain_{a.seed}_{i}.tflite").write_bytes(build(a.seed, i, a.precision)[0])
         elif verdict == "gpuc_refuses":
             key = re.sub(r"^unsupported model: \d+ operator\(s\) cannot run on the GPU: ", "", detail)
             key = re.sub(r" \(operator #\d+\)", "", key)[:90]

@@ -15,8 +15,9 @@ tests/ops/test_int8_*.py:
 - DEPTHWISE_CONV_2D (the optimized depthwise kernel): output channels in whole blocks of 8 RQ_UPWARD
   (RQ_GEMMLOWP's first step, a half-up shift), the channels past the last block of 8 RQ_GEMMLOWP
   (found by experiment on LiteRT 2.3: channel depths 2-16, depth multipliers 1-2);
-- ADD / SUB / MEAN / MUL / RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU (common.h MultiplyByQuantizedMultiplier, gemmlowp's): RQ_GEMMLOWP, SaturatingRoundingDoublingHighMul
-  then RoundingDivideByPOT, both rounding half away from zero.
+- ADD / SUB / MEAN / MUL / RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU (common.h MultiplyByQuantizedMultiplier,
+  gemmlowp's): RQ_GEMMLOWP, SaturatingRoundingDoublingHighMul then RoundingDivideByPOT, both rounding half away
+  from zero.
 The multipliers are QuantizeMultiplier's (frexp, round half away, 31-bit fixed point).
 """
 from __future__ import annotations

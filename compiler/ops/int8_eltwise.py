@@ -1,5 +1,6 @@
-"""Native int8 ADD / SUB / MUL / MEAN / SOFTMAX / pooling / RELU, RELU6, RELU_N1_TO_1 / LOGISTIC, TANH
-(shaders/int8_eltwise.comp), as LiteRT's builtin integer kernels compute them (passes/quant.py native_int8 makes these ops from the TFLite ones):
+"""Native int8 ADD / SUB / MUL / MAXIMUM, MINIMUM / MEAN / SOFTMAX / pooling / RELU, RELU6, RELU_N1_TO_1,
+LEAKY_RELU / LOGISTIC, TANH, HARD_SWISH (shaders/int8_eltwise.comp), as LiteRT's builtin integer kernels compute
+them (passes/quant.py native_int8 makes these ops from the TFLite ones):
 
 * ADD: both inputs rescaled to 2 * max(input scales) with a left shift of 20, summed, requantized to
   the output (add.cc's int8 parameters; gemmlowp rounding), fused activation clamp.  Equal shapes, or
@@ -50,8 +51,8 @@ from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
-from gpuc.compiler.ops.int8_common import HARD_SWISH, LEAKY_RELU, LOGISTIC, MUL, RELU, RELU6, RELU_N1_TO_1, SUB, TANH  # noqa: E402
-from gpuc.compiler.ops.int8_common import MAXIMUM, MINIMUM  # noqa: E402
+from gpuc.compiler.ops.int8_common import (HARD_SWISH, LEAKY_RELU, LOGISTIC, MAXIMUM, MINIMUM, MUL, RELU,  # noqa: E402
+                                           RELU6, RELU_N1_TO_1, SUB, TANH)
 from gpuc.compiler.ops.int8_hard_swish import hard_swish_table  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 # the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)

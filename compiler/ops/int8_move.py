@@ -71,12 +71,16 @@ def _eligible_concat(node, graph):
     return REGISTRY[node.op].check(node, graph)
 
 
-def _concat_to_int8(node, graph) -> None:
-    """The op becomes INT8_CONCATENATION; a constant input, an unquantized int8 copy of its bytes (so that no
-    pass dequantizes it)."""
-    node.op = CONCAT
+def _consts_as_bytes(node, graph) -> None:
+    """Each constant int8 input of `node` becomes an unquantized int8 copy of its bytes (so that no pass
+    dequantizes what the native form reads as bytes)."""
     node.inputs = [graph.add_const(f"{graph.t(i).name}#int8", np.asarray(graph.t(i).data, np.int8).copy())
-                   if graph.t(i).is_const else i for i in node.inputs]
+                   if i >= 0 and graph.t(i).is_const and graph.t(i).dtype == "int8" else i for i in node.inputs]
+
+
+def _concat_to_int8(node, graph) -> None:
+    node.op = CONCAT
+    _consts_as_bytes(node, graph)
 
 
 MOVES["CONCATENATION"] = (_eligible_concat, _concat_to_int8)
@@ -119,11 +123,8 @@ def _eligible_bytes(node, graph):
 
 
 def _bytes_to_int8(node, graph) -> None:
-    """The op becomes its INT8_ form; a constant int8 input, an unquantized copy of its bytes (so that no pass
-    dequantizes it)."""
     node.op = BYTE_MOVES[node.op]
-    node.inputs = [graph.add_const(f"{graph.t(i).name}#int8", np.asarray(graph.t(i).data, np.int8).copy())
-                   if i >= 0 and graph.t(i).is_const and graph.t(i).dtype == "int8" else i for i in node.inputs]
+    _consts_as_bytes(node, graph)
 
 
 for _op in BYTE_MOVES:
@@ -179,21 +180,13 @@ def lower_int8_move(node, graph):
     return REGISTRY[_SRC[node.op]].lower(_generic(node), graph)
 
 
-@register(CONCAT, check=_check, dtypes=("int8",), inputs=(1, ANY_COUNT), quantized_io=True,
-          summary="internal: native int8 concatenation, bytes moved (passes/quant.py native_int8)")
-def lower_int8_concat(node, graph):
-    return REGISTRY[_SRC[node.op]].lower(_generic(node), graph)
-
-
-def lower_int8_bytes(node, graph):
-    return REGISTRY[_SRC[node.op]].lower(_generic(node), graph)
-
-
+register(CONCAT, check=_check, dtypes=("int8",), inputs=(1, ANY_COUNT), quantized_io=True,
+         summary="internal: native int8 concatenation, bytes moved (passes/quant.py native_int8)")(lower_int8_move)
 for _src, _dst in BYTE_MOVES.items():
     _d = REGISTRY[_src]
     register(_dst, check=_check, dtypes=("int8", "int32", "int64"), inputs=_d.inputs, outputs=_d.outputs,
              optional=_d.optional, quantized_io=True,
-             summary=f"internal: native int8 {_src.lower()}, bytes moved (passes/quant.py native_int8)")(lower_int8_bytes)
+             summary=f"internal: native int8 {_src.lower()}, bytes moved (passes/quant.py native_int8)")(lower_int8_move)
 
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")

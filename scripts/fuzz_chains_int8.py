@@ -187,8 +187,21 @@ def _pad(c: Chain, v: Q):
     return r
 
 
+def _resize(c: Chain, v: Q):
+    """RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR of a 4-d value to 1..2x its size, any mode LiteRT takes."""
+    if len(v.shape) != 4:
+        return None
+    op = c.pick(("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"))
+    size = [int(c.rng.integers(1, 2 * d + 2)) for d in v.shape[1:3]]
+    ac, hp = [(False, False), (True, False), (False, True), (True, True)][int(c.rng.integers(3 if op ==
+                                                                                          "RESIZE_BILINEAR" else 4))]
+    r = _same(c, v, [v.shape[0], *size, v.shape[3]])
+    c.mb.op(op, [v.tid, c.const(np.array(size, np.int32))], [r.tid], align_corners=ac, half_pixel_centers=hp)
+    return r
+
+
 STEPS = [(_binary, 5), (_conv, 5), (_fc, 2), (_pool, 2), (_reshape, 1), (_transpose, 1), (_concat, 2),
-         (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1)]
+         (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1), (_resize, 2)]
 _W = np.array([w for _, w in STEPS], float)
 
 

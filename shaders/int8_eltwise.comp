@@ -15,6 +15,10 @@
 // BCAST (OP 0, 6): both inputs broadcast as numpy does, through OD*, AS*, BS* (bc_index).
 // OP 7 LOGISTIC / TANH: lut[x + 128] (a 256-entry int table made at compile time).
 // OP 10 / 11 MAXIMUM / MINIMUM: the raw bytes' max / min (broadcast as OP 0 and 6).
+// OP 12 RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (NHWC [N, H, W, C] -> [N, OH, OW, C], compiler/ops/int8_resize.py):
+//      lut: lo, hi, weight of hi (of 2^10) per output row (3 x OH), then per output column (3 x OW); the four
+//      taps' products (weights 2^10 - w and w along each axis) summed, +-2^19 by the sum's sign, / 2^20
+//      truncating (ResizeBilinearInteger; nearest: lo == hi, weight 0).
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
@@ -104,6 +108,21 @@ int value_at(int e) { return lut[ld_a(e) + 128]; }
 #elif OP == 10 || OP == 11
 int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
 int value_at(int e) { return OP == 10 ? max(ld_a(A_AT(e)), ld_b(B_AT(e))) : min(ld_a(A_AT(e)), ld_b(B_AT(e))); }
+#elif OP == 12
+int value_at(int e) {
+    int c = e % C;
+    int p = e / C;
+    int ox = p % OW;
+    p /= OW;
+    int oy = p % OH;
+    int n = p / OH;
+    int y0 = lut[oy], y1 = lut[OH + oy], wy = lut[2 * OH + oy];
+    int x0 = lut[3 * OH + ox], x1 = lut[3 * OH + OW + ox], wx = lut[3 * OH + 2 * OW + ox];
+    int r0 = (n * H + y0) * W, r1 = (n * H + y1) * W;
+    int s = ld_a((r0 + x0) * C + c) * (1024 - wy) * (1024 - wx) + ld_a((r1 + x0) * C + c) * wy * (1024 - wx)
+          + ld_a((r0 + x1) * C + c) * (1024 - wy) * wx + ld_a((r1 + x1) * C + c) * wy * wx;
+    return s > 0 ? (s + (1 << 19)) >> 20 : -((-s + (1 << 19)) >> 20);
+}
 #elif OP == 9
 int value_at(int e) {
     int v = ld_a(e) - IN_ZP;

@@ -352,7 +352,8 @@ VARIANTS = {
     "int8_eltwise:relu": (dict(_BASE, OP=5), {"OP": [5, 9]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:mul": (dict(_BASE, OP=6), {"OP": [6, 10, 11]}, ["out_", "a", "b"],
                          {"out_": "uint32", "a": "uint32", "b": "uint32"}),
-    "int8_eltwise:table": (dict(_BASE, OP=7), {}, ["out_", "a", "lut"], {"out_": "uint32", "a": "uint32", "lut": "int32"}),
+    "int8_eltwise:table": (dict(_BASE, OP=7), {"OP": [7, 12]}, ["out_", "a", "lut"],      # (12: int8_resize.py)
+                           {"out_": "uint32", "a": "uint32", "lut": "int32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
 }

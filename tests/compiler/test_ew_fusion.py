@@ -11,6 +11,7 @@ from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
 from gpuc.runtime.bundle import read_bundle  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.float_view import keep_float_view  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
 from helpers.models import UNARY_CHAINS, chain_model, hard_swish_model, layer_norm_model  # noqa: E402
 
@@ -167,8 +168,9 @@ def test_fp16_storage_rounds_where_the_unfused_program_stored_fp16():
 
 
 def test_fake_quant_intermediates_are_rounded_as_before():
-    """int8 ADD -> MUL chain in a simulated integer program (a side RESIZE_BILINEAR, which has no int8 form,
-    keeps the model off native int8): each int8 intermediate's grid is applied inside the fused kernel."""
+    """int8 ADD -> MUL chain in a simulated integer program (a side op without an int8 form,
+    helpers/float_view.py, keeps the model off native int8): each int8 intermediate's grid is applied inside the
+    fused kernel."""
     mb = ModelBuilder()
     a = mb.input("a", [1, 4, 4, 8], "int8", quant=(0.03, 2))
     b = mb.input("b", [1, 4, 4, 8], "int8", quant=(0.07, -9))
@@ -179,9 +181,7 @@ def test_fake_quant_intermediates_are_rounded_as_before():
     y = mb.tensor("y", [1, 4, 4, 8], "int8", quant=(0.05, 0))
     mb.op("SUB", [p, a], [y], fused_activation_function="RELU")
     mb.output(y)
-    r = mb.tensor("r", [1, 8, 8, 8], "int8", quant=(0.03, 2))
-    mb.op("RESIZE_BILINEAR", [a, mb.const("size", np.array([8, 8], np.int32))], [r])
-    mb.output(r)
+    keep_float_view(mb, a, [1, 4, 4, 8])
     model = mb.finish()
     rng = np.random.default_rng(1)             # (its own inputs: the module's RNG depends on the tests run before)
     inputs = [rng.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8) for _ in range(2)]
@@ -275,8 +275,8 @@ def test_layer_norm_variance_prologue_under_fp16():
 
 @pytest.mark.parametrize("op", ["SQUARED_DIFFERENCE", "PRELU", "MAXIMUM"])
 def test_fake_quant_binary_math_intermediate(op):
-    """int8 SQUARED_DIFFERENCE / PRELU / MAXIMUM -> ADD in a simulated integer program (a side RESIZE_BILINEAR,
-    which has no int8 form, keeps MAXIMUM's model off native int8): the int8 intermediate is rounded to its
+    """int8 SQUARED_DIFFERENCE / PRELU / MAXIMUM -> ADD in a simulated integer program (a side op without an
+    int8 form, helpers/float_view.py, keeps the model off native int8): the int8 intermediate is rounded to its
     grid, fused or not (binary_math rounds a fake-quantized output for every OP)."""
     mb = ModelBuilder()
     a = mb.input("a", [1, 4, 4, 8], "int8", quant=(0.03, 2))
@@ -288,9 +288,7 @@ def test_fake_quant_binary_math_intermediate(op):
     y = mb.tensor("y", [1, 4, 4, 8], "int8", quant=(0.05, 0))
     mb.op("ADD", [s, a], [y])
     mb.output(y)
-    r = mb.tensor("r", [1, 8, 8, 8], "int8", quant=(0.03, 2))
-    mb.op("RESIZE_BILINEAR", [a, mb.const("size", np.array([8, 8], np.int32))], [r])
-    mb.output(r)
+    keep_float_view(mb, a, [1, 4, 4, 8])
     model = mb.finish()
     inputs = [RNG.integers(-128, 128, (1, 4, 4, 8)).astype(np.int8) for _ in range(2)]
     if op == "PRELU":

@@ -18,6 +18,7 @@ from gpuc.errors import UnsupportedError  # noqa: E402
 from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
 from gpuc.compiler.passes import run_passes  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.float_view import keep_float_view  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
 
 I8 = "int8"
@@ -194,9 +195,9 @@ def test_quantize_dequantize_edges_stay_int8(gpu):
     np.testing.assert_array_equal(gpu.run(model, [x])[0], run_litert(model, [x])[0])
 
 
-def _conv_then(op, out_shape, out_q, second=None, **options):
-    """A 1x1 CONV_2D of an int8 input x, then `op` over (its output h, x), or (h, the constant `second`): the
-    model and its input."""
+def _conv_then(op, out_shape, out_q, second=None, side=False, **options):
+    """A 1x1 CONV_2D of an int8 input x, then `op` over (its output h, x), or (h, the constant `second`) (side: and
+    helpers/float_view.py's op of x as a second output): the model and its input."""
     rng = np.random.default_rng(9)
     mb = ModelBuilder()
     x = mb.input("x", [1, 6, 6, 4], I8, quant=(0.05, -1))
@@ -208,13 +209,16 @@ def _conv_then(op, out_shape, out_q, second=None, **options):
     y = mb.tensor("y", out_shape, I8, quant=out_q)
     mb.op(op, [h, x if second is None else mb.const("second", second)], [y], **options)
     mb.output(y)
+    if side:
+        keep_float_view(mb, x, [1, 6, 6, 4])
     return mb.finish(), _qin(rng, (1, 6, 6, 4))
 
 
 def test_op_without_int8_kernel_falls_back_to_float_view(gpu):
-    """A quantized model with an op lacking an int8 kernel (RESIZE_BILINEAR, after an int8 1x1 conv) compiles and
-    runs as a float program with simulated quantization, within one quantization step of LiteRT."""
-    model, xin = _conv_then("RESIZE_BILINEAR", [1, 12, 12, 4], (0.05, -1), second=np.array([12, 12], np.int32))
+    """A quantized model with an op lacking an int8 kernel (helpers/float_view.py's, beside an int8 1x1 conv and
+    ADD) compiles and runs as a float program with simulated quantization, within one quantization step of
+    LiteRT."""
+    model, xin = _conv_then("ADD", [1, 6, 6, 4], (0.07, 2), side=True, fused_activation_function="NONE")
     ops = _ops(model)
     assert not any(o.startswith("INT8_") for o in ops)
     d = np.abs(gpu.run(model, [xin])[0].astype(int) - run_litert(model, [xin])[0].astype(int))

@@ -200,8 +200,34 @@ def _resize(c: Chain, v: Q):
     return r
 
 
+def _reduce(c: Chain, v: Q):
+    """REDUCE_MAX / REDUCE_MIN over 1..rank random axes (on the input's grid, as LiteRT requires); or an ARG_MAX /
+    ARG_MIN of the value as an extra int32 / int64 model output (the chain goes on from the value)."""
+    if len(v.shape) < 2:
+        return None
+    op = c.pick(("REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN"))
+    rank = len(v.shape)
+    if op in ("ARG_MAX", "ARG_MIN"):
+        axis = int(c.rng.integers(-rank, rank))
+        dt = c.pick(("int32", "int64"))
+        y = c.t([d for i, d in enumerate(v.shape) if i != axis % rank], dt)
+        c.mb.op(op, [v.tid, c.const(np.array([axis], np.int32))], [y], output_type=dt.upper())
+        c.mb.output(y)
+        return v
+    axes = sorted({int(a) for a in c.rng.integers(-rank, rank, int(c.rng.integers(1, rank + 1)))})
+    keep = bool(c.rng.integers(2))
+    red = {a % rank for a in axes}
+    out = [1 if i in red else d for i, d in enumerate(v.shape)] if keep else \
+        [d for i, d in enumerate(v.shape) if i not in red]
+    if not out:
+        return None
+    r = _same(c, v, out)
+    c.mb.op(op, [v.tid, c.const(np.array(axes, np.int32))], [r.tid], keep_dims=keep)
+    return r
+
+
 STEPS = [(_binary, 5), (_conv, 5), (_fc, 2), (_pool, 2), (_reshape, 1), (_transpose, 1), (_concat, 2),
-         (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1), (_resize, 2)]
+         (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1), (_resize, 2), (_reduce, 2)]
 _W = np.array([w for _, w in STEPS], float)
 
 
@@ -231,10 +257,15 @@ def case(seed: int, i: int) -> tuple[bytes, list, float]:
 
 def compare(outs, refs, scale: float) -> str | None:
     """None where outs are on the same quantization steps as refs (the dequantized floats may differ in their
-    last bits: LiteRT's two interpreters round (q - zp) * scale differently); else how many steps they are off."""
+    last bits: LiteRT's two interpreters round (q - zp) * scale differently); else how many steps they are off.
+    Integer outputs (ARG_MAX / ARG_MIN indices) must be equal."""
     for k, (o, r) in enumerate(zip(outs, refs)):
         if o.dtype != r.dtype or o.shape != r.shape:
             return f"output {k}: {o.dtype}{list(o.shape)}, LiteRT {r.dtype}{list(r.shape)}"
+        if np.issubdtype(r.dtype, np.integer):
+            if (o != r).any():
+                return f"output {k}: {int((o != r).sum())} of {r.size} indices differ"
+            continue
         d = np.abs(o.astype(np.float64) - r) / scale
         if (d >= 0.5).any():
             return f"output {k}: {int((d >= 0.5).sum())} of {r.size} differ, up to {d.max():.2f} steps"

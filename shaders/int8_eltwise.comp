@@ -19,6 +19,9 @@
 //      lut: lo, hi, weight of hi (of 2^10) per output row (3 x OH), then per output column (3 x OW); the four
 //      taps' products (weights 2^10 - w and w along each axis) summed, +-2^19 by the sum's sign, / 2^20
 //      truncating (ResizeBilinearInteger; nearest: lo == hi, weight 0).
+// OP 13 / 14 REDUCE_MAX / REDUCE_MIN (compiler/ops/int8_reduce.py): the largest / smallest raw byte over R
+//      elements; output e's first element through the kept dims' runs (KD* sizes, KS* input strides), the
+//      reduced ones through RD* / RS*.
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
@@ -122,6 +125,28 @@ int value_at(int e) {
     int s = ld_a((r0 + x0) * C + c) * (1024 - wy) * (1024 - wx) + ld_a((r1 + x0) * C + c) * wy * (1024 - wx)
           + ld_a((r0 + x1) * C + c) * (1024 - wy) * wx + ld_a((r1 + x1) * C + c) * wy * wx;
     return s > 0 ? (s + (1 << 19)) >> 20 : -((-s + (1 << 19)) >> 20);
+}
+#elif OP == 13 || OP == 14
+const int KD[6] = int[6](KD0, KD1, KD2, KD3, KD4, KD5);
+const int KS[6] = int[6](KS0, KS1, KS2, KS3, KS4, KS5);
+const int RD[6] = int[6](RD0, RD1, RD2, RD3, RD4, RD5);
+const int RS[6] = int[6](RS0, RS1, RS2, RS3, RS4, RS5);
+int value_at(int e) {
+    int base = 0;
+    for (int k = 5; k >= 0; --k) {
+        base += (e % KD[k]) * KS[k];
+        e /= KD[k];
+    }
+    int acc = OP == 13 ? -128 : 127;
+    for (int r = 0; r < R; ++r) {
+        int t = r, off = base;
+        for (int k = 5; k >= 0; --k) {
+            off += (t % RD[k]) * RS[k];
+            t /= RD[k];
+        }
+        acc = OP == 13 ? max(acc, ld_a(off)) : min(acc, ld_a(off));
+    }
+    return acc;
 }
 #elif OP == 9
 int value_at(int e) {

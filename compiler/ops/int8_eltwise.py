@@ -354,6 +354,9 @@ VARIANTS = {
                          {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:table": (dict(_BASE, OP=7), {"OP": [7, 12]}, ["out_", "a", "lut"],      # (12: int8_resize.py)
                            {"out_": "uint32", "a": "uint32", "lut": "int32"}),
+    "int8_eltwise:reduce": (dict(_BASE, OP=13, **{f"{v}{k}": 2 for v in ("KD", "KS", "RD", "RS")
+                                                  for k in range(MAX_RANK)}),
+                            {"OP": [13, 14]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),    # (int8_reduce.py)
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
 }

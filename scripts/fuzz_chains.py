@@ -1,7 +1,8 @@
 """Differential fuzzing against LiteRT: seeded random chains of 2..6 float32 ops (elementwise with broadcast
 operands and fused activations, movement, reductions, softmax, FC, and convolutions / pooling / resizes on
-4-d values), built as .tflite models with the test builder and run on LiteRT's builtin kernels and on gpuc
-(fp32, the default device).  The chains reach the passes that fold movement, fuse elementwise ops and
+4-d values, and the steps of scripts/fuzz_chains_more.py: matmuls, transposed convolutions, packing and
+splitting, comparisons and selects, cumulative sums, space/batch moves, ARG_MAX ...), built as .tflite
+models with the test builder and run on LiteRT's builtin kernels and on gpuc (fp32, the default device).  The chains reach the passes that fold movement, fuse elementwise ops and
 epilogues and pick layouts, which one-op tests do not.
 
     python scripts/fuzz_chains.py [--cases N] [--seed S] [--precision fp32|fp16|int8] [--keep DIR] [--timeout SECONDS]
@@ -30,6 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from helpers.builder import ModelBuilder  # noqa: E402
+
+import fuzz_chains_more  # noqa: E402  (scripts/ is on sys.path: this file's folder)
 
 ACTS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 UNARY = ("ABS", "NEG", "EXP", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "HARD_SWISH", "SQUARE",
@@ -329,7 +332,8 @@ def _l2norm(c: Chain, x, shape):
 
 STEPS = [(_unary, 4), (_binary, 5), (_reshape, 2), (_transpose, 2), (_concat, 2), (_pad, 2), (_slice, 2),
          (_gather, 1), (_tile, 1), (_reduce, 2), (_softmax, 1), (_fc, 2), (_conv, 3), (_pool, 2), (_resize, 1),
-         (_space_depth, 1), (_l2norm, 1)]
+         (_space_depth, 1), (_l2norm, 1)] + fuzz_chains_more.STEPS
+TERMINAL = {fuzz_chains_more.argmax_step}       # steps whose int32 value ends the chain
 _W = np.array([w for _, w in STEPS], float)
 
 
@@ -355,6 +359,8 @@ def case(seed: int, i: int) -> tuple[bytes, list]:
             continue
         x, shape = r
         done += 1
+        if fn in TERMINAL:
+            break
     c.mb.output(x)
     return c.mb.finish(), c.feeds
 

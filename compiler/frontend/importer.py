@@ -18,6 +18,7 @@ from gpuc.compiler.frontend import blockwise
 from gpuc.compiler.frontend.composite import inline_composites
 from gpuc.compiler.frontend.fbreader import Reader, fail
 from gpuc.compiler.frontend.tflite_schema import ENUMS, TABLES
+from gpuc.compiler.ops import litert_versions
 from gpuc.errors import GpucError, ModelFormatError
 
 NUMPY_TYPES = {"FLOAT32": "float32", "FLOAT16": "float16", "INT32": "int32", "UINT8": "uint8",
@@ -137,6 +138,9 @@ class _Importer:
             return "CUSTOM:" + (oc["custom_code"] or ""), oc["version"]
         if code not in OP_NAMES or OP_NAMES[code] == "PLACEHOLDER_FOR_GREATER_OP_CODES":
             fail(f"operator_codes[{i}].builtin_code", f"unknown builtin operator code {code}")
+        why = litert_versions.reason(OP_NAMES[code], oc["version"])      # LiteRT refuses it as it loads
+        if why:
+            fail(f"operator_codes[{i}].version", why)
         return OP_NAMES[code], oc["version"]
 
     # -- buffers and tensors --------------------------------------------------------------------

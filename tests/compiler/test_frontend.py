@@ -2,6 +2,8 @@
 validation rule, and seeded fuzzing (every mutated file loads or raises ModelFormatError)."""
 import json
 import random
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -540,3 +542,28 @@ def test_fuzz_shared_models():
     out = _fuzz(random.Random(20240601), corpus, 400)
     # (a hang guard, not a speed test: ~5 s alone on 2 cores, 10.7 s once beside other test runs)
     assert out["error"] > 50 and time.perf_counter() - t0 < 60
+
+
+@pytest.mark.parametrize("op, version", [("ADD", 7), ("ADD", 0), ("RELU", 4), ("BROADCAST_TO", 1)])
+def test_op_versions_litert_does_not_run_are_refused(op, version):
+    """An operator code at a version LiteRT's resolver lacks: LiteRT refuses the model as it loads, and so does
+    the importer, naming the field, the op and the versions LiteRT runs (compiler/ops/litert_versions.py)."""
+    m = tiny()
+    k = 0 if op == "ADD" else 1
+    m["operator_codes"][k] = {"deprecated_builtin_code": min(OPS[op], 127), "builtin_code": OPS[op], "version": version}
+    msg = bad(m, f"operator_codes[{k}].version", f"{op} version {version}", "LiteRT runs")
+    assert "versions" in msg or "version 1)" in msg
+    pytest.importorskip("ai_edge_litert")
+    from helpers.litert import make_interpreter
+    with pytest.raises(Exception, match="Didn't find op"):
+        make_interpreter(build(m))
+
+
+def test_op_version_table_is_litert_s():
+    """compiler/ops/litert_versions.py is what scripts/litert_versions.py reads off the LiteRT installed
+    (one one-op model per op and version: about 3 s)."""
+    pytest.importorskip("ai_edge_litert")
+    from helpers.repo import ROOT
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "litert_versions.py"), "--check"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr

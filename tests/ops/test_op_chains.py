@@ -1,5 +1,6 @@
 """A bounded run of scripts/fuzz_chains.py inside `make test`: seeded random chains of 2..6 float32 ops
-(elementwise with broadcast operands, movement, reductions, softmax, FC, convolutions, pooling, resizes)
+(elementwise with broadcast operands, movement, reductions, softmax, FC, convolutions, pooling, resizes, and
+scripts/fuzz_chains_more.py's matmuls, transposed convolutions, packing, splitting, comparisons, ...)
 against LiteRT's two interpreters, through every fusion and folding pass; and int8 chains (a QUANTIZE, int8
 ops, a DEQUANTIZE), on LiteRT's quantization steps exactly."""
 import sys

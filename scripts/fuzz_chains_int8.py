@@ -31,7 +31,7 @@ def _same(c: Chain, v: Q, shape):
 
 
 def _binary(c: Chain, v: Q):
-    op = c.pick(("ADD", "MUL", "SUB"))
+    op = c.pick(("ADD", "MUL", "SUB", "SQUARED_DIFFERENCE"))
     os_ = [d if c.rng.random() < 0.7 else 1 for d in v.shape]
     ob = float(c.rng.uniform(0.5, 2.0))
     if c.rng.random() < 0.5:
@@ -43,11 +43,11 @@ def _binary(c: Chain, v: Q):
         x = c.input(os_)
         other, s, zp = _qt(c, os_, 2.0)
         c.mb.op("QUANTIZE", [x], [other])
-    bound = v.bound * ob if op == "MUL" else v.bound + ob
+    bound = v.bound * ob if op == "MUL" else (v.bound + ob) ** 2 if op == "SQUARED_DIFFERENCE" else v.bound + ob
     out = list(np.broadcast_shapes(tuple(v.shape), tuple(os_)))
     tid, s_o, zp_o = _qt(c, out, bound)
     c.mb.op(op, [v.tid, other] if c.rng.random() < 0.7 else [other, v.tid], [tid],
-            fused_activation_function=c.pick(ACTS))
+            **({} if op == "SQUARED_DIFFERENCE" else {"fused_activation_function": c.pick(ACTS)}))
     return Q(tid, out, s_o, zp_o, bound)
 
 
@@ -226,8 +226,23 @@ def _reduce(c: Chain, v: Q):
     return r
 
 
+def _prelu(c: Chain, v: Q):
+    """PRELU by a constant int8 alpha along the value's trailing dims (its last, or its last three with ones)."""
+    shape = [v.shape[-1]] if len(v.shape) < 3 or c.rng.random() < 0.5 else [1, 1, v.shape[-1]]
+    amax = float(c.rng.uniform(0.05, 1.5))
+    s = amax / 127.0
+    zp = int(c.rng.integers(-10, 11))
+    q = np.clip(np.round(c.rng.uniform(-amax, amax, shape) / s) + zp, -128, 127).astype(np.int8)
+    alpha = c.mb.const(c.name("alpha"), q, quant=(s, zp))
+    bound = v.bound * max(1.0, amax)
+    tid, s_o, zp_o = _qt(c, v.shape, bound)
+    c.mb.op("PRELU", [v.tid, alpha], [tid])
+    return Q(tid, v.shape, s_o, zp_o, bound)
+
+
 STEPS = [(_binary, 5), (_conv, 5), (_fc, 2), (_pool, 2), (_reshape, 1), (_transpose, 1), (_concat, 2),
-         (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1), (_resize, 2), (_reduce, 2)]
+         (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1), (_resize, 2), (_reduce, 2),
+         (_prelu, 1)]
 _W = np.array([w for _, w in STEPS], float)
 
 

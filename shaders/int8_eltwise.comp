@@ -12,7 +12,7 @@
 //      (LiteRT's integer division), both clamped to [ACT_MIN, ACT_MAX].
 // OP 5 RELU / RELU6 / RELU_N1_TO_1: q8_rq0(x - IN_ZP, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
 // OP 6 MUL: q8_rq0((x_a + OFF_A) * (x_b + OFF_B), MO, SO) + OUT_ZP clamped (b broadcast as ADD's, B_MOD).
-// BCAST (OP 0, 6): both inputs broadcast as numpy does, through OD*, AS*, BS* (bc_index).
+// BCAST (OP 0, 6, 10, 11, 15, 16): both inputs broadcast as numpy does, through OD*, AS*, BS* (bc_index).
 // OP 7 LOGISTIC / TANH: lut[x + 128] (a 256-entry int table made at compile time).
 // OP 10 / 11 MAXIMUM / MINIMUM: the raw bytes' max / min (broadcast as OP 0 and 6).
 // OP 12 RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (NHWC [N, H, W, C] -> [N, OH, OW, C], compiler/ops/int8_resize.py):
@@ -22,6 +22,10 @@
 // OP 13 / 14 REDUCE_MAX / REDUCE_MIN (compiler/ops/int8_reduce.py): the largest / smallest raw byte over R
 //      elements; output e's first element through the kept dims' runs (KD* sizes, KS* input strides), the
 //      reduced ones through RD* / RS*.
+// OP 15 SQUARED_DIFFERENCE (compiler/ops/int8_binary.py): v_i = q8_rq0((x_i + OFF_i) << 7, M_i, S_i),
+//      q8_rq0((v_a - v_b)^2, MO, SO) + OUT_ZP clamped (broadcast as OP 0).
+// OP 16 PRELU: v = x_a + OFF_A; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v * (x_b + OFF_B), M_A, S_A);
+//      + OUT_ZP clamped (b: alpha, broadcast as OP 0).
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
@@ -147,6 +151,20 @@ int value_at(int e) {
         acc = OP == 13 ? max(acc, ld_a(off)) : min(acc, ld_a(off));
     }
     return acc;
+}
+#elif OP == 15
+int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
+int value_at(int e) {
+    int va = q8_rq0((ld_a(A_AT(e)) + OFF_A) << 7, M_A, S_A);
+    int vb = q8_rq0((ld_b(B_AT(e)) + OFF_B) << 7, M_B, S_B);
+    return clamp(q8_rq0((va - vb) * (va - vb), MO, SO) + OUT_ZP, -128, 127);
+}
+#elif OP == 16
+int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
+int value_at(int e) {
+    int v = ld_a(A_AT(e)) + OFF_A;
+    int r = v >= 0 ? q8_rq0(v, MO, SO) : q8_rq0(v * (ld_b(B_AT(e)) + OFF_B), M_A, S_A);
+    return clamp(r + OUT_ZP, -128, 127);
 }
 #elif OP == 9
 int value_at(int e) {

@@ -260,15 +260,6 @@ def _rfft2d(attrs, x, outs):
 
 
 
-@cpu_op("ADD_N", summary="sum of N same-shape tensors")
-def _add_n(attrs, x, outs):
-    r = x[0].copy()
-    with np.errstate(all="ignore"):
-        for v in x[1:]:
-            r = r + v
-    return [r]
-
-
 def _check_one_hot(attrs, ins, outs):
     if len(ins) != 4 or ins[1] is None or ins[1].value is None:
         return "depth must be a constant"

@@ -129,6 +129,8 @@ class _Importer:
         inline_composites(model)            # STABLEHLO_COMPOSITE: its decomposition's plain ops
         from gpuc.compiler.ops.stablehlo import lower_stablehlo
         lower_stablehlo(model)              # the other StableHLO builtins: gpuc's builtins (compiler/ops/stablehlo.py)
+        from gpuc.compiler.ops import lower_at_import
+        lower_at_import(model)              # builtins rewritten into others (ops' lowered_at_import: ADD_N ...)
         return model
 
     # -- operator codes -------------------------------------------------------------------------

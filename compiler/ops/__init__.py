@@ -129,6 +129,7 @@ REFUSED: dict[str, str] = {}         # ops gpuc refuses outright -> why (refuse(
 COMPOSITES: dict[str, Callable] = {}  # STABLEHLO_COMPOSITE name -> (node, graph, decomposition) -> [Node] | None
 #                                      (compiler/frontend/composite.py: a fused op instead of the inlined decomposition)
 HANDLED: dict[str, tuple] = {}       # ops the compiler turns into others -> (how, the op they run as, dtypes)
+IMPORT_LOWERINGS: dict[str, Callable] = {}   # op -> (graph, node) -> [Node]: rewritten at import (lower_at_import)
 
 
 def fuses(composite: str):
@@ -156,6 +157,24 @@ def handled(*names, how: str, runs_as: str | None = None, dtypes: tuple = ()) ->
     runs it, whose status `gpuc ops` gives it; `dtypes`: the ones it is lowered in, where fewer than that op's)."""
     for n in names:
         HANDLED[n] = (str(how), runs_as, tuple(dtypes))
+
+
+def lowered_at_import(name: str, *, how: str, runs_as: str, dtypes: tuple = ()):
+    """Decorate `fn(graph, node) -> [Node]`: `name` is rewritten into other ops as the model is imported
+    (lower_at_import; a node it cannot rewrite comes back as it is, with its reason in attrs[REFUSAL_ATTR]).
+    `how`, `runs_as`, `dtypes`: as handled() takes them (what `gpuc ops` says of it)."""
+    def deco(fn):
+        IMPORT_LOWERINGS[name] = fn
+        handled(name, how=how, runs_as=runs_as, dtypes=dtypes)
+        return fn
+    return deco
+
+
+def lower_at_import(model) -> None:
+    """Every node with an import lowering (lowered_at_import) replaced by its ops, in every subgraph."""
+    for g in model.subgraphs:
+        if any(n.op in IMPORT_LOWERINGS for n in g.nodes):
+            g.nodes = [m for n in g.nodes for m in (IMPORT_LOWERINGS[n.op](g, n) if n.op in IMPORT_LOWERINGS else [n])]
 
 
 def register(*names, check=None, dtypes=("float32",), max_version=99, summary="", inputs=(1, 99), outputs=(1, 1),

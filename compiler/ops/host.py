@@ -48,5 +48,3 @@ declare("COMPLEX_ABS", "REAL", "IMAG", shape=rules.same_shape, exact=SHAPE_ONLY,
 declare("COMPLEX_ABS", cpu="COMPLEX_ABS")
 declare("REAL", cpu="REAL")
 declare("IMAG", cpu="IMAG")
-declare("ADD_N", shape=Why("no shape rule yet (the model's output shape is kept)"), exact=SHAPE_ONLY,
-        sym_shape=_NO_SYM, cpu="ADD_N", **_HOST)

@@ -64,7 +64,7 @@ MIXED_OPTIONS = {"disable_passes": ["rfft_as_matmul"]}
 
 
 def mixed_model():
-    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS, ADD_N) -> GPU (MUL, LOGISTIC), and a GPU branch alongside
+    """GPU (ADD) -> CPU (RFFT2D, COMPLEX_ABS) -> GPU (ADD, MUL, LOGISTIC), and a GPU branch alongside
     (compiled with MIXED_OPTIONS)."""
     mb = ModelBuilder()
     x = mb.input("x", [1, 4, 8])
@@ -77,7 +77,7 @@ def mixed_model():
     g = mb.tensor("g", [1, 4, 8])
     mb.op("MUL", [a, a], [g])                       # GPU work independent of the CPU ops
     v = mb.tensor("v", [1, 4, 5])
-    mb.op("ADD_N", [mag, mag], [v])
+    mb.op("ADD", [mag, mag], [v])
     y = mb.tensor("y", [1, 4, 5])
     mb.op("MUL", [v, mb.const("s", np.full([1, 4, 5], 0.5, np.float32))], [y])
     z = mb.tensor("z", [1, 4, 5])

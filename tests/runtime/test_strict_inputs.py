@@ -228,10 +228,13 @@ def test_batched_bundle_is_strict_and_casts(device):
 def test_host_step_bundle_is_strict(device):
     mb = ModelBuilder()
     x = mb.input("x", [1, 8])
-    y = mb.tensor("y", [1, 8])
-    mb.op("ADD_N", [x, x], [y])                                      # a CPU (host) step
+    f = mb.tensor("f", [1, 5], "complex64")
+    mb.op("RFFT2D", [x, mb.const("n", np.array([1, 8], np.int32))], [f])     # CPU (host) steps
+    y = mb.tensor("y", [1, 5])
+    mb.op("COMPLEX_ABS", [f], [y])
     mb.output(y)
-    with gpuc.load(gpuc.compile(mb.finish(), cache=False), device=device) as m:
+    bundle = gpuc.compile(mb.finish(), cache=False, disable_passes=["rfft_as_matmul"])
+    with gpuc.load(bundle, device=device) as m:
         assert m.program is not None
         x64 = np.random.default_rng(2).standard_normal((1, 8))
         with pytest.raises(GpucError, match="input #0 'x': expected dtype float32, got float64"):

@@ -27,6 +27,8 @@ them (passes/quant.py native_int8 makes these ops from the TFLite ones):
   clamp; shapes as ADD's.
 * HARD_SWISH (activations.cc HardSwishPrepare, reference_ops::HardSwish): LiteRT's 16-bit fixed-point
   algorithm (int8_hard_swish.py) evaluated at compile time for all 256 input bytes, run as a table.
+* EXP (exp.cc, int8: LUTPopulate): the same table of expf (correctly rounded), any output grid, values past the
+  int8 range saturating (as LiteRT's table does: found by experiment on LiteRT 2.3).
 * LOGISTIC / TANH (activations.cc, int8: EvalUsingLookupTable): a 256-entry int8 table made at compile time
   as LiteRT's PopulateLookupTable makes it in float32 (dequantize, transform, times 1 / output scale, rounded
   half away, plus the zero point, clamped); the output grids LiteRT requires (1/256, -128; 1/128, 0).
@@ -51,16 +53,16 @@ from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
-from gpuc.compiler.ops.int8_common import (HARD_SWISH, LEAKY_RELU, LOGISTIC, MAXIMUM, MINIMUM, MUL, RELU,  # noqa: E402
+from gpuc.compiler.ops.int8_common import (EXP, HARD_SWISH, LEAKY_RELU, LOGISTIC, MAXIMUM, MINIMUM, MUL, RELU,  # noqa: E402
                                            RELU6, RELU_N1_TO_1, SUB, TANH)
 from gpuc.compiler.ops.int8_hard_swish import hard_swish_table  # noqa: E402
 _POOLS = {AVG_POOL: 3, MAX_POOL: 4, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 4}
 # the activation each RELU form clamps to (int8_common.act_range codes: TFLite's fused activation values)
 _RELUS = {RELU: 1, RELU_N1_TO_1: 2, RELU6: 3, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 # the table ops: transform (float32 in, float32 out, as LiteRT's C++ lambda computes it) and the output grid
-_LUTS = {LOGISTIC: "LOGISTIC", TANH: "TANH", HARD_SWISH: "HARD_SWISH", "LOGISTIC": "LOGISTIC", "TANH": "TANH",
-         "HARD_SWISH": "HARD_SWISH"}
-_LUT_GRID = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}     # (HARD_SWISH: any output grid)
+_LUTS = {LOGISTIC: "LOGISTIC", TANH: "TANH", HARD_SWISH: "HARD_SWISH", EXP: "EXP", "LOGISTIC": "LOGISTIC",
+         "TANH": "TANH", "HARD_SWISH": "HARD_SWISH", "EXP": "EXP"}
+_LUT_GRID = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0)}     # (HARD_SWISH, EXP: any output grid)
 
 
 def _io(node, graph, n_in, consts: bool = False):
@@ -231,6 +233,8 @@ def _lut_plan(node, graph):
     if _LUTS[node.op] == "HARD_SWISH":
         hard_swish_table(scale_zp(x), scale_zp(y))          # (raises ValueError where LiteRT refuses the grids)
         return x, y
+    if _LUTS[node.op] == "EXP":
+        return x, y
     s, zp = scale_zp(y)
     want = _LUT_GRID[_LUTS[node.op]]
     if zp != want[1] or s != f32(want[0]):
@@ -248,6 +252,12 @@ def _lut_table(kind: str, x, y) -> np.ndarray:
     (si, zi), (so, zo) = scale_zp(x), scale_zp(y)
     v = np.arange(-128, 128)
     deq = f(si) * (v - zi).astype(np.float32)
+    if kind == "EXP":       # expf correctly rounded (numpy's float32 exp is off by an ulp at times); saturating
+        with np.errstate(over="ignore", invalid="ignore"):
+            t = np.array([math.exp(d) if d < 709.0 else math.inf for d in deq.astype(np.float64)]).astype(np.float32)
+            r = t * (f(1) / f(so))
+            q = (np.sign(r) * np.floor(np.abs(r) + f(0.5))).astype(np.float32) + f(zo)
+        return np.clip(np.nan_to_num(q, posinf=1e9, neginf=-1e9), QMIN, QMAX).astype(np.int32)
     with np.errstate(over="ignore"):
         t = (f(1) / (f(1) + np.exp(-deq))) if kind == "LOGISTIC" else np.tanh(deq)
     r = t.astype(np.float32) * (f(1) / f(so))
@@ -263,7 +273,7 @@ def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
 
 
 @register(ADD, SUB, MUL, MAXIMUM, MINIMUM, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
-          HARD_SWISH, check=_check,
+          HARD_SWISH, EXP, check=_check,
           dtypes=("int8",),
           inputs=(1, 2), quantized_io=True,
           summary="internal: native int8 add / mean / softmax / pooling / relu (passes/quant.py native_int8)")
@@ -364,11 +374,11 @@ VARIANTS = {
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),
             ("MAX_POOL_2D", MAX_POOL), ("RELU", RELU), ("RELU6", RELU6), ("RELU_N1_TO_1", RELU_N1_TO_1), ("MUL", MUL),
             ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), ("LEAKY_RELU", LEAKY_RELU),
-            ("HARD_SWISH", HARD_SWISH), ("MAXIMUM", MAXIMUM), ("MINIMUM", MINIMUM), check=_check)
+            ("HARD_SWISH", HARD_SWISH), ("MAXIMUM", MAXIMUM), ("MINIMUM", MINIMUM), ("EXP", EXP), check=_check)
 
 _MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
 declare(ADD, SUB, MUL, MAXIMUM, MINIMUM, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
-        HARD_SWISH, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
+        HARD_SWISH, EXP, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
         fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
         cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
 template("int8_eltwise", item_major=False, flat=True)

@@ -4,7 +4,7 @@ random scales, zero points, weights and inputs.  Each model is checked to run it
 ("INT8_CONV_2D", "INT8_DEPTHWISE_CONV_2D", "INT8_FULLY_CONNECTED", "INT8_ADD", "INT8_MEAN",
 "INT8_SOFTMAX", "INT8_AVERAGE_POOL_2D", "INT8_MAX_POOL_2D", "INT8_TRANSPOSE", "INT8_PAD",
 "INT8_CONCATENATION", "INT8_SUB", "INT8_MUL", "INT8_RELU", "INT8_RELU6", "INT8_RELU_N1_TO_1", "INT8_LEAKY_RELU",
-"INT8_LOGISTIC", "INT8_TANH", "INT8_HARD_SWISH", "INT8_MAXIMUM", "INT8_MINIMUM", and the byte moves "INT8_SLICE", "INT8_STRIDED_SLICE",
+"INT8_LOGISTIC", "INT8_TANH", "INT8_EXP", "INT8_HARD_SWISH", "INT8_MAXIMUM", "INT8_MINIMUM", and the byte moves "INT8_SLICE", "INT8_STRIDED_SLICE",
 "INT8_GATHER", "INT8_GATHER_ND", "INT8_SPACE_TO_DEPTH", "INT8_DEPTH_TO_SPACE", "INT8_TILE", "INT8_SPLIT",
 "INT8_SPLIT_V", "INT8_PACK", "INT8_UNPACK", "INT8_MIRROR_PAD", "INT8_REVERSE_V2", "INT8_BATCH_TO_SPACE_ND",
 "INT8_SPACE_TO_BATCH_ND", "INT8_BROADCAST_TO", with int32 and int64 indices); a model with an op lacking an int8 kernel runs as a float program, as before."""
@@ -550,6 +550,20 @@ def test_table_activations_bit_exact(gpu, op, seed):
     mb.op(op, [x], [y])
     mb.output(y)
     _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_" + op)
+
+
+@pytest.mark.parametrize("seed,big", [(1, False), (2, False), (3, True), (4, True)])
+def test_exp_bit_exact(gpu, seed, big):
+    """int8 EXP ("INT8_EXP") through LiteRT's lookup table, every input value, any output grid; big: input scales
+    whose exp overflows the output's int8 range (and float32), saturating as LiteRT's table does."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    si = float(rng.uniform(0.05, 0.8) if big else rng.uniform(0.005, 0.05))
+    x = mb.input("x", [1, 256], I8, quant=(si, int(rng.integers(-40, 40))))
+    y = mb.tensor("y", [1, 256], I8, quant=(float(rng.uniform(0.005, 0.5)), int(rng.integers(-128, 0))))
+    mb.op("EXP", [x], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [np.arange(-128, 128, dtype=np.int8)[None]], "INT8_EXP")
 
 
 @pytest.mark.parametrize("swap", [False, True])

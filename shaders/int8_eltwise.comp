@@ -26,6 +26,9 @@
 //      q8_rq0((v_a - v_b)^2, MO, SO) + OUT_ZP clamped (broadcast as OP 0).
 // OP 16 PRELU: v = x_a + OFF_A; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v * (x_b + OFF_B), M_A, S_A);
 //      + OUT_ZP clamped (b: alpha, broadcast as OP 0).
+// OP 17 LOG_SOFTMAX over rows of L (compiler/ops/int8_normalize.py): LiteRT's float table path: s = the sum in
+//      order of lut[255 - max + x], pre = (SI * max + logf(s)) * 16 (ls_logf: glibc's logf), q = rint(SC * x - pre)
+//      + 127 clamped (SI_BITS, SC_BITS: float32 bits).
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
@@ -165,6 +168,101 @@ int value_at(int e) {
     int v = ld_a(A_AT(e)) + OFF_A;
     int r = v >= 0 ? q8_rq0(v, MO, SO) : q8_rq0(v * (ld_b(B_AT(e)) + OFF_B), M_A, S_A);
     return clamp(r + OUT_ZP, -128, 127);
+}
+#elif OP == 17
+// glibc's logf (e_logf.c: s = 2^k z, log(s) = log1p(z / c - 1) + log(c) + k ln 2 in double) of a float s >= 1, in
+// float-float: r = z / c - 1 exactly as a sum of products (1 / c as three floats: lut[256 + 3 i ..]), the
+// polynomial p = (A0 r^2 + A1 r + A2) r^2 in float-float (lut[304 ..]), y0 = logc + k ln 2 (the double glibc
+// rounds it to, three floats: lut[310 + 48 k + 3 i ..]); the float nearest y0 + r + p, checked against the exact
+// remainder of the sum (compiler/ops/int8_normalize.py).
+vec2 ls_two_sum(float a, float b) {
+    precise float s = a + b;
+    precise float bb = s - a;
+    precise float e = (a - (s - bb)) + (b - bb);
+    return vec2(s, e);
+}
+vec2 ls_fast_two_sum(float a, float b) {
+    precise float s = a + b;
+    precise float e = b - (s - a);
+    return vec2(s, e);
+}
+vec2 ls_split(float a) {
+    precise float c = 4097.0 * a;
+    precise float hi = c - (c - a);
+    precise float lo = a - hi;
+    return vec2(hi, lo);
+}
+vec2 ls_two_prod(float a, float b) {
+    precise float p = a * b;
+    vec2 x = ls_split(a), y = ls_split(b);
+    precise float e = ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y;
+    return vec2(p, e);
+}
+vec2 ls_dd_add(vec2 a, vec2 b) {
+    vec2 s = ls_two_sum(a.x, b.x);
+    precise float e = s.y + (a.y + b.y);
+    return ls_fast_two_sum(s.x, e);
+}
+vec2 ls_dd_mul(vec2 a, vec2 b) {
+    vec2 p = ls_two_prod(a.x, b.x);
+    precise float e = p.y + (a.x * b.y + a.y * b.x);
+    return ls_fast_two_sum(p.x, e);
+}
+float ls_logf(float s) {
+    uint ix = floatBitsToUint(s);
+    if (ix == 0x3f800000u) return 0.0;
+    uint tmp = ix - 0x3f330000u;
+    int i = int((tmp >> 19) & 15u);
+    int k = min(int(tmp) >> 23, KMAX - 1);
+    float z = uintBitsToFloat(ix - (tmp & 0xff800000u));
+    vec2 p1 = ls_two_prod(z, lut[256 + 3 * i]), p2 = ls_two_prod(z, lut[257 + 3 * i]);
+    vec2 p3 = ls_two_prod(z, lut[258 + 3 * i]);
+    precise float q = p1.x - 1.0;                                        // (exact: p1 in [0.5, 2])
+    vec2 r = ls_two_sum(q, p2.x);
+    precise float rl = r.y + ((p1.y + p2.y) + (p3.x + p3.y));
+    r = ls_fast_two_sum(r.x, rl);
+    vec2 r2 = ls_dd_mul(r, r);
+    vec2 y = ls_dd_add(ls_dd_mul(vec2(lut[306], lut[307]), r), vec2(lut[308], lut[309]));
+    y = ls_dd_add(ls_dd_mul(vec2(lut[304], lut[305]), r2), y);
+    vec2 pp = ls_dd_mul(y, r2);
+    int o = 310 + 48 * k + 3 * i;
+    float terms[11] = float[11](lut[o], q, pp.x, p2.x, p1.y, lut[o + 1], pp.y, p2.y, p3.x, lut[o + 2], p3.y);
+    precise float acc = 0.0, err = 0.0;
+    for (int j = 0; j < 11; ++j) {
+        vec2 t = ls_two_sum(acc, terms[j]);
+        acc = t.x;
+        err += t.y;
+    }
+    precise float f = acc + err;
+    acc = -f;
+    err = 0.0;
+    for (int j = 0; j < 11; ++j) {
+        vec2 t = ls_two_sum(acc, terms[j]);
+        acc = t.x;
+        err += t.y;
+    }
+    precise float rest = acc + err;                                     // (y - f, to about 2^-30 of f's ulp)
+    float up = uintBitsToFloat(floatBitsToUint(f) + 1u), dn = uintBitsToFloat(floatBitsToUint(f) - 1u);
+    precise float hu = (up - f) * 0.5;
+    precise float hd = (f - dn) * 0.5;
+    return rest > hu ? up : -rest > hd ? dn : f;
+}
+int row_cached = -1;
+float row_pre = 0.0;
+int value_at(int e) {
+    int row = e / L;
+    if (row != row_cached) {
+        row_cached = row;
+        int mx = -128;
+        for (int j = 0; j < L; ++j) mx = max(mx, ld_a(row * L + j));
+        precise float s = 0.0;
+        for (int j = 0; j < L; ++j) s += lut[255 - mx + ld_a(row * L + j)];
+        precise float t = uintBitsToFloat(SI_BITS) * float(mx);
+        precise float u = t + ls_logf(s);
+        row_pre = u * 16.0;                                              // (/ (1/16): exact)
+    }
+    precise float lp = uintBitsToFloat(SC_BITS) * float(ld_a(e)) - row_pre;
+    return int(clamp(roundEven(lp) + 127.0, -128.0, 127.0));
 }
 #elif OP == 9
 int value_at(int e) {

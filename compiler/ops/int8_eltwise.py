@@ -350,7 +350,7 @@ def lower_int8_eltwise(node, graph):
 
 
 _BASE = dict(SUB=0, NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30, S_B=-1, MO=1 << 30, SO=-3, OUT_ZP=1,
-             ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, MEAN_OPT=0, BLK=16, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256,
+             ACT_MIN=QMIN, ACT_MAX=QMAX, B_MOD=30, MEAN_OPT=0, BLK=16, OUTER=2, R=5, INNER=3, IN_ZP=4, L=10, OUT_SCALE=1.0 / 256, KMAX=4, SI_BITS=0x3c000000, SC_BITS=0x3d800000,
              H=5, W=5, C=3, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1)
 VARIANTS = {
     "int8_eltwise:bcast": (dict(_BASE, OP=0, BCAST=1, **{f"OD{k}": 2 for k in range(MAX_RANK)},
@@ -367,7 +367,7 @@ VARIANTS = {
     "int8_eltwise:reduce": (dict(_BASE, OP=13, **{f"{v}{k}": 2 for v in ("KD", "KS", "RD", "RS")
                                                   for k in range(MAX_RANK)}),
                             {"OP": [13, 14]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),    # (int8_reduce.py)
-    "int8_eltwise:softmax": (dict(_BASE, OP=2), {}, ["out_", "a", "lut"],
+    "int8_eltwise:softmax": (dict(_BASE, OP=2), {"OP": [2, 17]}, ["out_", "a", "lut"],      # (17: int8_normalize.py)
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
 }
 

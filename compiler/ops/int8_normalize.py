@@ -1,0 +1,124 @@
+"""Native int8 LOG_SOFTMAX (INT8_LOG_SOFTMAX), as LiteRT's builtin kernel computes it (shaders/int8_eltwise.comp
+OP 17; passes/quant.py native_int8 makes it when the whole model runs in int8):
+
+* LOG_SOFTMAX (activations.cc LogSoftmaxPrepare / LogSoftmaxEval, kGenericOptimized: optimized_ops::LogSoftmax
+  over a float table, not the fixed-point reference kernel): per row of the last axis, the largest byte m; the
+  float32 sum, in order, of table[255 - m + x] (PopulateSoftmaxLookupTable: expf(-input scale x v), SOFTMAX's
+  table); L = logf(sum) as glibc's logf computes it (its 16-entry table and polynomial in double: emulated in
+  float-float with a final rounding check, shaders/int8_eltwise.comp ls_logf; equal to glibc's logf on 22
+  million random sums in [1, 10^9] and on every sum 1 + j 2^-23, j < 2000); pre = (input scale x m + L) / (1/16);
+  out = rint(input scale / (1/16) x x - pre) + 127, clamped; every step in float32, no fused multiply-add
+  (checked against LiteRT 2.3 by experiment: its build contracts none of them).  The output grid must be 1/16,
+  127 (LiteRT refuses any other: REFUSALS)."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register
+from gpuc.compiler.ops.int8_common import REFUSALS, int8_activation, native_form, per_tensor, scale_zp
+from gpuc.compiler.ops.int8_eltwise import _softmax_table
+from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.util import checked
+
+from gpuc.compiler.ops.int8_common import LOG_SOFTMAX  # noqa: E402 (the int8 op names)
+
+# glibc's logf (sysdeps/ieee754/flt-32/e_logf_data.c, the logf of glibc >= 2.27 that LiteRT's x86 build calls):
+# 1/c and log(c) of its 16 subintervals, ln 2 and the polynomial's coefficients (doubles)
+_H = float.fromhex
+LOGF_INVC = [_H(v) for v in (
+    "0x1.661ec79f8f3bep+0", "0x1.571ed4aaf883dp+0", "0x1.49539f0f010bp+0", "0x1.3c995b0b80385p+0",
+    "0x1.30d190c8864a5p+0", "0x1.25e227b0b8eap+0", "0x1.1bb4a4a1a343fp+0", "0x1.12358f08ae5bap+0",
+    "0x1.0953f419900a7p+0", "0x1p+0", "0x1.e608cfd9a47acp-1", "0x1.ca4b31f026aap-1",
+    "0x1.b2036576afce6p-1", "0x1.9c2d163a1aa2dp-1", "0x1.886e6037841edp-1", "0x1.767dcf5534862p-1")]
+LOGF_LOGC = [_H(v) for v in (
+    "-0x1.57bf7808caadep-2", "-0x1.2bef0a7c06ddbp-2", "-0x1.01eae7f513a67p-2", "-0x1.b31d8a68224e9p-3",
+    "-0x1.6574f0ac07758p-3", "-0x1.1aa2bc79c81p-3", "-0x1.a4e76ce8c0e5ep-4", "-0x1.1973c5a611cccp-4",
+    "-0x1.252f438e10c1ep-5", "0x0p+0", "0x1.aa5aa5df25984p-5", "0x1.c5e53aa362eb4p-4",
+    "0x1.526e57720db08p-3", "0x1.bc2860d22477p-3", "0x1.1058bc8a07ee1p-2", "0x1.4043057b6ee09p-2")]
+LOGF_LN2 = _H("0x1.62e42fefa39efp-1")
+LOGF_POLY = [_H("-0x1.00ea348b88334p-2"), _H("0x1.5575b0be00b6ap-2"), _H("-0x1.ffffef20a4123p-2")]
+OUT_GRID = (16.0 / 256, 127)            # LiteRT's fixed int8 LOG_SOFTMAX output grid
+
+
+def split3(c: float) -> list[float]:
+    """A double as three float32 values whose exact sum it is."""
+    hi = float(np.float32(c))
+    mid = float(np.float32(c - hi))
+    lo = float(np.float32(c - hi - mid))
+    assert Fraction(hi) + Fraction(mid) + Fraction(lo) == Fraction(c)
+    return [hi, mid, lo]
+
+
+def logf_table(kmax: int) -> np.ndarray:
+    """ls_logf's constants: 1/c of the 16 subintervals as three floats each (48), the polynomial's coefficients
+    as pairs (6), then y0 = logc + k ln 2 (the double glibc rounds it to) as three floats for k = 0 .. kmax - 1
+    and each subinterval (48 kmax)."""
+    inv = [v for c in LOGF_INVC for v in split3(c)]
+    poly = [v for c in LOGF_POLY for v in split3(c)[:2]]
+    y0 = [v for k in range(kmax) for i in range(16)
+          for v in split3(float(Fraction(k) * Fraction(LOGF_LN2) + Fraction(LOGF_LOGC[i])))]
+    return np.array(inv + poly + y0, np.float32)
+
+
+def _grid_refused(node, graph):
+    """REFUSALS: LiteRT's int8 LOG_SOFTMAX takes only the output grid 16/256, 127: None, or the reason."""
+    if len(node.inputs) < 1 or node.inputs[0] < 0 or len(node.outputs) != 1 or node.outputs[0] < 0:
+        return None
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if x.dtype != "int8" or y.dtype != "int8" or not per_tensor(y) or scale_zp(y) == OUT_GRID:
+        return None
+    s, zp = scale_zp(y)
+    return (f"int8 output {y.name!r} has scale {s:.9g} and zero point {zp}; LiteRT's int8 LOG_SOFTMAX requires "
+            "scale 16/256 and zero point 127")
+
+
+REFUSALS["LOG_SOFTMAX"] = _grid_refused
+
+
+def _plan(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if not int8_activation(graph, x.id) or not int8_activation(graph, y.id):
+        raise ValueError("input and output must be per-tensor quantized int8 activations")
+    if not x.shape or int(x.shape[-1]) < 1 or tuple(x.shape) != tuple(y.shape):
+        raise ValueError("LOG_SOFTMAX needs a non-empty last axis and an output of its input's shape")
+    if scale_zp(y) != OUT_GRID:
+        raise ValueError("int8 LOG_SOFTMAX output must have scale 16/256 and zero point 127 (LiteRT requires it)")
+    return x, y
+
+
+@checked
+def _check(node, graph):
+    _plan(node, graph)
+    return None
+
+
+def _f32_bits(v: float) -> int:
+    return int(np.array(v, np.float32).view(np.int32))
+
+
+@register(LOG_SOFTMAX, check=_check, dtypes=("int8",), inputs=(1, 1), quantized_io=True,
+          summary="internal: native int8 log softmax (passes/quant.py native_int8)")
+def lower_int8_normalize(node, graph):
+    x, y = _plan(node, graph)
+    depth = int(x.shape[-1])
+    si, _ = scale_zp(x)
+    kmax = int(math.log2(depth)) + 3                    # (the sum is at most depth: k <= log2(depth) + 1)
+    table = np.concatenate([_softmax_table(si, 1.0), logf_table(kmax)])
+    lut = graph.add_const(f"{y.name}#log_softmax_table", table)
+    sc = np.float32(np.float32(si) / np.float32(OUT_GRID[0]))                           # float / float, as LiteRT
+    d = dict(NOUT=y.size, OP=17, L=depth, KMAX=kmax, SI_BITS=_f32_bits(si), SC_BITS=_f32_bits(sc))
+    binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]
+    return [Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())]
+
+
+native_form(("LOG_SOFTMAX", LOG_SOFTMAX), check=_check)
+
+_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
+declare(LOG_SOFTMAX, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",),
+        flops=lambda n, g: 8 * g.t(n.outputs[0]).size,
+        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))

@@ -1,0 +1,84 @@
+"""Native int8 LOG_SOFTMAX ("INT8_LOG_SOFTMAX": compiler/ops/int8_normalize.py): bit for bit LiteRT's builtin kernel
+(BUILTIN_WITHOUT_DEFAULT_DELEGATES: its float table path with glibc's logf) on rows of random bytes, every byte
+as a row's largest, input scales whose table underflows, long rows; LiteRT's fixed output grid (16/256, 127)
+required, any other refused by name."""
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.errors import UnsupportedError  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+from test_int8_kernels import _exact, _ops  # noqa: E402
+
+I8 = "int8"
+GRID = (16.0 / 256, 127)
+
+
+def _log_softmax(shape, quant):
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape), I8, quant=quant)
+    y = mb.tensor("y", list(shape), I8, quant=GRID)
+    mb.op("LOG_SOFTMAX", [x], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+def _rows(rng, rows, depth):
+    """Random rows; row j's largest byte is j - 128 (rows 0..255 cycle through every byte)."""
+    x = rng.integers(-128, 128, (rows, depth))
+    top = (np.arange(rows) % 256) - 128
+    x = np.minimum(x, top[:, None])
+    x[np.arange(rows), rng.integers(0, depth, rows)] = top
+    return x.astype(np.int8)
+
+
+@pytest.mark.parametrize("seed,depth,lo,hi", [(1, 7, 0.005, 0.05), (2, 16, 0.02, 0.2), (3, 33, 0.1, 0.6),
+                                              (4, 1, 0.01, 0.1), (5, 200, 0.003, 0.03)])
+def test_log_softmax_bit_exact(gpu, seed, depth, lo, hi):
+    """512 rows of `depth` (1: every output 127; 200: sums up to 200), random input grids (0.1 .. 0.6: most of
+    the table underflows to 0)."""
+    rng = np.random.default_rng(seed)
+    model = _log_softmax((2, 256, depth), (float(rng.uniform(lo, hi)), int(rng.integers(-60, 60))))
+    _exact(gpu, model, [_rows(rng, 512, depth).reshape(2, 256, depth)], "INT8_LOG_SOFTMAX")
+
+
+def test_log_softmax_many_sums_bit_exact(gpu):
+    """4096 rows of 64 narrow-range bytes: thousands of distinct sums through the logf emulation."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-20, 21, (4096, 64)).astype(np.int8)
+    _exact(gpu, _log_softmax((4096, 64), (0.011, 3)), [x], "INT8_LOG_SOFTMAX")
+
+
+def test_log_softmax_after_fc_stays_int8(gpu):
+    """A classifier head (FULLY_CONNECTED -> LOG_SOFTMAX): the whole model int8."""
+    rng = np.random.default_rng(5)
+    mb = ModelBuilder()
+    x = mb.input("x", [6, 24], I8, quant=(0.03, -5))
+    ws = rng.uniform(0.002, 0.02, 10).astype(np.float32)
+    w = mb.const("w", rng.integers(-127, 128, (10, 24)).astype(np.int8), quant=(ws, 0, 0))
+    b = mb.const("b", rng.integers(-400, 400, 10).astype(np.int32), quant=(np.float32(0.03) * ws, 0, 0))
+    h = mb.tensor("h", [6, 10], I8, quant=(0.05, 2))
+    mb.op("FULLY_CONNECTED", [x, w, b], [h], fused_activation_function="NONE")
+    y = mb.tensor("y", [6, 10], I8, quant=GRID)
+    mb.op("LOG_SOFTMAX", [h], [y])
+    mb.output(y)
+    model = mb.finish()
+    assert {"INT8_FULLY_CONNECTED", "INT8_LOG_SOFTMAX"} <= set(_ops(model))
+    _exact(gpu, model, [rng.integers(-128, 128, (6, 24)).astype(np.int8)], "INT8_LOG_SOFTMAX")
+
+
+def test_log_softmax_other_output_grid_is_refused():
+    """LiteRT's Prepare fails an int8 LOG_SOFTMAX whose output is not on 16/256, 127: gpuc refuses it by name."""
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 5], I8, quant=(0.1, 0))
+    y = mb.tensor("y", [2, 5], I8, quant=(0.1, 127))
+    mb.op("LOG_SOFTMAX", [x], [y])
+    mb.output(y)
+    model = mb.finish()
+    with pytest.raises(Exception):
+        run_litert(model, [np.zeros((2, 5), np.int8)])
+    with pytest.raises(UnsupportedError, match=r"LOG_SOFTMAX \(operator #0\): int8 output 'y' .* 16/256"):
+        gpuc.compile(model, cache=False)

@@ -163,9 +163,13 @@ def _fixed(c: Chain, v: Q):
 
 
 def _act(c: Chain, v: Q):
-    op = c.pick(("HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "EXP"))
-    bound = v.bound if op in ("HARD_SWISH", "LEAKY_RELU", "RELU") else float(np.exp(min(v.bound, 8.0))) \
-        if op == "EXP" else 6.0
+    op = c.pick(("HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "EXP", "ABS", "NEG", "ELU", "LOG"))
+    if op == "NEG":                 # (LiteRT negates the raw bytes: converters keep the input's grid)
+        r = _same(c, v, v.shape)
+        c.mb.op(op, [v.tid], [r.tid])
+        return r
+    bound = v.bound if op in ("HARD_SWISH", "LEAKY_RELU", "RELU", "ABS", "ELU") else \
+        float(np.exp(min(v.bound, 8.0))) if op == "EXP" else 8.0 if op == "LOG" else 6.0
     tid, s_o, zp_o = _qt(c, v.shape, bound)
     c.mb.op(op, [v.tid], [tid], **({"alpha": float(c.rng.uniform(0.05, 0.5))} if op == "LEAKY_RELU" else {}))
     return Q(tid, v.shape, s_o, zp_o, bound)

@@ -38,6 +38,7 @@ RESIZE_BILINEAR, RESIZE_NEAREST = "INT8_RESIZE_BILINEAR", "INT8_RESIZE_NEAREST_N
 REDUCE_MAX, REDUCE_MIN, ARG_MAX, ARG_MIN = "INT8_REDUCE_MAX", "INT8_REDUCE_MIN", "INT8_ARG_MAX", "INT8_ARG_MIN"
 SQUARED_DIFFERENCE, PRELU, EXP = "INT8_SQUARED_DIFFERENCE", "INT8_PRELU", "INT8_EXP"
 LOG_SOFTMAX = "INT8_LOG_SOFTMAX"
+ABS, NEG, ELU, LOG = "INT8_ABS", "INT8_NEG", "INT8_ELU", "INT8_LOG"
 # data-movement ops whose LiteRT int8 kernels copy bytes (no requantization): TFLite op -> its int8 form
 BYTE_MOVES = {op: "INT8_" + op for op in ("SLICE", "STRIDED_SLICE", "GATHER", "GATHER_ND", "SPACE_TO_DEPTH",
                                           "DEPTH_TO_SPACE", "TILE", "SPLIT", "SPLIT_V", "PACK", "UNPACK",
@@ -114,3 +115,24 @@ def act_range(act: int, out) -> tuple[int, int]:
 def int8_activation(graph, tid: int) -> bool:
     t = graph.t(tid)
     return not t.is_const and per_tensor(t)
+
+
+def srdhm(a, b) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul of int32 values (numpy int64 arrays in and out)."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    ab = a * b
+    x = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    q = np.where(x >= 0, x >> 31, -((-x) >> 31))                    # (C++'s division truncates)
+    return np.where((a == -2 ** 31) & (b == -2 ** 31), 2 ** 31 - 1, q)
+
+
+def rounding_divide_by_pot(x, e: int) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT: x / 2^e rounded half away from zero."""
+    x = np.asarray(x, np.int64)
+    mask = (1 << e) - 1
+    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0)).astype(np.int64)
+
+
+def multiply_by_quantized_multiplier(x, m: int, shift: int) -> np.ndarray:
+    """common.h MultiplyByQuantizedMultiplier (RQ_GEMMLOWP) of int32 values."""
+    return rounding_divide_by_pot(srdhm(np.asarray(x, np.int64) * (1 << max(shift, 0)), m), max(-shift, 0))

@@ -1,0 +1,105 @@
+"""Native int8 ABS, NEG, ELU and LOG (INT8_ABS, INT8_NEG, INT8_ELU, INT8_LOG), as LiteRT's builtin int8 kernels
+compute them, each a 256-entry table of the input byte made here at compile time (shaders/int8_eltwise.comp OP 7;
+passes/quant.py native_int8 makes these ops when the whole model runs in int8):
+
+* ABS (elementwise.cc AbsEvalQuantized): v = |x - input zero point|; on equal input and output scales (compared as
+  float32) v + the output zero point, else v requantized by input scale / output scale (a float division, as
+  SetAbsOutputMultiplier's) with gemmlowp rounding, + the output zero point; clamped.
+* NEG (neg.cc, reference_ops::Negate): the raw byte negated in int8 (-(-128) wraps to -128), whatever the grids
+  (LiteRT reads neither).
+* ELU (activations.cc EluPrepare) and LOG (elementwise.cc LogLUTPrepare): LUTPopulate's table (every step in
+  float32: dequantize, transform, times 1 / output scale, rounded half away from zero, plus the zero point,
+  clamped; past int32 the x86 conversion's INT_MIN, so -128) of value < 0 ? expm1f(value) : value, and of
+  value <= 0 ? (-128 - output zero point) x output scale : logf(value), with glibc's expm1f and logf
+  (compiler/ops/int8_libm.py)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import NEUTRAL, Why, declare, register
+from gpuc.compiler.ops import int8_libm
+from gpuc.compiler.ops.int8_common import (QMAX, QMIN, int8_activation, multiply_by_quantized_multiplier, native_form,
+                                           quantize_multiplier, scale_zp)
+from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.util import checked
+
+from gpuc.compiler.ops.int8_common import ABS, ELU, LOG, NEG  # noqa: E402 (the int8 op names)
+_SRC = {ABS: "ABS", NEG: "NEG", ELU: "ELU", LOG: "LOG"}
+_F = np.float32
+
+
+def _c_int32(v: np.float32) -> int:
+    """C's float -> int32 conversion as x86 does it: truncation, INT_MIN where out of range or NaN."""
+    f = float(v)
+    return int(f) if math.isfinite(f) and -2.0 ** 31 <= f < 2.0 ** 31 else -2 ** 31
+
+
+def lut_populate(x_grid: tuple, y_grid: tuple, transform) -> np.ndarray:
+    """LiteRT's LUTPopulate<int8_t> (common.h) with `transform` (float32 -> float32): the table by input byte
+    + 128."""
+    (si, zi), (so, zo) = x_grid, y_grid
+    inv = _F(1) / _F(so)
+    out = []
+    with np.errstate(all="ignore"):
+        for v in range(QMIN, QMAX + 1):
+            t = _F(transform(_F(si) * _F(v - zi)))
+            r = float(t * inv)
+            rounded = _F(math.copysign(math.floor(abs(r) + 0.5), r)) if math.isfinite(r) else _F(r)   # TfLiteRound
+            out.append(min(QMAX, max(QMIN, _c_int32(rounded + _F(zo)))))
+    return np.array(out, np.int32)
+
+
+def unary_table(op: str, x_grid: tuple, y_grid: tuple) -> np.ndarray:
+    """The int8 table of ABS / NEG / ELU / LOG (TFLite op names) for the input and output grids."""
+    v = np.arange(QMIN, QMAX + 1)
+    if op == "NEG":
+        return ((-v + 128) % 256 - 128).astype(np.int32)
+    (si, zi), (so, zo) = x_grid, y_grid
+    if op == "ABS":
+        a = np.abs(v - zi)
+        if _F(si) != _F(so):
+            m, s = quantize_multiplier(float(_F(si) / _F(so)))
+            a = multiply_by_quantized_multiplier(a, m, s)
+        return np.clip(a + zo, QMIN, QMAX).astype(np.int32)
+    if op == "ELU":
+        return lut_populate(x_grid, y_grid, lambda x: int8_libm.expm1f(float(x)) if x < 0 else x)
+    out_min = _F(QMIN - zo) * _F(so)
+    return lut_populate(x_grid, y_grid, lambda x: out_min if x <= 0 else int8_libm.logf(float(x)))
+
+
+def _plan(node, graph):
+    x, y = graph.t(node.inputs[0]), graph.t(node.outputs[0])
+    if not int8_activation(graph, x.id) or not int8_activation(graph, y.id):
+        raise ValueError("input and output must be per-tensor quantized int8 activations")
+    if tuple(x.shape) != tuple(y.shape):
+        raise ValueError(f"output shape {list(y.shape)} differs from the input's {list(x.shape)}")
+    return x, y
+
+
+@checked
+def _check(node, graph):
+    _plan(node, graph)
+    return None
+
+
+@register(ABS, NEG, ELU, LOG, check=_check, dtypes=("int8",), inputs=(1, 1), quantized_io=True,
+          summary="internal: native int8 abs / neg / elu / log as tables (passes/quant.py native_int8)")
+def lower_int8_unary(node, graph):
+    x, y = _plan(node, graph)
+    table = unary_table(_SRC[node.op], scale_zp(x), scale_zp(y))
+    lut = graph.add_const(f"{y.name}#table", table)
+    d = dict(NOUT=y.size, OP=7)
+    binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]
+    return [Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())]
+
+
+native_form(("ABS", ABS), ("NEG", NEG), ("ELU", ELU), ("LOG", LOG), check=_check)
+
+_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
+declare(ABS, NEG, ELU, LOG, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
+        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",),
+        flops=lambda n, g: g.t(n.outputs[0]).size,
+        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))

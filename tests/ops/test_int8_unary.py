@@ -1,0 +1,55 @@
+"""Native int8 ABS, NEG, ELU and LOG ("INT8_ABS", "INT8_NEG", "INT8_ELU", "INT8_LOG": compiler/ops/int8_unary.py):
+bit for bit LiteRT's builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES) over every input byte on random grids
+(ABS on equal scales too, ELU and LOG onto grids they overflow), and after an int8 conv (the model stays int8)."""
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+from helpers.builder import ModelBuilder  # noqa: E402
+from test_int8_kernels import _exact, _ops, _qin  # noqa: E402
+
+I8 = "int8"
+ALL = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
+
+
+def _grid(rng, lo, hi):
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi)))), int(rng.integers(-100, 100))
+
+
+@pytest.mark.parametrize("op", ["ABS", "NEG", "ELU", "LOG"])
+@pytest.mark.parametrize("seed", range(6))
+def test_unary_every_byte_bit_exact(gpu, op, seed):
+    """Every input byte; seeds 0-3 random grids, 4 the output on a far finer grid (saturating; ABS: equal
+    scales), 5 a far coarser one."""
+    rng = np.random.default_rng([seed, len(op)])
+    qx = _grid(rng, 0.002, 0.5)
+    qy = _grid(rng, 0.002, 0.5)
+    if seed == 4:
+        qy = (qx[0], qy[1]) if op == "ABS" else (qx[0] / 50, qy[1])
+    elif seed == 5:
+        qy = (qx[0] * 30, qy[1])
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 256], I8, quant=qx)
+    y = mb.tensor("y", [1, 256], I8, quant=qy)
+    mb.op(op, [x], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [ALL], "INT8_" + op)
+
+
+@pytest.mark.parametrize("op", ["ABS", "ELU"])
+def test_unary_after_conv_stays_int8(gpu, op):
+    rng = np.random.default_rng(len(op))
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 5, 5, 4], I8, quant=(0.05, -1))
+    ws = rng.uniform(0.002, 0.02, 6).astype(np.float32)
+    w = mb.const("w", rng.integers(-127, 128, (6, 3, 3, 4)).astype(np.int8), quant=(ws, 0, 0))
+    b = mb.const("b", rng.integers(-500, 500, 6).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
+    h = mb.tensor("h", [1, 5, 5, 6], I8, quant=(0.04, 6))
+    mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
+    y = mb.tensor("y", [1, 5, 5, 6], I8, quant=(0.03, -20))
+    mb.op(op, [h], [y])
+    mb.output(y)
+    model = mb.finish()
+    assert {"INT8_CONV_2D", "INT8_" + op} <= set(_ops(model))
+    _exact(gpu, model, [_qin(rng, (1, 5, 5, 4))], "INT8_" + op)

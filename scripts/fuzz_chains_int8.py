@@ -31,22 +31,25 @@ def _same(c: Chain, v: Q, shape):
 
 
 def _binary(c: Chain, v: Q):
-    op = c.pick(("ADD", "MUL", "SUB", "SQUARED_DIFFERENCE"))
+    op = c.pick(("ADD", "MUL", "SUB", "SQUARED_DIFFERENCE", "DIV"))
     os_ = [d if c.rng.random() < 0.7 else 1 for d in v.shape]
     ob = float(c.rng.uniform(0.5, 2.0))
-    if c.rng.random() < 0.5:
+    if op == "DIV" or c.rng.random() < 0.5:     # (DIV: a constant divisor away from its zero point, as LiteRT needs)
         s = ob / 127.0
         zp = int(c.rng.integers(-10, 11))
         q = np.clip(np.round(c.rng.uniform(-ob, ob, os_) / s) + zp, -128, 127).astype(np.int8)
+        if op == "DIV":
+            q = np.where(np.abs(q.astype(int) - zp) < 20, np.clip(zp + 20, -128, 127), q).astype(np.int8)
         other = c.mb.const(c.name("k"), q, quant=(s, zp))
     else:
         x = c.input(os_)
         other, s, zp = _qt(c, os_, 2.0)
         c.mb.op("QUANTIZE", [x], [other])
-    bound = v.bound * ob if op == "MUL" else (v.bound + ob) ** 2 if op == "SQUARED_DIFFERENCE" else v.bound + ob
+    bound = v.bound * ob if op == "MUL" else (v.bound + ob) ** 2 if op == "SQUARED_DIFFERENCE" else \
+        v.bound * 8.0 if op == "DIV" else v.bound + ob
     out = list(np.broadcast_shapes(tuple(v.shape), tuple(os_)))
     tid, s_o, zp_o = _qt(c, out, bound)
-    c.mb.op(op, [v.tid, other] if c.rng.random() < 0.7 else [other, v.tid], [tid],
+    c.mb.op(op, [v.tid, other] if op == "DIV" or c.rng.random() < 0.7 else [other, v.tid], [tid],
             **({} if op == "SQUARED_DIFFERENCE" else {"fused_activation_function": c.pick(ACTS)}))
     return Q(tid, out, s_o, zp_o, bound)
 

@@ -12,7 +12,7 @@
 //      (LiteRT's integer division), both clamped to [ACT_MIN, ACT_MAX].
 // OP 5 RELU / RELU6 / RELU_N1_TO_1: q8_rq0(x - IN_ZP, MO, SO) + OUT_ZP clamped to [ACT_MIN, ACT_MAX].
 // OP 6 MUL: q8_rq0((x_a + OFF_A) * (x_b + OFF_B), MO, SO) + OUT_ZP clamped (b broadcast as ADD's, B_MOD).
-// BCAST (OP 0, 6, 10, 11, 15, 16): both inputs broadcast as numpy does, through OD*, AS*, BS* (bc_index).
+// BCAST (OP 0, 6, 10, 11, 15, 16, 18): both inputs broadcast as numpy does, through OD*, AS*, BS* (bc_index).
 // OP 7 LOGISTIC / TANH: lut[x + 128] (a 256-entry int table made at compile time).
 // OP 10 / 11 MAXIMUM / MINIMUM: the raw bytes' max / min (broadcast as OP 0 and 6).
 // OP 12 RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (NHWC [N, H, W, C] -> [N, OH, OW, C], compiler/ops/int8_resize.py):
@@ -29,6 +29,7 @@
 // OP 17 LOG_SOFTMAX over rows of L (compiler/ops/int8_normalize.py): LiteRT's float table path: s = the sum in
 //      order of lut[255 - max + x], pre = (SI * max + logf(s)) * 16 (ls_logf: glibc's logf), q = rint(SC * x - pre)
 //      + 127 clamped (SI_BITS, SC_BITS: float32 bits).
+// OP 18 DIV (compiler/ops/int8_div.py): lut (int8 bytes, 4 a word) at (x_a + 128) * 256 + x_b + 128 (broadcast as OP 0).
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
@@ -168,6 +169,12 @@ int value_at(int e) {
     int v = ld_a(A_AT(e)) + OFF_A;
     int r = v >= 0 ? q8_rq0(v, MO, SO) : q8_rq0(v * (ld_b(B_AT(e)) + OFF_B), M_A, S_A);
     return clamp(r + OUT_ZP, -128, 127);
+}
+#elif OP == 18
+int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }
+int value_at(int e) {
+    int i = (ld_a(A_AT(e)) + 128) * 256 + ld_b(B_AT(e)) + 128;
+    return q8_lane(lut[i >> 2], i & 3);
 }
 #elif OP == 17
 // glibc's logf (e_logf.c: s = 2^k z, log(s) = log1p(z / c - 1) + log(c) + k ln 2 in double) of a float s >= 1, in

@@ -39,6 +39,7 @@ REDUCE_MAX, REDUCE_MIN, ARG_MAX, ARG_MIN = "INT8_REDUCE_MAX", "INT8_REDUCE_MIN",
 SQUARED_DIFFERENCE, PRELU, EXP = "INT8_SQUARED_DIFFERENCE", "INT8_PRELU", "INT8_EXP"
 LOG_SOFTMAX = "INT8_LOG_SOFTMAX"
 ABS, NEG, ELU, LOG = "INT8_ABS", "INT8_NEG", "INT8_ELU", "INT8_LOG"
+DIV = "INT8_DIV"
 # data-movement ops whose LiteRT int8 kernels copy bytes (no requantization): TFLite op -> its int8 form
 BYTE_MOVES = {op: "INT8_" + op for op in ("SLICE", "STRIDED_SLICE", "GATHER", "GATHER_ND", "SPACE_TO_DEPTH",
                                           "DEPTH_TO_SPACE", "TILE", "SPLIT", "SPLIT_V", "PACK", "UNPACK",

@@ -367,6 +367,10 @@ VARIANTS = {
     "int8_eltwise:reduce": (dict(_BASE, OP=13, **{f"{v}{k}": 2 for v in ("KD", "KS", "RD", "RS")
                                                   for k in range(MAX_RANK)}),
                             {"OP": [13, 14]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),    # (int8_reduce.py)
+    "int8_eltwise:pair": (dict(_BASE, OP=18, **{f"OD{k}": 2 for k in range(MAX_RANK)},          # (int8_div.py)
+                               **{f"AS{k}": 1 for k in range(MAX_RANK)}, **{f"BS{k}": 0 for k in range(MAX_RANK)}),
+                          {"BCAST": [0, 1]}, ["out_", "a", "b", "lut"],
+                          {"out_": "uint32", "a": "uint32", "b": "uint32", "lut": "int32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {"OP": [2, 17]}, ["out_", "a", "lut"],      # (17: int8_normalize.py)
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
 }

@@ -1,8 +1,9 @@
 """The int8 chains of scripts/fuzz_chains.py (--int8): a float input QUANTIZEd to int8, 2..5 int8 ops with
 quantization parameters as converters write them (per-channel symmetric int8 weights, int32 biases at input
-scale x weight scale, the fixed output scales of SOFTMAX / LOGISTIC / TANH / LOG_SOFTMAX, pooling and movement
-keeping their input's), then DEQUANTIZE.  gpuc must be on the same quantization steps as one of LiteRT's interpreters (full-
-integer models are bit-exact with LiteRT); a failure says how many steps an output is off."""
+scale x weight scale, the fixed output scales of SOFTMAX / LOGISTIC / TANH / LOG_SOFTMAX / L2_NORMALIZATION,
+pooling and movement keeping their input's), then DEQUANTIZE.  gpuc must be on the same quantization steps as
+one of LiteRT's interpreters (full-integer models are bit-exact with LiteRT); a failure says how many steps an
+output is off."""
 from __future__ import annotations
 
 import numpy as np
@@ -158,10 +159,12 @@ def _concat(c: Chain, v: Q):
 
 
 def _fixed(c: Chain, v: Q):
-    op = c.pick(("SOFTMAX", "LOGISTIC", "TANH", "LOG_SOFTMAX"))
-    scale, zp = {"TANH": (1 / 128.0, 0), "LOG_SOFTMAX": (16 / 256.0, 127)}.get(op, (1 / 256.0, -128))
+    op = c.pick(("SOFTMAX", "LOGISTIC", "TANH", "LOG_SOFTMAX", "L2_NORMALIZATION"))
+    scale, zp = {"TANH": (1 / 128.0, 0), "LOG_SOFTMAX": (16 / 256.0, 127),
+                 "L2_NORMALIZATION": (1 / 128.0, 0)}.get(op, (1 / 256.0, -128))
     tid, _, _ = _qt(c, v.shape, 1.0, scale, zp)
-    c.mb.op(op, [v.tid], [tid], **({"beta": float(c.rng.uniform(0.5, 2.0))} if op == "SOFTMAX" else {}))
+    c.mb.op(op, [v.tid], [tid], **({"beta": float(c.rng.uniform(0.5, 2.0))} if op == "SOFTMAX" else
+                                   {"fused_activation_function": "NONE"} if op == "L2_NORMALIZATION" else {}))
     return Q(tid, v.shape, scale, zp, 16.0 if op == "LOG_SOFTMAX" else 1.0)
 
 

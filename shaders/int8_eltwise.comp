@@ -29,6 +29,8 @@
 // OP 17 LOG_SOFTMAX over rows of L (compiler/ops/int8_normalize.py): LiteRT's float table path: s = the sum in
 //      order of lut[255 - max + x], pre = (SI * max + logf(s)) * 16 (ls_logf: glibc's logf), q = rint(SC * x - pre)
 //      + 127 clamped (SI_BITS, SC_BITS: float32 bits).
+// OP 19 L2_NORMALIZATION over rows of L (compiler/ops/int8_normalize.py): LiteRT's integer kernel: acc = the
+//      sum of (x - IN_ZP)^2, its inverse square root by l2_inv_sqrt, q8_rq0(x - IN_ZP, m, shift + 7) clamped.
 // OP 18 DIV (compiler/ops/int8_div.py): lut (int8 bytes, 4 a word) at (x_a + 128) * 256 + x_b + 128 (broadcast as OP 0).
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
@@ -169,6 +171,57 @@ int value_at(int e) {
     int v = ld_a(A_AT(e)) + OFF_A;
     int r = v >= 0 ? q8_rq0(v, MO, SO) : q8_rq0(v * (ld_b(B_AT(e)) + OFF_B), M_A, S_A);
     return clamp(r + OUT_ZP, -128, 127);
+}
+#elif OP == 19
+// gemmlowp's SaturatingRoundingDoublingHighMul (any signs) and RoundingDivideByPOT
+int l2_srdhm(int a, int b) { return (a == b && a == int(0x80000000u)) ? 0x7fffffff : q8_high_away(a, b); }
+int l2_rdbp(int x, int e) {
+    int mask = int((1u << uint(e)) - 1u);
+    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0 ? 1 : 0) ? 1 : 0);
+}
+int l2_sat_shl(int x, int e) {
+    int thr = (1 << (31 - e)) - 1;
+    return x > thr ? 0x7fffffff : x < -thr ? int(0x80000000u) : x << e;
+}
+// GetInvSqrtQuantizedMultiplierExp(acc, -1): (multiplier, shift), Newton-Raphson in Q3.28
+ivec2 l2_inv_sqrt(int acc) {
+    if (acc <= 1) return ivec2(0x7fffffff, 0);
+    int shift = 11;
+    while (acc >= (1 << 29)) {
+        acc /= 4;
+        ++shift;
+    }
+    int pairs = (findMSB(acc) ^ 31) - 1;                      // (clz(acc) - 1, acc > 1)
+    pairs = pairs / 2 - 1;
+    shift -= pairs;
+    acc <<= 2 * pairs;
+    int half_in = l2_rdbp(acc >> 1, 1);
+    int x = 1 << 28;
+    for (int i = 0; i < 5; ++i) {
+        int x3 = l2_sat_shl(l2_srdhm(l2_srdhm(x, x), x), 6);
+        x = l2_sat_shl(l2_srdhm((1 << 28) + (1 << 27), x) - l2_srdhm(half_in, x3), 3);
+    }
+    x = l2_srdhm(x, 1518500250);
+    if (shift < 0) {
+        x <<= -shift;
+        shift = 0;
+    }
+    return ivec2(x, -shift);
+}
+int row_cached = -1;
+ivec2 row_inv = ivec2(0);
+int value_at(int e) {
+    int row = e / L;
+    if (row != row_cached) {
+        row_cached = row;
+        int acc = 0;
+        for (int j = 0; j < L; ++j) {
+            int v = ld_a(row * L + j) - IN_ZP;
+            acc += v * v;
+        }
+        row_inv = l2_inv_sqrt(acc);
+    }
+    return clamp(q8_rq0(ld_a(e) - IN_ZP, row_inv.x, row_inv.y + 7), -128, 127);
 }
 #elif OP == 18
 int ld_b(int e) { return q8_lane(b[e >> 2], e & 3); }

@@ -359,7 +359,7 @@ VARIANTS = {
     "int8_eltwise": (dict(_BASE, OP=0), {"SUB": [0, 1, 2]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
-    "int8_eltwise:relu": (dict(_BASE, OP=5), {"OP": [5, 9]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:relu": (dict(_BASE, OP=5), {"OP": [5, 9, 19]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:mul": (dict(_BASE, OP=6), {"OP": [6, 10, 11, 15, 16]}, ["out_", "a", "b"],   # (15, 16: int8_binary.py)
                          {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:table": (dict(_BASE, OP=7), {"OP": [7, 12]}, ["out_", "a", "lut"],      # (12: int8_resize.py)

@@ -1,7 +1,8 @@
-"""Native int8 LOG_SOFTMAX ("INT8_LOG_SOFTMAX": compiler/ops/int8_normalize.py): bit for bit LiteRT's builtin kernel
-(BUILTIN_WITHOUT_DEFAULT_DELEGATES: its float table path with glibc's logf) on rows of random bytes, every byte
-as a row's largest, input scales whose table underflows, long rows; LiteRT's fixed output grid (16/256, 127)
-required, any other refused by name."""
+"""Native int8 LOG_SOFTMAX and L2_NORMALIZATION ("INT8_LOG_SOFTMAX", "INT8_L2_NORMALIZATION":
+compiler/ops/int8_normalize.py): bit for bit LiteRT's builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES: LOG_SOFTMAX's
+float table path with glibc's logf, L2_NORMALIZATION's fixed-point inverse square root) on rows of random bytes,
+every byte as a row's largest, input scales whose table underflows, long rows, sums of squares from 0 to past 2^29;
+LiteRT's fixed output grids (16/256, 127; 1/128, 0) required, any other refused by name."""
 import numpy as np
 import pytest
 
@@ -81,4 +82,44 @@ def test_log_softmax_other_output_grid_is_refused():
     with pytest.raises(Exception):
         run_litert(model, [np.zeros((2, 5), np.int8)])
     with pytest.raises(UnsupportedError, match=r"LOG_SOFTMAX \(operator #0\): int8 output 'y' .* 16/256"):
+        gpuc.compile(model, cache=False)
+
+
+def _l2(shape, quant, act="NONE"):
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape), I8, quant=quant)
+    y = mb.tensor("y", list(shape), I8, quant=(1.0 / 128, 0))
+    mb.op("L2_NORMALIZATION", [x], [y], fused_activation_function=act)
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("seed,depth", [(1, 1), (2, 3), (3, 16), (4, 100), (5, 9000)])
+def test_l2_normalization_bit_exact(gpu, seed, depth):
+    """Random rows of `depth` around random zero points: sums of squares from 0 and 1 (rows at the zero point,
+    one step off it) to past 2^29 (9000: LiteRT's inverse square root first divides by 4)."""
+    rng = np.random.default_rng(seed)
+    zp = int(rng.integers(-100, 100))
+    rows = max(8, 4096 // depth)
+    x = rng.integers(-128, 128, (rows, depth))
+    x[0] = zp
+    x[1] = zp
+    x[1, 0] = zp + 1
+    x[2] = np.clip(zp + rng.integers(-3, 4, depth), -128, 127)
+    x[3] = 127 if zp < 0 else -128
+    model = _l2((rows, depth), (float(rng.uniform(0.01, 1.0)), zp))
+    _exact(gpu, model, [x.astype(np.int8)], "INT8_L2_NORMALIZATION")
+
+
+def test_l2_normalization_other_output_grid_is_refused():
+    """LiteRT's Prepare fails an int8 L2_NORMALIZATION whose output is not on 1/128, 0: gpuc refuses it by name."""
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 5], I8, quant=(0.1, 0))
+    y = mb.tensor("y", [2, 5], I8, quant=(1.0 / 128, 3))
+    mb.op("L2_NORMALIZATION", [x], [y], fused_activation_function="NONE")
+    mb.output(y)
+    model = mb.finish()
+    with pytest.raises(Exception):
+        run_litert(model, [np.zeros((2, 5), np.int8)])
+    with pytest.raises(UnsupportedError, match=r"L2_NORMALIZATION \(operator #0\): int8 output 'y' .* 1/128"):
         gpuc.compile(model, cache=False)

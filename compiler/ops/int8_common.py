@@ -137,3 +137,27 @@ def rounding_divide_by_pot(x, e: int) -> np.ndarray:
 def multiply_by_quantized_multiplier(x, m: int, shift: int) -> np.ndarray:
     """common.h MultiplyByQuantizedMultiplier (RQ_GEMMLOWP) of int32 values."""
     return rounding_divide_by_pot(srdhm(np.asarray(x, np.int64) * (1 << max(shift, 0)), m), max(-shift, 0))
+
+
+def _c_int32(v: np.float32) -> int:
+    """LUTPopulate's float -> int32 conversion and clamp as LiteRT 2.3's x86 build computes them: truncation,
+    saturating past int32 (found by experiment: +inf and values past 2^31 give 127, not INT_MIN's -128)."""
+    f = float(v)
+    if math.isnan(f):
+        return -2 ** 31
+    return int(f) if -2.0 ** 31 <= f < 2.0 ** 31 else 2 ** 31 - 1 if f > 0 else -2 ** 31
+
+
+def lut_populate(x_grid: tuple, y_grid: tuple, transform) -> np.ndarray:
+    """LiteRT's LUTPopulate<int8_t> (common.h) with `transform` (float32 -> float32): the table by input byte
+    + 128."""
+    (si, zi), (so, zo) = x_grid, y_grid
+    inv = np.float32(1) / np.float32(so)
+    out = []
+    with np.errstate(all="ignore"):
+        for v in range(QMIN, QMAX + 1):
+            t = np.float32(transform(np.float32(si) * np.float32(v - zi)))
+            r = float(t * inv)
+            rounded = np.float32(math.copysign(math.floor(abs(r) + 0.5), r) if math.isfinite(r) else r)  # TfLiteRound
+            out.append(min(QMAX, max(QMIN, _c_int32(rounded + np.float32(zo)))))
+    return np.array(out, np.int32)

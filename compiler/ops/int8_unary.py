@@ -9,47 +9,24 @@ passes/quant.py native_int8 makes these ops when the whole model runs in int8):
   (LiteRT reads neither).
 * ELU (activations.cc EluPrepare) and LOG (elementwise.cc LogLUTPrepare): LUTPopulate's table (every step in
   float32: dequantize, transform, times 1 / output scale, rounded half away from zero, plus the zero point,
-  clamped; past int32 the x86 conversion's INT_MIN, so -128) of value < 0 ? expm1f(value) : value, and of
+  clamped, saturating past int32 as LiteRT's build does) of value < 0 ? expm1f(value) : value, and of
   value <= 0 ? (-128 - output zero point) x output scale : logf(value), with glibc's expm1f and logf
   (compiler/ops/int8_libm.py)."""
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register
 from gpuc.compiler.ops import int8_libm
-from gpuc.compiler.ops.int8_common import (QMAX, QMIN, int8_activation, multiply_by_quantized_multiplier, native_form,
-                                           quantize_multiplier, scale_zp)
+from gpuc.compiler.ops.int8_common import (QMAX, QMIN, int8_activation, lut_populate, multiply_by_quantized_multiplier,
+                                           native_form, quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked
 
 from gpuc.compiler.ops.int8_common import ABS, ELU, LOG, NEG  # noqa: E402 (the int8 op names)
 _SRC = {ABS: "ABS", NEG: "NEG", ELU: "ELU", LOG: "LOG"}
 _F = np.float32
-
-
-def _c_int32(v: np.float32) -> int:
-    """C's float -> int32 conversion as x86 does it: truncation, INT_MIN where out of range or NaN."""
-    f = float(v)
-    return int(f) if math.isfinite(f) and -2.0 ** 31 <= f < 2.0 ** 31 else -2 ** 31
-
-
-def lut_populate(x_grid: tuple, y_grid: tuple, transform) -> np.ndarray:
-    """LiteRT's LUTPopulate<int8_t> (common.h) with `transform` (float32 -> float32): the table by input byte
-    + 128."""
-    (si, zi), (so, zo) = x_grid, y_grid
-    inv = _F(1) / _F(so)
-    out = []
-    with np.errstate(all="ignore"):
-        for v in range(QMIN, QMAX + 1):
-            t = _F(transform(_F(si) * _F(v - zi)))
-            r = float(t * inv)
-            rounded = _F(math.copysign(math.floor(abs(r) + 0.5), r)) if math.isfinite(r) else _F(r)   # TfLiteRound
-            out.append(min(QMAX, max(QMIN, _c_int32(rounded + _F(zo)))))
-    return np.array(out, np.int32)
 
 
 def unary_table(op: str, x_grid: tuple, y_grid: tuple) -> np.ndarray:

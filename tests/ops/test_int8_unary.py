@@ -53,3 +53,27 @@ def test_unary_after_conv_stays_int8(gpu, op):
     model = mb.finish()
     assert {"INT8_CONV_2D", "INT8_" + op} <= set(_ops(model))
     _exact(gpu, model, [_qin(rng, (1, 5, 5, 4))], "INT8_" + op)
+
+
+@pytest.mark.parametrize("op,qx", [("TANH", (0.006718071789636067, 119)), ("LOGISTIC", (0.0009246281231943652, 24)),
+                                   ("TANH", (0.021995578752995616, -81)), ("TANH", (0.0081130818602762, -88))])
+def test_lut_tables_follow_glibc(gpu, op, qx):
+    """LOGISTIC / TANH grids on which numpy's float32 exp / tanh (the tables' former source) moved one entry off
+    LiteRT's (glibc's expf / tanhf, compiler/ops/int8_libm.py): every byte exact."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 256], I8, quant=qx)
+    y = mb.tensor("y", [1, 256], I8, quant=(1 / 256, -128) if op == "LOGISTIC" else (1 / 128, 0))
+    mb.op(op, [x], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [ALL], "INT8_" + op)
+
+
+@pytest.mark.parametrize("op,qx,qy", [("LOG", (1.0, -128), (1e-9, 0)), ("ELU", (1.0, 0), (1e-8, 0))])
+def test_lut_values_past_int32_saturate(gpu, op, qx, qy):
+    """Table values past 2^31 on the output grid give 127, as LiteRT's build converts them."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 256], I8, quant=qx)
+    y = mb.tensor("y", [1, 256], I8, quant=qy)
+    mb.op(op, [x], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [ALL], "INT8_" + op)

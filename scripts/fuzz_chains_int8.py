@@ -251,9 +251,44 @@ def _prelu(c: Chain, v: Q):
     return Q(tid, v.shape, s_o, zp_o, bound)
 
 
+def _matmul(c: Chain, v: Q):
+    """BATCH_MATMUL of the value (adj_x: its last two dims swapped) by a constant int8 RHS, a second quantized input
+    (batch dims the value's, ones or fewer) or the value itself (v . v^T, as attention's scores), adj_y either way."""
+    if len(v.shape) < 2:
+        return None
+    adj_x = c.rng.random() < 0.3
+    m, k = (v.shape[-1], v.shape[-2]) if adj_x else (v.shape[-2], v.shape[-1])
+    kind = c.pick(("const", "input", "self"))
+    if kind == "self":
+        if adj_x:
+            return None
+        other, adj_y, n, ob = v.tid, True, m, v.bound
+    else:
+        n = int(c.rng.integers(1, 9))
+        adj_y = bool(c.rng.integers(2))
+        batch = [] if c.rng.random() < 0.4 else [d if c.rng.random() < 0.7 else 1 for d in v.shape[:-2]]
+        shape = batch + ([n, k] if adj_y else [k, n])
+        ob = float(c.rng.uniform(0.5, 2.0))
+        if kind == "const":
+            s, zp = ob / 127.0, int(c.rng.integers(-10, 11))
+            q = np.clip(np.round(c.rng.uniform(-ob, ob, shape) / s) + zp, -128, 127).astype(np.int8)
+            other = c.mb.const(c.name("k"), q, quant=(s, zp))
+        else:
+            x = c.input(shape)
+            other, _, _ = _qt(c, shape, 2.0)
+            c.mb.op("QUANTIZE", [x], [other])
+            ob = 2.0
+    bshape = v.shape[:-2] if kind == "self" else shape[:-2]
+    out = list(np.broadcast_shapes(tuple(v.shape[:-2]), tuple(bshape))) + [m, n]
+    bound = v.bound * ob * k * 0.3 + 0.5
+    tid, s_o, zp_o = _qt(c, out, bound)
+    c.mb.op("BATCH_MATMUL", [v.tid, other], [tid], version=4, adj_x=adj_x, adj_y=adj_y)
+    return Q(tid, out, s_o, zp_o, bound)
+
+
 STEPS = [(_binary, 5), (_conv, 5), (_fc, 2), (_pool, 2), (_reshape, 1), (_transpose, 1), (_concat, 2),
          (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1), (_resize, 2), (_reduce, 2),
-         (_prelu, 1)]
+         (_prelu, 1), (_matmul, 2)]
 _W = np.array([w for _, w in STEPS], float)
 
 

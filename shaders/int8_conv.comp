@@ -10,8 +10,19 @@
 // holds sum(w[oc]) and acc = sum w * x + IN_OFF * sum(w).  DOT4(a, b): the 4-lane signed dot product.
 // Defines: OC4 N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
 //          RQ_MODE RQ_SPLIT NOUT XZ_WORD DOT_EXT (VEC4 only: DOT4 is the SPIR-V OpSDot of 4 x int8 lanes)
+// BMM (BATCH_MATMUL, compiler/ops/int8_matmul.py; not VEC4, not DEPTHWISE): w is a runtime int8 activation, each
+// weight read + W_OFF (minus its zero point), and batch n's weights start at n * W_BATCH (0: one RHS for every
+// batch); x batch n's rows at n * X_BATCH (0: one LHS for every batch).
 // @include int8_requant.glsl
 // @include int8_conv.glsl
+#ifndef BMM
+#define BMM 0
+#endif
+#if BMM
+#define W_AT(e) (ld8(uint(e), true) + W_OFF)
+#else
+#define W_AT(e) ld8(uint(e), true)
+#endif
 int ld8(uint e, bool isw) {
     uint v = isw ? w[e >> 2] : x[e >> 2];
     return q8_lane(v, int(e & 3u));
@@ -42,13 +53,20 @@ int conv_at(int e) {
             }
 #else
             if (ix < 0 || ix >= W) continue;
+#if BMM
+            int base = n * X_BATCH + (iy * W + ix) * CIN;
+#else
             int base = ((n * H + iy) * W + ix) * CIN;
+#endif
 #if DEPTHWISE
             acc += ld8(uint((ky * KW + kx) * COUT + oc), true) * (ld8(uint(base + oc / DM), false) + IN_OFF);
 #else
             int wbase = ((oc * KH + ky) * KW + kx) * CIN;
+#if BMM
+            wbase += n * W_BATCH;
+#endif
             for (int c = 0; c < CIN; ++c)
-                acc += ld8(uint(wbase + c), true) * (ld8(uint(base + c), false) + IN_OFF);
+                acc += W_AT(wbase + c) * (ld8(uint(base + c), false) + IN_OFF);
 #endif
 #endif
         }

@@ -40,6 +40,7 @@ SQUARED_DIFFERENCE, PRELU, EXP = "INT8_SQUARED_DIFFERENCE", "INT8_PRELU", "INT8_
 LOG_SOFTMAX, L2_NORMALIZATION = "INT8_LOG_SOFTMAX", "INT8_L2_NORMALIZATION"
 ABS, NEG, ELU, LOG = "INT8_ABS", "INT8_NEG", "INT8_ELU", "INT8_LOG"
 DIV = "INT8_DIV"
+BATCH_MATMUL, TRANSPOSE_CONV = "INT8_BATCH_MATMUL", "INT8_TRANSPOSE_CONV"
 # data-movement ops whose LiteRT int8 kernels copy bytes (no requantization): TFLite op -> its int8 form
 BYTE_MOVES = {op: "INT8_" + op for op in ("SLICE", "STRIDED_SLICE", "GATHER", "GATHER_ND", "SPACE_TO_DEPTH",
                                           "DEPTH_TO_SPACE", "TILE", "SPLIT", "SPLIT_V", "PACK", "UNPACK",

@@ -95,6 +95,31 @@ def _conv(c: Chain, v: Q):
     return Q(tid, out, s_o, zp_o, bound)
 
 
+def _transpose_conv(c: Chain, v: Q):
+    """TRANSPOSE_CONV of a 4-d value: kernel 1..3, strides 1..3, SAME / VALID with any output size LiteRT maps back
+    onto the input, per-channel weights, a bias or none."""
+    if len(v.shape) != 4:
+        return None
+    n, h, w, ci = v.shape
+    k, s = [int(v_) for v_ in c.rng.integers(1, 4, 2)], [int(v_) for v_ in c.rng.integers(1, 4, 2)]
+    same = bool(c.rng.integers(2))
+    r = [int(c.rng.integers(0, st)) for st in s]
+    oh, ow = (h * s[0] - r[0], w * s[1] - r[1]) if same else ((h - 1) * s[0] + k[0] + r[0], (w - 1) * s[1] + k[1] + r[1])
+    co = int(c.rng.integers(1, 11))
+    q, ws = _weights(c, [co, k[0], k[1], ci], 0)
+    out = [n, oh, ow, co]
+    ins = [c.const(np.array(out, np.int32)), c.mb.const(c.name("w"), q, quant=(ws, 0, 0)), v.tid]
+    if c.rng.random() < 0.8:
+        bias = np.round(c.rng.uniform(-0.5, 0.5, co) / (v.scale * ws)).astype(np.int32)
+        ins.append(c.mb.const(c.name("b"), bias, quant=((v.scale * ws).astype(np.float32), 0)))
+    bound = v.bound * k[0] * k[1] * ci * 0.3 / max(1, s[0] * s[1] // 2) + 0.5
+    tid, s_o, zp_o = _qt(c, out, bound)
+    act = c.pick(ACTS)
+    c.mb.op("TRANSPOSE_CONV", ins, [tid], version=4 if act != "NONE" else 3 if len(ins) == 4 else 2,
+            padding="SAME" if same else "VALID", stride_h=s[0], stride_w=s[1], fused_activation_function=act)
+    return Q(tid, out, s_o, zp_o, bound)
+
+
 def _fc(c: Chain, v: Q):
     k = v.shape[-1]
     n = int(c.rng.integers(1, 17))
@@ -288,7 +313,7 @@ def _matmul(c: Chain, v: Q):
 
 STEPS = [(_binary, 5), (_conv, 5), (_fc, 2), (_pool, 2), (_reshape, 1), (_transpose, 1), (_concat, 2),
          (_fixed, 2), (_act, 2), (_mean, 2), (_pad, 1), (_resize, 2), (_reduce, 2),
-         (_prelu, 1), (_matmul, 2)]
+         (_prelu, 1), (_matmul, 2), (_transpose_conv, 2)]
 _W = np.array([w for _, w in STEPS], float)
 
 

@@ -13,10 +13,21 @@
 // BMM (BATCH_MATMUL, compiler/ops/int8_matmul.py; not VEC4, not DEPTHWISE): w is a runtime int8 activation, each
 // weight read + W_OFF (minus its zero point), and batch n's weights start at n * W_BATCH (0: one RHS for every
 // batch); x batch n's rows at n * X_BATCH (0: one LHS for every batch).
+// TCONV (TRANSPOSE_CONV, compiler/ops/int8_transpose_conv.py; SH = SW = DH = DW = 1, the filter flipped): the
+// input dilated by LH x LW (its strides), a window position off that lattice outside the input; with RQ_MODE 2 the
+// channels from RQ_SPLIT on q8_rq0 (as DEPTHWISE).
 // @include int8_requant.glsl
 // @include int8_conv.glsl
 #ifndef BMM
 #define BMM 0
+#endif
+#ifndef TCONV
+#define TCONV 0
+#endif
+#if TCONV
+#define DILATED(i, l) ((i) >= 0 && (i) % (l) == 0 ? (i) / (l) : -1)
+#else
+#define DILATED(i, l) (i)
 #endif
 #if BMM
 #define W_AT(e) (ld8(uint(e), true) + W_OFF)
@@ -37,12 +48,12 @@ int conv_at(int e) {
     int n = p / OH;
     int acc = 0;
     for (int ky = 0; ky < KH; ++ky) {
-        int iy = oy * SH - PT + ky * DH;
+        int iy = DILATED(oy * SH - PT + ky * DH, LH);
 #if !VEC4
         if (iy < 0 || iy >= H) continue;
 #endif
         for (int kx = 0; kx < KW; ++kx) {
-            int ix = ox * SW - PL + kx * DW;
+            int ix = DILATED(ox * SW - PL + kx * DW, LW);
 #if VEC4
             bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
             uint xb = uint(((n * H + iy) * W + ix) * CIN) >> 2;
@@ -86,9 +97,9 @@ int q8_word4(int e0) {
     ivec4 acc = ivec4(0);
     const uint ws = uint(KH * KW * CIN) >> 2;         // words per output channel's filter
     for (int ky = 0; ky < KH; ++ky) {
-        int iy = oy * SH - PT + ky * DH;
+        int iy = DILATED(oy * SH - PT + ky * DH, LH);
         for (int kx = 0; kx < KW; ++kx) {
-            int ix = ox * SW - PL + kx * DW;
+            int ix = DILATED(ox * SW - PL + kx * DW, LW);
             bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
             uint xb = uint(((n * H + iy) * W + ix) * CIN) >> 2;
             uint wb = uint(((oc0 * KH + ky) * KW + kx) * CIN) >> 2;

@@ -26,7 +26,10 @@ int q8_finish(int acc, int oc) {
 #endif
     acc += qp[QP0 + oc];
     int m = qp[QP0 + COUT + oc], sh = qp[QP0 + 2 * COUT + oc];
-#if DEPTHWISE && RQ_MODE == 2
+#ifndef TCONV
+#define TCONV 0
+#endif
+#if (DEPTHWISE || TCONV) && RQ_MODE == 2
     int r = oc < RQ_SPLIT ? q8_rq2(acc, m, sh) : q8_rq0(acc, m, sh);   // (past the last block of 8: gemmlowp's)
 #elif RQ_MODE == 2
     int r = q8_rq2(acc, m, sh);

@@ -10,9 +10,11 @@
 // holds sum(w[oc]) and acc = sum w * x + IN_OFF * sum(w).  DOT4(a, b): the 4-lane signed dot product.
 // Defines: OC4 N H W CIN OH OW COUT KH KW SH SW DH DW PT PL DM DEPTHWISE VEC4 IN_OFF OUT_ZP ACT_MIN ACT_MAX
 //          RQ_MODE RQ_SPLIT NOUT XZ_WORD DOT_EXT (VEC4 only: DOT4 is the SPIR-V OpSDot of 4 x int8 lanes)
-// BMM (BATCH_MATMUL, compiler/ops/int8_matmul.py; not VEC4, not DEPTHWISE): w is a runtime int8 activation, each
+// BMM (BATCH_MATMUL, compiler/ops/int8_matmul.py; not DEPTHWISE): w is a runtime int8 activation, each
 // weight read + W_OFF (minus its zero point), and batch n's weights start at n * W_BATCH (0: one RHS for every
-// batch); x batch n's rows at n * X_BATCH (0: one LHS for every batch).
+// batch); x batch n's rows at n * X_BATCH (0: one LHS for every batch).  With VEC4 (K % 4 == 0; qp's weight sums
+// 0) bmm_at / bmm_word4: whole words, sum (x + IN_OFF)(w + W_OFF) = sum x w + W_OFF sum x + IN_OFF sum w +
+// K IN_OFF W_OFF, the sums as dot products with 4 ones (int32 wrapping: exact where the result fits).
 // TCONV (TRANSPOSE_CONV, compiler/ops/int8_transpose_conv.py; SH = SW = DH = DW = 1, the filter flipped): the
 // input dilated by LH x LW (its strides), a window position off that lattice outside the input; with RQ_MODE 2 the
 // channels from RQ_SPLIT on q8_rq0 (as DEPTHWISE).
@@ -85,7 +87,54 @@ int conv_at(int e) {
     return q8_finish(acc, oc);
 }
 
-#if VEC4 && OC4
+#if BMM && VEC4
+const uint ONES = 0x01010101u;
+int bmm_at(int e) {
+    int oc = e % COUT;
+    int p = e / COUT;
+    int oy = p % OH;
+    int n = p / OH;
+    uint xb = uint(n * X_BATCH + oy * CIN) >> 2;
+    uint wb = uint(n * W_BATCH + oc * CIN) >> 2;
+    int acc = 0, sx = 0, sw = 0;
+    for (int c = 0; c < CIN / 4; ++c) {
+        uint xv = x[xb + uint(c)], wv = w[wb + uint(c)];
+        acc += DOT4(xv, wv);
+        sx += DOT4(xv, ONES);
+        sw += DOT4(ONES, wv);
+    }
+    return q8_finish(acc + W_OFF * sx + IN_OFF * sw + CIN * IN_OFF * W_OFF, oc);
+}
+
+#if OC4
+int bmm_word4(int e0) {
+    int oc0 = e0 % COUT;
+    int p = e0 / COUT;
+    int oy = p % OH;
+    int n = p / OH;
+    uint xb = uint(n * X_BATCH + oy * CIN) >> 2;
+    uint wb = uint(n * W_BATCH + oc0 * CIN) >> 2;
+    const uint ws = uint(CIN) >> 2;
+    ivec4 acc = ivec4(0), sw = ivec4(0);
+    int sx = 0;
+    for (int c = 0; c < CIN / 4; ++c) {
+        uint xv = x[xb + uint(c)];
+        uint wi = wb + uint(c);
+        uvec4 wv = uvec4(w[wi], w[wi + ws], w[wi + 2u * ws], w[wi + 3u * ws]);
+        sx += DOT4(xv, ONES);
+        acc += ivec4(DOT4(xv, wv.x), DOT4(xv, wv.y), DOT4(xv, wv.z), DOT4(xv, wv.w));
+        sw += ivec4(DOT4(ONES, wv.x), DOT4(ONES, wv.y), DOT4(ONES, wv.z), DOT4(ONES, wv.w));
+    }
+    acc += W_OFF * sx + IN_OFF * sw + CIN * IN_OFF * W_OFF;
+    uint word = 0u;
+    for (int j = 0; j < 4; ++j)
+        word |= (uint(q8_finish(acc[j], oc0 + j)) & 0xFFu) << (8 * j);
+    return int(word);
+}
+#endif
+#endif
+
+#if VEC4 && OC4 && !BMM
 // 4 consecutive output channels of one pixel (COUT % 4 == 0): each input word is read once for the 4
 int q8_word4(int e0) {
     int oc0 = e0 % COUT;
@@ -120,14 +169,20 @@ int q8_word4(int e0) {
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
-#if VEC4 && OC4
+#if VEC4 && OC4 && BMM
+    out_[gid] = uint(bmm_word4(int(gid) * 4));
+#elif VEC4 && OC4
     out_[gid] = uint(q8_word4(int(gid) * 4));
 #else
     uint word = 0u;
     for (int j = 0; j < 4; ++j) {
         int e = int(gid) * 4 + j;
         if (e >= NOUT) break;
+#if BMM && VEC4
+        word |= (uint(bmm_at(e)) & 0xFFu) << (8 * j);
+#else
         word |= (uint(conv_at(e)) & 0xFFu) << (8 * j);
+#endif
     }
     out_[gid] = word;
 #endif

@@ -38,6 +38,10 @@ CASES = [   # (lhs shape, rhs shape, adj_x, adj_y, constant rhs)
     ([2, 6, 8], [8, 4], False, False, True),                 # constant RHS
     ([2, 8, 6], [2, 4, 8], True, True, True),
     ([1, 1, 16], [1, 16, 33], False, False, False),          # a row
+    # K % 4 == 0: whole words (and N % 4 == 0: 4 output columns an invocation)
+    ([3, 4, 12], [12, 8], False, False, False),
+    ([2, 3, 5, 12], [2, 1, 8, 12], False, True, False),
+    ([2, 12, 5], [2, 12, 16], True, False, True),
 ]
 
 
@@ -90,3 +94,13 @@ def test_int8_attention_chain_stays_int8(gpu):
     model = mb.finish()
     assert {"INT8_BATCH_MATMUL", "INT8_SOFTMAX"} <= set(_ops(model))
     _exact(gpu, model, [_qin(rng, (h, t, d)) for _ in range(3)], "INT8_BATCH_MATMUL")
+
+
+@pytest.mark.parametrize("case", [-4, -3], ids=["vec4", "oc4"])
+@pytest.mark.parametrize("mode", ["off", "force"])
+def test_batch_matmul_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode, case):
+    """The `int_dot` variant (packed OpSDot) and the plain int32 word loop give LiteRT's bits."""
+    if mode == "force" and not getattr(gpu.device, "int_dot", False):
+        pytest.skip("the device has no VK_KHR_shader_integer_dot_product")
+    monkeypatch.setenv("GPUC_VARIANTS", f"int_dot={mode}")
+    test_batch_matmul_bit_exact(gpu, CASES[case])

@@ -12,7 +12,7 @@ tiles a mask hides from every row of the block (`mask_bias`: a causal mask's key
 from __future__ import annotations
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register, rules, template
+from gpuc.compiler.ops import NEUTRAL, Why, attention_cm, declare, register, rules, template
 from gpuc.compiler.ops.util import checked
 from gpuc.compiler.options import current
 
@@ -177,6 +177,7 @@ def lower_attention(node, graph):
     else:
         sb = skip[0]
         defines.update(SKIP_BIAS=sb, SKIP_SIGN=skip[1], SKIP_LD=f"LD(bias{sb}, bo[{sb}][a] + j * B_SJ[{sb}])")
+    cm = attention_cm.variants(n, d, dv, nb, len(biases))        # tensor cores, for fp16 bundles (ops/attention_cm.py)
     binds = [("out_", y.id), ("q", node.inputs[0]), ("k", node.inputs[1]), ("v", node.inputs[2])]
     binds += [(f"bias{i}", t) for i, t in enumerate(node.inputs[3:])]
     if is_wide:
@@ -184,15 +185,15 @@ def lower_attention(node, graph):
             del defines[key]
         defines.update(wide_chunks(d, dv))
         return [Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
-                       flops=2 * nb * n * m * (d + dv))]
+                       flops=2 * nb * n * m * (d + dv), variants=cm)]
     return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
-                   flops=2 * nb * n * m * (d + dv))]
+                   flops=2 * nb * n * m * (d + dv), variants=cm)]
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 _MADE = Why("an internal op the fusion passes make after shapes are propagated and the graph batched")
 declare("ATTENTION", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("attention", "attention_wide"), flops=rules.per_output,
+        fp16=NEUTRAL, in_place=False, templates=("attention", "attention_wide", "attention_cm"), flops=rules.per_output,
         cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
 template("attention", item_major=False, flat=False)
 template("attention_wide", item_major=False, flat=False)

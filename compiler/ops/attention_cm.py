@@ -1,0 +1,90 @@
+"""The cooperative-matrix form of an ATTENTION dispatch (shaders/attention_cm.comp): Q K^T and P V on
+16 x 16 x 16 fp16 tensor-core products with fp32 sums, the online softmax in fp32 as attention.comp's.
+
+A variant (runtime/variants.py picks it at load where the device has the fp16 cooperative matrices) of
+the attention.comp / attention_wide.comp kernel of an fp16 bundle (q, k and v are rounded to float16,
+whatever their storage), with no bias or mask operand (a ViT's, BERT's or CLIP's self-attention; masked and biased attention --
+causal LLM prefill, Swin's relative-position bias -- keeps its kernel), head sizes multiples of 16 up to
+MAX_D.  On the H100 (session 14, one attention at ViT-B/16's shape: 197 tokens, 12 heads of 64, fp16), a
+layer took at batch 32 784 us in attention.comp (598 in attention_wide.comp) and 381 here; at batch 1
+(48 workgroups) 36 us there against 47 here, so below MIN_WAVES workgroups per SM the variant is only a
+measured candidate.  Still far from the hardware: the per-tile phases (stage, score, softmax, rescale,
+P V) run one after the other, about 3.6 us a 16-key tile per workgroup.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gpuc.compiler.codegen.kernel import KernelVariant
+from gpuc.compiler.ops import template
+from gpuc.compiler.ops.gemm_coopmat import BIG_SMEM, EMULATED_REQUIRES, GPU_SMS, REQUIRES, WG_SMEM
+from gpuc.compiler.options import current
+
+TEMPLATE = "attention_cm"
+SG, BK, MAX_D = 32, 16, 128      # BK 16: 380 us against 557 with 32-key tiles (ViT-B/16 shape, batch 32, H100)
+MIN_WAVES = 2                    # workgroups per SM from which the variant is taken without measuring
+# defines of the base kernels that attention_cm.comp reads as they are (operand views and score steps)
+KEEP = ("N", "M", "D", "DV", "NBATCH", "BETA", "Q_T", "Q_NT", "Q_SR", "Q_SC", "Q_OFF", "K_T", "K_NT", "K_SJ",
+        "K_SC", "K_OFF", "V_T", "V_NT", "V_SJ", "V_SC", "V_OFF", "O_T", "O_NT", "O_SR", "O_SC", "SC", "Q_STEPS",
+        "K_STEPS", "SCORE_STEPS")
+
+
+def smem_bytes(nsg: int, d: int, dv: int) -> int:
+    """Shared memory of attention_cm.comp with nsg subgroups (sQ, sK, sV, sS, sP, sRed, sRow)."""
+    bq = 16 * nsg
+    return 2 * (bq * (d + 8) + BK * (d + 8) + BK * (dv + 8)) + 4 * nsg * 16 * (BK + 4) + 2 * nsg * 16 * (BK + 8) \
+        + 4 * SG * nsg + 4 * bq
+
+
+def subgroups(d: int, dv: int) -> int | None:
+    """Subgroups a workgroup (16 query rows each): the most of 4, 2, 1 within BIG_SMEM; None if none fits."""
+    return next((s for s in (4, 2, 1) if smem_bytes(s, d, dv) <= BIG_SMEM), None)
+
+
+def fits(d: dict) -> bool:
+    """Whether an attention kernel with defines `d` has this form."""
+    return (d.get("NBIAS", 0) == 0 and d["D"] % 16 == 0 and d["DV"] % 16 == 0 and d["D"] <= MAX_D
+            and d["DV"] <= MAX_D and subgroups(d["D"], d["DV"]) is not None)
+
+
+def cm_kernel(k, emulate: bool = False):
+    """The attention_cm kernel for attention kernel `k` (same bindings), or None where it does not fit."""
+    d = k.defines
+    if not fits(d):
+        return None
+    nsg = subgroups(d["D"], d["DV"])
+    qblocks = -(-d["N"] // (16 * nsg))
+    defines = {key: d[key] for key in KEEP}
+    defines.update(NSG=nsg, BK=BK, QBLOCKS=qblocks, NWG=d["NBATCH"] * qblocks, CM_EMULATE=int(emulate))
+    return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=defines["NWG"] * SG * nsg,
+                               local_x=SG * nsg, variants=[])
+
+
+def variants(n: int, d: int, dv: int, nbatch: int, nbias: int) -> list:
+    """[the coopmat variant] of an attention dispatch of this form ([] where it has none): taken wherever the
+    device has the cooperative matrices when its workgroups fill the GPU MIN_WAVES times over, else only a
+    `measured` candidate (runtime/tuning.py times it against attention.comp at load)."""
+    if current().precision != "fp16" or nbias or d % 16 or dv % 16 or max(d, dv) > MAX_D or subgroups(d, dv) is None:
+        return []
+    if current().coopmat_emulate:
+        return [KernelVariant("coopmat", EMULATED_REQUIRES, lambda k: cm_kernel(k, True))]
+    nsg = subgroups(d, dv)
+    need = REQUIRES if smem_bytes(nsg, d, dv) <= WG_SMEM else dict(REQUIRES, shared_memory=BIG_SMEM)
+    groups = nbatch * -(-n // (16 * nsg))
+    return [KernelVariant("coopmat", need, cm_kernel, measured=groups < MIN_WAVES * GPU_SMS)]
+
+
+_S = dict(N=40, M=37, D=32, DV=16, NBATCH=3, BETA=1.0, NSG=2, BK=BK, QBLOCKS=2, NWG=6, Q_T=[1, 3, 1280], Q_NT=1,
+          Q_SR=32, Q_SC=1, Q_OFF=0, K_T=[1, 3, 1184], K_NT=1, K_SJ=32, K_SC=1, K_OFF=0, V_T=[1, 3, 592], V_NT=1,
+          V_SJ=16, V_SC=1, V_OFF=0, O_T=[1, 3, 640], O_NT=1, O_SR=16, O_SC=1, SC=[0.5, 2.0],
+          Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="", SCORE_STEPS="x = ew_div(x, SC[1]);")
+# `make shaders`: both paths, float16 operands with float16 and float32 outputs
+VARIANTS = {
+    TEMPLATE: (_S, {"CM_EMULATE": [0, 1]}, ["out_", "q", "k", "v"], {"q": "float16", "k": "float16", "v": "float16"},
+               lambda d: dict(local_x=SG * d["NSG"])),
+    f"{TEMPLATE}:f16": (_S, {"CM_EMULATE": [0, 1]}, ["out_", "q", "k", "v"],
+                        {"out_": "float16", "q": "float16", "k": "float16", "v": "float16"},
+                        lambda d: dict(local_x=SG * d["NSG"])),
+}
+
+template(TEMPLATE, item_major=False, flat=False)   # (a variant of attention's dispatches, chosen at load)

@@ -1,0 +1,244 @@
+// @storage16
+// Fused attention on cooperative matrices: the `coopmat` variant of an ATTENTION dispatch of an fp16
+// bundle without bias / mask operands (ops/attention_cm.py), the same results as attention.comp within
+// fp16 rounding.  A workgroup takes BQ = 16 * NSG query rows of one batch, a subgroup 16 of them: Q once
+// into NSG x (D / 16) fp16 A tiles (after Q_STEPS); per tile of BK keys, K and V are staged in shared
+// memory as fp16 (K after K_STEPS; each tile's global loads are issued into registers while the one
+// before is computed), S = Q K^T comes from 16 x 16 x 16 products with fp32 sums, goes to
+// shared memory, where two invocations per row apply SCORE_STEPS and the online softmax (fp32, the
+// softmax's (x - max) * BETA form) and write the probabilities as fp16; the output accumulators (DV / 16
+// fp32 tiles a subgroup) are rescaled element by element -- which row each accumulator element holds is
+// read once from a stored probe tile, the layout being the implementation's -- and get P V added.  At the
+// end each accumulator is scaled by 1 / sum, staged through shared memory and written through the
+// output view (O_T, O_SR, O_SC) in out_'s storage type.  Operand views as attention.comp's.
+// Unlike attention.comp a NaN / Inf input is not given the unfused ops' exact NaN pattern.
+// CM_EMULATE=1 (tests, CompileOptions.coopmat_emulate: lavapipe has no cooperative matrices): the same
+// staging and softmax with each product computed per invocation from shared memory (SG invocations stand
+// for a subgroup, invocation lane owning elements lane + q * SG of a tile).
+// Defines: N M D DV NBATCH QBLOCKS NWG BETA NSG BK Q_T[] Q_NT Q_SR Q_SC Q_OFF K_T[] K_NT K_SJ K_SC K_OFF
+//          V_T[] V_NT V_SJ V_SC V_OFF O_T[] O_NT O_SR O_SC SC[] Q_STEPS K_STEPS SCORE_STEPS CM_EMULATE
+// @include ew_math.glsl
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#ifndef CM_EMULATE
+#define CM_EMULATE 0
+#endif
+#if !CM_EMULATE
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
+#define SG 32
+#define NT (SG * NSG)
+#define BQ (16 * NSG)
+#define DP (D + 8)
+#define DVP (DV + 8)
+#define SSP (BK + 4)
+#define SPP (BK + 8)
+#define ND (D / 16)
+#define NDV (DV / 16)
+#define NKT (BK / 16)
+#define NE (256 / SG)
+#define MAXE 16                      // accumulator elements an invocation may hold (NVIDIA: 8)
+
+shared float16_t sQ[BQ * DP];
+shared float16_t sK[BK * DP];
+shared float16_t sV[BK * DVP];
+shared float sS[NSG * 16 * SSP];     // a subgroup's scores, and its staged output tiles
+shared float16_t sP[NSG * 16 * SPP];
+shared float sRed[NT];
+shared float sRow[BQ];               // per row: the tile's rescale factor, at the end 1 / sum
+
+#define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
+
+// The softmax's steps touch only the subgroup's own rows: on the device a subgroup barrier orders them and
+// the two invocations of a row trade their partial max and sum by a shuffle (emulated: workgroup barriers
+// and shared memory, as every invocation of the workgroup stands in a subgroup there).
+#if CM_EMULATE
+#define SG_SYNC() barrier();
+#define PAIR_MAX(x) { sRed[tid] = x; barrier(); x = max(x, sRed[tid ^ 1]); barrier(); }
+#define PAIR_SUM(x) { sRed[tid] = x; barrier(); x = x + sRed[tid ^ 1]; barrier(); }
+#else
+#define SG_SYNC() { subgroupMemoryBarrierShared(); subgroupBarrier(); }
+#define PAIR_MAX(x) { x = max(x, subgroupShuffleXor(x, 1)); }
+#define PAIR_SUM(x) { x = x + subgroupShuffleXor(x, 1); }
+#endif
+#if CM_EMULATE
+#define ACC float[NE]
+#define ACC_LEN NE
+#define ACC_FILL(m, x) for (int q_ = 0; q_ < NE; ++q_) m[q_] = (x);
+#define ACC_STORE(m, arr, base, stride) for (int q_ = 0; q_ < NE; ++q_) { int e_ = lane + q_ * SG; arr[(base) + (e_ / 16) * (stride) + e_ % 16] = m[q_]; }
+#else
+#define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define ACC_LEN o[0].length()
+#define ACC_FILL(m, x) m = ACC(x);
+#define ACC_STORE(m, arr, base, stride) coopMatStore(m, arr, base, stride, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+
+#define KPT ((BK * D + NT - 1) / NT)          // K / V elements an invocation fetches a tile
+#define VPT ((BK * DV + NT - 1) / NT)
+float16_t kr[KPT], vr[VPT];
+
+void fetch(int j0, int koff, int voff, int tid) {
+    // (an element past the keys or the tile reads key 0, channel 0 and is then zeroed: every load address
+    // stays inside the operand, whether or not the compiler issues the load before the test)
+    [[unroll]] for (int u = 0; u < KPT; ++u) {
+        int e = tid + u * NT, j = j0 + e / D;
+        bool ok = e < BK * D && j < M;
+        float x = LD(k, koff + (ok ? j * K_SJ + (e % D) * K_SC : 0));
+        K_STEPS
+        kr[u] = float16_t(ok ? x : 0.0);
+    }
+    [[unroll]] for (int u = 0; u < VPT; ++u) {
+        int e = tid + u * NT, j = j0 + e / DV;
+        bool ok = e < BK * DV && j < M;
+        float x = LD(v, voff + (ok ? j * V_SJ + (e % DV) * V_SC : 0));
+        vr[u] = float16_t(ok ? x : 0.0);
+    }
+}
+
+void main() {
+    int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+    if (wg >= NWG) return;                       // whole workgroup: uniform
+    int qb = wg % QBLOCKS, b = wg / QBLOCKS;
+    int i0 = qb * BQ;
+    int qoff, koff, voff, ooff;
+    VIEW_OFF(qoff, Q_T, Q_NT, b)
+    VIEW_OFF(koff, K_T, K_NT, b)
+    VIEW_OFF(voff, V_T, V_NT, b)
+    VIEW_OFF(ooff, O_T, O_NT, b)
+    qoff += Q_OFF;
+    koff += K_OFF;
+    voff += V_OFF;
+#if CM_EMULATE
+    int tid = int(gl_LocalInvocationIndex), sub = tid / SG, lane = tid % SG;
+#else
+    int tid = int(gl_LocalInvocationIndex), sub = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
+#endif
+    int sbase = sub * 16 * SSP, pbase = sub * 16 * SPP;
+    [[unroll]] for (int e = tid; e < BQ * D; e += NT) {     // Q, after its steps, as fp16
+        int r = e / D, c = e % D, i = i0 + r;
+        float x = LD(q, qoff + (i < N ? i * Q_SR + c * Q_SC : 0));
+        Q_STEPS
+        sQ[r * DP + c] = float16_t(i < N ? x : 0.0);
+    }
+    ACC o[NDV];
+    for (int t = 0; t < NDV; ++t) ACC_FILL(o[t], 0.0)
+    int rowOf[MAXE];                             // the tile row of each accumulator element of this invocation
+    {
+        ACC probe;
+        for (int q_ = 0; q_ < ACC_LEN; ++q_) probe[q_] = float(lane * 64 + q_);
+        ACC_STORE(probe, sS, sbase, SSP)
+        barrier();
+        for (int e = 0; e < 256; ++e) {
+            int v = int(sS[sbase + (e / 16) * SSP + e % 16]);
+            if (v / 64 == lane && v % 64 < MAXE) rowOf[v % 64] = e / 16;
+        }
+    }
+    barrier();
+#if !CM_EMULATE
+    coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qa[ND];
+    for (int t = 0; t < ND; ++t)
+        coopMatLoad(qa[t], sQ, sub * 16 * DP + t * 16, DP, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+    int row = lane >> 1, half_ = lane & 1;       // the softmax: two invocations a row, BK / 2 keys each
+    float m_run = -EW_INF, l_run = 0.0;
+    fetch(0, koff, voff, tid);
+    for (int j0 = 0; j0 < M; j0 += BK) {
+        [[unroll]] for (int u = 0; u < KPT; ++u) {   // the tile fetched during the previous one
+            int e = tid + u * NT;
+            if (e < BK * D) sK[(e / D) * DP + e % D] = kr[u];
+        }
+        [[unroll]] for (int u = 0; u < VPT; ++u) {
+            int e = tid + u * NT;
+            if (e < BK * DV) sV[(e / DV) * DVP + e % DV] = vr[u];
+        }
+        barrier();
+        fetch(j0 + BK, koff, voff, tid);         // the next tile's loads in flight meanwhile
+        for (int ct = 0; ct < NKT; ++ct) {       // S = Q K^T, 16 keys at a time
+            ACC s;
+            ACC_FILL(s, 0.0)
+#if CM_EMULATE
+            for (int q_ = 0; q_ < NE; ++q_) {
+                int e_ = lane + q_ * SG, r_ = e_ / 16, c_ = e_ % 16;
+                float a_ = 0.0;
+                for (int c = 0; c < D; ++c)
+                    a_ += float(sQ[(sub * 16 + r_) * DP + c]) * float(sK[(ct * 16 + c_) * DP + c]);
+                s[q_] = a_;
+            }
+#else
+            for (int t = 0; t < ND; ++t) {
+                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> kb;
+                coopMatLoad(kb, sK, ct * 16 * DP + t * 16, DP, gl_CooperativeMatrixLayoutColumnMajor);
+                s = coopMatMulAdd(qa[t], kb, s);
+            }
+#endif
+            ACC_STORE(s, sS, sbase + ct * 16, SSP)
+        }
+        SG_SYNC()
+        float mt = -EW_INF, x_[BK / 2];
+        int i = i0 + sub * 16 + row;
+        [[unroll]] for (int c = 0; c < BK / 2; ++c) {
+            int col = half_ * (BK / 2) + c, j = j0 + col;
+            float x = sS[sbase + row * SSP + col];
+            if (j < M) {
+                SCORE_STEPS
+            } else {
+                x = -EW_INF;
+            }
+            x_[c] = x;
+            mt = max(mt, x);
+        }
+        PAIR_MAX(mt)
+        float mn = max(m_run, mt), al = 1.0, ls = 0.0;
+        [[unroll]] for (int c = 0; c < BK / 2; ++c) {
+            float p = mn == -EW_INF ? 0.0 : exp((x_[c] - mn) * BETA);
+            sP[pbase + row * SPP + half_ * (BK / 2) + c] = float16_t(p);
+            ls += p;
+        }
+        if (mn != -EW_INF) {
+            al = exp((m_run - mn) * BETA);
+            m_run = mn;
+        }
+        PAIR_SUM(ls)
+        if (half_ == 0) sRow[sub * 16 + row] = al;
+        SG_SYNC()
+        l_run = l_run * al + ls;
+        for (int t = 0; t < NDV; ++t)            // rescale, then O += P V
+            for (int q_ = 0; q_ < ACC_LEN; ++q_) o[t][q_] *= sRow[sub * 16 + rowOf[q_]];
+#if CM_EMULATE
+        for (int t = 0; t < NDV; ++t)
+            for (int q_ = 0; q_ < NE; ++q_) {
+                int e_ = lane + q_ * SG, r_ = e_ / 16, c_ = e_ % 16;
+                float a_ = 0.0;
+                for (int jj = 0; jj < BK; ++jj)
+                    a_ += float(sP[pbase + r_ * SPP + jj]) * float(sV[jj * DVP + t * 16 + c_]);
+                o[t][q_] += a_;
+            }
+#else
+        for (int kt = 0; kt < NKT; ++kt) {
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> pa;
+            coopMatLoad(pa, sP, pbase + kt * 16, SPP, gl_CooperativeMatrixLayoutRowMajor);
+            for (int t = 0; t < NDV; ++t) {
+                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> vb;
+                coopMatLoad(vb, sV, kt * 16 * DVP + t * 16, DVP, gl_CooperativeMatrixLayoutRowMajor);
+                o[t] = coopMatMulAdd(pa, vb, o[t]);
+            }
+        }
+#endif
+        barrier();
+    }
+    if (half_ == 0) sRow[sub * 16 + row] = l_run > 0.0 ? 1.0 / l_run : EW_NAN;
+    SG_SYNC()
+    for (int t = 0; t < NDV; ++t) {
+        for (int q_ = 0; q_ < ACC_LEN; ++q_) o[t][q_] *= sRow[sub * 16 + rowOf[q_]];
+        ACC_STORE(o[t], sS, sbase, SSP)
+        SG_SYNC()
+        for (int e = lane; e < 256; e += SG) {
+            int r = e / 16, c = t * 16 + e % 16, i = i0 + sub * 16 + r;
+            if (i < N && c < DV) ST(out_, ooff + i * O_SR + c * O_SC, sS[sbase + r * SSP + e % 16]);
+        }
+        SG_SYNC()
+    }
+}

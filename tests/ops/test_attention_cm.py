@@ -1,0 +1,57 @@
+"""The cooperative-matrix attention (ops/attention_cm.py, shaders/attention_cm.comp) through its emulated
+path on lavapipe (CompileOptions.coopmat_emulate: the same staging, softmax and output code with the
+16 x 16 products done per invocation): unmasked attention of fp16 bundles takes it and matches LiteRT
+within fp16's tolerance; masked or biased attention, odd head sizes and fp32 bundles keep their kernel."""
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+pytest.importorskip("ai_edge_litert")
+
+import gpuc  # noqa: E402
+from gpuc.runtime import bundle as B  # noqa: E402
+from helpers.attention_models import attention_model  # noqa: E402
+from helpers.fusion import close_to_litert  # noqa: E402
+
+RNG = np.random.default_rng(21)
+
+
+def _variants(bundle):
+    """{dispatch label: [variant names]} of the ATTENTION dispatches."""
+    b = B.read_bundle(bundle)
+    out = {}
+    for i, d in enumerate(b.dispatches):
+        if d.label.startswith("ATTENTION"):
+            out[d.label] = sorted({v.name for v in b.variants if v.dispatch == i})
+    return out
+
+
+CASES = [
+    dict(b=2, h=3, n=40, m=37, d=32),                          # rows and keys past a block / tile
+    dict(b=1, h=2, n=70, m=45, d=64, k_form="transpose"),      # K^T through a transpose, 2 row blocks
+    dict(q_form="heads", n=9, d=16, k_form="transpose"),       # Q, K, V sliced out of one qkv tensor
+    dict(q_form="heads", split="strided", out_form="merge", d=16),   # heads merged back on output
+    dict(b=1, h=1, n=17, m=65, d=128, dv=48, scale="beta"),    # wide heads (2 subgroups), DV != D
+    dict(b=1, h=2, n=1, m=40, d=32),                           # one query row
+]
+
+
+@pytest.mark.parametrize("kw", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_unmasked_fp16_attention_takes_the_tensor_core_kernel(kw):
+    model, shapes = attention_model(**kw)
+    xs = [RNG.normal(0, 1.5, s).astype(np.float32) for s in shapes]
+    bundle = gpuc.compile(model, cache=False, precision="fp16", coopmat_emulate=True)
+    assert list(_variants(bundle).values()) == [["coopmat"]]
+    with gpuc.load(bundle) as m:                      # (lavapipe meets the emulated variant's requirements)
+        names = [m.bundle.shaders[d.shader].name for d in m.bundle.dispatches if d.label.startswith("ATTENTION")]
+        assert names == ["attention_cm+coopmat"]
+        outs = m.run(xs)
+    close_to_litert(outs, model, xs, tol=2e-2)
+
+
+@pytest.mark.parametrize("kw, precision", [(dict(mask="heads", d=32), "fp16"), (dict(d=24), "fp16"),
+                                           (dict(d=32), "fp32")])
+def test_other_attention_keeps_its_kernel(kw, precision):
+    model, _ = attention_model(**kw)
+    bundle = gpuc.compile(model, cache=False, precision=precision, coopmat_emulate=True)
+    assert list(_variants(bundle).values()) == [[]]

@@ -63,6 +63,18 @@ def test_batch_matmul_bit_exact(gpu, case):
     _exact(gpu, mb.finish(), feeds, "INT8_BATCH_MATMUL")
 
 
+@pytest.mark.parametrize("adj_x", [False, True])
+def test_batch_matmul_constant_lhs_bit_exact(gpu, adj_x):
+    """A constant int8 LHS (adj_x: transposed at compile time) against an activation RHS broadcast over its batch."""
+    rng = np.random.default_rng(3)
+    ash = [2, 8, 5] if adj_x else [2, 5, 8]
+    mb = ModelBuilder()
+    a = mb.const("a", _qin(rng, ash), quant=(0.03, 7))
+    b = mb.input("b", [8, 6], I8, quant=(0.05, -3))
+    mb.output(_bmm(mb, a, b, ash, [8, 6], (0.2, 4), adj_x=adj_x))
+    _exact(gpu, mb.finish(), [_qin(rng, (8, 6))], "INT8_BATCH_MATMUL")
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_batch_matmul_every_byte_pair_bit_exact(gpu, seed):
     """K = 1: [256, 1] x [1, 256] gives every product of an LHS byte and an RHS byte (seed 3: grids on which

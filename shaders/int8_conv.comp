@@ -16,8 +16,14 @@
 // 0) bmm_at / bmm_word4: whole words, sum (x + IN_OFF)(w + W_OFF) = sum x w + W_OFF sum x + IN_OFF sum w +
 // K IN_OFF W_OFF, the sums as dot products with 4 ones (int32 wrapping: exact where the result fits).
 // TCONV (TRANSPOSE_CONV, compiler/ops/int8_transpose_conv.py; SH = SW = DH = DW = 1, the filter flipped): the
-// input dilated by LH x LW (its strides), a window position off that lattice outside the input; with RQ_MODE 2 the
+// input dilated by LH x LW (its strides), only the taps on that lattice visited (TAP0, TAP_STEP; VEC4: qp holds
+// the weight sums of each of the LH x LW sets of taps visited, Q8_WSUM); with RQ_MODE 2 the
 // channels from RQ_SPLIT on q8_rq0 (as DEPTHWISE).
+#if TCONV && VEC4
+// the weight sums of the taps visited: qp row 3 + (ky0 * LW + kx0), ky0 / kx0 the first taps on the lattice
+int q8_phase = 0;
+#define Q8_WSUM(oc) qp[(3 + q8_phase) * COUT + (oc)]
+#endif
 // @include int8_requant.glsl
 // @include int8_conv.glsl
 #ifndef BMM
@@ -28,8 +34,13 @@
 #endif
 #if TCONV
 #define DILATED(i, l) ((i) >= 0 && (i) % (l) == 0 ? (i) / (l) : -1)
+// the first tap on the lattice (o - P + k a multiple of l; o - P + l * K >= 0, as P < K) and the step to the next
+#define TAP0(o, P, l, K) (((l) - ((o) - (P) + (l) * (K)) % (l)) % (l))
+#define TAP_STEP(l) (l)
 #else
 #define DILATED(i, l) (i)
+#define TAP0(o, P, l, K) 0
+#define TAP_STEP(l) 1
 #endif
 #if BMM
 #define W_AT(e) (ld8(uint(e), true) + W_OFF)
@@ -49,12 +60,15 @@ int conv_at(int e) {
     int oy = p % OH;
     int n = p / OH;
     int acc = 0;
-    for (int ky = 0; ky < KH; ++ky) {
+#if TCONV && VEC4
+    q8_phase = TAP0(oy, PT, LH, KH) * LW + TAP0(ox, PL, LW, KW);
+#endif
+    for (int ky = TAP0(oy, PT, LH, KH); ky < KH; ky += TAP_STEP(LH)) {
         int iy = DILATED(oy * SH - PT + ky * DH, LH);
 #if !VEC4
         if (iy < 0 || iy >= H) continue;
 #endif
-        for (int kx = 0; kx < KW; ++kx) {
+        for (int kx = TAP0(ox, PL, LW, KW); kx < KW; kx += TAP_STEP(LW)) {
             int ix = DILATED(ox * SW - PL + kx * DW, LW);
 #if VEC4
             bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
@@ -145,9 +159,12 @@ int q8_word4(int e0) {
     int n = p / OH;
     ivec4 acc = ivec4(0);
     const uint ws = uint(KH * KW * CIN) >> 2;         // words per output channel's filter
-    for (int ky = 0; ky < KH; ++ky) {
+#if TCONV
+    q8_phase = TAP0(oy, PT, LH, KH) * LW + TAP0(ox, PL, LW, KW);
+#endif
+    for (int ky = TAP0(oy, PT, LH, KH); ky < KH; ky += TAP_STEP(LH)) {
         int iy = DILATED(oy * SH - PT + ky * DH, LH);
-        for (int kx = 0; kx < KW; ++kx) {
+        for (int kx = TAP0(ox, PL, LW, KW); kx < KW; kx += TAP_STEP(LW)) {
             int ix = DILATED(ox * SW - PL + kx * DW, LW);
             bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
             uint xb = uint(((n * H + iy) * W + ix) * CIN) >> 2;

@@ -18,11 +18,14 @@ int DOT4(uint a, uint b) {
 #ifndef QP0
 #define QP0 0
 #endif
+#ifndef Q8_WSUM
+#define Q8_WSUM(oc) qp[QP0 + 3 * COUT + (oc)]     // (VEC4: sum of output channel oc's weights)
+#endif
 // bias, requantization, output zero point and activation clamp of output channel oc's int32 sum
 // (qp's rows from QP0 on: int8_conv_tiled.comp keeps its geometry before them)
 int q8_finish(int acc, int oc) {
 #if VEC4
-    acc += IN_OFF * qp[QP0 + 3 * COUT + oc];
+    acc += IN_OFF * Q8_WSUM(oc);
 #endif
     acc += qp[QP0 + oc];
     int m = qp[QP0 + COUT + oc], sh = qp[QP0 + 2 * COUT + oc];

@@ -11,7 +11,9 @@ LiteRT 2.3, as the depthwise kernel's; then the output zero point and the fused 
 
 Kernel: the flat int8 conv kernel (shaders/int8_conv.comp TCONV) as the equivalent stride-1 convolution over the
 input dilated by the strides (a window position off that lattice reads nothing), with the filter flipped at compile
-time and leading pads K - 1 - LiteRT's (ComputePaddingHeightWidth on the output size, as ops/transpose_conv.py);
+time and leading pads K - 1 - LiteRT's (ComputePaddingHeightWidth on the output size, as ops/transpose_conv.py),
+visiting only the taps on the lattice (a stride-2 layer: a quarter of them; the word-wise loop's zero-point
+correction then from the weight sums of the taps a pixel visits, one set per position modulo the strides);
 the word-wise channel loop (VEC4) and 4-channel words (OC4) where the depths are multiples of 4.
 passes/quant.py native_int8 makes this op when the whole model runs in int8."""
 from __future__ import annotations
@@ -99,13 +101,16 @@ def lower_int8_transpose_conv(node, graph):
     co = d["COUT"]
     wf = np.ascontiguousarray(np.asarray(f.data, np.int8)[:, ::-1, ::-1, :])
     wt = graph.add_tensor(f"{f.name}#flipped", wf.shape, "int8", wf, quant=f.quant)
-    qp = np.zeros((4, co), np.int64)
+    lh, lw = d["LH"], d["LW"]
+    qp = np.zeros((3 + lh * lw, co), np.int64)
     if len(node.inputs) > 3 and node.inputs[3] >= 0:
         qp[0] = np.asarray(graph.t(node.inputs[3]).data, np.int64).reshape(-1)
     scales = np.broadcast_to(f.quant.scale.astype(np.float32), (co,))
     for c in range(co):         # PopulateConvolutionQuantizationParams: in double
         qp[1, c], qp[2, c] = quantize_multiplier(sx * float(scales[c]) / sy)
-    qp[3] = wf.astype(np.int64).reshape(co, -1).sum(axis=1)
+    for py in range(lh):        # (VEC4) the weights' sums over the taps a pixel visits: its first ones py, px
+        for px in range(lw):
+            qp[3 + py * lw + px] = wf[:, py::lh, px::lw, :].astype(np.int64).sum(axis=(1, 2, 3))
     lo, hi = act_range(fused_act(node), y)
     d.update(IN_OFF=-zx, OUT_ZP=zy, ACT_MIN=lo, ACT_MAX=hi, NOUT=y.size, RQ_MODE=RQ_UPWARD, RQ_SPLIT=co // 8 * 8,
              XZ_WORD=int(np.uint32((zx & 0xFF) * 0x01010101).view(np.int32)))

@@ -44,6 +44,8 @@ CASES = [   # (input NHWC, cout, kernel, stride, padding, output hw, activation,
     ((1, 3, 4, 2), 3, (2, 3), (2, 3), "VALID", (7, 13), "RELU_N1_TO_1", True, True),  # VALID with the extra row
     ((1, 6, 6, 16), 20, (3, 3), (1, 1), "SAME", (6, 6), "NONE", True, True),          # stride 1
     ((1, 4, 4, 8), 16, (2, 2), (2, 2), "VALID", (8, 8), "NONE", True, True),          # two blocks of 8
+    ((1, 3, 4, 4), 8, (2, 2), (3, 3), "VALID", (9, 11), "NONE", True, True),         # strides past the kernel
+    ((1, 3, 3, 8), 8, (5, 5), (2, 2), "SAME", (6, 5), "RELU", True, True),            # 5x5: 3 or 2 taps a row
     ((1, 3, 3, 4), 9, (3, 3), (2, 2), "SAME", (6, 6), "TANH", True, True, 5),         # TANH: int8 clamp only;
     ((1, 3, 3, 3), 4, (3, 3), (2, 2), "SAME", (5, 5), "SIGN_BIT", False, True, -9),   # weight zero points ignored
 ]
@@ -91,3 +93,13 @@ def test_int8_decoder_chain_stays_int8(gpu):
     model = mb.finish()
     assert {"INT8_TRANSPOSE_CONV", "INT8_ADD"} <= set(_ops(model))
     _exact(gpu, model, [_qin(rng, (1, 4, 4, 8)), _qin(rng, (1, 8, 8, 4))], "INT8_TRANSPOSE_CONV")
+
+
+@pytest.mark.parametrize("case", [1, 3], ids=["oc4", "vec4"])
+@pytest.mark.parametrize("mode", ["off", "force"])
+def test_transpose_conv_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode, case):
+    """The `int_dot` variant (packed OpSDot) and the plain int32 word loop give LiteRT's bits."""
+    if mode == "force" and not getattr(gpu.device, "int_dot", False):
+        pytest.skip("the device has no VK_KHR_shader_integer_dot_product")
+    monkeypatch.setenv("GPUC_VARIANTS", f"int_dot={mode}")
+    test_transpose_conv_bit_exact(gpu, CASES[case])

@@ -248,7 +248,7 @@ def _fc_flops(node, graph):
 
 _NO_HOST = Why("no host rule: the symbolic rule gives its shape")
 _COMMON = dict(exact=SHAPE_ONLY, batch="merge", pieces=Why("computes values"), fp16=NEUTRAL, in_place=False)
-declare("CONV_2D", shape=_NO_HOST, sym_shape=window_sym, templates=("gemm",), flops=_conv_flops,
+declare("CONV_2D", shape=_NO_HOST, sym_shape=window_sym, templates=("gemm", "grouped_conv"), flops=_conv_flops,
         cpu=Why("no CPU kernel: LiteRT's float conv is what the GPU runs"), **_COMMON)
 declare("DEPTHWISE_CONV_2D", shape=_NO_HOST, sym_shape=window_sym, templates=("depthwise",), flops=_conv_flops,
         cpu=Why("no CPU kernel: LiteRT's float depthwise conv is what the GPU runs"), **_COMMON)

@@ -11,6 +11,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import gemm_split
 from gpuc.compiler.ops.epi_chain import apply_chain
+from gpuc.compiler.ops import grouped_conv
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, ln_reserve_bytes, small_m_variants, split_variants
 from gpuc.compiler.ops.gemm_plan import WG_SMEM, gemm_cost, plan_gemm
@@ -66,6 +67,8 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
         variants = small_m_variants(M, GN, GK, G, gather=im2col and not vec_a)
     if ln is not None and not variants:     # the fold pays with tensor cores only (ops/ln_fold.py)
         return None
+    if fixed and split == 1:            # grouped convolutions: the direct kernel, measured (ops/grouped_conv.py)
+        variants = variants + grouped_conv.variants(G, im2col)
     if b_t:
         binds.append(("w", w_id))
     elif split > 1 and im2col:          # split by input channels: the weights as S groups

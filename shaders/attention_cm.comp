@@ -28,6 +28,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_vote : require
 #endif
 #define SG 32
 #define NT (SG * NSG)
@@ -55,11 +56,14 @@ shared float sRow[BQ];               // per row: the tile's rescale factor, at t
 // The softmax's steps touch only the subgroup's own rows: on the device a subgroup barrier orders them and
 // the two invocations of a row trade their partial max and sum by a shuffle (emulated: workgroup barriers
 // and shared memory, as every invocation of the workgroup stands in a subgroup there).
+#define LAZY 8.0
 #if CM_EMULATE
+#define ANY_ROW(b) true
 #define SG_SYNC() barrier();
 #define PAIR_MAX(x) { sRed[tid] = x; barrier(); x = max(x, sRed[tid ^ 1]); barrier(); }
 #define PAIR_SUM(x) { sRed[tid] = x; barrier(); x = x + sRed[tid ^ 1]; barrier(); }
 #else
+#define ANY_ROW(b) subgroupAny(b)
 #define SG_SYNC() { subgroupMemoryBarrierShared(); subgroupBarrier(); }
 #define PAIR_MAX(x) { x = max(x, subgroupShuffleXor(x, 1)); }
 #define PAIR_SUM(x) { x = x + subgroupShuffleXor(x, 1); }
@@ -191,22 +195,28 @@ void main() {
             mt = max(mt, x);
         }
         PAIR_MAX(mt)
-        float mn = max(m_run, mt), al = 1.0, ls = 0.0;
+        // Lazy rescaling: the running max moves only when a tile's max exceeds it by more than LAZY / BETA
+        // (probabilities then stay below e^LAZY, fine in fp16 and in the fp32 sums), so the output
+        // accumulators are rescaled on few tiles; the first live tile sets it (nothing to rescale then).
+        bool grow = m_run == -EW_INF ? mt != -EW_INF : (mt - m_run) * BETA > LAZY;
+        float mn = grow ? max(m_run, mt) : m_run, al = 1.0, ls = 0.0;
         [[unroll]] for (int c = 0; c < BK / 2; ++c) {
             float p = mn == -EW_INF ? 0.0 : exp((x_[c] - mn) * BETA);
             sP[pbase + row * SPP + half_ * (BK / 2) + c] = float16_t(p);
             ls += p;
         }
-        if (mn != -EW_INF) {
-            al = exp((m_run - mn) * BETA);
+        bool rescale = grow && m_run != -EW_INF;
+        if (grow) {
+            al = m_run == -EW_INF ? 0.0 : exp((m_run - mn) * BETA);
             m_run = mn;
         }
         PAIR_SUM(ls)
         if (half_ == 0) sRow[sub * 16 + row] = al;
         SG_SYNC()
         l_run = l_run * al + ls;
-        for (int t = 0; t < NDV; ++t)            // rescale, then O += P V
-            for (int q_ = 0; q_ < ACC_LEN; ++q_) o[t][q_] *= sRow[sub * 16 + rowOf[q_]];
+        if (ANY_ROW(rescale))                    // rescale (rows whose max moved), then O += P V
+            for (int t = 0; t < NDV; ++t)
+                for (int q_ = 0; q_ < ACC_LEN; ++q_) o[t][q_] *= sRow[sub * 16 + rowOf[q_]];
 #if CM_EMULATE
         for (int t = 0; t < NDV; ++t)
             for (int q_ = 0; q_ < NE; ++q_) {

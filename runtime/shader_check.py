@@ -140,7 +140,7 @@ class _Types:
         if op == OP_TYPE_STRUCT:
             members = ops[1:]
             offs = self.offsets.get(t, {})
-            if len(offs) != len(members):
+            if set(offs) != set(range(len(members))):        # (an Offset on a member the struct lacks)
                 raise ValueError(f"push-constant struct %{t} lacks member offsets")
             return max((offs[k] + self.size(m, depth + 1) for k, m in enumerate(members)), default=0)
         raise ValueError(f"push-constant type %{t} (opcode {op}) is not plain data")

@@ -265,3 +265,26 @@ def test_a_table_that_lost_a_dispatch_is_refused(bundle, which):
     def edit(b):
         del b.dispatches[-1 if which == "last" else 0]
     refused(reseal(bundle, edit), "was compiled for dispatch" if which == "last" else "not compiled for dispatch 0")
+
+
+def test_push_constant_offset_on_a_member_the_struct_lacks_is_refused():
+    """Fuzz seed 4711: a resealed module whose push-constant struct's Offset decoration names a member
+    index it does not have (as many decorations as members, not 0..n-1) failed with a KeyError; it is a
+    ValueError naming the struct (a BundleError when read)."""
+    from gpuc.compiler.codegen.glslang import compile_glsl
+    code = compile_glsl("#version 450\nlayout(local_size_x = 8) in;\n"
+                        "layout(push_constant) uniform P { int a; int b; } pc;\n"
+                        "layout(set = 0, binding = 0) buffer B0 { float y[]; };\nvoid main() { y[0] = float(pc.a + pc.b); }\n")
+    m = {"ext": [4], "uses": []}
+    good = shader_check.add_manifest(code, m)
+    assert shader_check.interface(good, "main").push_bytes == 8
+    w = words(good)
+    i, hits = 5, 0
+    while i < len(w):                                # OpMemberDecorate %P 1 Offset 4 -> member 5
+        n, op = w[i] >> 16, w[i] & 0xFFFF
+        if op == 72 and w[i + 2] == 1 and w[i + 3] == 35:
+            w[i + 2], hits = 5, hits + 1
+        i += max(n, 1)
+    assert hits == 1
+    with pytest.raises(ValueError, match="push-constant struct .* lacks member offsets"):
+        shader_check.interface(pack(w), "main")

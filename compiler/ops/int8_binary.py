@@ -19,7 +19,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register
 from gpuc.compiler.ops.int8_common import REFUSALS, f32, native_form, per_tensor, quantize_multiplier, scale_zp
-from gpuc.compiler.ops.int8_eltwise import _binary_plan
+from gpuc.compiler.ops.int8_eltwise import binary_plan
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked
 
@@ -57,7 +57,7 @@ REFUSALS["SQUARED_DIFFERENCE"] = _sq_diff_refused
 
 
 def _plan(node, graph):
-    a, b, y, bc, in_order = _binary_plan(node, graph)
+    a, b, y, bc, in_order = binary_plan(node, graph)
     if node.op in (PRELU, "PRELU"):
         if not in_order or tuple(a.shape) != tuple(y.shape):
             raise ValueError("PRELU's output must have its input's shape (alpha broadcast to it)")

@@ -20,7 +20,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register
 from gpuc.compiler.ops.int8_common import (QMAX, QMIN, REFUSALS, act_range, per_tensor, native_form,
                                            quantize_multiplier, scale_zp, srdhm)
-from gpuc.compiler.ops.int8_eltwise import _binary_plan
+from gpuc.compiler.ops.int8_eltwise import binary_plan
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
 
@@ -102,7 +102,7 @@ REFUSALS["DIV"] = _zero_divisor
 
 
 def _plan(node, graph):
-    a, b, y, bc, in_order = _binary_plan(node, graph)
+    a, b, y, bc, in_order = binary_plan(node, graph)
     x1, x2 = (a, b) if in_order else (b, a)
     _, osh = div_multiplier(x1, x2, y)
     if osh >= 23:

@@ -123,7 +123,7 @@ def _bcast_plan(node, graph) -> tuple:
     return a, b, y, dict(d, BCAST=1)
 
 
-def _binary_plan(node, graph) -> tuple:
+def binary_plan(node, graph) -> tuple:
     """(a, b, y, broadcast defines or {}, whether a and b are in the node's order): ADD's fast plan (equal
     shapes, or the smaller one along the other's trailing dims), else the general broadcast."""
     try:
@@ -210,7 +210,7 @@ def equal_add(node, graph) -> bool:
 @checked
 def _check(node, graph):
     if node.op in (ADD, "ADD", MUL, "MUL", SUB, "SUB", MAXIMUM, "MAXIMUM", MINIMUM, "MINIMUM"):
-        _binary_plan(node, graph)
+        binary_plan(node, graph)
     elif node.op in (MEAN, "MEAN"):
         _mean_axes(node, graph)
     elif node.op in _POOLS:
@@ -256,7 +256,7 @@ def _lut_table(kind: str, x, y) -> np.ndarray:
     return lut_populate(scale_zp(x), scale_zp(y), fn)
 
 
-def _softmax_table(in_scale: float, beta: float) -> np.ndarray:
+def softmax_table(in_scale: float, beta: float) -> np.ndarray:
     """table[255 - v] = expf(-in_scale * beta * v) (PopulateSoftmaxLookupTable), glibc's expf (int8_libm)."""
     sc = np.float32(-np.float32(in_scale) * np.float32(beta))
     vals = [np.float32(int8_libm.expf(float(np.float32(sc * np.float32(v))))) for v in range(256)]
@@ -272,17 +272,17 @@ def lower_int8_eltwise(node, graph):
     y = graph.t(node.outputs[0])
     d = dict(NOUT=y.size)
     if node.op in (ADD, SUB):
-        a, b, y, bc, in_order = _binary_plan(node, graph)
+        a, b, y, bc, in_order = binary_plan(node, graph)
         sub = 0 if node.op == ADD else 1 if in_order else 2       # 2: b - a (the inputs swapped)
         d.update(add_params(a, b, y, fused_act(node)))
         d.update(bc, OP=0, B_MOD=b.size, SUB=sub)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
     elif node.op in (MAXIMUM, MINIMUM):
-        a, b, y, bc, _ = _binary_plan(node, graph)
+        a, b, y, bc, _ = binary_plan(node, graph)
         d.update(bc, OP=10 if node.op == MAXIMUM else 11, B_MOD=b.size)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, a.id)), ("b", words(graph, b.id))]
     elif node.op == MUL:
-        a, b, y, bc, _ = _binary_plan(node, graph)
+        a, b, y, bc, _ = binary_plan(node, graph)
         d.update(bc)
         (s1, z1), (s2, z2), (so, zo) = scale_zp(a), scale_zp(b), scale_zp(y)
         m, sh = quantize_multiplier(f32(np.float32(np.float32(s1) * np.float32(s2)) / np.float32(so)))  # mul.cc: float
@@ -333,7 +333,7 @@ def lower_int8_eltwise(node, graph):
     else:
         x, y = _softmax_plan(node, graph)
         si, _ = scale_zp(x)
-        lut = graph.add_const(f"{y.name}#softmax_table", _softmax_table(si, float(node.attrs.get("beta", 1.0))))
+        lut = graph.add_const(f"{y.name}#softmax_table", softmax_table(si, float(node.attrs.get("beta", 1.0))))
         so, zo = scale_zp(y)
         d.update(OP=2, L=int(x.shape[-1]), OUT_SCALE=so, OUT_ZP=zo)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]

@@ -25,7 +25,7 @@ import numpy as np
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, declare, register
 from gpuc.compiler.ops.int8_common import REFUSALS, int8_activation, native_form, per_tensor, scale_zp
-from gpuc.compiler.ops.int8_eltwise import _softmax_table
+from gpuc.compiler.ops.int8_eltwise import softmax_table
 from gpuc.compiler.ops.int8_libm import LOGF_INVC, LOGF_LN2, LOGF_LOGC, LOGF_POLY
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
@@ -110,7 +110,7 @@ def lower_int8_normalize(node, graph):
                        node.label())]
     si, _ = scale_zp(x)
     kmax = int(math.log2(depth)) + 3                    # (the sum is at most depth: k <= log2(depth) + 1)
-    table = np.concatenate([_softmax_table(si, 1.0), logf_table(kmax)])
+    table = np.concatenate([softmax_table(si, 1.0), logf_table(kmax)])
     lut = graph.add_const(f"{y.name}#log_softmax_table", table)
     sc = np.float32(np.float32(si) / np.float32(OUT_GRID[0]))                           # float / float, as LiteRT
     d = dict(NOUT=y.size, OP=17, L=depth, KMAX=kmax, SI_BITS=_f32_bits(si), SC_BITS=_f32_bits(sc))

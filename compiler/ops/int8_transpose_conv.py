@@ -26,7 +26,7 @@ from gpuc.compiler.ops.int8_common import (RQ_UPWARD, act_range, int8_activation
                                            scale_zp)
 from gpuc.compiler.ops.int8_conv import DOT_VARIANT
 from gpuc.compiler.ops.math import words
-from gpuc.compiler.ops.transpose_conv import _conv_out_size
+from gpuc.compiler.ops.transpose_conv import conv_out_size
 from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, checked, fused_act
 
 from gpuc.compiler.ops.int8_common import TRANSPOSE_CONV  # noqa: E402 (the int8 op name)
@@ -72,7 +72,7 @@ def _plan(node, graph) -> dict:
     if sh < 1 or sw < 1 or padding not in (PADDING_SAME, PADDING_VALID):
         raise ValueError(f"strides ({sh},{sw}) / padding {padding} not supported")
     oh, ow = int(y.shape[1]), int(y.shape[2])
-    ch, cw = _conv_out_size(oh, kh, sh, padding), _conv_out_size(ow, kw, sw, padding)
+    ch, cw = conv_out_size(oh, kh, sh, padding), conv_out_size(ow, kw, sw, padding)
     if (ch, cw) != (h, w):
         raise ValueError(f"output {list(y.shape)} maps back to {ch}x{cw}, not the input's {h}x{w}")
     pt = max((ch - 1) * sh + kh - oh, 0) // 2 if padding == PADDING_SAME else 0

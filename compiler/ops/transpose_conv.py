@@ -36,7 +36,7 @@ VARIANTS = {
 _TFL_PAD_SAME, _TFL_PAD_VALID = 1, 2        # TfLitePadding (C API enum), used by the custom op
 
 
-def _conv_out_size(n: int, k: int, s: int, padding: int) -> int:
+def conv_out_size(n: int, k: int, s: int, padding: int) -> int:
     """TFLite's ComputeOutSize (C integer division, truncating)."""
     return (n + s - 1) // s if padding == PADDING_SAME else int((n + s - k) / s)
 
@@ -103,7 +103,7 @@ def _geometry(node, graph):
         if y.shape[0] != n or y.shape[3] != co:
             raise ValueError(f"output {list(y.shape)} does not fit batch {n} and {co} output channels")
         oh, ow = y.shape[1], y.shape[2]
-        ch, cw = _conv_out_size(oh, kh, sh, padding), _conv_out_size(ow, kw, sw, padding)
+        ch, cw = conv_out_size(oh, kh, sh, padding), conv_out_size(ow, kw, sw, padding)
         if (ch, cw) != (h, wd):
             raise ValueError(f"output {list(y.shape)} with kernel {kh}x{kw}, strides {sh}x{sw}, "
                              f"{'SAME' if padding == PADDING_SAME else 'VALID'} maps back to {ch}x{cw}, "

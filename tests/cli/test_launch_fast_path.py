@@ -46,9 +46,10 @@ def _model(n=6, cpu_op=False) -> bytes:
     x = mb.input("x", [1, n])
     y = mb.tensor("y", [1, n])
     mb.op("RELU6", [x], [y])
-    if cpu_op:                          # ADD_N runs on the CPU: a compiler warning, kept in the stats
-        v = mb.tensor("v", [1, n])
-        mb.op("ADD_N", [y, y], [v])
+    if cpu_op:                          # LSH_PROJECTION runs on the CPU: a compiler warning, kept in the stats
+        v = mb.tensor("v", [4], "int32")
+        hv = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(4, 3)
+        mb.op("LSH_PROJECTION", [mb.const("hash", hv), y], [v], type=1)
         mb.output(v)
     else:
         mb.output(y)

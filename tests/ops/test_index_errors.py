@@ -192,12 +192,13 @@ def test_batch_native(gpu):
 
 
 def test_program_with_host_step(gpu):
-    """A GPU GATHER followed by a CPU op (ADD_N: a host step): the program's run fails naming GATHER."""
+    """A GPU GATHER followed by a CPU op (LSH_PROJECTION: a host step): the program's run fails naming GATHER."""
     mb = ModelBuilder()
     p, i = mb.input("p", [5, 3], F), mb.input("idx", [2], I)
-    g, y = mb.tensor("g", [2, 3], F), mb.tensor("y", [2, 3], F)
+    g, y = mb.tensor("g", [2, 3], F), mb.tensor("y", [4], I)
     mb.op("GATHER", [p, i], [g])
-    mb.op("ADD_N", [g, g], [y])
+    hv = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(4, 3)
+    mb.op("LSH_PROJECTION", [mb.const("hash", hv), g], [y], type=1)
     mb.output(y)
     m = mb.finish()
     b = gpuc.compile(m, cache=False)

@@ -15,37 +15,16 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
-from gpuc.compiler.frontend.importer import load_tflite  # noqa: E402
-from gpuc.compiler.passes import run_passes  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.float_view import keep_float_view  # noqa: E402
+from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
 
 I8 = "int8"
 
 
-def _ops(model):
-    g = load_tflite(model).main
-    run_passes(g)
-    return [n.op for n in g.nodes]
-
-
-def _exact(gpu, model, inputs, form):
-    assert form in _ops(model)
-    ref = run_litert(model, inputs)
-    out = gpu.run(model, inputs)
-    for o, r in zip(out, ref):
-        assert o.dtype == r.dtype == np.int8 and o.shape == r.shape
-        bad = np.flatnonzero(o.reshape(-1) != r.reshape(-1))
-        assert bad.size == 0, f"{bad.size} of {r.size} differ, first at {bad[0]}: {o.reshape(-1)[bad[0]]} vs {r.reshape(-1)[bad[0]]}"
-
-
 def _q(rng):
     return float(rng.uniform(0.01, 0.1)), int(rng.integers(-30, 30))
-
-
-def _qin(rng, shape):
-    return rng.integers(-128, 128, size=shape).astype(np.int8)
 
 
 CONV_CASES = [   # (op, input shape, cout or depth multiplier, kernel, stride, padding, activation, per-channel, bias)

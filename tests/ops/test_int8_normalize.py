@@ -12,7 +12,7 @@ import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
-from test_int8_kernels import _exact, _ops  # noqa: E402
+from helpers.int8_exact import exact as _exact, ops_after_passes as _ops  # noqa: E402
 
 I8 = "int8"
 GRID = (16.0 / 256, 127)

@@ -13,7 +13,7 @@ import gpuc  # noqa: E402
 from gpuc.errors import GpucError  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
-from test_int8_kernels import _exact, _ops, _qin  # noqa: E402
+from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
 
 I8 = "int8"
 # (input shape, output size): up, down, mixed, to one pixel, from one pixel

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 from helpers.builder import ModelBuilder  # noqa: E402
-from test_int8_kernels import _exact, _ops, _qin  # noqa: E402
+from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
 
 I8 = "int8"
 

@@ -145,7 +145,7 @@ def pad_tile():
     m = n.op("MIRROR_PAD", [n.x, n.c(np.array([[0, 0], [1, 1], [1, 1], [0, 0]], I32))], (1, 6, 8, 8), mode=0)
     t = n.op("TILE", [a, n.c(np.array([2, 1, 1], I32))], (8, 6, 8))
     mean = n.op("MEAN", [n.x, n.c(np.array([1, 2], I32))], (1, 8), keep_dims=False)
-    b = n.op("BROADCAST_TO", [mean, n.c(np.array([3, 1, 8], I32))], (3, 1, 8))
+    b = n.op("BROADCAST_TO", [mean, n.c(np.array([3, 1, 8], I32))], (3, 1, 8), version=2)   # (LiteRT: v2+)
     for x, k in ((p, 360), (m, 384), (t, 384), (b, 24)):
         n.keep(x, k)
     return n.finish()

@@ -1,0 +1,30 @@
+"""Shared by the native int8 tests (tests/ops/test_int8_*.py): the ops a model has after the passes, the
+bit-for-bit comparison against LiteRT's builtin kernels, random int8 inputs."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuc.compiler.frontend.importer import load_tflite
+from gpuc.compiler.passes import run_passes
+from helpers.litert import run_litert
+
+
+def ops_after_passes(model) -> list:
+    g = load_tflite(model).main
+    run_passes(g)
+    return [n.op for n in g.nodes]
+
+
+def exact(gpu, model, inputs, form) -> None:
+    """`model` runs its int8 op `form` and gives LiteRT's int8 outputs byte for byte."""
+    assert form in ops_after_passes(model)
+    ref = run_litert(model, inputs)
+    out = gpu.run(model, inputs)
+    for o, r in zip(out, ref):
+        assert o.dtype == r.dtype == np.int8 and o.shape == r.shape
+        bad = np.flatnonzero(o.reshape(-1) != r.reshape(-1))
+        assert bad.size == 0, f"{bad.size} of {r.size} differ, first at {bad[0]}: {o.reshape(-1)[bad[0]]} vs {r.reshape(-1)[bad[0]]}"
+
+
+def qin(rng, shape) -> np.ndarray:
+    return rng.integers(-128, 128, size=shape).astype(np.int8)

@@ -16,23 +16,13 @@ SKIP = ("CUSTOM", "DELEGATE", "PLACEHOLDER_FOR_GREATER_OP_CODES")
 HEAD = '''"""The operator versions LiteRT's interpreter runs: builtin op -> (lowest, highest) version its builtin op
 resolver registers (LiteRT 2.3; the default resolver, XNNPACK's, resolves the same).  An operator code with a
 version outside its range makes LiteRT refuse the model as it loads ("Didn't find op for builtin opcode"), and
-the importer refuses it the same way.  Ops LiteRT has no kernel for (most StableHLO ops, CALL,
-CONCAT_EMBEDDINGS) are not listed: gpuc's own lowerings take their versions.
+the importer refuses it the same way (compiler/frontend/importer.py).  Ops LiteRT has no kernel for (most
+StableHLO ops, CALL, CONCAT_EMBEDDINGS) are not listed: gpuc's own lowerings take their versions.
 
 Written by scripts/litert_versions.py (one one-op model per op and version); do not edit.
 """
 from __future__ import annotations
 
-'''
-TAIL = '''
-
-def reason(op: str, version: int) -> str | None:
-    """Why LiteRT refuses builtin `op` at `version`, or None."""
-    lo_hi = VERSIONS.get(op)
-    if lo_hi is None or lo_hi[0] <= version <= lo_hi[1]:
-        return None
-    runs = f"versions {lo_hi[0]}..{lo_hi[1]}" if lo_hi[0] < lo_hi[1] else f"version {lo_hi[0]}"
-    return f"{op} version {version} is not one LiteRT runs (it runs {runs})"
 '''
 
 
@@ -74,7 +64,7 @@ def source(t: dict) -> str:
             cur = "   "
         cur += item
     lines.append(cur)
-    return HEAD + "VERSIONS: dict[str, tuple[int, int]] = {\n" + "\n".join(lines) + "\n}\n" + TAIL
+    return HEAD + "VERSIONS: dict[str, tuple[int, int]] = {\n" + "\n".join(lines) + "\n}\n"
 
 
 def main() -> int:

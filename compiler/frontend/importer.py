@@ -140,9 +140,11 @@ class _Importer:
             return "CUSTOM:" + (oc["custom_code"] or ""), oc["version"]
         if code not in OP_NAMES or OP_NAMES[code] == "PLACEHOLDER_FOR_GREATER_OP_CODES":
             fail(f"operator_codes[{i}].builtin_code", f"unknown builtin operator code {code}")
-        why = litert_versions.reason(OP_NAMES[code], oc["version"])      # LiteRT refuses it as it loads
-        if why:
-            fail(f"operator_codes[{i}].version", why)
+        name, version = OP_NAMES[code], oc["version"]
+        lo_hi = litert_versions.VERSIONS.get(name)       # LiteRT refuses other versions as it loads
+        if lo_hi is not None and not lo_hi[0] <= version <= lo_hi[1]:
+            runs = f"versions {lo_hi[0]}..{lo_hi[1]}" if lo_hi[0] < lo_hi[1] else f"version {lo_hi[0]}"
+            fail(f"operator_codes[{i}].version", f"{name} version {version} is not one LiteRT runs (it runs {runs})")
         return OP_NAMES[code], oc["version"]
 
     # -- buffers and tensors --------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The operator versions LiteRT's interpreter runs: builtin op -> (lowest, highest) version its builtin op
 resolver registers (LiteRT 2.3; the default resolver, XNNPACK's, resolves the same).  An operator code with a
 version outside its range makes LiteRT refuse the model as it loads ("Didn't find op for builtin opcode"), and
-the importer refuses it the same way.  Ops LiteRT has no kernel for (most StableHLO ops, CALL,
-CONCAT_EMBEDDINGS) are not listed: gpuc's own lowerings take their versions.
+the importer refuses it the same way (compiler/frontend/importer.py).  Ops LiteRT has no kernel for (most
+StableHLO ops, CALL, CONCAT_EMBEDDINGS) are not listed: gpuc's own lowerings take their versions.
 
 Written by scripts/litert_versions.py (one one-op model per op and version); do not edit.
 """
@@ -49,12 +49,3 @@ VERSIONS: dict[str, tuple[int, int]] = {
     "UNSORTED_SEGMENT_PROD": (1, 1), "UNSORTED_SEGMENT_SUM": (1, 1), "VAR_HANDLE": (1, 1), "WHERE": (1, 2),
     "WHILE": (1, 1), "ZEROS_LIKE": (1, 1),
 }
-
-
-def reason(op: str, version: int) -> str | None:
-    """Why LiteRT refuses builtin `op` at `version`, or None."""
-    lo_hi = VERSIONS.get(op)
-    if lo_hi is None or lo_hi[0] <= version <= lo_hi[1]:
-        return None
-    runs = f"versions {lo_hi[0]}..{lo_hi[1]}" if lo_hi[0] < lo_hi[1] else f"version {lo_hi[0]}"
-    return f"{op} version {version} is not one LiteRT runs (it runs {runs})"

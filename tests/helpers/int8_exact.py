@@ -28,3 +28,16 @@ def exact(gpu, model, inputs, form) -> None:
 
 def qin(rng, shape) -> np.ndarray:
     return rng.integers(-128, 128, size=shape).astype(np.int8)
+
+
+def conv_prefix(mb, rng, shape) -> int:
+    """An int8 input of `shape` (NHWC) through a per-channel int8 3x3 CONV_2D to 6 channels (grid 0.04, 6): the
+    int8 activation the op under test reads, so that the whole model is int8.  Returns that tensor."""
+    n, h, w, c = shape
+    x = mb.input("x", list(shape), "int8", quant=(0.05, -1))
+    ws = rng.uniform(0.002, 0.02, 6).astype(np.float32)
+    wt = mb.const("w", rng.integers(-127, 128, (6, 3, 3, c)).astype(np.int8), quant=(ws, 0, 0))
+    b = mb.const("b", rng.integers(-500, 500, 6).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
+    y = mb.tensor("h", [n, h, w, 6], "int8", quant=(0.04, 6))
+    mb.op("CONV_2D", [x, wt, b], [y], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
+    return y

@@ -14,7 +14,7 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
-from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
+from helpers.int8_exact import conv_prefix, exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
 
 I8 = "int8"
 ALL = np.arange(-128, 128, dtype=np.int8)
@@ -105,12 +105,7 @@ def test_prelu_with_constant_alpha_after_conv_bit_exact(gpu, ashape):
     the alpha read as its bytes."""
     rng = np.random.default_rng(len(ashape))
     mb = ModelBuilder()
-    x = mb.input("x", [2, 5, 4, 3], I8, quant=(0.05, -1))
-    ws = rng.uniform(0.002, 0.02, 6).astype(np.float32)
-    w = mb.const("w", rng.integers(-127, 128, (6, 3, 3, 3)).astype(np.int8), quant=(ws, 0, 0))
-    b = mb.const("b", rng.integers(-500, 500, 6).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
-    h = mb.tensor("h", [2, 5, 4, 6], I8, quant=(0.04, 6))
-    mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
+    h = conv_prefix(mb, rng, (2, 5, 4, 3))
     al = mb.const("alpha", _qin(rng, ashape), quant=(0.002, -3))
     y = mb.tensor("y", [2, 5, 4, 6], I8, quant=(0.03, 10))
     mb.op("PRELU", [h, al], [y])

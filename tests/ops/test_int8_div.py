@@ -10,7 +10,7 @@ pytest.importorskip("vulkan")
 import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
-from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
+from helpers.int8_exact import conv_prefix, exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
 
 I8 = "int8"
 
@@ -45,12 +45,7 @@ def test_div_by_constant_after_conv_stays_int8(gpu):
     """conv -> DIV by a constant int8 per-channel divisor: the whole model int8, the divisor read as its bytes."""
     rng = np.random.default_rng(7)
     mb = ModelBuilder()
-    x = mb.input("x", [1, 5, 5, 4], I8, quant=(0.05, -1))
-    ws = rng.uniform(0.002, 0.02, 6).astype(np.float32)
-    w = mb.const("w", rng.integers(-127, 128, (6, 3, 3, 4)).astype(np.int8), quant=(ws, 0, 0))
-    b = mb.const("b", rng.integers(-500, 500, 6).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
-    h = mb.tensor("h", [1, 5, 5, 6], I8, quant=(0.04, 6))
-    mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
+    h = conv_prefix(mb, rng, (1, 5, 5, 4))
     d = mb.const("d", np.array([20, -30, 50, 100, -127, 7], np.int8), quant=(0.02, 3))
     y = mb.tensor("y", [1, 5, 5, 6], I8, quant=(0.05, -4))
     mb.op("DIV", [h, d], [y], fused_activation_function="NONE")

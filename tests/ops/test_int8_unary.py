@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 from helpers.builder import ModelBuilder  # noqa: E402
-from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
+from helpers.int8_exact import conv_prefix, exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
 
 I8 = "int8"
 ALL = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
@@ -15,6 +15,16 @@ ALL = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
 
 def _grid(rng, lo, hi):
     return float(np.exp(rng.uniform(np.log(lo), np.log(hi)))), int(rng.integers(-100, 100))
+
+
+def _every_byte(gpu, op, qx, qy):
+    """One-op model over all 256 input bytes on grids qx -> qy, against LiteRT byte for byte."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 256], I8, quant=qx)
+    y = mb.tensor("y", [1, 256], I8, quant=qy)
+    mb.op(op, [x], [y])
+    mb.output(y)
+    _exact(gpu, mb.finish(), [ALL], "INT8_" + op)
 
 
 @pytest.mark.parametrize("op", ["ABS", "NEG", "ELU", "LOG"])
@@ -29,24 +39,14 @@ def test_unary_every_byte_bit_exact(gpu, op, seed):
         qy = (qx[0], qy[1]) if op == "ABS" else (qx[0] / 50, qy[1])
     elif seed == 5:
         qy = (qx[0] * 30, qy[1])
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 256], I8, quant=qx)
-    y = mb.tensor("y", [1, 256], I8, quant=qy)
-    mb.op(op, [x], [y])
-    mb.output(y)
-    _exact(gpu, mb.finish(), [ALL], "INT8_" + op)
+    _every_byte(gpu, op, qx, qy)
 
 
 @pytest.mark.parametrize("op", ["ABS", "ELU"])
 def test_unary_after_conv_stays_int8(gpu, op):
     rng = np.random.default_rng(len(op))
     mb = ModelBuilder()
-    x = mb.input("x", [1, 5, 5, 4], I8, quant=(0.05, -1))
-    ws = rng.uniform(0.002, 0.02, 6).astype(np.float32)
-    w = mb.const("w", rng.integers(-127, 128, (6, 3, 3, 4)).astype(np.int8), quant=(ws, 0, 0))
-    b = mb.const("b", rng.integers(-500, 500, 6).astype(np.int32), quant=(np.float32(0.05) * ws, 0, 0))
-    h = mb.tensor("h", [1, 5, 5, 6], I8, quant=(0.04, 6))
-    mb.op("CONV_2D", [x, w, b], [h], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
+    h = conv_prefix(mb, rng, (1, 5, 5, 4))
     y = mb.tensor("y", [1, 5, 5, 6], I8, quant=(0.03, -20))
     mb.op(op, [h], [y])
     mb.output(y)
@@ -71,9 +71,4 @@ def test_lut_tables_follow_glibc(gpu, op, qx):
 @pytest.mark.parametrize("op,qx,qy", [("LOG", (1.0, -128), (1e-9, 0)), ("ELU", (1.0, 0), (1e-8, 0))])
 def test_lut_values_past_int32_saturate(gpu, op, qx, qy):
     """Table values past 2^31 on the output grid give 127, as LiteRT's build converts them."""
-    mb = ModelBuilder()
-    x = mb.input("x", [1, 256], I8, quant=qx)
-    y = mb.tensor("y", [1, 256], I8, quant=qy)
-    mb.op(op, [x], [y])
-    mb.output(y)
-    _exact(gpu, mb.finish(), [ALL], "INT8_" + op)
+    _every_byte(gpu, op, qx, qy)

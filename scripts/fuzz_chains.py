@@ -74,15 +74,19 @@ class Chain:
     def pick(self, seq):
         return seq[int(self.rng.integers(len(seq)))]
 
+    def away_from_zero(self, x, shape) -> int:
+        """abs(x) + 0.5: an operand for ops defined on positive values (SQRT, LOG, a divisor, POW's base)."""
+        a = self.t(shape)
+        self.mb.op("ABS", [x], [a])
+        b = self.t(shape)
+        self.mb.op("ADD", [a, self.const(np.full([1] * len(shape), 0.5, np.float32))], [b], fused_activation_function="NONE")
+        return b
+
 
 def _unary(c: Chain, x, shape):
     op = c.pick(UNARY + POSITIVE)
     if op in POSITIVE:
-        a = c.t(shape)
-        c.mb.op("ABS", [x], [a])
-        b = c.t(shape)
-        c.mb.op("ADD", [a, c.const(np.full([1] * len(shape), 0.5, np.float32))], [b], fused_activation_function="NONE")
-        x = b
+        x = c.away_from_zero(x, shape)
     y = c.t(shape)
     opts = {"alpha": float(c.rng.uniform(0.01, 0.5))} if op == "LEAKY_RELU" else {}
     if op == "GELU":
@@ -107,11 +111,7 @@ def _binary(c: Chain, x, shape):
     else:
         other = c.input(os_)
         if op == "DIV":                                   # a divisor away from zero
-            a = c.t(os_)
-            c.mb.op("ABS", [other], [a])
-            b = c.t(os_)
-            c.mb.op("ADD", [a, c.const(np.full([1] * len(os_), 0.5, np.float32))], [b])
-            other = b
+            other = c.away_from_zero(other, os_)
     ins = [other, x] if c.rng.random() < 0.3 else [x, other]
     out = list(np.broadcast_shapes(tuple(shape), tuple(os_)))
     y = c.t(out)

@@ -220,10 +220,7 @@ def _arith(c, x, shape):
         c.mb.op(op, ins, [y])
         return y, shape
     if op == "POW":            # a positive base, exponents small
-        a = c.t(shape)
-        c.mb.op("ABS", [x], [a])
-        b = c.t(shape)
-        c.mb.op("ADD", [a, c.const(np.full([1] * len(shape), 0.5, np.float32))], [b], fused_activation_function="NONE")
+        b = c.away_from_zero(x, shape)
         e = c.const(c.rng.choice([-2.0, -0.5, 0.5, 1.0, 2.0, 3.0], [1] * len(shape)).astype(np.float32)
                     if c.rng.random() < 0.5 else c.uniform(shape, -2, 2))
         y = c.t(shape)

@@ -145,7 +145,7 @@ class _Importer:
         if lo_hi is not None and not lo_hi[0] <= version <= lo_hi[1]:
             runs = f"versions {lo_hi[0]}..{lo_hi[1]}" if lo_hi[0] < lo_hi[1] else f"version {lo_hi[0]}"
             fail(f"operator_codes[{i}].version", f"{name} version {version} is not one LiteRT runs (it runs {runs})")
-        return OP_NAMES[code], oc["version"]
+        return name, version
 
     # -- buffers and tensors --------------------------------------------------------------------
     def _buffer(self, idx: int, where: str):

@@ -42,19 +42,25 @@ def subgroups(d: int, dv: int) -> int | None:
     return next((s for s in (4, 2, 1) if smem_bytes(s, d, dv) <= BIG_SMEM), None)
 
 
-def fits(d: dict) -> bool:
-    """Whether an attention kernel with defines `d` has this form."""
-    return (d.get("NBIAS", 0) == 0 and d["D"] % 16 == 0 and d["DV"] % 16 == 0 and d["D"] <= MAX_D
-            and d["DV"] <= MAX_D and subgroups(d["D"], d["DV"]) is not None)
+def _subgroups_for(d: int, dv: int, nbias: int) -> int | None:
+    """subgroups() for an attention of this form, or None where attention_cm.comp cannot take it (bias or mask
+    operands, head sizes not multiples of 16 or over MAX_D, no plan within BIG_SMEM)."""
+    if nbias or d % 16 or dv % 16 or max(d, dv) > MAX_D:
+        return None
+    return subgroups(d, dv)
+
+
+def _qblocks(n: int, nsg: int) -> int:
+    return -(-n // (16 * nsg))
 
 
 def cm_kernel(k, emulate: bool = False):
     """The attention_cm kernel for attention kernel `k` (same bindings), or None where it does not fit."""
     d = k.defines
-    if not fits(d):
+    nsg = _subgroups_for(d["D"], d["DV"], d.get("NBIAS", 0))
+    if nsg is None:
         return None
-    nsg = subgroups(d["D"], d["DV"])
-    qblocks = -(-d["N"] // (16 * nsg))
+    qblocks = _qblocks(d["N"], nsg)
     defines = {key: d[key] for key in KEEP}
     defines.update(NSG=nsg, BK=BK, QBLOCKS=qblocks, NWG=d["NBATCH"] * qblocks, CM_EMULATE=int(emulate))
     return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=defines["NWG"] * SG * nsg,
@@ -65,13 +71,13 @@ def variants(n: int, d: int, dv: int, nbatch: int, nbias: int) -> list:
     """[the coopmat variant] of an attention dispatch of this form ([] where it has none): taken wherever the
     device has the cooperative matrices when its workgroups fill the GPU MIN_WAVES times over, else only a
     `measured` candidate (runtime/tuning.py times it against attention.comp at load)."""
-    if current().precision != "fp16" or nbias or d % 16 or dv % 16 or max(d, dv) > MAX_D or subgroups(d, dv) is None:
+    nsg = _subgroups_for(d, dv, nbias)
+    if current().precision != "fp16" or nsg is None:
         return []
     if current().coopmat_emulate:
         return [KernelVariant("coopmat", EMULATED_REQUIRES, lambda k: cm_kernel(k, True))]
-    nsg = subgroups(d, dv)
     need = REQUIRES if smem_bytes(nsg, d, dv) <= WG_SMEM else dict(REQUIRES, shared_memory=BIG_SMEM)
-    groups = nbatch * -(-n // (16 * nsg))
+    groups = nbatch * _qblocks(n, nsg)
     return [KernelVariant("coopmat", need, cm_kernel, measured=groups < MIN_WAVES * GPU_SMS)]
 
 

@@ -9,9 +9,8 @@ import dataclasses
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import gemm_split
+from gpuc.compiler.ops import gemm_split, grouped_conv
 from gpuc.compiler.ops.epi_chain import apply_chain
-from gpuc.compiler.ops import grouped_conv
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
 from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, ln_reserve_bytes, small_m_variants, split_variants
 from gpuc.compiler.ops.gemm_plan import WG_SMEM, gemm_cost, plan_gemm

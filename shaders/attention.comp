@@ -49,7 +49,7 @@ shared float sRed[NT];              // the row statistics' partial max / sum
 shared int sLive[3];                // per tile (3 in turn): some (row, key) is not masked
 #endif
 
-#define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
+// @include view_off.glsl
 
 int tid;
 

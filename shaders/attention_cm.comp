@@ -51,7 +51,7 @@ shared float16_t sP[NSG * 16 * SPP];
 shared float sRed[NT];
 shared float sRow[BQ];               // per row: the tile's rescale factor, at the end 1 / sum
 
-#define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
+// @include view_off.glsl
 
 // The softmax's steps touch only the subgroup's own rows: on the device a subgroup barrier orders them and
 // the two invocations of a row trade their partial max and sum by a shuffle (emulated: workgroup barriers

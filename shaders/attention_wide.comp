@@ -39,7 +39,7 @@ shared vec4 sP[BK * (BQ / 4)];      // probabilities [key][row / 4]; the row max
 shared int sLive[3];
 #endif
 
-#define VIEW_OFF(res, T, NTERMS, x) { res = 0; for (int t_ = 0; t_ < NTERMS; ++t_) res += ((x) / T[3 * t_] % T[3 * t_ + 1]) * T[3 * t_ + 2]; }
+// @include view_off.glsl
 
 // Stage loads into registers (every value at once) and register stores into shared memory; tid, r0 = tid / 64,
 // cl = tid % 64, j0, the view offsets and the register arrays kr / qr / vr in scope.

@@ -572,28 +572,7 @@ void ln_finish() {
 #endif
 
 // @include epi_chain.glsl
-// The epilogue before the chain, on the sum v with its bias element b and residual element r (either unused
-// without HAS_BIAS / RESIDUAL): `finish` and the cooperative-matrix register epilogue both apply it.
-float gemm_epi(float v, float b, float r) {
-#if HAS_BIAS
-    v += b;
-#endif
-    v = gpuc_act(v);
-#if RESIDUAL
-    v = gpuc_apply(v + r, ACT2);
-#endif
-    return v;
-}
-#if HAS_BIAS
-#define BIAS_AT(col) LD(bias, col)
-#else
-#define BIAS_AT(col) 0.0
-#endif
-#if RESIDUAL
-#define RES_AT(o) LD(res, o)
-#else
-#define RES_AT(o) 0.0
-#endif
+// @include gemm_epi.glsl
 
 void finish(int m, int n, int g, float v) {
     if (m < GM && n < GN) {

@@ -4,20 +4,16 @@
 // output pixels of one row; output channel oc of group g = oc / GN reads input channels g * CIG ..
 // g * CIG + CIG - 1; the weights are the gemm's [GROUPS][GK][GNP] (k = (ky, kx, ci)), read as 4 columns
 // of one k.  Per tap and input channel the 4 weights are loaded once and applied to the PX pixels.
-// Epilogue as gemm.comp's `finish`: + bias, ACT, RESIDUAL (ACT2), EPI_CHAIN.  Sums in (ky, kx, ci)
+// Epilogue as gemm.comp's `finish` (gemm_epi.glsl, then EPI_CHAIN).  Sums in (ky, kx, ci)
 // order, as the gemm's.
 // Defines: N H W OH OW KW KH SH SW DH DW PT PL GN GK GROUPS CIG LDA LDC GNP PX OXB CG (= ceil(LDC / 4))
 //          HAS_BIAS ACT RESIDUAL ACT2 EPI_CHAIN
 // @include epi_chain.glsl
 
+// @include gemm_epi.glsl
+
 float grouped_epi(float v, int col, int o) {
-#if HAS_BIAS
-    v += LD(bias, col);
-#endif
-    v = gpuc_act(v);
-#if RESIDUAL
-    v = gpuc_apply(v + LD(res, o), ACT2);
-#endif
+    v = gemm_epi(v, BIAS_AT(col), RES_AT(o));
 #if EPI_CHAIN
     v = epi_chain(o, v);                         // a fused elementwise chain (epi_chain.glsl)
 #endif

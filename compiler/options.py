@@ -12,6 +12,7 @@ around the call, else the defaults.  Code that runs outside any `using` (a test 
 `gpuc inspect`) gets `current()` = the environment's options, rebuilt only when those variables change.
 
 The plan overrides (dw_plan, cm2_plan, split_k, split_k_conv, reg_factor, coopmat_*, attention_prefetch,
+attention_split,
 int8_measured, ew_vectors, copy_words) replace what used to be module globals that benchmarks and tests assigned; None keeps the
 planner's own choice (the module's default).
 
@@ -68,6 +69,8 @@ class CompileOptions(Record):
                                                "carries (default gemm_coopmat.MID_CANDIDATES)"),
         ("attention_prefetch", None, None, "attention_wide.comp: the next stage's loads in flight (PF) "
                                            "(default ops/attention.py WIDE_PREFETCH)"),
+        ("attention_split", None, None, "attention.comp: key tiles split this many ways across workgroups (1: "
+                                        "none; default ops/attention.py key_split)"),
         ("ew_vectors", None, None, "fused elementwise kernels: vec4 groups per invocation (0: the scalar form, "
                                    "1 or 2; default ops/ew_fused.py VECS)"),
         ("copy_words", None, None, "gather copies: 4-element words per invocation tried, in order of preference "
@@ -167,8 +170,10 @@ def _check(o: CompileOptions) -> None:
     if o.copy_words is not None and (not isinstance(o.copy_words, tuple) or len(set(o.copy_words)) != len(o.copy_words)
                                      or any(isinstance(w, bool) or w not in (1, 2) for w in o.copy_words)):
         bad("copy_words", "must be None or a tuple of distinct words per invocation from {1, 2} (() for scalar only)")
-    if o.split_k is not None and (isinstance(o.split_k, bool) or not isinstance(o.split_k, int) or o.split_k < 1):
-        bad("split_k", "must be None or an integer >= 1")
+    for name in ("split_k", "attention_split"):
+        v = getattr(o, name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            bad(name, "must be None or an integer >= 1")
     if o.reg_factor is not None and (isinstance(o.reg_factor, bool) or not isinstance(o.reg_factor, (int, float))
                                      or not o.reg_factor > 0):
         bad("reg_factor", "must be None or a number > 0")

@@ -22,13 +22,21 @@
 // unfused ops too (scores below -0.8 MASKED against a max above -0.1 MASKED), for products under
 // MASKED / 10 in magnitude; a NaN or Inf product or value under such a mask is not seen (the unfused
 // ops would make the row NaN).  A causal mask's keys past a block's last query cost one bias read.
-// Defines: N M D DV NBATCH QBLOCKS NWG BETA RQ BQ CK BK CV DC QCHUNKS VK SKV_SIZE
+// KSPLIT > 1 (few workgroups: a batch-1 vision transformer's 12 heads x 13 row blocks): the key tiles are
+// split KSPLIT ways across workgroups (workgroup index = (block, batch) * KSPLIT + part); each writes its
+// rows' unnormalised partial [m, l, acc[DV]] to out_ (float32, row (b * N + i) * KSPLIT + part, DV + 2 wide)
+// and shaders/attention_merge.comp rescales and sums the parts into the output view.
+// Defines: N M D DV NBATCH QBLOCKS NWG BETA RQ BQ CK BK CV DC QCHUNKS VK SKV_SIZE KSPLIT
 //          Q_T[] Q_NT Q_SR Q_SC Q_CFAST Q_OFF K_T[] K_NT K_SJ K_SC K_CFAST K_OFF
 //          V_T[] V_NT V_SJ V_SC V_CFAST V_OFF O_T[] O_NT O_SR O_SC
 //          SC[] Q_STEPS K_STEPS SCORE_STEPS NBIAS B_T[] B_FIRST[] B_NT[] B_SJ[] SKIP_BIAS SKIP_SIGN
 //          SKIP_LD (the mask's value at row a, key j)
 // @include ew_math.glsl
 #define MASKED 1.0e30
+#ifndef KSPLIT
+#define KSPLIT 1
+#endif
+#define KTILES ((M + BK - 1) / BK)
 #define TX 8
 #define TY 16
 #define NT (TX * TY)
@@ -102,7 +110,10 @@ void load_v(int voff, int j0) {
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
+    int ks = wg % KSPLIT;                        // this workgroup's part of the key tiles
+    wg /= KSPLIT;
     int qb = wg % QBLOCKS, b = wg / QBLOCKS;
+    int j_end = min(M, (ks + 1) * KTILES / KSPLIT * BK);
     int i0 = qb * BQ;
     int qoff, koff, voff;
     VIEW_OFF(qoff, Q_T, Q_NT, b)
@@ -138,7 +149,7 @@ void main() {
     barrier();
     int turn = 0;
 #endif
-    for (int j0 = 0; j0 < M; j0 += BK) {
+    for (int j0 = ks * KTILES / KSPLIT * BK; j0 < j_end; j0 += BK) {
 #if SKIP_BIAS >= 0
         {                                        // flag tile t in sLive[t % 3], clear the next one
             bool live = !(m_run > -0.1 * MASKED);
@@ -232,6 +243,23 @@ void main() {
             barrier();
         }
     }
+#if KSPLIT > 1
+    if (part == 0 && i0 + srow < N) {
+        int base = ((b * N + i0 + srow) * KSPLIT + ks) * (DV + 2);
+        ST(out_, base, m_run);
+        ST(out_, base + 1, l_run);
+    }
+    for (int a = 0; a < RQ; ++a) {
+        int i = i0 + ty + TY * a;
+        if (i >= N) continue;
+        int base = ((b * N + i) * KSPLIT + ks) * (DV + 2) + 2;
+        for (int u = 0; u < CV; ++u) {
+            int c = tx + TX * u;
+            if (c < DV) ST(out_, base + c, acc[a][u]);
+        }
+    }
+    return;
+#endif
     if (part == 0) sAl[srow] = l_run > 0.0 ? 1.0 / l_run : EW_NAN;    // NaN sum, or a row of -inf only
     barrier();
     for (int a = 0; a < RQ; ++a) {

@@ -32,6 +32,18 @@ VARIANTS = {
                        SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])"),
                   {"QCHUNKS": [1, 2], "Q_CFAST": [0, 1], "K_CFAST": [0, 1], "V_CFAST": [0, 1], "SKIP_BIAS": [-1, 0]},
                   ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=TX * TY)),
+    "attention:ksplit": (dict(N=5, M=30, D=20, DV=6, NBATCH=2, QBLOCKS=1, NWG=6, BETA=1.0, RQ=1, BQ=16, CK=1, BK=8,
+                              CV=1, DC=20, QCHUNKS=1, VK=8, SKV_SIZE=168, KSPLIT=3, Q_T=[1, 2, 100], Q_NT=1, Q_SR=20,
+                              Q_SC=1, Q_CFAST=1, K_T=[1, 2, 600], K_NT=1, K_SJ=20, K_SC=1, K_CFAST=1, V_T=[1, 2, 180],
+                              V_NT=1, V_SJ=6, V_SC=1, V_CFAST=1, SC=[0.5], Q_OFF=0, K_OFF=0, V_OFF=0, O_T=[1, 2, 30],
+                              O_NT=1, O_SR=6, O_SC=1, Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="", NBIAS=1,
+                              B_T=[1, 5, 30], B_FIRST=[0], B_NT=[1], B_SJ=[1],
+                              SCORE_STEPS="x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0]));", SKIP_BIAS=0,
+                              SKIP_SIGN=1, SKIP_LD="LD(bias0, bo[0][a] + j * B_SJ[0])"),
+                         {"SKIP_BIAS": [-1, 0]}, ["out_", "q", "k", "v", "bias0"], {"out_": "float32"},
+                         lambda d: dict(local_x=TX * TY)),
+    "attention_merge": (dict(N=5, DV=6, NBATCH=2, KSPLIT=3, BETA=1.0, O_T=[1, 2, 30], O_NT=1, O_SR=6,
+                             O_SC=1), {}, ["out_", "x"], {"x": "float32"}, lambda d: dict(local_x=64)),
     "attention_wide": (dict(N=40, M=300, D=20, DV=6, NBATCH=2, QBLOCKS=2, NWG=4, BETA=1.0,
                             Q_T=[1, 2, 800], Q_NT=1, Q_SR=20, Q_SC=1, K_T=[1, 2, 6000], K_NT=1, K_SJ=20, K_SC=1,
                             V_T=[1, 2, 1800], V_NT=1, V_SJ=6, V_SC=1, SC=[0.5, 2.0], Q_OFF=0, K_OFF=0, V_OFF=0,
@@ -51,6 +63,24 @@ WIDE_PREFETCH = 0        # attention_wide.comp PF=1: the next stage's loads in f
 #   Off: 2-5% faster on the H100 at T512 KV1024 (benchmarks/prefill_attention.py --prefetch 1,0, GPU us
 #   PF0 vs PF1): 14 query / 2 KV heads of 64, positions 0..511 100.9 vs 103.6, 512..1023 212.4 vs 218.4;
 #   12 / 2 heads of 128 122.8 vs 128.5, 321.1 vs 327.5.  The PF path stays for that A/B.
+
+
+SPLIT_FILL = 528         # workgroups worth having in flight (4 per SM of an H100) ...
+MAX_SPLIT = 8            # ... which a grid of fewer gets by splitting its key tiles up to this many ways
+
+
+def key_split(groups: int, ktiles: int) -> int:
+    """attention.comp's KSPLIT for a grid of `groups` workgroups over `ktiles` key tiles: with fewer than
+    FILL_GROUPS workgroups (a batch-1 vision transformer: 12 heads x 13 row blocks) each one walks its keys
+    alone, one tile after another, and most SMs idle; split into parts of at least one tile towards
+    SPLIT_FILL workgroups, plus a merge dispatch (shaders/attention_merge.comp).
+    CompileOptions.attention_split fixes it (at most ktiles)."""
+    force = current().attention_split
+    if force is not None:
+        return max(1, min(force, ktiles))
+    if groups >= FILL_GROUPS or ktiles < 2:
+        return 1
+    return min(ktiles, MAX_SPLIT, -(-SPLIT_FILL // groups))
 
 
 def wide(n: int, m: int, d: int, dv: int) -> bool:
@@ -186,14 +216,25 @@ def lower_attention(node, graph):
         defines.update(wide_chunks(d, dv))
         return [Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
                        flops=2 * nb * n * m * (d + dv), variants=cm)]
-    return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
-                   flops=2 * nb * n * m * (d + dv), variants=cm)]
+    ks = 1 if cm else key_split(nb * qblocks, -(-m // (TX * ck)))
+    if ks == 1:
+        return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
+                       flops=2 * nb * n * m * (d + dv), variants=cm)]
+    part = graph.add_tensor(f"{y.name}/ksplit{ks}", (nb * n * ks, dv + 2), "float32")
+    split = Kernel("attention", [("out_", part)] + binds[1:], nb * qblocks * ks * TX * TY,
+                   dict(defines, KSPLIT=ks, NWG=nb * qblocks * ks), node.label(), local_x=TX * TY,
+                   flops=2 * nb * n * m * (d + dv))
+    merge = Kernel("attention_merge", [("out_", y.id), ("x", part)], nb * n * dv,
+                   dict(N=n, DV=dv, NBATCH=nb, KSPLIT=ks, BETA=float(a["beta"]),
+                        **{k: defines[k] for k in ("O_T", "O_NT", "O_SR", "O_SC")}), node.label(), local_x=64)
+    return [split, merge]
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------
 _MADE = Why("an internal op the fusion passes make after shapes are propagated and the graph batched")
 declare("ATTENTION", shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("attention", "attention_wide", "attention_cm"), flops=rules.per_output,
+        fp16=NEUTRAL, in_place=False, templates=("attention", "attention_wide", "attention_cm", "attention_merge"), flops=rules.per_output,
         cpu=Why("internal op: no CPU kernel (the unfused ops have theirs)"))
 template("attention", item_major=False, flat=False)
 template("attention_wide", item_major=False, flat=False)
+template("attention_merge", item_major=False, flat=True)

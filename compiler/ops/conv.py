@@ -220,6 +220,8 @@ def _fc_sym(node, graph, values=None):
     x, w = D.in_shapes(node, graph)[:2]
     if D.is_dyn(x[-1]):
         D.refuse(node, graph, "a dynamic input depth (the weights fix it)")
+    if node.attrs.get("out_shape"):
+        return [list(node.attrs["out_shape"])]
     if node.attrs.get("keep_num_dims"):
         return [x[:-1] + [w[0]]]
     return [[S.prod(x[:-1]), w[0]]]
@@ -229,6 +231,8 @@ def _fc_shape(node, vals, graph, need=None):
     x = vals[0]
     n, k = graph.t(node.inputs[1]).shape[0], graph.t(node.inputs[1]).shape[-1]
     shape = list(x.shape[:-1]) + [n] if node.attrs.get("keep_num_dims") else [x.size // k, n]
+    if node.attrs.get("out_shape") and np.prod(node.attrs["out_shape"]) == np.prod(shape):
+        shape = list(node.attrs["out_shape"])      # a residual ADD's shape, set by passes/fusion.py
     return [rules.placeholder(shape, rules.out_dtype(node, graph))]
 
 

@@ -346,7 +346,20 @@ def _plan_variants(M: int, N: int, K: int, G: int) -> list:
         out.append(KernelVariant("coopmat", dict(REQUIRES, shared_memory=BIG_SMEM) if big else REQUIRES,
                                  lambda k, p=p, lim=BIG_SMEM if big else WG_SMEM: coopmat_kernel(k, lim, p),
                                  f16_bindings=("x", "w"), measured=True))
+    if underfilled(M, N, K, G):          # few big tiles: the small-M plans too, measured
+        out += _measured(small_candidates(M, N, K, G))
     return out
+
+
+def underfilled(M: int, N: int, K: int, G: int) -> bool:
+    """Whether the cost model's plan leaves SMs idle: fewer tiles than GPU_SMS (a batch-1 transformer's FC of
+    197 rows and K = 3072 took 12 tiles of 128 x 128, 116 us on the H100, where coop_cost, which charges a
+    lone tile as a fraction of a full SM, saw no loss), and the small-M plans' 16x16x16 blocks are mostly
+    real work (small_m's conditions but `worthwhile`)."""
+    p = plan_coopmat(M, N, K, G, BIG_SMEM)
+    o = current()
+    return (-(-M // p.BM) * -(-N // p.BN) * G < GPU_SMS and _switch(o.coopmat_small_m, SMALL_M)
+            and o.tune_candidates > 0 and min(N, K) >= 32 and M >= 16)
 
 _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, FQ_SCALE=0.0235, FQ_ZP=-5,
           FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127, FQM=1,

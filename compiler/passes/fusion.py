@@ -43,11 +43,20 @@ def _own_act(p: Node) -> int:
     return act_code(p, ignore=() if p.op == "FULLY_CONNECTED" else (4, 5))
 
 
+def _fc_rows(g, p: Node, y) -> bool:
+    """An FC whose result is y's elements in y's order, in another shape: rows of N either way (a
+    converter's rank-2 FC, [197, 768], added to a rank-3 residual [1, 197, 768]).  Static shapes only."""
+    out = g.t(p.outputs[0]).shape
+    return (p.op == "FULLY_CONNECTED" and len(y.shape) >= 1 and len(out) >= 1
+            and all(isinstance(d, (int, np.integer)) for d in (*out, *y.shape))
+            and out[-1] == y.shape[-1] and int(np.prod(out)) == int(np.prod(y.shape)))
+
+
 def _add_fits(m, match) -> bool:
     g, p, add, res = m.g, match["p"], match["add"], match["res"]
     y = g.t(add.outputs[0])
-    return g.t(p.outputs[0]).shape == y.shape and g.t(res).shape == y.shape and not g.t(res).is_const \
-        and g.nodes.index(m.prod.get(g.storage(res), p)) <= g.nodes.index(p)
+    return (g.t(p.outputs[0]).shape == y.shape or _fc_rows(g, p, y)) and g.t(res).shape == y.shape \
+        and not g.t(res).is_const and g.nodes.index(m.prod.get(g.storage(res), p)) <= g.nodes.index(p)
 
 
 ADD_EPILOGUE = Op("ADD", Op(EPILOGUE_OPS, name="p", uses=1, where=lambda m, n: n.epilogue.residual is None),
@@ -57,6 +66,9 @@ ADD_EPILOGUE = Op("ADD", Op(EPILOGUE_OPS, name="p", uses=1, where=lambda m, n: n
 
 def _add_residual(graph: Graph, match) -> None:
     p, add = match["p"], match["add"]
+    y = graph.t(add.outputs[0])
+    if graph.t(p.outputs[0]).shape != y.shape:
+        p.attrs["out_shape"] = list(y.shape)      # (an FC now writing the ADD's shape: ops/conv.py _fc_shape)
     p.epilogue.act = _own_act(p)
     p.epilogue.residual = match["res"]
     p.epilogue.act2 = act_code(add)

@@ -62,8 +62,11 @@ VARIANTS = [
 ]
 
 
+@pytest.mark.parametrize("split", [1, 3])
 @pytest.mark.parametrize("kw", VARIANTS, ids=[str(i) for i in range(len(VARIANTS))])
-def test_variant_is_one_dispatch_and_matches_litert(kw):
+def test_variant_is_one_dispatch_and_matches_litert(kw, split):
+    """One dispatch (split = 1); with the key tiles split 3 ways across workgroups (at most one part a
+    tile), a merge dispatch more where there are several tiles, the same results."""
     model, shapes = attention_model(**kw)
     ops = ops_after_passes(model)
     assert ops.count("ATTENTION") == 1
@@ -71,12 +74,26 @@ def test_variant_is_one_dispatch_and_matches_litert(kw):
     if kw.get("q_form") == "heads" or kw.get("k_form") == "transpose" or kw.get("out_form") == "merge":
         assert ops == ["ATTENTION"]         # head split, K's transpose, head merge: read / written through
     xs = inputs_for(shapes, kw.get("mask"))
-    outs, n = run(model, xs)
-    assert n == 1 + sum(op != "ATTENTION" for op in ops)
+    outs, n = run(model, xs, attention_split=split)
+    base = 1 + sum(op != "ATTENTION" for op in ops)
+    assert n == base if split == 1 else n in (base, base + 1)
     close_to_litert(outs, model, xs)
-    off, n_off = run(model, xs, disable_passes=["fuse_attention"])
-    assert n_off > n
-    close_to_litert(off, model, xs)
+    if split == 1:
+        off, n_off = run(model, xs, disable_passes=["fuse_attention"])
+        assert n_off > n
+        close_to_litert(off, model, xs)
+
+
+@pytest.mark.parametrize("kw", [dict(b=1, h=2, n=70, m=45, d=80, dv=96), dict(b=1, h=1, n=50, m=77, d=128, mask="keys"),
+                                dict(b=3, h=2, n=6, m=90, d=4, mask="neg_inf")])
+def test_few_workgroups_split_the_keys(kw):
+    """A grid of few workgroups over several key tiles (ops/attention.py key_split) splits them: two
+    dispatches, results as LiteRT's, -inf masks included."""
+    model, shapes = attention_model(**kw)
+    xs = inputs_for(shapes, kw.get("mask"))
+    outs, n = run(model, xs)
+    assert n == 2
+    close_to_litert(outs, model, xs)
 
 
 @pytest.mark.parametrize("kw", [dict(mask="heads"), dict(b=1, h=2, n=70, d=64, k_form="transpose")])
@@ -171,10 +188,12 @@ def test_disable_pass_keeps_the_chain():
     assert "ATTENTION" not in ops and ops.count("BATCH_MATMUL") == 2 and "SOFTMAX" in ops
 
 
-def test_nan_inf_as_the_unfused_ops():
+@pytest.mark.parametrize("split", [1, 4])
+def test_nan_inf_as_the_unfused_ops(split):
     """Non-finite scores as the unfused program (BATCH_MATMUL, ADD, SOFTMAX, BATCH_MATMUL) gives them:
     a NaN or +inf score makes its row NaN, -inf scores weigh 0 (also when a whole first tile of keys
-    is -inf), a row of -inf only is NaN, a NaN in V reaches its column.  LiteRT agrees except where
+    is -inf), a row of -inf only is NaN, a NaN in V reaches its column; with the key tiles split
+    across workgroups too (a part of -inf scores only weighs 0 in the merge).  LiteRT agrees except where
     its ADD turns +-inf into +-FLT_MAX (a row masked to -inf everywhere gives uniform weights there,
     a +inf score a one-hot row): those rows are compared with the unfused program only."""
     model, shapes = attention_model(b=1, h=2, n=6, m=40, d=8, scale=None, mask="runtime")
@@ -186,8 +205,8 @@ def test_nan_inf_as_the_unfused_ops():
     q[0, 1, 5, 0] = np.inf                         # scores of +-inf from the product
     v[0, 1, 10, 2] = np.nan
     xs = [q, k, v, mask]
-    outs, n = run(model, xs)
-    assert n == 1
+    outs, n = run(model, xs, attention_split=split)
+    assert n == (1 if split == 1 else 2)             # (split: 2 tiles of 32 keys, one a part; then the merge)
     off, _ = run(model, xs, disable_passes=["fuse_attention"])
     np.testing.assert_array_equal(np.isnan(outs[0]), np.isnan(off[0]))
     assert np.isnan(outs[0][0, 0, 1]).all() and np.isnan(outs[0][0, 1, 3]).all() and np.isnan(outs[0][0, 1, 4]).all()

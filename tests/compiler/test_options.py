@@ -23,7 +23,7 @@ NON_DEFAULT = {
     "verify_passes": True, "break_op": "RELU6", "coopmat_emulate": True, "fp16_plain_gemms": True,
     "dynamic_debug": 2, "dw_plan": DwPlan(1, 2, 4), "cm2_plan": Cm2Plan(32, 32, 16, 128), "split_k": 4,
     "reg_factor": 1, "coopmat_vec8": False, "coopmat_direct": False, "coopmat_reg_chain": True,
-    "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True,
+    "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True, "attention_split": 2,
     "int8_measured": False, "int8_emulate": True, "split_k_conv": False, "blockwise_kernel": False,
     "ew_vectors": 0, "copy_words": (),
 }
@@ -128,6 +128,7 @@ def test_precedence(monkeypatch):
                                           ({"tune_candidates": -1}, "tune_candidates"),
                                           ({"coopmat_mid_candidates": -1}, "coopmat_mid_candidates"),
                                           ({"attention_prefetch": 1}, "attention_prefetch"),
+                                          ({"attention_split": 0}, "attention_split"),
                                           ({"split_k_conv": "no"}, "split_k_conv"),
                                           ({"blockwise_kernel": "yes"}, "blockwise_kernel"),
                                           ({"ew_vectors": 4}, "ew_vectors"), ({"ew_vectors": True}, "ew_vectors"),

@@ -51,6 +51,34 @@ def test_residual_not_fused_when_conv_output_is_reused():
     assert [n.op for n in graph.nodes] == ["CONV_2D", "ADD"]
 
 
+@pytest.mark.parametrize("items", [1, 3])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_rank2_fc_added_to_rank3_residual_fuses_as_residual(precision, items):
+    """A converter's FC without keep_num_dims ([T, N]) added to a [1, T, N] residual: the same elements in
+    the same order, so the ADD becomes the gemm's residual epilogue (not a chain, which keeps the
+    workgroup-scope tensor-core kernel out); results as LiteRT's, batched too."""
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 5, 8])
+    r = mb.input("r", [1, 5, 12])
+    a = mb.tensor("a", [5, 12])
+    mb.op("FULLY_CONNECTED", [x, mb.const("w", rnd((12, 8), 3)), mb.const("b", rnd((12,), 4))], [a],
+          keep_num_dims=False)
+    y = mb.tensor("y", [1, 5, 12])
+    mb.op("ADD", [a, r], [y], fused_activation_function="RELU")
+    mb.output(y)
+    model = mb.finish()
+    graph = load_tflite(model).main
+    run_passes(graph)
+    [fc] = graph.nodes
+    assert fc.op == "FULLY_CONNECTED" and fc.epilogue.residual == r and not fc.epilogue.chain
+    xs = [rnd((items, 5, 8), 5), rnd((items, 5, 12), 6)]
+    refs = [run_litert(model, [xs[0][i:i + 1], xs[1][i:i + 1]])[0] for i in range(items)]
+    with gpuc.load(gpuc.compile(model, cache=False, precision=precision, max_batch=items)) as m:
+        out = m.run(xs)[0]
+    tol = 1e-5 if precision == "fp32" else 1e-2
+    np.testing.assert_allclose(out, np.concatenate(refs), rtol=tol, atol=tol * np.abs(np.concatenate(refs)).max())
+
+
 def test_unknown_pass_is_a_clear_error():
     from gpuc.errors import GpucError
     with pytest.raises(GpucError, match="unknown pass"):

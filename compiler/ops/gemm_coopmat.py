@@ -455,15 +455,16 @@ def small_candidates(M: int, N: int, K: int, G: int) -> list:
     return small_plans(M, N, K, G, max(o.tune_candidates, 1) + 1) + small_plans(M, N, K, G, mid, MID_PLANS)
 
 
-def split_variants(M: int, N: int, K: int, S: int, gather: bool = False) -> list:
+def split_variants(M: int, N: int, K: int, S: int, gather: bool = False, idle: bool = False) -> list:
     """Cooperative-matrix candidates for the partial dispatch of a gemm split S ways across workgroups
-    (ops/gemm_split.py: S groups of the M x N x K product, no epilogue).  Under
+    (ops/gemm_split.py: S groups of the M x N x K product, no epilogue); `idle`: the whole gemm's own
+    plans were `underfilled` (it has tensor cores whatever small_m says).  Under
     CompileOptions.coopmat_emulate (tests): the emulated kernel with the first small plan, chosen."""
     if current().coopmat_emulate:
         p = small_plans(M, N, K, S, 1)[0]
         return [KernelVariant("coopmat", EMULATED_REQUIRES, lambda k: coopmat_kernel(k, WG_SMEM, p),
                               f16_bindings=("x", "w"))]
-    if not small_m(M, N, K * S, 1, gather):
+    if not (idle or small_m(M, N, K * S, 1, gather)):
         return []
     return _measured(small_candidates(M, N, K, S))
 

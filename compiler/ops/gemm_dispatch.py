@@ -12,7 +12,8 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import gemm_split, grouped_conv
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
-from gpuc.compiler.ops.gemm_coopmat import coopmat_variants, ln_reserve_bytes, small_m_variants, split_variants
+from gpuc.compiler.ops.gemm_coopmat import (coopmat_variants, ln_reserve_bytes, small_m_variants, split_variants,
+                                            underfilled)
 from gpuc.compiler.ops.gemm_plan import WG_SMEM, gemm_cost, plan_gemm
 from gpuc.compiler.ops.gemm_split import conv_split_weights, im2col_factor, split_kernels, split_of
 from gpuc.compiler.ops.util import epilogue
@@ -57,8 +58,10 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
         variants = coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # plans need fixed sizes)
         if variants and ln is None:     # + the workgroup-scope one first, where the device has it
             variants[:0] = cm2_variants(M, GN, GK)
+    # a tensor-core gemm whose tiles leave SMs idle (a batch-1 transformer FC of K = 3072) may split too
+    idle = gemm_split.IDLE and bool(variants) and ln is None and underfilled(M, GN, GK, G)
     split, sp = 1, None                 # split-K across workgroups (ops/gemm_split.py; forced: even over them)
-    if fixed and G == 1 and not b_t and ln is None and (not variants or current().split_k):
+    if fixed and G == 1 and not b_t and ln is None and (not variants or current().split_k or idle):
         split, sp = _split(M, GN, GK, vec_a, im2col, cig, graph.precision)
     if split > 1:
         variants = []
@@ -105,7 +108,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     apply_chain(k, node, graph)         # a fused elementwise chain last (ops/epi_chain.py)
     k.variants += variants
     if split > 1:
-        partial_variants = (split_variants(M, GN, GK // split, split, gather=im2col and not vec_a)
+        partial_variants = (split_variants(M, GN, GK // split, split, gather=im2col and not vec_a, idle=idle)
                             if graph.precision == "fp16" else [])
         return split_kernels(k, graph, split, sp, graph.t(node.outputs[0]).name, partial_variants)
     return [k]

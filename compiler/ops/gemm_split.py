@@ -61,6 +61,7 @@ def im2col_factor(precision: str) -> float:
     return IM2COL_FACTOR if precision == "fp16" else IM2COL_FACTOR_FP32
 
 
+IDLE = True               # fp16 gemms with tensor-core plans that leave SMs idle (gemm_coopmat.underfilled) may split
 CONV = True               # implicit-GEMM convolutions split too (CompileOptions.split_k_conv overrides it)
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/gemm_plan.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it

@@ -96,13 +96,15 @@ def test_few_workgroups_split_the_keys(kw):
     close_to_litert(outs, model, xs)
 
 
-@pytest.mark.parametrize("kw", [dict(mask="heads"), dict(b=1, h=2, n=70, d=64, k_form="transpose")])
-def test_fp16_storage(kw):
+@pytest.mark.parametrize("kw,split_dispatches", [(dict(mask="heads"), 1),          # (one key tile: no split)
+                                                  (dict(b=1, h=2, n=70, d=64, k_form="transpose"), 2)])
+def test_fp16_storage(kw, split_dispatches):
     model, shapes = attention_model(**kw)
     xs = inputs_for(shapes)
-    outs, n = run(model, xs, precision="fp16")
-    assert n == 1
-    close_to_litert(outs, model, xs, tol=2e-2)
+    for split in (1, 4):
+        outs, n = run(model, xs, precision="fp16", attention_split=split)
+        assert n == (1 if split == 1 else split_dispatches)
+        close_to_litert(outs, model, xs, tol=2e-2)
 
 
 NEAR_MISSES = {

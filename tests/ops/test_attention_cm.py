@@ -16,6 +16,13 @@ from helpers.fusion import close_to_litert  # noqa: E402
 RNG = np.random.default_rng(21)
 
 
+@pytest.fixture(autouse=True)
+def _one_pass(compile_options):
+    """These small grids would split their key tiles (ops/attention.py key_split), which has no tensor-core
+    form: keep one pass, as a grid of many workgroups has."""
+    compile_options(attention_split=1)
+
+
 def _variants(bundle):
     """{dispatch label: [variant names]} of the ATTENTION dispatches."""
     b = B.read_bundle(bundle)

@@ -69,15 +69,6 @@ SPLIT_FILL = 528         # workgroups worth having in flight (4 per SM of an H10
 MAX_SPLIT = 8            # ... which a grid of fewer gets by splitting its key tiles up to this many ways
 
 
-def split_parts(m: int) -> int:
-    """The most parts key_split may cut m keys into (tiles of 32 keys), for plan_tiles: rows per workgroup
-    stay many (fewer shared-memory reads per product: attention.comp reads RQ + CK values for RQ x CK
-    products) where the split fills the GPU instead.  1 where CompileOptions.attention_split is 1."""
-    if current().attention_split == 1:
-        return 1
-    return max(1, min(MAX_SPLIT, -(-m // (TX * 4))))
-
-
 def key_split(groups: int, ktiles: int) -> int:
     """attention.comp's KSPLIT for a grid of `groups` workgroups over `ktiles` key tiles: with fewer than
     FILL_GROUPS workgroups (a batch-1 vision transformer: 12 heads x 13 row blocks) each one walks its keys
@@ -121,8 +112,7 @@ def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | 
         return None
     if rq is None:
         rq = 1 if n <= 16 else 2 if n <= 32 else 4
-        parts = split_parts(m)                   # (workgroups a row block may become: key_split)
-        while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) * parts < FILL_GROUPS):
+        while rq > 1 and (rq * cv > MAX_ACC or batch * -(-n // (TY * rq)) < FILL_GROUPS):
             rq //= 2                             # fewer rows per workgroup: more workgroups in flight
     if ck is None:                               # keys per tile: 32, or 16 once the grid has many
         many = batch * -(-n // (TY * rq)) >= 8 * FILL_GROUPS      # workgroups (smaller score tiles:

@@ -1,4 +1,5 @@
-"""Every code path of every shader template, for `make shaders` (compile + spirv-val each).
+"""Every code path of every shader template, for `make shaders` (compile + spirv-val each, and its shared
+memory against what it may take: declared_variants, compiler/codegen/shared_memory.py).
 
 For each template: sample geometry defines, plus the switch defines whose cartesian product
 covers every #if branch.  A template without an entry here fails the check, so a new shader
@@ -14,6 +15,7 @@ from gpuc.compiler import ops  # noqa: F401  (imports every op module: their VAR
 from gpuc.compiler.shader_text import supports_storage16
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACTS
+from gpuc.compiler.ops.gemm_plan import WG_SMEM as PORTABLE_SMEM   # (32 KiB: every Vulkan device allows it)
 _FQ = dict(FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127)
 _GEOM = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1)
 _GEMM = dict(_GEOM, **_FQ, FQM=1, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8,
@@ -70,7 +72,16 @@ def collected() -> dict:
 def all_variants():
     """Yield (template, Kernel, dtypes) for every switch combination of every template.
     A variant entry may carry a 4th element: {binding name: dtype} (default float32), and a 5th:
-    a function of the variant's defines returning extra Kernel fields (local_x, vec4)."""
+    a function of the variant's defines returning extra Kernel fields (local_x, vec4) and, where the
+    compiler's variant of such a kernel requires more shared memory than every device allows, that
+    requirement as `shared_memory` (declared_variants)."""
+    for template, k, dtypes, _ in declared_variants():
+        yield template, k, dtypes
+
+
+def declared_variants():
+    """all_variants, each with the bytes of shared memory it may take: the `shared_memory` its entry's 5th
+    element returns (the requirement the compiler's variant of such a kernel declares), else PORTABLE_SMEM."""
     for key, entry in collected().items():
         template = key.split(":")[0]            # "gemm:coopmat": more variants of template gemm
         base, switches, names = entry[:3]
@@ -81,13 +92,15 @@ def all_variants():
             defines = dict(base, **dict(zip(keys, combo)))
             binds = [n for n in names if not (n == "bias" and not defines.get("HAS_BIAS"))
                      and not (n == "res" and not defines.get("RESIDUAL"))]
-            k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, f"{template}{combo}",
-                       **extra(defines))
+            fields = dict(extra(defines))
+            smem = fields.pop("shared_memory", None) or PORTABLE_SMEM
+            label = f"{key}{dict(zip(keys, combo))}"     # (the entry and its switches: names it in any message)
+            k = Kernel(template, [(n, i) for i, n in enumerate(binds)], 100, defines, label, **fields)
             dtypes = {i: types.get(n, "float32") for i, n in enumerate(binds)}
-            yield template, k, dtypes
+            yield template, k, dtypes, smem
             if supports_storage16(template) and "float32" in dtypes.values() and not defines.get("IS_INT"):
                 # --precision fp16: every float binding stored as float16 (mixed cases are subsets)
-                yield template, k, {i: "float16" if d == "float32" else d for i, d in dtypes.items()}
+                yield template, k, {i: "float16" if d == "float32" else d for i, d in dtypes.items()}, smem
 
 
 def templates_on_disk() -> set:

@@ -19,7 +19,6 @@
 // scalar DOT4 in logical subgroups of 32 invocations.
 // Defines: BM BN BK SGM SGN V4 EMU RESIDUAL RQ_MODE (1) VEC4 (1) DEPTHWISE (0)
 // @include int8_requant.glsl
-// @include int8_conv_geo.glsl
 #define NT (SGM * SGN * 32)
 #define WM (BM / SGM)
 #define WN (BN / SGN)
@@ -50,13 +49,18 @@
 // @include coopmat_int8.glsl
 #endif
 // one shared array: A's two buffers, then B's (SB0); after the K loop, each subgroup's 16 x WN strip of int32
-// results for the epilogue (SC: sm's pixel rows fi * 16 .., sn's channels)
+// results for the epilogue (SC: sm's pixel rows fi * 16 .., sn's channels), then (RESIDUAL) the residual ADD's
+// 512 table entries (LUT0): the kernel's only shared memory, 2 (BM + BN) BK words (int8_conv.py cm_smem)
 #define SB0 (2 * BM * BK)
 #define SC(sg) ((sg) * 16 * WN)
-#if SGM * SGN * 16 * WN > 2 * (BM + BN) * BK
-#error int8_conv_cm: the epilogue strips must fit the staging buffers
+#define LUT0 (SGM * SGN * 16 * WN)
+#if LUT0 + 512 * RESIDUAL > 2 * (BM + BN) * BK
+#error int8_conv_cm: the epilogue strips (and the residual tables) must fit the staging buffers
 #endif
 shared uint sab[2 * (BM + BN) * BK];
+#define Q8_LUT_GET(i) int(sab[LUT0 + (i)])
+#define Q8_LUT_SET(i, v) sab[LUT0 + (i)] = uint(v)
+// @include int8_conv_geo.glsl
 #if EMU
 #define UNROLL
 #else
@@ -134,9 +138,6 @@ void main() {
     CM_C c[FM * FN];
     UNROLL for (int i = 0; i < FM * FN; ++i) c[i] = CM_C(0);
 #endif
-#if RESIDUAL
-    q8_residual_init(tid, NT);
-#endif
     fetch(0);
     stash(0);
     barrier();
@@ -183,6 +184,8 @@ void main() {
             int m = m0 + sm * WM + fi * 16 + row;
             rw[fi * (WN / 8) + r] = m < GM && oc0 < COUT ? res[(m * COUT + oc0) >> 2] : 0u;
         }
+    q8_residual_init(tid, NT);               // (into sab past the strips: the K loop's last barrier freed it)
+    barrier();
 #endif
     for (int fi = 0; fi < FM; ++fi) {
 #if EMU

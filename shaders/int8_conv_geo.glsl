@@ -5,8 +5,8 @@
 // r (binding res, the output's shape) rescaled and summed as LiteRT's int8 ADD (int8_eltwise.comp OP 0):
 // q8_rq0((v + OFF_A) << 20, M_A, S_A) + q8_rq0((r + OFF_B) << 20, M_B, S_B), then q8_rq0(., MO, SO) + OUT_ZP
 // clamped; its parameters at qp[G_R + i] in ADD_FIELDS order.  The two input rescalings depend on one byte
-// each: tables of 256 in shared memory (q8_residual_init, in the kernel's prologue).  Per output channel
-// parameters are loaded once per column (q8_cols), not per element.  Needs int8_requant.glsl before it.
+// each: tables of 256 in shared memory (q8_residual_init).  Per output channel parameters are loaded once per
+// column (q8_cols), not per element.  Needs int8_requant.glsl before it.
 #define QP0 36
 #define G_N 0
 #define G_H 1
@@ -42,8 +42,14 @@ int COUT, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX;
 #if RESIDUAL
 int R_MO, R_LSH, R_RS, R_MASK, R_HALF, R_ZP, R_MIN, R_MAX;     // (the output rescaling's shift split once)
 // the fused ADD's rescaled inputs as tables (q8_residual_init): entry v + 128 of side a (the conv's int8 value v) is
-// q8_rq0((v + OFF_A) << 20, M_A, S_A), entry 256 + r + 128 of side b (a residual byte r) the same with OFF_B, M_B, S_B
+// q8_rq0((v + OFF_A) << 20, M_A, S_A), entry 256 + r + 128 of side b (a residual byte r) the same with OFF_B, M_B, S_B;
+// in a shared array of their own unless the kernel defines Q8_LUT_GET(i) / Q8_LUT_SET(i, v) before including this
+// file (int8_conv_cm.comp: 512 words of its staging array, free after the K loop)
+#ifndef Q8_LUT_GET
 shared int q8_lut[512];
+#define Q8_LUT_GET(i) q8_lut[i]
+#define Q8_LUT_SET(i, v) q8_lut[i] = (v)
+#endif
 #endif
 
 void q8_load_layer() {
@@ -65,11 +71,11 @@ void q8_load_layer() {
 }
 
 #if RESIDUAL
-// invocation tid of nt fills q8_lut (a barrier must follow before q8_store_cols reads it)
+// invocation tid of nt fills the tables (a barrier must follow before q8_store_cols reads it)
 void q8_residual_init(int tid, int nt) {
     for (int i = tid; i < 512; i += nt) {
         int s = i >> 8, v = (i & 255) - 128;
-        q8_lut[i] = q8_rq0((v + qp[G_R + 3 * s]) << 20, qp[G_R + 3 * s + 1], qp[G_R + 3 * s + 2]);
+        Q8_LUT_SET(i, q8_rq0((v + qp[G_R + 3 * s]) << 20, qp[G_R + 3 * s + 1], qp[G_R + 3 * s + 2]));
     }
 }
 #endif
@@ -113,7 +119,7 @@ void q8_store_cols(ivec4 acc, Q8Cols p, int e) {
     ivec4 v = q8_finish_cols(acc, p);
 #if RESIDUAL
     for (int j = 0; j < 4; ++j) {     // q8_rq0(a + b, MO, SO) with SO's shifts from q8_load_layer
-        int r = q8_high_away((q8_lut[v[j] + 128] + q8_lut[384 + q8_lane(rw, j)]) << R_LSH, R_MO);
+        int r = q8_high_away((Q8_LUT_GET(v[j] + 128) + Q8_LUT_GET(384 + q8_lane(rw, j))) << R_LSH, R_MO);
         r = (r >> R_RS) + ((r & R_MASK) > R_HALF + (r < 0 ? 1 : 0) ? 1 : 0);
         v[j] = clamp(r + R_ZP, R_MIN, R_MAX);
     }

@@ -278,8 +278,9 @@ COOPMAT_EMU_VARIANT = KernelVariant("coopmat_int8_emu", {}, lambda k: _coopmat_k
 
 # Tile plans of the cooperative-matrix kernel (shaders/int8_conv_cm.comp: SGM x SGN subgroups of 32, BK-word K
 # steps, two shared buffers staged as 8-word K slices), offered beside coopmat_int8 as `measured` candidates
-# (runtime/tuning.py: the device times them at first load and keeps the fastest).  Shared memory: the staging (the epilogue's strips reuse it) and 2 KiB of residual tables (cm_smem),
-# at most 48 KiB.  (H100, rows padded to BK + 4 words, before the strip epilogue: 128 x 128 / 128 x 64 / 64 x 128
+# (runtime/tuning.py: the device times them at first load and keeps the fastest).  Shared memory: the staging, which
+# the epilogue's strips and a fused residual's tables reuse after the K loop (cm_smem): at most 32 KiB for these
+# plans.  (H100, rows padded to BK + 4 words, before the strip epilogue: 128 x 128 / 128 x 64 / 64 x 128
 # ran 1.5-3x slower than coopmat_int8, whose 8-word rows give its fragment loads a 32-byte stride.)
 CM_PLANS = {
     "coopmat_int8_128x128": dict(BM=128, BN=128, BK=16, SGM=2, SGN=4),
@@ -300,9 +301,14 @@ CM_PORTABLE_SMEM = 32 * 1024    # what every Vulkan device allows; a plan needin
 
 
 def cm_smem(plan: dict) -> int:
-    """A CM_PLANS plan's shared memory in bytes: two staging buffers of BM + BN rows of BK words and the
-    residual tables."""
-    return 2 * (plan["BM"] + plan["BN"]) * plan["BK"] * 4 + 2048
+    """A CM_PLANS plan's shared memory in bytes: shaders/int8_conv_cm.comp's one array, two staging buffers of
+    BM + BN rows of BK words (the epilogue's strips and a fused residual's 512-entry tables reuse it)."""
+    return 2 * (plan["BM"] + plan["BN"]) * plan["BK"] * 4
+
+
+def cm_declared_smem(plan: dict) -> int | None:
+    """The `shared_memory` a CM_PLANS plan's variant requires: its cm_smem where over CM_PORTABLE_SMEM, else None."""
+    return cm_smem(plan) if cm_smem(plan) > CM_PORTABLE_SMEM else None
 CM_MEASURED = True      # (False: each plan is a first choice where the device meets it, for checking a plan;
 #                          CompileOptions.int8_measured overrides it)
 
@@ -322,7 +328,7 @@ def emulate() -> bool:
 def cm_variants(gm: int, co: int, cw: int) -> list:
     """The CM_PLANS variants of a tiled layer of gm pixels by co channels, cw words a window position (those
     whose channel tile is used at least half, with CM_MIN_GROUPS workgroups); 16-byte staging where cw % 4 == 0;
-    a plan of more than 32 KiB of shared memory requires it (EMU: no requirement, lavapipe runs them)."""
+    a plan of more than 32 KiB of shared memory requires it (the EMU forms too: a device allowing less refuses it)."""
     out, emu = [], emulate()
     for name, plan in CM_PLANS.items():
         nt = plan["SGM"] * plan["SGN"] * 32
@@ -337,8 +343,8 @@ def cm_variants(gm: int, co: int, cw: int) -> list:
             return dataclasses.replace(k, template="int8_conv_cm", invocations=groups * nt, local_x=nt, defines=d,
                                        variants=[], item_inner=0, vec4=("x", "w") if v4 else ())
         req = {} if emu else {"cooperative_matrix": COOPMAT_VARIANT.requires["cooperative_matrix"], "subgroup_size": 32}
-        if cm_smem(plan) > CM_PORTABLE_SMEM and not emu:
-            req["shared_memory"] = cm_smem(plan)
+        if cm_declared_smem(plan):
+            req["shared_memory"] = cm_declared_smem(plan)
         out.append(KernelVariant(name + ("_emu" if emu else ""), req, make, measured=measured() and not emu))
     return out
 
@@ -366,6 +372,12 @@ def _flops(node, graph):
     return 2 * graph.t(node.outputs[0]).size * taps
 
 
+def _cm_fields(d: dict) -> dict:
+    """An int8_conv_cm VARIANTS entry's Kernel fields: local size, vec4 bindings, the shared memory its plan declares."""
+    return {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else (),
+            "shared_memory": cm_declared_smem(d)}
+
+
 _BASE = dict(N=1, H=5, W=5, CIN=4, OH=5, OW=5, COUT=6, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, DM=1, QP0=0,
              IN_OFF=3, OUT_ZP=-2, ACT_MIN=-128, ACT_MAX=127, NOUT=150, RQ_SPLIT=0, XZ_WORD=-50529028, OC4=0)
 VARIANTS = {
@@ -384,19 +396,19 @@ VARIANTS = {
     "int8_conv_cm": (dict(CM_PLANS["coopmat_int8_128x128"], EMU=1, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0, V4=1),
                      {"EMU": [0, 1], "RESIDUAL": [0, 1], "V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                      {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
-                     lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
+                     _cm_fields),
     "int8_conv_cm:64": (dict(CM_PLANS["coopmat_int8_128x64"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
                         {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                         {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
-                        lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
+                        _cm_fields),
     "int8_conv_cm:64x128": (dict(CM_PLANS["coopmat_int8_64x128"], EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=0),
                             {"V4": [0, 1]}, ["out_", "x", "w", "qp"],
                             {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
-                            lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
+                            _cm_fields),
     "int8_conv_cm:64x64": (dict(CM_PLANS["coopmat_int8_64x64"], SGM=2, SGN=2, EMU=0, VEC4=1, DEPTHWISE=0, RQ_MODE=1, RESIDUAL=1),
                            {"V4": [0, 1]}, ["out_", "x", "w", "qp", "res"],
                            {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32", "res": "uint32"},
-                           lambda d: {"local_x": d["SGM"] * d["SGN"] * 32, "vec4": ("x", "w") if d["V4"] else ()}),
+                           _cm_fields),
     "int8_fc_splitk": (dict(PIX=8, RQ_MODE=1, VEC4=1, DEPTHWISE=0, RESIDUAL=0, DOT_EXT=0), {"PIX": [1, 8], "DOT_EXT": [0, 1]},
                        ["out_", "x", "w", "qp"], {"out_": "uint32", "x": "uint32", "w": "uint32", "qp": "int32"},
                        lambda d: {"local_x": 64}),

@@ -36,7 +36,16 @@ shared vec4 sQ[BQ * 16];            // [row][channel / 4] (one chunk of 64 chann
 shared vec4 sKV[BK * 16];           // K: [key][channel / 4] (one chunk), then V: [key][column / 4], swizzled
 shared vec4 sP[BK * (BQ / 4)];      // probabilities [key][row / 4]; the row max / sum partials [row][16]
 #if SKIP_BIAS >= 0
-shared int sLive[3];
+// Tile t's live flag: sP's last vec4, component t % 2 (no shared memory past the 32 KiB above).  A live
+// invocation writes the tile's tag there before the check's barrier; the tile runs where the slot then holds
+// it.  No earlier value of the slot equals that tag: 0 at the start, probabilities (>= 0 or NaN; the row
+// partials stay in sP's first 128 vec4), the tags of earlier tiles of that slot (-1 - t / 2: negative and
+// exact in fp32, one each).  The tile's own writes to sP come after barriers that every invocation reaches
+// only once it has read the flag, the next tile's flag is written after the tile's last barrier, and an
+// invocation that skipped tile t writes tile t + 1's slot while another may still read t's (it writes t's
+// slot again only past tile t + 1's barrier, when every invocation has read it).
+#define LIVE_AT(t) sP[BK * (BQ / 4) - 1][(t) & 1]
+#define LIVE_TAG(t) (-1.0 - float((t) >> 1))
 #endif
 
 // @include view_off.glsl
@@ -125,13 +134,13 @@ void main() {
         for (int u = 0; u < 4 * VCH; ++u) acc[a][u] = 0.0;
     }
 #if SKIP_BIAS >= 0
-    if (tid < 3) sLive[tid] = 0;
-    int turn = 0;
+    if (tid < 2) LIVE_AT(tid) = 0.0;
 #endif
     barrier();
     for (int j0 = 0; j0 < M; j0 += BK) {
 #if SKIP_BIAS >= 0
-        {                                        // flag tile t in sLive[t % 3], clear the next one
+        {                                        // flag tile t (LIVE_AT) where some (row, key) is not masked
+            int tile = j0 / BK;
             bool live = false;
             for (int a = 0; a < 4 && !live; ++a) {
                 if (i0 + 4 * ty + a >= N) continue;
@@ -141,12 +150,9 @@ void main() {
                     if (j < M && !(float(SKIP_SIGN) * SKIP_LD <= -MASKED)) live = true;
                 }
             }
-            if (live) sLive[turn] = 1;
-            if (tid == 0) sLive[turn == 2 ? 0 : turn + 1] = 0;
+            if (live) LIVE_AT(tile) = LIVE_TAG(tile);
             barrier();
-            bool skip = sLive[turn] == 0;
-            turn = turn == 2 ? 0 : turn + 1;
-            if (skip) continue;                  // uniform: every invocation read the same flag
+            if (LIVE_AT(tile) != LIVE_TAG(tile)) continue;    // uniform: every invocation read the same flag
         }
 #endif
         float s[4][4];

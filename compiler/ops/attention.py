@@ -17,7 +17,7 @@ from gpuc.compiler.ops.util import checked
 from gpuc.compiler.options import current
 
 TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
-SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/conv.py WG_SMEM)
+SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/gemm_plan.py WG_SMEM)
 MAX_ACC = 64                 # output accumulators per invocation (RQ * CV)
 FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before rows per group grow
 
@@ -118,16 +118,35 @@ def plan_tiles(n: int, m: int, d: int, dv: int, batch: int = 1 << 20, rq: int | 
         many = batch * -(-n // (TY * rq)) >= 8 * FILL_GROUPS      # workgroups (smaller score tiles:
         ck = 1 if m <= 8 else 2 if m <= 16 or many else 4         # more resident; H100, 49-key windows b32: 1.32x)
     bq, bk = TY * rq, TX * ck
-    ss = bq * (bk + 1) + bq
     for dc in [d] + [c for c in (64, 32, 16, 8) if c < d]:
-        sq = dc * (bq + 1)
         vk = bk
-        while vk > 1 and sq + ss + max(dc * (bk + 1), vk * (dv + 1) + TX) > SMEM_FLOATS:
+        while vk > 1 and smem_floats(bq, bk, dc, max(dc * (bk + 1), vk * (dv + 1) + TX)) > SMEM_FLOATS:
             vk //= 2
         skv = max(dc * (bk + 1), vk * (dv + 1) + TX)
-        if sq + ss + skv <= SMEM_FLOATS:
+        if smem_floats(bq, bk, dc, skv) <= SMEM_FLOATS:
             return rq, ck, cv, dc, vk, skv
     return None
+
+
+def smem_floats(bq: int, bk: int, dc: int, skv: int) -> int:
+    """Words of shared memory attention.comp declares for BQ rows, BK keys, DC channels and SKV_SIZE: sQ, sKV,
+    sS, sAl, sRed and the masked tiles' 3 live flags."""
+    return dc * (bq + 1) + skv + bq * (bk + 1) + bq + TX * TY + 3
+
+
+def tile_defines(plan: tuple, d: int) -> dict:
+    """attention.comp's tile defines for plan_tiles' `plan` of a D-channel attention."""
+    rq, ck, cv, dc, vk, skv = plan
+    return dict(RQ=rq, BQ=TY * rq, CK=ck, BK=TX * ck, CV=cv, DC=dc, QCHUNKS=-(-d // dc), VK=vk, SKV_SIZE=skv)
+
+
+# `make shaders` and the shared-memory check (tests/compiler/test_shared_memory.py): a plan close to SMEM_FLOATS
+# (8-key tiles of 32 rows, 176 channels at once, V 4 keys at a time)
+_BIG = dict(N=32, M=8, D=176, DV=256)
+VARIANTS["attention:most_smem"] = (
+    dict(VARIANTS["attention"][0], **_BIG, **tile_defines(plan_tiles(*_BIG.values()), _BIG["D"]), QBLOCKS=1, NWG=2,
+         Q_SR=_BIG["D"], K_SJ=_BIG["D"], V_SJ=_BIG["DV"], O_SR=_BIG["DV"]),
+    {"SKIP_BIAS": [-1, 0]}, ["out_", "q", "k", "v", "bias0"], {}, lambda d: dict(local_x=TX * TY))
 
 
 def _terms(ts):
@@ -177,8 +196,8 @@ def lower_attention(node, graph):
     if y.size == 0:
         return []
     is_wide = wide(n, m, d, dv)
-    rq, ck, cv, dc, vk, skv = plan_tiles(n, m, d, dv, nb)
-    bq = WIDE_BQ if is_wide else TY * rq
+    plan = plan_tiles(n, m, d, dv, nb)
+    bq = WIDE_BQ if is_wide else TY * plan[0]
     qblocks = -(-n // bq)
     consts: list[float] = []
     q, k, v, o = a["q"], a["k"], a["v"], a["o"]
@@ -189,7 +208,7 @@ def lower_attention(node, graph):
         acc += len(s["terms"])
     defines = dict(
         N=n, M=m, D=d, DV=dv, NBATCH=nb, QBLOCKS=qblocks, NWG=nb * qblocks, BETA=float(a["beta"]),
-        RQ=rq, BQ=bq, CK=ck, BK=TX * ck, CV=cv, DC=dc, QCHUNKS=-(-d // dc), VK=vk, SKV_SIZE=skv,
+        **tile_defines(plan, d),
         Q_T=_terms(q["terms"]), Q_NT=len(q["terms"]), Q_SR=q["sr"], Q_SC=q["sc"], Q_CFAST=int(q["sc"] == 1),
         K_T=_terms(k["terms"]), K_NT=len(k["terms"]), K_SJ=k["sr"], K_SC=k["sc"], K_CFAST=int(k["sc"] == 1),
         V_T=_terms(v["terms"]), V_NT=len(v["terms"]), V_SJ=v["sr"], V_SC=v["sc"], V_CFAST=int(v["sc"] == 1),

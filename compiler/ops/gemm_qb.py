@@ -27,7 +27,7 @@ GPU_SMS = 132                   # (H100) workgroups to fill the GPU: RN grows wh
 MAX_PASSES = 8                  # channel rounds a workgroup (RN = rounds * channels at once; loads all unrolled)
 MAX_SUMS = 16                   # rounds x rows: float sums an invocation holds (and reduces in shared memory)
 MAX_RM = 8                      # rows a workgroup (each weight word loaded once for them)
-SMEM_WORDS = 8192               # quantized rows a workgroup: RM * K bytes <= 32 KiB of shared memory
+SMEM = 32 * 1024                # shared memory a workgroup takes at most (smem_bytes): every Vulkan device allows it
 
 
 def attach(g, n, vals: np.ndarray, scales: np.ndarray, block: int) -> bool:
@@ -44,6 +44,8 @@ def attach(g, n, vals: np.ndarray, scales: np.ndarray, block: int) -> bool:
         return False
     nn, k = w.shape
     if block % WORD or k % block or x.size % k or vals.min(initial=0) < -8 or vals.max(initial=0) > 7:
+        return False
+    if smem_bytes(1, k, _tpc(k // block), LOCAL // _tpc(k // block)) > SMEM:    # (K over about 31,990 int8)
         return False
     if len(n.inputs) > 2 and n.inputs[2] >= 0 and g.t(n.inputs[2]).dtype != "float32":
         return False
@@ -73,16 +75,29 @@ def applies(node) -> bool:
     return bool(qb) and len(node.inputs) > 1 and node.inputs[1] == qb[0]
 
 
+def smem_bytes(rm: int, k: int, tpc: int, rn: int) -> int:
+    """Shared memory of shaders/gemm_qb.comp: RM quantized rows of K int8, the min / max reduction (LOCAL each),
+    the partial sums (RN / (LOCAL / TPC) rounds x RM rows x LOCAL) and each row's scale and zero point."""
+    return rm * k + 4 * (2 * LOCAL + rn // (LOCAL // tpc) * rm * LOCAL + 2 * rm)
+
+
+def _tpc(nb: int) -> int:
+    return min(LOCAL, 1 << max(0, (nb - 1).bit_length()))
+
+
 def _plan(m: int, n: int, k: int, nb: int) -> tuple[int, int, int]:
     """(TPC, RM, RN): TPC invocations a channel (the blocks of a row, up to the workgroup), RM rows (as many
     as shared memory holds, up to MAX_RM), RN channels a workgroup (more passes while >= 2 workgroups an SM
-    remain)."""
-    tpc = min(LOCAL, 1 << max(0, (nb - 1).bit_length()))
+    remain and shared memory holds their sums): within SMEM bytes (smem_bytes)."""
+    tpc = _tpc(nb)
     cpp = LOCAL // tpc
-    rm = max(1, min(MAX_RM, m, SMEM_WORDS * 4 // k))
+    rm = max(1, min(MAX_RM, m))
+    while rm > 1 and smem_bytes(rm, k, tpc, cpp) > SMEM:
+        rm -= 1
     tiles_m = -(-m // rm)
     passes = 1
-    while passes * 2 <= min(MAX_PASSES, MAX_SUMS // rm) and tiles_m * -(-n // (cpp * passes * 2)) >= 2 * GPU_SMS:
+    while passes * 2 <= min(MAX_PASSES, MAX_SUMS // rm) and tiles_m * -(-n // (cpp * passes * 2)) >= 2 * GPU_SMS \
+            and smem_bytes(rm, k, tpc, cpp * passes * 2) <= SMEM:
         passes *= 2
     return tpc, rm, cpp * passes
 
@@ -115,3 +130,10 @@ VARIANTS = {
     "gemm_qb:chain": (dict(_QB, **sample_chain(3), BW=4, NB=1, TPC=1, GK=128, KQ=4), {"RM": [1, 3]},
                       ["out_", "x", "w", "ws", "wsum"] + EBIND[:2], _TYPES, lambda d: dict(local_x=LOCAL, vec4=("w",))),
 }
+# `make shaders` and the shared-memory check (tests/compiler/test_shared_memory.py): the plan of a 4096-wide prefill FC
+# (7 rows of 4,096 int8 at once: close to SMEM)
+_TPC, _RM, _RN = _plan(64, 4096, 4096, 4096 // 32)
+VARIANTS["gemm_qb:most_smem"] = (dict(_QB, GM=64, GN=4096, GK=4096, KQ=128, BW=1, NB=128, TPC=_TPC, RM=_RM, RN=_RN,
+                                      TILES_N=-(-4096 // _RN)), {"HAS_BIAS": [0, 1]},
+                                 ["out_", "x", "w", "ws", "wsum", "bias"], _TYPES,
+                                 lambda d: dict(local_x=LOCAL, vec4=("w",)))

@@ -47,7 +47,7 @@ FLAT_WORDS = 8                  # one row: 16-byte weight words a batch of one i
 MIN_TPR = 32                    # one row: fewest invocations per channel (a subgroup sums a channel)
 FLAT_ROW_BYTES = 16             # one row: channels a workgroup reads >= this many bytes per row float
 FLAT_RESIDENT = 1024            # one row: invocations an SM holds at once (~64 registers each)
-FLAT_SMEM = 48 * 1024           # one row: shared memory bytes a workgroup may take
+SMEM = 32 * 1024                # shared memory a row kernel (Q8_MODE 0) takes at most: every Vulkan device allows it
 TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM
@@ -81,7 +81,14 @@ def keeps_int8(node, graph) -> bool:
         b = graph.t(node.inputs[2])
         if b.dtype != "float32" or b.quant is not None:
             return False
-    return x.size % w.shape[1] == 0
+    return x.size % w.shape[1] == 0 and smem_bytes(-(-w.shape[1] // 16), 1, 8, LOCAL) <= SMEM   # (K < ~31,900)
+
+
+def smem_bytes(kq: int, rm: int, rn: int, local: int) -> int:
+    """Shared memory of shaders/gemm_q8.comp's row kernels (Q8_MODE 0) at most (with RMS and GLU): RM quantized
+    rows of KQ 16-byte words, the min / max and RMS reductions (a float each an invocation), the int32 sums of
+    RM x RN outputs (gate and up) and each row's scale and zero point."""
+    return 16 * rm * kq + 12 * local + 8 * rm * rn + 8 * rm
 
 
 def _consts(graph, w_id: int):
@@ -138,18 +145,19 @@ def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
     (cheap barriers, several an SM overlapping their prologues; the H100: qkv / o of a 1.5B decoder -1 us)."""
     if MIN_TPR * max(1, FLAT_WORDS // per) >= kq:
         rn = 1 << (-(-n // (4 * GPU_SMS)) - 1).bit_length()
-        if rn * MIN_TPR <= SHORT_LOCAL and kq * 16 + 12 * rn * MIN_TPR + 8 * rn <= FLAT_SMEM:
+        if rn * MIN_TPR <= SHORT_LOCAL and smem_bytes(kq, 1, max(rn, 64 // MIN_TPR), max(64, rn * MIN_TPR)) <= SMEM:
             return max(64, rn * MIN_TPR), MIN_TPR, max(rn, 64 // MIN_TPR), 1
     rn0 = max(-(-FLAT_ROW_BYTES // per), -(-n // (4 * GPU_SMS)))
     if -(-n // rn0) < GPU_SMS:
         rn0 = -(-n // GPU_SMS)
+    rn0 = max(1, min(rn0, (SMEM - smem_bytes(kq, 1, 0, 64)) // 8))     # (the last resort's sums fit: keeps_int8)
     least = min(GPU_SMS, -(-n // rn0))
     xw = max(64, 1 << (kq * 4 // 16 - 1).bit_length())      # (<= 16 row words an invocation in registers)
     plan = None
     for local in (1024, 512, 256, 128, 64):
         if local < xw or (local > 4 * rn0 * kq * per and local > 64):   # (<= 4 invocations a weight word)
             continue
-        if kq * 16 + 12 * local + 8 * rn0 > FLAT_SMEM:                  # (the row, reductions, sums)
+        if smem_bytes(kq, 1, rn0, local) > SMEM:                       # (the row, reductions, sums)
             continue
         words = max(1, FLAT_WORDS // per // (2 if local > 512 else 1))  # (1024 invocations: <= 64 registers)
         tpr = min(MIN_TPR, local)
@@ -162,12 +170,14 @@ def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
             g = -(-n // rn)
             if tpr >= 2 * kq and tpr > MIN_TPR:     # (most lanes idle: few words in flight)
                 continue
-            if 20 * g >= 17 * least and g * local <= FLAT_RESIDENT * GPU_SMS:
+            if 20 * g >= 17 * least and g * local <= FLAT_RESIDENT * GPU_SMS and smem_bytes(kq, 1, rn, local) <= SMEM:
                 ch, wpc = rn // cpp, -(-kq // tpr)
                 hb = max(h for h in range(1, ch + 1) if ch % h == 0 and h * wpc <= max(words, wpc))
                 return local, tpr, rn, hb
             plan = plan or (local, local, rn0, 1)
-    return plan or (64, 64, rn0, 1)
+    # (a row too long for a workgroup of xw invocations within SMEM: the widest that fits, a channel at a time)
+    return plan or next((lo, lo, rn0, 1) for lo in (1024, 512, 256, 128, 64)
+                        if lo == 64 or smem_bytes(kq, 1, rn0, lo) <= SMEM)
 
 
 def q8_kernels(node, graph, bias) -> list:
@@ -290,3 +300,10 @@ VARIANTS = {
                       ["out_", "x", "w", "ws", "wsum"] + EBIND[:2], _TYPES,
                       lambda d: dict(local_x=LOCAL, vec4=("w",))),
 }
+# `make shaders` and the shared-memory check (tests/compiler/test_shared_memory.py): the one-row plan of a 24,576-wide
+# row (close to SMEM), with the RMS prologue and GLU's sums
+_FL = dict(zip(("local", "TPR", "RN", "HB"), _flat_plan(4096, 1536, 1)))
+VARIANTS["gemm_q8:flat_most_smem"] = (
+    dict(VARIANTS["gemm_q8:flat"][0], GN=4096, GK=24576, KQ=1536, TILES_N=-(-4096 // _FL["RN"]), RN=_FL["RN"],
+         TPR=_FL["TPR"], HB=_FL["HB"]), {"GLU": [0, 1]}, VARIANTS["gemm_q8:flat"][2], _TYPES,
+    lambda d: dict(local_x=_FL["local"], vec4=("w", "wu")))

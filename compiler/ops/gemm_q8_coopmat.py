@@ -31,6 +31,12 @@ def smem_bytes(p: dict, glu: bool) -> int:
     return 4 * ((p["BM"] + p["BN"] * (1 + glu)) * (p["BKW"] + 4) + p["WM"] * p["WN"] * 256)
 
 
+def declared_smem(p: dict, glu: bool) -> int | None:
+    """The `shared_memory` the variant of plan `p`'s kernel requires: BIG_SMEM where it takes more than SMEM
+    (a BIG_VARIANT plan), else None."""
+    return BIG_SMEM if smem_bytes(p, glu) > SMEM else None
+
+
 def plan(gm: int, gn: int, glu: bool, smem: int = SMEM) -> dict:
     """The tile defines (BM BN BKW WM WN) for an M x N output: the biggest tile giving enough workgroups,
     the longest K step (words) whose staging fits `smem` bytes and divides among the invocations."""
@@ -75,23 +81,29 @@ def coopmat_variants() -> list:
     """The variants gemm_q8's tiled kernels carry first, best first (the emulated ones under coopmat_emulate)."""
     return list(EMULATED) if current().coopmat_emulate else [BIG_VARIANT, COOPMAT_VARIANT]
 
+
+def _fields(local: int, vec4: tuple):
+    """A VARIANTS entry's Kernel fields: its local size and vec4 bindings, and the shared memory its plan declares."""
+    return lambda d: dict(local_x=local, vec4=vec4, shared_memory=declared_smem(d, bool(d.get("GLU"))))
+
+
 _D = dict(GM=40, GN=72, GK=100, KQ=7, RM=1, RN=1, TILES_N=2, Q8_MODE=2, HAS_BIAS=1, RESIDUAL=1, COOPMAT=1)
 VARIANTS = {   # (compiler/codegen/variants.py: both tile forms, every epilogue branch)
     "gemm_q8:tiled_coopmat_chain": (dict(_D, BM=64, BN=64, BKW=32, WM=2, WN=2, **sample_chain(3)), {"CM_EMULATE": [0, 1]},
                                     ["out_", "xq", "w", "ws", "wsum", "bias", "res"] + EBIND[:2],
                                     {"xq": "uint32", "w": "uint32", "wsum": "int32"},
-                                    lambda d: dict(local_x=128, vec4=("w", "xq"))),
+                                    _fields(128, ("w", "xq"))),
     "gemm_q8:tiled_coopmat": (dict(_D, BM=64, BN=64, BKW=16, WM=2, WN=2),
                               {"GLU": [0, 1], "HAS_UBIAS": [0, 1], "ACT": [0, 1], "CM_EMULATE": [0, 1]},
                               ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum", "ubias"],
                               {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
-                              lambda d: dict(local_x=128, vec4=("w", "wu", "xq"))),
+                              _fields(128, ("w", "wu", "xq"))),
     "gemm_q8:tiled_coopmat_big": (dict(_D, BM=128, BN=128, BKW=8, WM=2, WN=4), {"GLU": [0, 1], "CM_EMULATE": [0, 1]},
                                   ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
                                   {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
-                                  lambda d: dict(local_x=256, vec4=("w", "wu", "xq"))),
+                                  _fields(256, ("w", "wu", "xq"))),
     "gemm_q8:tiled_coopmat_narrow": (dict(_D, BM=32, BN=64, BKW=64, WM=2, WN=2), {"GLU": [0, 1], "CM_EMULATE": [0, 1]},
                                      ["out_", "xq", "w", "ws", "wsum", "bias", "res", "wu", "wus", "wusum"],
                                      {"xq": "uint32", "w": "uint32", "wsum": "int32", "wu": "uint32", "wusum": "int32"},
-                                     lambda d: dict(local_x=128, vec4=("w", "wu", "xq"))),
+                                     _fields(128, ("w", "wu", "xq"))),
 }

@@ -75,8 +75,8 @@ def _cached(marker: str | None, n: int) -> list | None:
     try:
         with open(marker, "rb") as f:
             rec = json.loads(f.read())
-        faces = [shader_check.Interface(tuple(ls), {int(k): bool(v) for k, v in bd}, int(pb), m)
-                 for ls, bd, pb, m in rec]
+        faces = [shader_check.Interface(tuple(ls), {int(k): bool(v) for k, v in bd}, int(pb), m, int(sh))
+                 for ls, bd, pb, m, sh in rec]
     except (OSError, ValueError, TypeError):
         return None
     return faces if len(faces) == n else None
@@ -86,7 +86,7 @@ def _remember(marker: str | None, faces: list) -> None:
     if not marker:
         return
     from gpuc.runtime import cachedir
-    rec = [[list(f.local_size), sorted(f.bindings.items()), f.push_bytes, f.manifest] for f in faces]
+    rec = [[list(f.local_size), sorted(f.bindings.items()), f.push_bytes, f.manifest, f.shared_bytes] for f in faces]
     try:
         cachedir.atomic_write(marker, json.dumps(rec, separators=(",", ":")).encode(), sync=False)
     except OSError:

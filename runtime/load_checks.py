@@ -1,6 +1,6 @@
 """The bundle against the device it is loaded on, before any Vulkan object is made for it (the
-device-free checks are bundle.validate's): workgroup counts and sizes, push-constant bytes, and
-every binding's range within the device's limits.  One BundleError naming the dispatch and the limit."""
+device-free checks are bundle.validate's): workgroup counts and sizes, shared memory, push-constant
+bytes, and every binding's range within the device's limits.  One BundleError naming the dispatch and the limit."""
 from __future__ import annotations
 
 from gpuc.errors import BundleError
@@ -28,6 +28,10 @@ def check(bundle, device) -> None:
             raise BundleError(f"shader {j} ({s.name}) has workgroup size {list(f.local_size)}, over device "
                               f"{device.name!r}'s limits ({sizes}, {int(lim.maxComputeWorkGroupInvocations)} "
                               "invocations)")
+        smem = getattr(lim, "maxComputeSharedMemorySize", None)
+        if f is not None and smem is not None and f.shared_bytes > int(smem):   # (a driver may lose the device)
+            raise BundleError(f"shader {j} ({s.name}) takes at least {f.shared_bytes} bytes of shared memory, over "
+                              f"device {device.name!r}'s maxComputeSharedMemorySize ({int(smem)})")
         if s.push_bytes > int(lim.maxPushConstantsSize):
             raise BundleError(f"shader {j} ({s.name}) pushes {s.push_bytes} bytes, over device {device.name!r}'s "
                               f"maxPushConstantsSize ({int(lim.maxPushConstantsSize)})")

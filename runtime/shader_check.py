@@ -57,6 +57,7 @@ class Interface:
     bindings: dict                   # binding number -> True where the shader may write it
     push_bytes: int                  # bytes of the push-constant block (0: none)
     manifest: dict = field(default_factory=dict)
+    shared_bytes: int = 0            # workgroup (shared) memory its variables take at least
 
     @property
     def invocations(self) -> int:
@@ -145,6 +146,23 @@ class _Types:
             return max((offs[k] + self.size(m, depth + 1) for k, m in enumerate(members)), default=0)
         raise ValueError(f"push-constant type %{t} (opcode {op}) is not plain data")
 
+    def least_size(self, t, depth=0) -> int:
+        """Bytes type %t takes at least without an explicit layout (shared memory): scalars by width,
+        vectors, matrices and arrays by count, structs as the sum of their members; 0 for a type not sized
+        here (the driver's size is never smaller)."""
+        if depth > 16 or t not in self.defs:
+            return 0
+        op, ops = self.defs[t]
+        if op in (OP_TYPE_INT, OP_TYPE_FLOAT) and len(ops) >= 2:
+            return ops[1] // 8
+        if op in (OP_TYPE_VECTOR, OP_TYPE_MATRIX) and len(ops) >= 3:
+            return ops[2] * self.least_size(ops[1], depth + 1)
+        if op == OP_TYPE_ARRAY and len(ops) >= 3:
+            return self.consts.get(ops[2], 0) * self.least_size(ops[1], depth + 1)
+        if op == OP_TYPE_STRUCT:
+            return sum(self.least_size(m, depth + 1) for m in ops[1:])
+        return 0
+
 
 def interface(code: bytes, entry: str) -> Interface:
     """The module's interface, from its preamble; ValueError naming the first problem."""
@@ -214,8 +232,10 @@ def interface(code: bytes, entry: str) -> Interface:
         raise ValueError(f"bad local size {size}")
     if manifest is None:
         raise ValueError("no gpuc manifest (written by an older or a foreign compiler)")
-    bindings, push = {}, 0
+    bindings, push, shared = {}, 0, 0
     for var, ptype, sclass in variables:
+        if sclass == SC_WORKGROUP:
+            shared += types.least_size(ptrs.get(ptype, (None, None))[1])
         if sclass in PLAIN_CLASSES:
             continue
         pointee = ptrs.get(ptype, (None, None))[1]
@@ -231,7 +251,7 @@ def interface(code: bytes, entry: str) -> Interface:
         members = len(types.defs.get(pointee, (0, (0,)))[1]) - 1
         ro = var in readonly or (members > 0 and len(member_ro.get(pointee, ())) >= members)
         bindings[binds[var]] = bindings.get(binds[var], False) or not ro
-    return Interface(tuple(size), bindings, push, manifest)
+    return Interface(tuple(size), bindings, push, manifest, shared)
 
 
 def _manifest(text: bytes) -> dict:

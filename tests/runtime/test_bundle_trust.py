@@ -288,3 +288,27 @@ def test_push_constant_offset_on_a_member_the_struct_lacks_is_refused():
     assert hits == 1
     with pytest.raises(ValueError, match="push-constant struct .* lacks member offsets"):
         shader_check.interface(pack(w), "main")
+
+
+def test_shared_memory_over_the_device_limit_is_refused_at_load():
+    """A module whose workgroup variables take more shared memory than the device allows (an H100 lost the
+    device on such a pipeline rather than failing its creation): refused at load, naming the shader; the
+    bundle's own kernels fit."""
+    from gpuc.compiler.codegen.glslang import compile_glsl
+    code = compile_glsl("#version 450\nlayout(local_size_x = 64) in;\nshared vec4 big[4096];\nshared float two[2][100];\n"
+                        "layout(set = 0, binding = 0) buffer B0 { float y[]; };\n"
+                        "void main() { big[gl_LocalInvocationIndex] = vec4(1.0); two[1][3] = 2.0; barrier();"
+                        " y[0] = big[3].x + two[1][3]; }\n")
+    f = shader_check.interface(shader_check.add_manifest(code, {"ext": [4], "uses": []}), "main")
+    assert f.shared_bytes == 4096 * 16 + 2 * 100 * 4
+    data = gpuc.compile(conv_model())
+    b = B.read_bundle(data)
+    limits = SimpleNamespace(maxComputeWorkGroupCount=[65535] * 3, maxComputeWorkGroupSize=[1024, 1024, 64],
+                             maxComputeWorkGroupInvocations=1024, maxPushConstantsSize=128,
+                             maxStorageBufferRange=1 << 30, maxComputeSharedMemorySize=49152)
+    load_checks.check(b, SimpleNamespace(limits=limits, name="big"))
+    most = max(i.shared_bytes for i in b.interfaces)
+    assert 0 < most <= 49152
+    limits.maxComputeSharedMemorySize = most - 1
+    with pytest.raises(BundleError, match="shared memory, over device 'small'"):
+        load_checks.check(b, SimpleNamespace(limits=limits, name="small"))

@@ -1,5 +1,6 @@
-"""`make shaders`: compile every shader template variant with glslang and validate it with spirv-val,
-over --jobs processes (default: the machine's cores; each takes every jobs-th variant)."""
+"""`make shaders`: compile every shader template variant with glslang, validate it with spirv-val and check its
+shared memory against what it may take (compiler/codegen/shared_memory.py), over --jobs processes (default: the
+machine's cores; each takes every jobs-th variant)."""
 import argparse
 import multiprocessing
 import os
@@ -8,18 +9,24 @@ import time
 
 from gpuc.compiler.codegen import glsl
 from gpuc.compiler.codegen.glslang import spirv_val
-from gpuc.compiler.codegen.variants import all_variants, collected, templates_on_disk
+from gpuc.compiler.codegen.shared_memory import overrun
+from gpuc.compiler.codegen.variants import collected, declared_variants, templates_on_disk
 
 
-def check_share(share: tuple) -> int:
-    """Compile and validate the variants i with i % jobs == r; returns how many."""
+def check_share(share: tuple) -> tuple[int, list]:
+    """Compile and validate the variants i with i % jobs == r; returns how many, and a line for each that takes
+    more shared memory than it may."""
     r, jobs = share
-    n = 0
-    for i, (_template, k, dtypes) in enumerate(all_variants()):
+    n, over = 0, []
+    for i, (_template, k, dtypes, allowed) in enumerate(declared_variants()):
         if i % jobs == r:
-            spirv_val(glsl.kernel_spirv(k, dtypes))
+            code = glsl.kernel_spirv(k, dtypes)
+            spirv_val(code)
+            line = overrun(f"{k.label} ({', '.join(sorted(set(dtypes.values())))})", code, allowed)
+            if line:
+                over.append(line)
             n += 1
-    return n
+    return n, over
 
 
 def main() -> int:
@@ -33,10 +40,14 @@ def main() -> int:
         return 1
     t0 = time.perf_counter()
     if jobs == 1:
-        n = check_share((0, 1))
+        shares = [check_share((0, 1))]
     else:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            n = sum(pool.map(check_share, [(r, jobs) for r in range(jobs)]))
+            shares = pool.map(check_share, [(r, jobs) for r in range(jobs)])
+    n, over = sum(c for c, _ in shares), [line for _, lines in shares for line in lines]
+    if over:
+        print("\n".join(over))
+        return 1
     print(f"shaders: {n} variants of {len(variants)} templates compiled and validated "
           f"in {time.perf_counter() - t0:.2f} s ({jobs} processes)")
     return 0

@@ -235,7 +235,7 @@ def lower_attention(node, graph):
         defines.update(wide_chunks(d, dv))
         return [Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
                        flops=2 * nb * n * m * (d + dv), variants=cm)]
-    ks = key_split(nb * qblocks, -(-m // (TX * ck)))     # (split: no tensor-core form, which at such grids
+    ks = key_split(nb * qblocks, -(-m // defines["BK"]))    # (split: no tensor-core form, which at such grids
     if ks == 1:                                              # lost to attention.comp, 47 vs 34 us on the H100)
         return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
                        flops=2 * nb * n * m * (d + dv), variants=cm)]

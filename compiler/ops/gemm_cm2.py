@@ -46,6 +46,11 @@ class Cm2Plan:
 # 249 -> 347).
 BIG = Cm2Plan(128, 256, 32, 256)
 SMALL = Cm2Plan(64, 64, 32, 128)
+# Other tiles each eligible gemm carries as `measured` candidates (runtime/tuning.py times them at first load):
+# the rule above was fitted on few shapes, and a batch-32 vision transformer's FCs (6304 x 2304 x 768, 6304 x
+# 3072 x 768) ran SMALL at 128 TFLOP/s on the H100 where cuBLAS ran 550; 128 x 128 by 128 invocations reached
+# 266-288 at 4096^3.  Off (CompileOptions.tune_candidates = 0) with the other measured plans.
+ALTERNATIVES = (BIG, Cm2Plan(128, 128, 32, 128), Cm2Plan(128, 128, 32, 256), SMALL)
 MIN_WAVES, BIG_K, MIN_K, SMS = 2, 1024, 768, 132
 ALIGN = True                       # tell the driver where rows start 16-byte aligned (benchmarks A/B it)
 
@@ -74,12 +79,13 @@ def worthwhile(M: int, N: int, K: int) -> bool:
     return current().cm2_plan is not None or K >= MIN_K
 
 
-def cm2_kernel(k):
-    """The gemm_cm2 kernel for plain gemm kernel `k` (same bindings), or None where it does not fit."""
+def cm2_kernel(k, plan: Cm2Plan | None = None):
+    """The gemm_cm2 kernel for plain gemm kernel `k` (same bindings) tiled by `plan` (default plan_for's),
+    or None where it does not fit."""
     d = k.defines
     if not eligible(d):
         return None
-    p = plan_for(d["GM"], d["GN"], d["GK"])
+    p = plan or plan_for(d["GM"], d["GN"], d["GK"])
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     defines = dict(GM=d["GM"], GN=d["GN"], GK=d["GK"], LDA=d["LDA"], LDC=d["LDC"], GNP=d["GNP"], BM=p.BM, BN=p.BN,
                    BK=p.BK, TILES_N=tiles_n, NWG=tiles_m * tiles_n, HAS_BIAS=int(bool(d.get("HAS_BIAS"))),
@@ -89,17 +95,26 @@ def cm2_kernel(k):
                                local_x=p.invocations, vec4=(), variants=[], item_inner=tiles_n)
 
 
-def requires(M: int, N: int, K: int) -> dict:
-    p = plan_for(M, N, K)
+def requires(M: int, N: int, K: int, plan: Cm2Plan | None = None) -> dict:
+    p = plan or plan_for(M, N, K)
     return {"cooperative_matrix2": [p.BM, p.BN, p.BK, p.invocations], "fp16_storage": True}
 
 
 def cm2_variants(M: int, N: int, K: int) -> list:
-    """[the gemm_cm2 variant] for a gemm of this shape where it pays; whether the final kernel has that form
-    (`eligible`: no im2col, one group, constant weights, a plain epilogue) is decided when it is made."""
+    """[the gemm_cm2 variant, then the ALTERNATIVES tiles as measured candidates] for a gemm of this shape
+    where it pays; whether the final kernel has that form (`eligible`: no im2col, one group, constant
+    weights, a plain epilogue) is decided when it is made.  An alternative is offered where its tiles fill
+    the GPU at least once (SMS) and it is not the rule's own plan."""
     if not worthwhile(M, N, K):
         return []
-    return [KernelVariant("coopmat2", requires(M, N, K), cm2_kernel, f16_bindings=("x", "w"))]
+    first = plan_for(M, N, K)
+    out = [KernelVariant("coopmat2", requires(M, N, K), cm2_kernel, f16_bindings=("x", "w"))]
+    if current().cm2_plan is None and current().tune_candidates > 0:
+        for p in ALTERNATIVES:
+            if p != first and -(-M // p.BM) * -(-N // p.BN) >= SMS:
+                out.append(KernelVariant("coopmat2", requires(M, N, K, p), lambda k, p=p: cm2_kernel(k, p),
+                                         f16_bindings=("x", "w"), measured=True))
+    return out
 
 
 _S = dict(GM=40, GN=24, GK=48, LDA=48, LDC=24, GNP=24, BM=32, BN=16, BK=16, TILES_N=2, NWG=4, MEM_A="Aligned 16",

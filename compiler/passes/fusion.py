@@ -76,8 +76,40 @@ def _add_residual(graph: Graph, match) -> None:
 
 
 def fuse_add_epilogue(graph: Graph) -> None:
-    """ADD(conv(x), r) with equal shapes -> conv with a residual epilogue."""
+    """ADD(conv(x), r) with equal shapes -> conv with a residual epilogue; also ADD(view of FC(x), r), the
+    view a batched program's (passes/batching.py: [items * T, N] read as [items, 1, T, N])."""
     rewrite(graph, [(ADD_EPILOGUE, _add_residual)], restart=True, variables=False)
+    _add_view_residuals(graph)
+
+
+def _add_view_residuals(graph: Graph) -> None:
+    """ADD(v, r) where v is a view (graph.aliases) of an FC's whole result that nothing else reads: the FC
+    takes r as its residual and writes the ADD's output (its rows of N as y's: _fc_rows); the view goes."""
+    users, prod = graph.consumers(), graph.producers()
+    keep = set(graph.outputs) | {t.id for t in graph.tensors if t.is_variable}
+    for add in [n for n in graph.nodes if n.op == "ADD"]:
+        if len(add.inputs) != 2 or len(add.outputs) != 1 or add.attrs.get("fused") or min(add.inputs) < 0:
+            continue
+        for v, res in (add.inputs, add.inputs[::-1]):
+            base = graph.aliases.get(v)
+            p = prod.get(base) if base is not None and base not in graph.aliases else None
+            if p is None or p.op != "FULLY_CONNECTED" or p.epilogue.residual is not None or p.outputs != [base] \
+                    or users.get(base) or len(users.get(v, [])) != 1 or {base, v} & keep or res == v \
+                    or any(users.get(t) or t in keep for t in graph.aliases if t != v and graph.storage(t) == base):
+                continue
+            y = graph.t(add.outputs[0])
+            r = graph.t(res)
+            if r.is_const or r.shape != y.shape or not _fc_rows(graph, p, y) \
+                    or graph.nodes.index(prod.get(graph.storage(res), p)) > graph.nodes.index(p):
+                continue
+            p.attrs["out_shape"] = list(y.shape)
+            p.epilogue.act = _own_act(p)
+            p.epilogue.residual = res
+            p.epilogue.act2 = act_code(add)
+            _absorb(graph, p, add)
+            del graph.aliases[v]
+            users, prod = graph.consumers(), graph.producers()
+            break
 
 
 def _act_slot_free(m, match) -> bool:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import REFUSALS, f32, native_form, per_tensor, quantize_multiplier, scale_zp
 from gpuc.compiler.ops.int8_eltwise import binary_plan
 from gpuc.compiler.ops.math import words
@@ -91,8 +92,4 @@ def lower_int8_binary(node, graph):
 
 native_form(("SQUARED_DIFFERENCE", SQUARED_DIFFERENCE), ("PRELU", PRELU), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(SQUARED_DIFFERENCE, PRELU, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
-        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",),
-        flops=lambda n, g: 4 * g.t(n.outputs[0]).size,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(SQUARED_DIFFERENCE, PRELU, templates=("int8_eltwise",), flops=lambda n, g: 4 * g.t(n.outputs[0]).size)

@@ -39,7 +39,8 @@ import numpy as np
 import dataclasses
 
 from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
+from gpuc.compiler.ops import register, template
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.conv import window
 from gpuc.compiler.ops.int8_common import (WIDEN, RQ_RUY, RQ_UPWARD, act_range, f32, int8_activation, native_form, per_tensor,
                                            quantize_multiplier, scale_zp)
@@ -441,10 +442,8 @@ WIDEN[CONV] = _widen
 FOLDS.append(_fuse_residual_adds)
 native_form(("CONV_2D", CONV), ("DEPTHWISE_CONV_2D", DEPTHWISE), ("FULLY_CONNECTED", FC), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(CONV, DEPTHWISE, FC, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("int8_conv", "int8_conv_tiled", "int8_conv_cm", "int8_fc_splitk"), flops=_flops,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(CONV, DEPTHWISE, FC, templates=("int8_conv", "int8_conv_tiled", "int8_conv_cm",
+             "int8_fc_splitk"), flops=_flops)
 template("int8_conv", item_major=False, flat=True)
 template("int8_conv_tiled", item_major=False, flat=False, in_place=("res",))   # (res read right before out_ is written)
 template("int8_conv_cm", item_major=False, flat=False, in_place=("res",))

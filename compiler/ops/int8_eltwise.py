@@ -44,7 +44,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register, template
+from gpuc.compiler.ops import register, template
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops import int8_libm
 from gpuc.compiler.ops.int8_common import (QMAX, QMIN, act_range, f32, int8_activation, lut_populate, native_form,
                                            per_tensor, quantize_multiplier, scale_zp)
@@ -371,9 +372,6 @@ native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2
             ("LOGISTIC", LOGISTIC), ("TANH", TANH), ("SUB", SUB), ("LEAKY_RELU", LEAKY_RELU),
             ("HARD_SWISH", HARD_SWISH), ("MAXIMUM", MAXIMUM), ("MINIMUM", MINIMUM), ("EXP", EXP), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ADD, SUB, MUL, MAXIMUM, MINIMUM, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, LEAKY_RELU,
-        HARD_SWISH, EXP, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(ADD, SUB, MUL, MAXIMUM, MINIMUM, MEAN, SOFTMAX, AVG_POOL, MAX_POOL, RELU, RELU6, RELU_N1_TO_1,
+             LOGISTIC, TANH, LEAKY_RELU, HARD_SWISH, EXP, templates=("int8_eltwise",), flops=lambda n, g: 2 * g.t(n.inputs[0]).size)
 template("int8_eltwise", item_major=False, flat=True)

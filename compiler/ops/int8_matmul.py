@@ -21,7 +21,8 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ir import Node
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import (BYTE_MOVES, RQ_GEMMLOWP, TRANSPOSE, WIDEN, f32, native_form, per_tensor,
                                            quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.int8_conv import DOT_VARIANT
@@ -160,8 +161,5 @@ def lower_int8_batch_matmul(node, graph):
 WIDEN[BATCH_MATMUL] = _layout
 native_form(("BATCH_MATMUL", BATCH_MATMUL), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(BATCH_MATMUL, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("int8_conv",),
-        flops=lambda nd, g: 2 * g.t(nd.outputs[0]).size * g.t(nd.inputs[0]).shape[-1],
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(BATCH_MATMUL, templates=("int8_conv",), flops=lambda nd,
+             g: 2 * g.t(nd.outputs[0]).size * g.t(nd.inputs[0]).shape[-1])

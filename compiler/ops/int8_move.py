@@ -15,7 +15,8 @@ import copy
 
 import numpy as np
 
-from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, REGISTRY, Why, declare, fact, register, rules
+from gpuc.compiler.ops import ANY_COUNT, REGISTRY, declare, fact, register, rules
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import BYTE_MOVES, FOLDS, MOVES, REFUSALS, per_tensor, scale_zp
 from gpuc.compiler.ops import gather, movement, strided_slice, tile  # noqa: F401,E402 (the moves' own ops first)
 from gpuc.compiler.ops.util import checked
@@ -189,13 +190,8 @@ for _src, _dst in BYTE_MOVES.items():
              summary=f"internal: native int8 {_src.lower()}, bytes moved (passes/quant.py native_int8)")(lower_int8_move)
 
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(TRANSPOSE, PAD, CONCAT, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("not folded yet"),
-        fp16=NEUTRAL, in_place=False, flops=rules.per_output,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
-declare(*BYTE_MOVES.values(), shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("not folded yet"),
-        fp16=NEUTRAL, in_place=False, flops=rules.per_output,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(TRANSPOSE, PAD, CONCAT, pieces="not folded yet", flops=rules.per_output)
+declare_int8(*BYTE_MOVES.values(), pieces="not folded yet", flops=rules.per_output)
 for _src, _dst in BYTE_MOVES.items():
     declare(_dst, templates=fact(_src, "templates", ()))
 declare(TRANSPOSE, CONCAT, templates=("copy_nd",))

@@ -23,7 +23,8 @@ from fractions import Fraction
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import REFUSALS, int8_activation, native_form, per_tensor, scale_zp
 from gpuc.compiler.ops.int8_eltwise import softmax_table
 from gpuc.compiler.ops.int8_libm import LOGF_INVC, LOGF_LN2, LOGF_LOGC, LOGF_POLY
@@ -120,8 +121,5 @@ def lower_int8_normalize(node, graph):
 
 native_form(("LOG_SOFTMAX", LOG_SOFTMAX), ("L2_NORMALIZATION", L2_NORMALIZATION), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(LOG_SOFTMAX, L2_NORMALIZATION, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
-        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",),
-        flops=lambda n, g: 8 * g.t(n.outputs[0]).size,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(LOG_SOFTMAX, L2_NORMALIZATION, templates=("int8_eltwise",), flops=lambda n,
+             g: 8 * g.t(n.outputs[0]).size)

@@ -16,7 +16,8 @@ import copy
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import BOUNDED, NEUTRAL, REGISTRY, Why, declare, register, rules
+from gpuc.compiler.ops import BOUNDED, REGISTRY, register, rules
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import REFUSALS, int8_activation, native_form, per_tensor, scale_zp
 from gpuc.compiler.ops import argminmax  # noqa: F401 (the generic op first)
 from gpuc.compiler.ops.math import words
@@ -127,10 +128,5 @@ def lower_int8_arg(node, graph):
 native_form(("REDUCE_MAX", REDUCE_MAX), ("REDUCE_MIN", REDUCE_MIN), ("ARG_MAX", ARG_MAX), ("ARG_MIN", ARG_MIN),
             check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-_CPU = Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)")
-declare(REDUCE_MAX, REDUCE_MIN, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
-        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",),
-        flops=lambda n, g: g.t(n.inputs[0]).size, cpu=_CPU)
-declare(ARG_MAX, ARG_MIN, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=BOUNDED, in_place=False, templates=("arg_reduce",), flops=rules.per_output, cpu=_CPU)
+declare_int8(REDUCE_MAX, REDUCE_MIN, templates=("int8_eltwise",), flops=lambda n, g: g.t(n.inputs[0]).size)
+declare_int8(ARG_MAX, ARG_MIN, templates=("arg_reduce",), fp16=BOUNDED, flops=rules.per_output)

@@ -23,7 +23,8 @@ import math
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register
+from gpuc.compiler.ops import REGISTRY, register
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import int8_activation, native_form, per_tensor
 from gpuc.compiler.ops import resize  # noqa: F401 (the generic op's check first)
 from gpuc.compiler.ops.math import words
@@ -110,8 +111,5 @@ def lower_int8_resize(node, graph):
 
 native_form(("RESIZE_BILINEAR", RESIZE_BILINEAR), ("RESIZE_NEAREST_NEIGHBOR", RESIZE_NEAREST), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(RESIZE_BILINEAR, RESIZE_NEAREST, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
-        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",),
-        flops=lambda n, g: 8 * g.t(n.outputs[0]).size,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(RESIZE_BILINEAR, RESIZE_NEAREST, templates=("int8_eltwise",), flops=lambda n,
+             g: 8 * g.t(n.outputs[0]).size)

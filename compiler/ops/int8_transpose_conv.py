@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import (RQ_UPWARD, act_range, int8_activation, native_form, quantize_multiplier,
                                            scale_zp)
 from gpuc.compiler.ops.int8_conv import DOT_VARIANT
@@ -125,8 +126,5 @@ def lower_int8_transpose_conv(node, graph):
 
 native_form(("TRANSPOSE_CONV", TRANSPOSE_CONV), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(TRANSPOSE_CONV, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE, pieces=Why("computes values"),
-        fp16=NEUTRAL, in_place=False, templates=("int8_conv",),
-        flops=lambda nd, g: 2 * g.t(nd.inputs[2]).size * int(np.prod(g.t(nd.inputs[1]).shape[:3])),
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(TRANSPOSE_CONV, templates=("int8_conv",), flops=lambda nd,
+             g: 2 * g.t(nd.inputs[2]).size * int(np.prod(g.t(nd.inputs[1]).shape[:3])))

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import NEUTRAL, Why, declare, register
+from gpuc.compiler.ops import register
+from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops import int8_libm
 from gpuc.compiler.ops.int8_common import (QMAX, QMIN, int8_activation, lut_populate, multiply_by_quantized_multiplier,
                                            native_form, quantize_multiplier, scale_zp)
@@ -75,8 +76,4 @@ def lower_int8_unary(node, graph):
 
 native_form(("ABS", ABS), ("NEG", NEG), ("ELU", ELU), ("LOG", LOG), check=_check)
 
-_MADE = Why("an internal op passes/quant.py native_int8 makes after shapes are propagated")
-declare(ABS, NEG, ELU, LOG, shape=_MADE, exact=_MADE, sym_shape=_MADE, batch=_MADE,
-        pieces=Why("computes values"), fp16=NEUTRAL, in_place=False, templates=("int8_eltwise",),
-        flops=lambda n, g: g.t(n.outputs[0]).size,
-        cpu=Why("internal op: no CPU kernel (a model whose ops lack int8 kernels runs as a float program)"))
+declare_int8(ABS, NEG, ELU, LOG, templates=("int8_eltwise",), flops=lambda n, g: g.t(n.outputs[0]).size)

@@ -74,6 +74,12 @@ def plan_for(M: int, N: int, K: int) -> Cm2Plan:
     return BIG if big_tiles >= MIN_WAVES * SMS and K >= BIG_K else SMALL
 
 
+def fills(M: int, N: int, K: int) -> bool:
+    """Whether plan_for's tiles fill the GPU at least once (SMS)."""
+    p = plan_for(M, N, K)
+    return -(-M // p.BM) * -(-N // p.BN) >= SMS
+
+
 def worthwhile(M: int, N: int, K: int) -> bool:
     """Where the workgroup-scope kernel beat the subgroup-scope one on the H100 (the notes above)."""
     return current().cm2_plan is not None or K >= MIN_K

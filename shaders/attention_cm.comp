@@ -15,7 +15,10 @@
 // CM_EMULATE=1 (tests, CompileOptions.coopmat_emulate: lavapipe has no cooperative matrices): the same
 // staging and softmax with each product computed per invocation from shared memory (SG invocations stand
 // for a subgroup, invocation lane owning elements lane + q * SG of a tile).
-// Defines: N M D DV NBATCH QBLOCKS NWG BETA NSG BK Q_T[] Q_NT Q_SR Q_SC Q_OFF K_T[] K_NT K_SJ K_SC K_OFF
+// KSPLIT > 1 (attention.comp's split form, ops/attention.py key_split): workgroup (block, batch) * KSPLIT + part
+// takes part `part` of the 16-key tiles and writes its rows' unnormalised [m, l, acc[DV]] (m the lazy running
+// max its sums are relative to) to out_ as attention.comp's parts do, for shaders/attention_merge.comp.
+// Defines: N M D DV NBATCH QBLOCKS NWG BETA NSG BK KSPLIT Q_T[] Q_NT Q_SR Q_SC Q_OFF K_T[] K_NT K_SJ K_SC K_OFF
 //          V_T[] V_NT V_SJ V_SC V_OFF O_T[] O_NT O_SR O_SC SC[] Q_STEPS K_STEPS SCORE_STEPS CM_EMULATE
 // @include ew_math.glsl
 #extension GL_EXT_control_flow_attributes : enable
@@ -30,6 +33,10 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_vote : require
 #endif
+#ifndef KSPLIT
+#define KSPLIT 1
+#endif
+#define KTILES ((M + BK - 1) / BK)
 #define SG 32
 #define NT (SG * NSG)
 #define BQ (16 * NSG)
@@ -105,7 +112,10 @@ void fetch(int j0, int koff, int voff, int tid) {
 void main() {
     int wg = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
     if (wg >= NWG) return;                       // whole workgroup: uniform
+    int ks = wg % KSPLIT;                        // this workgroup's part of the key tiles
+    wg /= KSPLIT;
     int qb = wg % QBLOCKS, b = wg / QBLOCKS;
+    int j_begin = ks * KTILES / KSPLIT * BK, j_end = min(M, (ks + 1) * KTILES / KSPLIT * BK);
     int i0 = qb * BQ;
     int qoff, koff, voff, ooff;
     VIEW_OFF(qoff, Q_T, Q_NT, b)
@@ -148,8 +158,8 @@ void main() {
 #endif
     int row = lane >> 1, half_ = lane & 1;       // the softmax: two invocations a row, BK / 2 keys each
     float m_run = -EW_INF, l_run = 0.0;
-    fetch(0, koff, voff, tid);
-    for (int j0 = 0; j0 < M; j0 += BK) {
+    fetch(j_begin, koff, voff, tid);
+    for (int j0 = j_begin; j0 < j_end; j0 += BK) {
         [[unroll]] for (int u = 0; u < KPT; ++u) {   // the tile fetched during the previous one
             int e = tid + u * NT;
             if (e < BK * D) sK[(e / D) * DP + e % D] = kr[u];
@@ -186,7 +196,7 @@ void main() {
         [[unroll]] for (int c = 0; c < BK / 2; ++c) {
             int col = half_ * (BK / 2) + c, j = j0 + col;
             float x = sS[sbase + row * SSP + col];
-            if (j < M) {
+            if (j < j_end) {
                 SCORE_STEPS
             } else {
                 x = -EW_INF;
@@ -239,7 +249,17 @@ void main() {
 #endif
         barrier();
     }
+#if KSPLIT > 1
+    int prow = i0 + sub * 16 + row;              // this part's statistics of the row, unnormalised sums below
+    if (half_ == 0 && prow < N) {
+        int base = ((b * N + prow) * KSPLIT + ks) * (DV + 2);
+        ST(out_, base, m_run);
+        ST(out_, base + 1, l_run);
+    }
+    if (half_ == 0) sRow[sub * 16 + row] = 1.0;
+#else
     if (half_ == 0) sRow[sub * 16 + row] = l_run > 0.0 ? 1.0 / l_run : EW_NAN;
+#endif
     SG_SYNC()
     for (int t = 0; t < NDV; ++t) {
         for (int q_ = 0; q_ < ACC_LEN; ++q_) o[t][q_] *= sRow[sub * 16 + rowOf[q_]];
@@ -247,7 +267,11 @@ void main() {
         SG_SYNC()
         for (int e = lane; e < 256; e += SG) {
             int r = e / 16, c = t * 16 + e % 16, i = i0 + sub * 16 + r;
+#if KSPLIT > 1
+            if (i < N && c < DV) ST(out_, ((b * N + i) * KSPLIT + ks) * (DV + 2) + 2 + c, sS[sbase + r * SSP + e % 16]);
+#else
             if (i < N && c < DV) ST(out_, ooff + i * O_SR + c * O_SC, sS[sbase + r * SSP + e % 16]);
+#endif
         }
         SG_SYNC()
     }

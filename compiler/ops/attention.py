@@ -11,6 +11,8 @@ every precision (an fp16 cooperative-matrix form was tried: NaN and slower on th
 tiles a mask hides from every row of the block (`mask_bias`: a causal mask's keys past the block's last query)."""
 from __future__ import annotations
 
+import dataclasses
+
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, attention_cm, declare, register, rules, template
 from gpuc.compiler.ops.util import checked
@@ -235,14 +237,15 @@ def lower_attention(node, graph):
         defines.update(wide_chunks(d, dv))
         return [Kernel("attention_wide", binds, nb * qblocks * WIDE_NT, defines, node.label(), local_x=WIDE_NT,
                        flops=2 * nb * n * m * (d + dv), variants=cm)]
-    ks = key_split(nb * qblocks, -(-m // defines["BK"]))    # (split: no tensor-core form, which at such grids
-    if ks == 1:                                              # lost to attention.comp, 47 vs 34 us on the H100)
+    ks = key_split(nb * qblocks, -(-m // defines["BK"]))    # (split: the tensor-core form's parts are measured)
+    if ks == 1:
         return [Kernel("attention", binds, nb * qblocks * TX * TY, defines, node.label(), local_x=TX * TY,
                        flops=2 * nb * n * m * (d + dv), variants=cm)]
     part = graph.add_tensor(f"{y.name}/ksplit{ks}", (nb * n * ks, dv + 2), "float32")
     split = Kernel("attention", [("out_", part)] + binds[1:], nb * qblocks * ks * TX * TY,
                    dict(defines, KSPLIT=ks, NWG=nb * qblocks * ks), node.label(), local_x=TX * TY,
-                   flops=2 * nb * n * m * (d + dv))
+                   flops=2 * nb * n * m * (d + dv),
+                   variants=[v if current().coopmat_emulate else dataclasses.replace(v, measured=True) for v in cm])
     merge = Kernel("attention_merge", [("out_", y.id), ("x", part)], nb * n * dv,
                    dict(N=n, DV=dv, NBATCH=nb, KSPLIT=ks, BETA=float(a["beta"]),
                         **{k: defines[k] for k in ("O_T", "O_NT", "O_SR", "O_SC")}), node.label(), local_x=64)

@@ -55,14 +55,16 @@ def _qblocks(n: int, nsg: int) -> int:
 
 
 def cm_kernel(k, emulate: bool = False):
-    """The attention_cm kernel for attention kernel `k` (same bindings), or None where it does not fit."""
+    """The attention_cm kernel for attention kernel `k` (same bindings), or None where it does not fit; for a
+    split kernel (KSPLIT > 1: ops/attention.py key_split) the same parts, each over its share of 16-key tiles."""
     d = k.defines
     nsg = _subgroups_for(d["D"], d["DV"], d.get("NBIAS", 0))
     if nsg is None:
         return None
     qblocks = _qblocks(d["N"], nsg)
+    ks = d.get("KSPLIT", 1)              # attention.comp's split form: the same parts, over 16-key tiles
     defines = {key: d[key] for key in KEEP}
-    defines.update(NSG=nsg, BK=BK, QBLOCKS=qblocks, NWG=d["NBATCH"] * qblocks, CM_EMULATE=int(emulate))
+    defines.update(NSG=nsg, BK=BK, QBLOCKS=qblocks, NWG=d["NBATCH"] * qblocks * ks, KSPLIT=ks, CM_EMULATE=int(emulate))
     return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=defines["NWG"] * SG * nsg,
                                local_x=SG * nsg, variants=[])
 
@@ -81,14 +83,14 @@ def variants(n: int, d: int, dv: int, nbatch: int, nbias: int) -> list:
     return [KernelVariant("coopmat", need, cm_kernel, measured=groups < MIN_WAVES * GPU_SMS)]
 
 
-_S = dict(N=40, M=37, D=32, DV=16, NBATCH=3, BETA=1.0, NSG=2, BK=BK, QBLOCKS=2, NWG=6, Q_T=[1, 3, 1280], Q_NT=1,
+_S = dict(N=40, M=37, D=32, DV=16, NBATCH=3, BETA=1.0, NSG=2, BK=BK, QBLOCKS=2, NWG=18, Q_T=[1, 3, 1280], Q_NT=1,
           Q_SR=32, Q_SC=1, Q_OFF=0, K_T=[1, 3, 1184], K_NT=1, K_SJ=32, K_SC=1, K_OFF=0, V_T=[1, 3, 592], V_NT=1,
           V_SJ=16, V_SC=1, V_OFF=0, O_T=[1, 3, 640], O_NT=1, O_SR=16, O_SC=1, SC=[0.5, 2.0],
           Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="", SCORE_STEPS="x = ew_div(x, SC[1]);")
 # `make shaders`: both paths, float16 operands with float16 and float32 outputs
 VARIANTS = {
-    TEMPLATE: (_S, {"CM_EMULATE": [0, 1]}, ["out_", "q", "k", "v"], {"q": "float16", "k": "float16", "v": "float16"},
-               lambda d: dict(local_x=SG * d["NSG"])),
+    TEMPLATE: (_S, {"CM_EMULATE": [0, 1], "KSPLIT": [1, 3]}, ["out_", "q", "k", "v"],
+               {"q": "float16", "k": "float16", "v": "float16"}, lambda d: dict(local_x=SG * d["NSG"])),
     f"{TEMPLATE}:f16": (_S, {"CM_EMULATE": [0, 1]}, ["out_", "q", "k", "v"],
                         {"out_": "float16", "q": "float16", "k": "float16", "v": "float16"},
                         lambda d: dict(local_x=SG * d["NSG"])),

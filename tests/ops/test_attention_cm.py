@@ -56,6 +56,23 @@ def test_unmasked_fp16_attention_takes_the_tensor_core_kernel(kw):
     close_to_litert(outs, model, xs, tol=2e-2)
 
 
+@pytest.mark.parametrize("kw", [CASES[0], CASES[1], CASES[4], dict(b=1, h=2, n=20, m=100, d=32)],
+                         ids=["rows-keys", "transpose", "wide", "long"])
+def test_split_keys_take_the_tensor_core_kernel_for_each_part(kw, compile_options):
+    """The key tiles split 3 ways (ops/attention.py key_split): the split dispatch's tensor-core form writes each
+    part's [m, l, acc] over its 16-key tiles (parts of attention.comp's split and of this one cover the keys
+    alike, whatever the tiles), attention_merge.comp sums them; as LiteRT within fp16's tolerance."""
+    compile_options(attention_split=3)
+    model, shapes = attention_model(**kw)
+    xs = [RNG.normal(0, 1.5, s).astype(np.float32) for s in shapes]
+    bundle = gpuc.compile(model, cache=False, precision="fp16", coopmat_emulate=True)
+    with gpuc.load(bundle) as m:
+        names = [m.bundle.shaders[d.shader].name for d in m.bundle.dispatches if d.label.startswith("ATTENTION")]
+        assert names == ["attention_cm+coopmat", "attention_merge"]
+        outs = m.run(xs)
+    close_to_litert(outs, model, xs, tol=2e-2)
+
+
 @pytest.mark.parametrize("kw, precision", [(dict(mask="heads", d=32), "fp16"), (dict(d=24), "fp16"),
                                            (dict(d=32), "fp32")])
 def test_other_attention_keeps_its_kernel(kw, precision):

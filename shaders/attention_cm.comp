@@ -140,15 +140,18 @@ void main() {
     ACC o[NDV];
     for (int t = 0; t < NDV; ++t) ACC_FILL(o[t], 0.0)
     int rowOf[MAXE];                             // the tile row of each accumulator element of this invocation
-    {
-        ACC probe;
-        for (int q_ = 0; q_ < ACC_LEN; ++q_) probe[q_] = float(lane * 64 + q_);
+    {                                            // (element q of lane l stored as l * 64 + q in a probe tile:
+        ACC probe;                               // each lane reads 256 / SG positions and files their rows
+        for (int q_ = 0; q_ < ACC_LEN; ++q_) probe[q_] = float(lane * 64 + q_);     // under l * NE + q)
         ACC_STORE(probe, sS, sbase, SSP)
         barrier();
-        for (int e = 0; e < 256; ++e) {
-            int v = int(sS[sbase + (e / 16) * SSP + e % 16]);
-            if (v / 64 == lane && v % 64 < MAXE) rowOf[v % 64] = e / 16;
-        }
+        int got[256 / SG];
+        for (int u = 0; u < 256 / SG; ++u) got[u] = int(sS[sbase + ((lane + u * SG) / 16) * SSP + (lane + u * SG) % 16]);
+        barrier();
+        for (int u = 0; u < 256 / SG; ++u)
+            sS[sbase + (got[u] / 64) * NE + got[u] % 64] = float((lane + u * SG) / 16);   // (256 of a tile's
+        barrier();                                                                        //  16 * SSP floats)
+        for (int q_ = 0; q_ < NE; ++q_) rowOf[q_] = int(sS[sbase + lane * NE + q_]);
     }
     barrier();
 #if !CM_EMULATE

@@ -5,12 +5,12 @@ A variant (runtime/variants.py picks it at load where the device has the fp16 co
 the attention.comp / attention_wide.comp kernel of an fp16 bundle (q, k and v are rounded to float16,
 whatever their storage), with no bias or mask operand (a ViT's, BERT's or CLIP's self-attention; masked and biased attention --
 causal LLM prefill, Swin's relative-position bias -- keeps its kernel), head sizes multiples of 16 up to
-MAX_D.  On the H100 (session 14, one attention at ViT-B/16's shape: 197 tokens, 12 heads of 64, fp16), a
+MAX_D.  On the H100 (sessions 14-15, one attention at ViT-B/16's shape: 197 tokens, 12 heads of 64, fp16), a
 layer took at batch 32 784 us in attention.comp (598 in attention_wide.comp) and 349 here (381 before the
-lazy rescaling); at batch 1 (48 workgroups) 36 us there against 47 here, so below MIN_WAVES workgroups per
-SM the variant is only a measured candidate (tuning then kept attention.comp).  Still far from the
-hardware: the per-tile phases (stage, score, softmax, P V) run one after the other, about 3 us a 16-key
-tile per workgroup, and more subgroups a workgroup (8: 390 us) did not help.
+lazy rescaling), 190 once the accumulator-layout probe read 8 positions a lane instead of scanning all 256
+(a fixed cost of every workgroup); at batch 1 (48 workgroups) 36 us there against 47 here before that probe
+change; below MIN_WAVES workgroups per SM the variant is only a measured candidate.  The split form
+(KSPLIT, ops/attention.py key_split) at batch 1: 16 us against attention.comp's split 25.
 """
 from __future__ import annotations
 

@@ -65,12 +65,16 @@ ADD_EPILOGUE = Op("ADD", Op(EPILOGUE_OPS, name="p", uses=1, where=lambda m, n: n
 
 
 def _add_residual(graph: Graph, match) -> None:
-    p, add = match["p"], match["add"]
+    _take_residual(graph, match["p"], match["add"], match["res"])
+
+
+def _take_residual(graph: Graph, p: Node, add: Node, res: int) -> None:
+    """p takes ADD `add`'s other operand `res` as its residual epilogue and writes the ADD's output."""
     y = graph.t(add.outputs[0])
     if graph.t(p.outputs[0]).shape != y.shape:
         p.attrs["out_shape"] = list(y.shape)      # (an FC now writing the ADD's shape: ops/conv.py _fc_shape)
     p.epilogue.act = _own_act(p)
-    p.epilogue.residual = match["res"]
+    p.epilogue.residual = res
     p.epilogue.act2 = act_code(add)
     _absorb(graph, p, add)
 
@@ -102,11 +106,7 @@ def _add_view_residuals(graph: Graph) -> None:
             if r.is_const or r.shape != y.shape or not _fc_rows(graph, p, y) \
                     or graph.nodes.index(prod.get(graph.storage(res), p)) > graph.nodes.index(p):
                 continue
-            p.attrs["out_shape"] = list(y.shape)
-            p.epilogue.act = _own_act(p)
-            p.epilogue.residual = res
-            p.epilogue.act2 = act_code(add)
-            _absorb(graph, p, add)
+            _take_residual(graph, p, add, res)
             del graph.aliases[v]
             users, prod = graph.consumers(), graph.producers()
             break

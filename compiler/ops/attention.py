@@ -248,7 +248,7 @@ def lower_attention(node, graph):
                    variants=[v if current().coopmat_emulate else dataclasses.replace(v, measured=True) for v in cm])
     merge = Kernel("attention_merge", [("out_", y.id), ("x", part)], nb * n * dv,
                    dict(N=n, DV=dv, NBATCH=nb, KSPLIT=ks, BETA=float(a["beta"]),
-                        **{k: defines[k] for k in ("O_T", "O_NT", "O_SR", "O_SC")}), node.label(), local_x=64)
+                        **{key: defines[key] for key in ("O_T", "O_NT", "O_SR", "O_SC")}), node.label(), local_x=64)
     return [split, merge]
 
 

@@ -1,8 +1,9 @@
 """Shared by the native int8 tests (tests/ops/test_int8_*.py): the ops a model has after the passes, the
-bit-for-bit comparison against LiteRT's builtin kernels, random int8 inputs."""
+bit-for-bit comparison against LiteRT's builtin kernels, random int8 inputs, the int_dot variant mode."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gpuc.compiler.frontend.importer import load_tflite
 from gpuc.compiler.passes import run_passes
@@ -41,3 +42,11 @@ def conv_prefix(mb, rng, shape) -> int:
     y = mb.tensor("h", [n, h, w, 6], "int8", quant=(0.04, 6))
     mb.op("CONV_2D", [x, wt, b], [y], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE")
     return y
+
+
+def int_dot_mode(gpu, monkeypatch, mode: str) -> None:
+    """GPUC_VARIANTS int_dot=`mode` ("off": the plain int32 word loop; "force": the packed OpSDot variant, skipped
+    on a device without VK_KHR_shader_integer_dot_product) for the rest of the test."""
+    if mode == "force" and not getattr(gpu.device, "int_dot", False):
+        pytest.skip("the device has no VK_KHR_shader_integer_dot_product")
+    monkeypatch.setenv("GPUC_VARIANTS", f"int_dot={mode}")

@@ -17,7 +17,7 @@ import gpuc  # noqa: E402
 from gpuc.errors import UnsupportedError  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.float_view import keep_float_view  # noqa: E402
-from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
+from helpers.int8_exact import exact as _exact, int_dot_mode, ops_after_passes as _ops, qin as _qin  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
 
 I8 = "int8"
@@ -233,9 +233,7 @@ def test_pool_bit_exact(gpu, op, k, s, pad, act):
 def test_conv_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode, case):
     """The `int_dot` variant (packed OpSDot, VK_KHR_shader_integer_dot_product) and the plain int32 word
     loop give LiteRT's bits; "force" fails on a device without the extension, naming it."""
-    if mode == "force" and not getattr(gpu.device, "int_dot", False):
-        pytest.skip("the device has no VK_KHR_shader_integer_dot_product")
-    monkeypatch.setenv("GPUC_VARIANTS", f"int_dot={mode}")
+    int_dot_mode(gpu, monkeypatch, mode)
     test_conv_bit_exact(gpu, CONV_CASES[case])
 
 

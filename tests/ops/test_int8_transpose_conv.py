@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("vulkan")
 
 from helpers.builder import ModelBuilder  # noqa: E402
-from helpers.int8_exact import exact as _exact, ops_after_passes as _ops, qin as _qin  # noqa: E402
+from helpers.int8_exact import exact as _exact, int_dot_mode, ops_after_passes as _ops, qin as _qin  # noqa: E402
 
 I8 = "int8"
 
@@ -99,7 +99,5 @@ def test_int8_decoder_chain_stays_int8(gpu):
 @pytest.mark.parametrize("mode", ["off", "force"])
 def test_transpose_conv_dot_product_variant_and_plain_kernel_agree(gpu, monkeypatch, mode, case):
     """The `int_dot` variant (packed OpSDot) and the plain int32 word loop give LiteRT's bits."""
-    if mode == "force" and not getattr(gpu.device, "int_dot", False):
-        pytest.skip("the device has no VK_KHR_shader_integer_dot_product")
-    monkeypatch.setenv("GPUC_VARIANTS", f"int_dot={mode}")
+    int_dot_mode(gpu, monkeypatch, mode)
     test_transpose_conv_bit_exact(gpu, CASES[case])

@@ -33,10 +33,7 @@
 //          SKIP_LD (the mask's value at row a, key j)
 // @include ew_math.glsl
 #define MASKED 1.0e30
-#ifndef KSPLIT
-#define KSPLIT 1
-#endif
-#define KTILES ((M + BK - 1) / BK)
+// @include attention_part.glsl
 #define TX 8
 #define TY 16
 #define NT (TX * TY)
@@ -113,7 +110,7 @@ void main() {
     int ks = wg % KSPLIT;                        // this workgroup's part of the key tiles
     wg /= KSPLIT;
     int qb = wg % QBLOCKS, b = wg / QBLOCKS;
-    int j_end = min(M, (ks + 1) * KTILES / KSPLIT * BK);
+    int j_end = PART_END(ks);
     int i0 = qb * BQ;
     int qoff, koff, voff;
     VIEW_OFF(qoff, Q_T, Q_NT, b)
@@ -149,7 +146,7 @@ void main() {
     barrier();
     int turn = 0;
 #endif
-    for (int j0 = ks * KTILES / KSPLIT * BK; j0 < j_end; j0 += BK) {
+    for (int j0 = PART_BEGIN(ks); j0 < j_end; j0 += BK) {
 #if SKIP_BIAS >= 0
         {                                        // flag tile t in sLive[t % 3], clear the next one
             bool live = !(m_run > -0.1 * MASKED);
@@ -245,14 +242,14 @@ void main() {
     }
 #if KSPLIT > 1
     if (part == 0 && i0 + srow < N) {
-        int base = ((b * N + i0 + srow) * KSPLIT + ks) * (DV + 2);
+        int base = PART_ROW(b * N + i0 + srow, ks);
         ST(out_, base, m_run);
         ST(out_, base + 1, l_run);
     }
     for (int a = 0; a < RQ; ++a) {
         int i = i0 + ty + TY * a;
         if (i >= N) continue;
-        int base = ((b * N + i) * KSPLIT + ks) * (DV + 2) + 2;
+        int base = PART_ROW(b * N + i, ks) + 2;
         for (int u = 0; u < CV; ++u) {
             int c = tx + TX * u;
             if (c < DV) ST(out_, base + c, acc[a][u]);

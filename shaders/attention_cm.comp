@@ -33,10 +33,7 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_vote : require
 #endif
-#ifndef KSPLIT
-#define KSPLIT 1
-#endif
-#define KTILES ((M + BK - 1) / BK)
+// @include attention_part.glsl
 #define SG 32
 #define NT (SG * NSG)
 #define BQ (16 * NSG)
@@ -115,7 +112,7 @@ void main() {
     int ks = wg % KSPLIT;                        // this workgroup's part of the key tiles
     wg /= KSPLIT;
     int qb = wg % QBLOCKS, b = wg / QBLOCKS;
-    int j_begin = ks * KTILES / KSPLIT * BK, j_end = min(M, (ks + 1) * KTILES / KSPLIT * BK);
+    int j_begin = PART_BEGIN(ks), j_end = PART_END(ks);
     int i0 = qb * BQ;
     int qoff, koff, voff, ooff;
     VIEW_OFF(qoff, Q_T, Q_NT, b)
@@ -255,7 +252,7 @@ void main() {
 #if KSPLIT > 1
     int prow = i0 + sub * 16 + row;              // this part's statistics of the row, unnormalised sums below
     if (half_ == 0 && prow < N) {
-        int base = ((b * N + prow) * KSPLIT + ks) * (DV + 2);
+        int base = PART_ROW(b * N + prow, ks);
         ST(out_, base, m_run);
         ST(out_, base + 1, l_run);
     }
@@ -271,7 +268,7 @@ void main() {
         for (int e = lane; e < 256; e += SG) {
             int r = e / 16, c = t * 16 + e % 16, i = i0 + sub * 16 + r;
 #if KSPLIT > 1
-            if (i < N && c < DV) ST(out_, ((b * N + i) * KSPLIT + ks) * (DV + 2) + 2 + c, sS[sbase + r * SSP + e % 16]);
+            if (i < N && c < DV) ST(out_, PART_ROW(b * N + i, ks) + 2 + c, sS[sbase + r * SSP + e % 16]);
 #else
             if (i < N && c < DV) ST(out_, ooff + i * O_SR + c * O_SC, sS[sbase + r * SSP + e % 16]);
 #endif

@@ -351,16 +351,6 @@ def _plan_variants(M: int, N: int, K: int, G: int) -> list:
     return out
 
 
-def underfilled(M: int, N: int, K: int, G: int) -> bool:
-    """Whether the cost model's plan leaves SMs idle: fewer tiles than GPU_SMS (a batch-1 transformer's FC of
-    197 rows and K = 3072 took 12 tiles of 128 x 128, 116 us on the H100, where coop_cost, which charges a
-    lone tile as a fraction of a full SM, saw no loss), and the small-M plans' 16x16x16 blocks are mostly
-    real work (small_m's conditions but `worthwhile`)."""
-    p = plan_coopmat(M, N, K, G, BIG_SMEM)
-    o = current()
-    return (-(-M // p.BM) * -(-N // p.BN) * G < GPU_SMS and _switch(o.coopmat_small_m, SMALL_M)
-            and o.tune_candidates > 0 and min(N, K) >= 32 and M >= 16)
-
 _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, FQ_SCALE=0.0235, FQ_ZP=-5,
           FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127, FQM=1,
           GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, COOPMAT=1, CM_WM=2, CM_WN=1, CM_TM=1,
@@ -428,13 +418,27 @@ SMALL_MIN_MACS = 1 << 24     # below it (narrow inverted-residual CNNs' batch-1 
 #                             shape (H100 notes at MIN_MACS) and float16 storage would slow the plain kernel kept
 
 
+def _small_blocks(M: int, N: int, K: int) -> bool:
+    """The small-M plans are on (SMALL_M, tune_candidates) and their 16x16x16 blocks mostly real work (N, K >= 32,
+    M >= 16)."""
+    o = current()
+    return _switch(o.coopmat_small_m, SMALL_M) and o.tune_candidates > 0 and min(N, K) >= 32 and M >= 16
+
+
 def small_m(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
     """Whether a fp16 gemm of this shape carries small-M cooperative-matrix candidates (see SMALL_M): where
-    the regular variants are not offered, the 16x16x16 blocks are mostly real work (N, K >= 32, M >= 16),
+    the regular variants are not offered, the 16x16x16 blocks are mostly real work (_small_blocks),
     A is loaded as vectors and the product is big enough for staging fp16 tiles to pay."""
-    o = current()
-    return (_switch(o.coopmat_small_m, SMALL_M) and o.tune_candidates > 0 and not o.coopmat_emulate and not gather and min(N, K) >= 32
-            and M >= 16 and M * N * K * G >= SMALL_MIN_MACS and not worthwhile(M, N, K, G, gather))
+    return (_small_blocks(M, N, K) and not current().coopmat_emulate and not gather
+            and M * N * K * G >= SMALL_MIN_MACS and not worthwhile(M, N, K, G, gather))
+
+
+def underfilled(M: int, N: int, K: int, G: int) -> bool:
+    """Whether the cost model's plan leaves SMs idle: fewer tiles than GPU_SMS (a batch-1 transformer's FC of
+    197 rows and K = 3072 took 12 tiles of 128 x 128, 116 us on the H100, where coop_cost, which charges a
+    lone tile as a fraction of a full SM, saw no loss), where the small-M plans could take it (_small_blocks)."""
+    p = plan_coopmat(M, N, K, G, BIG_SMEM)
+    return -(-M // p.BM) * -(-N // p.BN) * G < GPU_SMS and _small_blocks(M, N, K)
 
 
 def small_plans(M: int, N: int, K: int, G: int, n: int, plans=None) -> list:

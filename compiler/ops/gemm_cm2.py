@@ -32,6 +32,10 @@ class Cm2Plan:
     BK: int
     invocations: int
 
+    def tiles(self, M: int, N: int) -> int:
+        """Workgroups (output tiles) of an M x N gemm."""
+        return -(-M // self.BM) * -(-N // self.BN)
+
 
 # Tiles, measured on the H100 (2026-11-24).  BIG: 128 x 256 by 256 invocations, BK 32, where the tiles fill
 # the GPU twice over and K >= 1024: at 4096^3 274-294 TFLOP/s (128 x 128 by 128 invocations 266-288,
@@ -70,14 +74,13 @@ def plan_for(M: int, N: int, K: int) -> Cm2Plan:
     force = current().cm2_plan
     if force is not None:
         return force
-    big_tiles = -(-M // BIG.BM) * -(-N // BIG.BN)
+    big_tiles = BIG.tiles(M, N)
     return BIG if big_tiles >= MIN_WAVES * SMS and K >= BIG_K else SMALL
 
 
 def fills(M: int, N: int, K: int) -> bool:
     """Whether plan_for's tiles fill the GPU at least once (SMS)."""
-    p = plan_for(M, N, K)
-    return -(-M // p.BM) * -(-N // p.BN) >= SMS
+    return plan_for(M, N, K).tiles(M, N) >= SMS
 
 
 def worthwhile(M: int, N: int, K: int) -> bool:
@@ -117,7 +120,7 @@ def cm2_variants(M: int, N: int, K: int) -> list:
     out = [KernelVariant("coopmat2", requires(M, N, K), cm2_kernel, f16_bindings=("x", "w"))]
     if current().cm2_plan is None and current().tune_candidates > 0:
         for p in ALTERNATIVES:
-            if p != first and -(-M // p.BM) * -(-N // p.BN) >= SMS:
+            if p != first and p.tiles(M, N) >= SMS:
                 out.append(KernelVariant("coopmat2", requires(M, N, K, p), lambda k, p=p: cm2_kernel(k, p),
                                          f16_bindings=("x", "w"), measured=True))
     return out

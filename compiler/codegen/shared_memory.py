@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from gpuc.runtime import shader_check
 
+PORTABLE_SMEM = 32 * 1024       # shared memory per workgroup every Vulkan device allows (maxComputeSharedMemorySize's
+#                                 required minimum): the kernels' plans stay within it unless they require more
+
 
 def shared_bytes(code: bytes) -> int:
     """Bytes of shared memory compiled module `code` (its entry point `main`, no manifest yet) takes at least."""

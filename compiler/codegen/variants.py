@@ -15,7 +15,7 @@ from gpuc.compiler import ops  # noqa: F401  (imports every op module: their VAR
 from gpuc.compiler.shader_text import supports_storage16
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACTS
-from gpuc.compiler.ops.gemm_plan import WG_SMEM as PORTABLE_SMEM   # (32 KiB: every Vulkan device allows it)
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM   # (32 KiB: every Vulkan device allows it)
 _FQ = dict(FQ_SCALE=0.0235, FQ_ZP=-5, FQ_MIN=-128, FQ_MAX=127, FQM_SCALE=0.031, FQM_ZP=3, FQM_MIN=-128, FQM_MAX=127)
 _GEOM = dict(N=1, H=5, W=6, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1)
 _GEMM = dict(_GEOM, **_FQ, FQM=1, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GNP=8, CIG=4, BM=8, BN=8, BK=8,

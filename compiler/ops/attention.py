@@ -17,9 +17,10 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, Why, attention_cm, declare, register, rules, template
 from gpuc.compiler.ops.util import checked
 from gpuc.compiler.options import current
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
 TX, TY = 8, 16               # invocations along key / value columns and along query rows (attention.comp)
-SMEM_FLOATS = 8192           # 32 KiB of shared memory per workgroup (compiler/ops/gemm_plan.py WG_SMEM)
+SMEM_FLOATS = PORTABLE_SMEM // 4     # 32 KiB of shared memory per workgroup
 MAX_ACC = 64                 # output accumulators per invocation (RQ * CV)
 FILL_GROUPS = 264            # workgroups worth having in flight (2 per SM of an H100) before rows per group grow
 

@@ -22,11 +22,12 @@ from functools import lru_cache
 
 from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.options import current
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
 CM = 16                       # M = N = K of the cooperative matrix shape
 CM_SG = 32                    # subgroup size the workgroup layout assumes (NVIDIA)
 REQUIRES = {"cooperative_matrix": [CM, CM, CM, "float16", "float16", "float32", "float32"], "subgroup_size": CM_SG}
-WG_SMEM = 32 * 1024           # shared memory per workgroup every Vulkan device allows
+WG_SMEM = PORTABLE_SMEM       # shared memory per workgroup every Vulkan device allows
 BIG_SMEM = 48 * 1024          # what NVIDIA (and most desktop GPUs) allow: variants requiring `shared_memory`
 GPU_SMS, SM_SMEM, SM_THREADS = 132, 228 * 1024, 2048
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gpuc.compiler.options import current
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
 GPU_SMS = 132
 SM_THREADS, SM_REGS, SM_SMEM, SM_WGS = 2048, 65536, 228 * 1024, 32
-WG_SMEM = 32 * 1024          # per workgroup: H100 allows 48 KiB, lavapipe and mobile GPUs 32 KiB
+WG_SMEM = PORTABLE_SMEM      # per workgroup: H100 allows 48 KiB, lavapipe and mobile GPUs 32 KiB
 MAX_THREADS = 256
 GLOBAL_LATENCY = 600        # cycles: a K chunk's global loads are overlapped with the previous chunk
 LAUNCH_CYCLES = 1500        # fixed cost of a dispatch (first load, epilogue store, barrier with the next)

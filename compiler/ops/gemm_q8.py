@@ -36,6 +36,7 @@ from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import epilogue, size
 from gpuc.compiler.ops.gemm_q8_coopmat import coopmat_variants
 from gpuc.compiler.symbolic import is_sym
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
 ATTR = "int8_weights"           # node.attrs flag set by passes/quant.py: lower with gemm_q8
 RMS_ATTR = "q8_rms"             # (norm weight tensor, eps): input 0 is RMS-normalized first (ops/q8_fusion.py)
@@ -47,7 +48,7 @@ FLAT_WORDS = 8                  # one row: 16-byte weight words a batch of one i
 MIN_TPR = 32                    # one row: fewest invocations per channel (a subgroup sums a channel)
 FLAT_ROW_BYTES = 16             # one row: channels a workgroup reads >= this many bytes per row float
 FLAT_RESIDENT = 1024            # one row: invocations an SM holds at once (~64 registers each)
-SMEM = 32 * 1024                # shared memory a row kernel (Q8_MODE 0) takes at most: every Vulkan device allows it
+SMEM = PORTABLE_SMEM            # shared memory a row kernel (Q8_MODE 0) takes at most: every Vulkan device allows it
 TILED_MIN_M = 16                # rows from which the rows are quantized once and output tiled (prefill)
 TILE = 64                       # rows and channels of a tiled workgroup (shaders/gemm_q8_tiled.glsl BM, BN)
 GPU_SMS = 132                   # (H100) workgroups to fill the GPU: prefer RN giving >= 2 per SM

@@ -18,9 +18,10 @@ import dataclasses
 from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.ops.epi_chain import EBIND, sample_chain
 from gpuc.compiler.options import current
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
 GPU_SMS = 132                   # (H100) workgroups for a full GPU
-SMEM = 32 * 1024                # shared memory every Vulkan device with these matrices allows
+SMEM = PORTABLE_SMEM            # shared memory every Vulkan device with these matrices allows
 BIG_SMEM = 48 * 1024            # what NVIDIA (and most desktop GPUs) allow: the variant requiring `shared_memory`
 # (BM, BN, WM, WN, the workgroups per SM it must give), biggest first (the last: any)
 TILES = ((128, 128, 2, 4, 2), (64, 64, 2, 2, 1), (32, 64, 2, 2, 0))

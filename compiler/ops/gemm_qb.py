@@ -19,6 +19,7 @@ from gpuc.compiler.ops import template
 from gpuc.compiler.ops.epi_chain import EBIND, apply_chain, sample_chain
 from gpuc.compiler.ops.util import epilogue, size
 from gpuc.compiler.symbolic import is_sym
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
 QB_ATTR = "qb4_weights"         # (float weight id it stands for, packed id, scales id, sums id, block)
 LOCAL = 64
@@ -27,7 +28,7 @@ GPU_SMS = 132                   # (H100) workgroups to fill the GPU: RN grows wh
 MAX_PASSES = 8                  # channel rounds a workgroup (RN = rounds * channels at once; loads all unrolled)
 MAX_SUMS = 16                   # rounds x rows: float sums an invocation holds (and reduces in shared memory)
 MAX_RM = 8                      # rows a workgroup (each weight word loaded once for them)
-SMEM = 32 * 1024                # shared memory a workgroup takes at most (smem_bytes): every Vulkan device allows it
+SMEM = PORTABLE_SMEM            # shared memory a workgroup takes at most (smem_bytes): every Vulkan device allows it
 
 
 def attach(g, n, vals: np.ndarray, scales: np.ndarray, block: int) -> bool:

@@ -50,6 +50,7 @@ from gpuc.compiler.options import current
 
 from gpuc.compiler.ops.int8_common import ADD, CONV, DEPTHWISE, FC, FOLDS, PAD  # noqa: E402 (the int8 op names)
 from gpuc.compiler.ops.int8_eltwise import ADD_FIELDS  # noqa: E402
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 _DW = {DEPTHWISE, "DEPTHWISE_CONV_2D"}
 _FC = {FC, "FULLY_CONNECTED"}
 
@@ -298,7 +299,7 @@ CM_PLANS = {
 # the 128 x 128 plan's 52-workgroup grid of a 7 x 7 layer at batch 32 ran 2.7x slower than 64 x 64's 200), and
 # small layers' candidates would grow the bundle for nothing (CompileOptions.int8_emulate: every plan, for tests)
 CM_MIN_GROUPS = 128
-CM_PORTABLE_SMEM = 32 * 1024    # what every Vulkan device allows; a plan needing more requires `shared_memory`
+CM_PORTABLE_SMEM = PORTABLE_SMEM    # what every Vulkan device allows; a plan needing more requires `shared_memory`
 
 
 def cm_smem(plan: dict) -> int:

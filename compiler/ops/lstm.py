@@ -17,11 +17,12 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler import sym_shapes as D
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.util import ACT_NAMES, checked
+from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
 # TFLite codes matched against LiteRT's float LSTM (relu, relu6, tanh).  NONE is rejected: LiteRT's
 # ApplyActivationToVector returns without writing its result for it, so its output is not defined.
 CELL_ACTS = (1, 3, 4)
-MAX_SHARED_FLOATS = 8192            # h (O) + c (C) + m (C) floats of shared memory: 32 KiB
+MAX_SHARED_FLOATS = PORTABLE_SMEM // 4     # h (O) + c (C) + m (C) floats of shared memory: 32 KiB
 OPTIONAL = (1, 5, 9, 10, 11, 12, 16, 17, 20, 21, 22, 23)
 
 

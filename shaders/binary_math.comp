@@ -6,6 +6,11 @@
 // (fused activation, gpuc_apply; for int32 only the codes with an int overload) and, for floats, FQ
 // (a fake-quantized output's rounding: gpuc_act).
 // Buffers are read and written as raw 32-bit words (ew_bits / ew_put), whatever their declared type.
+// VEC=1 (float; the output's innermost extent a multiple of 4, ops/ew_fused.py vector_form): an invocation
+// computes 4 consecutive elements along the innermost dim (out_ a vec4 view, TOTAL counts invocations) with
+// one index walk; VEC_A / VEC_B: that operand is a vec4 view too (contiguous along the dim; its strides in
+// vec4s), else a scalar binding broadcast along it (one value for the 4).  OUT_SHAPE's innermost extent
+// then counts vectors.  Each element is computed as the scalar form computes it (the same bits).
 #ifndef IS_INT
 #define IS_INT 0
 #endif
@@ -17,6 +22,13 @@ void ew_put(out int d, uint b) { d = int(b); }
 void ew_put(out uint d, uint b) { d = b; }
 
 // @include ew_math.glsl
+
+#ifndef VEC
+#define VEC 0
+#endif
+#if VEC
+float ew_one(float v0, float v1) { return gpuc_act(EW_EXPR); }
+#endif
 
 void main() {
     uint gid = gpuc_gid();
@@ -32,7 +44,10 @@ void main() {
         ib += c * B_STRIDES[d];
     }
 #endif
-#if IS_INT
+#if VEC
+    vec4 p0 = vec4(LD(a, ia)), p1 = vec4(LD(b, ib));     // (a scalar binding: its value in every lane)
+    ST(out_, gid, vec4(ew_one(p0.x, p1.x), ew_one(p0.y, p1.y), ew_one(p0.z, p1.z), ew_one(p0.w, p1.w)));
+#elif IS_INT
     int v0 = int(ew_bits(a[ia])), v1 = int(ew_bits(b[ib]));
     ew_put(out_[gid], uint(gpuc_apply(EW_EXPR, ACT)));
 #else

@@ -8,11 +8,29 @@
 // WG_PER_OUT 1 (large windows, e.g. a global average pool): one workgroup per output element; its
 // invocations stride over the window's cells and combine through wg_reduce (SUBGROUP: the `subgroup`
 // variant), so a 128x128 window is not summed by one invocation.
+// VEC 1 (C % 4 == 0, small windows): x and out_ are vec4 views and an invocation computes 4 consecutive
+// channels of one output pixel (TOTAL counts invocations), each as the scalar form does (the same bits).
 #ifndef FOLDED_PAD
 #define FOLDED_PAD 0
 #endif
 #ifndef WG_PER_OUT
 #define WG_PER_OUT 0
+#endif
+#ifndef VEC
+#define VEC 0
+#endif
+#if VEC
+#define CV (C / 4)
+#define PV vec4
+vec4 pool_max(vec4 a, vec4 v) {
+    return vec4(gpuc_max_skip(a.x, v.x), gpuc_max_skip(a.y, v.y), gpuc_max_skip(a.z, v.z), gpuc_max_skip(a.w, v.w));
+}
+vec4 pool_act(vec4 v) { return vec4(gpuc_act(v.x), gpuc_act(v.y), gpuc_act(v.z), gpuc_act(v.w)); }
+#else
+#define CV C
+#define PV float
+float pool_max(float a, float v) { return gpuc_max_skip(a, v); }
+float pool_act(float v) { return gpuc_act(v); }
 #endif
 #if WG_PER_OUT
 shared float red[gl_WorkGroupSize.x];
@@ -26,8 +44,8 @@ void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
 #endif
-    int c = int(gid % C);
-    int t = int(gid / C);
+    int c = int(gid % CV);
+    int t = int(gid / CV);
     int ox = t % OW; t /= OW;
     int oy = t % OH;
     int n = t / OH;
@@ -39,9 +57,9 @@ void main() {
     int counted = (cy1 - cy0) * (cx1 - cx0);
 #endif
 #if OP == 1
-    float acc = -1.0 / 0.0;
+    PV acc = PV(-1.0 / 0.0);
 #else
-    float acc = 0.0;
+    PV acc = PV(0.0);
 #endif
 #if WG_PER_OUT
     int ww = max(x1 - x0, 0), cells = max(y1 - y0, 0) * ww;
@@ -58,9 +76,9 @@ void main() {
 #else
     for (int iy = y0; iy < y1; ++iy)
         for (int ix = x0; ix < x1; ++ix) {
-            float v = LD(x, ((n * H + iy) * W + ix) * C + c);
+            PV v = LD(x, ((n * H + iy) * W + ix) * CV + c);
 #if OP == 1
-            acc = gpuc_max_skip(acc, v);
+            acc = pool_max(acc, v);
 #else
             acc += v;
 #endif
@@ -71,7 +89,7 @@ void main() {
 #elif OP == 0
     acc /= float(max((y1 - y0) * (x1 - x0), 1));
 #elif FOLDED_PAD
-    if (counted > max(y1 - y0, 0) * max(x1 - x0, 0)) acc = gpuc_max_skip(acc, PAD_VALUE);
+    if (counted > max(y1 - y0, 0) * max(x1 - x0, 0)) acc = pool_max(acc, PV(PAD_VALUE));
 #endif
-    ST(out_, gid, gpuc_act(acc));
+    ST(out_, gid, pool_act(acc));
 }

@@ -57,6 +57,10 @@ VARIANTS = {
                     PAD_VALUE=-0.5, OUTPUTS=36, **_FQ),
                {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1], "FOLDED_PAD": [0, 1], "WG_PER_OUT": [0, 1],
                 "SUBGROUP": [0, 1]}, ["out_", "x"]),
+    "pool2d:vec": (dict(N=1, H=5, W=6, C=8, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1, EPT=1, EPB=0, EPL=1, EPR=1,
+                        PAD_VALUE=-0.5, VEC=1, **_FQ),
+                   {"OP": [0, 1], "ACT": ACTS, "FQ": [0, 1], "FOLDED_PAD": [0, 1]}, ["out_", "x"], {},
+                   lambda d: dict(vec4=("out_", "x"))),
 }
 
 

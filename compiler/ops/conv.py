@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.codegen.kernel import FLAT_LOCAL_X, FLAT_MIN_INVOCATIONS, LOCAL_X, Kernel
 from gpuc.compiler import sym_shapes as D
 from gpuc.compiler import symbolic as S
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
@@ -183,7 +183,12 @@ def lower_pool(node, graph):
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0])]
     outputs = size(graph.t(node.outputs[0]).shape)
     if kh * kw < POOL_WG_MIN:
-        return [Kernel("pool2d", binds, outputs, defines, node.label())]
+        vec = isinstance(c, int) and c % 4 == 0 and isinstance(outputs, int)
+        n = outputs // 4 if vec else outputs
+        # (independent invocations here, as a flat template's: as wide as those once the grid is large)
+        local = FLAT_LOCAL_X if isinstance(n, int) and n >= FLAT_MIN_INVOCATIONS else LOCAL_X
+        return [Kernel("pool2d", binds, n, dict(defines, VEC=int(vec)), node.label(), local_x=local,
+                       vec4=("out_", "x") if vec else ())]
     # large windows (global pools): one workgroup per output element (shaders/pool2d.comp WG_PER_OUT)
     local = 256 if kh * kw >= 4096 else 128 if kh * kw >= 1024 else 64
     k = Kernel("pool2d", binds, outputs * local, dict(defines, WG_PER_OUT=1, OUTPUTS=outputs), node.label(),

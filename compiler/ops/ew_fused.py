@@ -23,9 +23,9 @@ from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, REGISTRY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import call
+from gpuc.compiler.ops.ew_vector import VECS, binding_strides, vector_form  # noqa: F401 - VECS: read by tests
 from gpuc.compiler.ops.reduce import reduce_axes
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
-from gpuc.compiler.options import current
 
 MAX_INPUTS = 7
 
@@ -119,42 +119,6 @@ def _check(node, graph):
     return steps_reason(node, graph)
 
 
-# The vector form (shaders/ew_fused.comp EW_VEC): an invocation computes VECS groups of 4 consecutive
-# output elements along the innermost dim (one group where that extent is not a multiple of 4 * VECS):
-# one index walk and one load per input for all of them, as a vec4 (f16vec4 under float16 storage) or,
-# for an input broadcast along that dim, one scalar.  The elementwise ops themselves are latency bound:
-# one walk (div/mod per dim) per element cost more than the loads.  0: the scalar form everywhere.
-# VECS is the default; CompileOptions.ew_vectors overrides it (read through `vectors()`).
-VECS = 1
-
-
-def vectors() -> int:
-    """Vectors of 4 per invocation: CompileOptions.ew_vectors, else VECS."""
-    v = current().ew_vectors
-    return VECS if v is None else v
-
-
-def vector_form(ins, y_shape) -> tuple[int, list] | None:
-    """(vectors of 4 per invocation, per input: loaded as vec4 (True) or as one scalar (False)), or None
-    where the scalar form must run: the output's innermost extent is not a known multiple of 4, or an
-    input is neither contiguous along it (stride 1, every stride and its base a multiple of 4: whole
-    vec4s) nor broadcast along it (stride 0)."""
-    shape = list(y_shape)
-    vecs = vectors()
-    if vecs < 1 or not shape or not all(isinstance(d, (int, np.integer)) for d in shape) or int(shape[-1]) % 4:
-        return None
-    vec = []                 # (a binding is a whole tensor: its base is its own 256-byte aligned offset)
-    for t in ins:
-        st = broadcast_strides(t.shape, shape)
-        if st[-1] == 1 and all(s % 4 == 0 for s in st[:-1]):
-            vec.append(True)
-        elif st[-1] == 0:
-            vec.append(False)
-        else:
-            return None
-    return (vecs if int(shape[-1]) % (4 * vecs) == 0 else 1), vec
-
-
 @register("FUSED_ELEMENTWISE", check=_check, inputs=(1, MAX_INPUTS), dtypes=("float32", "int32"),
           summary="internal: a chain of elementwise ops fused into one kernel by the fuse_elementwise pass")
 def lower_ew_fused(node, graph):
@@ -176,10 +140,8 @@ def lower_ew_fused(node, graph):
     if bcast:
         defines.update(RANK=max(len(y.shape), 1), OUT_SHAPE=shape)
         for k, t in enumerate(ins):
-            st = broadcast_strides(t.shape, y.shape) or [0]
-            if vf and vf[1][k]:                  # in vec4s; the innermost step: one invocation's vectors
-                st = [s // 4 for s in st[:-1]] + [vf[0]]
-            defines[f"I{k}_STRIDES"] = st
+            defines[f"I{k}_STRIDES"] = (binding_strides(t.shape, y.shape, vf, k) if vf
+                                        else broadcast_strides(t.shape, y.shape) or [0])
     binds = [("out_", y.id)] + [(f"x{k}", t.id) for k, t in enumerate(ins)]
     label = f"{'+'.join(s['op'] for s in steps)} (operator #{node.index})"
     vec4 = ("out_",) + tuple(f"x{k}" for k, on in enumerate(vf[1]) if on) if vf else ()

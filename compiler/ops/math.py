@@ -25,6 +25,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACT_NAME, ACT_NONE, ACTS, INT_ACTS, TABLE
 from gpuc.compiler.glsl_literal import literal
 from gpuc.compiler.ops import INTEGER, SHAPE_ONLY, Why, register, rules, template
+from gpuc.compiler.ops.ew_vector import binding_strides, vector_form
 from gpuc.compiler.ops.util import act_code, broadcast_strides, check_act, checked, size
 from gpuc.compiler.symbolic import smax, smin
 
@@ -163,10 +164,18 @@ def lower(node, graph):
         return [Kernel("unary_math", [("out_", y.id), ("x", ins[0].id)], n // 4 if vec else n, dict(defines, VEC=int(vec)),
                        node.label(), vec4=("out_", "x") if vec else ())]
     a, b = ins
-    defines.update(ACT=act_code(node) if row.fused_act else ACT_NONE,
-                   SAME_SHAPE=int(tuple(a.shape) == tuple(b.shape) == tuple(y.shape)),
+    same = tuple(a.shape) == tuple(b.shape) == tuple(y.shape)
+    defines.update(ACT=act_code(node) if row.fused_act else ACT_NONE, SAME_SHAPE=int(same),
                    **geometry([a.shape, b.shape], y.shape, ["A", "B"]))
-    return [Kernel("binary_math", [("out_", y.id), ("a", a.id), ("b", b.id)], size(y.shape), defines, node.label())]
+    binds = [("out_", y.id), ("a", a.id), ("b", b.id)]
+    form = vector_form(ins, y.shape, most=1) if y.dtype == "float32" else None
+    if not form:
+        return [Kernel("binary_math", binds, size(y.shape), defines, node.label())]
+    grid = list(y.shape[:-1]) + [y.shape[-1] // 4]       # (vector_form: the innermost extent a multiple of 4)
+    defines.update(VEC=1, OUT_SHAPE=grid, A_STRIDES=binding_strides(a.shape, y.shape, form, 0),
+                   B_STRIDES=binding_strides(b.shape, y.shape, form, 1))
+    vec4 = ("out_",) + tuple(n for n, on in zip(("a", "b"), form[1]) if on)
+    return [Kernel("binary_math", binds, size(y.shape) // 4, defines, node.label(), vec4=vec4)]
 
 
 def _summary(row) -> str:
@@ -235,6 +244,12 @@ VARIANTS = {   # every op once per dtype; the epilogue switches (ACT, FQ) with o
                         lambda d: dict(vec4=("out_", "x") if d["VEC"] else ())),
     "unary_math:int": ({}, {"EW_EXPR": _samples(1, "int32"), "IS_INT": [1]}, ["out_", "x"]),
     "binary_math": (_BCAST, {"EW_EXPR": _samples(2, "float32"), "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"]),
+    "binary_math:vec": (dict(_BCAST, VEC=1, OUT_SHAPE=[2, 3, 1], A_STRIDES=[3, 1, 1], B_STRIDES=[0, 0, 0]),
+                        {"EW_EXPR": _samples(2, "float32"), "SAME_SHAPE": [0, 1]}, ["out_", "a", "b"], {},
+                        lambda d: dict(vec4=("out_", "a"))),
+    "binary_math:vec_act": (dict(_BCAST, VEC=1, OUT_SHAPE=[2, 3, 1], A_STRIDES=[3, 1, 1], B_STRIDES=[3, 1, 1]),
+                            {"EW_EXPR": [call(_FLOAT_ACT, ["v0", "v1"], {})], "ACT": ACTS, "FQ": [0, 1]},
+                            ["out_", "a", "b"], {}, lambda d: dict(vec4=("out_", "a", "b"))),
     "binary_math:act": (_BCAST, {"EW_EXPR": [call(_FLOAT_ACT, ["v0", "v1"], {})], "ACT": ACTS, "FQ": [0, 1]},
                         ["out_", "a", "b"]),
     "binary_math:int": (_BCAST, {"EW_EXPR": _samples(2, "int32"), "IS_INT": [1], "SAME_SHAPE": [0, 1]},

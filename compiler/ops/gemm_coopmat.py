@@ -349,7 +349,27 @@ def _plan_variants(M: int, N: int, K: int, G: int) -> list:
                                  f16_bindings=("x", "w"), measured=True))
     if underfilled(M, N, K, G):          # few big tiles: the small-M plans too, measured
         out += _measured(small_candidates(M, N, K, G))
+    out += _measured(narrow_plans(M, N))
     return out
+
+
+# Tiles 32 columns wide, for gemms of few output channels (a DenseNet's 3x3 convolutions: 32 channels, K = 1152;
+# a 1x1 projection to 32): every family above is 64..256 columns wide, so at N = 32 half its tensor-core work or
+# more is padding.  `measured` candidates (runtime/tuning.py times them at load), each within the portable
+# shared memory.
+NARROW_PLANS = (CoopPlan(4, 1, 2, 2, 32, 2),    # 128 x 32, 4 subgroups of 32 x 32
+                CoopPlan(8, 1, 1, 2, 32, 2),    # 128 x 32, 8 subgroups of 16 x 32
+                CoopPlan(8, 1, 2, 2, 32, 1),    # 256 x 32, 8 subgroups of 32 x 32, one stage
+                CoopPlan(4, 1, 4, 2, 16, 2))    # 256 x 32, 4 subgroups of 64 x 32, BK 16
+NARROW_N = 48
+
+
+def narrow_plans(M: int, N: int) -> list:
+    """NARROW_PLANS for a gemm of at most NARROW_N output columns (none under tune_candidates = 0); only
+    those whose row tiles are at most half padding."""
+    if current().tune_candidates <= 0 or not 16 <= N <= NARROW_N:
+        return []
+    return [p for p in NARROW_PLANS if 2 * M >= p.BM]
 
 
 _G = dict(N=1, H=5, W=6, OH=3, OW=3, KW=3, SH=2, SW=2, DH=1, DW=1, PT=1, PL=1, FQ_SCALE=0.0235, FQ_ZP=-5,
@@ -454,10 +474,12 @@ def small_plans(M: int, N: int, K: int, G: int, n: int, plans=None) -> list:
 
 
 def small_candidates(M: int, N: int, K: int, G: int) -> list:
-    """The small-M plans a gemm carries: tune_candidates + 1 of SMALL_PLANS, MID_CANDIDATES of MID_PLANS."""
+    """The small-M plans a gemm carries: tune_candidates + 1 of SMALL_PLANS, MID_CANDIDATES of MID_PLANS, and
+    the NARROW_PLANS where N is narrow."""
     o = current()
     mid = MID_CANDIDATES if o.coopmat_mid_candidates is None else o.coopmat_mid_candidates
-    return small_plans(M, N, K, G, max(o.tune_candidates, 1) + 1) + small_plans(M, N, K, G, mid, MID_PLANS)
+    return (small_plans(M, N, K, G, max(o.tune_candidates, 1) + 1) + small_plans(M, N, K, G, mid, MID_PLANS)
+            + narrow_plans(M, N))
 
 
 def split_variants(M: int, N: int, K: int, S: int, gather: bool = False, idle: bool = False) -> list:

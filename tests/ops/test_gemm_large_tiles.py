@@ -1,6 +1,7 @@
 """The largest gemm tiles (128 x 128 with 8 x 8 register blocks, the plans big GEMMs get) and the
-cooperative-matrix variant's tile families (gemm_coopmat.FAMILIES, one and two shared stages; the
-cooperative-matrix operations emulated on lavapipe) forced through the planners at every edge:
+cooperative-matrix variant's tile families (gemm_coopmat.FAMILIES, one and two shared stages, and the
+32-column NARROW_PLANS; the cooperative-matrix operations emulated on lavapipe) forced through the
+planners at every edge:
 M / N / K not multiples of the tile, CO % 4 != 0, CI % 4 != 0 (scalar A loads), implicit GEMM with
 stride and padding, groups, runtime weights (B_T), bias + activation + residual epilogue, and
 several K chunks.  Reference: float64 numpy."""
@@ -18,7 +19,7 @@ PLANS = [(128, 128, 8, 8, 8, 1), (128, 128, 16, 8, 8, 1), (64, 32, 16, 8, 4, 1),
          # SV4 (vec4 shared reads, two stages): the plans large GEMMs get
          (128, 128, 8, 8, 8, 1, True), (64, 128, 16, 8, 8, 1, True), (128, 32, 16, 8, 4, 1, True),
          (16, 16, 8, 4, 4, 1, True)]
-COOP = [cm_mod.CoopPlan(*f, st) for f, _, _ in cm_mod.FAMILIES[::2] for st in (1, 2)]
+COOP = [cm_mod.CoopPlan(*f, st) for f, _, _ in cm_mod.FAMILIES[::2] for st in (1, 2)] + list(cm_mod.NARROW_PLANS)
 
 
 def _conv_ref(x, w, b, s, groups):

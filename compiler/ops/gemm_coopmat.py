@@ -320,10 +320,25 @@ def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -
     if current().coopmat_emulate:
         return [KernelVariant("coopmat", EMULATED_REQUIRES, coopmat_kernel, f16_bindings=("x", "w"))]
     if not worthwhile(M, N, K, G, gather):
-        if gather and GATHER_MEASURED and worthwhile(M, N, K, G):      # big element-gathered convolutions
+        if (gather and GATHER_MEASURED and worthwhile(M, N, K, G)      # big element-gathered convolutions
+                or not gather and slim(M, N, K, G)):                  # ... and big gemms of 16..31 columns or depth
             return [dataclasses.replace(v, measured=True) for v in _plan_variants(M, N, K, G)]
         return []
     return _plan_variants(M, N, K, G)
+
+
+# Gemms whose only shortfall is N or K of 16..31 (MIN_DIM): a 1x1 convolution from 16 channels, a 3x3 one to 24
+# (inverted-residual and fused-MBConv CNNs at batch 32: 401k x 64 x 16 took 141 us on the plain kernel on the H100,
+# 0.9 TB/s of its float32 tensors; 100k x 24 x 216 260 us, 16 TFLOP/s) carry the variants as `measured` candidates
+# (the 32-column NARROW_PLANS among them), taken where timing them at load finds them faster.
+SLIM_DIM = 16
+
+
+def slim(M: int, N: int, K: int, G: int = 1) -> bool:
+    """Whether worthwhile fails only for N or K in SLIM_DIM..MIN_DIM - 1 (not for a gather)."""
+    tiles = -(-M // 64) * -(-N // 64) * G
+    return (min(N, K) >= SLIM_DIM and M >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES
+            and min(N, K) < MIN_DIM)
 
 
 # Convolutions whose im2col loads gather element by element (CI % 4 != 0: an RGB stem) keep the plain kernel

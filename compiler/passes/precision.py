@@ -33,7 +33,7 @@ from gpuc.compiler.shader_text import supports_storage16
 from gpuc.compiler.ew_table import BOUNDED_ACTS
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ew_table import FUSIBLE
-from gpuc.compiler.ops.gemm_coopmat import plain_gemm, storage_wishes
+from gpuc.compiler.ops.gemm_coopmat import GEMM_OPS, plain_gemm, storage_wishes
 from gpuc.compiler.ops.util import act_code
 
 FP16_MAX = 65504.0
@@ -73,22 +73,30 @@ def plain_gemm_values(graph: Graph) -> set:
     slower on float16 tensors (measured on the H100): their A, runtime B, residual and result, and
     every value elementwise ops make from that result (what fuse_gemm_epilogue may fold into the
     gemm: planned here, before fusion, so a folded chain rounds nothing to float16 that the unfused
-    program would keep in float32).  Storage roots."""
+    program would keep in float32).  Storage roots.  Except a value that a gemm with coopmat variants
+    reads as its A (a regnet's squeeze-excited tensor, after a plain grouped convolution, into a 1x1
+    convolution): in float32 it would keep that gemm off the tensor cores (on the H100 a batch-32
+    1568 x 888 x 888 one ran 122 us on the plain kernel)."""
     st = graph.storage
     readers: dict[int, list] = {}
     for n in graph.nodes:
         for i in n.inputs:
             if i >= 0:
                 readers.setdefault(st(i), []).append(n)
+
+    def tensor_core_a(r: int) -> bool:          # the A of a gemm with coopmat variants (they need it in float16)
+        return any(c.op in GEMM_OPS and c.inputs and st(c.inputs[0]) == r and not plain_gemm(c, graph)
+                   for c in readers.get(r, []))
+
     out, todo = set(), []
     for n in graph.nodes:
         if plain_gemm(n, graph):
             acts = [i for i in list(n.inputs[:2]) + n.epilogue.reads() if i >= 0 and not graph.t(i).is_const]
-            out.update(st(i) for i in acts)
+            out.update(st(i) for i in acts if not tensor_core_a(st(i)))
             todo += [st(o) for o in n.outputs]
     while todo:
         r = todo.pop()
-        if r in out:
+        if r in out or tensor_core_a(r):
             continue
         out.add(r)
         todo += [st(o) for c in readers.get(r, []) if c.op in FUSIBLE for o in c.outputs]

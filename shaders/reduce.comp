@@ -18,6 +18,9 @@
 #ifndef SUBGROUP
 #define SUBGROUP 0
 #endif
+#ifndef COLS
+#define COLS 0
+#endif
 // OP 2 / 3 as LiteRT's REDUCE_MAX / REDUCE_MIN: its kernels fold the elements in order, a new element
 // replacing the running value unless it is strictly worse, so a NaN survives only as the last element
 // and all before the last NaN is dropped (R_FOLD).  In parallel (WG_PER_OUT): L, the last NaN's
@@ -110,7 +113,35 @@ float element(int base, int r) {
 }
 #endif
 
-#if WG_PER_OUT
+#if COLS
+// COLS=1 (OP 0 / 1; the innermost kept axis is x's innermost: a spatial mean of NHWC): a workgroup takes COLS_W
+// consecutive outputs, its invocations as COLS_W columns by gl_WorkGroupSize.x / COLS_W slices of the reduced
+// elements, so that a subgroup's loads are consecutive elements (one output per element each as WG_PER_OUT
+// strides C apart); the slices' partial sums are combined in shared memory in slice order.
+shared float red_c[gl_WorkGroupSize.x];
+void main() {
+    uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    int lid = int(gl_LocalInvocationID.x);
+    int col = lid % COLS_W, slice = lid / COLS_W, slices = int(gl_WorkGroupSize.x) / COLS_W;
+    int o = int(wg) * COLS_W + col;
+    float acc = R_INIT;
+    if (o < OUTPUTS) {
+        int base = base_of(o);
+#if PROLOGUE
+        prologue_bases(o);
+#endif
+        for (int r = slice; r < RCOUNT; r += slices) acc = R_OP(acc, element(base, r));
+    }
+    red_c[lid] = acc;
+    barrier();
+    if (slice != 0 || o >= OUTPUTS) return;
+    for (int s = 1; s < slices; ++s) acc = R_OP(acc, red_c[s * COLS_W + col]);
+#if OP == 0
+    acc /= float(RCOUNT);
+#endif
+    ST(out_, o, acc);
+}
+#elif WG_PER_OUT
 shared float red[gl_WorkGroupSize.x];
 shared int r_last;
 #if SUBGROUP

@@ -1,0 +1,73 @@
+"""The column layout of sums and means over outer axes (shaders/reduce.comp COLS, ops/reduce.py COLS_VARIANT, a
+`measured` candidate): COLS_W consecutive outputs per workgroup, slices of the reduced elements per invocation,
+partials combined in slice order.  Made the first choice here (not measured, the subgroup variant off), against
+LiteRT: NHWC spatial means of
+short and long windows, channel counts below and above a workgroup's columns, keep_dims, a sum, the fused
+squeeze-excite prologue (x * sigmoid(x) then the mean), --precision fp16; and where it is offered."""
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vulkan")
+
+import gpuc  # noqa: E402
+from gpuc.compiler.ir import GPU  # noqa: E402
+from gpuc.compiler.ops import reduce as reduce_mod  # noqa: E402
+from gpuc.compiler.prepare import prepare  # noqa: E402
+from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.litert import run_litert  # noqa: E402
+
+RNG = np.random.default_rng(52)
+
+
+def reduce_model(op, shape, axes, keep_dims, swish=False):
+    mb = ModelBuilder()
+    x = mb.input("x", list(shape))
+    src = x
+    if swish:                                  # x * sigmoid(x): fused into the reduction as its prologue
+        s, m = mb.tensor("s", list(shape)), mb.tensor("m", list(shape))
+        mb.op("LOGISTIC", [x], [s])
+        mb.op("MUL", [x, s], [m])
+        src = m
+    out = [1 if i in axes else d for i, d in enumerate(shape)] if keep_dims else \
+        [d for i, d in enumerate(shape) if i not in axes]
+    y = mb.tensor("y", out)
+    mb.op(op, [src, mb.const("axes", np.array(axes, np.int32))], [y], keep_dims=keep_dims)
+    mb.output(y)
+    return mb.finish()
+
+
+def offered(model) -> list:
+    ks = [k for k in prepare(model, warn=False).program if k.kind == GPU and k.template == "reduce"]
+    return [[v.name for v in k.variants] for k in ks]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("op,shape,axes,keep,swish", [
+    ("MEAN", (2, 17, 19, 120), [1, 2], True, False),      # long window (323 >= WG_MIN), 120 channels: 4 workgroups
+    ("MEAN", (3, 9, 7, 20), [1, 2], False, False),        # short window, 20 channels (16 columns)
+    ("SUM", (2, 30, 11, 5), [1, 2], True, False),         # 5 channels: columns cross items
+    ("MEAN", (2, 16, 18, 40), [1, 2], True, True),        # the squeeze-excite prologue
+    ("MEAN", (4, 70, 33), [1], False, False),             # rank 3, the middle axis
+])
+def test_cols_match_litert(monkeypatch, op, shape, axes, keep, swish, precision):
+    if precision == "fp16" and os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    model = reduce_model(op, shape, axes, keep, swish)
+    assert all("cols" in names for names in offered(model))
+    monkeypatch.setattr(reduce_mod, "COLS_VARIANT", dataclasses.replace(reduce_mod.COLS_VARIANT, measured=False))
+    monkeypatch.setenv("GPUC_VARIANTS", "subgroup=off,cols=force")
+    x = RNG.normal(0.5, 2, shape).astype(np.float32)
+    with gpuc.load(gpuc.compile(model, cache=False, precision=precision)) as m:
+        out = m.run([x])[0]
+    ref = run_litert(model, [x])[0]
+    tol = 1e-5 if precision == "fp32" else 2e-3
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * float(np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("op,shape,axes", [("REDUCE_MAX", (2, 17, 19, 12), [1, 2]),   # NaN folding: not a sum
+                                           ("MEAN", (2, 17, 300), [2])])              # innermost axis reduced
+def test_not_offered(op, shape, axes):
+    assert all("cols" not in names for names in offered(reduce_model(op, shape, axes, True)))

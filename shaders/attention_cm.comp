@@ -1,6 +1,6 @@
 // @storage16
 // Fused attention on cooperative matrices: the `coopmat` variant of an ATTENTION dispatch of an fp16
-// bundle without bias / mask operands (ops/attention_cm.py), the same results as attention.comp within
+// bundle (ops/attention_cm.py), the same results as attention.comp within
 // fp16 rounding.  A workgroup takes BQ = 16 * NSG query rows of one batch, a subgroup 16 of them: Q once
 // into NSG x (D / 16) fp16 A tiles (after Q_STEPS); per tile of BK keys, K and V are staged in shared
 // memory as fp16 (K after K_STEPS; each tile's global loads are issued into registers while the one
@@ -12,6 +12,9 @@
 // end each accumulator is scaled by 1 / sum, staged through shared memory and written through the
 // output view (O_T, O_SR, O_SC) in out_'s storage type.  Operand views as attention.comp's.
 // Unlike attention.comp a NaN / Inf input is not given the unfused ops' exact NaN pattern.
+// Bias / mask operands (NBIAS > 0: SCORE_STEPS adds or subtracts bias h at its row offset bo[h][0] and key
+// stride B_SJ[h], the row offsets from attention.comp's view terms B_T / B_FIRST / B_NT): every key tile is
+// computed (attention.comp's skipping of fully masked tiles is its own; their weights are 0 here too).
 // CM_EMULATE=1 (tests, CompileOptions.coopmat_emulate: lavapipe has no cooperative matrices): the same
 // staging and softmax with each product computed per invocation from shared memory (SG invocations stand
 // for a subgroup, invocation lane owning elements lane + q * SG of a tile).
@@ -20,6 +23,7 @@
 // max its sums are relative to) to out_ as attention.comp's parts do, for shaders/attention_merge.comp.
 // Defines: N M D DV NBATCH QBLOCKS NWG BETA NSG BK KSPLIT Q_T[] Q_NT Q_SR Q_SC Q_OFF K_T[] K_NT K_SJ K_SC K_OFF
 //          V_T[] V_NT V_SJ V_SC V_OFF O_T[] O_NT O_SR O_SC SC[] Q_STEPS K_STEPS SCORE_STEPS CM_EMULATE
+//          NBIAS B_T[] B_FIRST[] B_NT[] B_SJ[]
 // @include ew_math.glsl
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -157,6 +161,18 @@ void main() {
         coopMatLoad(qa[t], sQ, sub * 16 * DP + t * 16, DP, gl_CooperativeMatrixLayoutRowMajor);
 #endif
     int row = lane >> 1, half_ = lane & 1;       // the softmax: two invocations a row, BK / 2 keys each
+#if NBIAS > 0
+    const int a = 0;                             // (SCORE_STEPS reads bias h at bo[h][a] + j * B_SJ[h])
+    int bo[NBIAS][1];                            // ... this invocation's row's offsets (a padded row: the last's)
+    for (int h = 0; h < NBIAS; ++h) {
+        int r = b * N + min(i0 + sub * 16 + row, N - 1), o_ = 0;
+        for (int t_ = 0; t_ < B_NT[h]; ++t_) {
+            int f = 3 * (B_FIRST[h] + t_);
+            o_ += (r / B_T[f] % B_T[f + 1]) * B_T[f + 2];
+        }
+        bo[h][0] = o_;
+    }
+#endif
     float m_run = -EW_INF, l_run = 0.0;
     fetch(j_begin, koff, voff, tid);
     for (int j0 = j_begin; j0 < j_end; j0 += BK) {

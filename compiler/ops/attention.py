@@ -229,7 +229,7 @@ def lower_attention(node, graph):
     else:
         sb = skip[0]
         defines.update(SKIP_BIAS=sb, SKIP_SIGN=skip[1], SKIP_LD=f"LD(bias{sb}, bo[{sb}][a] + j * B_SJ[{sb}])")
-    cm = attention_cm.variants(n, d, dv, nb, len(biases))        # tensor cores, for fp16 bundles (ops/attention_cm.py)
+    cm = attention_cm.variants(n, d, dv, nb)        # tensor cores, for fp16 bundles (ops/attention_cm.py)
     binds = [("out_", y.id), ("q", node.inputs[0]), ("k", node.inputs[1]), ("v", node.inputs[2])]
     binds += [(f"bias{i}", t) for i, t in enumerate(node.inputs[3:])]
     if is_wide:

@@ -3,9 +3,8 @@
 
 A variant (runtime/variants.py picks it at load where the device has the fp16 cooperative matrices) of
 the attention.comp / attention_wide.comp kernel of an fp16 bundle (q, k and v are rounded to float16,
-whatever their storage), with no bias or mask operand (a ViT's, BERT's or CLIP's self-attention; masked and biased attention --
-causal LLM prefill, Swin's relative-position bias -- keeps its kernel), head sizes multiples of 16 up to
-MAX_D.  On the H100 (sessions 14-15, one attention at ViT-B/16's shape: 197 tokens, 12 heads of 64, fp16), a
+whatever their storage), head sizes multiples of 16 up to MAX_D; bias and mask operands (Swin's and MaxViT's
+relative-position bias, a causal LLM prefill's mask) are read in the score steps as attention.comp reads them.  On the H100 (sessions 14-15, one attention at ViT-B/16's shape: 197 tokens, 12 heads of 64, fp16), a
 layer took at batch 32 784 us in attention.comp (598 in attention_wide.comp) and 349 here (381 before the
 lazy rescaling), 190 once the accumulator-layout probe read 8 positions a lane instead of scanning all 256
 (a fixed cost of every workgroup); at batch 1 (48 workgroups) 36 us there against 47 here before that probe
@@ -27,7 +26,7 @@ MIN_WAVES = 2                    # workgroups per SM from which the variant is t
 # defines of the base kernels that attention_cm.comp reads as they are (operand views and score steps)
 KEEP = ("N", "M", "D", "DV", "NBATCH", "BETA", "Q_T", "Q_NT", "Q_SR", "Q_SC", "Q_OFF", "K_T", "K_NT", "K_SJ",
         "K_SC", "K_OFF", "V_T", "V_NT", "V_SJ", "V_SC", "V_OFF", "O_T", "O_NT", "O_SR", "O_SC", "SC", "Q_STEPS",
-        "K_STEPS", "SCORE_STEPS")
+        "K_STEPS", "SCORE_STEPS", "NBIAS", "B_T", "B_FIRST", "B_NT", "B_SJ")
 
 
 def smem_bytes(nsg: int, d: int, dv: int) -> int:
@@ -42,10 +41,10 @@ def subgroups(d: int, dv: int) -> int | None:
     return next((s for s in (4, 2, 1) if smem_bytes(s, d, dv) <= BIG_SMEM), None)
 
 
-def _subgroups_for(d: int, dv: int, nbias: int) -> int | None:
-    """subgroups() for an attention of this form, or None where attention_cm.comp cannot take it (bias or mask
-    operands, head sizes not multiples of 16 or over MAX_D, no plan within BIG_SMEM)."""
-    if nbias or d % 16 or dv % 16 or max(d, dv) > MAX_D:
+def _subgroups_for(d: int, dv: int) -> int | None:
+    """subgroups() for an attention of this form, or None where attention_cm.comp cannot take it (head sizes not
+    multiples of 16 or over MAX_D, no plan within BIG_SMEM)."""
+    if d % 16 or dv % 16 or max(d, dv) > MAX_D:
         return None
     return subgroups(d, dv)
 
@@ -58,7 +57,7 @@ def cm_kernel(k, emulate: bool = False):
     """The attention_cm kernel for attention kernel `k` (same bindings), or None where it does not fit; for a
     split kernel (KSPLIT > 1: ops/attention.py key_split) the same parts, each over its share of 16-key tiles."""
     d = k.defines
-    nsg = _subgroups_for(d["D"], d["DV"], d.get("NBIAS", 0))
+    nsg = _subgroups_for(d["D"], d["DV"])
     if nsg is None:
         return None
     qblocks = _qblocks(d["N"], nsg)
@@ -69,11 +68,11 @@ def cm_kernel(k, emulate: bool = False):
                                local_x=SG * nsg, variants=[])
 
 
-def variants(n: int, d: int, dv: int, nbatch: int, nbias: int) -> list:
+def variants(n: int, d: int, dv: int, nbatch: int) -> list:
     """[the coopmat variant] of an attention dispatch of this form ([] where it has none): taken wherever the
     device has the cooperative matrices when its workgroups fill the GPU MIN_WAVES times over, else only a
     `measured` candidate (runtime/tuning.py times it against attention.comp at load)."""
-    nsg = _subgroups_for(d, dv, nbias)
+    nsg = _subgroups_for(d, dv)
     if current().precision != "fp16" or nsg is None:
         return []
     if current().coopmat_emulate:
@@ -86,11 +85,18 @@ def variants(n: int, d: int, dv: int, nbatch: int, nbias: int) -> list:
 _S = dict(N=40, M=37, D=32, DV=16, NBATCH=3, BETA=1.0, NSG=2, BK=BK, QBLOCKS=2, NWG=18, Q_T=[1, 3, 1280], Q_NT=1,
           Q_SR=32, Q_SC=1, Q_OFF=0, K_T=[1, 3, 1184], K_NT=1, K_SJ=32, K_SC=1, K_OFF=0, V_T=[1, 3, 592], V_NT=1,
           V_SJ=16, V_SC=1, V_OFF=0, O_T=[1, 3, 640], O_NT=1, O_SR=16, O_SC=1, SC=[0.5, 2.0],
-          Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="", SCORE_STEPS="x = ew_div(x, SC[1]);")
+          Q_STEPS="x = ew_mul(x, SC[0]);", K_STEPS="", SCORE_STEPS="x = ew_div(x, SC[1]);", NBIAS=0, B_T=[0],
+          B_FIRST=[0], B_NT=[0], B_SJ=[0])
+_SB = dict(_S, NBIAS=2, B_T=[40, 1, 37, 1, 3, 0], B_FIRST=[0, 1], B_NT=[1, 1], B_SJ=[1, 0],    # a bias and a mask
+           SCORE_STEPS="x = ew_div(x, SC[1]); x = ew_add(x, LD(bias0, bo[0][a] + j * B_SJ[0])); "
+                       "x = ew_sub(x, LD(bias1, bo[1][a] + j * B_SJ[1]));")
 # `make shaders`: both paths, float16 operands with float16 and float32 outputs
 VARIANTS = {
     TEMPLATE: (_S, {"CM_EMULATE": [0, 1], "KSPLIT": [1, 3]}, ["out_", "q", "k", "v"],
                {"q": "float16", "k": "float16", "v": "float16"}, lambda d: dict(local_x=SG * d["NSG"])),
+    f"{TEMPLATE}:bias": (_SB, {"CM_EMULATE": [0, 1], "KSPLIT": [1, 3]}, ["out_", "q", "k", "v", "bias0", "bias1"],
+                         {"q": "float16", "k": "float16", "v": "float16", "bias1": "float16"},
+                         lambda d: dict(local_x=SG * d["NSG"])),
     f"{TEMPLATE}:f16": (_S, {"CM_EMULATE": [0, 1]}, ["out_", "q", "k", "v"],
                         {"out_": "float16", "q": "float16", "k": "float16", "v": "float16"},
                         lambda d: dict(local_x=SG * d["NSG"])),

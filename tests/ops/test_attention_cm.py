@@ -1,7 +1,7 @@
 """The cooperative-matrix attention (ops/attention_cm.py, shaders/attention_cm.comp) through its emulated
 path on lavapipe (CompileOptions.coopmat_emulate: the same staging, softmax and output code with the
-16 x 16 products done per invocation): unmasked attention of fp16 bundles takes it and matches LiteRT
-within fp16's tolerance; masked or biased attention, odd head sizes and fp32 bundles keep their kernel."""
+16 x 16 products done per invocation): attention of fp16 bundles takes it, with or without bias and mask
+operands, and matches LiteRT within fp16's tolerance; odd head sizes and fp32 bundles keep their kernel."""
 import numpy as np
 import pytest
 
@@ -40,11 +40,17 @@ CASES = [
     dict(q_form="heads", split="strided", out_form="merge", d=16),   # heads merged back on output
     dict(b=1, h=1, n=17, m=65, d=128, dv=48, scale="beta"),    # wide heads (2 subgroups), DV != D
     dict(b=1, h=2, n=1, m=40, d=32),                           # one query row
+    dict(b=2, h=3, n=40, m=37, d=32, mask="heads"),            # a constant [h, n, m] bias
+    dict(b=2, h=2, n=20, m=19, d=16, mask="runtime"),          # a runtime [b, h, n, m] bias
+    dict(b=1, h=2, n=17, m=50, d=32, mask="keys"),             # a [m] bias, one per key
+    dict(b=2, h=2, n=49, m=49, d=32, mask="swin"),             # Swin's relative-position bias, then its window mask
+    dict(b=1, h=2, n=33, m=33, d=16, mask="neg_inf"),          # causal -inf: rows of one live key, NaN-free
+    dict(b=2, h=1, n=20, m=35, d=32, mask="sub"),              # SUB of a runtime [1, 1, 1, m] input
 ]
 
 
 @pytest.mark.parametrize("kw", CASES, ids=[str(i) for i in range(len(CASES))])
-def test_unmasked_fp16_attention_takes_the_tensor_core_kernel(kw):
+def test_fp16_attention_takes_the_tensor_core_kernel(kw):
     model, shapes = attention_model(**kw)
     xs = [RNG.normal(0, 1.5, s).astype(np.float32) for s in shapes]
     bundle = gpuc.compile(model, cache=False, precision="fp16", coopmat_emulate=True)
@@ -56,8 +62,9 @@ def test_unmasked_fp16_attention_takes_the_tensor_core_kernel(kw):
     close_to_litert(outs, model, xs, tol=2e-2)
 
 
-@pytest.mark.parametrize("kw", [CASES[0], CASES[1], CASES[4], dict(b=1, h=2, n=20, m=100, d=32)],
-                         ids=["rows-keys", "transpose", "wide", "long"])
+@pytest.mark.parametrize("kw", [CASES[0], CASES[1], CASES[4], dict(b=1, h=2, n=20, m=100, d=32),
+                                dict(b=1, h=2, n=20, m=100, d=32, mask="heads")],
+                         ids=["rows-keys", "transpose", "wide", "long", "long-bias"])
 def test_split_keys_take_the_tensor_core_kernel_for_each_part(kw, compile_options):
     """The key tiles split 3 ways (ops/attention.py key_split): the split dispatch's tensor-core form writes each
     part's [m, l, acc] over its 16-key tiles (parts of attention.comp's split and of this one cover the keys
@@ -73,8 +80,7 @@ def test_split_keys_take_the_tensor_core_kernel_for_each_part(kw, compile_option
     close_to_litert(outs, model, xs, tol=2e-2)
 
 
-@pytest.mark.parametrize("kw, precision", [(dict(mask="heads", d=32), "fp16"), (dict(d=24), "fp16"),
-                                           (dict(d=32), "fp32")])
+@pytest.mark.parametrize("kw, precision", [(dict(d=24), "fp16"), (dict(d=32), "fp32"), (dict(mask="heads", d=32), "fp32")])
 def test_other_attention_keeps_its_kernel(kw, precision):
     model, _ = attention_model(**kw)
     bundle = gpuc.compile(model, cache=False, precision=precision, coopmat_emulate=True)

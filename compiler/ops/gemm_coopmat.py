@@ -299,15 +299,17 @@ MIN_TILES = 24
 SKIP_GATHER = True
 
 
-def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> bool:
+def worthwhile(M: int, N: int, K: int, G: int = 1, gather: bool = False, dim: int | None = None) -> bool:
     """Tensor cores pay only where a 16x16x16 block is mostly real work (a matrix-vector product or a
     sliver of N or K stays on the plain kernel, which reads the same bytes without padding every row
     to 16), where the GEMM is big enough to amortise staging fp16 tiles in shared memory, and where
     it has enough 64 x 64 tiles to fill the GPU (the plain kernel splits K over a workgroup; this
     one does not).  `gather`: im2col loads element by element (CI % 4 != 0): the plain kernel won.
-    Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, bottleneck-CNN layer shapes)."""
+    Measured on the H100 (benchmarks/gemm_speed.py --batch 1 --fp16-plain, bottleneck-CNN layer shapes).
+    `dim`: the fewest columns and depth (default MIN_DIM; `slim` asks with SLIM_DIM)."""
     tiles = -(-M // 64) * -(-N // 64) * G
-    return min(M, N, K) >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES and not (gather and SKIP_GATHER)
+    return (M >= MIN_DIM and min(N, K) >= (MIN_DIM if dim is None else dim) and M * N * K * G >= MIN_MACS
+            and tiles >= MIN_TILES and not (gather and SKIP_GATHER))
 
 
 def coopmat_variants(M: int, N: int, K: int, G: int = 1, gather: bool = False) -> list:
@@ -336,9 +338,7 @@ SLIM_DIM = 16
 
 def slim(M: int, N: int, K: int, G: int = 1) -> bool:
     """Whether worthwhile fails only for N or K in SLIM_DIM..MIN_DIM - 1 (not for a gather)."""
-    tiles = -(-M // 64) * -(-N // 64) * G
-    return (min(N, K) >= SLIM_DIM and M >= MIN_DIM and M * N * K * G >= MIN_MACS and tiles >= MIN_TILES
-            and min(N, K) < MIN_DIM)
+    return min(N, K) < MIN_DIM and worthwhile(M, N, K, G, dim=SLIM_DIM)
 
 
 # Convolutions whose im2col loads gather element by element (CI % 4 != 0: an RGB stem) keep the plain kernel
@@ -362,9 +362,10 @@ def _plan_variants(M: int, N: int, K: int, G: int) -> list:
         out.append(KernelVariant("coopmat", dict(REQUIRES, shared_memory=BIG_SMEM) if big else REQUIRES,
                                  lambda k, p=p, lim=BIG_SMEM if big else WG_SMEM: coopmat_kernel(k, lim, p),
                                  f16_bindings=("x", "w"), measured=True))
-    if underfilled(M, N, K, G):          # few big tiles: the small-M plans too, measured
+    if underfilled(M, N, K, G):          # few big tiles: the small-M plans too, measured (the narrow ones among them)
         out += _measured(small_candidates(M, N, K, G))
-    out += _measured(narrow_plans(M, N))
+    else:
+        out += _measured(narrow_plans(M, N))
     return out
 
 

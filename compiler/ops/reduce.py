@@ -38,10 +38,16 @@ SUBGROUP_VARIANT = KernelVariant("subgroup", {"subgroup_arithmetic": True}, _sub
 COLS_LOCAL = 256
 
 
+def _cols_fits(d: dict) -> bool:
+    """Whether a reduce kernel with defines `d` has the column layout: a sum or mean whose innermost kept axis
+    is the input's innermost one."""
+    return d["OP"] in (0, 1) and d["K_STRIDES"][-1] == 1
+
+
 def _cols_kernel(k):
     d = k.defines
     shape = d["K_SHAPE"]
-    if d["OP"] not in (0, 1) or d["K_STRIDES"][-1] != 1 or not all(isinstance(v, int) for v in shape + [d["RCOUNT"]]):
+    if not _cols_fits(d) or not all(isinstance(v, int) for v in shape + [d["RCOUNT"]]):
         return None
     inner = shape[-1]
     w = 32 if inner >= 32 else 16 if inner >= 16 else 8
@@ -88,7 +94,7 @@ def lower_reduce(node, graph):
     with hinted():                      # (speed only: a dynamic count decides at its bound)
         short = defines["RCOUNT"] < WG_MIN
         local = 256 if defines["RCOUNT"] >= 4096 else 128 if defines["RCOUNT"] >= 1024 else 64
-    cols = [COLS_VARIANT] if defines["OP"] in (0, 1) and defines["K_STRIDES"][-1] == 1 and len(x.shape) > 1 else []
+    cols = [COLS_VARIANT] if _cols_fits(defines) and len(x.shape) > 1 else []
     if short:
         return [Kernel("reduce", binds, y.size, dict(defines, WG_PER_OUT=0), node.label(), variants=cols)]
     k = Kernel("reduce", binds, y.size * local, dict(defines, WG_PER_OUT=1), node.label(), local_x=local)

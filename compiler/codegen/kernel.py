@@ -33,6 +33,13 @@ FLAT_LOCAL_X = 256
 FLAT_MIN_INVOCATIONS = 132 * FLAT_LOCAL_X
 
 
+def flat_local_x(invocations) -> int:
+    """The workgroup size of independent invocations (a flat template's, or such a form of another template):
+    FLAT_LOCAL_X once the grid has FLAT_MIN_INVOCATIONS, else LOCAL_X."""
+    with hinted():                       # (speed only: a grid of dynamic size decides at its bound)
+        return FLAT_LOCAL_X if invocations >= FLAT_MIN_INVOCATIONS else LOCAL_X
+
+
 def _template(name: str, what: str) -> bool:
     """A fact of template `name` (False for a template nothing declared)."""
     from gpuc.compiler.ops import TEMPLATES        # (the op modules declare them; they import this module)
@@ -65,10 +72,8 @@ class Kernel:
     kind: ClassVar[str] = GPU            # a program item (compiler/ir.py)
 
     def __post_init__(self):
-        with hinted():                   # (speed only: a grid of dynamic size decides at its bound)
-            wide = self.invocations >= FLAT_MIN_INVOCATIONS
-        if self.local_x == LOCAL_X and wide and _template(self.template, "flat"):
-            self.local_x = FLAT_LOCAL_X
+        if self.local_x == LOCAL_X and _template(self.template, "flat"):
+            self.local_x = flat_local_x(self.invocations)
 
     def item_unit(self) -> int:
         """Dispatch.item_inner for this kernel (0: a b-item run still dispatches the whole grid)."""

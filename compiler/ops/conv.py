@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuc.compiler.codegen.kernel import FLAT_LOCAL_X, FLAT_MIN_INVOCATIONS, LOCAL_X, Kernel
+from gpuc.compiler.codegen.kernel import LOCAL_X, Kernel, flat_local_x
 from gpuc.compiler import sym_shapes as D
 from gpuc.compiler import symbolic as S
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
@@ -186,7 +186,7 @@ def lower_pool(node, graph):
         vec = isinstance(c, int) and c % 4 == 0 and isinstance(outputs, int)
         n = outputs // 4 if vec else outputs
         # (independent invocations here, as a flat template's: as wide as those once the grid is large)
-        local = FLAT_LOCAL_X if isinstance(n, int) and n >= FLAT_MIN_INVOCATIONS else LOCAL_X
+        local = flat_local_x(n) if isinstance(n, int) else LOCAL_X
         return [Kernel("pool2d", binds, n, dict(defines, VEC=int(vec)), node.label(), local_x=local,
                        vec4=("out_", "x") if vec else ())]
     # large windows (global pools): one workgroup per output element (shaders/pool2d.comp WG_PER_OUT)

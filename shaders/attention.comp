@@ -125,14 +125,8 @@ void main() {
     int tx = tid % TX, ty = tid / TX;
     int bo[NBIASX][RQ];                          // bias offsets of this invocation's rows
     for (int h = 0; h < NBIAS; ++h)
-        for (int a = 0; a < RQ; ++a) {
-            int r = b * N + i0 + ty + TY * a, o = 0;
-            for (int t_ = 0; t_ < B_NT[h]; ++t_) {
-                int f = 3 * (B_FIRST[h] + t_);
-                o += (r / B_T[f] % B_T[f + 1]) * B_T[f + 2];
-            }
-            bo[h][a] = o;
-        }
+        for (int a = 0; a < RQ; ++a)
+            BIAS_OFF(bo[h][a], h, b * N + i0 + ty + TY * a)
     float acc[RQ][CV];
     for (int a = 0; a < RQ; ++a)
         for (int u = 0; u < CV; ++u) acc[a][u] = 0.0;

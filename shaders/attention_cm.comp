@@ -164,14 +164,8 @@ void main() {
 #if NBIAS > 0
     const int a = 0;                             // (SCORE_STEPS reads bias h at bo[h][a] + j * B_SJ[h])
     int bo[NBIAS][1];                            // ... this invocation's row's offsets (a padded row: the last's)
-    for (int h = 0; h < NBIAS; ++h) {
-        int r = b * N + min(i0 + sub * 16 + row, N - 1), o_ = 0;
-        for (int t_ = 0; t_ < B_NT[h]; ++t_) {
-            int f = 3 * (B_FIRST[h] + t_);
-            o_ += (r / B_T[f] % B_T[f + 1]) * B_T[f + 2];
-        }
-        bo[h][0] = o_;
-    }
+    for (int h = 0; h < NBIAS; ++h)
+        BIAS_OFF(bo[h][0], h, b * N + min(i0 + sub * 16 + row, N - 1))
 #endif
     float m_run = -EW_INF, l_run = 0.0;
     fetch(j_begin, koff, voff, tid);

@@ -112,14 +112,8 @@ void main() {
 #endif
     int bo[NBIASX][4];                           // bias offsets of this invocation's rows
     for (int h = 0; h < NBIAS; ++h)
-        for (int a = 0; a < 4; ++a) {
-            int r = b * N + i0 + 4 * ty + a, o = 0;
-            for (int t_ = 0; t_ < B_NT[h]; ++t_) {
-                int f = 3 * (B_FIRST[h] + t_);
-                o += (r / B_T[f] % B_T[f + 1]) * B_T[f + 2];
-            }
-            bo[h][a] = o;
-        }
+        for (int a = 0; a < 4; ++a)
+            BIAS_OFF(bo[h][a], h, b * N + i0 + 4 * ty + a)
 #if DCH == 1
     {
         float qr[QPT];

@@ -5,10 +5,11 @@
                                       [--device N|NAME] [--json OUT]
 
 A .tflite is compiled per precision (with --max-batch B when --batch B > 1); a bundle runs as it is.
-Per precision and variant (UPLOAD:THREADS[:CHUNK[:PIPELINE[:PARTS]]] = GPUC_UPLOAD_MEMORY, GPUC_COPY_THREADS
+Per precision and variant (UPLOAD:THREADS[:CHUNK[:PIPELINE[:PARTS[:IMPORT]]]] = GPUC_UPLOAD_MEMORY, GPUC_COPY_THREADS
 (0: automatic), GPUC_UPLOAD_CHUNK_BYTES and GPUC_UPLOAD_PIPELINE (the chunked, overlapped upload of
 runtime/upload.py), GPUC_COPY_CHUNKS (parts per copy thread, handed out as threads come; 1: one fixed
-part each); an empty field keeps the setting), one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once,
+part each), GPUC_HOST_IMPORT (inputs read from the caller's memory, runtime/host_import.py: auto, on,
+off); an empty field keeps the setting), one row of medians: run() (numpy in, numpy out), the in-place path (input_view written once,
 then run_in_place(batch=B)), their ratio and run()'s ratio to the fastest in-place row of the
 precision, the pieces run() adds -- input normalisation, the copy into mapped staging memory (split
 over the copy threads, and on one thread), the copy of the outputs into new arrays -- the GPU time
@@ -108,6 +109,7 @@ def measure(bundle, batch: int, runs: int, device, floor: bool) -> dict:
                "copy_threads": m.slots[0].copier.threads, "run_ms": med_ms(run, runs)}
         row["run_gpu_ms"] = m.last_gpu_ms
         row["pipelined"] = any(sl.upload and sl.upload["cmds"] for sl in m.slots)   # runtime/upload.py taken
+        row["imported"] = m.imports.count > 0          # inputs read in place (runtime/host_import.py)
         row["staging"] = "device" if upload._staging_in_device_memory(m.device, m.slots[0].in_bytes) else "host"
         for i, x in enumerate(xs):
             m.input_view(i, batch=b)[...] = x
@@ -163,9 +165,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--precisions", default="fp32")
     ap.add_argument("--variants", default="device:0,device:1,device:0::on,cached:0,cached:0:0",
-                    help="UPLOAD:THREADS[:CHUNK[:PIPELINE[:PARTS]]],... (GPUC_UPLOAD_MEMORY device|cached|uncached : "
+                    help="UPLOAD:THREADS[:CHUNK[:PIPELINE[:PARTS[:IMPORT]]]],... (GPUC_UPLOAD_MEMORY device|cached|uncached : "
                          "GPUC_COPY_THREADS, 0 auto : GPUC_UPLOAD_CHUNK_BYTES : GPUC_UPLOAD_PIPELINE auto|on|off : "
-                         "GPUC_COPY_CHUNKS, parts per copy thread, 1: fixed parts)")
+                         "GPUC_COPY_CHUNKS, parts per copy thread, 1: fixed parts : GPUC_HOST_IMPORT auto|on|off)")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--device")
     ap.add_argument("--json")
@@ -176,7 +178,7 @@ def main():
         bundle = bundle_of(a.model, prec, a.batch)
         mine = []
         for k, var in enumerate(a.variants.split(",")):
-            upload, threads, chunk, pipe, parts = (var.split(":") + ["", "", "", ""])[:5]
+            upload, threads, chunk, pipe, parts, imp = (var.split(":") + ["", "", "", "", ""])[:6]
             over = dict(upload_memory=upload, copy_threads=int(threads or 0))
             if parts:
                 over["copy_chunks"] = int(parts)
@@ -184,6 +186,8 @@ def main():
                 over["upload_chunk_bytes"] = int(chunk)
             if pipe:
                 over["upload_pipeline"] = pipe
+            if imp:
+                over["host_import"] = imp
             with settings.override(**over):
                 r = measure(bundle, a.batch, a.runs, a.device, floor=(k == 0 and a.batch == 1))
             r.update(model=Path(a.model).stem, precision=prec, batch=a.batch, variant=var)
@@ -191,7 +195,7 @@ def main():
             print(f"{r['model']} {prec} b{a.batch} {var:<10} run() {r['run_ms']:7.3f} ms  in-place {r['in_place_ms']:7.3f} ms"
                   f"  ratio {r['ratio']:.3f}  | GPU {r['gpu_ms'] or 0:6.3f} (run() {r['run_gpu_ms'] or 0:.3f})  copy in {r['copy_in_ms']:.3f} "
                   f"({r['copy_in_1thread_ms']:.3f} 1 thread, {r['copy_threads']} threads, {r['input_mb']} MB)"
-                  f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  staging {r['staging']}  pipelined {r['pipelined']}"
+                  f"  out {r['copy_out_ms']:.3f}  normalize {r['normalize_ms']:.3f}  staging {r['staging']}  pipelined {r['pipelined']}  imported {r['imported']}"
                   f"  equal {r['outputs_equal']}",
                   flush=True)
             pr, pi = r["phases_run"], r["phases_in_place"]

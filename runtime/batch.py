@@ -132,8 +132,9 @@ def _record_out(model, slot, b, outs):
     return cmd
 
 
-def run_async(model, inputs, keep_on_device=False):
-    """LoadedModel.run_async for batched runs and runs with device tensors in or out."""
+def run_async(model, inputs, keep_on_device=False, borrow=False):
+    """LoadedModel.run_async for batched runs and runs with device tensors in or out.  borrow: the
+    caller waits for the run before it returns (run()): large host inputs may be read in place."""
     slots = model.slots
     slots.check_open()
     if host_steps(model.bundle):
@@ -142,14 +143,17 @@ def run_async(model, inputs, keep_on_device=False):
     vals, b = iospec.normalize(model.inputs, inputs, model.max_batch, model.device)
     batched = model.max_batch > 1
     dts = [v for v in vals if isinstance(v, DeviceTensor)]
+    spans = model.imports.spans(vals) if borrow and not (dts or keep_on_device) else None
     slot = slots.acquire()
     used, outs = [], None
     try:
         for dt in dts:
             dt.use()
             used.append(dt)
-        ranges = None if dts or keep_on_device or not batched else upload.chunks(model, slot, b)
-        if ranges:                      # host-memory staging: chunk copies overlap (runtime/upload.py)
+        ranges = None if spans or dts or keep_on_device or not batched else upload.chunks(model, slot, b)
+        if spans:                       # read from the caller's memory (runtime/host_import.py)
+            upload.submit_imported(model, slot, vals, spans, b if batched else 1)
+        elif ranges:                    # host-memory staging: chunk copies overlap (runtime/upload.py)
             upload.submit(model, slot, vals, b, ranges)
         elif dts or keep_on_device:
             slot.write_inputs([None if isinstance(v, DeviceTensor) else v for v in vals], b if batched else None)
@@ -170,6 +174,8 @@ def run_async(model, inputs, keep_on_device=False):
         for dt in outs or []:
             dt.close()
         slot.free()
+        if spans:
+            model.imports.release(spans)
         raise
     state = {"ok": False}
 
@@ -180,6 +186,8 @@ def run_async(model, inputs, keep_on_device=False):
         return [slot.copier.copy_out(r[:b] if batched else r) for r in slot.out_rows]
 
     def cleanup():
+        if spans:
+            model.imports.release(spans, slot.late)
         for dt in used:
             dt.release(h)
         if not state["ok"]:

@@ -14,6 +14,8 @@ queries those capabilities once per Device and enables them at device creation:
   tensor-addressing features: its flexible-dimension entries for float16*float16+float32->float32 at
   workgroup scope as (M, N, K granularity, workgroup invocations), and `coopmat2_max_dim`; otherwise
   empty.  (The `vulkan` binding predates the extension: its structs are laid out here by hand.)
+- `host_import_align`: VK_EXT_external_memory_host's import alignment (0: none), for run() inputs
+  the GPU reads from the caller's memory (runtime/host_import.py; no kernel requires it).
 
 Requirement vocabulary (a JSON object; every key must hold):
   {"subgroup_arithmetic": true}                      subgroupAdd/Max/Min/Mul in compute shaders
@@ -109,7 +111,24 @@ def enable(dev, tail=None):
     head, keep0, names0 = _int_dot(dev, exts, tail)
     head, keep, names = _coopmat(dev, exts, head)
     head, keep2, names2 = _coopmat2(dev, exts, head)
-    return head, keep0 + keep + keep2, names0 + names + names2 + _float_controls(dev, exts)
+    return head, keep0 + keep + keep2, names0 + names + names2 + _float_controls(dev, exts) + _host_import(dev, exts)
+
+
+def _host_import(dev, exts) -> list:
+    """dev.host_import_align: VK_EXT_external_memory_host's minImportedHostPointerAlignment where the
+    device has the extension (enabled then: run() inputs read from the caller's memory,
+    runtime/host_import.py), else 0."""
+    dev.host_import_align = 0
+    name = vk.VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME
+    if name not in exts:
+        return []
+    hp = vk.VkPhysicalDeviceExternalMemoryHostPropertiesEXT()
+    vk.vkGetPhysicalDeviceProperties2(dev.physical, vk.VkPhysicalDeviceProperties2(pNext=hp))
+    align = int(hp.minImportedHostPointerAlignment)
+    if align <= 0 or align & (align - 1):
+        return []
+    dev.host_import_align = align
+    return [name]
 
 
 def _int_dot(dev, exts, tail):

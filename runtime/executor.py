@@ -25,7 +25,8 @@ import numpy as np
 
 from gpuc.errors import DeviceError, GpucError
 from gpuc.runtime import batch as batch_runs
-from gpuc.runtime import commands, dynamic, iospec, load_checks, output_sizes, program, recorder, repeat, signatures, status
+from gpuc.runtime import (commands, dynamic, host_import, iospec, load_checks, output_sizes, program, recorder, repeat,
+                          settings, signatures, status, upload)
 from gpuc.runtime.arenas import Arenas
 from gpuc.runtime.bundle import OFFSET_ALIGN, Bundle
 from gpuc.runtime.descriptors import Descriptors
@@ -57,7 +58,7 @@ class LoadedModel:
         self._timeout = parse_timeout(timeout_s, "timeout_s")     # None: the device's default
         self.n_slots = max(1, int(slots))
         self.resources = self.arenas = self.pipelines = self.descriptors = self.recorder = None
-        self.slots = self.program = None
+        self.slots = self.program = self.imports = None
         self._own_device = False     # no Device given: the process's shared one (runtime/device.py shared)
         self.device = device if isinstance(device, Device) else shared_device(device)
         self.load_info = {"steps_ms": {}}     # pipeline_cache status; steps_ms: where the load's time went
@@ -93,7 +94,11 @@ class LoadedModel:
         demands); cast=True converts the values that fit and refuses the rest (runtime/casting.py).
         Returns the outputs as `Outputs` (runtime/outputs.py): a list in model order that also
         answers by output name (`out["logits"]`, `out.as_dict()`, `dict(out)`)."""
-        return self.run_async(inputs, keep_on_device, cast).wait(wait)
+        if cast:                                          # checked conversion to the input dtypes
+            inputs = iospec.cast_all(self._inputs, inputs)
+        # synchronous: the GPU may read large inputs from the caller's memory (runtime/host_import.py)
+        h = output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device, True))
+        return NamedHandle(h, [s.name for s in self._outputs]).wait(wait)
 
     def run_async(self, inputs, keep_on_device: bool = False, cast: bool = False) -> RunHandle:
         """Submit a run and return at once.  Up to `slots` runs are in flight, each with its own
@@ -110,23 +115,31 @@ class LoadedModel:
         wait() returns a list of k `Outputs`, run by run; last_gpu_ms then covers the k runs."""
         return repeat.run_async(self, k)
 
-    def _submit(self, inputs, keep_on_device: bool) -> RunHandle:
+    def _submit(self, inputs, keep_on_device: bool, borrow: bool = False) -> RunHandle:
+        """Submit a run.  borrow: the caller waits for it before it returns (run()), so the GPU may
+        read large input arrays in place (runtime/host_import.py) instead of their copies in staging."""
         if self.program is not None:                      # host (CPU) steps / control flow: synchronous
             return program.run_async(self, inputs, keep_on_device)
         if self.dims is not None:                         # --dynamic off the batch axis: sizes per run
             return dynamic.run_async(self, inputs, keep_on_device)
         if keep_on_device or self.max_batch > 1 or iospec.has_device_tensors(inputs):
-            return batch_runs.run_async(self, inputs, keep_on_device)
+            return batch_runs.run_async(self, inputs, keep_on_device, borrow)
         arrays, _ = iospec.normalize(self._inputs, inputs)
         slots = self.slots
+        spans = self.imports.spans(arrays) if borrow else None
         slot = slots.acquire()
         try:
-            slot.write_inputs(arrays)
-            slots.submit(slot)
+            if spans:
+                upload.submit_imported(self, slot, arrays, spans, 1)
+            else:
+                slot.write_inputs(arrays)
+                slots.submit(slot)
         except BaseException:
             slot.free()
+            if spans:
+                self.imports.release(spans)
             raise
-        slot.handle = RunHandle(slots, slot)
+        slot.handle = RunHandle(slots, slot, cleanup=(lambda: self.imports.release(spans, slot.late)) if spans else None)
         return slot.handle
 
     @property
@@ -300,6 +313,9 @@ class LoadedModel:
         self._outputs = copied[:len(b.outputs)]
         self.arenas = self._shared_arenas or Arenas(res, b, batch_runs.arena_count(b))
         self.timestamps = commands.timestamps_supported(d)
+        st = settings.current()
+        self.imports = host_import.Imports(d, st.host_import, st.host_import_bytes)   # freed at close, GPU idle
+        res.keep(lambda _dev, imports, _alloc: imports.close(), self.imports)
         self.slots = Slots(d, [status.attach(Slot(res, self._inputs, copied, (in_bytes, out_bytes), self.max_batch,
                                                   self.timestamps), b, len(b.outputs))
                                for _ in range(self.n_slots)], self._timeout)

@@ -114,6 +114,9 @@ class Settings(Record):
                                                                    "upload in chunks of this size, overlapped (0: off)"),
         ("upload_pipeline", "auto", "GPUC_UPLOAD_PIPELINE", "chunked, overlapped upload of a batch's inputs: auto "
                                                             "(where input staging is host memory), on, off"),
+        ("host_import", "auto", "GPUC_HOST_IMPORT", "run() reads large inputs from the caller's memory (VK_EXT_external_"
+                                                    "memory_host): auto (an array's second run), on, off"),
+        ("host_import_bytes", 4 << 20, "GPUC_HOST_IMPORT_BYTES", "inputs from this size are read in place by run()"),
         ("pipeline_cache", True, "GPUC_PIPELINE_CACHE", "keep Vulkan pipeline caches on disk (0 / off / false: no)"),
         ("cache_dir", None, "GPUC_CACHE_DIR", "cache folder (default $XDG_CACHE_HOME/gpuc, else ~/.cache/gpuc)"),
         ("xdg_cache_home", None, "XDG_CACHE_HOME", "the user's cache folder, when GPUC_CACHE_DIR is not set"),
@@ -134,7 +137,8 @@ class Settings(Record):
     def device_key(self) -> tuple:
         """What a shared Device depends on: everything but the timeout (a setting of the models, read
         when they load) and the folders and CLI switches."""
-        skip = ("gpu_timeout_s", "copy_threads", "copy_split_bytes", "copy_chunks", "upload_chunk_bytes", "upload_pipeline", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
+        skip = ("gpu_timeout_s", "copy_threads", "copy_split_bytes", "copy_chunks", "upload_chunk_bytes", "upload_pipeline",
+                "host_import", "host_import_bytes", "cache_dir", "xdg_cache_home", "cache_max_bytes", "no_compile_cache", "debug",
                 "ray_address", "ray_direct_ingress", "completing")
         return tuple(kv for kv in self.items() if kv[0] not in skip)
 
@@ -156,6 +160,8 @@ def _parse(environ) -> Settings:
         copy_chunks=max(1, _int(g("GPUC_COPY_CHUNKS"), 4)),
         upload_chunk_bytes=max(0, _int(g("GPUC_UPLOAD_CHUNK_BYTES"), 4 << 20)),
         upload_pipeline=(g("GPUC_UPLOAD_PIPELINE") or "auto").strip().lower(),
+        host_import=(g("GPUC_HOST_IMPORT") or "auto").strip().lower(),
+        host_import_bytes=max(1, _int(g("GPUC_HOST_IMPORT_BYTES"), 4 << 20)),
         pipeline_cache=g("GPUC_PIPELINE_CACHE", "1") not in ("0", "off", "false", ""),
         cache_dir=g("GPUC_CACHE_DIR") or None, xdg_cache_home=g("XDG_CACHE_HOME") or None,
         cache_max_bytes=_int(g("GPUC_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES), DEFAULT_CACHE_MAX_BYTES),

@@ -55,13 +55,18 @@ def chunks(model, slot, b: int) -> list | None:
     per_item = sum(_item_bytes(model, s) for s in model.inputs)
     if per_item * b < 2 * chunk:
         return None
-    if slot.upload is None:
-        slot.upload = {"in_vram": _staging_in_device_memory(model.device, slot.in_bytes), "landing": None,
-                       "src": None, "cmds": {}}
-    if slot.upload["in_vram"] and mode != "on":
+    if _state(model, slot)["in_vram"] and mode != "on":
         return None
     step = max(1, -(-chunk // max(per_item, 1)))
     return [(i, min(i + step, b)) for i in range(0, b, step)]
+
+
+def _state(model, slot) -> dict:
+    """The slot's upload state, made on first use."""
+    if slot.upload is None:
+        slot.upload = {"in_vram": _staging_in_device_memory(model.device, slot.in_bytes), "landing": None,
+                       "src": None, "cmds": {}, "runs": {}, "import": None}
+    return slot.upload
 
 
 def _source(model, slot):
@@ -103,6 +108,16 @@ def _chunk_cmd(model, slot, src, landing, i0: int, i1: int):
     return cmd
 
 
+def _landing_run(model, slot, b: int):
+    """The whole run of b items as the plain path records it, its inputs read from the landing buffer;
+    its first barrier waits for every earlier command on the queue (the copies into the landing)."""
+    st = _state(model, slot)
+    if b not in st["runs"]:
+        st["runs"][b] = model.recorder.record(_Target(_landing(model, slot), slot.out_buf), slot.pool, items=b,
+                                              cmd_pool=slot.command_pool())
+    return st["runs"][b]
+
+
 def _commands(model, slot, b: int, ranges: list):
     """(chunk copy command buffers, the run's command buffer) for a b-item run, recorded once per slot."""
     st = slot.upload
@@ -110,11 +125,41 @@ def _commands(model, slot, b: int, ranges: list):
     if key not in st["cmds"]:
         landing = _landing(model, slot)
         pre = [_chunk_cmd(model, slot, _source(model, slot)[0], landing, i0, i1) for i0, i1 in ranges]
-        # the whole run as the plain path records it, its inputs read from the landing buffer; its first
-        # barrier waits for every earlier command on the queue, the chunk copies included
-        run = model.recorder.record(_Target(landing, slot.out_buf), slot.pool, items=b, cmd_pool=slot.command_pool())
-        st["cmds"][key] = (pre, run)
+        st["cmds"][key] = (pre, _landing_run(model, slot, b))
     return st["cmds"][key]
+
+
+def submit_imported(model, slot, arrays: list, spans: list, b: int) -> None:
+    """A run whose inputs with a span (runtime/host_import.py) the GPU copies from the caller's memory:
+    the others are written into staging as usual, and one command buffer, recorded for this run,
+    copies each input's b items into the landing buffer (from its span, or from staging); then the
+    run itself (slots.submit: the slot's fence).  b: items (1 for a bundle without --max-batch)."""
+    st = _state(model, slot)
+    rows = [r[:b] for r in slot.in_rows]
+    for view, a, sp in zip(rows, arrays, spans):
+        if sp is None:
+            slot.copier.copy_into(view, a)
+    if st["import"] is None:
+        slot.command_pool()
+        st["import"] = model.resources.command_buffer(slot.command_pool())
+    cmd, landing = st["import"], _landing(model, slot)
+    vk.vkResetCommandBuffer(cmd, 0)
+    vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+    # after the landing buffer's earlier reads (this slot's previous run copying it into the arena)
+    commands.barrier(cmd, commands.T, commands.T, vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                     vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+    staged = []
+    for s, sp in zip(model.inputs, spans):
+        n = b * _item_bytes(model, s)
+        if n and sp is not None:
+            vk.vkCmdCopyBuffer(cmd, sp.buf, landing, 1, [vk.VkBufferCopy(srcOffset=sp.offset, dstOffset=s.staging,
+                                                                          size=n)])
+        elif n:
+            staged.append(vk.VkBufferCopy(srcOffset=s.staging, dstOffset=s.staging, size=n))
+    if staged:
+        vk.vkCmdCopyBuffer(cmd, slot.in_buf, landing, len(staged), staged)
+    vk.vkEndCommandBuffer(cmd)
+    model.slots.submit(slot, [cmd, _landing_run(model, slot, b)])
 
 
 def submit(model, slot, arrays: list, b: int, ranges: list) -> None:

@@ -58,7 +58,7 @@ validate:
 	GPUC_VALIDATION=1 $(SYNCVAL) $(PYTHON) -m pytest -q $(XDIST) \
 	  tests/ops/test_catalogue.py tests/ops/test_random_configs.py tests/ops/test_fp16_matmul_norm_arg.py tests/ops/test_lstm_cell.py tests/ops/test_subgroup_reduce.py tests/ops/test_nonfinite.py \
 	  tests/compiler/test_passes.py tests/compiler/test_compile_cache.py tests/compiler/test_precision.py tests/compiler/test_dynamic_dims.py \
-	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_coopmat2.py tests/runtime/test_load_overlap.py tests/runtime/test_barriers.py tests/runtime/test_gpu_timeout.py tests/runtime/test_tuning.py
+	  tests/runtime/test_models.py tests/runtime/test_misuse_and_faults.py tests/runtime/test_batch.py tests/runtime/test_device_tensor.py tests/runtime/test_cpu_fallback.py tests/runtime/test_control_flow.py tests/runtime/test_variables.py tests/runtime/test_coopmat.py tests/runtime/test_coopmat2.py tests/runtime/test_load_overlap.py tests/runtime/test_barriers.py tests/runtime/test_gpu_timeout.py tests/runtime/test_tuning.py tests/runtime/test_host_import.py
 
 # long fuzz run (make test runs a short one): mutated models through the whole compiler, bundle bit flips,
 # 1,000 bundles with one semantic field changed and every digest recomputed (scripts/fuzz_fields.py), and

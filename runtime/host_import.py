@@ -117,8 +117,9 @@ class Imports:
 
     @property
     def count(self) -> int:
-        """Imports kept now."""
+        """Imports kept now (those of arrays gone since are freed first)."""
         with self._lock:
+            self._purge()
             return len(self._spans)
 
     def wanted(self, a) -> bool:

@@ -129,22 +129,25 @@ def _commands(model, slot, b: int, ranges: list):
     return st["cmds"][key]
 
 
-def submit_imported(model, slot, arrays: list, spans: list, b: int) -> None:
-    """A run whose inputs with a span (runtime/host_import.py) the GPU copies from the caller's memory:
-    the others are written into staging as usual, and one command buffer, recorded for this run,
-    copies each input's b items into the landing buffer (from its span, or from staging); then the
-    run itself (slots.submit: the slot's fence).  b: items (1 for a bundle without --max-batch)."""
-    st = _state(model, slot)
-    rows = [r[:b] for r in slot.in_rows]
-    for view, a, sp in zip(rows, arrays, spans):
-        if sp is None:
-            slot.copier.copy_into(view, a)
-    if st["import"] is None:
-        slot.command_pool()
-        st["import"] = model.resources.command_buffer(slot.command_pool())
-    cmd, landing = st["import"], _landing(model, slot)
-    vk.vkResetCommandBuffer(cmd, 0)
-    vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+IMPORT_CMDS = 4        # recorded import copies a slot keeps (runtime/host_import.py LIMIT spans a model keeps)
+
+
+def _import_cmd(model, slot, spans: list, b: int):
+    """The command buffer copying a run's b items of every input into the landing buffer: from its
+    span, or from staging.  Kept per slot by (b, the spans): a key holds its Span objects, so one
+    freed since (another object) never matches, and the oldest entry's buffer is recorded again."""
+    st, key = _state(model, slot), (b,) + tuple(spans)
+    cmds = st["import"] = st["import"] or {}
+    if key in cmds:
+        cmds[key] = cmds.pop(key)               # most recent last
+        return cmds[key]
+    if len(cmds) >= IMPORT_CMDS:
+        cmd = cmds.pop(next(iter(cmds)))
+        vk.vkResetCommandBuffer(cmd, 0)
+    else:
+        cmd = model.resources.command_buffer(slot.command_pool())
+    landing = _landing(model, slot)
+    vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
     # after the landing buffer's earlier reads (this slot's previous run copying it into the arena)
     commands.barrier(cmd, commands.T, commands.T, vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                      vk.VK_ACCESS_TRANSFER_WRITE_BIT)
@@ -159,7 +162,19 @@ def submit_imported(model, slot, arrays: list, spans: list, b: int) -> None:
     if staged:
         vk.vkCmdCopyBuffer(cmd, slot.in_buf, landing, len(staged), staged)
     vk.vkEndCommandBuffer(cmd)
-    model.slots.submit(slot, [cmd, _landing_run(model, slot, b)])
+    cmds[key] = cmd
+    return cmd
+
+
+def submit_imported(model, slot, arrays: list, spans: list, b: int) -> None:
+    """A run whose inputs with a span (runtime/host_import.py) the GPU copies from the caller's memory:
+    the others are written into staging as usual; one command buffer copies each input's b items into
+    the landing buffer, then the run itself follows (slots.submit: the slot's fence).  b: items (1 for
+    a bundle without --max-batch)."""
+    for view, a, sp in zip(slot.in_rows, arrays, spans):
+        if sp is None:
+            slot.copier.copy_into(view[:b], a)
+    model.slots.submit(slot, [_import_cmd(model, slot, spans, b), _landing_run(model, slot, b)])
 
 
 def submit(model, slot, arrays: list, b: int, ranges: list) -> None:

@@ -169,6 +169,31 @@ def test_limit_and_runs_in_use(device):
     assert imp.span(arrays[0]) is None                  # closed: nothing more is imported
 
 
+def test_arrays_taking_turns_go_back_to_copies(device):
+    """auto: 2 x LIMIT arrays in turn would import and free one every run; after WASTED such imports
+    the model copies again.  A steady array keeps its import."""
+    imp = host_import.Imports(device, "auto", 16)
+    ring = [np.zeros(5000, np.float32) for _ in range(2 * host_import.LIMIT)]
+    try:
+        for _ in range(2 + host_import.WASTED):
+            for a in ring:
+                sp = imp.span(a)
+                if sp is not None:
+                    imp.release([sp])
+        assert not imp.on and imp.span(ring[0]) is None
+    finally:
+        imp.close()
+    steady = host_import.Imports(device, "auto", 16)
+    try:
+        for _ in range(10):
+            sp = steady.span(ring[0])
+            if sp is not None:
+                steady.release([sp])
+        assert steady.on and steady.count == 1
+    finally:
+        steady.close()
+
+
 def test_settings(bundles, device):
     with settings.override(host_import="sometimes"):
         with pytest.raises(GpucError, match="GPUC_HOST_IMPORT"):

@@ -162,6 +162,8 @@ class Imports:
             try:
                 sp = Span(self.device, *key)
             except DeviceError:
+                if len(self._refused) >= 4 * LIMIT:
+                    self._refused.clear()
                 self._refused.add(key)
                 return None
             if hit is not None:

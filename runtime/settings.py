@@ -83,6 +83,12 @@ VISIBLE_ENVS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")   # a schedule
 # the threads: its run() took 1.88 ms against 1.19 on one thread.
 COPY_SPLIT_BYTES = 16 << 20
 
+# run() inputs from this size are read in place (GPUC_HOST_IMPORT_BYTES, runtime/host_import.py).  On the H100 host
+# (2026-11-28, benchmarks/run_overhead.py, fp16): a batch of 32 224 x 224 images (19.3 MB) took resnet50's run()
+# from 5.43 to 4.56 ms; one image (0.6 MB, imported from 64 KiB) gained nothing -- swin_t 1.080 -> 1.066 ms,
+# resnet50 0.752 -> 0.789, in-place runs differing by as much -- where an import costs 0.3 ms and its free 0.3.
+HOST_IMPORT_BYTES = 4 << 20
+
 
 class Settings(Record):
     # (name, default, environment variable, meaning); the README's configuration table lists them
@@ -116,7 +122,7 @@ class Settings(Record):
                                                             "(where input staging is host memory), on, off"),
         ("host_import", "auto", "GPUC_HOST_IMPORT", "run() reads large inputs from the caller's memory (VK_EXT_external_"
                                                     "memory_host): auto (an array's second run), on, off"),
-        ("host_import_bytes", 4 << 20, "GPUC_HOST_IMPORT_BYTES", "inputs from this size are read in place by run()"),
+        ("host_import_bytes", HOST_IMPORT_BYTES, "GPUC_HOST_IMPORT_BYTES", "inputs from this size are read in place by run()"),
         ("pipeline_cache", True, "GPUC_PIPELINE_CACHE", "keep Vulkan pipeline caches on disk (0 / off / false: no)"),
         ("cache_dir", None, "GPUC_CACHE_DIR", "cache folder (default $XDG_CACHE_HOME/gpuc, else ~/.cache/gpuc)"),
         ("xdg_cache_home", None, "XDG_CACHE_HOME", "the user's cache folder, when GPUC_CACHE_DIR is not set"),
@@ -161,7 +167,7 @@ def _parse(environ) -> Settings:
         upload_chunk_bytes=max(0, _int(g("GPUC_UPLOAD_CHUNK_BYTES"), 4 << 20)),
         upload_pipeline=(g("GPUC_UPLOAD_PIPELINE") or "auto").strip().lower(),
         host_import=(g("GPUC_HOST_IMPORT") or "auto").strip().lower(),
-        host_import_bytes=max(1, _int(g("GPUC_HOST_IMPORT_BYTES"), 4 << 20)),
+        host_import_bytes=max(1, _int(g("GPUC_HOST_IMPORT_BYTES"), HOST_IMPORT_BYTES)),
         pipeline_cache=g("GPUC_PIPELINE_CACHE", "1") not in ("0", "off", "false", ""),
         cache_dir=g("GPUC_CACHE_DIR") or None, xdg_cache_home=g("XDG_CACHE_HOME") or None,
         cache_max_bytes=_int(g("GPUC_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_BYTES), DEFAULT_CACHE_MAX_BYTES),

@@ -174,7 +174,8 @@ class Device:
                 "fp16_storage": self.fp16_storage, "fp16_arith": self.fp16_arith,
                 "subgroup_size": self.subgroup_size, "subgroup_arithmetic": bool(self.subgroup_ops & 4),
                 "cooperative_matrix": [list(e) for e in self.coopmat],
-                "cooperative_matrix2": [list(e) for e in self.coopmat2]}
+                "cooperative_matrix2": [list(e) for e in self.coopmat2],
+                "host_import_alignment": self.host_import_align}     # 0: run() inputs always copied
 
     # -- memory -------------------------------------------------------------------------------
     def bar_fits(self, size: int) -> bool:

@@ -65,7 +65,8 @@ def _equal(got, want):
 
 
 def test_imported_runs_equal_copies(bundles, device):
-    assert device.describe()["host_import_alignment"] == device.host_import_align == 4096
+    align = device.describe()["host_import_alignment"]
+    assert align == device.host_import_align and align > 0 and not align & (align - 1)
     b1, bn, _ = bundles
     ref1, refn = _load(b1, device, host_import="off"), _load(bn, device, host_import="off")
     m1, mn = _load(b1, device, **ON), _load(bn, device, **ON)

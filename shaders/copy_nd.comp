@@ -6,7 +6,12 @@
 // COPY_WORDS 1: the region is the run DST_OFFSET .. DST_OFFSET + N of out_ (DST_STRIDES row-major),
 // one invocation per word it touches (edge words shared with other regions: lane by lane, atomically);
 // COPY_WORDS 0: any region, one invocation per element, written atomically.
+// VEC 1 (float; compiler/ops/elements.py copy_vector): out_ and x are vec4 views and SHAPE, the strides and
+// the offsets count vec4s: 4 elements contiguous on both sides per invocation, one index walk for them.
 // @include elem.glsl
+#ifndef VEC
+#define VEC 0
+#endif
 
 // source and destination element of region element i
 void copy_index(int i, out int si, out int di) {
@@ -65,7 +70,10 @@ void main() {
     if (gid >= TOTAL) return;
     int si, di;
     copy_index(int(gid), si, di);
-#if ACT || FQ
+#if VEC && (ACT || FQ)
+    vec4 v = vec4(LD(x, si));
+    ST(out_, di, vec4(gpuc_act(v.x), gpuc_act(v.y), gpuc_act(v.z), gpuc_act(v.w)));
+#elif ACT || FQ
     ST(out_, di, gpuc_act(LD(x, si)));
 #else
     ST(out_, di, LD(x, si));

@@ -45,6 +45,8 @@ VARIANTS = {
                        ["out_", "x", "w", "bias", "res"], {},
                        lambda d: dict(vec4=("out_", "x", "w", "bias", "res") if d["VEC"] else ())),
     "copy_nd": (dict(_ND, **_FQ), {"CONTIGUOUS": [0, 1], "ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"]),
+    "copy_nd:vec": (dict(_ND, **_FQ, VEC=1), {"CONTIGUOUS": [0, 1], "ACT": ACTS, "FQ": [0, 1]}, ["out_", "x"], {},
+                    lambda d: dict(vec4=("out_", "x"))),
     "pad": (dict(RANK=2, OUT_SHAPE=[4, 5], IN_SHAPE=[2, 3], IN_STRIDES=[3, 1], PAD_LO=[1, 1], PAD_VALUE=0.5),
             {}, ["out_", "x"]),
     "reduce": (dict(NK=1, K_SHAPE=[4], K_STRIDES=[1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[12, 4], RCOUNT=6,

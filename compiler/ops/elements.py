@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gpuc.compiler.ops.ew_vector import vectors
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import strides
 
@@ -59,10 +60,33 @@ def element_bits(value, dtype: str) -> tuple[int, int]:
 
 
 def adapt(graph, kernels: list, dtype: str) -> list:
-    """`kernels` (written for 4-byte elements) rewritten to move elements of `dtype`."""
+    """`kernels` (written for 4-byte elements) rewritten to move elements of `dtype`; float32 copies take
+    their vector form where it fits (copy_vector)."""
+    if dtype == "float32":
+        return [copy_vector(k) if k.template == "copy_nd" else k for k in kernels]
     if width(dtype) == 4:
         return kernels
     return [_ADAPT[k.template](graph, k, dtype) for k in kernels]
+
+
+def copy_vector(k):
+    """A float32 copy_nd kernel in its vector form (shaders/copy_nd.comp VEC: out_ and x vec4 views, 4
+    elements per invocation), or `k` where the form does not fit: sizes not all known, or the innermost
+    dim not 4-element runs contiguous on both sides (its extent a multiple of 4, stride 1 on both, every
+    other stride and both offsets multiples of 4).  ops/ew_vector.vectors() 0 (CompileOptions.ew_vectors)
+    keeps the scalar form.  A transpose that keeps the channels innermost (window partitions, head
+    splits) and a channel concatenation of multiples of 4 fit."""
+    d = k.defines
+    shape, src, dst = list(d["SHAPE"]), list(d["SRC_STRIDES"]), list(d["DST_STRIDES"])
+    offs = [d["SRC_OFFSET"], d["DST_OFFSET"]]
+    if vectors() < 1 or not all(isinstance(v, (int, np.integer)) for v in shape + src + dst + offs):
+        return k
+    if shape[-1] % 4 or src[-1] != 1 or dst[-1] != 1 or any(v % 4 for v in src[:-1] + dst[:-1] + offs):
+        return k
+    return replace(k, invocations=k.invocations // 4, vec4=("out_", "x"),
+                   defines=dict(d, VEC=1, SHAPE=shape[:-1] + [shape[-1] // 4], SRC_STRIDES=[v // 4 for v in src[:-1]] + [1],
+                                DST_STRIDES=[v // 4 for v in dst[:-1]] + [1], SRC_OFFSET=offs[0] // 4,
+                                DST_OFFSET=offs[1] // 4))
 
 
 def _bind_words(graph, k):

@@ -134,3 +134,40 @@ def test_pool(op, shape, k, s, padding, act, pad, vec, precision):
         np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)
     else:
         np.testing.assert_allclose(out, ref, rtol=2e-3, atol=2e-3 * float(np.abs(ref).max()))
+
+
+def copy_model(perm, shapes, fp16):
+    """TRANSPOSE of one input by `perm`."""
+    mb = ModelBuilder()
+    x = _edges(mb, mb.input("x0", list(shapes[0])), shapes[0], fp16 and len(shapes[0]) == 4)
+    y = mb.tensor("y", [shapes[0][p] for p in perm])
+    mb.op("TRANSPOSE", [x, mb.const("perm", np.array(perm, np.int32))], [y])
+    mb.output(y)
+    return mb.finish()
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("kind,shapes,vec", [
+    ((0, 2, 1, 3), [(2, 6, 8, 12)], True),                  # channels stay innermost
+    ((0, 1, 3, 2, 4, 5), [(1, 2, 3, 2, 4, 8)], True),        # a window partition
+    ((0, 2, 1, 3), [(2, 7, 3, 8)], True),                   # attention heads [B, S, H, D] -> [B, H, S, D]
+    ((0, 2, 1, 3), [(2, 6, 8, 6)], False),                  # 6 channels: the scalar form
+    ((0, 2, 1), [(2, 6, 8)], False),                         # the innermost dim moves
+])
+def test_copy(kind, shapes, vec, precision):
+    """copy_nd's vector form (shaders/copy_nd.comp VEC, ops/elements.py copy_vector) moves the same bits as
+    the scalar form, and LiteRT's values."""
+    if precision == "fp16" and os.environ.get("GPUC_DISABLE_FP16"):
+        pytest.skip("fp16 storage disabled")
+    model = copy_model(kind, shapes, precision == "fp16")
+    feeds = [RNG.normal(0, 4, s).astype(np.float32) for s in shapes]
+    got = kernels(model, "copy_nd", precision=precision)
+    assert got and all(v == ({"out_", "x"} if vec else set()) for _, v in got)
+    assert not any(v for _, v in kernels(model, "copy_nd", precision=precision, ew_vectors=0))
+    out = run(model, feeds, precision=precision)[0]
+    np.testing.assert_array_equal(out, run(model, feeds, precision=precision, ew_vectors=0)[0])
+    ref = run_litert(model, feeds)[0]
+    if precision == "fp32":
+        np.testing.assert_array_equal(out, ref)
+    else:
+        np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-3 * float(np.abs(ref).max()))

@@ -64,9 +64,9 @@ class CompileOptions(Record):
         ("coopmat_reg_chain", None, None, "coopmat gemms: fused chains in the register epilogue too "
                                           "(default gemm_coopmat.REG_CHAIN)"),
         ("coopmat_small_m", None, None, "fp16 gemms of few rows: small-M coopmat tiles as measured candidates "
-                                        "(default gemm_coopmat.SMALL_M)"),
+                                        "(default gemm_candidates.SMALL_M)"),
         ("coopmat_mid_candidates", None, None, "fp16 gemms of few rows: how many mid-size coopmat tiles each "
-                                               "carries (default gemm_coopmat.MID_CANDIDATES)"),
+                                               "carries (default gemm_candidates.MID_CANDIDATES)"),
         ("attention_prefetch", None, None, "attention_wide.comp: the next stage's loads in flight (PF) "
                                            "(default ops/attention.py WIDE_PREFETCH)"),
         ("attention_split", None, None, "attention.comp: key tiles split this many ways across workgroups (1: "

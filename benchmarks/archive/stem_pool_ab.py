@@ -1,7 +1,7 @@
 """Batch-32 fp16 ResNets, three programs timed in turns: as before session 11 ("base": no PADV2 folded into a max
 pool after a float32-pinned producer, element-gathered convolutions plain only), with the fold (passes/fusion.py
 _rounding_commutes), and with the fold and the gathered convolutions' tensor-core candidates
-(ops/gemm_coopmat.py GATHER_MEASURED).  Prints the GPU time of a run, the stem convolution's and the pads' time,
+(ops/gemm_candidates.py GATHER_MEASURED).  Prints the GPU time of a run, the stem convolution's and the pads' time,
 and each output against the base program's.
 
     python -m benchmarks.archive.stem_pool_ab RESNET18.tflite RESNET50.tflite
@@ -10,14 +10,14 @@ import sys, os
 import numpy as np
 import gpuc
 from gpuc.compiler.passes import fusion
-from gpuc.compiler.ops import gemm_coopmat
+from gpuc.compiler.ops import gemm_candidates
 from benchmarks.timing import profiles_in_turns
 real = fusion._rounding_commutes
 for path in sys.argv[1:]:
     models = {}
     for name, fold, gather in (("base", False, False), ("fold", True, False), ("fold+gather", True, True)):
         fusion._rounding_commutes = real if fold else (lambda g, p: False)
-        gemm_coopmat.GATHER_MEASURED = gather
+        gemm_candidates.GATHER_MEASURED = gather
         models[name] = gpuc.load(gpuc.compile(path, precision="fp16", max_batch=32, cache=False))
     rng = np.random.default_rng(0)
     m0 = models["base"]

@@ -6,7 +6,7 @@ Without the warm-up the plans timed in the last rounds came out 2-4x slower than
     GPUC_CACHE_DIR=/tmp/fresh python -m benchmarks.archive.tuning_round_warm_ab CONVNEXT_TINY.tflite ROUND_WARM_S
 """
 import sys, os, json, glob, gpuc
-from gpuc.compiler.ops import gemm_coopmat as gc
+from gpuc.compiler.ops import gemm_candidates as gc
 from gpuc.compiler.ops.gemm_coopmat import CoopPlan as P
 from gpuc.runtime.bundle import read_bundle
 plans = []

@@ -12,8 +12,8 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import gemm_cm2, gemm_split, grouped_conv
 from gpuc.compiler.ops.epi_chain import apply_chain
 from gpuc.compiler.ops.gemm_cm2 import cm2_variants
-from gpuc.compiler.ops.gemm_coopmat import (coopmat_variants, ln_reserve_bytes, small_m_variants, split_variants,
-                                            underfilled)
+from gpuc.compiler.ops.gemm_candidates import coopmat_variants, small_m_variants, split_variants, underfilled
+from gpuc.compiler.ops.gemm_coopmat import ln_reserve_bytes
 from gpuc.compiler.ops.gemm_plan import WG_SMEM, gemm_cost, plan_gemm
 from gpuc.compiler.ops.gemm_split import conv_split_weights, im2col_factor, split_kernels, split_of
 from gpuc.compiler.ops.util import act_code, epilogue

@@ -12,7 +12,7 @@ the grouped convolution of S groups of CI / S channels each writing all N output
 channels [s*CI/S, (s+1)*CI/S) of every tap (gemm.comp's CIG = CI / S, LDA = CI) against weights
 re-laid out as [S][KH*KW*CI/S][GNP] (conv_split_weights); S divides CI into multiples of 4 where A is
 read as vec4.  Under --precision fp16 the partial dispatch also carries small-tile cooperative-matrix
-plans (gemm_coopmat.split_variants) as `measured` candidates: the device times them at first load.  S is picked by
+plans (gemm_candidates.split_variants) as `measured` candidates: the device times them at first load.  S is picked by
 ops/gemm_plan.py gemm_cost for the partial dispatch (S groups of depth K / S) against the one-dispatch plan,
 with the threshold and margin measured below; CompileOptions.split_k (benchmarks/archive/split_k_sweep.py) fixes it.
 """
@@ -61,7 +61,7 @@ def im2col_factor(precision: str) -> float:
     return IM2COL_FACTOR if precision == "fp16" else IM2COL_FACTOR_FP32
 
 
-IDLE = True               # fp16 gemms with tensor-core plans that leave SMs idle (gemm_coopmat.underfilled) may split
+IDLE = True               # fp16 gemms with tensor-core plans that leave SMs idle (gemm_candidates.underfilled) may split
 CONV = True               # implicit-GEMM convolutions split too (CompileOptions.split_k_conv overrides it)
 MIN_CYCLES = 20000        # the one-dispatch plan's cost (ops/gemm_plan.py gemm_cost) from which a split may pay
 GAIN = 0.85               # ... and the split's modelled cost at most this fraction of it

@@ -43,15 +43,15 @@ def _fits(graph: Graph, ln: Node, fc: Node, y: int) -> bool:
 
 def tensor_cores(m: int, n: int, k: int) -> bool:
     """Whether the folded gemm gets the small-M cooperative-matrix candidates (--precision fp16,
-    gemm_coopmat.small_m: batch-1 transformer FCs): there the fold paid on the H100 (2026-11-27, batch 1:
+    gemm_candidates.small_m: batch-1 transformer FCs): there the fold paid on the H100 (2026-11-27, batch 1:
     a 7x7-depthwise CNN 0.763 -> 0.729 ms, a windowed-attention transformer 0.957 -> 0.923); the plain
     kernel's folded FCs took 2-14 us longer than the LayerNorm dispatch they saved (the CNN at fp32
     1.09 -> 1.18 ms).  Bigger gemms (batch 32, the
     regular tile families and the workgroup-scope kernel, which has no fold) keep the LayerNorm dispatch
     until the fold is measured there."""
-    from gpuc.compiler.ops import gemm_coopmat
+    from gpuc.compiler.ops import gemm_candidates
     from gpuc.compiler.options import current
-    return gemm_coopmat.small_m(m, n, k) or current().coopmat_emulate     # (tests: emulated kernels, any shape)
+    return gemm_candidates.small_m(m, n, k) or current().coopmat_emulate     # (tests: emulated kernels, any shape)
 
 
 def fold_layer_norm(graph: Graph) -> None:

@@ -33,7 +33,8 @@ from gpuc.compiler.shader_text import supports_storage16
 from gpuc.compiler.ew_table import BOUNDED_ACTS
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ew_table import FUSIBLE
-from gpuc.compiler.ops.gemm_coopmat import GEMM_OPS, plain_gemm, storage_wishes
+from gpuc.compiler.ops.gemm_candidates import plain_gemm
+from gpuc.compiler.ops.gemm_coopmat import GEMM_OPS, storage_wishes
 from gpuc.compiler.ops.util import act_code
 
 FP16_MAX = 65504.0
@@ -69,7 +70,7 @@ def plan_fp16_storage(graph: Graph) -> None:
 
 
 def plain_gemm_values(graph: Graph) -> set:
-    """Activations of gemms that get no coopmat variant (ops/gemm_coopmat.py plain_gemm), which run
+    """Activations of gemms that get no coopmat variant (ops/gemm_candidates.py plain_gemm), which run
     slower on float16 tensors (measured on the H100): their A, runtime B, residual and result, and
     every value elementwise ops make from that result (what fuse_gemm_epilogue may fold into the
     gemm: planned here, before fusion, so a folded chain rounds nothing to float16 that the unfused

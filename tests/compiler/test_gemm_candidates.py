@@ -1,4 +1,4 @@
-"""Which fp16 gemms carry cooperative-matrix candidates (ops/gemm_coopmat.py): the 32-column NARROW_PLANS for gemms
+"""Which fp16 gemms carry cooperative-matrix candidates (ops/gemm_coopmat.py, ops/gemm_candidates.py): the 32-column NARROW_PLANS for gemms
 of at most NARROW_N columns, the variants as `measured` candidates for big gemms whose N or K is 16..31 (`slim`),
 none below 16; and the float16 storage such a gemm's A needs although a plain gemm upstream would pin it to float32
 (passes/precision.py plain_gemm_values: a squeeze-excited tensor after a plain grouped convolution)."""
@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("vulkan")
 
+from gpuc.compiler.ops import gemm_candidates as cand  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
@@ -19,23 +20,23 @@ def _plans(variants) -> list:
 
 @pytest.mark.parametrize("M,N,K", [(401408, 64, 16), (100352, 24, 216), (100352, 16, 96)])
 def test_slim_gemms_carry_measured_candidates(M, N, K):
-    vs = cm.coopmat_variants(M, N, K)
-    assert vs and all(v.measured for v in vs) and not cm.worthwhile(M, N, K) and cm.slim(M, N, K)
+    vs = cand.coopmat_variants(M, N, K)
+    assert vs and all(v.measured for v in vs) and not cm.worthwhile(M, N, K) and cand.slim(M, N, K)
 
 
 @pytest.mark.parametrize("M,N,K", [(401408, 8, 16), (401408, 64, 8), (64, 24, 216), (100352, 24, 216)])
 def test_slim_needs_16_and_size(M, N, K):
-    big = M * N * K >= cm.MIN_MACS and min(N, K) >= cm.SLIM_DIM
-    assert bool(cm.coopmat_variants(M, N, K)) == big
+    big = M * N * K >= cm.MIN_MACS and min(N, K) >= cand.SLIM_DIM
+    assert bool(cand.coopmat_variants(M, N, K)) == big
 
 
 def test_narrow_plans_for_narrow_gemms_only():
-    assert cm.narrow_plans(100352, 32) == list(cm.NARROW_PLANS)
-    assert cm.narrow_plans(100, 32) == [p for p in cm.NARROW_PLANS if p.BM <= 200]
-    assert cm.narrow_plans(100352, 64) == [] and cm.narrow_plans(100352, 8) == []
-    assert all(p.BN == 32 and p.smem_bytes() <= cm.WG_SMEM and p.threads <= 256 for p in cm.NARROW_PLANS)
-    n = len(cm.coopmat_variants(100352, 32, 1152))      # worthwhile: the narrow plans ride along, measured
-    assert n >= len(cm.NARROW_PLANS) + 2 and sum(v.measured for v in cm.coopmat_variants(100352, 32, 1152)) >= 4
+    assert cand.narrow_plans(100352, 32) == list(cand.NARROW_PLANS)
+    assert cand.narrow_plans(100, 32) == [p for p in cand.NARROW_PLANS if p.BM <= 200]
+    assert cand.narrow_plans(100352, 64) == [] and cand.narrow_plans(100352, 8) == []
+    assert all(p.BN == 32 and p.smem_bytes() <= cm.WG_SMEM and p.threads <= 256 for p in cand.NARROW_PLANS)
+    n = len(cand.coopmat_variants(100352, 32, 1152))      # worthwhile: the narrow plans ride along, measured
+    assert n >= len(cand.NARROW_PLANS) + 2 and sum(v.measured for v in cand.coopmat_variants(100352, 32, 1152)) >= 4
 
 
 def se_model():
@@ -60,7 +61,7 @@ def se_model():
 
 def test_tensor_core_a_stays_float16(gpu):
     model, xs = se_model()
-    assert not cm.coopmat_variants(8192, 8, 72, 8) and cm.worthwhile(8192, 256, 64)
+    assert not cand.coopmat_variants(8192, 8, 72, 8) and cm.worthwhile(8192, 256, 64)
     outs, b = run16(gpu, model, xs)
     assert not any(t.name == "g" for t in b.tensors)   # (the MUL is the grouped conv's epilogue)
     assert dtype_of(b, "se") == "float16"           # the 1x1 conv's A: its coopmat variants need it so

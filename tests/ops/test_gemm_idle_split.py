@@ -1,4 +1,4 @@
-"""fp16 gemms whose tensor-core tiles leave SMs idle (ops/gemm_coopmat.py underfilled: a batch-1 transformer FC
+"""fp16 gemms whose tensor-core tiles leave SMs idle (ops/gemm_candidates.py underfilled: a batch-1 transformer FC
 of 197 rows): they carry the small-M tile plans as measured candidates and may split K across workgroups
 (ops/gemm_dispatch.py, gemm_split.IDLE), except where the workgroup-scope kernel takes them with tiles that
 fill the GPU; the split's emulated tensor-core partials give the right sums on lavapipe."""
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gpuc.compiler.codegen.kernel import Kernel
+from gpuc.compiler.ops import gemm_candidates as cand
 from gpuc.compiler.ops import gemm_coopmat as cm
 from gpuc.compiler.ops import gemm_split
 from gpuc.compiler.prepare import prepare
@@ -32,7 +33,7 @@ def gemms(model):
 
 def test_an_fc_leaving_sms_idle_splits_with_tensor_core_partials(monkeypatch):
     M, K, N = 197, 3072, 768                            # coop_cost's 128 x 128 plan: 12 tiles
-    assert cm.worthwhile(M, N, K) and cm.underfilled(M, N, K, 1)
+    assert cm.worthwhile(M, N, K) and cand.underfilled(M, N, K, 1)
     model, _ = fc_model(M, K, N)
     partial, reduce = gemms(model)
     s = partial.defines["GROUPS"]
@@ -41,12 +42,12 @@ def test_an_fc_leaving_sms_idle_splits_with_tensor_core_partials(monkeypatch):
     monkeypatch.setattr(gemm_split, "IDLE", False)
     [whole] = gemms(model)                              # (off: one dispatch, its plans and the small-M ones)
     names = [(v.name, v.measured) for v in whole.variants]
-    assert ("coopmat", False) in names and sum(m for _, m in names) >= 2 + len(cm.small_candidates(M, N, K, 1))
+    assert ("coopmat", False) in names and sum(m for _, m in names) >= 2 + len(cand.small_candidates(M, N, K, 1))
 
 
 def test_coopmat2_tiles_that_fill_the_gpu_keep_it_whole():
     M, K, N = 197, 768, 3072                            # coopmat2's 64 x 64 tiles: 192 of them
-    assert cm.underfilled(M, N, K, 1)
+    assert cand.underfilled(M, N, K, 1)
     [whole] = gemms(fc_model(M, K, N)[0])
     assert whole.variants[0].name == "coopmat2" and not whole.variants[0].measured
 
@@ -55,7 +56,7 @@ def test_idle_split_sums_on_the_emulated_tensor_cores(compile_options):
     pytest.importorskip("vulkan")
     import gpuc
     M, K, N = 64, 2048, 1536                            # 24 tiles of 64 x 64, 2^27.6 products
-    assert cm.worthwhile(M, N, K) and cm.underfilled(M, N, K, 1)
+    assert cm.worthwhile(M, N, K) and cand.underfilled(M, N, K, 1)
     compile_options(coopmat_emulate=True)
     model, x = fc_model(M, K, N, seed=3)
     bundle = gpuc.compile(model, cache=False, precision="fp16")

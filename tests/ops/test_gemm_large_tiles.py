@@ -12,6 +12,7 @@ pytest.importorskip("vulkan")
 
 import gpuc  # noqa: E402
 from gpuc.compiler.ops import gemm_dispatch, gemm_plan  # noqa: E402
+from gpuc.compiler.ops import gemm_candidates  # noqa: E402
 from gpuc.compiler.ops import gemm_coopmat as cm_mod  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
@@ -19,7 +20,7 @@ PLANS = [(128, 128, 8, 8, 8, 1), (128, 128, 16, 8, 8, 1), (64, 32, 16, 8, 4, 1),
          # SV4 (vec4 shared reads, two stages): the plans large GEMMs get
          (128, 128, 8, 8, 8, 1, True), (64, 128, 16, 8, 8, 1, True), (128, 32, 16, 8, 4, 1, True),
          (16, 16, 8, 4, 4, 1, True)]
-COOP = [cm_mod.CoopPlan(*f, st) for f, _, _ in cm_mod.FAMILIES[::2] for st in (1, 2)] + list(cm_mod.NARROW_PLANS)
+COOP = [cm_mod.CoopPlan(*f, st) for f, _, _ in cm_mod.FAMILIES[::2] for st in (1, 2)] + list(gemm_candidates.NARROW_PLANS)
 
 
 def _conv_ref(x, w, b, s, groups):

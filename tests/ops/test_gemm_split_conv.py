@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpuc
-from gpuc.compiler.ops import gemm_coopmat, gemm_split
+from gpuc.compiler.ops import gemm_candidates, gemm_coopmat, gemm_split
 from gpuc.runtime.bundle import read_bundle
 from helpers.builder import ModelBuilder
 from helpers.litert import run_litert
@@ -78,7 +78,7 @@ def test_conv_split_fp16_coopmat_partials(compile_options, monkeypatch, plan):
     """--precision fp16: the partial dispatch carries a small-tile cooperative-matrix plan (16-row tiles
     over the S groups, K also split across subgroups (KS) and summed in shared memory; emulated) and the
     result matches LiteRT within fp16 storage rounding."""
-    monkeypatch.setattr(gemm_coopmat, "SMALL_PLANS", (plan,))
+    monkeypatch.setattr(gemm_candidates, "SMALL_PLANS", (plan,))
     model, xs = conv_model(h=5, w=5, ci=64, co=40, residual=True, double=True)
     compile_options(split_k=4, coopmat_emulate=True)
     out, b = run_uncached(model, xs, precision="fp16")
@@ -144,12 +144,12 @@ def test_split_k_conv_off_keeps_convs_in_one_dispatch():
 
 
 def test_small_m_candidates_only_where_regular_variants_are_not():
-    assert gemm_coopmat.small_m(49, 768, 3072)                 # batch-1 FC: 1 row tile
-    assert not gemm_coopmat.small_m(4096, 4096, 4096)          # the regular families fill the GPU
-    assert not gemm_coopmat.small_m(49, 16, 3072)              # a sliver of N
-    assert not gemm_coopmat.small_m(49, 512, 4608, gather=True)
-    plans = gemm_coopmat.small_plans(49, 512, 576, 8, 3)
+    assert gemm_candidates.small_m(49, 768, 3072)                 # batch-1 FC: 1 row tile
+    assert not gemm_candidates.small_m(4096, 4096, 4096)          # the regular families fill the GPU
+    assert not gemm_candidates.small_m(49, 16, 3072)              # a sliver of N
+    assert not gemm_candidates.small_m(49, 512, 4608, gather=True)
+    plans = gemm_candidates.small_plans(49, 512, 576, 8, 3)
     assert len(set(plans)) == 3 and all(p.BM <= 32 for p in plans)
-    for p in gemm_coopmat.SMALL_PLANS:             # portable: 32 KiB of shared memory, 256 invocations
+    for p in gemm_candidates.SMALL_PLANS:             # portable: 32 KiB of shared memory, 256 invocations
         assert p.smem_bytes() <= gemm_coopmat.WG_SMEM and p.threads <= 256 and p.BK % (16 * p.KS) == 0
-    assert all(p.KS == 1 for p in gemm_coopmat.small_plans(49, 512, 24, 1, 9))     # K slices need depth
+    assert all(p.KS == 1 for p in gemm_candidates.small_plans(49, 512, 24, 1, 9))     # K slices need depth

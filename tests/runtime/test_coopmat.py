@@ -98,13 +98,13 @@ def test_size_threshold_from_h100_measurements():
 def test_big_gathered_convolutions_carry_the_variants_as_measured_candidates(monkeypatch):
     """An element-gathered convolution (CI % 4 != 0) keeps the plain kernel as the cost model's choice; where it
     is big enough for tensor cores otherwise (a batch-32 RGB stem) it carries the variants, all `measured`."""
-    from gpuc.compiler.ops import gemm_coopmat
-    b32 = gemm_coopmat.coopmat_variants(32 * 112 * 112, 64, 147, gather=True)
+    from gpuc.compiler.ops import gemm_candidates
+    b32 = gemm_candidates.coopmat_variants(32 * 112 * 112, 64, 147, gather=True)
     assert b32 and all(v.measured for v in b32)
-    assert gemm_coopmat.coopmat_variants(112 * 112, 64, 147, gather=True) == []      # batch 1: too small
-    assert not gemm_coopmat.coopmat_variants(32 * 56 * 56, 64, 576)[0].measured      # read as vectors: chosen
-    monkeypatch.setattr(gemm_coopmat, "GATHER_MEASURED", False)
-    assert gemm_coopmat.coopmat_variants(32 * 112 * 112, 64, 147, gather=True) == []
+    assert gemm_candidates.coopmat_variants(112 * 112, 64, 147, gather=True) == []      # batch 1: too small
+    assert not gemm_candidates.coopmat_variants(32 * 56 * 56, 64, 576)[0].measured      # read as vectors: chosen
+    monkeypatch.setattr(gemm_candidates, "GATHER_MEASURED", False)
+    assert gemm_candidates.coopmat_variants(32 * 112 * 112, 64, 147, gather=True) == []
 
 
 def test_fp16_bundle_carries_coopmat_variants(model, small_gemms_qualify):

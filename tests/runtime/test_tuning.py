@@ -109,12 +109,13 @@ def test_pick_keeps_the_cost_models_choice_within_the_margin():
 
 
 def test_fp16_gemms_carry_other_tile_plans_as_measured_candidates(gpu):
+    from gpuc.compiler.ops import gemm_candidates as cand
     from gpuc.compiler.ops import gemm_coopmat as cm
     from gpuc.compiler.options import CompileOptions
     M, N, K = 4096, 1024, 256                      # (tiles that fill the GPU: no small-M plans beside them)
-    assert not cm.underfilled(M, N, K, 1) and cm.underfilled(512, 512, 512, 1)
-    small = cm.small_candidates(512, 512, 512, 1)    # a gemm leaving SMs idle: the small-M plans measured too
-    assert len(cm.coopmat_variants(512, 512, 512)) == 2 + 2 + len(small) and len(small) >= 3
+    assert not cand.underfilled(M, N, K, 1) and cand.underfilled(512, 512, 512, 1)
+    small = cand.small_candidates(512, 512, 512, 1)    # a gemm leaving SMs idle: the small-M plans measured too
+    assert len(cand.coopmat_variants(512, 512, 512)) == 2 + 2 + len(small) and len(small) >= 3
     alts = cm.alternative_plans(M, N, K, 1, 2)
     picked = {cm.plan_coopmat(M, N, K, 1, cm.BIG_SMEM), cm.plan_coopmat(M, N, K, 1, cm.WG_SMEM)}
     assert len(alts) == 2 and not picked & set(alts)

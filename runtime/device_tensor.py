@@ -23,7 +23,10 @@ from gpuc.runtime.device import MemoryKind
 _USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
           | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 _KEEP_PER_SIZE = 4          # closed tensors' buffers kept for reuse, per byte size
-_CREATE = threading.Lock()
+# Re-entrant, as is each recycler's lock: a garbage DeviceTensor's __del__ (which recycles its buffer) may run
+# at any allocation, inside a section that holds them, on the same thread (a plain Lock deadlocked there:
+# scripts/fuzz_lifecycle.py, a keep_on_device run's output tensor made while an old one was collected).
+_CREATE = threading.RLock()
 
 
 class _Recycler:
@@ -31,7 +34,7 @@ class _Recycler:
     then allocates no memory).  Lives in device.tensors, so the device destroys it on close."""
 
     def __init__(self, device):
-        self.device, self.free, self.lock, self.open = device, {}, threading.Lock(), True
+        self.device, self.free, self.lock, self.open = device, {}, threading.RLock(), True
         device.tensor_recycler = self            # strong reference (device.tensors is weak)
         device.tensors.add(self)
 

@@ -183,3 +183,24 @@ def test_readme_device_example_runs(tmp_path):
     r = run_readme_block("readme-example-device", tmp_path)
     assert r.returncode == 0, r.stderr
     assert "(1, 896, 16) float32" in r.stdout
+
+
+def test_a_tensor_collected_inside_the_recycler_does_not_deadlock(dev):
+    """A garbage DeviceTensor's __del__ recycles its buffer; the collector may run it at any allocation,
+    also inside the recycler's own locked sections on the same thread (scripts/fuzz_lifecycle.py found a
+    keep_on_device run hung so): it must finish there."""
+    import threading
+
+    from gpuc.runtime import device_tensor as dt_mod
+    done = []
+
+    def nested():
+        rec = dt_mod._Recycler.of(dev)
+        with dt_mod._CREATE, rec.lock:
+            t = DeviceTensor(dev, "g", (4,), np.float32)
+            t.__del__()                                     # as the collector would, mid-section
+            done.append(t.buffer is None)
+    th = threading.Thread(target=nested, daemon=True)
+    th.start()
+    th.join(20)
+    assert done == [True], "a buffer recycled inside the recycler's locked section hung"

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gpuc.compiler.ops import copy_tile
 from gpuc.compiler.ops.ew_vector import vectors
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import strides
@@ -62,8 +63,8 @@ def element_bits(value, dtype: str) -> tuple[int, int]:
 def adapt(graph, kernels: list, dtype: str) -> list:
     """`kernels` (written for 4-byte elements) rewritten to move elements of `dtype`; float32 copies take
     their vector form where it fits (copy_vector)."""
-    if dtype == "float32":
-        return [copy_vector(k) if k.template == "copy_nd" else k for k in kernels]
+    if dtype == "float32":      # the vector form, else the tiled transpose as a measured candidate
+        return [copy_tile.offer(copy_vector(k)) if k.template == "copy_nd" else k for k in kernels]
     if width(dtype) == 4:
         return kernels
     return [_ADAPT[k.template](graph, k, dtype) for k in kernels]

@@ -9,8 +9,9 @@ the pinned pages it takes the bus's time, as PyTorch's copy from pinned memory d
 An import covers the pages the array lies in (the device's alignment, a page): those pages are
 mapped, since each holds some of the array's bytes.  It pins them until it is freed.  So an import
 is kept only for an array that owns its memory through an object that a weak reference can follow
-(its base ndarray): the import is freed once that object is gone, on the next lookup or at close(),
-and a run holds the array itself until the GPU has read it (Slot.borrowed).
+(its base ndarray): the import is freed once that object is gone, on the next lookup or at close().
+A run counts as a user of its spans (Span.users) until its fence has signalled (a run that timed out:
+until close(), which settles the device first), and run() holds the array until it returns.
 
 What is imported (Imports.span): a C-contiguous, writeable array of at least `min_bytes` (setting
 host_import_bytes), in a synchronous run() only (run_async keeps the copy into staging: its caller may

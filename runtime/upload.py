@@ -18,6 +18,10 @@ this path is not taken.  GPUC_UPLOAD_PIPELINE=on takes it there too, through a h
 its own (input_view and run_in_place keep the device-local staging): host-memory copies plus the
 overlapped bus copy against the host's writes across the bus into the BAR -- which is faster depends on
 the host (benchmarks/run_overhead.py measures both).  off: never.
+
+submit_imported: a run whose large inputs the GPU reads from the caller's memory (runtime/host_import.py)
+lands them the same way -- one command buffer copies each input from its span (or, for the others,
+from staging) into the landing buffer, and the same recorded run copies that into the arena.
 """
 from __future__ import annotations
 

@@ -94,19 +94,20 @@ class LoadedModel:
         demands); cast=True converts the values that fit and refuses the rest (runtime/casting.py).
         Returns the outputs as `Outputs` (runtime/outputs.py): a list in model order that also
         answers by output name (`out["logits"]`, `out.as_dict()`, `dict(out)`)."""
-        if cast:                                          # checked conversion to the input dtypes
-            inputs = iospec.cast_all(self._inputs, inputs)
         # synchronous: the GPU may read large inputs from the caller's memory (runtime/host_import.py)
-        h = output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device, True))
-        return NamedHandle(h, [s.name for s in self._outputs]).wait(wait)
+        return self._handle(inputs, keep_on_device, cast, borrow=True).wait(wait)
 
     def run_async(self, inputs, keep_on_device: bool = False, cast: bool = False) -> RunHandle:
         """Submit a run and return at once.  Up to `slots` runs are in flight, each with its own
         staging buffers (the GPU executes them in order; the CPU fills/reads the others meanwhile).
         The handle's wait() returns the outputs as run() does (`Outputs`, by position and by name)."""
+        return self._handle(inputs, keep_on_device, cast)
+
+    def _handle(self, inputs, keep_on_device: bool, cast: bool, borrow: bool = False) -> NamedHandle:
+        """run_async's handle; borrow: see _submit."""
         if cast:                                          # checked conversion to the input dtypes
             inputs = iospec.cast_all(self._inputs, inputs)
-        h = output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device))
+        h = output_sizes.wrap(self, inputs, keep_on_device, lambda: self._submit(inputs, keep_on_device, borrow))
         return NamedHandle(h, [s.name for s in self._outputs])
 
     def run_repeated_async(self, k: int) -> RunHandle:

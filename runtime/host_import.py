@@ -36,7 +36,7 @@ from gpuc.errors import DeviceError, GpucError
 MODES = ("auto", "on", "off")
 LIMIT = 4                       # imports a model keeps (each pins its array's pages)
 PAID = 3                        # runs an import must serve to repay its cost (import + free ~2-3 ms on the H100,
-#                                 against ~0.9 ms saved per run of a 19 MB batch, resnet50 fp16) ...
+#                                 against ~0.9 ms saved per run of a 19 MB batch, a bottleneck CNN in fp16) ...
 WASTED = 4                      # ... and imports let go before that, after which (auto) a model copies again
 _HANDLE = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
 

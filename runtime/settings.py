@@ -84,9 +84,10 @@ VISIBLE_ENVS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")   # a schedule
 COPY_SPLIT_BYTES = 16 << 20
 
 # run() inputs from this size are read in place (GPUC_HOST_IMPORT_BYTES, runtime/host_import.py).  On the H100 host
-# (2026-11-28, benchmarks/run_overhead.py, fp16): a batch of 32 224 x 224 images (19.3 MB) took resnet50's run()
-# from 5.43 to 4.56 ms; one image (0.6 MB, imported from 64 KiB) gained nothing -- swin_t 1.080 -> 1.066 ms,
-# resnet50 0.752 -> 0.789, in-place runs differing by as much -- where an import costs 0.3 ms and its free 0.3.
+# (2026-11-28, benchmarks/run_overhead.py, fp16): a batch of 32 224 x 224 images (19.3 MB) took a bottleneck CNN's
+# run() from 5.43 to 4.56 ms; one image (0.6 MB, imported from 64 KiB) gained nothing -- a windowed-attention
+# transformer 1.080 -> 1.066 ms, the CNN 0.752 -> 0.789, in-place runs differing by as much -- where an import costs
+# 0.3 ms and its free 0.3.
 HOST_IMPORT_BYTES = 4 << 20
 
 

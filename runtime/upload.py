@@ -69,7 +69,7 @@ def _state(model, slot) -> dict:
     """The slot's upload state, made on first use."""
     if slot.upload is None:
         slot.upload = {"in_vram": _staging_in_device_memory(model.device, slot.in_bytes), "landing": None,
-                       "src": None, "cmds": {}, "runs": {}, "import": None}
+                       "src": None, "cmds": {}, "runs": {}, "import": {}}
     return slot.upload
 
 
@@ -140,8 +140,7 @@ def _import_cmd(model, slot, spans: list, b: int):
     """The command buffer copying a run's b items of every input into the landing buffer: from its
     span, or from staging.  Kept per slot by (b, the spans): a key holds its Span objects, so one
     freed since (another object) never matches, and the oldest entry's buffer is recorded again."""
-    st, key = _state(model, slot), (b,) + tuple(spans)
-    cmds = st["import"] = st["import"] or {}
+    cmds, key = _state(model, slot)["import"], (b,) + tuple(spans)
     if key in cmds:
         cmds[key] = cmds.pop(key)               # most recent last
         return cmds[key]
@@ -175,9 +174,7 @@ def submit_imported(model, slot, arrays: list, spans: list, b: int) -> None:
     the others are written into staging as usual; one command buffer copies each input's b items into
     the landing buffer, then the run itself follows (slots.submit: the slot's fence).  b: items (1 for
     a bundle without --max-batch)."""
-    for view, a, sp in zip(slot.in_rows, arrays, spans):
-        if sp is None:
-            slot.copier.copy_into(view[:b], a)
+    slot.write_inputs([None if sp is not None else a for a, sp in zip(arrays, spans)], b)
     model.slots.submit(slot, [_import_cmd(model, slot, spans, b), _landing_run(model, slot, b)])
 
 

@@ -7,10 +7,11 @@
 // before is computed), S = Q K^T comes from 16 x 16 x 16 products with fp32 sums, goes to
 // shared memory, where two invocations per row apply SCORE_STEPS and the online softmax (fp32, the
 // softmax's (x - max) * BETA form) and write the probabilities as fp16; the output accumulators (DV / 16
-// fp32 tiles a subgroup) are rescaled element by element -- which row each accumulator element holds is
-// read once from a stored probe tile, the layout being the implementation's -- and get P V added.  At the
-// end each accumulator is scaled by 1 / sum, staged through shared memory and written through the
-// output view (O_T, O_SR, O_SC) in out_'s storage type.  Operand views as attention.comp's.
+// fp32 tiles a subgroup) get P V added; on the rare tiles where a row's running max moves they are rescaled
+// through shared memory (which row an accumulator element holds is the implementation's).  At the end each
+// accumulator is staged through shared memory, scaled by its row's 1 / sum and written through the output
+// view (O_T, O_SR, O_SC) in out_'s storage type.  Operand views as attention.comp's; Q4 / K4 / V4: that
+// operand's loads move 4 channels.  A subgroup whose rows all lie past N computes nothing.
 // Unlike attention.comp a NaN / Inf input is not given the unfused ops' exact NaN pattern.
 // Bias / mask operands (NBIAS > 0: SCORE_STEPS adds or subtracts bias h at its row offset bo[h][0] and key
 // stride B_SJ[h], the row offsets from attention.comp's view terms B_T / B_FIRST / B_NT): every key tile is
@@ -23,7 +24,7 @@
 // max its sums are relative to) to out_ as attention.comp's parts do, for shaders/attention_merge.comp.
 // Defines: N M D DV NBATCH QBLOCKS NWG BETA NSG BK KSPLIT Q_T[] Q_NT Q_SR Q_SC Q_OFF K_T[] K_NT K_SJ K_SC K_OFF
 //          V_T[] V_NT V_SJ V_SC V_OFF O_T[] O_NT O_SR O_SC SC[] Q_STEPS K_STEPS SCORE_STEPS CM_EMULATE
-//          NBIAS B_T[] B_FIRST[] B_NT[] B_SJ[]
+//          NBIAS B_T[] B_FIRST[] B_NT[] B_SJ[] Q4 K4 V4
 // @include ew_math.glsl
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -49,7 +50,6 @@
 #define NDV (DV / 16)
 #define NKT (BK / 16)
 #define NE (256 / SG)
-#define MAXE 16                      // accumulator elements an invocation may hold (NVIDIA: 8)
 
 shared float16_t sQ[BQ * DP];
 shared float16_t sK[BK * DP];
@@ -78,35 +78,91 @@ shared float sRow[BQ];               // per row: the tile's rescale factor, at t
 #endif
 #if CM_EMULATE
 #define ACC float[NE]
-#define ACC_LEN NE
 #define ACC_FILL(m, x) for (int q_ = 0; q_ < NE; ++q_) m[q_] = (x);
 #define ACC_STORE(m, arr, base, stride) for (int q_ = 0; q_ < NE; ++q_) { int e_ = lane + q_ * SG; arr[(base) + (e_ / 16) * (stride) + e_ % 16] = m[q_]; }
 #else
 #define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
-#define ACC_LEN o[0].length()
 #define ACC_FILL(m, x) m = ACC(x);
 #define ACC_STORE(m, arr, base, stride) coopMatStore(m, arr, base, stride, gl_CooperativeMatrixLayoutRowMajor);
 #endif
 
-#define KPT ((BK * D + NT - 1) / NT)          // K / V elements an invocation fetches a tile
-#define VPT ((BK * DV + NT - 1) / NT)
-float16_t kr[KPT], vr[VPT];
+// K4 / V4 / Q4 = 1 (ops/attention_cm.py vector_reads): that operand's channels are contiguous and every row
+// starts at a multiple of 4 elements, and its binding is declared as 4-vectors: a load moves 4 channels.
+#ifndef K4
+#define K4 0
+#endif
+#ifndef V4
+#define V4 0
+#endif
+#ifndef Q4
+#define Q4 0
+#endif
+#define KW_ (K4 != 0 ? 4 : 1)                // elements per load
+#define VW_ (V4 != 0 ? 4 : 1)
+#define KPT ((BK * D / KW_ + NT - 1) / NT)   // K / V loads an invocation makes a tile
+#define VPT ((BK * DV / VW_ + NT - 1) / NT)
+#if K4
+f16vec4 kr[KPT];
+#else
+float16_t kr[KPT];
+#endif
+#if V4
+f16vec4 vr[VPT];
+#else
+float16_t vr[VPT];
+#endif
 
 void fetch(int j0, int koff, int voff, int tid) {
     // (an element past the keys or the tile reads key 0, channel 0 and is then zeroed: every load address
     // stays inside the operand, whether or not the compiler issues the load before the test)
     [[unroll]] for (int u = 0; u < KPT; ++u) {
-        int e = tid + u * NT, j = j0 + e / D;
-        bool ok = e < BK * D && j < M;
+        int e = tid + u * NT, j = j0 + e / (D / KW_);
+        bool ok = e < BK * D / KW_ && j < M;
+#if K4
+        vec4 x4 = LD(k, (koff + (ok ? j * K_SJ + (e % (D / 4)) * 4 : 0)) >> 2);
+        [[unroll]] for (int c_ = 0; c_ < 4; ++c_) {
+            float x = x4[c_];
+            K_STEPS
+            x4[c_] = x;
+        }
+        kr[u] = f16vec4(ok ? x4 : vec4(0.0));
+#else
         float x = LD(k, koff + (ok ? j * K_SJ + (e % D) * K_SC : 0));
         K_STEPS
         kr[u] = float16_t(ok ? x : 0.0);
+#endif
     }
     [[unroll]] for (int u = 0; u < VPT; ++u) {
-        int e = tid + u * NT, j = j0 + e / DV;
-        bool ok = e < BK * DV && j < M;
+        int e = tid + u * NT, j = j0 + e / (DV / VW_);
+        bool ok = e < BK * DV / VW_ && j < M;
+#if V4
+        vr[u] = f16vec4(ok ? LD(v, (voff + (ok ? j * V_SJ + (e % (DV / 4)) * 4 : 0)) >> 2) : vec4(0.0));
+#else
         float x = LD(v, voff + (ok ? j * V_SJ + (e % DV) * V_SC : 0));
         vr[u] = float16_t(ok ? x : 0.0);
+#endif
+    }
+}
+
+// Store the fetched tile into sK / sV.
+void stage(int tid) {
+    [[unroll]] for (int u = 0; u < KPT; ++u) {
+        int e = tid + u * NT;
+#if K4
+        if (e < BK * D / 4)
+            [[unroll]] for (int c_ = 0; c_ < 4; ++c_) sK[(e / (D / 4)) * DP + (e % (D / 4)) * 4 + c_] = kr[u][c_];
+#else
+        if (e < BK * D) sK[(e / D) * DP + e % D] = kr[u];
+#endif
+    }
+    [[unroll]] for (int u = 0; u < VPT; ++u) {
+        int e = tid + u * NT;
+#if V4
+        if (e < BK * DV / 4)
+            [[unroll]] for (int c_ = 0; c_ < 4; ++c_) sV[(e / (DV / 4)) * DVP + (e % (DV / 4)) * 4 + c_] = vr[u][c_];
+#else
+        if (e < BK * DV) sV[(e / DV) * DVP + e % DV] = vr[u];
+#endif
     }
 }
 
@@ -132,28 +188,34 @@ void main() {
     int tid = int(gl_LocalInvocationIndex), sub = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
 #endif
     int sbase = sub * 16 * SSP, pbase = sub * 16 * SPP;
+#if Q4
+    [[unroll]] for (int e = tid; e < BQ * D / 4; e += NT) {     // Q, after its steps, as fp16, 4 channels a load
+        int r = e / (D / 4), c = (e % (D / 4)) * 4, i = i0 + r;
+        vec4 x4 = LD(q, (qoff + (i < N ? i * Q_SR + c : 0)) >> 2);
+        [[unroll]] for (int c_ = 0; c_ < 4; ++c_) {
+            float x = x4[c_];
+            Q_STEPS
+            sQ[r * DP + c + c_] = float16_t(i < N ? x : 0.0);
+        }
+    }
+#else
     [[unroll]] for (int e = tid; e < BQ * D; e += NT) {     // Q, after its steps, as fp16
         int r = e / D, c = e % D, i = i0 + r;
         float x = LD(q, qoff + (i < N ? i * Q_SR + c * Q_SC : 0));
         Q_STEPS
         sQ[r * DP + c] = float16_t(i < N ? x : 0.0);
     }
+#endif
     ACC o[NDV];
     for (int t = 0; t < NDV; ++t) ACC_FILL(o[t], 0.0)
-    int rowOf[MAXE];                             // the tile row of each accumulator element of this invocation
-    {                                            // (element q of lane l stored as l * 64 + q in a probe tile:
-        ACC probe;                               // each lane reads 256 / SG positions and files their rows
-        for (int q_ = 0; q_ < ACC_LEN; ++q_) probe[q_] = float(lane * 64 + q_);     // under l * NE + q)
-        ACC_STORE(probe, sS, sbase, SSP)
-        barrier();
-        int got[256 / SG];
-        for (int u = 0; u < 256 / SG; ++u) got[u] = int(sS[sbase + ((lane + u * SG) / 16) * SSP + (lane + u * SG) % 16]);
-        barrier();
-        for (int u = 0; u < 256 / SG; ++u)
-            sS[sbase + (got[u] / 64) * NE + got[u] % 64] = float((lane + u * SG) / 16);   // (256 of a tile's
-        barrier();                                                                        //  16 * SSP floats)
-        for (int q_ = 0; q_ < NE; ++q_) rowOf[q_] = int(sS[sbase + lane * NE + q_]);
-    }
+    // A subgroup whose 16 query rows all lie past N (the last block of a row count not a multiple of BQ) skips
+    // the products and the softmax; it still takes the workgroup's barriers (emulated: every subgroup works,
+    // as its steps share the workgroup's barriers).
+#if CM_EMULATE
+    const bool live = true;
+#else
+    bool live = i0 + sub * 16 < N;
+#endif
     barrier();
 #if !CM_EMULATE
     coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qa[ND];
@@ -170,16 +232,10 @@ void main() {
     float m_run = -EW_INF, l_run = 0.0;
     fetch(j_begin, koff, voff, tid);
     for (int j0 = j_begin; j0 < j_end; j0 += BK) {
-        [[unroll]] for (int u = 0; u < KPT; ++u) {   // the tile fetched during the previous one
-            int e = tid + u * NT;
-            if (e < BK * D) sK[(e / D) * DP + e % D] = kr[u];
-        }
-        [[unroll]] for (int u = 0; u < VPT; ++u) {
-            int e = tid + u * NT;
-            if (e < BK * DV) sV[(e / DV) * DVP + e % DV] = vr[u];
-        }
+        stage(tid);                              // the tile fetched during the previous one
         barrier();
         fetch(j0 + BK, koff, voff, tid);         // the next tile's loads in flight meanwhile
+        if (live) {
         for (int ct = 0; ct < NKT; ++ct) {       // S = Q K^T, 16 keys at a time
             ACC s;
             ACC_FILL(s, 0.0)
@@ -235,8 +291,19 @@ void main() {
         SG_SYNC()
         l_run = l_run * al + ls;
         if (ANY_ROW(rescale))                    // rescale (rows whose max moved), then O += P V
-            for (int t = 0; t < NDV; ++t)
-                for (int q_ = 0; q_ < ACC_LEN; ++q_) o[t][q_] *= sRow[sub * 16 + rowOf[q_]];
+            for (int t = 0; t < NDV; ++t) {
+#if CM_EMULATE
+                for (int q_ = 0; q_ < NE; ++q_) o[t][q_] *= sRow[sub * 16 + (lane + q_ * SG) / 16];
+#else
+                // (the rows of an accumulator's elements are the implementation's: through shared memory)
+                coopMatStore(o[t], sS, sbase, SSP, gl_CooperativeMatrixLayoutRowMajor);
+                SG_SYNC()
+                for (int e = lane; e < 256; e += SG) sS[sbase + (e / 16) * SSP + e % 16] *= sRow[sub * 16 + e / 16];
+                SG_SYNC()
+                coopMatLoad(o[t], sS, sbase, SSP, gl_CooperativeMatrixLayoutRowMajor);
+                SG_SYNC()
+#endif
+            }
 #if CM_EMULATE
         for (int t = 0; t < NDV; ++t)
             for (int q_ = 0; q_ < NE; ++q_) {
@@ -257,6 +324,7 @@ void main() {
             }
         }
 #endif
+        }                                        // (live)
         barrier();
     }
 #if KSPLIT > 1
@@ -272,15 +340,15 @@ void main() {
 #endif
     SG_SYNC()
     for (int t = 0; t < NDV; ++t) {
-        for (int q_ = 0; q_ < ACC_LEN; ++q_) o[t][q_] *= sRow[sub * 16 + rowOf[q_]];
-        ACC_STORE(o[t], sS, sbase, SSP)
+        ACC_STORE(o[t], sS, sbase, SSP)          // (each row then scaled by its sRow on the way out)
         SG_SYNC()
         for (int e = lane; e < 256; e += SG) {
             int r = e / 16, c = t * 16 + e % 16, i = i0 + sub * 16 + r;
+            float y = sS[sbase + r * SSP + e % 16] * sRow[sub * 16 + r];
 #if KSPLIT > 1
-            if (i < N && c < DV) ST(out_, PART_ROW(b * N + i, ks) + 2 + c, sS[sbase + r * SSP + e % 16]);
+            if (i < N && c < DV) ST(out_, PART_ROW(b * N + i, ks) + 2 + c, y);
 #else
-            if (i < N && c < DV) ST(out_, ooff + i * O_SR + c * O_SC, sS[sbase + r * SSP + e % 16]);
+            if (i < N && c < DV) ST(out_, ooff + i * O_SR + c * O_SC, y);
 #endif
         }
         SG_SYNC()

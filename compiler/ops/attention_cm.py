@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.ops import template
 from gpuc.compiler.ops.gemm_coopmat import BIG_SMEM, EMULATED_REQUIRES, GPU_SMS, REQUIRES, WG_SMEM
@@ -53,6 +55,23 @@ def _qblocks(n: int, nsg: int) -> int:
     return -(-n // (16 * nsg))
 
 
+# the operands attention_cm.comp may load 4 channels at a time: (binding, define, row stride, offset, terms)
+VECTOR_OPERANDS = (("q", "Q4", "Q_SR", "Q_SC", "Q_OFF", "Q_T"), ("k", "K4", "K_SJ", "K_SC", "K_OFF", "K_T"),
+                   ("v", "V4", "V_SJ", "V_SC", "V_OFF", "V_T"))
+
+
+def vector_reads(d: dict) -> dict:
+    """{define: 1} of the operands whose loads can move 4 channels (Q4 / K4 / V4): channels contiguous, and
+    the row stride, the offset and every view term's stride whole multiples of 4 elements (so each row
+    starts on a 4-vector of the binding, declared as one: its tensor's offset is 256-byte aligned)."""
+    out = {}
+    for _, name, sr, sc, off, terms in VECTOR_OPERANDS:
+        vals = [d[sr], d[off]] + list(d[terms])[2::3]
+        if d[sc] == 1 and all(isinstance(x, (int, np.integer)) and x % 4 == 0 for x in vals):
+            out[name] = 1
+    return out
+
+
 def cm_kernel(k, emulate: bool = False):
     """The attention_cm kernel for attention kernel `k` (same bindings), or None where it does not fit; for a
     split kernel (KSPLIT > 1: ops/attention.py key_split) the same parts, each over its share of 16-key tiles."""
@@ -64,8 +83,15 @@ def cm_kernel(k, emulate: bool = False):
     ks = d.get("KSPLIT", 1)              # attention.comp's split form: the same parts, over 16-key tiles
     defines = {key: d[key] for key in KEEP}
     defines.update(NSG=nsg, BK=BK, QBLOCKS=qblocks, NWG=d["NBATCH"] * qblocks * ks, KSPLIT=ks, CM_EMULATE=int(emulate))
+    vec = vector_reads(d)
+    defines.update(vec)
     return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=defines["NWG"] * SG * nsg,
-                               local_x=SG * nsg, variants=[])
+                               local_x=SG * nsg, variants=[], vec4=_vec4(defines))
+
+
+def _vec4(d: dict) -> tuple:
+    """The bindings attention_cm.comp reads as 4-vectors under defines `d`."""
+    return tuple(b for b, name, *_ in VECTOR_OPERANDS if d.get(name))
 
 
 def variants(n: int, d: int, dv: int, nbatch: int) -> list:
@@ -94,6 +120,11 @@ _SB = dict(_S, NBIAS=2, B_T=[40, 1, 37, 1, 3, 0], B_FIRST=[0, 1], B_NT=[1, 1], B
 VARIANTS = {
     TEMPLATE: (_S, {"CM_EMULATE": [0, 1], "KSPLIT": [1, 3]}, ["out_", "q", "k", "v"],
                {"q": "float16", "k": "float16", "v": "float16"}, lambda d: dict(local_x=SG * d["NSG"])),
+    f"{TEMPLATE}:vec": (dict(_S, Q4=1, K4=1, V4=1), {"CM_EMULATE": [0, 1], "KSPLIT": [1, 3]}, ["out_", "q", "k", "v"],
+                        {"q": "float16", "k": "float16", "v": "float16"},
+                        lambda d: dict(local_x=SG * d["NSG"], vec4=_vec4(d))),
+    f"{TEMPLATE}:vec32": (dict(_S, Q4=1, K4=1, V4=1), {"CM_EMULATE": [0, 1]}, ["out_", "q", "k", "v"], {},
+                          lambda d: dict(local_x=SG * d["NSG"], vec4=_vec4(d))),
     f"{TEMPLATE}:bias": (_SB, {"CM_EMULATE": [0, 1], "KSPLIT": [1, 3]}, ["out_", "q", "k", "v", "bias0", "bias1"],
                          {"q": "float16", "k": "float16", "v": "float16", "bias1": "float16"},
                          lambda d: dict(local_x=SG * d["NSG"])),

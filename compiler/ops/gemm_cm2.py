@@ -53,8 +53,12 @@ SMALL = Cm2Plan(64, 64, 32, 128)
 # Other tiles each eligible gemm carries as `measured` candidates (runtime/tuning.py times them at first load):
 # the rule above was fitted on few shapes, and a batch-32 vision transformer's FCs (6304 x 2304 x 768, 6304 x
 # 3072 x 768) ran SMALL at 128 TFLOP/s on the H100 where cuBLAS ran 550; 128 x 128 by 128 invocations reached
-# 266-288 at 4096^3.  Off (CompileOptions.tune_candidates = 0) with the other measured plans.
-ALTERNATIVES = (BIG, Cm2Plan(128, 128, 32, 128), Cm2Plan(128, 128, 32, 256), SMALL)
+# 266-288 at 4096^3.  Off (CompileOptions.tune_candidates = 0) with the other measured plans.  BK 64 and 96-row
+# tiles: in a sweep of that transformer's FC shapes (H100, 2026-11-28, every eligible plan forced, with bias)
+# 6304 x 768 x 3072 ran 151 TFLOP/s as 128 x 128 x 64 by 256 invocations and 142 as 96 x 128 x 32 by 128, against
+# 111-125 for the plans above; 6304 x 3072 x 768 140 as 96 x 128, 146 as BIG.
+ALTERNATIVES = (BIG, Cm2Plan(128, 128, 32, 128), Cm2Plan(128, 128, 32, 256), SMALL, Cm2Plan(128, 128, 64, 256),
+                Cm2Plan(96, 128, 32, 128))
 MIN_WAVES, BIG_K, MIN_K, SMS = 2, 1024, 768, 132
 ALIGN = True                       # tell the driver where rows start 16-byte aligned (benchmarks A/B it)
 

@@ -85,3 +85,32 @@ def test_other_attention_keeps_its_kernel(kw, precision):
     model, _ = attention_model(**kw)
     bundle = gpuc.compile(model, cache=False, precision=precision, coopmat_emulate=True)
     assert list(_variants(bundle).values()) == [[]]
+
+
+def test_vector_reads_where_rows_are_whole_vectors():
+    """Q4 / K4 / V4 (4 channels a load) only for an operand whose channels are contiguous and whose row stride,
+    offset and view-term strides are whole multiples of 4 elements."""
+    from gpuc.compiler.ops.attention_cm import vector_reads
+    base = dict(Q_SR=32, Q_SC=1, Q_OFF=0, Q_T=[1, 3, 1280], K_SJ=32, K_SC=1, K_OFF=64, K_T=[1, 3, 1184],
+                V_SJ=16, V_SC=1, V_OFF=0, V_T=[0])
+    assert vector_reads(base) == {"Q4": 1, "K4": 1, "V4": 1}
+    assert vector_reads(dict(base, K_SC=37)) == {"Q4": 1, "V4": 1}             # channels a row apart
+    assert vector_reads(dict(base, V_OFF=2)) == {"Q4": 1, "K4": 1}             # a row off a 4-vector
+    assert vector_reads(dict(base, Q_T=[1, 3, 1282])) == {"K4": 1, "V4": 1}    # an item off one
+    assert vector_reads(dict(base, Q_SR=34, K_SJ=object(), V_SJ=6)) == {}      # odd strides, a dynamic one
+
+
+def test_scalar_reads_match(monkeypatch):
+    """The one-channel loads (operands not laid out for vectors) give the same results as the vector ones."""
+    from gpuc.compiler.ops import attention_cm
+    model, shapes = attention_model(**CASES[9])
+    xs = [RNG.normal(0, 1.5, s).astype(np.float32) for s in shapes]
+    outs = []
+    for vec in (True, False):
+        if not vec:
+            monkeypatch.setattr(attention_cm, "vector_reads", lambda d: {})
+        bundle = gpuc.compile(model, cache=False, precision="fp16", coopmat_emulate=True)
+        with gpuc.load(bundle) as m:
+            outs.append(m.run(xs)[0])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    close_to_litert([outs[1]], model, xs, tol=2e-2)

@@ -188,6 +188,7 @@ void main() {
     int tid = int(gl_LocalInvocationIndex), sub = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
 #endif
     int sbase = sub * 16 * SSP, pbase = sub * 16 * SPP;
+    fetch(j_begin, koff, voff, tid);             // the first tile's loads, in flight with Q's
 #if Q4
     [[unroll]] for (int e = tid; e < BQ * D / 4; e += NT) {     // Q, after its steps, as fp16, 4 channels a load
         int r = e / (D / 4), c = (e % (D / 4)) * 4, i = i0 + r;
@@ -230,7 +231,6 @@ void main() {
         BIAS_OFF(bo[h][0], h, b * N + min(i0 + sub * 16 + row, N - 1))
 #endif
     float m_run = -EW_INF, l_run = 0.0;
-    fetch(j_begin, koff, voff, tid);
     for (int j0 = j_begin; j0 < j_end; j0 += BK) {
         stage(tid);                              // the tile fetched during the previous one
         barrier();

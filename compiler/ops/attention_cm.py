@@ -83,8 +83,7 @@ def cm_kernel(k, emulate: bool = False):
     ks = d.get("KSPLIT", 1)              # attention.comp's split form: the same parts, over 16-key tiles
     defines = {key: d[key] for key in KEEP}
     defines.update(NSG=nsg, BK=BK, QBLOCKS=qblocks, NWG=d["NBATCH"] * qblocks * ks, KSPLIT=ks, CM_EMULATE=int(emulate))
-    vec = vector_reads(d)
-    defines.update(vec)
+    defines.update(vector_reads(d))
     return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=defines["NWG"] * SG * nsg,
                                local_x=SG * nsg, variants=[], vec4=_vec4(defines))
 

@@ -105,12 +105,15 @@ def test_scalar_reads_match(monkeypatch):
     from gpuc.compiler.ops import attention_cm
     model, shapes = attention_model(**CASES[9])
     xs = [RNG.normal(0, 1.5, s).astype(np.float32) for s in shapes]
-    outs = []
+    outs, seen = [], []
+    real = attention_cm.cm_kernel
+    monkeypatch.setattr(attention_cm, "cm_kernel", lambda k, e=False: seen.append(real(k, e)) or seen[-1])
     for vec in (True, False):
         if not vec:
             monkeypatch.setattr(attention_cm, "vector_reads", lambda d: {})
         bundle = gpuc.compile(model, cache=False, precision="fp16", coopmat_emulate=True)
         with gpuc.load(bundle) as m:
             outs.append(m.run(xs)[0])
+    assert seen[0].vec4 == ("q", "k", "v") and seen[-1].vec4 == ()
     np.testing.assert_array_equal(outs[0], outs[1])
     close_to_litert([outs[1]], model, xs, tol=2e-2)

@@ -7,8 +7,10 @@ whatever their storage), head sizes multiples of 16 up to MAX_D; bias and mask o
 relative-position bias, a causal LLM prefill's mask) are read in the score steps as attention.comp reads them.  On the H100 (sessions 14-15, one attention at ViT-B/16's shape: 197 tokens, 12 heads of 64, fp16), a
 layer took at batch 32 784 us in attention.comp (598 in attention_wide.comp) and 349 here (381 before the
 lazy rescaling), 190 once the accumulator-layout probe read 8 positions a lane instead of scanning all 256
-(a fixed cost of every workgroup); at batch 1 (48 workgroups) 36 us there against 47 here before that probe
-change; below MIN_WAVES workgroups per SM the variant is only a measured candidate.  The split form
+(a fixed cost of every workgroup), 134 (session 18, in the model) with 4-channel loads (vector_reads), no probe
+at all (rows rescaled through shared memory) and no work for subgroups past the last row; at batch 1 (48
+workgroups) 36 us there against 47 here before the first probe change; below MIN_WAVES workgroups per SM the
+variant is only a measured candidate.  The split form
 (KSPLIT, ops/attention.py key_split) at batch 1: 16 us against attention.comp's split 25.
 """
 from __future__ import annotations

@@ -119,6 +119,7 @@ class Imports:
         self._spans = OrderedDict()      # (address, bytes) -> (weakref to the owner, Span)
         self._seen = OrderedDict()       # (address, bytes) -> weakref to the owner: seen once (mode auto)
         self._refused = set()            # (address, bytes) the driver would not import
+        self._live = set()               # every Span not freed yet: kept, or let go while runs read it
         self._lock = threading.Lock()
         self._closed = False
         self._wasted = 0                 # imports let go before PAID runs (auto: WASTED of them turn imports off)
@@ -167,6 +168,7 @@ class Imports:
                     self._refused.clear()
                 self._refused.add(key)
                 return None
+            self._live.add(sp)
             if hit is not None:
                 self._drop(self._spans.pop(key)[1])
             self._spans[key] = (weakref.ref(own), sp)
@@ -187,7 +189,11 @@ class Imports:
             if self._wasted >= WASTED:                # arrays taking turns past LIMIT: copy from now on
                 self.on = False
         if not sp.users:
-            sp.free()
+            self._free(sp)
+
+    def _free(self, sp: Span) -> None:
+        sp.free()
+        self._live.discard(sp)
 
     def spans(self, arrays: list) -> list | None:
         """Each input array's span (None: it is copied into staging), or None where none has one."""
@@ -198,7 +204,8 @@ class Imports:
 
     def release(self, spans: list, late: bool = False) -> None:
         """A run that read `spans` is over (its fence signalled, or it never ran).  late: it may still
-        execute (a wait timed out): its spans stay until close(), which settles the device first."""
+        execute (a wait timed out): its spans stay until close(), which settles the device first (those let
+        go meanwhile too: close() frees every span not yet freed)."""
         if late:
             return
         with self._lock:
@@ -207,7 +214,7 @@ class Imports:
                     continue
                 sp.users -= 1
                 if sp.dropped and not sp.users:
-                    sp.free()
+                    self._free(sp)
 
     def _purge(self) -> None:
         for key in [k for k, (ref, _) in self._spans.items() if ref() is None]:
@@ -219,7 +226,8 @@ class Imports:
         """Free every import (the model's runs are over)."""
         with self._lock:
             self._closed = True
-            for _, sp in self._spans.values():
-                sp.free()           # close() runs after every run is over
+            for sp in self._live:
+                sp.free()           # close() runs after every run is over (a late one's too: the device settled)
+            self._live.clear()
             self._spans.clear()
             self._seen.clear()

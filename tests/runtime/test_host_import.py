@@ -219,3 +219,18 @@ def test_close_frees_imports(bundles, device):
     assert m.imports.count == 0
     with pytest.raises(GpucError, match="closed"):
         m.run(x)
+
+
+def test_close_frees_what_a_late_run_held(device):
+    """A run whose wait timed out keeps its spans (release(late=True)); one let go meanwhile (its array gone, or
+    evicted past LIMIT) is freed at close(), with the spans still kept."""
+    imp = host_import.Imports(device, "on", 16)
+    gone, kept = np.zeros(5000, np.float32), np.zeros(5000, np.float32)
+    late = imp.span(gone)
+    held = imp.span(kept)
+    imp.release([late, held], late=True)
+    del gone
+    gc.collect()
+    assert imp.count == 1 and late.dropped and late.buf is not None     # let go, still read by the late run
+    imp.close()
+    assert late.buf is None and held.buf is None and imp.count == 0

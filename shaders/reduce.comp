@@ -21,6 +21,9 @@
 #ifndef COLS
 #define COLS 0
 #endif
+#ifndef COLS4
+#define COLS4 0
+#endif
 // OP 2 / 3 as LiteRT's REDUCE_MAX / REDUCE_MIN: its kernels fold the elements in order, a new element
 // replacing the running value unless it is strictly worse, so a NaN survives only as the last element
 // and all before the last NaN is dropped (R_FOLD).  In parallel (WG_PER_OUT): L, the last NaN's
@@ -102,7 +105,7 @@ float element(int base, int r) {
     return ew_keep(EW_RESULT);      // (no multiply-add contracted into the accumulation)
 #endif
 }
-#else
+#elif !COLS4
 float element(int base, int r) {
     int u = r, off = base;
     for (int d = NR - 1; d >= 0; --d) {
@@ -113,7 +116,39 @@ float element(int base, int r) {
 }
 #endif
 
-#if COLS
+#if COLS4
+// COLS4=1 (the `cols4` variant, OP 0 / 1: COLS's case with the innermost kept axis a multiple of 4 long and x
+// read as 4-vectors, no prologue): invocation group g of a workgroup (C4_GROUPS of them, gl_WorkGroupSize.x /
+// C4_GROUPS slices each) sums 4 consecutive outputs at once over slices of the reduced elements, one 4-vector
+// load an element; the slices' partial sums are combined in shared memory in slice order.
+shared vec4 red4[gl_WorkGroupSize.x];
+void main() {
+    uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    int lid = int(gl_LocalInvocationID.x);
+    int grp = lid % C4_GROUPS, slice = lid / C4_GROUPS, slices = int(gl_WorkGroupSize.x) / C4_GROUPS;
+    int o = (int(wg) * C4_GROUPS + grp) * 4;    // the first of the group's 4 outputs (OUTPUTS % 4 == 0)
+    vec4 acc = vec4(R_INIT);
+    if (o < OUTPUTS) {
+        int base = base_of(o);
+        for (int r = slice; r < RCOUNT; r += slices) {
+            int u = r, off = base;
+            for (int d = NR - 1; d >= 0; --d) {
+                off += (u % R_SHAPE[d]) * R_STRIDES[d];
+                u /= R_SHAPE[d];
+            }
+            acc = R_OP(acc, LD(x, off >> 2));
+        }
+    }
+    red4[lid] = acc;
+    barrier();
+    if (slice != 0 || o >= OUTPUTS) return;
+    for (int s = 1; s < slices; ++s) acc = R_OP(acc, red4[s * C4_GROUPS + grp]);
+#if OP == 0
+    acc /= float(RCOUNT);
+#endif
+    for (int c = 0; c < 4; ++c) ST(out_, o + c, acc[c]);
+}
+#elif COLS
 // COLS=1 (OP 0 / 1; the innermost kept axis is x's innermost: a spatial mean of NHWC): a workgroup takes COLS_W
 // consecutive outputs, its invocations as COLS_W columns by gl_WorkGroupSize.x / COLS_W slices of the reduced
 // elements, so that a subgroup's loads are consecutive elements (one output per element each as WG_PER_OUT

@@ -105,15 +105,19 @@ float element(int base, int r) {
     return ew_keep(EW_RESULT);      // (no multiply-add contracted into the accumulation)
 #endif
 }
-#elif !COLS4
-float element(int base, int r) {
+#else
+// The element offset in x of reduced element r of the output whose kept coordinates are at `base`.
+int r_offset(int base, int r) {
     int u = r, off = base;
     for (int d = NR - 1; d >= 0; --d) {
         off += (u % R_SHAPE[d]) * R_STRIDES[d];
         u /= R_SHAPE[d];
     }
-    return LD(x, off);
+    return off;
 }
+#if !COLS4
+float element(int base, int r) { return LD(x, r_offset(base, r)); }
+#endif
 #endif
 
 #if COLS4
@@ -130,14 +134,7 @@ void main() {
     vec4 acc = vec4(R_INIT);
     if (o < OUTPUTS) {
         int base = base_of(o);
-        for (int r = slice; r < RCOUNT; r += slices) {
-            int u = r, off = base;
-            for (int d = NR - 1; d >= 0; --d) {
-                off += (u % R_SHAPE[d]) * R_STRIDES[d];
-                u /= R_SHAPE[d];
-            }
-            acc = R_OP(acc, LD(x, off >> 2));
-        }
+        for (int r = slice; r < RCOUNT; r += slices) acc = R_OP(acc, LD(x, r_offset(base, r) >> 2));
     }
     red4[lid] = acc;
     barrier();

@@ -24,6 +24,9 @@ _GEMM = dict(_GEOM, **_FQ, FQM=1, GM=9, GN=6, GK=36, GROUPS=2, LDA=8, LDC=12, GN
 _DW = dict(_GEOM, **_FQ, FQM=1, CI=4, CO=8, MULT=2, CG=2, OXB=1)
 _ND = dict(RANK=3, SHAPE=[2, 3, 4], SRC_STRIDES=[12, 4, 1], DST_STRIDES=[24, 8, 1], SRC_OFFSET=0, DST_OFFSET=4)
 
+# reduce.comp COLS4 (ops/reduce.py COLS4_VARIANT), in float32 and float16
+_C4 = dict(NK=2, K_SHAPE=[2, 12], K_STRIDES=[72, 1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[36, 12], RCOUNT=6, COLS4=1,
+           C4_GROUPS=4, OUTPUTS=24)
 VARIANTS = {
     "gemm": (_GEMM, {"IM2COL": [0, 1], "VEC_A": [0, 1], "B_T": [0, 1], "KS": [1, 2], "HAS_BIAS": [0, 1],
                      "RESIDUAL": [0, 1], "ACT": [0, 3], "ACT2": [0, 1], "FQ": [0, 1]},
@@ -59,12 +62,9 @@ VARIANTS = {
                          EW_BODY="float t0 = ew_keep(EW_R16(ew_squared_difference(v0, v1)));", EW_RESULT="ew_sqrt(t0)"),
                     {"OP": [0, 1], "PROLOGUE": [0, 1], "EW_ROUND16": [0, 1]}, ["out_", "x", "x0", "x1"], {},
                     lambda d: dict(local_x=256)),
-    "reduce:cols4": (dict(NK=2, K_SHAPE=[2, 12], K_STRIDES=[72, 1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[36, 12], RCOUNT=6,
-                          COLS4=1, C4_GROUPS=4, OUTPUTS=24), {"OP": [0, 1]}, ["out_", "x"], {},
-                     lambda d: dict(local_x=256, vec4=("x",))),
-    "reduce:cols4_16": (dict(NK=2, K_SHAPE=[2, 12], K_STRIDES=[72, 1], NR=2, R_SHAPE=[2, 3], R_STRIDES=[36, 12],
-                             RCOUNT=6, COLS4=1, C4_GROUPS=4, OUTPUTS=24), {"OP": [0, 1]}, ["out_", "x"],
-                        {"out_": "float16", "x": "float16"}, lambda d: dict(local_x=256, vec4=("x",))),
+    "reduce:cols4": (_C4, {"OP": [0, 1]}, ["out_", "x"], {}, lambda d: dict(local_x=256, vec4=("x",))),
+    "reduce:cols4_16": (_C4, {"OP": [0, 1]}, ["out_", "x"], {"out_": "float16", "x": "float16"},
+                        lambda d: dict(local_x=256, vec4=("x",))),
     "softmax": (dict(D=10, BETA=1.0), {"ROW_PER_GROUP": [0, 1], "SUBGROUP": [0, 1], "INNER": [1, 6]}, ["out_", "x"]),
     "pool2d": (dict(N=1, H=5, W=6, C=4, OH=3, OW=3, KH=3, KW=3, SH=2, SW=2, PT=1, PL=1, EPT=1, EPB=0, EPL=1, EPR=1,
                     PAD_VALUE=-0.5, OUTPUTS=36, **_FQ),

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.ops import template
 from gpuc.compiler.ops.gemm_coopmat import BIG_SMEM, EMULATED_REQUIRES, GPU_SMS, REQUIRES, WG_SMEM
+from gpuc.compiler.ops.util import known_ints
 from gpuc.compiler.options import current
 
 TEMPLATE = "attention_cm"
@@ -69,7 +68,7 @@ def vector_reads(d: dict) -> dict:
     out = {}
     for _, name, sr, sc, off, terms in VECTOR_OPERANDS:
         vals = [d[sr], d[off]] + list(d[terms])[2::3]
-        if d[sc] == 1 and all(isinstance(x, (int, np.integer)) and x % 4 == 0 for x in vals):
+        if d[sc] == 1 and known_ints(vals) and all(x % 4 == 0 for x in vals):
             out[name] = 1
     return out
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.ops import template
+from gpuc.compiler.ops.util import known_ints
 
 TILE, LOCAL = 32, 256            # a 32 x 32 tile, 256 invocations (32 x 8, 4 elements each)
 MIN_SIDE = 8                     # the destination-contiguous dim at least this long ...
@@ -25,7 +26,7 @@ def _dims(d: dict):
     """(AXA, AXB) of a copy_nd kernel's defines that the tiled form takes, or None."""
     shape, src, dst = list(d["SHAPE"]), list(d["SRC_STRIDES"]), list(d["DST_STRIDES"])
     vals = shape + src + dst + [d["SRC_OFFSET"], d["DST_OFFSET"]]
-    if d.get("VEC") or d.get("ELEM") or d.get("CONTIGUOUS") or not all(isinstance(v, (int, np.integer)) for v in vals):
+    if d.get("VEC") or d.get("ELEM") or d.get("CONTIGUOUS") or not known_ints(vals):
         return None
     a = len(shape) - 1
     if a < 1 or dst[a] != 1 or src[a] == 1 or shape[a] < MIN_SIDE:

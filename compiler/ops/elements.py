@@ -23,7 +23,7 @@ import numpy as np
 from gpuc.compiler.ops import copy_tile
 from gpuc.compiler.ops.ew_vector import vectors
 from gpuc.compiler.ops.math import words
-from gpuc.compiler.ops.util import strides
+from gpuc.compiler.ops.util import known_ints, strides
 
 # the dtypes a data-movement kernel moves (what LiteRT takes for each op: its registry row's `rejects`)
 DTYPES = ("float32", "int32", "bool", "int8", "uint8", "int16", "float16", "int64")
@@ -80,7 +80,7 @@ def copy_vector(k):
     d = k.defines
     shape, src, dst = list(d["SHAPE"]), list(d["SRC_STRIDES"]), list(d["DST_STRIDES"])
     offs = [d["SRC_OFFSET"], d["DST_OFFSET"]]
-    if vectors() < 1 or not all(isinstance(v, (int, np.integer)) for v in shape + src + dst + offs):
+    if vectors() < 1 or not known_ints(shape + src + dst + offs):
         return k
     if shape[-1] % 4 or src[-1] != 1 or dst[-1] != 1 or any(v % 4 for v in src[:-1] + dst[:-1] + offs):
         return k

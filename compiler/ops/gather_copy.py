@@ -30,7 +30,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ew_table import ACT
 from gpuc.compiler.ir import GPU, Graph
 from gpuc.compiler.ops import ANY_COUNT, NEUTRAL, Why, declare, register, rules, template
-from gpuc.compiler.ops.util import checked, size
+from gpuc.compiler.ops.util import checked, known_ints, size
 from gpuc.compiler.options import current
 
 MAX_SOURCES = 7
@@ -85,7 +85,7 @@ def _wide(reg, n: int) -> bool:
     WORD) on both sides, starting at word boundaries."""
     src, _fill, shape, sst, soff, dst, doff = reg
     vals = list(shape) + list(sst) + list(dst) + [soff, doff]
-    if not shape or not all(isinstance(v, (int, np.integer)) for v in vals):    # (a --dynamic size: scalar)
+    if not shape or not known_ints(vals):    # (a --dynamic size: scalar)
         return False
     if dst[-1] != 1 or (src >= 0 and sst[-1] != 1) or shape[-1] % n:
         return False

@@ -17,7 +17,7 @@ import dataclasses
 
 from gpuc.compiler.codegen.kernel import Kernel, KernelVariant
 from gpuc.compiler.ops import BOUNDED, INTEGER, NEUTRAL, SHAPE_ONLY, UNSAFE, Why, declare, register, rules, template
-from gpuc.compiler.ops.util import checked, const_input, norm_axis, size, strides
+from gpuc.compiler.ops.util import checked, const_input, known_ints, norm_axis, size, strides
 from gpuc.compiler.sym_scope import hinted
 
 REDUCE = {"MEAN": 0, "SUM": 1, "REDUCE_MAX": 2, "REDUCE_MIN": 3, "REDUCE_PROD": 4}
@@ -69,7 +69,7 @@ C4_GROUPS = 4
 
 def _cols4_fits(d: dict) -> bool:
     vals = list(d["K_SHAPE"]) + list(d["K_STRIDES"]) + list(d["R_SHAPE"]) + list(d["R_STRIDES"]) + [d["RCOUNT"]]
-    return (_cols_fits(d) and not d.get("PROLOGUE") and all(isinstance(v, (int, np.integer)) for v in vals)
+    return (_cols_fits(d) and not d.get("PROLOGUE") and known_ints(vals)
             and d["K_SHAPE"][-1] % 4 == 0 and all(v % 4 == 0 for v in list(d["K_STRIDES"])[:-1] + list(d["R_STRIDES"])))
 
 

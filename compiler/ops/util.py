@@ -124,6 +124,12 @@ def checked(fn):
     return wrapper
 
 
+def known_ints(values) -> bool:
+    """Whether every value is a plain integer (no --dynamic size: compiler/symbolic.py), as the vector and
+    tiled kernel forms that fix their geometry at compile time need."""
+    return all(isinstance(v, (int, np.integer)) for v in values)
+
+
 def size(shape) -> int:
     if any(is_sym(d) for d in shape):
         return prod(shape)                 # (a dynamic dim: compiler/symbolic.py)

@@ -5,8 +5,8 @@ the gemm become 4-channel vectors, so the convolution gets the tensor-core kerne
 element-gathered gemm carries them only as measured candidates, and loads its A operand element by element).
 The PAD is placed before fold_movement, which folds it into the movement chain the input comes from (a
 TRANSPOSE from NCHW and the spatial PAD of a stem: one GATHER_COPY writing four channels instead of three);
-elsewhere it is one copy of the input.  Only where the convolution does at least MIN_MACS multiply-adds (a
-batch-32 stem): a batch-1 stem keeps its three channels and the plain kernel, which won there.
+elsewhere it is one copy of the input.  Only where the convolution does at least MIN_MACS multiply-adds (an
+RGB stem at 224 x 224, batch 1 or more): a smaller one keeps its three channels and the plain kernel.
 """
 from __future__ import annotations
 
@@ -16,12 +16,16 @@ from gpuc.compiler.ir import Graph, Node
 from gpuc.compiler.symbolic import is_sym
 
 MAX_CI = 12                 # input channels padded at most (the padded copy is ceil4(CI) / CI times the input)
-MIN_MACS = 1 << 28          # batch-32 224 x 224 RGB stems: 3.8G (7x7 stride 2, 64 out), 0.46G (4x4 stride 4, 96 out),
-#                             0.35G (3x3 stride 2, 32 out); batch-1 ones: 0.12G and less
+MIN_MACS = 1 << 23          # 224 x 224 RGB stems: batch 32 3.8G (7x7 stride 2, 64 out), 0.46G (4x4 stride 4, 96 out),
+#                             0.35G (3x3 stride 2, 32 out); batch 1: 0.12G (7x7 stride 2; 16x16 stride 16, 768 out),
+#                             14.5M (4x4 stride 4, 96 out)
 # On the H100 (2026-11-27, batch 32 fp16, benchmarks/archive/channel_pad_ab.py): a bottleneck CNN with a 7x7
 # stride-2 stem 3.875 -> 3.735 ms (the stem 288 -> 209 us, the input copy 41 -> 54 us), a basic-block one ~2.06 ->
 # 1.99, an inverted-residual one (3x3 stem) 1.611 -> 1.595; a CNN with a 4x4 stride-4 stem 4.35 either way (its
-# NCHW transpose, 18 us as copy_nd, becomes a 38 us gather copy; the stem 35 -> 31 us).
+# NCHW transpose, 18 us as copy_nd, becomes a 38 us gather copy; the stem 35 -> 31 us).  At batch 1 (2026-11-28,
+# session 19, GPU time of one run with the threshold at 1 << 28 and at 0): a basic-block CNN 0.270 -> 0.258 ms,
+# a 16x16-patch vision transformer 1.357 -> 1.340, a 7x7-depthwise CNN 0.674 -> 0.663, a windowed-attention
+# transformer 0.909 -> 0.890 (the plain kernel's stems: 19 us for the 7x7 one, 50 us for the 16x16 patches).
 
 
 def _fits(graph: Graph, node: Node) -> bool:

@@ -57,9 +57,12 @@ SMALL = Cm2Plan(64, 64, 32, 128)
 # tiles: in a sweep of that transformer's FC shapes (H100, 2026-11-28, every eligible plan forced, with bias)
 # 6304 x 768 x 3072 ran 151 TFLOP/s as 128 x 128 x 64 by 256 invocations and 142 as 96 x 128 x 32 by 128, against
 # 111-125 for the plans above; 6304 x 3072 x 768 140 as 96 x 128, 146 as BIG.
+# BK 64 only at depth K >= DEEP_K: re-measured (H100, 2026-11-28, session 19) it lost at K = 768 (6304 x 3072 x 768
+# 133 TFLOP/s against BIG's 145, 6304 x 768 x 768 44 against 71) and won at 3072 (151 against 123), so shallower gemms
+# no longer spend first-load tuning time on it.
 ALTERNATIVES = (BIG, Cm2Plan(128, 128, 32, 128), Cm2Plan(128, 128, 32, 256), SMALL, Cm2Plan(128, 128, 64, 256),
                 Cm2Plan(96, 128, 32, 128))
-MIN_WAVES, BIG_K, MIN_K, SMS = 2, 1024, 768, 132
+MIN_WAVES, BIG_K, MIN_K, SMS, DEEP_K = 2, 1024, 768, 132, 1536
 ALIGN = True                       # tell the driver where rows start 16-byte aligned (benchmarks A/B it)
 
 
@@ -117,14 +120,14 @@ def cm2_variants(M: int, N: int, K: int) -> list:
     """[the gemm_cm2 variant, then the ALTERNATIVES tiles as measured candidates] for a gemm of this shape
     where it pays; whether the final kernel has that form (`eligible`: no im2col, one group, constant
     weights, a plain epilogue) is decided when it is made.  An alternative is offered where its tiles fill
-    the GPU at least once (SMS) and it is not the rule's own plan."""
+    the GPU at least once (SMS), it is not the rule's own plan, and its BK is 32 or K >= DEEP_K."""
     if not worthwhile(M, N, K):
         return []
     first = plan_for(M, N, K)
     out = [KernelVariant("coopmat2", requires(M, N, K), cm2_kernel, f16_bindings=("x", "w"))]
     if current().cm2_plan is None and current().tune_candidates > 0:
         for p in ALTERNATIVES:
-            if p != first and p.tiles(M, N) >= SMS:
+            if p != first and p.tiles(M, N) >= SMS and (p.BK <= 32 or K >= DEEP_K):
                 out.append(KernelVariant("coopmat2", requires(M, N, K, p), lambda k, p=p: cm2_kernel(k, p),
                                          f16_bindings=("x", "w"), measured=True))
     return out

@@ -63,7 +63,8 @@ COLS_VARIANT = KernelVariant("cols", {}, _cols_kernel, measured=True)
 # multiple of 4 long and x is read directly (no prologue), each load is a 4-vector of consecutive channels and a
 # workgroup takes 4 * C4_GROUPS outputs, C4_GROUPS groups of COLS_LOCAL / C4_GROUPS slices -- twice the workgroups
 # of the column layout's 32 outputs.  On the H100 a batch-32 fp16 squeeze-excite mean of [32, 56, 56, 256] over H,
-# W took 71 us in the column layout (0.7 TB/s, 2026-11-28).  A `measured` candidate too.
+# W took 71 us in the column layout (0.7 TB/s, 2026-11-28); forced, this form took it 76.7 -> 46.2 us and
+# [32, 112, 112, 96] 244 -> 70, [32, 14, 14, 1024] 13.1 -> 15.1 (session 19).  A `measured` candidate too.
 C4_GROUPS = 4
 
 

@@ -79,6 +79,18 @@ def test_shape_rule_from_h100_measurements():
         assert not gemm_cm2.worthwhile(M, N, K)   # shallow K: the subgroup-scope kernel won
 
 
+def test_bk64_candidate_only_at_depth():
+    """The measured BK-64 tile is offered where K >= DEEP_K (it lost at K = 768 on the H100, won at 3072); every
+    candidate's tiles fill the GPU once."""
+    def plans(M, N, K):
+        return [tuple(v.requires["cooperative_matrix2"]) for v in gemm_cm2.cm2_variants(M, N, K) if v.measured]
+    deep, shallow = plans(6304, 768, 3072), plans(6304, 3072, 768)
+    assert (128, 128, 64, 256) in deep and (128, 128, 64, 256) not in shallow
+    assert all(bk <= 32 for _, _, bk, _ in shallow) and shallow
+    for M, N, K in ((6304, 768, 3072), (6304, 3072, 768)):
+        assert all(gemm_cm2.Cm2Plan(*p).tiles(M, N) >= gemm_cm2.SMS for p in plans(M, N, K))
+
+
 def fc_model(act="NONE", bias=True, residual=False, seed=0):
     """FC over 40 rows, 24 -> 20 (M, N, K no multiples of the test tile: clamped edges)."""
     rng = np.random.default_rng(seed)

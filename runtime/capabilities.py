@@ -12,8 +12,8 @@ queries those capabilities once per Device and enables them at device creation:
   shaderFloat16 + 16-bit storage buffers are all present; otherwise empty.
 - `coopmat2`: with `coopmat`, VK_NV_cooperative_matrix2's workgroup-scope, flexible-dimension and
   tensor-addressing features: its flexible-dimension entries for float16*float16+float32->float32 at
-  workgroup scope as (M, N, K granularity, workgroup invocations), and `coopmat2_max_dim`; otherwise
-  empty.  (The `vulkan` binding predates the extension: its structs are laid out here by hand.)
+  workgroup scope as (M, N, K granularity, workgroup invocations), `coopmat2_max_dim` and
+  `coopmat2_per_element` (its per-element operations, enabled where present); otherwise empty.  (The `vulkan` binding predates the extension: its structs are laid out here by hand.)
 - `host_import_align`: VK_EXT_external_memory_host's import alignment (0: none), for run() inputs
   the GPU reads from the caller's memory (runtime/host_import.py; no kernel requires it).
 
@@ -26,6 +26,7 @@ Requirement vocabulary (a JSON object; every key must hold):
   {"cooperative_matrix2": [BM, BN, BK, invocations]} a workgroup-scope float16*float16+float32 entry
                                                      for that many invocations whose granularities
                                                      divide BM x BN x BK, all within the max dimension
+  {"cooperative_matrix2_per_element": true}          VK_NV_cooperative_matrix2's per-element operations
   {"fp16_storage": true}                             16-bit storage buffers
   {"integer_dot_product": true}                      VK_KHR_shader_integer_dot_product (packed 4 x int8 dots)
   {"shared_memory": 49152}                           at least that many bytes of shared memory per
@@ -191,7 +192,7 @@ def _raw(stype: int, count: int = 1):
 
 
 def _coopmat2(dev, exts, tail):
-    dev.coopmat2, dev.coopmat2_max_dim = [], 0
+    dev.coopmat2, dev.coopmat2_max_dim, dev.coopmat2_per_element = [], 0, False
     if not dev.coopmat or NV_CM2 not in exts or _off("disable_coopmat2"):
         return tail, [], []
     feats = _raw(_CM2_FEATURES)
@@ -221,6 +222,8 @@ def _coopmat2(dev, exts, tail):
         return tail, [], []
     on = _raw(_CM2_FEATURES)
     on[4] = on[5] = on[9] = vk.VK_TRUE
+    dev.coopmat2_per_element = bool(feats[8])          # per-element operations (gemm_cm2's activations)
+    on[8] = feats[8]
     if tail is not None:
         vk.ffi.cast("VkBaseOutStructure*", on).pNext = vk.ffi.cast("VkBaseOutStructure*", vk.ffi.addressof(tail))
     return on, [on, tail], [NV_CM2]
@@ -254,6 +257,9 @@ def _missing(requires: dict, dev) -> str | None:
             if not ok or max(bm, bn, bk) > getattr(dev, "coopmat2_max_dim", 0):
                 return (f"no {NV_CM2} workgroup-scope {bm}x{bn}x{bk} float16 entry for {inv} invocations"
                         if getattr(dev, "coopmat2", []) else f"no {NV_CM2}")
+        elif key == "cooperative_matrix2_per_element":
+            if want and not getattr(dev, "coopmat2_per_element", False):
+                return f"no {NV_CM2} per-element operations"
         elif key == "shared_memory":
             have = int(getattr(getattr(dev, "limits", None), "maxComputeSharedMemorySize", 0) or 0)
             if have < int(want):

@@ -10,7 +10,9 @@ other device with VK_KHR_cooperative_matrix runs.
 
 What fits (`eligible`, judged on the final kernel, after every epilogue fusion): A read directly (no
 im2col gather), one group, constant weights re-laid out as [GK][GNP] (B_T=0), and an epilogue of
-at most + bias[n] and + residual (no activation, chain or fake-quant: those take the `coopmat` path).
+at most + bias[n], a ReLU-family activation (RELU, RELU_N1_TO_1, RELU6), + residual and a second such
+activation (the activations per element: VK_NV_cooperative_matrix2's per-element operations, a requirement
+of their own); other activations, chains and fake-quant take the `coopmat` path.
 Output, bias and residual may be float16 or float32; sums are fp32.  Which shapes (`worthwhile`: K >=
 MIN_K) and which tile (`plan_for`: BIG or SMALL) follow the H100 measurements noted at BIG / SMALL.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuc.compiler.codegen.kernel import KernelVariant
+from gpuc.compiler.ew_table import ACT
 from gpuc.compiler.ops import template
 from gpuc.compiler.options import current
 
@@ -66,6 +69,33 @@ MIN_WAVES, BIG_K, MIN_K, SMS, DEEP_K = 2, 1024, 768, 132, 1536
 ALIGN = True                       # tell the driver where rows start 16-byte aligned (benchmarks A/B it)
 
 
+# activation code (compiler/ew_table.py) -> (clamps, low, high) of the template's per-element function
+ACTS = {ACT["RELU"]: (0, 0.0, 0.0), ACT["RELU_N1_TO_1"]: (1, -1.0, 1.0), ACT["RELU6"]: (1, 0.0, 6.0)}
+
+
+def act_defines(code: int, prefix: str) -> dict | None:
+    """The template's defines for activation `code` after the bias (ACT) or the residual (ACT2); None where it
+    has none of ACTS' form."""
+    if not code:
+        return {f"{prefix}_ON": 0, f"{prefix}_CLAMP": 0, f"{prefix}_LO": 0.0, f"{prefix}_HI": 0.0}
+    if code not in ACTS:
+        return None
+    clamp, lo, hi = ACTS[code]
+    return {f"{prefix}_ON": 1, f"{prefix}_CLAMP": clamp, f"{prefix}_LO": lo, f"{prefix}_HI": hi}
+
+
+# A gemm with an activation offers this kernel as a measured candidate only (runtime/tuning.py keeps it where it
+# is faster): made the first choice for them (H100, 2026-11-28, session 19, batch-32 fp16 GPU time, the layers
+# that took it), an Inception-style CNN's 24 ReLU convolutions went 863 -> 637 us, but a bottleneck CNN's 8 went
+# 248 -> 281 us.
+ACTS_MEASURED = True
+
+
+def per_element(code: int, code2: int) -> bool:
+    """Whether an epilogue with these activations needs the per-element operations."""
+    return bool(code or code2)
+
+
 def _mem(aligned: bool) -> str:
     return "Aligned 16" if aligned and ALIGN else "None"
 
@@ -73,7 +103,8 @@ def _mem(aligned: bool) -> str:
 def eligible(d: dict) -> bool:
     """Whether the plain gemm kernel with defines `d` has a gemm_cm2 form."""
     return (not d.get("IM2COL") and d.get("GROUPS", 1) == 1 and not d.get("B_T") and not d.get("FQ")
-            and not d.get("EPI_CHAIN") and not d.get("ACT") and not d.get("ACT2"))
+            and not d.get("EPI_CHAIN") and act_defines(d.get("ACT", 0), "ACT") is not None
+            and act_defines(d.get("ACT2", 0), "ACT2") is not None)
 
 
 def plan_for(M: int, N: int, K: int) -> Cm2Plan:
@@ -95,51 +126,61 @@ def worthwhile(M: int, N: int, K: int) -> bool:
     return current().cm2_plan is not None or K >= MIN_K
 
 
-def cm2_kernel(k, plan: Cm2Plan | None = None):
+def cm2_kernel(k, plan: Cm2Plan | None = None, acts: bool = False):
     """The gemm_cm2 kernel for plain gemm kernel `k` (same bindings) tiled by `plan` (default plan_for's),
-    or None where it does not fit."""
+    or None where it does not fit; `acts`: the variant requires the per-element operations (else an
+    epilogue with an activation does not fit either)."""
     d = k.defines
-    if not eligible(d):
+    if not eligible(d) or per_element(d.get("ACT", 0), d.get("ACT2", 0)) and not acts:
         return None
     p = plan or plan_for(d["GM"], d["GN"], d["GK"])
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     defines = dict(GM=d["GM"], GN=d["GN"], GK=d["GK"], LDA=d["LDA"], LDC=d["LDC"], GNP=d["GNP"], BM=p.BM, BN=p.BN,
                    BK=p.BK, TILES_N=tiles_n, NWG=tiles_m * tiles_n, HAS_BIAS=int(bool(d.get("HAS_BIAS"))),
                    RESIDUAL=int(bool(d.get("RESIDUAL"))), K_FULL=d["GK"] // p.BK * p.BK, MEM_A=_mem(d["LDA"] % 8 == 0),
-                   MEM_B=_mem(d["GNP"] % 8 == 0), MEM_C=_mem(d["LDC"] % 8 == 0))
+                   MEM_B=_mem(d["GNP"] % 8 == 0), MEM_C=_mem(d["LDC"] % 8 == 0),
+                   **act_defines(d.get("ACT", 0), "ACT"), **act_defines(d.get("ACT2", 0), "ACT2"))
     return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=tiles_m * tiles_n * p.invocations,
                                local_x=p.invocations, vec4=(), variants=[], item_inner=tiles_n)
 
 
-def requires(M: int, N: int, K: int, plan: Cm2Plan | None = None) -> dict:
+def requires(M: int, N: int, K: int, plan: Cm2Plan | None = None, acts: bool = False) -> dict:
     p = plan or plan_for(M, N, K)
-    return {"cooperative_matrix2": [p.BM, p.BN, p.BK, p.invocations], "fp16_storage": True}
+    r = {"cooperative_matrix2": [p.BM, p.BN, p.BK, p.invocations], "fp16_storage": True}
+    if acts:
+        r["cooperative_matrix2_per_element"] = True
+    return r
 
 
-def cm2_variants(M: int, N: int, K: int) -> list:
+def cm2_variants(M: int, N: int, K: int, acts: bool = False) -> list:
     """[the gemm_cm2 variant, then the ALTERNATIVES tiles as measured candidates] for a gemm of this shape
     where it pays; whether the final kernel has that form (`eligible`: no im2col, one group, constant
     weights, a plain epilogue) is decided when it is made.  An alternative is offered where its tiles fill
-    the GPU at least once (SMS), it is not the rule's own plan, and its BK is 32 or K >= DEEP_K."""
+    the GPU at least once (SMS), it is not the rule's own plan, and its BK is 32 or K >= DEEP_K.  `acts`:
+    the gemm's epilogue has an activation: the variants then require the per-element operations, and every
+    one is a measured candidate (ACTS_MEASURED), the rule's plan too, unless CompileOptions.cm2_plan forces it."""
     if not worthwhile(M, N, K):
         return []
     first = plan_for(M, N, K)
-    out = [KernelVariant("coopmat2", requires(M, N, K), cm2_kernel, f16_bindings=("x", "w"))]
+    out = [KernelVariant("coopmat2", requires(M, N, K, acts=acts), lambda k: cm2_kernel(k, None, acts),
+                         f16_bindings=("x", "w"), measured=acts and ACTS_MEASURED and current().cm2_plan is None)]
     if current().cm2_plan is None and current().tune_candidates > 0:
         for p in ALTERNATIVES:
             if p != first and p.tiles(M, N) >= SMS and (p.BK <= 32 or K >= DEEP_K):
-                out.append(KernelVariant("coopmat2", requires(M, N, K, p), lambda k, p=p: cm2_kernel(k, p),
+                out.append(KernelVariant("coopmat2", requires(M, N, K, p, acts), lambda k, p=p: cm2_kernel(k, p, acts),
                                          f16_bindings=("x", "w"), measured=True))
     return out
 
 
 _S = dict(GM=40, GN=24, GK=48, LDA=48, LDC=24, GNP=24, BM=32, BN=16, BK=16, TILES_N=2, NWG=4, MEM_A="Aligned 16",
-          MEM_B="None", MEM_C="Aligned 16", K_FULL=48)
+          MEM_B="None", MEM_C="Aligned 16", K_FULL=48, ACT_CLAMP=1, ACT_LO=0.0, ACT_HI=6.0, ACT2_CLAMP=0, ACT2_LO=0.0,
+          ACT2_HI=0.0)
+_PATHS = {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1], "ACT_ON": [0, 1], "ACT2_ON": [0, 1]}
 # `make shaders`: every path of the template, float16 and float32 output / bias / residual
 VARIANTS = {
-    "gemm_cm2": (_S, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1]}, ["out_", "x", "w", "bias", "res"],
-                 {"x": "float16", "w": "float16"}, lambda d: dict(local_x=128)),
-    "gemm_cm2:f16": (_S, {"HAS_BIAS": [0, 1], "RESIDUAL": [0, 1]}, ["out_", "x", "w", "bias", "res"],
+    "gemm_cm2": (_S, _PATHS, ["out_", "x", "w", "bias", "res"], {"x": "float16", "w": "float16"},
+                 lambda d: dict(local_x=128)),
+    "gemm_cm2:f16": (_S, _PATHS, ["out_", "x", "w", "bias", "res"],
                      {"out_": "float16", "x": "float16", "w": "float16", "bias": "float16", "res": "float16"},
                      lambda d: dict(local_x=128)),
 }

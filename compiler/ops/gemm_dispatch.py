@@ -57,7 +57,7 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     if fixed and graph.precision == "fp16":      # the cooperative-matrix path (gemm_coopmat.py; its tile
         variants = coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # plans need fixed sizes)
         if variants and ln is None:     # + the workgroup-scope one first, where the device has it
-            variants[:0] = cm2_variants(M, GN, GK)
+            variants[:0] = cm2_variants(M, GN, GK, acts=_has_act(node, ignore))
     # a tensor-core gemm whose tiles leave SMs idle (a batch-1 transformer FC of K = 3072) may split too
     idle = (gemm_split.IDLE and bool(variants) and ln is None and underfilled(M, GN, GK, G)
             and not _cm2_fills(node, variants, M, GN, GK, G, im2col, b_t, ignore))
@@ -117,13 +117,19 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
 
 def _cm2_fills(node, variants, M: int, N: int, K: int, G: int, im2col: bool, b_t: bool, ignore) -> bool:
     """Whether the workgroup-scope kernel (ops/gemm_cm2.py, the first variant where offered) will take this gemm,
-    its epilogue being one it has (no activation, chain), with tiles that fill the GPU: then the gemm does not
-    leave SMs idle whatever the subgroup-scope plans' tiles (a batch-1 ViT FC of 197 x 3072 x 768: 192 tiles of
-    64 x 64, 19 us on the H100, against 20 + 8.5 us split 4 ways)."""
+    its epilogue being one it takes first (no activation: with one it is a measured candidate; no chain), with
+    tiles that fill the GPU: then the gemm does not leave SMs idle whatever the subgroup-scope plans' tiles (a
+    batch-1 ViT FC of 197 x 3072 x 768: 192 tiles of 64 x 64, 19 us on the H100, against 20 + 8.5 us split 4
+    ways)."""
     if not variants or variants[0].name != "coopmat2" or im2col or G != 1 or b_t:
         return False
     act = act_code(node) if ignore is None else act_code(node, ignore)
     return not act and not node.epilogue.act2 and not node.epilogue.chain and gemm_cm2.fills(M, N, K)
+
+
+def _has_act(node, ignore) -> bool:
+    """Whether the gemm's epilogue has an activation (its own or after the residual)."""
+    return bool((act_code(node) if ignore is None else act_code(node, ignore)) or node.epilogue.act2)
 
 
 def _split(M: int, N: int, K: int, vec_a: bool, im2col: bool, cig: int, precision: str) -> tuple[int, object]:

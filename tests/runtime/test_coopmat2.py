@@ -65,7 +65,7 @@ def test_every_template_path_assembles_and_validates():
         if template == "gemm_cm2":
             spirv_val(glsl.kernel_spirv(k, dtypes))
             n += 1
-    assert n == 8
+    assert n == 32                      # bias, residual and the two activations on or off, two storage types
 
 
 def test_shape_rule_from_h100_measurements():
@@ -77,6 +77,15 @@ def test_shape_rule_from_h100_measurements():
         assert gemm_cm2.worthwhile(M, N, K) and gemm_cm2.plan_for(M, N, K) == gemm_cm2.SMALL
     for M, N, K in ((6272, 1536, 384), (100352, 384, 96), (25088, 768, 192), (100352, 96, 384)):
         assert not gemm_cm2.worthwhile(M, N, K)   # shallow K: the subgroup-scope kernel won
+
+
+def test_with_an_activation_every_tile_is_measured():
+    """A gemm whose epilogue has a ReLU-family activation offers the workgroup-scope kernel as measured candidates
+    only (the first-load tuner keeps it where it is faster), each requiring the per-element operations."""
+    plain, acts = gemm_cm2.cm2_variants(6304, 768, 3072), gemm_cm2.cm2_variants(6304, 768, 3072, acts=True)
+    assert not plain[0].measured and len(plain) == len(acts)
+    assert all(v.measured and v.requires["cooperative_matrix2_per_element"] for v in acts)
+    assert not any("cooperative_matrix2_per_element" in v.requires for v in plain)
 
 
 def test_bk64_candidate_only_at_depth():
@@ -100,8 +109,12 @@ def fc_model(act="NONE", bias=True, residual=False, seed=0):
     mb.op("ADD", [x, x], [h])                          # an fp16 activation feeds the FC
     w = mb.const("w", rng.normal(0, 0.3, (20, 24)).astype(np.float32))
     b = mb.const("b", rng.normal(0, 0.1, 20).astype(np.float32)) if bias else -1
-    mb.op("FULLY_CONNECTED", [h, w, b], [y], fused_activation_function=act)
+    mb.op("FULLY_CONNECTED", [h, w, b], [y], fused_activation_function="NONE" if act == "TANH" else act)
     out = y
+    if act == "TANH":                                  # an activation op the FC's epilogue absorbs
+        t = mb.tensor("t", [40, 20])
+        mb.op("TANH", [y], [t])
+        out = t
     if residual:
         r, z = mb.input("r", [40, 20]), mb.tensor("z", [40, 20])
         mb.op("ADD", [y, r], [z])
@@ -121,19 +134,23 @@ def forced(monkeypatch, compile_options):
 
 
 @pytest.mark.parametrize("act,bias,residual,has", [("NONE", True, False, True), ("NONE", False, True, True),
-                                                   ("RELU", True, False, False)])
+                                                   ("RELU", True, False, True), ("RELU6", False, True, True),
+                                                   ("RELU_N1_TO_1", True, True, True), ("TANH", True, False, False)])
 def test_variant_where_the_epilogue_fits(gpu, forced, act, bias, residual, has):
     m, xs = fc_model(act, bias, residual)
     data = compile_coopmat_emulated(m)
     b = B.read_bundle(data)
     cm2 = [v for v in b.variants if v.name == "coopmat2"]
-    assert bool(cm2) == has                         # an activation takes the subgroup-scope path only
+    assert bool(cm2) == has                         # other activations take the subgroup-scope path only
     if has:
         (v,) = cm2
-        assert v.requires == {"cooperative_matrix2": [32, 32, 16, 128], "fp16_storage": True}
+        want = {"cooperative_matrix2": [32, 32, 16, 128], "fp16_storage": True}
+        if act != "NONE":                           # the ReLU family runs per element
+            want["cooperative_matrix2_per_element"] = True
+        assert v.requires == want
         assert b.shaders[v.shader].name == "gemm_cm2+coopmat2" and v.groups[0] * v.groups[1] == 2 * 1
         first = [w for w in b.variants if w.dispatch == v.dispatch][0]
-        assert first is v                           # ahead of the subgroup-scope variants
+        assert first is v and not v.measured        # ahead of the subgroup-scope variants (the plan forced)
     if not gpu.device.coopmat2:                     # lavapipe: the other kernels, the same results
         with gpuc.load(data, device=gpu.device) as lm:
             assert lm.bundle.stats["variants_used"] == {"coopmat": 1}
@@ -161,3 +178,7 @@ def test_requirement_on_fake_devices():
     assert missing({"cooperative_matrix2": [2048, 256, 32, 256]}, h100) is not None        # > max dimension
     assert missing(want, SimpleNamespace(coopmat2=[], coopmat2_max_dim=0)) == "no VK_NV_cooperative_matrix2"
     assert missing(want, SimpleNamespace()) == "no VK_NV_cooperative_matrix2"
+    acts = dict(want, cooperative_matrix2_per_element=True)
+    assert missing(acts, h100) == "no VK_NV_cooperative_matrix2 per-element operations"
+    h100.coopmat2_per_element = True
+    assert missing(acts, h100) is None

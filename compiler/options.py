@@ -52,6 +52,8 @@ class CompileOptions(Record):
                                                    "a pass's (instead of a clear error / undoing the pass)"),
         ("dw_plan", None, None, "plan override: every depthwise layer with this depthwise_plan.DwPlan"),
         ("cm2_plan", None, None, "plan override: every eligible gemm with this gemm_cm2.Cm2Plan"),
+        ("cm2_act_candidates", 0, None, "fp16 gemms with a ReLU-family activation: gemm_cm2 tile plans each carries "
+                                        "as `measured` variants (0: none, 1: the rule's plan, 2: every tile)"),
         ("split_k", None, None, "plan override: this split-K factor where it applies (1: none)"),
         ("split_k_conv", None, None, "implicit-GEMM convolutions split K across workgroups too (False: one "
                                      "dispatch each; default gemm_split.CONV)"),
@@ -161,6 +163,8 @@ def _check(o: CompileOptions) -> None:
         bad("dynamic_debug", "must be 0, 1 or 2")
     if isinstance(o.tune_candidates, bool) or not isinstance(o.tune_candidates, int) or o.tune_candidates < 0:
         bad("tune_candidates", "must be an integer >= 0")
+    if isinstance(o.cm2_act_candidates, bool) or o.cm2_act_candidates not in (0, 1, 2):
+        bad("cm2_act_candidates", "must be 0, 1 or 2")
     if o.coopmat_mid_candidates is not None and (isinstance(o.coopmat_mid_candidates, bool) or
                                                  not isinstance(o.coopmat_mid_candidates, int)
                                                  or o.coopmat_mid_candidates < 0):

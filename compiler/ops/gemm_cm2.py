@@ -84,11 +84,15 @@ def act_defines(code: int, prefix: str) -> dict | None:
     return {f"{prefix}_ON": 1, f"{prefix}_CLAMP": clamp, f"{prefix}_LO": lo, f"{prefix}_HI": hi}
 
 
-# A gemm with an activation offers this kernel as a measured candidate only (runtime/tuning.py keeps it where it
-# is faster): made the first choice for them (H100, 2026-11-28, session 19, batch-32 fp16 GPU time, the layers
-# that took it), an Inception-style CNN's 24 ReLU convolutions went 863 -> 637 us, but a bottleneck CNN's 8 went
-# 248 -> 281 us.
-ACTS_MEASURED = True
+# A gemm with an activation offers this kernel only as measured candidates (runtime/tuning.py keeps one where it is
+# faster), after its subgroup-scope ones (ops/gemm_dispatch.py), and by default not at all (CompileOptions.
+# cm2_act_candidates: 0 none, 1 the rule's plan, 2 every tile as for other gemms; a forced cm2_plan takes it).  H100,
+# 2026-11-28, session 19, batch-32 fp16 GPU time, one load each: the layers that took it were faster in both CNNs
+# measured (an Inception-style CNN's 16 ReLU 1x1 convolutions 784 -> 446 us, a bottleneck CNN's 3 162 -> 143), and
+# the Inception-style run 6.058 -> 5.883 ms; but with the extra candidates the first-load tuning of the bottleneck
+# CNN kept slower plans for layers this does not touch (its 3x3 and split-K convolutions), and its run went 3.745 ->
+# 3.832 and 3.926 ms in two loads (three loads without them: 3.742-3.745).  Off until the tuner's rounds are
+# robust to them.
 
 
 def per_element(code: int, code2: int) -> bool:
@@ -157,14 +161,21 @@ def cm2_variants(M: int, N: int, K: int, acts: bool = False) -> list:
     where it pays; whether the final kernel has that form (`eligible`: no im2col, one group, constant
     weights, a plain epilogue) is decided when it is made.  An alternative is offered where its tiles fill
     the GPU at least once (SMS), it is not the rule's own plan, and its BK is 32 or K >= DEEP_K.  `acts`:
-    the gemm's epilogue has an activation: the variants then require the per-element operations, and every
-    one is a measured candidate (ACTS_MEASURED), the rule's plan too, unless CompileOptions.cm2_plan forces it."""
+    the gemm's epilogue has an activation: the variants then require the per-element operations; with
+    CompileOptions.cm2_plan forcing a plan, that one first, else CompileOptions.cm2_act_candidates measured
+    candidates (none by default, see the note above)."""
     if not worthwhile(M, N, K):
+        return []
+    forced = current().cm2_plan is not None
+    n_acts = current().cm2_act_candidates
+    if acts and not forced and (n_acts <= 0 or current().tune_candidates <= 0):
         return []
     first = plan_for(M, N, K)
     out = [KernelVariant("coopmat2", requires(M, N, K, acts=acts), lambda k: cm2_kernel(k, None, acts),
-                         f16_bindings=("x", "w"), measured=acts and ACTS_MEASURED and current().cm2_plan is None)]
-    if current().cm2_plan is None and current().tune_candidates > 0:
+                         f16_bindings=("x", "w"), measured=acts and not forced)]
+    if acts and not forced and n_acts == 1:
+        return out
+    if not forced and current().tune_candidates > 0:
         for p in ALTERNATIVES:
             if p != first and p.tiles(M, N) >= SMS and (p.BK <= 32 or K >= DEEP_K):
                 out.append(KernelVariant("coopmat2", requires(M, N, K, p, acts), lambda k, p=p: cm2_kernel(k, p, acts),

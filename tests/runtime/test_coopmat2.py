@@ -79,12 +79,18 @@ def test_shape_rule_from_h100_measurements():
         assert not gemm_cm2.worthwhile(M, N, K)   # shallow K: the subgroup-scope kernel won
 
 
-def test_with_an_activation_every_tile_is_measured():
-    """A gemm whose epilogue has a ReLU-family activation offers the workgroup-scope kernel as measured candidates
-    only (the first-load tuner keeps it where it is faster), each requiring the per-element operations."""
-    plain, acts = gemm_cm2.cm2_variants(6304, 768, 3072), gemm_cm2.cm2_variants(6304, 768, 3072, acts=True)
-    assert not plain[0].measured and len(plain) == len(acts)
-    assert all(v.measured and v.requires["cooperative_matrix2_per_element"] for v in acts)
+def test_with_an_activation_only_measured_candidates(compile_options):
+    """A gemm whose epilogue has a ReLU-family activation offers the workgroup-scope kernel only as measured
+    candidates (the first-load tuner keeps one where it is faster), each requiring the per-element operations:
+    none by default, the rule's plan or every tile with CompileOptions.cm2_act_candidates 1 / 2."""
+    shape = (6304, 768, 3072)
+    plain = gemm_cm2.cm2_variants(*shape)
+    assert gemm_cm2.cm2_variants(*shape, acts=True) == [] and not plain[0].measured
+    for n, count in ((1, 1), (2, len(plain))):
+        compile_options(cm2_act_candidates=n)
+        acts = gemm_cm2.cm2_variants(*shape, acts=True)
+        assert len(acts) == count
+        assert all(v.measured and v.requires["cooperative_matrix2_per_element"] for v in acts)
     assert not any("cooperative_matrix2_per_element" in v.requires for v in plain)
 
 
@@ -155,6 +161,29 @@ def test_variant_where_the_epilogue_fits(gpu, forced, act, bias, residual, has):
         with gpuc.load(data, device=gpu.device) as lm:
             assert lm.bundle.stats["variants_used"] == {"coopmat": 1}
             assert_close16(lm.run(xs), run_litert(m, xs))
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU"])
+def test_candidate_order_in_the_bundle(act, compile_options):
+    """Without a forced plan: a plain epilogue's workgroup-scope variant comes first (the cost model's pick); with an
+    activation its variants come after the subgroup-scope ones, all measured (tuning rounds time the others
+    first, as without them)."""
+    rng = np.random.default_rng(3)
+    mb = ModelBuilder()
+    x, h, y = mb.input("x", [64, 768]), mb.tensor("h", [64, 768]), mb.tensor("y", [64, 32])
+    mb.op("ADD", [x, x], [h])
+    mb.op("FULLY_CONNECTED", [h, mb.const("w", rng.normal(0, 0.05, (32, 768)).astype(np.float32)), -1], [y],
+          fused_activation_function=act)
+    mb.output(y)
+    compile_options(cm2_act_candidates=2)
+    b = B.read_bundle(compile_coopmat_emulated(mb.finish()))
+    names = [v.name for v in b.variants]
+    assert "coopmat2" in names and "coopmat" in names
+    cm2 = [v for v in b.variants if v.name == "coopmat2"]
+    if act == "NONE":
+        assert names[0] == "coopmat2" and not cm2[0].measured
+    else:
+        assert names.index("coopmat2") > names.index("coopmat") and all(v.measured for v in cm2)
 
 
 def test_forcing_coopmat2_is_refused_cleanly(gpu, forced):

@@ -125,8 +125,7 @@ def _cm2_fills(node, variants, M: int, N: int, K: int, G: int, im2col: bool, b_t
     ways)."""
     if not variants or variants[0].name != "coopmat2" or im2col or G != 1 or b_t:
         return False
-    act = act_code(node) if ignore is None else act_code(node, ignore)
-    return not act and not node.epilogue.act2 and not node.epilogue.chain and gemm_cm2.fills(M, N, K)
+    return not _has_act(node, ignore) and not node.epilogue.chain and gemm_cm2.fills(M, N, K)
 
 
 def _has_act(node, ignore) -> bool:

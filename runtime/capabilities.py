@@ -13,7 +13,8 @@ queries those capabilities once per Device and enables them at device creation:
 - `coopmat2`: with `coopmat`, VK_NV_cooperative_matrix2's workgroup-scope, flexible-dimension and
   tensor-addressing features: its flexible-dimension entries for float16*float16+float32->float32 at
   workgroup scope as (M, N, K granularity, workgroup invocations), `coopmat2_max_dim` and
-  `coopmat2_per_element` (its per-element operations, enabled where present); otherwise empty.  (The `vulkan` binding predates the extension: its structs are laid out here by hand.)
+  `coopmat2_per_element` (its per-element operations, enabled where present); otherwise empty.  (The
+  `vulkan` binding predates the extension: its structs are laid out here by hand.)
 - `host_import_align`: VK_EXT_external_memory_host's import alignment (0: none), for run() inputs
   the GPU reads from the caller's memory (runtime/host_import.py; no kernel requires it).
 

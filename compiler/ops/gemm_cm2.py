@@ -95,20 +95,21 @@ def act_defines(code: int, prefix: str) -> dict | None:
 # robust to them.
 
 
-def per_element(code: int, code2: int) -> bool:
-    """Whether an epilogue with these activations needs the per-element operations."""
-    return bool(code or code2)
-
-
 def _mem(aligned: bool) -> str:
     return "Aligned 16" if aligned and ALIGN else "None"
+
+
+def _epilogue_acts(d: dict) -> dict | None:
+    """The template's ACT_* and ACT2_* defines for the plain gemm kernel's defines `d`; None where either
+    activation has none of ACTS' form."""
+    a1, a2 = act_defines(d.get("ACT", 0), "ACT"), act_defines(d.get("ACT2", 0), "ACT2")
+    return None if a1 is None or a2 is None else {**a1, **a2}
 
 
 def eligible(d: dict) -> bool:
     """Whether the plain gemm kernel with defines `d` has a gemm_cm2 form."""
     return (not d.get("IM2COL") and d.get("GROUPS", 1) == 1 and not d.get("B_T") and not d.get("FQ")
-            and not d.get("EPI_CHAIN") and act_defines(d.get("ACT", 0), "ACT") is not None
-            and act_defines(d.get("ACT2", 0), "ACT2") is not None)
+            and not d.get("EPI_CHAIN") and _epilogue_acts(d) is not None)
 
 
 def plan_for(M: int, N: int, K: int) -> Cm2Plan:
@@ -135,15 +136,17 @@ def cm2_kernel(k, plan: Cm2Plan | None = None, acts: bool = False):
     or None where it does not fit; `acts`: the variant requires the per-element operations (else an
     epilogue with an activation does not fit either)."""
     d = k.defines
-    if not eligible(d) or per_element(d.get("ACT", 0), d.get("ACT2", 0)) and not acts:
+    if not eligible(d):
+        return None
+    act_d = _epilogue_acts(d)
+    if (act_d["ACT_ON"] or act_d["ACT2_ON"]) and not acts:
         return None
     p = plan or plan_for(d["GM"], d["GN"], d["GK"])
     tiles_m, tiles_n = -(-d["GM"] // p.BM), -(-d["GN"] // p.BN)
     defines = dict(GM=d["GM"], GN=d["GN"], GK=d["GK"], LDA=d["LDA"], LDC=d["LDC"], GNP=d["GNP"], BM=p.BM, BN=p.BN,
                    BK=p.BK, TILES_N=tiles_n, NWG=tiles_m * tiles_n, HAS_BIAS=int(bool(d.get("HAS_BIAS"))),
                    RESIDUAL=int(bool(d.get("RESIDUAL"))), K_FULL=d["GK"] // p.BK * p.BK, MEM_A=_mem(d["LDA"] % 8 == 0),
-                   MEM_B=_mem(d["GNP"] % 8 == 0), MEM_C=_mem(d["LDC"] % 8 == 0),
-                   **act_defines(d.get("ACT", 0), "ACT"), **act_defines(d.get("ACT2", 0), "ACT2"))
+                   MEM_B=_mem(d["GNP"] % 8 == 0), MEM_C=_mem(d["LDC"] % 8 == 0), **act_d)
     return dataclasses.replace(k, template=TEMPLATE, defines=defines, invocations=tiles_m * tiles_n * p.invocations,
                                local_x=p.invocations, vec4=(), variants=[], item_inner=tiles_n)
 

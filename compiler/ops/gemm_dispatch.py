@@ -56,10 +56,9 @@ def gemm_kernels(node, graph, *, M: int, GN: int, GK: int, G: int, lda: int, ldc
     variants = []
     if fixed and graph.precision == "fp16":      # the cooperative-matrix path (gemm_coopmat.py; its tile
         variants = coopmat_variants(M, GN, GK, G, gather=im2col and not vec_a)     # plans need fixed sizes)
-        if variants and ln is None:     # + the workgroup-scope one first, where the device has it (with an
-            acts = _has_act(node, ignore)   # activation: measured candidates, last, unless a plan is forced)
-            cm2 = cm2_variants(M, GN, GK, acts)
-            variants = variants + cm2 if acts and current().cm2_plan is None else cm2 + variants
+        if variants and ln is None:     # + the workgroup-scope one first, where the device has it (measured
+            cm2 = cm2_variants(M, GN, GK, _has_act(node, ignore))      # ones only, with an activation: last)
+            variants = variants + cm2 if cm2 and cm2[0].measured else cm2 + variants
     # a tensor-core gemm whose tiles leave SMs idle (a batch-1 transformer FC of K = 3072) may split too
     idle = (gemm_split.IDLE and bool(variants) and ln is None and underfilled(M, GN, GK, G)
             and not _cm2_fills(node, variants, M, GN, GK, G, im2col, b_t, ignore))

@@ -161,3 +161,12 @@ def test_in_place_gpu_time_is_the_in_place_runs(monkeypatch):
         row, why = harness.in_place(m, [x], expect, runs=2)
         assert why is None and row["equals_run"] and row["gpu_ms"] == 5.0
         assert m.last_gpu_ms == 50.0                 # (still the run()'s)
+
+
+def test_outputs_compare_nan_as_equal():
+    """The harness's equality flags (in place against run(), rows against batch 1) count NaN as equal to NaN: a
+    random-weight skeleton that overflows float16 gives NaN outputs, which are not a difference between runs."""
+    a = np.array([np.nan, 1.0, -0.0], np.float32)
+    assert harness._same(a, a.copy()) and not harness._same(a, np.array([np.nan, 1.0, 2.0], np.float32))
+    assert not harness._same(a, np.array([0.0, 1.0, -0.0], np.float32))
+    assert harness._same(np.arange(3), np.arange(3)) and not harness._same(np.arange(3), np.arange(1, 4))

@@ -52,7 +52,7 @@ class CompileOptions(Record):
                                                    "a pass's (instead of a clear error / undoing the pass)"),
         ("dw_plan", None, None, "plan override: every depthwise layer with this depthwise_plan.DwPlan"),
         ("cm2_plan", None, None, "plan override: every eligible gemm with this gemm_cm2.Cm2Plan"),
-        ("cm2_act_candidates", 0, None, "fp16 gemms with a ReLU-family activation: gemm_cm2 tile plans each carries "
+        ("cm2_act_candidates", 2, None, "fp16 gemms with a ReLU-family activation: gemm_cm2 tile plans each carries "
                                         "as `measured` variants (0: none, 1: the rule's plan, 2: every tile)"),
         ("split_k", None, None, "plan override: this split-K factor where it applies (1: none)"),
         ("split_k_conv", None, None, "implicit-GEMM convolutions split K across workgroups too (False: one "

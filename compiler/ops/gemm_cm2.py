@@ -85,14 +85,16 @@ def act_defines(code: int, prefix: str) -> dict | None:
 
 
 # A gemm with an activation offers this kernel only as measured candidates (runtime/tuning.py keeps one where it is
-# faster), after its subgroup-scope ones (ops/gemm_dispatch.py), and by default not at all (CompileOptions.
-# cm2_act_candidates: 0 none, 1 the rule's plan, 2 every tile as for other gemms; a forced cm2_plan takes it).  H100,
+# faster), after its subgroup-scope ones (ops/gemm_dispatch.py): by default every tile, as for other gemms
+# (CompileOptions.cm2_act_candidates: 0 none, 1 the rule's plan, 2 every tile; a forced cm2_plan takes it).  H100,
 # 2026-11-28, session 19, batch-32 fp16 GPU time, one load each: the layers that took it were faster in both CNNs
 # measured (an Inception-style CNN's 16 ReLU 1x1 convolutions 784 -> 446 us, a bottleneck CNN's 3 162 -> 143), and
-# the Inception-style run 6.058 -> 5.883 ms; but with the extra candidates the first-load tuning of the bottleneck
-# CNN kept slower plans for layers this does not touch (its 3x3 and split-K convolutions), and its run went 3.745 ->
-# 3.832 and 3.926 ms in two loads (three loads without them: 3.742-3.745).  Off until the tuner's rounds are
-# robust to them.
+# the Inception-style run 6.058 -> 5.883 ms; but the bottleneck CNN's first-load tuning kept slower plans for layers
+# this does not touch (3.832 and 3.926 ms in two loads, against 3.742-3.745 without), so it was off.  H200, session
+# 20 (each load with the tuning cache cleared, tuned run GPU time, without -> with): the bottleneck CNN 3.747-3.756
+# -> 3.713-3.715 ms in three loads each, the Inception-style one 6.054-6.056 -> 5.868-5.905, a basic-block CNN
+# 1.832-1.834 -> 1.833, a dense-block CNN 5.160-5.293 -> 5.179-5.181, an Inception-v1-style one 2.025-2.029 ->
+# 2.032-2.036 (two loads each): never the H100's loss, so on.
 
 
 def _mem(aligned: bool) -> str:
@@ -166,7 +168,7 @@ def cm2_variants(M: int, N: int, K: int, acts: bool = False) -> list:
     the GPU at least once (SMS), it is not the rule's own plan, and its BK is 32 or K >= DEEP_K.  `acts`:
     the gemm's epilogue has an activation: the variants then require the per-element operations; with
     CompileOptions.cm2_plan forcing a plan, that one first, else CompileOptions.cm2_act_candidates measured
-    candidates (none by default, see the note above)."""
+    candidates (every tile by default, see the note above)."""
     if not worthwhile(M, N, K):
         return []
     forced = current().cm2_plan is not None

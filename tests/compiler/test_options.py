@@ -22,7 +22,7 @@ NON_DEFAULT = {
     "input_shapes": (("x", [1, 6]),), "dynamic": ("x:0<=4",), "max_binding_bytes": 1 << 20,
     "verify_passes": True, "break_op": "RELU6", "coopmat_emulate": True, "fp16_plain_gemms": True,
     "dynamic_debug": 2, "dw_plan": DwPlan(1, 2, 4), "cm2_plan": Cm2Plan(32, 32, 16, 128), "split_k": 4,
-    "cm2_act_candidates": 1,
+    "cm2_act_candidates": 0,
     "reg_factor": 1, "coopmat_vec8": False, "coopmat_direct": False, "coopmat_reg_chain": True,
     "tune_candidates": 0, "coopmat_small_m": False, "coopmat_mid_candidates": 0, "attention_prefetch": True, "attention_split": 2,
     "int8_measured": False, "int8_emulate": True, "split_k_conv": False, "blockwise_kernel": False,

@@ -82,10 +82,12 @@ def test_shape_rule_from_h100_measurements():
 def test_with_an_activation_only_measured_candidates(compile_options):
     """A gemm whose epilogue has a ReLU-family activation offers the workgroup-scope kernel only as measured
     candidates (the first-load tuner keeps one where it is faster), each requiring the per-element operations:
-    none by default, the rule's plan or every tile with CompileOptions.cm2_act_candidates 1 / 2."""
+    every tile by default, none, the rule's plan or every tile with CompileOptions.cm2_act_candidates 0 / 1 / 2."""
     shape = (6304, 768, 3072)
     plain = gemm_cm2.cm2_variants(*shape)
-    assert gemm_cm2.cm2_variants(*shape, acts=True) == [] and not plain[0].measured
+    assert len(gemm_cm2.cm2_variants(*shape, acts=True)) == len(plain) and not plain[0].measured
+    compile_options(cm2_act_candidates=0)
+    assert gemm_cm2.cm2_variants(*shape, acts=True) == []
     for n, count in ((1, 1), (2, len(plain))):
         compile_options(cm2_act_candidates=n)
         acts = gemm_cm2.cm2_variants(*shape, acts=True)

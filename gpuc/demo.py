@@ -326,7 +326,7 @@ def report(res: dict) -> str:
                  "keeps them for the next process)")
     if res["device_type"] == "CPU":
         lines.append("  (a Vulkan implementation on the CPU, such as lavapipe, shows that gpuc's results are right, not "
-                     "how fast a GPU runs them: see README, Speed on an NVIDIA H100)")
+                     "how fast a GPU runs them: see README, Speed on NVIDIA H100 and H200 GPUs)")
     lines.append(f"wrote {res['out']}")
     return "\n".join(lines)
 

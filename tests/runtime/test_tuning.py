@@ -17,6 +17,7 @@ from gpuc.compiler import compile_model  # noqa: E402
 from gpuc.errors import GpucError  # noqa: E402
 from gpuc.runtime import bundle as B  # noqa: E402
 from gpuc.runtime import tuning  # noqa: E402
+from gpuc.runtime.executor import LoadedModel  # noqa: E402
 from gpuc.runtime.variants import resolve  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
@@ -36,6 +37,22 @@ def reductions():
 @pytest.fixture(scope="module")
 def data():
     return reductions()
+
+
+@pytest.fixture(scope="module")
+def with_fixed():
+    """reductions() plus a MUL with no variants: a dispatch every round runs with round 0's kernel."""
+    mb = ModelBuilder()
+    x = mb.input("x", [2, 300])
+    ax = mb.const("ax", np.array([1], np.int32))
+    for op in ("SUM", "REDUCE_MAX"):
+        t = mb.tensor(op.lower(), [2])
+        mb.op(op, [x, ax], [t], keep_dims=False)
+        mb.output(t)
+    y = mb.tensor("y", [2, 300])
+    mb.op("MUL", [x, x], [y])
+    mb.output(y)
+    return compile_model(mb.finish(), cache=False)
 
 
 def as_measured(data: bytes, which) -> bytes:
@@ -194,3 +211,69 @@ def test_every_round_runs_warm_before_it_is_timed(gpu, data, monkeypatch):
     b = B.read_bundle(as_measured(data, {0, 1}))
     times = tuning.measure(b, gpu.device, tuning.candidates(b, gpu.device), Counting)
     assert times is not None and len(warm_runs) == 2 and all(n >= 1 for n in warm_runs)
+
+
+def _synthetic_rounds(monkeypatch, slow_calls, factor=3.0):
+    """Profiles whose rows all read 100 + k us at the k-th call (0-based), times `factor` at the calls in
+    `slow_calls` (a round timed while the GPU ran slow); returns the list of the calls' rows."""
+    from gpuc.runtime import profile as P
+    real, calls = P.profile, []
+
+    def spy(model, inputs, n, *a, **k):
+        p = real(model, inputs, n, *a, **k)
+        us = (100.0 + len(calls)) * (factor if len(calls) in slow_calls else 1.0)
+        p = dict(p, rows=[dict(r, raw_us=us) for r in p["rows"]])
+        calls.append(p["rows"])
+        return p
+
+    monkeypatch.setattr(P, "profile", spy)
+    monkeypatch.setattr(tuning, "WARM_S", 0.01)
+    monkeypatch.setattr(tuning, "ROUND_WARM_S", 0.01)
+    return calls
+
+
+def test_a_round_that_ran_slow_is_timed_again(gpu, with_fixed, monkeypatch):
+    """A round whose dispatches running round 0's kernel took SLOW_ROUND longer than in round 0 is timed again,
+    and the candidates keep the retimed figures (H200: a process's first load timed one round of a dense-block CNN
+    at 3.78x, and its picks ran 2.5% slower)."""
+    calls = _synthetic_rounds(monkeypatch, slow_calls={1})
+    b = B.read_bundle(as_measured(with_fixed, {0, 1}))
+    stats = {}
+    times = tuning.measure(b, gpu.device, tuning.candidates(b, gpu.device), LoadedModel, stats=stats)
+    assert len(calls) == 3 and stats == {"retimed": 1}
+    assert {d: t[next(k for k in t if k is not None)] for d, t in times.items()} == {0: 102.0, 1: 102.0}
+    assert all(t[None] == 100.0 for t in times.values())
+
+
+def test_retiming_is_bounded_and_keeps_the_attempt_nearest_round_0(gpu, with_fixed, monkeypatch):
+    calls = _synthetic_rounds(monkeypatch, slow_calls={1, 2, 3}, factor=2.0)
+    b = B.read_bundle(as_measured(with_fixed, {0, 1}))
+    stats = {}
+    times = tuning.measure(b, gpu.device, tuning.candidates(b, gpu.device), LoadedModel, stats=stats)
+    assert len(calls) == 2 + tuning.ROUND_RETRIES and stats == {"retimed": tuning.ROUND_RETRIES}
+    assert all(t[k] == 202.0 for t in times.values() for k in t if k is not None)   # (202 < 204 < 206)
+
+
+def test_rounds_without_a_reference_or_not_slow_are_timed_once(gpu, data, with_fixed, monkeypatch):
+    """No retiming where the round ran as fast as round 0, nor where no dispatch runs round 0's kernel again
+    (every dispatch has a candidate in that round: nothing to compare with)."""
+    calls = _synthetic_rounds(monkeypatch, slow_calls=set())
+    b = B.read_bundle(as_measured(with_fixed, {0, 1}))
+    stats = {}
+    assert tuning.measure(b, gpu.device, tuning.candidates(b, gpu.device), LoadedModel, stats=stats) is not None
+    assert len(calls) == 2 and stats == {}
+    calls.clear()
+    monkeypatch.setattr(tuning, "ROUND_RETRIES", 2)
+    calls = _synthetic_rounds(monkeypatch, slow_calls={1})
+    b = B.read_bundle(as_measured(data, {0, 1}))
+    assert tuning.measure(b, gpu.device, tuning.candidates(b, gpu.device), LoadedModel, stats=stats) is not None
+    assert len(calls) == 2 and stats == {}
+
+
+def test_slowdown_is_a_ratio_of_sums_over_the_unchanged_dispatches(monkeypatch):
+    rows = [{"index": 0, "raw_us": 30.0}, {"index": 1, "raw_us": 500.0}, {"index": 2, "raw_us": 90.0}]
+    base = {0: 10.0, 1: 100.0, 2: 50.0}
+    assert tuning.slowdown(rows, base, {0, 2}) == pytest.approx(120.0 / 60.0)
+    assert tuning.slowdown(rows, base, {0}) is None                  # under MIN_REF_US in round 0
+    monkeypatch.setattr(tuning, "MIN_REF_US", 0.0)
+    assert tuning.slowdown(rows, base, {0}) == pytest.approx(3.0) and tuning.slowdown(rows, base, set()) is None

@@ -22,8 +22,8 @@ from gpuc.runtime.variants import resolve  # noqa: E402
 from helpers.builder import ModelBuilder  # noqa: E402
 
 
-def reductions():
-    """Two long reductions (each with a `subgroup` variant on lavapipe) and an elementwise op."""
+def reductions(fixed: bool = False):
+    """Two long reductions (each with a `subgroup` variant on lavapipe); `fixed`: and a MUL (no variants)."""
     mb = ModelBuilder()
     x = mb.input("x", [2, 300])
     ax = mb.const("ax", np.array([1], np.int32))
@@ -31,6 +31,10 @@ def reductions():
         t = mb.tensor(op.lower(), [2])
         mb.op(op, [x, ax], [t], keep_dims=False)
         mb.output(t)
+    if fixed:
+        y = mb.tensor("y", [2, 300])
+        mb.op("MUL", [x, x], [y])
+        mb.output(y)
     return compile_model(mb.finish(), cache=False)
 
 
@@ -42,17 +46,7 @@ def data():
 @pytest.fixture(scope="module")
 def with_fixed():
     """reductions() plus a MUL with no variants: a dispatch every round runs with round 0's kernel."""
-    mb = ModelBuilder()
-    x = mb.input("x", [2, 300])
-    ax = mb.const("ax", np.array([1], np.int32))
-    for op in ("SUM", "REDUCE_MAX"):
-        t = mb.tensor(op.lower(), [2])
-        mb.op(op, [x, ax], [t], keep_dims=False)
-        mb.output(t)
-    y = mb.tensor("y", [2, 300])
-    mb.op("MUL", [x, x], [y])
-    mb.output(y)
-    return compile_model(mb.finish(), cache=False)
+    return reductions(fixed=True)
 
 
 def as_measured(data: bytes, which) -> bytes:

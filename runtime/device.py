@@ -175,7 +175,7 @@ class Device:
                 "subgroup_size": self.subgroup_size, "subgroup_arithmetic": bool(self.subgroup_ops & 4),
                 "cooperative_matrix": [list(e) for e in self.coopmat],
                 "cooperative_matrix2": [list(e) for e in self.coopmat2],
-                "cooperative_matrix2_per_element": bool(getattr(self, "coopmat2_per_element", False)),
+                "cooperative_matrix2_per_element": self.coopmat2_per_element,
                 "host_import_alignment": self.host_import_align}     # 0: run() inputs always copied
 
     # -- memory -------------------------------------------------------------------------------

@@ -156,24 +156,27 @@ def slowdown(rows, base: dict, same) -> float | None:
     now = {row["index"]: row["raw_us"] for row in rows}
     ds = [d for d in same if d in now and d in base]
     ref = sum(base[d] for d in ds)
-    return None if not ds or ref <= 0 or ref < MIN_REF_US else sum(now[d] for d in ds) / ref
+    return None if ref <= 0 or ref < MIN_REF_US else sum(now[d] for d in ds) / ref
+
+
+def _warm(m, inputs, seconds: float) -> None:
+    """Untimed runs of `m` for `seconds`."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        m.run(inputs)
 
 
 def _timed_round(m, inputs, r: int, base: dict, same, stats: dict) -> list:
     """Round r's profile rows: after its warm-up runs, and timed again where it ran slow (SLOW_ROUND)."""
     from gpuc.runtime.profile import profile
-    t_warm, warm_s = time.perf_counter(), WARM_S if r == 0 else ROUND_WARM_S
-    while time.perf_counter() - t_warm < warm_s:
-        m.run(inputs)
+    _warm(m, inputs, WARM_S if r == 0 else ROUND_WARM_S)
     rows = profile(m, inputs, RUNS)["rows"]
     ratio = None if r == 0 else slowdown(rows, base, same)
     for _ in range(ROUND_RETRIES):
         if ratio is None or ratio <= SLOW_ROUND:
             break
         stats["retimed"] = stats.get("retimed", 0) + 1
-        t_warm = time.perf_counter()
-        while time.perf_counter() - t_warm < WARM_S:
-            m.run(inputs)
+        _warm(m, inputs, WARM_S)
         again = profile(m, inputs, RUNS)["rows"]
         r2 = slowdown(again, base, same)
         if r2 is not None and r2 < ratio:

@@ -23,6 +23,7 @@ import dataclasses
 from gpuc.compiler.codegen.kernel import KernelVariant
 from gpuc.compiler.ew_table import ACT
 from gpuc.compiler.ops import template
+from gpuc.compiler.ops.util import ACT_BOUNDS
 from gpuc.compiler.options import current
 
 TEMPLATE = "gemm_cm2"
@@ -70,7 +71,7 @@ ALIGN = True                       # tell the driver where rows start 16-byte al
 
 
 # activation code (compiler/ew_table.py) -> (clamps, low, high) of the template's per-element function
-ACTS = {ACT["RELU"]: (0, 0.0, 0.0), ACT["RELU_N1_TO_1"]: (1, -1.0, 1.0), ACT["RELU6"]: (1, 0.0, 6.0)}
+ACTS = {ACT[name]: (int(hi is not None), lo, 0.0 if hi is None else hi) for name, (lo, hi) in ACT_BOUNDS.items()}
 
 
 def act_defines(code: int, prefix: str) -> dict | None:

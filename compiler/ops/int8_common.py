@@ -105,13 +105,12 @@ def act_range(act: int, out) -> tuple[int, int]:
             raise UnsupportedError(f"tensor {out.name!r}: its scale {s:g} puts the fused activation bound {f:g} "
                                    "outside int32 (LiteRT refuses the model)")
         return zp + int(r)
-    if act == 1:
-        return max(QMIN, q(0.0)), QMAX
-    if act == 3:
-        return max(QMIN, q(0.0)), min(QMAX, q(6.0))
-    if act == 2:
-        return max(QMIN, q(-1.0)), min(QMAX, q(1.0))
-    return QMIN, QMAX
+    from gpuc.compiler.ops.util import ACT_BOUNDS, ACT_NAMES
+    bounds = ACT_BOUNDS.get(ACT_NAMES.get(act))
+    if bounds is None:
+        return QMIN, QMAX
+    lo, hi = bounds
+    return max(QMIN, q(lo)), QMAX if hi is None else min(QMAX, q(hi))
 
 
 def int8_activation(graph, tid: int) -> bool:

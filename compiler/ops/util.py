@@ -38,6 +38,9 @@ def broadcast_strides(in_shape, out_shape):
 IGNORED_ACTS = (4, 5)           # (TFLite's enum)
 # the fused activations that are at most a clamp at float16-exact bounds (rounding to float16 commutes with them)
 CLAMP_ACTS = tuple(c for c, n in ACT_NAMES.items() if n in ("NONE", "RELU", "RELU_N1_TO_1", "RELU6"))
+# their float bounds (low, high; None: open), by name: the int8 kernels' output range (int8_common.act_range) and
+# the workgroup-scope gemm's per-element clamps (gemm_cm2.ACTS)
+ACT_BOUNDS = {"RELU": (0.0, None), "RELU_N1_TO_1": (-1.0, 1.0), "RELU6": (0.0, 6.0)}
 
 
 def fused_act(node: Node) -> int:

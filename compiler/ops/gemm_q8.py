@@ -35,6 +35,7 @@ from gpuc.compiler.ops.epi_chain import EBIND, apply_chain, sample_chain
 from gpuc.compiler.ops.reduce import SUBGROUP_VARIANT
 from gpuc.compiler.ops.util import epilogue, size
 from gpuc.compiler.ops.gemm_q8_coopmat import coopmat_variants
+from gpuc.compiler.options import current
 from gpuc.compiler.symbolic import is_sym
 from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
@@ -56,6 +57,13 @@ SHORT_LOCAL = 128               # one row, short rows: the largest workgroup of 
 FLAT_XFIRST = 1                 # one row: the row's loads issued ahead of the first weight batch's
 FLAT_EPF = 1                    # one row: the epilogue's operands loaded before phase 1, not after the sums
 PF_WORDS = 16                   # 16-byte weight words an invocation loads ahead of phase 1 (64 registers)
+# one row: the plan of FLAT_ROW_BYTES_ALT, where it differs, as a measured candidate (runtime/tuning.py keeps it where
+# the device runs it faster).  More workgroups, each re-reading the row for fewer channels: on the H200 (2026-11-28,
+# a 1.5B decoder's decode step, each value forced for every one-row FC) the long-row down projection (1536 x 8960)
+# took 9.18 us at 16 (128 workgroups), 8.63 at 8 (192), 8.27 at 4 (384); the other FCs' plans were the same; 32: no
+# change.  The H100 fitted 16 (session 9), hence measured, not the rule.  Offered, the first load's tuning took it
+# for all 28 down projections (8.31 us each) and the whole step from 1.2245 to 1.1937 ms.
+FLAT_ROW_BYTES_ALT = 4
 
 
 def keeps_int8(node, graph) -> bool:
@@ -134,7 +142,7 @@ def _tile(m: int, n: int, kq: int) -> tuple[int, int]:
     return rm, 1
 
 
-def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
+def _flat_plan(n: int, kq: int, per: int, row_bytes: int | None = None) -> tuple[int, int, int, int]:
     """(local, TPR, RN, HB) for one activation row (FLAT, shaders/gemm_q8.comp): RN channels a workgroup,
     TPR invocations each, batches of HB channels.  Every workgroup reads and quantizes the whole row (4 bytes
     a float), so RN * per >= FLAT_ROW_BYTES where that still leaves >= 4 workgroups an SM, and >= GPU_SMS
@@ -143,12 +151,13 @@ def _flat_plan(n: int, kq: int, per: int) -> tuple[int, int, int, int]:
     and whose channels keep at least half their TPR invocations loading.
     A short row (all of a channel's words in one batch of MIN_TPR invocations) spread over >= 4 workgroups an
     SM of at most SHORT_LOCAL invocations instead: one subgroup a channel, no batches, small workgroups
-    (cheap barriers, several an SM overlapping their prologues; the H100: qkv / o of a 1.5B decoder -1 us)."""
+    (cheap barriers, several an SM overlapping their prologues; the H100: qkv / o of a 1.5B decoder -1 us).
+    row_bytes: FLAT_ROW_BYTES's stand-in (FLAT_ROW_BYTES_ALT: the measured candidate, `row_plan_variant`)."""
     if MIN_TPR * max(1, FLAT_WORDS // per) >= kq:
         rn = 1 << (-(-n // (4 * GPU_SMS)) - 1).bit_length()
         if rn * MIN_TPR <= SHORT_LOCAL and smem_bytes(kq, 1, max(rn, 64 // MIN_TPR), max(64, rn * MIN_TPR)) <= SMEM:
             return max(64, rn * MIN_TPR), MIN_TPR, max(rn, 64 // MIN_TPR), 1
-    rn0 = max(-(-FLAT_ROW_BYTES // per), -(-n // (4 * GPU_SMS)))
+    rn0 = max(-(-(row_bytes or FLAT_ROW_BYTES) // per), -(-n // (4 * GPU_SMS)))
     if -(-n // rn0) < GPU_SMS:
         rn0 = -(-n // GPU_SMS)
     rn0 = max(1, min(rn0, (SMEM - smem_bytes(kq, 1, 0, 64)) // 8))     # (the last resort's sums fit: keeps_int8)
@@ -214,7 +223,24 @@ def q8_kernels(node, graph, bias) -> list:
     kern = Kernel("gemm_q8", binds, tiles_m * tiles_n * local, defines, node.label(), local_x=local,
                   vec4=("w", "wu"), item_inner=0)
     kern.variants += [SUBGROUP_DOT_VARIANT, DOT_VARIANT, SUBGROUP_VARIANT]    # (the first the device meets)
+    if flat:
+        kern.variants += row_plan_variant(n, kq, per, (local, tpr, rn, hb))
     return [apply_chain(kern, node, graph)]
+
+
+def row_plan_variant(n: int, kq: int, per: int, plan: tuple) -> list:
+    """[the one-row kernel on _flat_plan's FLAT_ROW_BYTES_ALT plan, packed dot products and subgroup sums, as a
+    measured candidate] where that plan differs from `plan`; [] under CompileOptions.tune_candidates 0."""
+    alt = _flat_plan(n, kq, per, FLAT_ROW_BYTES_ALT)
+    if alt == plan or current().tune_candidates <= 0:
+        return []
+    local, tpr, rn, hb = alt
+    tiles_n = -(-n // rn)
+
+    def make(k):
+        return dataclasses.replace(k, defines=dict(k.defines, RN=rn, TILES_N=tiles_n, TPR=tpr, HB=hb, SUBGROUP=1,
+                                                   DOT_EXT=1), invocations=tiles_n * local, local_x=local, variants=[])
+    return [KernelVariant("q8_row_plan", dict(SUBGROUP_DOT_VARIANT.requires), make, measured=True)]
 
 
 def _glu(node, graph, binds, defines, kq) -> None:

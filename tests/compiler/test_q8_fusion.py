@@ -198,7 +198,7 @@ def test_one_row_load_order_is_exact(monkeypatch, plan):
     bias and a residual, and with a workgroup of fewer invocations than channels (two each)."""
     from gpuc.compiler.ops import gemm_q8
     if plan:
-        monkeypatch.setattr(gemm_q8, "_flat_plan", lambda n, kq, per: plan)
+        monkeypatch.setattr(gemm_q8, "_flat_plan", lambda n, kq, per, row_bytes=None: plan)
     _same_bits_and_litert(monkeypatch, _epilogue_cases(72, 200), [dict(FLAT_XFIRST=o, FLAT_EPF=o) for o in (0, 1)])
 
 
@@ -211,3 +211,29 @@ def test_short_row_plan_is_exact(monkeypatch):
     assert gemm_q8._flat_plan(40, 4, 1) == (128, 32, 4, 1) and gemm_q8._flat_plan(40, 3, 2) == (128, 32, 4, 1)
     assert gemm_q8._flat_plan(24, 3, 1) == (64, 32, 2, 1)
     _same_bits_and_litert(monkeypatch, _epilogue_cases(64, 40), [dict(SHORT_LOCAL=128), dict(SHORT_LOCAL=0)])
+
+
+def test_row_plan_candidate_is_exact(monkeypatch):
+    """A long one-row FC (896 x 4864, bias, RELU, residual) carries _flat_plan's FLAT_ROW_BYTES_ALT plan as a
+    measured candidate (`q8_row_plan`: more workgroups, fewer channels each) with its own grid; chosen (as a
+    measurement would choose it), it gives the planner's kernel's bits, which match LiteRT's default CPU path."""
+    from gpuc.compiler.ops import gemm_q8
+    from gpuc.runtime import tuning
+    k, n = 4864, 896
+    assert gemm_q8._flat_plan(n, k // 16, 1) != gemm_q8._flat_plan(n, k // 16, 1, gemm_q8.FLAT_ROW_BYTES_ALT)
+    data = _residual_model(k, n)
+    xs = [RNG.normal(0, 1, (1, k)).astype(np.float32), RNG.normal(0, 1, (1, n)).astype(np.float32)]
+    bundle = gpuc.compile(data, cache=False)
+    b = read_bundle(bundle)
+    (vi, v), = [(i, v) for i, v in enumerate(b.variants) if v.name == "q8_row_plan"]
+    assert v.measured and v.groups != b.dispatches[v.dispatch].groups
+    outs = []
+    for chosen in (False, True):
+        monkeypatch.setattr(tuning, "choose", lambda *a, **k: {v.dispatch: vi} if chosen else None)
+        with gpuc.load(bundle) as mod:
+            assert (mod.bundle.dispatches[v.dispatch].groups == v.groups) == chosen
+            outs.append(mod.run(xs))
+    ref = run_litert(data, xs, default=True)
+    for a, f, r in zip(*outs, ref):
+        np.testing.assert_array_equal(f, a)
+        assert np.abs(a - r).max() <= 1e-5 * np.abs(r).max()

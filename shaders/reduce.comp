@@ -24,6 +24,18 @@
 #ifndef COLS4
 #define COLS4 0
 #endif
+// PARTS > 1 (WG_PER_OUT, ops/reduce.py _in_parts): PARTS workgroups an output, workgroup p of output o reducing the
+// elements [p * PART, (p + 1) * PART) of it into out_[o * PARTS + p] (no mean's division: the second dispatch
+// divides).  DIVISOR: what a mean divides by (default RCOUNT; the second dispatch: the whole count).
+#ifndef PARTS
+#define PARTS 1
+#endif
+#ifndef PART
+#define PART RCOUNT
+#endif
+#ifndef DIVISOR
+#define DIVISOR RCOUNT
+#endif
 // OP 2 / 3 as LiteRT's REDUCE_MAX / REDUCE_MIN: its kernels fold the elements in order, a new element
 // replacing the running value unless it is strictly worse, so a NaN survives only as the last element
 // and all before the last NaN is dropped (R_FOLD).  In parallel (WG_PER_OUT): L, the last NaN's
@@ -141,7 +153,7 @@ void main() {
     if (slice != 0 || o >= OUTPUTS) return;
     for (int s = 1; s < slices; ++s) acc = R_OP(acc, red4[s * C4_GROUPS + grp]);
 #if OP == 0
-    acc /= float(RCOUNT);
+    acc /= float(DIVISOR);
 #endif
     for (int c = 0; c < 4; ++c) ST(out_, o + c, acc[c]);
 }
@@ -169,7 +181,7 @@ void main() {
     if (slice != 0 || o >= OUTPUTS) return;
     for (int s = 1; s < slices; ++s) acc = R_OP(acc, red_c[s * COLS_W + col]);
 #if OP == 0
-    acc /= float(RCOUNT);
+    acc /= float(DIVISOR);
 #endif
     ST(out_, o, acc);
 }
@@ -200,8 +212,10 @@ float wg_reduce(float v) {
 #endif
 
 void main() {
-    uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    if (o * gl_WorkGroupSize.x >= TOTAL) return;          // whole workgroup leaves together
+    uint w = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (w * gl_WorkGroupSize.x >= TOTAL) return;          // whole workgroup leaves together
+    uint o = w / PARTS;
+    int r0 = int(w % PARTS) * PART, r1 = min(RCOUNT, r0 + PART);
     int base = base_of(int(o));
 #if PROLOGUE
     prologue_bases(int(o));
@@ -226,13 +240,13 @@ void main() {
     acc = wg_reduce(acc);
     if (L == RCOUNT - 1) acc = uintBitsToFloat(0x7fc00000u);
 #else
-    for (int r = int(gl_LocalInvocationID.x); r < RCOUNT; r += int(gl_WorkGroupSize.x)) acc = R_OP(acc, element(base, r));
+    for (int r = r0 + int(gl_LocalInvocationID.x); r < r1; r += int(gl_WorkGroupSize.x)) acc = R_OP(acc, element(base, r));
     acc = wg_reduce(acc);
 #endif
-#if OP == 0
-    acc /= float(RCOUNT);
+#if OP == 0 && PARTS == 1
+    acc /= float(DIVISOR);
 #endif
-    if (gl_LocalInvocationID.x == 0) ST(out_, o, acc);
+    if (gl_LocalInvocationID.x == 0) ST(out_, w, acc);
 }
 #else
 void main() {
@@ -249,7 +263,7 @@ void main() {
     for (int r = 0; r < RCOUNT; ++r) acc = R_OP(acc, element(base, r));
 #endif
 #if OP == 0
-    acc /= float(RCOUNT);
+    acc /= float(DIVISOR);
 #endif
     ST(out_, gid, acc);
 }

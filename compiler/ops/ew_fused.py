@@ -229,10 +229,13 @@ def lower_fused_reduce(node, graph):
     label = f"{'+'.join(s['op'] for s in steps)}+{rn.op} (operator #{node.index})"
     out = []
     for k in ks:
+        if ("x", x.id) not in k.bindings:   # (a long reduction's second dispatch, over the first's partials)
+            out.append(k)
+            continue
         k.bindings = [b for b in k.bindings if b[0] != "x"] + [(f"x{j}", t.id) for j, t in enumerate(ins)]
         k.defines.update(PROLOGUE=1, NIN=len(ins), EW_BODY=body, EW_RESULT=result, IK_STRIDES=ik, IR_STRIDES=ir,
                          EW_ROUND16=int(any(s.get("r16") for s in steps)))
-        k.label = label
+        k.label = label + (k.label[k.label.index(":"):] if ":" in k.label else "")    # (e.g. ": 3 parts")
         out.append(k)
     return out
 

@@ -22,6 +22,13 @@ from gpuc.compiler.sym_scope import hinted
 
 REDUCE = {"MEAN": 0, "SUM": 1, "REDUCE_MAX": 2, "REDUCE_MIN": 3, "REDUCE_PROD": 4}
 WG_MIN = 256                 # reduced elements per output from which a workgroup reduces each output
+# Longer reductions than PART_MAX elements an output (a SUM, MEAN or PROD) run in two dispatches: PARTS workgroups an
+# output each reduce PART_MAX consecutive elements into float32 partials, then a second reduce combines the parts
+# (a MEAN dividing by the whole count).  Without it one workgroup looped over every element of an output, and
+# lavapipe's llvmpipe ends a shader's loops after 65,535 passes in all (LP_MAX_TGSI_LOOP_ITERATIONS) and runs on: a
+# SUM of 2^25 ones gave 1,048,528.  It also spreads a long reduction over the GPU instead of one workgroup.
+# REDUCE_MAX / MIN keep one pass: LiteRT's NaN order (R_NANFOLD below) does not split.
+PART_MAX = 1 << 18
 
 
 def _subgroup_kernel(k):
@@ -126,9 +133,35 @@ def lower_reduce(node, graph):
         cols.append(COLS4_VARIANT)
     if short:
         return [Kernel("reduce", binds, y.size, dict(defines, WG_PER_OUT=0), node.label(), variants=cols)]
+    if known_ints([defines["RCOUNT"], y.size]) and defines["RCOUNT"] > PART_MAX and node.op in ("SUM", "MEAN",
+                                                                                                  "REDUCE_PROD"):
+        return _in_parts(node, graph, defines, binds, y)
     k = Kernel("reduce", binds, y.size * local, dict(defines, WG_PER_OUT=1), node.label(), local_x=local)
     k.variants += [SUBGROUP_VARIANT] + cols
     return [k]
+
+
+def _in_parts(node, graph, defines: dict, binds: list, y) -> list:
+    """A SUM / MEAN / PROD of more than PART_MAX elements an output as two reduce dispatches: PARTS workgroups an
+    output reduce PART_MAX elements each into float32 partials [outputs, PARTS] (a MEAN's as sums), then a second
+    reduce combines each output's partials (a MEAN divides by the whole count, DIVISOR)."""
+    count, outputs = defines["RCOUNT"], y.size
+    parts = -(-count // PART_MAX)
+    partial = graph.add_tensor(f"{y.name}/parts{parts}", (outputs * parts,), "float32")
+    if graph.fp32_pinned is not None:       # (--precision fp16: a part's sum may pass float16's range)
+        graph.fp32_pinned = set(graph.fp32_pinned) | {partial}
+    first = Kernel("reduce", [("out_", partial)] + binds[1:], outputs * parts * 256,
+                   dict(defines, OP=REDUCE["SUM"] if node.op == "MEAN" else defines["OP"], WG_PER_OUT=1, PARTS=parts,
+                        PART=PART_MAX), f"{node.label()}: {parts} parts", local_x=256)
+    first.variants.append(SUBGROUP_VARIANT)
+    wide = parts >= WG_MIN
+    second_d = dict(OP=defines["OP"], NK=1, K_SHAPE=[outputs], K_STRIDES=[parts], NR=1, R_SHAPE=[parts],
+                    R_STRIDES=[1], RCOUNT=parts, DIVISOR=count, WG_PER_OUT=int(wide))
+    second = Kernel("reduce", [("out_", y.id), ("x", partial)], outputs * (64 if wide else 1), second_d,
+                    node.label(), local_x=64)
+    if wide:
+        second.variants.append(SUBGROUP_VARIANT)
+    return [first, second]
 
 
 def softmax_axis(node, graph) -> int:

@@ -16,27 +16,10 @@ import gpuc  # noqa: E402
 from gpuc.compiler.ir import GPU  # noqa: E402
 from gpuc.compiler.ops import reduce as reduce_mod  # noqa: E402
 from gpuc.compiler.prepare import prepare  # noqa: E402
-from helpers.builder import ModelBuilder  # noqa: E402
+from helpers.reduce_models import reduce_model  # noqa: E402
 from helpers.litert import run_litert  # noqa: E402
 
 RNG = np.random.default_rng(52)
-
-
-def reduce_model(op, shape, axes, keep_dims, swish=False):
-    mb = ModelBuilder()
-    x = mb.input("x", list(shape))
-    src = x
-    if swish:                                  # x * sigmoid(x): fused into the reduction as its prologue
-        s, m = mb.tensor("s", list(shape)), mb.tensor("m", list(shape))
-        mb.op("LOGISTIC", [x], [s])
-        mb.op("MUL", [x, s], [m])
-        src = m
-    out = [1 if i in axes else d for i, d in enumerate(shape)] if keep_dims else \
-        [d for i, d in enumerate(shape) if i not in axes]
-    y = mb.tensor("y", out)
-    mb.op(op, [src, mb.const("axes", np.array(axes, np.int32))], [y], keep_dims=keep_dims)
-    mb.output(y)
-    return mb.finish()
 
 
 def offered(model) -> list:

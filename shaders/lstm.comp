@@ -5,7 +5,7 @@
 // so it persists across runs.
 // Bindings: out_ [B,T,O] (or [T,B,O] when TIME_MAJOR), x [B,T,I] (or [T,B,I]), w (packed constants:
 // WX [4][C][I] gates i,f,g,o; WH [4][C][O]; BIAS [4][C]; PEEP [3][C] (i,f,o); PW [O][C]; PB [O]),
-// h_state, c_state.
+// h_state, c_state [, steps (CHUNKED)].
 // Defines: NB T I C O, OFF_WX OFF_WH OFF_B OFF_P OFF_PW OFF_PB, CELL_ACT (1 relu 3 relu6 4 tanh; 0 none),
 // CELL_CLIP PROJ_CLIP (used when CCLIP / PCLIP), switches TIME_MAJOR CIFG PEEPHOLE PROJ CCLIP PCLIP.
 // One direction of BIDIRECTIONAL_SEQUENCE_LSTM (compiler/ops/lstm_bidirectional.py) also sets REVERSE (steps
@@ -22,6 +22,12 @@
 #endif
 #ifndef AUX
 #define AUX 0
+#endif
+// CHUNKED (compiler/ops/step_chunks.py: a long sequence, one dispatch a chunk of steps): the steps
+// [steps[0], steps[0] + steps[1]) of the T (a constant binding `steps`), the state carried between the dispatches
+// in h_state / c_state.
+#ifndef CHUNKED
+#define CHUNKED 0
 #endif
 shared float h_s[O];
 shared float c_s[C];
@@ -50,7 +56,12 @@ void main() {
     for (int j = l; j < C; j += n) c_s[j] = c_state[int(b) * C + j];
     for (int k = l; k < O; k += n) h_s[k] = h_state[int(b) * O + k];
     barrier();
-    for (int step = 0; step < T; ++step) {
+#if CHUNKED
+    int step0 = steps[0], step1 = steps[0] + steps[1];
+#else
+    int step0 = 0, step1 = T;
+#endif
+    for (int step = step0; step < step1; ++step) {
 #if REVERSE
         int t = T - 1 - step;
 #else

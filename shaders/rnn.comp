@@ -5,10 +5,14 @@
 // sequence and is read from / written back to the variable tensor h_state [NB,U] (read-write), so it
 // persists across runs.
 // Bindings: out_, x, w (packed constants: W [U][I] at OFF_W, R [U][U] at OFF_R, BIAS [U] at OFF_B,
-// WA [U][A] at OFF_A), h_state, ax (the aux input, when AUX).
+// WA [U][A] at OFF_A), h_state, ax (the aux input, when AUX), steps (CHUNKED: compiler/ops/step_chunks.py, a long
+// sequence as one dispatch a chunk of steps, [first, count] of the T; the state carried in h_state).
 // Defines: NB T I U A; element strides X_TS X_BS (x per step / per batch element), A_TS A_BS (ax),
 // O_TS O_BS and O_OFF (out_: per step, per batch element, first column); RNN_ACT (TFLite's fused
-// activation: 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 sign_bit); switches REVERSE, AUX.
+// activation: 0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh, 5 sign_bit); switches REVERSE, AUX, CHUNKED.
+#ifndef CHUNKED
+#define CHUNKED 0
+#endif
 shared float h_s[U];
 shared float n_s[U];
 
@@ -34,7 +38,12 @@ void main() {
     int l = int(gl_LocalInvocationID.x), n = int(gl_WorkGroupSize.x);
     for (int j = l; j < U; j += n) h_s[j] = h_state[int(b) * U + j];
     barrier();
-    for (int step = 0; step < T; ++step) {
+#if CHUNKED
+    int step0 = steps[0], step1 = steps[0] + steps[1];    // (compiler/ops/step_chunks.py: this chunk's steps)
+#else
+    int step0 = 0, step1 = T;
+#endif
+    for (int step = step0; step < step1; ++step) {
 #if REVERSE
         int t = T - 1 - step;
 #else

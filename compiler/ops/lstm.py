@@ -15,7 +15,7 @@ import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler import sym_shapes as D
-from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
+from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, step_chunks, template
 from gpuc.compiler.ops.util import ACT_NAMES, checked
 from gpuc.compiler.codegen.shared_memory import PORTABLE_SMEM
 
@@ -126,7 +126,8 @@ def lstm_check(node, graph):
 
 @register("UNIDIRECTIONAL_SEQUENCE_LSTM", check=lstm_check, inputs=(20, 24), optional=OPTIONAL,
           summary="float32; CIFG, peephole, projection, cell/proj clip, time_major; state persists across runs")
-def lower_lstm(node, graph):
+def lower_lstm(node, graph, chunks: bool = True):
+    """The lstm kernel(s) of `node`; chunks=False: the one kernel over every step (its caller chunks it)."""
     b, t, i, c, o, tm = _dims(node, graph)
     wx, wh, bias, pp, pw, pb, flags = _weights(node, graph)
     parts = [wx, wh, bias, pp, pw, pb]
@@ -147,7 +148,21 @@ def lower_lstm(node, graph):
                    PCLIP=int(proj_clip > 0 and flags["PROJ"]), PROJ_CLIP=proj_clip)
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", packed),
              ("h_state", node.inputs[18]), ("c_state", node.inputs[19])]
-    return [Kernel("lstm", binds, b * local, defines, node.label(), local_x=local, rw=("h_state", "c_state"))]
+    k = Kernel("lstm", binds, b * local, defines, node.label(), local_x=local, rw=("h_state", "c_state"))
+    return in_chunks(k, graph) if chunks else [k]
+
+
+def step_passes(d: dict, local: int) -> int:
+    """Loop passes one invocation of shaders/lstm.comp with defines `d` makes in a time step: its units' four gate
+    sums over the input (and aux input) and the recurrent state, then its outputs (a projection over the cells)."""
+    units, outs = -(-d["C"] // local), -(-d["O"] // local)
+    aux = d.get("AUX_I", 0) if d.get("AUX") else 0
+    return units * 4 * (1 + d["I"] + aux + d["O"]) + outs * (1 + (d["C"] if d.get("PROJ") else 0)) + 2
+
+
+def in_chunks(k, graph) -> list:
+    """The lstm kernel `k` in chunks of steps where a long sequence needs them (ops/step_chunks.py)."""
+    return step_chunks.in_chunks(k, graph, step_passes(k.defines, k.local_x))
 
 
 VARIANTS = {
@@ -157,6 +172,10 @@ VARIANTS = {
               "PCLIP": [0, 1], "CELL_ACT": list(CELL_ACTS)},
              ["out_", "x", "w", "h_state", "c_state"], {},
              lambda d: dict(local_x=32, rw=("h_state", "c_state"))),
+    "lstm:chunked": (dict(NB=2, T=3, I=5, C=4, O=4, OFF_WX=0, OFF_WH=80, OFF_B=144, OFF_P=160, OFF_PW=172, OFF_PB=188,
+                          CELL_CLIP=3.0, PROJ_CLIP=2.0, CELL_ACT=4, CHUNKED=1), {"REVERSE": [0, 1], "PROJ": [0, 1]},
+                     ["out_", "x", "w", "h_state", "c_state", "steps"], {"steps": "int32"},
+                     lambda d: dict(local_x=32, rw=("h_state", "c_state"))),
 }
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register
 from gpuc.compiler.ops import rnn_cell as R
-from gpuc.compiler.ops.lstm import CELL_ACTS, lstm_check as _check_seq, lower_lstm
+from gpuc.compiler.ops.lstm import CELL_ACTS, in_chunks, lstm_check as _check_seq, lower_lstm
 from gpuc.compiler.ops.lstm_basic import SeqView
 from gpuc.compiler.ops.util import checked
 
@@ -120,7 +120,7 @@ def lower_lstm_bidirectional(node, graph):
     plans, width, aux = _plan(node, graph)
     kernels = []
     for k, (dn, _, off, wa) in enumerate(plans):
-        (kern,) = lower_lstm(dn, graph)
+        (kern,) = lower_lstm(dn, graph, chunks=False)
         o = kern.defines["O"]
         kern.defines.update(REVERSE=k, OUT_STEP=width or o, OUT_OFF=off, AUX=int(wa is not None))
         if wa is not None:
@@ -128,7 +128,7 @@ def lower_lstm_bidirectional(node, graph):
             packed = graph.add_const(f"{graph.t(dn.outputs[0]).name}/{('fw', 'bw')[k]}_aux_weights", wa.reshape(-1))
             kern.bindings += [("ax", aux), ("wa", packed)]
         kern.label = f"{node.label()} ({('fw', 'bw')[k]})"
-        kernels.append(kern)
+        kernels += in_chunks(kern, graph)            # (a long sequence: chunks of steps, lstm.py)
     return kernels
 
 

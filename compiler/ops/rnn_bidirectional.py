@@ -87,7 +87,7 @@ def _plan(node, graph) -> list[R.Direction]:
           summary="float32; every fused activation, time_major, merge_outputs, aux input (with and without aux "
                   "weights); state persists across runs")
 def lower_rnn_bidirectional(node, graph):
-    return [R.kernel(node, graph, d, tag) for d, tag in zip(_plan(node, graph), ("fw", "bw"))]
+    return [k for d, tag in zip(_plan(node, graph), ("fw", "bw")) for k in R.kernel(node, graph, d, tag)]
 
 
 def _flops(node, graph):

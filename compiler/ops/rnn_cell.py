@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
-from gpuc.compiler.ops import template
+from gpuc.compiler.ops import step_chunks, template
 from gpuc.compiler.ops.util import ACT_NAMES, fused_act
 
 ACTS = (0, 1, 2, 3, 4, 5)           # every TFLite fused activation: LiteRT's ApplyActivationToVector takes each
@@ -129,7 +129,8 @@ class Direction:
     a_strides: tuple = (0, 0)
 
 
-def kernel(node, graph, d: Direction, tag: str = "") -> Kernel:
+def kernel(node, graph, d: Direction, tag: str = "") -> list:
+    """The rnn kernel(s) of one direction: one dispatch, or chunks of steps for a long sequence."""
     u, i = d.w.shape
     a = 0 if d.wa is None else d.wa.shape[1]
     parts = [d.w, d.r, d.bias] + ([d.wa] if a else [])
@@ -149,7 +150,9 @@ def kernel(node, graph, d: Direction, tag: str = "") -> Kernel:
     if a:
         binds.append(("ax", d.aux))
     label = node.label() + (f" ({tag})" if tag else "")
-    return Kernel("rnn", binds, d.nb * local, defines, label, local_x=local, rw=("h_state",))
+    k = Kernel("rnn", binds, d.nb * local, defines, label, local_x=local, rw=("h_state",))
+    per_step = -(-u // local) * (3 + i + (a if a else 0) + u) + -(-u // local) + 2    # (loop passes a step)
+    return step_chunks.in_chunks(k, graph, per_step)      # (a long sequence: chunks of steps)
 
 
 VARIANTS = {
@@ -158,5 +161,9 @@ VARIANTS = {
             {"REVERSE": [0, 1], "AUX": [0, 1], "RNN_ACT": list(ACTS)},
             ["out_", "x", "w", "h_state", "ax"], {},
             lambda d: dict(local_x=32, rw=("h_state",))),
+    "rnn:chunked": (dict(NB=2, T=3, I=5, U=4, A=3, OFF_W=0, OFF_R=20, OFF_B=36, OFF_A=40, X_TS=5, X_BS=15, A_TS=3,
+                         A_BS=9, O_TS=8, O_BS=24, O_OFF=4, RNN_ACT=0, AUX=0, CHUNKED=1), {"REVERSE": [0, 1]},
+                    ["out_", "x", "w", "h_state", "steps"], {"steps": "int32"},
+                    lambda d: dict(local_x=32, rw=("h_state",))),
 }
 template("rnn", item_major=False, flat=False)

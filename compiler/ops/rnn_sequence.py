@@ -28,7 +28,7 @@ def _plan(node, graph) -> R.Direction:
 @register(NAME, check=checked(lambda n, g: _plan(n, g) and None), inputs=(5, 5), outputs=(1, 1),
           summary="float32; every fused activation, time_major; state persists across runs")
 def lower_rnn_sequence(node, graph):
-    return [R.kernel(node, graph, _plan(node, graph))]
+    return R.kernel(node, graph, _plan(node, graph))
 
 
 declare(NAME, shape=Why("no host rule: the model's shapes are checked against its weights"), exact=SHAPE_ONLY,

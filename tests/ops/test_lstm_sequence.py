@@ -40,6 +40,8 @@ CASES = {
     "wide": dict(b=2, t=6, i=40, c=70, seed=3),
     "everything": dict(cifg=True, peephole=True, proj=True, c=9, o=4, time_major=True, cell_clip=1.0,
                        proj_clip=0.8),
+    # a long sequence in chunks of steps (ops/step_chunks.py: one dispatch over it all gave NaN on lavapipe)
+    "long_in_chunks": dict(b=2, t=200, i=40, c=64, seed=4),
 }
 
 

@@ -285,6 +285,19 @@ def test_bidirectional_lstm_vs_litert(name, device):
     _check_runs(model, shapes, device, seed=len(name), tol=5e-5)
 
 
+def test_long_sequences_run_in_chunks_of_steps(device):
+    """A sequence whose one dispatch would pass an invocation's loops more than step_chunks.LOOP_BUDGET times runs
+    as one dispatch a chunk of steps, the state carried between them (one dispatch over it all gave NaN on
+    lavapipe): a sequence RNN and both directions of a bidirectional LSTM with aux weights, against LiteRT over
+    three runs (state carried across runs, then reset)."""
+    from gpuc.runtime.bundle import read_bundle
+    for model, shapes in (rnn_model(2, 40, 8, 4, t=1300, seed=21),     # (few units: a recurrence that is not chaotic)
+                          bidi_lstm_model(1, 150, 40, 64, 64, aux=8, aux_weights=True, seed=22)):
+        labels = [d.label for d in read_bundle(gpuc.compile(model, cache=False)).dispatches]
+        assert sum("steps 0.." in lb for lb in labels) >= 1 and sum(": steps" in lb for lb in labels) >= 2
+        _check_runs(model, shapes, device, seed=21, tol=5e-5)
+
+
 def test_bidirectional_lstm_refusals():
     model, _ = bidi_lstm_model(2, 3, 4, 4, 4, act=0)
     with pytest.raises(GpucError, match="BIDIRECTIONAL_SEQUENCE_LSTM.*NONE"):

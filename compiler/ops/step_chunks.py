@@ -1,0 +1,35 @@
+"""Sequence kernels in chunks of time steps (shaders/lstm.comp, shaders/rnn.comp: CHUNKED).
+
+A recurrent kernel walks every time step of a sequence in one dispatch, each invocation looping over its units'
+products in every step.  lavapipe's llvmpipe ends a shader's loops after 65,535 passes in all
+(LP_MAX_TGSI_LOOP_ITERATIONS) and runs on: one dispatch over 200 steps of a 40-input, 64-unit LSTM gave NaN there.
+Where an invocation would pass its loops more than LOOP_BUDGET times, the sequence runs as one dispatch a chunk of
+steps: each reads the state the one before left in the state tensors, runs the steps its constant binding `steps`
+holds ([first, count]: every chunk the same shader) and writes the state back.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+LOOP_BUDGET = 32768             # loop passes one invocation may make in one dispatch (half llvmpipe's limit)
+
+
+def in_chunks(k, graph, per_step: int) -> list:
+    """Kernel `k` over all its T steps, or one kernel a chunk of steps (CHUNKED) where `per_step` loop passes an
+    invocation a step would pass LOOP_BUDGET in one dispatch.  A sequence of dynamic length stays one dispatch."""
+    t = k.defines["T"]
+    if not isinstance(t, int):
+        return [k]
+    per = max(1, LOOP_BUDGET // max(1, per_step))
+    if per >= t:
+        return [k]
+    out = []
+    for j, first in enumerate(range(0, t, per)):
+        n = min(per, t - first)
+        name = f"{graph.t(k.bindings[0][1]).name}/steps{'_reverse' if k.defines.get('REVERSE') else ''}{j}"
+        steps = graph.add_const(name, np.array([first, n], np.int32))
+        out.append(dataclasses.replace(k, bindings=list(k.bindings) + [("steps", steps)], defines=dict(k.defines, CHUNKED=1),
+                                       label=f"{k.label}: steps {first}..{first + n - 1}"))
+    return out

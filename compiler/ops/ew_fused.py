@@ -235,7 +235,7 @@ def lower_fused_reduce(node, graph):
         k.bindings = [b for b in k.bindings if b[0] != "x"] + [(f"x{j}", t.id) for j, t in enumerate(ins)]
         k.defines.update(PROLOGUE=1, NIN=len(ins), EW_BODY=body, EW_RESULT=result, IK_STRIDES=ik, IR_STRIDES=ir,
                          EW_ROUND16=int(any(s.get("r16") for s in steps)))
-        k.label = label + (k.label[k.label.index(":"):] if ":" in k.label else "")    # (e.g. ": 3 parts")
+        k.label = label + k.label.removeprefix(rn.label())    # (what the reduce lowering added, e.g. ": 3 parts")
         out.append(k)
     return out
 

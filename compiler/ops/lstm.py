@@ -126,8 +126,13 @@ def lstm_check(node, graph):
 
 @register("UNIDIRECTIONAL_SEQUENCE_LSTM", check=lstm_check, inputs=(20, 24), optional=OPTIONAL,
           summary="float32; CIFG, peephole, projection, cell/proj clip, time_major; state persists across runs")
-def lower_lstm(node, graph, chunks: bool = True):
-    """The lstm kernel(s) of `node`; chunks=False: the one kernel over every step (its caller chunks it)."""
+def lower_lstm(node, graph):
+    return in_chunks(lstm_kernel(node, graph), graph)
+
+
+def lstm_kernel(node, graph) -> Kernel:
+    """The one lstm kernel of `node` over every step (lower_lstm chunks it; so does the bidirectional lowering,
+    after adding its direction's defines)."""
     b, t, i, c, o, tm = _dims(node, graph)
     wx, wh, bias, pp, pw, pb, flags = _weights(node, graph)
     parts = [wx, wh, bias, pp, pw, pb]
@@ -148,8 +153,7 @@ def lower_lstm(node, graph, chunks: bool = True):
                    PCLIP=int(proj_clip > 0 and flags["PROJ"]), PROJ_CLIP=proj_clip)
     binds = [("out_", node.outputs[0]), ("x", node.inputs[0]), ("w", packed),
              ("h_state", node.inputs[18]), ("c_state", node.inputs[19])]
-    k = Kernel("lstm", binds, b * local, defines, node.label(), local_x=local, rw=("h_state", "c_state"))
-    return in_chunks(k, graph) if chunks else [k]
+    return Kernel("lstm", binds, b * local, defines, node.label(), local_x=local, rw=("h_state", "c_state"))
 
 
 def step_passes(d: dict, local: int) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 from gpuc.compiler.ir import Node
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register
 from gpuc.compiler.ops import rnn_cell as R
-from gpuc.compiler.ops.lstm import CELL_ACTS, in_chunks, lstm_check as _check_seq, lower_lstm
+from gpuc.compiler.ops.lstm import CELL_ACTS, in_chunks, lstm_check as _check_seq, lstm_kernel
 from gpuc.compiler.ops.lstm_basic import SeqView
 from gpuc.compiler.ops.util import checked
 
@@ -120,7 +120,7 @@ def lower_lstm_bidirectional(node, graph):
     plans, width, aux = _plan(node, graph)
     kernels = []
     for k, (dn, _, off, wa) in enumerate(plans):
-        (kern,) = lower_lstm(dn, graph, chunks=False)
+        kern = lstm_kernel(dn, graph)
         o = kern.defines["O"]
         kern.defines.update(REVERSE=k, OUT_STEP=width or o, OUT_OFF=off, AUX=int(wa is not None))
         if wa is not None:

@@ -151,7 +151,7 @@ def kernel(node, graph, d: Direction, tag: str = "") -> list:
         binds.append(("ax", d.aux))
     label = node.label() + (f" ({tag})" if tag else "")
     k = Kernel("rnn", binds, d.nb * local, defines, label, local_x=local, rw=("h_state",))
-    per_step = -(-u // local) * (3 + i + (a if a else 0) + u) + -(-u // local) + 2    # (loop passes a step)
+    per_step = -(-u // local) * (4 + i + a + u) + 2     # (loop passes an invocation makes a step)
     return step_chunks.in_chunks(k, graph, per_step)      # (a long sequence: chunks of steps)
 
 

@@ -6,6 +6,12 @@ shaders/topk_rank.comp: each element finds its rank in that order by counting th
 before it (a total order, so ranks are distinct) and writes itself at its rank when it is < k (1-byte
 values then packed into words by a second dispatch).  O(N^2) comparisons per row, all in parallel.
 
+Rows longer than BLOCKS_FROM run in blocks of S (a power of two): a dispatch sorts every block (each element
+counts its block's elements before it), and a second ranks each element in its row by a binary search of every
+sorted block, O(S + NB log S) comparisons an element.  An invocation's loops stay within LOOP_BUDGET passes:
+lavapipe's llvmpipe ends a shader's loops after 65,535 and runs on, which made the one-dispatch ranks of a row
+of 151,936 wrong there; the blocks also take the O(N^2) work off long rows on GPUs.
+
 k is a constant, or a model input read at run time (LiteRT resizes the outputs to it): the outputs
 are then sized for k = N and the bundle records that their last axis has the input's length
 (runtime/output_sizes.py trims what run() returns; a k outside [0, N] fails the run).
@@ -18,6 +24,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.output_lengths import declare_length
+from gpuc.compiler.ops.step_chunks import LOOP_BUDGET
 
 KINDS = {"float32": 0, "int32": 1, "uint8": 2, "int8": 3, "int64": 4}
 
@@ -26,7 +33,26 @@ VARIANTS = {
                   ["vals", "idx", "x", "kk"],
                   {"idx": "int32", "kk": "int32", "vals": "float32", "x": "float32"},
                   lambda d: dict(rw=("idx",) if d["MODE"] == 0 else ())),
+    "topk_rank:sort": (dict(ROWS=2, N=10, KCAP=3, S=4, NB=3, MODE=2), {"KIND": [0, 1, 2, 3, 4]}, ["ord", "x"],
+                       {"ord": "int32", "x": "float32"}),
+    "topk_rank:merge": (dict(ROWS=2, N=10, KCAP=3, S=4, NB=3, MODE=3), {"KIND": [0, 1, 2, 3, 4]},
+                        ["vals", "idx", "x", "kk", "ord"],
+                        {"idx": "int32", "kk": "int32", "vals": "float32", "x": "float32", "ord": "int32"},
+                        lambda d: dict(rw=("idx",))),
 }
+BLOCKS_FROM = 4096          # rows longer than this run in blocks
+
+
+def block_size(n: int) -> int | None:
+    """S for a row of n: the power of two of least work an element (S + NB (log2 S + 2) loop passes) whose passes
+    stay within LOOP_BUDGET in both dispatches."""
+    best = None
+    for b in range(6, 16):
+        s = 1 << b
+        passes = max(s, -(-n // s) * (b + 2))
+        if passes <= LOOP_BUDGET and (best is None or s + -(-n // s) * (b + 2) < best[0]):
+            best = (s + -(-n // s) * (b + 2), s)
+    return None if best is None else best[1]
 
 
 def _plan(node, graph):
@@ -48,6 +74,9 @@ def _plan(node, graph):
     else:
         k = None
     want = tuple(x.shape[:-1]) + (n if k is None else k,)
+    if n > BLOCKS_FROM and block_size(n) is None:
+        raise ValueError(f"the last axis of {x.name!r} is {n} long, longer than the blocked ranks take "
+                         f"({LOOP_BUDGET} loop passes an element)")
     for t in (vals, idx):
         if tuple(t.shape) != want and k is not None:
             raise ValueError(f"output {t.name!r} has shape {list(t.shape)}, expected {list(want)}")
@@ -91,7 +120,15 @@ def lower_topk(node, graph):
         vals = words(graph, vals)
     binds = [("vals", vals), ("idx", idx), ("x", words(graph, x.id)), ("kk", node.inputs[1])]
     d = dict(ROWS=rows, N=n, KCAP=kcap, KIND=kind)
-    ks = [Kernel("topk_rank", binds, rows * n, dict(d, MODE=0), f"{node.label()} ranks", rw=("idx",))]
+    if n > BLOCKS_FROM:
+        s = block_size(n)
+        d.update(S=s, NB=-(-n // s))
+        order = graph.add_tensor(f"{graph.t(idx).name}/block_order", [rows * n], "int32")
+        ks = [Kernel("topk_rank", [("ord", order), binds[2]], rows * n, dict(d, MODE=2), f"{node.label()} blocks of {s}"),
+              Kernel("topk_rank", binds + [("ord", order)], rows * n, dict(d, MODE=3), f"{node.label()} ranks",
+                     rw=("idx",))]
+    else:
+        ks = [Kernel("topk_rank", binds, rows * n, dict(d, MODE=0), f"{node.label()} ranks", rw=("idx",))]
     if kind in (2, 3):
         ks.append(Kernel("topk_rank", binds, -(-rows * kcap // 4), dict(d, MODE=1), f"{node.label()} values"))
     return ks

@@ -42,6 +42,31 @@ def test_long_rows(gpu):
         np.testing.assert_array_equal(o, r)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "int8", "int64"])
+@pytest.mark.parametrize("k", [40, 5128])
+def test_rows_in_blocks(gpu, dtype, k):
+    """Rows past BLOCKS_FROM: blocks of 256 (the last one 8 long) sorted, then ranked by binary searches; many
+    ties across blocks, and k = n (the whole row sorted)."""
+    from gpuc.compiler.ops.topk import BLOCKS_FROM, block_size
+    assert 5128 > BLOCKS_FROM and 5128 % block_size(5128) == 8
+    rng = np.random.default_rng(k)
+    model, x = topk_model((2, 5128), k, dtype), values((2, 5128), dtype, rng)
+    for o, r in zip(gpu.run(model, [x]), litert(model, [x])):
+        assert o.dtype == r.dtype and o.shape == r.shape
+        np.testing.assert_array_equal(o, r)
+
+
+def test_rows_past_the_loop_limit(gpu):
+    """A vocabulary-sized row (151,936): each invocation's loops stay far under llvmpipe's 65,535 passes (the one-
+    dispatch ranks were wrong on lavapipe here); a run-time k."""
+    rng = np.random.default_rng(9)
+    model, x = topk_model((1, 151936), 0, rt_k=True), np.round(rng.normal(0, 3, (1, 151936)), 2).astype(np.float32)
+    ins = [x, np.array(50, np.int32)]
+    for o, r in zip(gpu.run(model, ins), litert(model, ins)):
+        assert o.shape == r.shape == (1, 50)
+        np.testing.assert_array_equal(o, r)
+
+
 def test_runtime_k_trims_outputs(gpu):
     rng = np.random.default_rng(2)
     model, x = topk_model((3, 9), 0, "int32", rt_k=True), values((3, 9), "int32", rng)

@@ -1,13 +1,17 @@
 """CUMSUM (shaders/cumsum.comp): constant axis (negative allowed), exclusive, reverse; float32, int32
 and int64 (both wrapping; int64 as 32-bit word pairs with a carry), summed sequentially along the
-axis like LiteRT's kernel."""
+axis like LiteRT's kernel.  An axis longer than step_chunks.LOOP_BUDGET runs as one dispatch a chunk of it
+(each resumes the scan from the output before its chunk: the same additions in the same order)."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import SHAPE_ONLY, UNSAFE, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import checked, scalar_axis, size
 
 DTYPES = ("float32", "int32", "int64")
@@ -15,6 +19,8 @@ DTYPES = ("float32", "int32", "int64")
 VARIANTS = {
     "cumsum": (dict(AXIS=5, INNER=3), {"EXCLUSIVE": [0, 1], "REVERSE": [0, 1], "IS_INT": [0, 1, 2]},
                ["out_", "x"]),
+    "cumsum:chunked": (dict(AXIS=5, INNER=3, CHUNKED=1), {"EXCLUSIVE": [0, 1], "REVERSE": [0, 1], "IS_INT": [0, 1, 2]},
+                       ["out_", "x", "steps"], {"steps": "int32"}, lambda d: dict(rw=("out_",))),
 }
 
 
@@ -37,7 +43,9 @@ def lower_cumsum(node, graph):
     lines = y.size // x.shape[axis]
     defines = dict(AXIS=x.shape[axis], INNER=max(inner, 1), EXCLUSIVE=int(bool(node.attrs.get("exclusive", False))),
                    REVERSE=int(bool(node.attrs.get("reverse", False))), IS_INT=DTYPES.index(x.dtype))
-    return [Kernel("cumsum", [("out_", words(graph, y.id)), ("x", words(graph, x.id))], lines, defines, node.label())]
+    k = Kernel("cumsum", [("out_", words(graph, y.id)), ("x", words(graph, x.id))], lines, defines, node.label())
+    chunks = in_chunks(k, graph, 1, "AXIS")
+    return chunks if len(chunks) == 1 else [dataclasses.replace(c, rw=("out_",)) for c in chunks]
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

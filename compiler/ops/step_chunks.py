@@ -1,11 +1,12 @@
-"""Sequence kernels in chunks of time steps (shaders/lstm.comp, shaders/rnn.comp: CHUNKED).
+"""Sequence kernels in chunks of time steps (shaders/lstm.comp, shaders/rnn.comp, shaders/cumsum.comp: CHUNKED).
 
 A recurrent kernel walks every time step of a sequence in one dispatch, each invocation looping over its units'
 products in every step.  lavapipe's llvmpipe ends a shader's loops after 65,535 passes in all
 (LP_MAX_TGSI_LOOP_ITERATIONS) and runs on: one dispatch over 200 steps of a 40-input, 64-unit LSTM gave NaN there.
 Where an invocation would pass its loops more than LOOP_BUDGET times, the sequence runs as one dispatch a chunk of
 steps: each reads the state the one before left in the state tensors, runs the steps its constant binding `steps`
-holds ([first, count]: every chunk the same shader) and writes the state back.
+holds ([first, count]: every chunk the same shader) and writes the state back.  A CUMSUM along a long axis runs
+the same way, each chunk resuming the scan from the output the one before wrote.
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import numpy as np
 LOOP_BUDGET = 32768             # loop passes one invocation may make in one dispatch (half llvmpipe's limit)
 
 
-def in_chunks(k, graph, per_step: int) -> list:
-    """Kernel `k` over all its T steps, or one kernel a chunk of steps (CHUNKED) where `per_step` loop passes an
-    invocation a step would pass LOOP_BUDGET in one dispatch.  A sequence of dynamic length stays one dispatch."""
-    t = k.defines["T"]
+def in_chunks(k, graph, per_step: int, length: str = "T") -> list:
+    """Kernel `k` over all its steps (its define `length`), or one kernel a chunk of steps (CHUNKED) where
+    `per_step` loop passes an invocation a step would pass LOOP_BUDGET in one dispatch.  A sequence of dynamic
+    length stays one dispatch."""
+    t = k.defines[length]
     if not isinstance(t, int):
         return [k]
     per = max(1, LOOP_BUDGET // max(1, per_step))

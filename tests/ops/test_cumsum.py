@@ -47,3 +47,16 @@ def test_cumsum_int32_wraps(gpu):
 def test_cumsum_runtime_axis_rejected():
     model, _ = one_op("CUMSUM", [np.zeros((2, 3), np.float32), np.array(1, np.int32)], "float32", out_shape=[2, 3])
     assert "axis" in (gpu_reason(model) or "")
+
+
+@pytest.mark.parametrize("exclusive,reverse", [(False, False), (True, True)])
+@pytest.mark.parametrize("shape,axis,dtype", [((70000,), 0, "float32"), ((1, 70000, 2), 1, "int64")])
+def test_long_axes_in_chunks(gpu, shape, axis, dtype, exclusive, reverse):
+    """Axes past step_chunks.LOOP_BUDGET: one dispatch a chunk, each resuming the scan (float32 bit for bit with
+    LiteRT's sequential sums; int64 carries). One invocation's scan of 70,000 was wrong on lavapipe."""
+    rng = np.random.default_rng(len(shape))
+    x = rng.uniform(-2, 2, shape).astype(np.float32) if dtype == "float32" else \
+        rng.integers(-2**40, 2**40, shape).astype(np.int64)
+    model, feeds = one_op("CUMSUM", [x, Const(np.array(axis, np.int32))], dtype, exclusive=exclusive, reverse=reverse)
+    ref = check(gpu, model, feeds)[0]
+    np.testing.assert_array_equal(gpu.run(model, feeds)[0], ref)

@@ -8,9 +8,20 @@
 // [0, DIMS[k]); a row with a component out of range addresses nothing and, with CHECK, fails the run
 // (invocation 0 scans every row and reports the first bad component: compiler/status.py).
 // Defines: FLOATS (float32 data, else int32) MODE NIDX K DIMS[] STR[] (slice strides) INNER IDX64 VSCALAR; CHECK CHECK_WORD STATUS_ROW
-// ITEMS ITEM_OUT
+// ITEMS ITEM_OUT; switch CHUNKED (compiler/ops/step_chunks.py, many index rows: the dispatch takes rows
+// steps = [first, count], starting from the output the dispatch before wrote, out_ read-write: the same order)
 #ifndef CHECK
 #define CHECK 0
+#endif
+#ifndef CHUNKED
+#define CHUNKED 0
+#endif
+#if CHUNKED
+#define FIRST steps[0]
+#define LAST (steps[0] + steps[1])
+#else
+#define FIRST 0
+#define LAST NIDX
 #endif
 #if FLOATS
 #define T float
@@ -45,7 +56,7 @@ int slice_of(int n) {
 
 #if CHECK
 void scan_indices() {
-    for (int n = 0; n < NIDX; ++n)
+    for (int n = FIRST; n < LAST; ++n)
         for (int k = 0; k < K; ++k) {
             int c, lo, hi;
             if (!comp(n, k, c, lo, hi)) {
@@ -70,7 +81,10 @@ void main() {
     int s = int(gid) / INNER, j = int(gid) % INNER;
 #if MODE == 0
     T acc = T(0);
-    for (int n = 0; n < NIDX; ++n)
+#if CHUNKED
+    if (FIRST > 0) acc = out_[gid];
+#endif
+    for (int n = FIRST; n < LAST; ++n)
         if (slice_of(n) == s) {
             precise T a = acc + src[n * INNER + j];
             acc = a;
@@ -78,7 +92,10 @@ void main() {
     out_[gid] = acc;
 #else
     T v = dflt[0];
-    for (int n = 0; n < NIDX; ++n)
+#if CHUNKED
+    if (FIRST > 0) v = out_[gid];
+#endif
+    for (int n = FIRST; n < LAST; ++n)
         if (slice_of(n) == s) v = src[VSCALAR != 0 ? 0 : n];
     out_[gid] = v;
 #endif

@@ -4,8 +4,6 @@ axis like LiteRT's kernel.  An axis longer than step_chunks.LOOP_BUDGET runs as 
 (each resumes the scan from the output before its chunk: the same additions in the same order)."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
@@ -44,8 +42,7 @@ def lower_cumsum(node, graph):
     defines = dict(AXIS=x.shape[axis], INNER=max(inner, 1), EXCLUSIVE=int(bool(node.attrs.get("exclusive", False))),
                    REVERSE=int(bool(node.attrs.get("reverse", False))), IS_INT=DTYPES.index(x.dtype))
     k = Kernel("cumsum", [("out_", words(graph, y.id)), ("x", words(graph, x.id))], lines, defines, node.label())
-    chunks = in_chunks(k, graph, 1, "AXIS")
-    return chunks if len(chunks) == 1 else [dataclasses.replace(c, rw=("out_",)) for c in chunks]
+    return in_chunks(k, graph, 1, "AXIS", rw=("out_",))
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

@@ -21,6 +21,7 @@ from gpuc.compiler import status
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.gather import bind_indices
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import checked, size, strides
 
 SCATTER, S2D = "SCATTER_ND", "SPARSE_TO_DENSE"
@@ -36,6 +37,12 @@ VARIANTS = {
     "scatter_nd:dense": (dict(_BASE, FLOATS=1, MODE=1), {"IDX64": [0, 1], "VSCALAR": [0, 1]},
                          ["out_", "src", "idx", "dflt"], _I),
     "scatter_nd:dense-int": (dict(_BASE, FLOATS=0, MODE=1), {"IDX64": [0, 1]}, ["out_", "src", "idx", "dflt"], _II),
+    "scatter_nd:chunked": (dict(_BASE, **_CHECK, CHUNKED=1, FLOATS=1), {"MODE": [0, 1]},
+                           ["out_", "src", "idx", "dflt", "status", "steps"], dict(_I, steps="int32"),
+                           lambda d: dict(rw=("status", "out_"))),
+    "scatter_nd:chunked-int": (dict(_BASE, CHUNKED=1, FLOATS=0), {"MODE": [0, 1]},
+                               ["out_", "src", "idx", "dflt", "steps"], dict(_II, steps="int32"),
+                               lambda d: dict(rw=("out_",))),
     "scatter_nd:check": (dict(_BASE, **_CHECK), {"MODE": [0, 1], "FLOATS": [1]},
                          ["out_", "src", "idx", "dflt", "status"], _I, lambda d: dict(rw=("status",))),
 }
@@ -123,7 +130,7 @@ def lower_scatter(node, graph):
     kern = Kernel("scatter_nd", binds, y.size, d, node.label())
     if not ind.is_const and nrows and k:
         status.index_check(graph, node, kern, ind.id, shape[:k])
-    return [kern]
+    return in_chunks(kern, graph, 2 * (d["K"] + 1), "NIDX", rw=("out_",))     # (invocation 0 also checks each row)
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

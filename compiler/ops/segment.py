@@ -24,6 +24,7 @@ from gpuc.compiler import status
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.output_lengths import declare_length
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import checked, size
 
 UNSORTED = {"UNSORTED_SEGMENT_SUM": 0, "UNSORTED_SEGMENT_MAX": 1, "UNSORTED_SEGMENT_MIN": 2,
@@ -36,6 +37,10 @@ _INT = {"out_": "int32", "data": "int32", "ids": "int32"}
 VARIANTS = {
     "segment_reduce": (dict(NSEG=3, NIDS=5, INNER=2, FLOATS=1, SORTED=0), {"OP": [0, 1, 2, 3]},
                        ["out_", "data", "ids"], {"ids": "int32"}),
+    "segment_reduce:chunked": (dict(_CHECK, NSEG=3, NIDS=5, INNER=2, FLOATS=1, CHUNKED=1),
+                               {"OP": [0, 1, 2, 3], "SORTED": [0, 1]}, ["out_", "data", "ids", "status", "steps"],
+                               {"ids": "int32", "status": "uint32", "steps": "int32"},
+                               lambda d: dict(rw=("status", "out_"))),
     "segment_reduce:int": (dict(NSEG=3, NIDS=5, INNER=2, FLOATS=0, SORTED=0), {"OP": [0, 1, 2, 3]},
                            ["out_", "data", "ids"], _INT),
     "segment_reduce:check": (dict(_CHECK, NSEG=3, NIDS=5, INNER=2, OP=0, FLOATS=1), {"SORTED": [0, 1]},
@@ -126,7 +131,7 @@ def lower_segment(node, graph):
     k = Kernel("segment_reduce", [("out_", y.id), ("data", x.id), ("ids", ids.id)], y.size, d, node.label())
     if not ids.is_const and nids:
         status.index_check(graph, node, k, ids.id, [nseg])
-    return [k]
+    return in_chunks(k, graph, 2, "NIDS", rw=("out_",))     # (2: invocation 0 also checks every id)
 
 
 def _shape(node, vals, graph, need=None):

@@ -180,3 +180,39 @@ def test_bucketize_against_litert(dtype):
             _same(m.run([x])[0], run_litert(model, [x])[0])
     with pytest.raises(GpucError, match="BUCKETIZE.*not sorted"):
         gpuc.compile(_bucketize_model([3], "float32", [1.0, 0.0]))
+
+
+@pytest.mark.parametrize("op", ["UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_MAX", "SEGMENT_SUM"])
+def test_many_ids_in_chunks(op):
+    """70,000 ids: one dispatch a chunk of ids (step_chunks), each resuming from the output the one before wrote,
+    bit for bit LiteRT's fold; a bad id in the last chunk still fails the run. One dispatch was wrong on lavapipe
+    past ~32,768 ids (llvmpipe ends a shader's loops after 65,535 passes)."""
+    rng = np.random.default_rng(len(op))
+    n, nseg = 70000, 5
+    model = _segment_model(op, [n], [n], "float32", nseg if op != "SEGMENT_SUM" else n)
+    x = _data(rng, [n], "float32")
+    s = np.sort(rng.integers(0, nseg, n)).astype(np.int32) if op == "SEGMENT_SUM" else \
+        rng.integers(-1, nseg, n).astype(np.int32)
+    s[0] = 0
+    with gpuc.load(gpuc.compile(model)) as m:
+        _same(m.run([x, s])[0], run_litert(model, [x, s])[0])
+        bad = s.copy()
+        bad[-1] = n + 7
+        with pytest.raises(RunError, match=f"{op}.*'s'"):
+            m.run([x, bad])
+
+
+@pytest.mark.parametrize("op", ["SCATTER_ND", "SPARSE_TO_DENSE"])
+def test_many_index_rows_in_chunks(op):
+    """70,000 index rows into 4 outputs: duplicates summed in row order (SCATTER_ND), the last row wins
+    (SPARSE_TO_DENSE), across chunks of rows."""
+    rng = np.random.default_rng(4)
+    n = 70000
+    i = rng.integers(0, 4, (n, 1)).astype(np.int32)
+    v = rng.integers(-3, 4, n).astype(np.float32) * np.float32(1.1)
+    if op == "SCATTER_ND":
+        model, feeds = _scatter_model([n, 1], [n], [4], "float32"), [i, v]
+    else:
+        model, feeds = _s2d_model([n], [4], [n], "float32"), [i[:, 0], v, np.array(0.5, np.float32)]
+    with gpuc.load(gpuc.compile(model)) as m:
+        _same(m.run(feeds)[0], run_litert(model, feeds)[0])

@@ -36,3 +36,16 @@ def in_chunks(k, graph, per_step: int, length: str = "T", rw: tuple = ()) -> lis
                                        rw=tuple(k.rw) + tuple(n for n in rw if n not in k.rw),
                                        label=f"{k.label}: steps {first}..{first + n - 1}"))
     return out
+
+
+def sorted_block(n: int) -> int | None:
+    """The block size S (a power of two) of a row of n sorted in blocks, then searched by binary searches (ops/topk.py,
+    ops/unique.py): the least work an element (S + NB (log2 S + 2) loop passes) that keeps each of the two
+    dispatches within LOOP_BUDGET passes an invocation; None if none does."""
+    best = None
+    for b in range(6, 16):
+        s = 1 << b
+        passes = max(s, -(-n // s) * (b + 2))
+        if passes <= LOOP_BUDGET and (best is None or s + -(-n // s) * (b + 2) < best[0]):
+            best = (s + -(-n // s) * (b + 2), s)
+    return None if best is None else best[1]

@@ -24,7 +24,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.output_lengths import declare_length
-from gpuc.compiler.ops.step_chunks import LOOP_BUDGET
+from gpuc.compiler.ops.step_chunks import LOOP_BUDGET, sorted_block
 
 KINDS = {"float32": 0, "int32": 1, "uint8": 2, "int8": 3, "int64": 4}
 
@@ -40,19 +40,7 @@ VARIANTS = {
                         {"idx": "int32", "kk": "int32", "vals": "float32", "x": "float32", "ord": "int32"},
                         lambda d: dict(rw=("idx",))),
 }
-BLOCKS_FROM = 4096          # rows longer than this run in blocks
-
-
-def block_size(n: int) -> int | None:
-    """S for a row of n: the power of two of least work an element (S + NB (log2 S + 2) loop passes) whose passes
-    stay within LOOP_BUDGET in both dispatches."""
-    best = None
-    for b in range(6, 16):
-        s = 1 << b
-        passes = max(s, -(-n // s) * (b + 2))
-        if passes <= LOOP_BUDGET and (best is None or s + -(-n // s) * (b + 2) < best[0]):
-            best = (s + -(-n // s) * (b + 2), s)
-    return None if best is None else best[1]
+BLOCKS_FROM = 4096          # rows longer than this run in blocks (step_chunks.sorted_block)
 
 
 def _plan(node, graph):
@@ -74,7 +62,7 @@ def _plan(node, graph):
     else:
         k = None
     want = tuple(x.shape[:-1]) + (n if k is None else k,)
-    if n > BLOCKS_FROM and block_size(n) is None:
+    if n > BLOCKS_FROM and sorted_block(n) is None:
         raise ValueError(f"the last axis of {x.name!r} is {n} long, longer than the blocked ranks take "
                          f"({LOOP_BUDGET} loop passes an element)")
     for t in (vals, idx):
@@ -121,7 +109,7 @@ def lower_topk(node, graph):
     binds = [("vals", vals), ("idx", idx), ("x", words(graph, x.id)), ("kk", node.inputs[1])]
     d = dict(ROWS=rows, N=n, KCAP=kcap, KIND=kind)
     if n > BLOCKS_FROM:
-        s = block_size(n)
+        s = sorted_block(n)
         d.update(S=s, NB=-(-n // s))
         order = graph.add_tensor(f"{graph.t(idx).name}/block_order", [rows * n], "int32")
         ks = [Kernel("topk_rank", [("ord", order), binds[2]], rows * n, dict(d, MODE=2), f"{node.label()} blocks of {s}"),

@@ -93,6 +93,32 @@ def test_unique_against_litert(dtype, n, idx_dtype):
                 _same(out, ref)
 
 
+@pytest.mark.parametrize("dtype,idx_dtype", [("float32", "int32"), ("int32", "int64"), ("int64", "int32"),
+                                             ("int16", "int64"), ("int8", "int32"), ("uint8", "int64")])
+def test_unique_long_inputs_in_sorted_blocks(dtype, idx_dtype):
+    """Past BLOCKS_FROM: first occurrences from blocks of 256 sorted by raw bits (negatives, -0 == 0) and binary
+    searches, a last block 8 long; one value .. mostly distinct. The one-workgroup kernel's loops went past
+    llvmpipe's limit at ~6,000 elements (lavapipe then reported a NaN the input did not hold)."""
+    from gpuc.compiler.ops.step_chunks import sorted_block
+    from gpuc.compiler.ops.unique import BLOCKS_FROM
+    n = 5128
+    assert n > BLOCKS_FROM and n % sorted_block(n) == 8
+    rng = np.random.default_rng(len(dtype))
+    model = _unique_model(dtype, n, idx_dtype)
+    with gpuc.load(gpuc.compile(model)) as m:
+        for hi in (1, 40, 100000):
+            x = rng.integers(-hi if dtype != "uint8" else 0, hi, n).astype(dtype)
+            if dtype == "float32":
+                x = x * np.float32(0.5)
+                x[rng.random(n) < 0.1] = -0.0                     # std::map: -0 == 0
+            for out, ref in zip(m.run([x]), run_litert(model, [x])):
+                _same(out, ref)
+        if dtype == "float32":
+            x[n // 2] = np.nan
+            with pytest.raises(gpuc.errors.GpucError, match="'y'.*NaN"):
+                m.run([x])
+
+
 def test_unique_nan_fails_the_run():
     model = _unique_model("float32", 4, "int32")
     with gpuc.load(gpuc.compile(model)) as m:

@@ -47,8 +47,8 @@ def test_long_rows(gpu):
 def test_rows_in_blocks(gpu, dtype, k):
     """Rows past BLOCKS_FROM: blocks of 256 (the last one 8 long) sorted, then ranked by binary searches; many
     ties across blocks, and k = n (the whole row sorted)."""
-    from gpuc.compiler.ops.topk import BLOCKS_FROM, block_size
-    assert 5128 > BLOCKS_FROM and 5128 % block_size(5128) == 8
+    from gpuc.compiler.ops.topk import BLOCKS_FROM, sorted_block
+    assert 5128 > BLOCKS_FROM and 5128 % sorted_block(5128) == 8
     rng = np.random.default_rng(k)
     model, x = topk_model((2, 5128), k, dtype), values((2, 5128), dtype, rng)
     for o, r in zip(gpu.run(model, [x]), litert(model, [x])):

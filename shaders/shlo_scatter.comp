@@ -4,7 +4,13 @@
 // dims) and combines into it: OP 0 replace, 1 add, 2 mul, 3 std::max, 4 std::min.  A target with a
 // component outside its dim is skipped, as LiteRT 2.3 skips it (measured, negative ones included).
 // Output element e replays every update in order, so repeated targets combine in LiteRT's order.
-// Defines: OR_ UR NIV NU OP FLOATS IDX64; arrays OPSHAPE OPSTR USHAPE ISWIN WOPDIM ISTR UBPOS SMAP; IVD
+// CHUNKED (compiler/ops/step_chunks.py, many updates): the dispatch replays updates steps = [first, count],
+// starting from the output the dispatch before wrote (out_ read-write): the same order.
+// Defines: OR_ UR NIV NU OP FLOATS IDX64; arrays OPSHAPE OPSTR USHAPE ISWIN WOPDIM ISTR UBPOS SMAP; IVD;
+// switch CHUNKED
+#ifndef CHUNKED
+#define CHUNKED 0
+#endif
 #if FLOATS
 #define T float
 #else
@@ -67,8 +73,14 @@ T combine(T a, T b) {
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
+#if CHUNKED
+    int first = steps[0], last = steps[0] + steps[1];
+    T acc = first > 0 ? T(out_[gid]) : T(x[gid]);
+#else
+    int first = 0, last = NU;
     T acc = T(x[gid]);
-    for (int u = 0; u < NU; ++u) {
+#endif
+    for (int u = first; u < last; ++u) {
         if (target(u) == int(gid)) acc = combine(acc, T(upd[u]));
     }
     out_[gid] = acc;

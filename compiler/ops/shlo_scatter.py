@@ -13,6 +13,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, REFUSAL_ATTR, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.shlo_gather import attr_ints, index_vector_dim
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import checked, size
 
 OP = "STABLEHLO_SCATTER"
@@ -26,6 +27,9 @@ VARIANTS = {
                      _BINDS, {"idx": "int32"}),
     "shlo_scatter:int64": (dict(_ARR, OR_=2, UR=2, NIV=1, NU=6, OP=1, FLOATS=1, IDX64=1), {}, _BINDS,
                            {"idx": "uint32"}),
+    "shlo_scatter:chunked": (dict(_ARR, OR_=2, UR=2, NIV=1, NU=6, IDX64=0, CHUNKED=1),
+                             {"OP": [0, 1, 2, 3, 4], "FLOATS": [0, 1]}, _BINDS + ["steps"],
+                             {"idx": "int32", "steps": "int32"}, lambda d: dict(rw=("out_",))),
 }
 
 
@@ -82,8 +86,10 @@ def lower_shlo_scatter(node, graph):
              ISWIN=[int(k in p["win"]) for k in range(ur)], WOPDIM=p["wop"],
              ISTR=[size(ix.shape[k + 1:]) for k in range(len(ix.shape))], UBPOS=p["bdims"] or [0],
              SMAP=p["smap"] or [0], IVD=p["ivd"])
-    return [Kernel("shlo_scatter", [("out_", y.id), ("x", x.id), ("idx", words(graph, ix.id)), ("upd", u.id)],
-                   y.size, d, node.label())]
+    k = Kernel("shlo_scatter", [("out_", y.id), ("x", x.id), ("idx", words(graph, ix.id)), ("upd", u.id)],
+               y.size, d, node.label())
+    per_update = 1 + 3 * ur + 2 * len(x.shape) + p["niv"]         # (target()'s loops)
+    return in_chunks(k, graph, per_update, "NU", rw=("out_",))
 
 
 def from_stablehlo(g: ir.Graph, node: ir.Node, model) -> list[ir.Node]:

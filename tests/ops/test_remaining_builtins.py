@@ -413,6 +413,21 @@ def test_stablehlo_scatter_against_litert(body, dtype):
         _same(m.run([x, i, u])[0], run_litert(model, [x, i, u])[0])
 
 
+@pytest.mark.parametrize("body", [None, "STABLEHLO_ADD"])
+def test_stablehlo_scatter_many_updates_in_chunks(body):
+    """70,000 updates into 4 targets: one dispatch a chunk of updates (step_chunks), each resuming from the output
+    the one before wrote: float sums in LiteRT's order, the last replacement wins. One dispatch was wrong on
+    lavapipe (llvmpipe ends a shader's loops after 65,535 passes)."""
+    rng = np.random.default_rng(8)
+    n = 70000
+    model = _scatter_model([4], "float32", [n, 1], "int32", [n], body, update_window_dims=[], inserted_window_dims=[0],
+                           scatter_dims_to_operand_dims=[0], index_vector_dim=1)
+    x = rng.standard_normal(4).astype(np.float32)
+    i, u = rng.integers(0, 5, (n, 1)).astype(np.int32), rng.integers(-3, 4, n).astype(np.float32) * np.float32(1.1)
+    with gpuc.load(gpuc.compile(model)) as m:
+        _same(m.run([x, i, u])[0], run_litert(model, [x, i, u])[0])
+
+
 def test_stablehlo_scatter_negative_indices():
     """LiteRT 2.3 skips a target with a negative component (measured), as one past a dim."""
     attrs = dict(update_window_dims=[2], inserted_window_dims=[0, 1], scatter_dims_to_operand_dims=[0, 1],

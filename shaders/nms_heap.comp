@@ -22,7 +22,16 @@
 // again and again until the output is full.  That path walks the sorted candidates: each selected box
 // marks, in parallel, the later candidates it suppresses (IoU >= iou_threshold, computed as the heap
 // path computes it) and the next unmarked one is the next pop.  Equal candidate scores take the heap path.
-// Defines: N MAXO SOFT WG FAST NP
+// STAGED (compiler/ops/nms.py, where one invocation's loops could pass llvmpipe's limit of 65,535): the same
+// algorithm in dispatches that keep its state in `st` (uint [4]: heap size, selections, output size, done)
+// and the selections in sel: STAGE 0 the FAST sort and walk (done when it holds), STAGE 1 pushes the
+// candidates steps = [first, count] into the heap, STAGE 2 runs at most steps[1] pops (0: until the end),
+// STAGE 3 writes the zeros and valid.  Each stage after a done one returns at once.
+// Defines: N MAXO SOFT WG FAST NP; STAGED STAGE
+#ifndef STAGED
+#define STAGED 0
+#define STAGE 0
+#endif
 shared uint ssel[MAXO > 0 ? MAXO : 1];
 shared float c_score;
 shared float c_orig;
@@ -32,6 +41,7 @@ shared uint hsize;
 shared uint nsel;
 shared uint nout;
 shared uint done;
+shared uint stop;
 shared uint hard;
 #if FAST
 shared uint skey[NP];          // sort key: the order-preserving bits of a candidate's score, 0 for the others
@@ -136,33 +146,32 @@ float exp_soft(float x) {
 }
 #endif
 
-void heap_nms(uint l, float iou_t, float thr) {
-    if (l == 0u) {
-        hsize = 0u;
-        for (uint i = 0u; i < uint(N); ++i) {
-            float s = scores[i];
-            if (s > thr) push(s, i, 0u);
-        }
-        int m = clamp(max_out[0], 0, MAXO);
-        nout = min(hsize, uint(m));
-        nsel = 0u;
+// invocation 0 pushes the candidates among boxes [first, last) (index order)
+void push_candidates(uint first, uint last, float thr) {
+    for (uint i = first; i < last; ++i) {
+        float s = scores[i];
+        if (s > thr) push(s, i, 0u);
     }
-    barrier();
+}
+
+// the heap's loop, at most `iters` pops; `done` = 1 once the loop has ended
+void heap_loop(uint l, float iou_t, float thr, uint iters) {
 #if SOFT
     float sigma = sigma_in[0];
     precise float scale = sigma > 0.0 ? -0.5 / sigma : 0.0;
 #endif
-    for (;;) {
+    for (uint it = 0u;; ++it) {
         if (l == 0u) {
             done = (nsel < nout && hsize > 0u) ? 0u : 1u;
-            if (done == 0u) {
+            stop = (done != 0u || it >= iters) ? 1u : 0u;
+            if (stop == 0u) {
                 pop();
                 c_orig = c_score;
                 hard = 0u;
             }
         }
         barrier();
-        if (done != 0u) break;                      // (read by all after a barrier: uniform)
+        if (stop != 0u) break;                      // (read by all after a barrier: uniform)
 #if SOFT
         if (sigma > 0.0) {
             if (l == 0u) {
@@ -197,6 +206,18 @@ void heap_nms(uint l, float iou_t, float thr) {
         }
         barrier();
     }
+}
+
+void heap_nms(uint l, float iou_t, float thr) {
+    if (l == 0u) {
+        hsize = 0u;
+        push_candidates(0u, uint(N), thr);
+        int m = clamp(max_out[0], 0, MAXO);
+        nout = min(hsize, uint(m));
+        nsel = 0u;
+    }
+    barrier();
+    heap_loop(l, iou_t, thr, 0xFFFFFFFFu);
 }
 
 #if FAST
@@ -278,6 +299,18 @@ void sorted_nms(uint l, float iou_t, float thr) {
 }
 #endif
 
+// the zeros past the selections, and valid
+void finish(uint l) {
+    for (uint i = nsel + l; i < uint(MAXO); i += uint(WG)) {
+        sel[i] = 0;
+#if SOFT
+        sel_scores[i] = 0.0;
+#endif
+    }
+    if (l == 0u) valid[0] = int(nsel);
+}
+
+#if STAGED == 0
 void main() {
     uint l = gl_LocalInvocationID.x;
     float iou_t = iou_thr[0];
@@ -295,11 +328,59 @@ void main() {
     heap_nms(l, iou_t, thr);
 #endif
     barrier();
-    for (uint i = nsel + l; i < uint(MAXO); i += uint(WG)) {
-        sel[i] = 0;
-#if SOFT
-        sel_scores[i] = 0.0;
-#endif
-    }
-    if (l == 0u) valid[0] = int(nsel);
+    finish(l);
 }
+#else
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    float iou_t = iou_thr[0];
+    float thr = score_thr[0];
+#if STAGE == 0 && FAST
+#if SOFT
+    bool fast = !(sigma_in[0] > 0.0);
+#else
+    bool fast = true;
+#endif
+    if (fast) fast = sort_candidates(l, thr);
+    if (fast) sorted_nms(l, iou_t, thr);
+    barrier();
+    if (l == 0u) {
+        st[3] = fast ? 1u : 0u;
+        st[1] = fast ? nsel : 0u;
+    }
+#elif STAGE == 1
+    uint first = uint(steps[0]), last = uint(steps[0] + steps[1]);
+    if (FAST != 0 && st[3] != 0u) return;           // (the sorted walk held; uniform)
+    if (l == 0u) {
+        hsize = first == 0u ? 0u : st[0];
+        push_candidates(first, last, thr);
+        st[0] = hsize;
+        if (first == 0u) st[3] = 0u;
+        if (last == uint(N)) {
+            st[1] = 0u;
+            st[2] = min(hsize, uint(clamp(max_out[0], 0, MAXO)));
+        }
+    }
+#elif STAGE == 2
+    if (st[3] != 0u) return;                         // (uniform)
+    if (l == 0u) {
+        hsize = st[0];
+        nsel = st[1];
+        nout = st[2];
+    }
+    barrier();
+    for (uint j = l; j < nsel; j += uint(WG)) ssel[j] = uint(sel[j]);
+    barrier();
+    heap_loop(l, iou_t, thr, steps[1] == 0 ? 0xFFFFFFFFu : uint(steps[1]));
+    if (l == 0u) {
+        st[0] = hsize;
+        st[1] = nsel;
+        st[3] = done;
+    }
+#elif STAGE == 3
+    if (l == 0u) nsel = st[1];
+    barrier();
+    finish(l);
+#endif
+}
+#endif

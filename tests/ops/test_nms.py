@@ -122,6 +122,40 @@ def test_sorted_walk_matches_litert(gpu, case):
         check(gpu, model, ins)
 
 
+STAGED_CASES = [  # (boxes, v5, max_output_size, iou, score threshold, sigma, candidate share, grid)
+    (25200, False, 300, 0.45, 0.25, 0.0, 0.3, 0),   # a YOLO-sized head, 7,560 candidates: wrong in one dispatch
+    (5000, False, 2000, 0.3, 0.0, 0.0, 1.0, 0),     # every box a candidate, 2,000 selections
+    (3000, False, 200, 0.5, 0.0, 0.0, 1.0, 40),     # ties: the heap's order across dispatches
+    (8400, True, 300, 0.45, 0.25, 0.5, 0.3, 0),     # soft-NMS: decayed scores pushed back across dispatches
+]
+
+
+@pytest.mark.parametrize("case", STAGED_CASES)
+def test_staged_heap_matches_litert(gpu, case):
+    """Sizes where one invocation's heap loops would pass llvmpipe's 65,535 passes: the heap runs in dispatches
+    that keep its state in a tensor (pushes in chunks of boxes, pops in chunks), against LiteRT."""
+    from gpuc.compiler.ops.nms import _stages
+    n, v5, mo, iou, thr, sigma, share, grid = case
+    assert _stages(n, mo, sigma > 0)[0] is not None
+    rng = np.random.default_rng(n)
+    boxes, s = random_boxes(n, rng, size=0.1), random_scores(n, rng, grid)
+    s = np.where(rng.random(n) < share, 0.3 + 0.7 * s, 0.2 * s).astype(np.float32)
+    ref = check(gpu, nms_model(n, v5, mo, iou, thr, sigma), [boxes, s], soft=sigma > 0)
+    assert ref[-1] == mo
+
+
+def test_staged_runtime_max_output_size():
+    n = 4000
+    rng = np.random.default_rng(6)
+    boxes, scores = random_boxes(n, rng, size=0.05), random_scores(n, rng)
+    model = nms_model(n, rt_max=True, iou=0.4)
+    with gpuc.load(gpuc.compile(model, cache=False)) as m:
+        for mo in (5, 900):
+            ins = [boxes, scores, np.array(mo, np.int32)]
+            for o, r in zip(m.run(ins), litert(model, ins)):
+                np.testing.assert_array_equal(o, r)
+
+
 def test_runs_on_the_gpu_without_round_trips(tmp_path):
     from click.testing import CliRunner
     from gpuc.cli import main

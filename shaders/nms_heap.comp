@@ -24,9 +24,10 @@
 // path computes it) and the next unmarked one is the next pop.  Equal candidate scores take the heap path.
 // STAGED (compiler/ops/nms.py, where one invocation's loops could pass llvmpipe's limit of 65,535): the same
 // algorithm in dispatches that keep its state in `st` (uint [4]: heap size, selections, output size, done)
-// and the selections in sel: STAGE 0 the FAST sort and walk (done when it holds), STAGE 1 pushes the
-// candidates steps = [first, count] into the heap, STAGE 2 runs at most steps[1] pops (0: until the end),
-// STAGE 3 writes the zeros and valid.  Each stage after a done one returns at once.
+// and the selections in sel, each with steps = [first, count]: STAGE 0 the FAST sort and walk (done when it
+// holds), else it pushes the candidates among boxes [0, count) into the heap; STAGE 1 pushes those of
+// [first, first + count); STAGE 2 runs at most count pops (0: the last, until the end, then writes the zeros
+// past the selections and valid).  A stage after a done one returns at once (the last writes the outputs).
 // Defines: N MAXO SOFT WG FAST NP; STAGED STAGE
 #ifndef STAGED
 #define STAGED 0
@@ -331,26 +332,8 @@ void main() {
     finish(l);
 }
 #else
-void main() {
-    uint l = gl_LocalInvocationID.x;
-    float iou_t = iou_thr[0];
-    float thr = score_thr[0];
-#if STAGE == 0 && FAST
-#if SOFT
-    bool fast = !(sigma_in[0] > 0.0);
-#else
-    bool fast = true;
-#endif
-    if (fast) fast = sort_candidates(l, thr);
-    if (fast) sorted_nms(l, iou_t, thr);
-    barrier();
-    if (l == 0u) {
-        st[3] = fast ? 1u : 0u;
-        st[1] = fast ? nsel : 0u;
-    }
-#elif STAGE == 1
-    uint first = uint(steps[0]), last = uint(steps[0] + steps[1]);
-    if (FAST != 0 && st[3] != 0u) return;           // (the sorted walk held; uniform)
+// pushes boxes [first, last) into the heap kept in st (the first chunk starts it)
+void push_stage(uint l, float thr, uint first, uint last) {
     if (l == 0u) {
         hsize = first == 0u ? 0u : st[0];
         push_candidates(first, last, thr);
@@ -361,26 +344,60 @@ void main() {
             st[2] = min(hsize, uint(clamp(max_out[0], 0, MAXO)));
         }
     }
-#elif STAGE == 2
-    if (st[3] != 0u) return;                         // (uniform)
-    if (l == 0u) {
-        hsize = st[0];
-        nsel = st[1];
-        nout = st[2];
+}
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    float iou_t = iou_thr[0];
+    float thr = score_thr[0];
+    uint first = uint(steps[0]), count = uint(steps[1]);
+#if STAGE == 0
+#if FAST
+#if SOFT
+    bool fast = !(sigma_in[0] > 0.0);
+#else
+    bool fast = true;
+#endif
+    if (fast) fast = sort_candidates(l, thr);
+    if (fast) sorted_nms(l, iou_t, thr);
+    barrier();
+    if (fast) {
+        if (l == 0u) {
+            st[3] = 1u;
+            st[1] = nsel;
+        }
+        return;
     }
-    barrier();
-    for (uint j = l; j < nsel; j += uint(WG)) ssel[j] = uint(sel[j]);
-    barrier();
-    heap_loop(l, iou_t, thr, steps[1] == 0 ? 0xFFFFFFFFu : uint(steps[1]));
-    if (l == 0u) {
-        st[0] = hsize;
-        st[1] = nsel;
-        st[3] = done;
+#endif
+    push_stage(l, thr, 0u, count);
+#elif STAGE == 1
+    if (st[3] != 0u) return;                         // (the sorted walk held; uniform)
+    push_stage(l, thr, first, first + count);
+#else
+    bool last = count == 0u;                         // the last pop dispatch: to the end, then the outputs
+    if (st[3] == 0u) {                               // (uniform)
+        if (l == 0u) {
+            hsize = st[0];
+            nsel = st[1];
+            nout = st[2];
+        }
+        barrier();
+        for (uint j = l; j < nsel; j += uint(WG)) ssel[j] = uint(sel[j]);
+        barrier();
+        heap_loop(l, iou_t, thr, last ? 0xFFFFFFFFu : count);
+        if (l == 0u) {
+            st[0] = hsize;
+            st[1] = nsel;
+            st[3] = done;
+        }
+    } else if (!last) {
+        return;
     }
-#elif STAGE == 3
-    if (l == 0u) nsel = st[1];
-    barrier();
-    finish(l);
+    if (last) {
+        if (l == 0u) nsel = st[1];
+        barrier();
+        finish(l);
+    }
 #endif
 }
 #endif

@@ -44,16 +44,12 @@ VARIANTS = {
                   "sigma_in"],
                  {"sel": "int32", "valid": "int32", "heap": "uint32", "max_out": "int32"},
                  lambda d: dict(local_x=WG, rw=("sel_scores", "valid", "heap"))),
-    "nms_heap:staged": (dict(N=100, MAXO=10, WG=WG, NP=128, STAGED=1), {"SOFT": [0, 1], "FAST": [0, 1], "STAGE": [0, 3]},
+    "nms_heap:staged": (dict(N=100, MAXO=10, WG=WG, NP=128, STAGED=1),
+                        {"SOFT": [0, 1], "FAST": [0, 1], "STAGE": [0, 1, 2]},
                         ["sel", "sel_scores", "valid", "heap", "boxes", "scores", "max_out", "iou_thr", "score_thr",
-                         "sigma_in", "st"], {"sel": "int32", "valid": "int32", "heap": "uint32", "max_out": "int32",
-                                             "st": "uint32"},
+                         "sigma_in", "st", "steps"], {"sel": "int32", "valid": "int32", "heap": "uint32",
+                                                      "max_out": "int32", "st": "uint32", "steps": "int32"},
                         lambda d: dict(local_x=WG, rw=("sel_scores", "valid", "heap", "sel", "st"))),
-    "nms_heap:steps": (dict(N=100, MAXO=10, WG=WG, NP=128, STAGED=1), {"SOFT": [0, 1], "FAST": [0, 1], "STAGE": [1, 2]},
-                       ["sel", "sel_scores", "valid", "heap", "boxes", "scores", "max_out", "iou_thr", "score_thr",
-                        "sigma_in", "st", "steps"], {"sel": "int32", "valid": "int32", "heap": "uint32",
-                                                     "max_out": "int32", "st": "uint32", "steps": "int32"},
-                       lambda d: dict(local_x=WG, rw=("sel_scores", "valid", "heap", "sel", "st"))),
 }
 
 
@@ -147,28 +143,28 @@ def lower_nms(node, graph):
     binds = binds + [("st", st)]
     rw = rw + ("sel", "st")
 
-    def stage(k, label, steps=None):
-        b = binds + ([("steps", graph.add_const(f"{node.label()}/{label.replace(' ', '_')}", np.array(steps, np.int32)))]
-                     if steps is not None else [])
-        return Kernel("nms_heap", b, WG, dict(d, STAGED=1, STAGE=k), f"{node.label()}: {label}", local_x=WG, rw=rw)
-    ks = [stage(0, "sorted walk")] if fast["FAST"] else []
-    ks += [stage(1, f"push {i}..{min(i + build, n) - 1}", [i, min(build, n - i)]) for i in range(0, n, build)]
-    ks += [stage(2, f"pops {j}", [j, pops if j < select - 1 else 0]) for j in range(select)]
-    return ks + [stage(3, "outputs")]
+    def stage(k, label, steps):
+        c = graph.add_const(f"{node.label()}/{label.replace(' ', '_')}", np.array(steps, np.int32))
+        return Kernel("nms_heap", binds + [("steps", c)], WG, dict(d, STAGED=1, STAGE=k), f"{node.label()}: {label}",
+                      local_x=WG, rw=rw)
+    ks = [stage(0, ("sorted walk, else " if fast["FAST"] else "") + f"push 0..{min(build, n) - 1}", [0, min(build, n)])]
+    ks += [stage(1, f"push {i}..{min(i + build, n) - 1}", [i, min(build, n - i)]) for i in range(build, n, build)]
+    ks += [stage(2, f"pops {j}", [j, pops]) for j in range(select - 1)]
+    return ks + [stage(2, "pops to the end, outputs", [select - 1, 0])]
 
 
 def _stages(n: int, cap: int, soft: bool):
     """(boxes a push dispatch takes, pop dispatches, pops each) where one invocation's loops could pass
     step_chunks.LOOP_BUDGET in one dispatch (llvmpipe ends them after 65,535 passes and runs on), else
-    (None, 0, 0).  A push passes up to 1 + log2 N times (its sift-up); a pop up to 3 log2 N + 3 and its
-    comparisons (invocation 0 walks every selection with soft-NMS; else a share of them).  Hard NMS pops at
-    most once per push (N candidates, and every selection pushed back): N + MAXO pops; soft-NMS may pop more,
-    so its last pop dispatch runs to the end."""
+    (None, 0, 0).  A push passes its sift-up, up to 1 + log2 N times; a pop its sift-down and refill (2 log2 N)
+    and its comparisons (invocation 0 walks the selections with soft-NMS; else a share of them), and each
+    selection a push.  Hard NMS pops at most once per push (N candidates, and every selection pushed back):
+    N + MAXO pops; soft-NMS may pop more, so its last pop dispatch runs to the end."""
     logn = max(1, n.bit_length())
-    per_pop = 3 * logn + 3 + (cap if soft else cap // WG + 1)
-    if n == 0 or n * (1 + logn) + (n + cap) * per_pop <= LOOP_BUDGET:
+    per_pop = 2 * logn + 3 + (cap if soft else cap // WG)
+    if n == 0 or n * (1 + logn) + (n + cap) * per_pop + cap * logn <= LOOP_BUDGET:
         return None, 0, 0
-    pops = max(1, (LOOP_BUDGET - cap // WG - 2) // per_pop)
+    pops = max(1, (LOOP_BUDGET - cap * logn - cap // WG - 2) // per_pop)
     return max(1, LOOP_BUDGET // (1 + logn)), -(-(n + cap) // pops), pops
 
 

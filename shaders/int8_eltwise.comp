@@ -35,8 +35,21 @@
 // OP 9 LEAKY_RELU: v = x - IN_ZP; q8_rq0(v, MO, SO) where v >= 0, else q8_rq0(v, M_A, S_A); + OUT_ZP clamped.
 // Defines: OP NOUT OFF_A OFF_B M_A S_A M_B S_B MO SO OUT_ZP ACT_MIN ACT_MAX B_MOD OUTER R INNER MEAN_OPT BLK IN_ZP L OUT_SCALE
 //          H W C OH OW KH KW SH SW PT PL
+// Row statistics (OP 2 / 17 / 19 over long rows, compiler/ops/int8_eltwise.py with_row_stats): STATS dispatches
+// compute each row's max (PHASE 0) and its in-order table sum or sum of squares (PHASE 1) once, an invocation a
+// row, into rs ([rows][2] words; CHUNKED: steps = [first, count] of the row, resuming from rs), and the
+// element dispatch reads them (ROWSTATS) instead of every invocation walking its row again.
 // @include int8_requant.glsl
 int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
+#ifndef STATS
+#define STATS 0
+#endif
+#ifndef ROWSTATS
+#define ROWSTATS 0
+#endif
+#ifndef CHUNKED
+#define CHUNKED 0
+#endif
 
 #ifndef SUB
 #define SUB 0
@@ -214,11 +227,15 @@ int value_at(int e) {
     int row = e / L;
     if (row != row_cached) {
         row_cached = row;
+#if ROWSTATS
+        int acc = rs[2 * row + 1];
+#else
         int acc = 0;
         for (int j = 0; j < L; ++j) {
             int v = ld_a(row * L + j) - IN_ZP;
             acc += v * v;
         }
+#endif
         row_inv = l2_inv_sqrt(acc);
     }
     return clamp(q8_rq0(ld_a(e) - IN_ZP, row_inv.x, row_inv.y + 7), -128, 127);
@@ -313,10 +330,15 @@ int value_at(int e) {
     int row = e / L;
     if (row != row_cached) {
         row_cached = row;
+#if ROWSTATS
+        int mx = rs[2 * row];
+        precise float s = intBitsToFloat(rs[2 * row + 1]);
+#else
         int mx = -128;
         for (int j = 0; j < L; ++j) mx = max(mx, ld_a(row * L + j));
         precise float s = 0.0;
         for (int j = 0; j < L; ++j) s += lut[255 - mx + ld_a(row * L + j)];
+#endif
         precise float t = uintBitsToFloat(SI_BITS) * float(mx);
         precise float u = t + ls_logf(s);
         row_pre = u * 16.0;                                              // (/ (1/16): exact)
@@ -337,10 +359,15 @@ int value_at(int e) {
     int row = e / L;
     if (row != row_cached) {
         row_cached = row;
+#if ROWSTATS
+        int mx = rs[2 * row];
+        precise float s = intBitsToFloat(rs[2 * row + 1]);
+#else
         int mx = -128;
         for (int j = 0; j < L; ++j) mx = max(mx, ld_a(row * L + j));
         precise float s = 0.0;
         for (int j = 0; j < L; ++j) s += lut[255 - mx + ld_a(row * L + j)];
+#endif
         precise float d = s * OUT_SCALE;
         row_max = mx;
         row_inv = 1.0 / d;
@@ -351,6 +378,35 @@ int value_at(int e) {
 }
 #endif
 
+#if STATS
+void main() {
+    int r = int(gpuc_gid());
+    if (r >= int(TOTAL)) return;
+#if CHUNKED
+    int first = steps[0], last = steps[0] + steps[1];
+#else
+    int first = 0, last = L;
+#endif
+    int base = r * L;
+#if PHASE == 0
+    int mx = first > 0 ? rs[2 * r] : -128;
+    for (int j = first; j < last; ++j) mx = max(mx, ld_a(base + j));
+    rs[2 * r] = mx;
+#elif OP == 19
+    int acc = first > 0 ? rs[2 * r + 1] : 0;
+    for (int j = first; j < last; ++j) {
+        int v = ld_a(base + j) - IN_ZP;
+        acc += v * v;
+    }
+    rs[2 * r + 1] = acc;
+#else
+    int mx = rs[2 * r];
+    precise float s = first > 0 ? intBitsToFloat(rs[2 * r + 1]) : 0.0;
+    for (int j = first; j < last; ++j) s += lut[255 - mx + ld_a(base + j)];
+    rs[2 * r + 1] = floatBitsToInt(s);
+#endif
+}
+#else
 void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
@@ -362,3 +418,4 @@ void main() {
     }
     out_[gid] = word;
 }
+#endif

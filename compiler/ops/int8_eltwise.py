@@ -41,6 +41,8 @@ them (passes/quant.py native_int8 makes these ops from the TFLite ones):
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
@@ -51,6 +53,7 @@ from gpuc.compiler.ops.int8_common import (QMAX, QMIN, act_range, f32, int8_acti
                                            per_tensor, quantize_multiplier, scale_zp)
 from gpuc.compiler.ops.conv import window
 from gpuc.compiler.ops.math import words
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import checked, fused_act, size
 
 from gpuc.compiler.ops.int8_common import ADD, AVG_POOL, MAX_POOL, MEAN, SOFTMAX  # noqa: E402 (the int8 op names)
@@ -338,7 +341,28 @@ def lower_int8_eltwise(node, graph):
         so, zo = scale_zp(y)
         d.update(OP=2, L=int(x.shape[-1]), OUT_SCALE=so, OUT_ZP=zo)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]
-    return [Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())]
+    k = Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())
+    return with_row_stats(k, graph, y.size // int(x.shape[-1])) if d["OP"] == 2 else [k]
+
+
+ROW_STATS_FROM = 2048        # rows longer than this: their statistics once, then the elements
+
+
+def with_row_stats(k: Kernel, graph, rows: int) -> list:
+    """Kernel `k` (OP 2, 17 or 19: SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION, whose invocations each walk their row
+    for its max and in-order sum) as it is for short rows.  A longer row gets its statistics once, an invocation
+    a row (chunks of it within step_chunks.LOOP_BUDGET: each invocation walked it twice, O(L^2) work a row, past
+    llvmpipe's loop limit beyond 32,767), and `k` reads them (ROWSTATS)."""
+    if k.defines["L"] <= ROW_STATS_FROM or rows == 0:
+        return [k]
+    rs = graph.add_tensor(f"{k.label}/row_stats", [2 * rows], "int32")
+    binds = [("rs", rs)] + [b for b in k.bindings if b[0] in ("a", "lut")]
+    out = []
+    for phase in ([0, 1] if k.defines["OP"] != 19 else [1]):
+        s = Kernel("int8_eltwise", binds, rows, dict(k.defines, STATS=1, PHASE=phase),
+                   f"{k.label}: row {'max' if phase == 0 else 'sum'}", rw=("rs",))
+        out += in_chunks(s, graph, 1, "L", tag=f"_phase{phase}_")
+    return out + [dataclasses.replace(k, bindings=list(k.bindings) + [("rs", rs)], defines=dict(k.defines, ROWSTATS=1))]
 
 
 _BASE = dict(SUB=0, NOUT=30, OFF_A=3, OFF_B=-2, M_A=1 << 30, S_A=0, M_B=1 << 30, S_B=-1, MO=1 << 30, SO=-3, OUT_ZP=1,
@@ -365,6 +389,14 @@ VARIANTS = {
                           {"out_": "uint32", "a": "uint32", "b": "uint32", "lut": "int32"}),
     "int8_eltwise:softmax": (dict(_BASE, OP=2), {"OP": [2, 17]}, ["out_", "a", "lut"],      # (17: int8_normalize.py)
                              {"out_": "uint32", "a": "uint32", "lut": "float32"}),
+    "int8_eltwise:rowstats": (dict(_BASE, OP=2, ROWSTATS=1), {"OP": [2, 17]}, ["out_", "a", "lut", "rs"],
+                              {"out_": "uint32", "a": "uint32", "lut": "float32", "rs": "int32"}),
+    "int8_eltwise:rowstats-l2": (dict(_BASE, OP=19, ROWSTATS=1), {}, ["out_", "a", "rs"],
+                                 {"out_": "uint32", "a": "uint32", "rs": "int32"}),
+    "int8_eltwise:stats": (dict(_BASE, STATS=1), {"OP": [2, 17, 19], "PHASE": [0, 1], "CHUNKED": [0, 1]},
+                           ["rs", "a", "lut", "steps"],
+                           {"rs": "int32", "a": "uint32", "lut": "float32", "steps": "int32"},
+                           lambda d: dict(rw=("rs",))),
 }
 
 native_form(("ADD", ADD), ("MEAN", MEAN), ("SOFTMAX", SOFTMAX), ("AVERAGE_POOL_2D", AVG_POOL),

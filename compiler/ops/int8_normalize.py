@@ -26,7 +26,7 @@ from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import register
 from gpuc.compiler.ops.int8_facts import declare_int8
 from gpuc.compiler.ops.int8_common import REFUSALS, int8_activation, native_form, per_tensor, scale_zp
-from gpuc.compiler.ops.int8_eltwise import softmax_table
+from gpuc.compiler.ops.int8_eltwise import softmax_table, with_row_stats
 from gpuc.compiler.ops.int8_libm import LOGF_INVC, LOGF_LN2, LOGF_LOGC, LOGF_POLY
 from gpuc.compiler.ops.math import words
 from gpuc.compiler.ops.util import checked, fused_act
@@ -107,8 +107,9 @@ def lower_int8_normalize(node, graph):
     depth = int(x.shape[-1])
     if node.op == L2_NORMALIZATION:
         d = dict(NOUT=y.size, OP=19, L=depth, IN_ZP=scale_zp(x)[1])
-        return [Kernel("int8_eltwise", [("out_", words(graph, y.id)), ("a", words(graph, x.id))], -(-y.size // 4), d,
-                       node.label())]
+        k = Kernel("int8_eltwise", [("out_", words(graph, y.id)), ("a", words(graph, x.id))], -(-y.size // 4), d,
+                   node.label())
+        return with_row_stats(k, graph, y.size // depth)
     si, _ = scale_zp(x)
     kmax = int(math.log2(depth)) + 3                    # (the sum is at most depth: k <= log2(depth) + 1)
     table = np.concatenate([softmax_table(si, 1.0), logf_table(kmax)])
@@ -116,7 +117,7 @@ def lower_int8_normalize(node, graph):
     sc = np.float32(np.float32(si) / np.float32(OUT_GRID[0]))                           # float / float, as LiteRT
     d = dict(NOUT=y.size, OP=17, L=depth, KMAX=kmax, SI_BITS=_f32_bits(si), SC_BITS=_f32_bits(sc))
     binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]
-    return [Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())]
+    return with_row_stats(Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label()), graph, y.size // depth)
 
 
 native_form(("LOG_SOFTMAX", LOG_SOFTMAX), ("L2_NORMALIZATION", L2_NORMALIZATION), check=_check)

@@ -123,3 +123,27 @@ def test_l2_normalization_other_output_grid_is_refused():
         run_litert(model, [np.zeros((2, 5), np.int8)])
     with pytest.raises(UnsupportedError, match=r"L2_NORMALIZATION \(operator #0\): int8 output 'y' .* 1/128"):
         gpuc.compile(model, cache=False)
+
+
+@pytest.mark.parametrize("op,depth", [("SOFTMAX", 5000), ("SOFTMAX", 40000), ("LOG_SOFTMAX", 40000),
+                                      ("L2_NORMALIZATION", 70000)])
+def test_long_rows_take_row_statistics_bit_exact(gpu, op, depth):
+    """Rows past int8_eltwise.ROW_STATS_FROM: each row's max and in-order sum once (in chunks of the row past
+    step_chunks.LOOP_BUDGET), then the elements; LiteRT's bits. Every invocation walking its row twice was wrong
+    on lavapipe past 32,767 and took O(L^2) work a row."""
+    from gpuc.compiler.ops.int8_eltwise import ROW_STATS_FROM
+    assert depth > ROW_STATS_FROM
+    rng = np.random.default_rng(depth)
+    q = (float(rng.uniform(0.02, 0.1)), int(rng.integers(-30, 30)))
+    if op == "L2_NORMALIZATION":
+        model = _l2((2, depth), q)
+    elif op == "LOG_SOFTMAX":
+        model = _log_softmax((2, depth), q)
+    else:
+        mb = ModelBuilder()
+        x = mb.input("x", [2, depth], I8, quant=q)
+        y = mb.tensor("y", [2, depth], I8, quant=(1.0 / 256, -128))
+        mb.op("SOFTMAX", [x], [y], beta=1.0)
+        mb.output(y)
+        model = mb.finish()
+    _exact(gpu, model, [_rows(rng, 2, depth)], "INT8_" + op)

@@ -50,6 +50,16 @@ int ld_a(int e) { return q8_lane(a[e >> 2], e & 3); }
 #ifndef CHUNKED
 #define CHUNKED 0
 #endif
+// Long reductions (OP 1 MEAN over more than PARTIAL_FROM elements, OP 3 / 4 pools over larger windows:
+// with_partials): a PSUM dispatch sums (pools: sums and counts, or maxima) parts of RP reduced rows (window rows)
+// into ps, an invocation a part of an output; the element dispatch (PARTS) combines an output's PARTS partials.
+// Integer sums and maxima: exact in any order.
+#ifndef PSUM
+#define PSUM 0
+#endif
+#ifndef PARTS
+#define PARTS 0
+#endif
 
 #ifndef SUB
 #define SUB 0
@@ -89,14 +99,19 @@ int value_at(int e) {
 int value_at(int e) {
     int o = e / INNER, i = e % INNER;
     int s = 0;
+#if PARTS && !PSUM
+    for (int p = 0; p < PARTS; ++p) s += ps[e * PARTS + p];
+#else
     for (int r = 0; r < R; ++r) s += ld_a((o * R + r) * INNER + i);
+#endif
 #if MEAN_OPT
     return clamp((i < BLK ? q8_rq2(s, MO, SO) : q8_rq0(s, MO, SO)) + OUT_ZP, -128, 127);
 #endif
     return clamp(q8_rq0(s - IN_ZP * R, MO, SO) + OUT_ZP, -128, 127);
 }
 #elif OP == 3 || OP == 4
-int value_at(int e) {
+// output element e's window rows [ky0, ky1): its sum (OP 3) or max (OP 4), and the cells inside the input
+ivec2 window_part(int e, int ky0, int ky1) {
     int c = e % C;
     int p = e / C;
     int ox = p % OW;
@@ -105,7 +120,7 @@ int value_at(int e) {
     int n = p / OH;
     int acc = OP == 3 ? 0 : -128;
     int count = 0;
-    for (int ky = 0; ky < KH; ++ky) {
+    for (int ky = ky0; ky < ky1; ++ky) {
         int iy = oy * SH - PT + ky;
         if (iy < 0 || iy >= H) continue;
         for (int kx = 0; kx < KW; ++kx) {
@@ -116,6 +131,21 @@ int value_at(int e) {
             count += 1;
         }
     }
+    return ivec2(acc, count);
+}
+
+int value_at(int e) {
+#if PARTS && !PSUM
+    int acc = OP == 3 ? 0 : -128, count = 0;
+    for (int p = 0; p < PARTS; ++p) {
+        int a = ps[2 * (e * PARTS + p)];
+        acc = OP == 3 ? acc + a : max(acc, a);
+        count += ps[2 * (e * PARTS + p) + 1];
+    }
+#else
+    ivec2 w = window_part(e, 0, KH);
+    int acc = w.x, count = w.y;
+#endif
 #if OP == 3
     if (count > 0)
         acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
@@ -378,7 +408,22 @@ int value_at(int e) {
 }
 #endif
 
-#if STATS
+#if PSUM
+void main() {
+    int g = int(gpuc_gid());
+    if (g >= int(TOTAL)) return;
+    int part = g % PARTS, e = g / PARTS, r0 = part * RP;
+#if OP == 1
+    int o = e / INNER, i = e % INNER, s = 0;
+    for (int r = r0; r < min(R, r0 + RP); ++r) s += ld_a((o * R + r) * INNER + i);
+    ps[g] = s;
+#else
+    ivec2 w = window_part(e, r0, min(KH, r0 + RP));
+    ps[2 * g] = w.x;
+    ps[2 * g + 1] = w.y;
+#endif
+}
+#elif STATS
 void main() {
     int r = int(gpuc_gid());
     if (r >= int(TOTAL)) return;

@@ -342,7 +342,32 @@ def lower_int8_eltwise(node, graph):
         d.update(OP=2, L=int(x.shape[-1]), OUT_SCALE=so, OUT_ZP=zo)
         binds = [("out_", words(graph, y.id)), ("a", words(graph, x.id)), ("lut", lut)]
     k = Kernel("int8_eltwise", binds, -(-y.size // 4), d, node.label())
-    return with_row_stats(k, graph, y.size // int(x.shape[-1])) if d["OP"] == 2 else [k]
+    if d["OP"] == 2:
+        return with_row_stats(k, graph, y.size // int(x.shape[-1]))
+    return with_partials(k, graph) if d["OP"] in (1, 3, 4) else [k]
+
+
+PARTIAL_FROM = 4096          # MEANs and pools over more elements than this: partial sums first
+PART = 2048                  # elements a partial sums (pools: whole window rows, at least one)
+
+
+def with_partials(k: Kernel, graph) -> list:
+    """Kernel `k` (OP 1 MEAN, OP 3 / 4 average / max pool: each invocation reduces 4 outputs' elements in turn) as
+    it is for short reductions.  A longer one first sums (pools: sums and counts, or maxima) parts of PART elements,
+    an invocation a part of an output, into int32 partials, and `k` combines them (PARTS): exact integer sums in any
+    order.  (4 outputs of 22,500 elements an invocation passed llvmpipe's loop limit: off by one on lavapipe.)"""
+    d = k.defines
+    pool = d["OP"] != 1
+    total, rows = (d["KH"] * d["KW"], d["KH"]) if pool else (d["R"], d["R"])
+    if total <= PARTIAL_FROM:
+        return [k]
+    rp = max(1, PART // d["KW"]) if pool else PART
+    parts = -(-rows // rp)
+    ps = graph.add_tensor(f"{k.label}/partials", [d["NOUT"] * parts * (2 if pool else 1)], "int32")
+    a = [b for b in k.bindings if b[0] == "a"]
+    pk = Kernel("int8_eltwise", [("ps", ps)] + a, d["NOUT"] * parts, dict(d, PSUM=1, PARTS=parts, RP=rp),
+                f"{k.label}: {parts} partial sums")
+    return [pk, dataclasses.replace(k, bindings=list(k.bindings) + [("ps", ps)], defines=dict(d, PARTS=parts, RP=rp))]
 
 
 ROW_STATS_FROM = 2048        # rows longer than this: their statistics once, then the elements
@@ -375,6 +400,10 @@ VARIANTS = {
     "int8_eltwise": (dict(_BASE, OP=0), {"SUB": [0, 1, 2]}, ["out_", "a", "b"], {"out_": "uint32", "a": "uint32", "b": "uint32"}),
     "int8_eltwise:mean": (dict(_BASE, OP=1), {"MEAN_OPT": [0, 1]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:pool": (dict(_BASE, OP=3), {"OP": [3, 4]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
+    "int8_eltwise:partials": (dict(_BASE, OP=1, PSUM=1, PARTS=3, RP=2), {"OP": [1, 3, 4]}, ["ps", "a"],
+                              {"ps": "int32", "a": "uint32"}),
+    "int8_eltwise:combine": (dict(_BASE, OP=1, PARTS=3, RP=2), {"OP": [1, 3, 4], "MEAN_OPT": [0, 1]},
+                             ["out_", "a", "ps"], {"out_": "uint32", "a": "uint32", "ps": "int32"}),
     "int8_eltwise:relu": (dict(_BASE, OP=5), {"OP": [5, 9, 19]}, ["out_", "a"], {"out_": "uint32", "a": "uint32"}),
     "int8_eltwise:mul": (dict(_BASE, OP=6), {"OP": [6, 10, 11, 15, 16]}, ["out_", "a", "b"],   # (15, 16: int8_binary.py)
                          {"out_": "uint32", "a": "uint32", "b": "uint32"}),

@@ -670,3 +670,36 @@ def test_maximum_minimum_compare_raw_bytes(gpu, op, bshape):
     mb.op(op, [a, b], [y])
     mb.output(y)
     _exact(gpu, mb.finish(), [_qin(rng, (2, 5, 6, 8)), _qin(rng, bshape)], "INT8_" + op)
+
+
+@pytest.mark.parametrize("case", ["mean_hw", "mean_last", "avg_global", "max_same"])
+def test_long_reductions_take_partial_sums_bit_exact(gpu, case):
+    """MEANs and pools over more than int8_eltwise.PARTIAL_FROM elements: int32 partial sums (pools: sums and
+    counts, or maxima) of parts, then the outputs; LiteRT's bits. 4 outputs of 22,500 elements an invocation were
+    off by one on lavapipe (llvmpipe's loop limit)."""
+    rng = np.random.default_rng(len(case))
+    mb = ModelBuilder()
+    q = (float(rng.uniform(0.02, 0.1)), int(rng.integers(-30, 30)))
+    if case.startswith("mean"):
+        shape, axes = ([1, 150, 160, 5], [1, 2]) if case == "mean_hw" else ([3, 2, 30000], [-1])
+        x = mb.input("x", shape, I8, quant=q)
+        oshape = [1, 1, 1, 5] if case == "mean_hw" else [3, 2, 1]
+        y = mb.tensor("y", oshape, I8, quant=_q(rng))
+        mb.op("MEAN", [x, mb.const("ax", np.array(axes, np.int32))], [y], keep_dims=True)
+        form = "INT8_MEAN"
+    else:
+        op, shape, k, pad = ("AVERAGE_POOL_2D", [2, 150, 150, 3], 150, "VALID") if case == "avg_global" else \
+            ("MAX_POOL_2D", [1, 90, 80, 4], 70, "SAME")
+        x = mb.input("x", shape, I8, quant=q)
+        o = 1 if pad == "VALID" else -(-shape[1] // 40)
+        ow = 1 if pad == "VALID" else -(-shape[2] // 40)
+        s = 1 if pad == "VALID" else 40
+        y = mb.tensor("y", [shape[0], o, ow, shape[3]], I8, quant=q)
+        mb.op(op, [x], [y], padding=pad, stride_w=s, stride_h=s, filter_width=k, filter_height=k)
+        form = "INT8_" + op
+    mb.output(y)
+    xv = rng.integers(0, 100, shape).astype(np.int8)             # (a mean far from the zero point)
+    if case == "max_same":
+        xv = rng.integers(-128, 100, shape).astype(np.int8)
+        xv[:, 40:80:7] = 127                                      # (maxima in a window's late rows)
+    _exact(gpu, mb.finish(), [xv], form)

@@ -32,12 +32,22 @@ def test_long_reductions_match_litert(gpu, op, shape, axes, keep, swish):
     data = reduce_model(op, shape, axes, keep, swish=swish)
     labels = _labels(data)
     assert len(labels) == 2 and "parts" in labels[0] and "parts" not in labels[1]
-    x = RNG.normal(0.5, 1, shape).astype(np.float32)
+    x = np.random.default_rng(len(shape) + len(axes) + swish).normal(0.5, 1, shape).astype(np.float32)
     with gpuc.load(data) as m:
         (got,) = m.run([x])
     (ref,) = run_litert(data, [x])
     assert got.shape == ref.shape
-    assert np.abs(got - ref).max() <= 1e-5 * max(1.0, np.abs(ref).max())
+    # LiteRT's float32 sum of ~500,000 terms in sequence is itself ~1e-5 off the exact value (its error grows with
+    # the length; the data's own generator per case, so no test order changes them): gpuc's parts near the exact
+    # value, LiteRT within the suite's float tolerance
+    xd = x.astype(np.float64)
+    exact = reduce_model_exact(op, xd * (1 / (1 + np.exp(-xd))) if swish else xd, axes, keep)
+    assert np.abs(got - exact).max() <= 2e-6 * max(1.0, np.abs(exact).max())
+    assert np.abs(got - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def reduce_model_exact(op, xd, axes, keep):
+    return (np.sum if op == "SUM" else np.mean)(xd, axis=tuple(axes), keepdims=keep)
 
 
 def test_a_long_product_and_a_sum_of_ones_are_exact(gpu):

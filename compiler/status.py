@@ -62,6 +62,15 @@ def index_check(graph, node, kernel: Kernel, tensor: int, bounds: list) -> Kerne
     return kernel
 
 
+def split(graph, kernel: Kernel, kernels: list) -> list:
+    """`kernels` (copies of `kernel`, e.g. its chunks: compiler/ops/step_chunks.py) run in its place: a check on
+    `kernel` covers them (finish completes their defines).  Returns `kernels`."""
+    for c in graph.checks:
+        if any(k is kernel for k in c.kernels):
+            c.kernels = [k for k in c.kernels if k is not kernel] + [k for k in kernels if k is not kernel]
+    return kernels
+
+
 def finish(graph, program: list) -> tuple[list, int | None]:
     """(program, status tensor or None): with checks, the status tensor sized [rows, words], the
     checking kernels' row length set, and a zeroing dispatch first."""

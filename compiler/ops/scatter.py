@@ -130,7 +130,8 @@ def lower_scatter(node, graph):
     kern = Kernel("scatter_nd", binds, y.size, d, node.label())
     if not ind.is_const and nrows and k:
         status.index_check(graph, node, kern, ind.id, shape[:k])
-    return in_chunks(kern, graph, 2 * (d["K"] + 1), "NIDX", rw=("out_",))     # (invocation 0 also checks each row)
+    chunks = in_chunks(kern, graph, 2 * (d["K"] + 1), "NIDX", rw=("out_",))     # (invocation 0 also checks each row)
+    return status.split(graph, kern, chunks)
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

@@ -131,7 +131,7 @@ def lower_segment(node, graph):
     k = Kernel("segment_reduce", [("out_", y.id), ("data", x.id), ("ids", ids.id)], y.size, d, node.label())
     if not ids.is_const and nids:
         status.index_check(graph, node, k, ids.id, [nseg])
-    return in_chunks(k, graph, 2, "NIDS", rw=("out_",))     # (2: invocation 0 also checks every id)
+    return status.split(graph, k, in_chunks(k, graph, 2, "NIDS", rw=("out_",)))   # (2: invocation 0 also checks ids)
 
 
 def _shape(node, vals, graph, need=None):

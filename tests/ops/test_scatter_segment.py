@@ -216,3 +216,18 @@ def test_many_index_rows_in_chunks(op):
         model, feeds = _s2d_model([n], [4], [n], "float32"), [i[:, 0], v, np.array(0.5, np.float32)]
     with gpuc.load(gpuc.compile(model)) as m:
         _same(m.run(feeds)[0], run_litert(model, feeds)[0])
+
+
+def test_chunks_share_their_kernels_check():
+    """The check of a chunked fold covers every chunk (status.split): each chunk gets the status row's length."""
+    from gpuc.compiler import status
+    from gpuc.compiler.codegen.kernel import Kernel
+    from gpuc.compiler.ir import Graph
+    g = Graph("g", [], [], [], [])
+    k = Kernel("segment_reduce", [("out_", g.add_tensor("y", [4], "float32"))], 4, {})
+    g.checks.append(status.Check("SEGMENT_SUM", 0, "s", [4], 0, [k]))
+    chunks = [Kernel("segment_reduce", list(k.bindings), 4, {"CHUNKED": 1}) for _ in range(3)]
+    assert status.split(g, k, chunks) is chunks and g.checks[0].kernels == chunks
+    g.status = g.add_tensor(status.STATUS_NAME, [1, status.WORDS], "uint32")
+    status.finish(g, list(chunks))
+    assert all(c.defines["STATUS_ROW"] == status.WORDS for c in chunks)

@@ -3,7 +3,12 @@
 // the base-dilated, padded input: outside it, or on a dilation hole, it reads the init value.
 // OP: 1 add, 2 mul, 3 min (a <= b ? a : b), 4 max (a >= b ? a : b), 5 all, 6 any (1 or 0).
 // FLOATS: float32 (else int32: sums and products wrap).
-// Defines: R OP FLOATS WSIZE; arrays OSTR WST STRIDE WDIL LO BASE DIL ISTR (R values each)
+// CHUNKED (compiler/ops/step_chunks.py, a long window): the dispatch folds window positions steps = [first,
+// count], starting from the output the dispatch before wrote (out_ read-write): the same order.
+// Defines: R OP FLOATS WSIZE; arrays OSTR WST STRIDE WDIL LO BASE DIL ISTR (R values each); switch CHUNKED
+#ifndef CHUNKED
+#define CHUNKED 0
+#endif
 #if FLOATS
 #define T float
 #else
@@ -30,8 +35,14 @@ void main() {
     uint gid = gpuc_gid();
     if (gid >= TOTAL) return;
     T init = T(init_v[0]);
+#if CHUNKED
+    int first = steps[0], last = steps[0] + steps[1];
+    T acc = first > 0 ? T(out_[gid]) : init;
+#else
+    int first = 0, last = WSIZE;
     T acc = init;
-    for (int w = 0; w < WSIZE; ++w) {
+#endif
+    for (int w = first; w < last; ++w) {
         int rem = int(gid), wr = w, off = 0;
         bool inside = true;
         for (int k = 0; k < R; ++k) {

@@ -20,6 +20,7 @@ import numpy as np
 from gpuc.compiler import ir
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import ALWAYS, REFUSAL_ATTR, UNSAFE, Why, declare, register, rules, template
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import checked, size
 from gpuc.runtime import cpu_reduce_window as crw
 
@@ -34,6 +35,10 @@ VARIANTS = {
     "reduce_window": (dict(R=2, WSIZE=4, OSTR=[2, 1], WST=[2, 1], STRIDE=[1, 1], WDIL=[1, 1], LO=[0, 0],
                            BASE=[1, 1], DIL=[3, 3], ISTR=[3, 1]),
                       {"OP": [1, 2, 3, 4, 5, 6], "FLOATS": [0, 1]}, ["out_", "x", "init_v"], {}),
+    "reduce_window:chunked": (dict(R=2, WSIZE=4, OSTR=[2, 1], WST=[2, 1], STRIDE=[1, 1], WDIL=[1, 1], LO=[0, 0],
+                                   BASE=[1, 1], DIL=[3, 3], ISTR=[3, 1], CHUNKED=1),
+                              {"OP": [1, 2, 3, 4, 5, 6], "FLOATS": [0, 1]}, ["out_", "x", "init_v", "steps"],
+                              {"steps": "int32"}, lambda d: dict(rw=("out_",))),
 }
 
 
@@ -74,8 +79,8 @@ def lower_reduce_window(node, graph):
     istr = [size(x.shape[k + 1:]) for k in range(r)]
     d = dict(R=r, OP=p["fn"], FLOATS=int(x.dtype == "float32"), WSIZE=size(p["win"]), OSTR=ostr, WST=wst,
              STRIDE=p["strides"], WDIL=p["wdil"], LO=p["lo"], BASE=p["base"], DIL=p["dilated"], ISTR=istr)
-    return [Kernel("reduce_window", [("out_", y.id), ("x", x.id), ("init_v", node.inputs[1])], y.size, d,
-                   node.label())]
+    k = Kernel("reduce_window", [("out_", y.id), ("x", x.id), ("init_v", node.inputs[1])], y.size, d, node.label())
+    return in_chunks(k, graph, 1 + r, "WSIZE", rw=("out_",))     # (1 + R: a window position's loop over the dims)
 
 
 def _shape(node, vals, graph, need=None):

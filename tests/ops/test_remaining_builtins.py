@@ -174,6 +174,21 @@ def test_reduce_window_against_litert(dtype):
             _same(m.run([x, init])[0], run_litert(model, [x, init])[0])
 
 
+@pytest.mark.parametrize("fn,dtype", [("ADD", "float32"), ("MAXIMUM", "float32"), ("MUL", "int32")])
+def test_reduce_window_over_a_long_window_in_chunks(fn, dtype):
+    """Windows of 70,000 positions (two outputs, overlapping): one dispatch a chunk of window positions
+    (step_chunks), each resuming from the output the one before wrote, LiteRT's fold order kept. One dispatch was
+    wrong on lavapipe (llvmpipe ends a shader's loops after 65,535 passes)."""
+    rng = np.random.default_rng(len(fn))
+    model = _reduce_window_model(dtype, [1, 70001], [1, 70000], [1, 1], [1, 1], fn)
+    x = (rng.standard_normal([1, 70001]) * 3).astype(np.float32) if dtype == "float32" else \
+        np.ones([1, 70001], np.int32)
+    x[0, 69000] = 100 if fn == "MAXIMUM" else -1 if fn == "MUL" else x[0, 69000]   # (late in both windows)
+    init = np.array(0.5 if dtype == "float32" else 1, dtype)
+    with gpuc.load(gpuc.compile(model)) as m:
+        _same(m.run([x, init])[0], run_litert(model, [x, init])[0])
+
+
 def _shlo_window_model(dtype, shape, out, body_op, **attrs):
     from helpers.builder import with_subgraphs
     mb = ModelBuilder()

@@ -2,13 +2,19 @@
 input, NHWC, SAME / VALID, strides, fused activation; float32, as LiteRT's kernel."""
 from __future__ import annotations
 
+import dataclasses
+
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, template
 from gpuc.compiler.ops.conv import window, window_sym
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import act_code, check_act, checked, size
 
 VARIANTS = {"l2_pool": (dict(N=1, H=5, W=6, C=3, OH=3, OW=3, KH=2, KW=3, SH=2, SW=2, PT=0, PL=1), {"ACT": [0, 1]},
-                        ["out_", "x"])}
+                        ["out_", "x"]),
+            "l2_pool:chunked": (dict(N=1, H=5, W=6, C=3, OH=3, OW=3, KH=2, KW=3, SH=2, SW=2, PT=0, PL=1, CHUNKED=1),
+                                {"ACT": [0, 1]}, ["out_", "x", "steps", "ps"], {"steps": "int32"},
+                                lambda d: dict(rw=("ps",)))}
 
 
 def _plan(node, graph):
@@ -36,8 +42,13 @@ def lower_l2_pool(node, graph):
     n = size(graph.t(node.outputs[0]).shape)
     if not n:
         return []
-    return [Kernel("l2_pool", [("out_", node.outputs[0]), ("x", node.inputs[0])], n, dict(d, ACT=act_code(node)),
-                   node.label())]
+    k = Kernel("l2_pool", [("out_", node.outputs[0]), ("x", node.inputs[0])], n, dict(d, ACT=act_code(node)),
+               node.label())
+    chunks = in_chunks(k, graph, d["KW"] + 1, "KH", rw=("ps",))     # (tall windows: rows in chunks)
+    if len(chunks) > 1:
+        ps = graph.add_tensor(f"{k.label}/row_sums", [n], "float32")
+        chunks = [dataclasses.replace(c, bindings=list(c.bindings) + [("ps", ps)]) for c in chunks]
+    return chunks
 
 
 def _flops(node, graph):

@@ -118,6 +118,21 @@ def test_l2_pool_2d(case):
     _check(model, [_data(rng, [n, h, w, c], "float32") * 3], exact=False)
 
 
+@pytest.mark.parametrize("shape,k,s,pad", [((1, 300, 240, 2), 300, 1, "VALID"), ((1, 400, 130, 1), 300, 100, "SAME")])
+def test_l2_pool_tall_windows_in_chunks(shape, k, s, pad):
+    """Windows past step_chunks.LOOP_BUDGET loop passes: one dispatch a chunk of window rows, the sums carried in a
+    scratch tensor, the last finishing the outputs (LiteRT's order of additions). One dispatch was wrong on
+    lavapipe (llvmpipe ends a shader's loops after 65,535 passes)."""
+    rng = np.random.default_rng(k)
+    n, h, w, c = shape
+    oh, ow = (-(-h // s), -(-w // s)) if pad == "SAME" else ((h - k) // s + 1, (w - min(k, w)) // s + 1)
+    model = _one_op("L2_POOL_2D", [("x", list(shape), "float32")], [([n, oh, ow, c], "float32")], padding=pad,
+                    stride_h=s, stride_w=s, filter_height=k, filter_width=min(k, w))
+    x = _data(rng, list(shape), "float32") * 3
+    x[:, 250:] *= 10                                   # (late rows that matter)
+    _check(model, [x], exact=False)
+
+
 @pytest.mark.parametrize("radius,bias,alpha,beta", [(2, 1.0, 0.5, 0.75), (0, 2.0, 1.0, 1.0), (5, 0.5, 0.1, 0.5),
                                                     (1, 1e-3, 2.0, 0.3)])
 def test_local_response_normalization(radius, bias, alpha, beta):

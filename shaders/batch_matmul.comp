@@ -14,6 +14,12 @@
 // Defines: M N K NB OUT_BATCH[] A_BSTR[] B_BSTR[] A_SM A_SK B_SK B_SN A_KFAST B_NFAST
 //          BM BN BK TM TN TILES_M TILES_N NWG; IM2COL with D H W CI OD OH OW KH KW SD SH SW DD DH DW
 //          PF PT PL; EPILOGUE HAS_BIAS ACT; EPI_CHAIN (epi_chain.glsl)
+// CHUNKED (ops/batch_matmul.py in_k_chunks, a deep K for the tile's invocations): the dispatch sums K elements
+// steps = [first, count] (a multiple of BK), starting from the partial sums the dispatch before left in ps
+// (float32 [batch][M][N]); all but the last store their sums there, the last applies the epilogue.
+#ifndef CHUNKED
+#define CHUNKED 0
+#endif
 #define BMT (BM / TM)
 #define BNT (BN / TN)
 #define NT (BMT * BNT)
@@ -83,8 +89,19 @@ void main() {
     float acc[TM][TN];
     for (int i = 0; i < TM; ++i)
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+#if CHUNKED
+    int kfirst = steps[0], klast = steps[0] + steps[1];
+    if (kfirst > 0)
+        for (int i = 0; i < TM; ++i)
+            for (int j = 0; j < TN; ++j) {
+                int m = m0 + ty + i * BMT, n = n0 + tx + j * BNT;
+                if (m < M && n < N) acc[i][j] = float(LD(ps, (bt * M + m) * N + n));
+            }
+#else
+    int kfirst = 0, klast = K;
+#endif
 
-    for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int k0 = kfirst; k0 < klast; k0 += BK) {
         for (int e = tid; e < BK * BM; e += NT) {
 #if A_KFAST
             int kk = e % BK, mm = e / BK;
@@ -92,7 +109,7 @@ void main() {
             int mm = e % BM, kk = e / BM;
 #endif
             int m = m0 + mm, k = k0 + kk;
-            sa[kk * (BM + 1) + mm] = (m < M && k < K) ? load_a(aoff, m, k) : 0.0;
+            sa[kk * (BM + 1) + mm] = (m < M && k < klast) ? load_a(aoff, m, k) : 0.0;
         }
         for (int e = tid; e < BK * BN; e += NT) {
 #if B_NFAST
@@ -101,7 +118,7 @@ void main() {
             int kk = e % BK, nn = e / BK;
 #endif
             int n = n0 + nn, k = k0 + kk;
-            sb[kk * (BN + 1) + nn] = (n < N && k < K) ? LD(b, boff + k * B_SK + n * B_SN) : 0.0;
+            sb[kk * (BN + 1) + nn] = (n < N && k < klast) ? LD(b, boff + k * B_SK + n * B_SN) : 0.0;
         }
         barrier();
         for (int kk = 0; kk < BK; ++kk) {
@@ -113,6 +130,16 @@ void main() {
         }
         barrier();
     }
+#if CHUNKED
+    if (klast < K) {
+        for (int i = 0; i < TM; ++i)
+            for (int j = 0; j < TN; ++j) {
+                int m = m0 + ty + i * BMT, n = n0 + tx + j * BNT;
+                if (m < M && n < N) ST(ps, (bt * M + m) * N + n, acc[i][j]);
+            }
+        return;
+    }
+#endif
     for (int i = 0; i < TM; ++i) {
         int m = m0 + ty + i * BMT;
         for (int j = 0; j < TN; ++j) {

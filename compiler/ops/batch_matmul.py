@@ -8,6 +8,8 @@ strides (adjoint = swapped strides, broadcast batch dims = stride 0).  Either ke
 elementwise chain on its output last (Node.epilogue.chain: passes/gemm_epilogue.py, ops/epi_chain.py)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
@@ -15,6 +17,7 @@ from gpuc.compiler import sym_shapes as D
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, rules, template
 from gpuc.compiler.ops.conv import float_const, gemm_kernels
 from gpuc.compiler.ops.epi_chain import EBIND, apply_chain, sample_chain
+from gpuc.compiler.ops.step_chunks import in_chunks
 from gpuc.compiler.ops.util import broadcast_strides, checked, size
 from gpuc.compiler.symbolic import hint
 
@@ -34,6 +37,10 @@ for _n in (1, 7):       # a fused elementwise chain (ops/epi_chain.py) of 1 and 
                                           {"A_KFAST": [0, 1], "B_NFAST": [0, 1], "EPI_R16": [0, 1]},
                                           ["out_", "a", "b"] + EBIND[:_n - 1], {},
                                           VARIANTS["batch_matmul"][4])
+VARIANTS["batch_matmul:chunked"] = (dict(VARIANTS["batch_matmul"][0], CHUNKED=1),   # (in_k_chunks)
+                                   {"A_KFAST": [0, 1], "IM2COL": [0, 1], "EPILOGUE": [0, 1], "HAS_BIAS": [0, 1]},
+                                   ["out_", "a", "b", "bias", "steps", "ps"], {"steps": "int32"},
+                                   lambda d: dict(VARIANTS["batch_matmul"][4](d), rw=("ps",)))
 
 
 def _plan(node, graph):
@@ -101,8 +108,25 @@ def lower_batch_matmul(node, graph):
     b_b = [s * k * n for s in b_b]
     a_sm, a_sk = (1, m) if adj_x else (k, 1)
     b_sk, b_sn = (1, k) if adj_y else (n, 1)
-    return [apply_chain(matmul_kernel(node, [("out_", y.id), ("a", a_id), ("b", b_id)], m=m, n=n, k=k, batch=batch,
-                                      a_b=a_b, b_b=b_b, a_sm=a_sm, a_sk=a_sk, b_sk=b_sk, b_sn=b_sn), node, graph)]
+    return in_k_chunks(apply_chain(matmul_kernel(node, [("out_", y.id), ("a", a_id), ("b", b_id)], m=m, n=n, k=k,
+                                                 batch=batch, a_b=a_b, b_b=b_b, a_sm=a_sm, a_sk=a_sk, b_sk=b_sk,
+                                                 b_sn=b_sn), node, graph), graph)
+
+
+def in_k_chunks(k: Kernel, graph) -> list:
+    """`k` (a batch_matmul dispatch), or one dispatch a chunk of K where an invocation's loops would pass
+    step_chunks.LOOP_BUDGET (each BK-deep step loads its share of the two tiles: many passes where a small tile has few
+    invocations; [1, 70,000] x [70,000, 3] was wrong on lavapipe), the partial sums kept in a float32 tensor."""
+    d = k.defines
+    nt = (d["BM"] // d["TM"]) * (d["BN"] // d["TN"])
+    per_step = 1 + -(-d["BK"] * d["BM"] // nt) + -(-d["BK"] * d["BN"] // nt)
+    chunks = in_chunks(k, graph, per_step, "K", rw=("ps",), unit=d["BK"])
+    if len(chunks) == 1:
+        return chunks
+    ps = graph.add_tensor(f"{k.label}/k_partials", [size(d["OUT_BATCH"]) * d["M"] * d["N"]], "float32")
+    if graph.fp32_pinned is not None:           # (--precision fp16: partial sums stay float32)
+        graph.fp32_pinned = set(graph.fp32_pinned) | {ps}
+    return [dataclasses.replace(c, bindings=list(c.bindings) + [("ps", ps)]) for c in chunks]
 
 
 def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a_sk, b_sk, b_sn, extra=None) -> Kernel:

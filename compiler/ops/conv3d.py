@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register
-from gpuc.compiler.ops.batch_matmul import matmul_kernel
+from gpuc.compiler.ops.batch_matmul import in_k_chunks, matmul_kernel
 from gpuc.compiler.ops.util import PADDING_SAME, PADDING_VALID, act_code, check_act, checked, same_padding
 
 
@@ -93,7 +93,7 @@ def lower_conv3d(node, graph):
     extra = {key: geo[key] for key in ("D", "H", "W", "OD", "OH", "OW", "KH", "KW", "SD", "SH", "SW", "DD", "DH",
                                        "DW", "PF", "PT", "PL")}
     extra.update(CI=ci, IM2COL=1, EPILOGUE=1, HAS_BIAS=int(bias is not None), ACT=act_code(node))
-    return [matmul_kernel(node, binds, m=m, n=co, k=k, a_sm=k, a_sk=1, b_sk=co, b_sn=1, extra=extra)]
+    return in_k_chunks(matmul_kernel(node, binds, m=m, n=co, k=k, a_sm=k, a_sk=1, b_sk=co, b_sn=1, extra=extra), graph)
 
 
 # --- facts (compiler/ops/__init__.py FACT_FIELDS) ---------------------------------------------------

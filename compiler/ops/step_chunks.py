@@ -17,15 +17,16 @@ import numpy as np
 LOOP_BUDGET = 32768             # loop passes one invocation may make in one dispatch (half llvmpipe's limit)
 
 
-def in_chunks(k, graph, per_step: int, length: str = "T", rw: tuple = (), tag: str = "") -> list:
+def in_chunks(k, graph, per_step: int, length: str = "T", rw: tuple = (), tag: str = "", unit: int = 1) -> list:
     """Kernel `k` over all its steps (its define `length`), or one kernel a chunk of steps (CHUNKED) where
     `per_step` loop passes an invocation a step would pass LOOP_BUDGET in one dispatch.  A sequence of dynamic
     length stays one dispatch.  `rw`: bindings the chunks read back (declared read-write only when chunked);
-    `tag`: in the names of the chunks' step constants (kernels that chunk over one output tensor)."""
+    `tag`: in the names of the chunks' step constants (kernels that chunk over one output tensor); `unit`: a step is
+    that many of the length's elements (chunks start on its multiples)."""
     t = k.defines[length]
     if not isinstance(t, int):
         return [k]
-    per = max(1, LOOP_BUDGET // max(1, per_step))
+    per = max(1, LOOP_BUDGET // max(1, per_step)) * unit
     if per >= t:
         return [k]
     out = []
@@ -34,7 +35,7 @@ def in_chunks(k, graph, per_step: int, length: str = "T", rw: tuple = (), tag: s
         name = f"{graph.t(k.bindings[0][1]).name}/steps{tag}{'_reverse' if k.defines.get('REVERSE') else ''}{j}"
         steps = graph.add_const(name, np.array([first, n], np.int32))
         out.append(dataclasses.replace(k, bindings=list(k.bindings) + [("steps", steps)], defines=dict(k.defines, CHUNKED=1),
-                                       rw=tuple(k.rw) + tuple(n for n in rw if n not in k.rw),
+                                       rw=tuple(k.rw) + tuple(b for b in rw if b not in k.rw),
                                        label=f"{k.label}: steps {first}..{first + n - 1}"))
     return out
 

@@ -70,3 +70,21 @@ def test_batch_matmul_gemm_path_for_constant_rhs():
 def test_batch_matmul_rank6_rejected():
     model, _ = _mm([1, 1, 1, 1, 2, 3], [1, 1, 1, 1, 3, 2])
     assert "rank" in (gpu_reason(model) or "")
+
+
+@pytest.mark.parametrize("a_shape,b_shape,adj_x,precision", [([1, 70000], [70000, 3], False, "fp32"),
+                                                             ([2, 70000, 2], [2, 70000, 5], True, "fp32"),
+                                                             ([1, 70000], [70000, 3], False, "fp16")])
+def test_deep_k_in_chunks(a_shape, b_shape, adj_x, precision):
+    """K past what a small tile's invocations may loop over in one dispatch (batch_matmul.in_k_chunks): one dispatch
+    a chunk of K, the partial sums kept in a float32 tensor (also under fp16), the last applying the epilogue. One
+    dispatch was wrong on lavapipe (llvmpipe ends a shader's loops after 65,535 passes)."""
+    from gpuc.runtime.bundle import read_bundle
+    from helpers.litert import run_litert
+    model, feeds = _mm(a_shape, b_shape, adj_x=adj_x, seed=9)
+    data = gpuc.compile(model, cache=False, precision=precision)
+    assert sum("steps" in d.label for d in read_bundle(data).dispatches) >= 2
+    ref = run_litert(model, feeds)[0]
+    with gpuc.load(data) as m:
+        out = m.run(feeds)[0]
+    assert np.abs(out - ref).max() <= (1e-4 if precision == "fp32" else 1e-2) * np.abs(ref).max()

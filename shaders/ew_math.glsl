@@ -142,6 +142,9 @@ float ew_floor_div(float a, float b) {
     float r = ew_fmod(a, b);
     float q = roundEven((a - r) / b);
     if (ew_nonzero(r) && ew_signbit(r) != ew_signbit(b)) q -= 1.0;
+    // a zero quotient takes floor(a / b)'s sign: -0 only from a zero a over b of the other sign (a nonzero a
+    // under b in size gives a positive quotient here; the other sign was taken to -1 above)
+    if (q == 0.0) q = (!ew_nonzero(a) && ew_signbit(a) != ew_signbit(b)) ? uintBitsToFloat(0x80000000u) : 0.0;
     return q;
 }
 

@@ -15,7 +15,7 @@ pytest.importorskip("vulkan")
 from gpuc.compiler.ew_table import TABLE  # noqa: E402
 from helpers.catalogue import BINARY, UNARY_VARIANTS  # noqa: E402
 from helpers.data import I32_MAX, I32_MIN, irand, rnd  # noqa: E402
-from helpers.litert import assert_equals_either  # noqa: E402
+from helpers.litert import assert_equals_either, run_litert  # noqa: E402
 from helpers.ops import Const, check, check_rejected, one_op  # noqa: E402
 
 
@@ -192,6 +192,16 @@ def test_float_edges(gpu):
     # MAXIMUM / MINIMUM / SQUARED_DIFFERENCE with infinities and overflow
     check(gpu, *one_op("MAXIMUM", [f([np.inf, -np.inf, 1]), f([1, 1, -np.inf])], "float32"))
     check(gpu, *one_op("SQUARED_DIFFERENCE", [f([3e38, 1e20]), f([-3e38, 0])], "float32"))
+
+
+def test_floor_div_zero_quotients_keep_litert_sign(gpu):
+    """floor(a / b) = 0 is +0 unless a is a zero over b of the other sign (a DIV by it then gives +inf, not -inf:
+    a fuzzed chain caught -0 from a quotient of 0.146)."""
+    f = np.float32
+    a, b = f([-0.0776, 0.0776, 0, -0.0, 0, -0.0, 0.5, -0.5]), f([-0.53, 0.53, -1, 1, 1, -1, 2, -2])
+    model, feeds = one_op("FLOOR_DIV", [a, b], "float32")
+    out, ref = gpu.run(model, feeds)[0], run_litert(model, feeds)[0]
+    assert np.array_equal(out, ref) and np.array_equal(np.signbit(out), np.signbit(ref)), (out, ref)
 
 
 def test_int_edges(gpu):

@@ -149,6 +149,14 @@ class Graph:
         self.tensors.append(Tensor(tid, name, tuple(d if is_sym(d) else int(d) for d in shape), dtype, data, quant))
         return tid
 
+    def add_fp32_scratch(self, name: str, shape) -> int:
+        """A float32 working tensor a lowering adds (partial sums): kept float32 under the fp16 plan, where a
+        partial sum may pass float16's range or lose the bits the final result needs."""
+        tid = self.add_tensor(name, shape, "float32")
+        if self.fp32_pinned is not None:
+            self.fp32_pinned = set(self.fp32_pinned) | {tid}
+        return tid
+
     def add_const(self, name: str, array: np.ndarray) -> int:
         array = np.ascontiguousarray(array)
         return self.add_tensor(name, array.shape, array.dtype.name, array)

@@ -8,8 +8,6 @@ strides (adjoint = swapped strides, broadcast batch dims = stride 0).  Either ke
 elementwise chain on its output last (Node.epilogue.chain: passes/gemm_epilogue.py, ops/epi_chain.py)."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from gpuc.compiler.codegen.kernel import Kernel
@@ -120,13 +118,7 @@ def in_k_chunks(k: Kernel, graph) -> list:
     d = k.defines
     nt = (d["BM"] // d["TM"]) * (d["BN"] // d["TN"])
     per_step = 1 + -(-d["BK"] * d["BM"] // nt) + -(-d["BK"] * d["BN"] // nt)
-    chunks = in_chunks(k, graph, per_step, "K", rw=("ps",), unit=d["BK"])
-    if len(chunks) == 1:
-        return chunks
-    ps = graph.add_tensor(f"{k.label}/k_partials", [size(d["OUT_BATCH"]) * d["M"] * d["N"]], "float32")
-    if graph.fp32_pinned is not None:           # (--precision fp16: partial sums stay float32)
-        graph.fp32_pinned = set(graph.fp32_pinned) | {ps}
-    return [dataclasses.replace(c, bindings=list(c.bindings) + [("ps", ps)]) for c in chunks]
+    return in_chunks(k, graph, per_step, "K", unit=d["BK"], scratch=("ps", [size(d["OUT_BATCH"]) * d["M"] * d["N"]]))
 
 
 def matmul_kernel(node, binds, *, m, n, k, batch=(), a_b=(0,), b_b=(0,), a_sm, a_sk, b_sk, b_sn, extra=None) -> Kernel:

@@ -2,8 +2,6 @@
 input, NHWC, SAME / VALID, strides, fused activation; float32, as LiteRT's kernel."""
 from __future__ import annotations
 
-import dataclasses
-
 from gpuc.compiler.codegen.kernel import Kernel
 from gpuc.compiler.ops import NEUTRAL, SHAPE_ONLY, Why, declare, register, template
 from gpuc.compiler.ops.conv import window, window_sym
@@ -44,11 +42,7 @@ def lower_l2_pool(node, graph):
         return []
     k = Kernel("l2_pool", [("out_", node.outputs[0]), ("x", node.inputs[0])], n, dict(d, ACT=act_code(node)),
                node.label())
-    chunks = in_chunks(k, graph, d["KW"] + 1, "KH", rw=("ps",))     # (tall windows: rows in chunks)
-    if len(chunks) > 1:
-        ps = graph.add_tensor(f"{k.label}/row_sums", [n], "float32")
-        chunks = [dataclasses.replace(c, bindings=list(c.bindings) + [("ps", ps)]) for c in chunks]
-    return chunks
+    return in_chunks(k, graph, d["KW"] + 1, "KH", scratch=("ps", [n]))     # (tall windows: rows in chunks)
 
 
 def _flops(node, graph):

@@ -147,9 +147,7 @@ def _in_parts(node, graph, defines: dict, binds: list, y) -> list:
     reduce combines each output's partials (a MEAN divides by the whole count, DIVISOR)."""
     count, outputs = defines["RCOUNT"], y.size
     parts = -(-count // PART_MAX)
-    partial = graph.add_tensor(f"{y.name}/parts{parts}", (outputs * parts,), "float32")
-    if graph.fp32_pinned is not None:       # (--precision fp16: a part's sum may pass float16's range)
-        graph.fp32_pinned = set(graph.fp32_pinned) | {partial}
+    partial = graph.add_fp32_scratch(f"{y.name}/parts{parts}", (outputs * parts,))
     first = Kernel("reduce", [("out_", partial)] + binds[1:], outputs * parts * 256,
                    dict(defines, OP=REDUCE["SUM"] if node.op == "MEAN" else defines["OP"], WG_PER_OUT=1, PARTS=parts,
                         PART=PART_MAX), f"{node.label()}: {parts} parts", local_x=256)
